@@ -1,0 +1,195 @@
+"""`kvviz bench`: the chapter's run.py table, honestly: time, work saved, bytes moved, and a real
+comparison of every engine's tokens (exit 1 if they differ). Prints only what it measured.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+DEFAULT_PROMPT = "The key and value of a token never change once computed, so"
+
+
+def add_model_args(parser, *, tokens_default=(10, 30, 50)) -> None:
+    """Arguments shared by commands that run engines (bench, export, shot)."""
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt text (default: a sentence)")
+    parser.add_argument("--model", default="tiny", help="preset name or model folder (default: tiny)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
+    parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else the model's)")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    parser.add_argument("--top-k", type=int, default=None)
+    parser.add_argument("--top-p", type=float, default=None)
+    parser.add_argument("--block-size", type=int, default=16, help="paged cache block size in tokens")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+
+
+def configure(parser) -> None:
+    add_model_args(parser)
+    parser.add_argument("--tokens", type=int, nargs="+", default=[10, 30, 50], help="new-token counts")
+    parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list")
+    parser.add_argument("--repeat", type=int, default=3, help="timed repeats per cell (median reported)")
+    parser.add_argument("--trace", choices=("off", "masks", "full"), default="off",
+                        help="what each step copies out: nothing, masks, or masks + layer 0 head 0 weights")
+    parser.add_argument("--json", dest="json_path", default=None, help="also write results as JSON")
+
+
+@dataclass
+class Cell:
+    engine: str
+    new_tokens: int
+    total_ms: float
+    wall_ms: float
+    step_ms: list[float]
+    kv_projections: int
+    bytes_copied: int
+    bytes_written: int
+    bytes_gathered: int
+    peak_cache_bytes: int
+    token_ids: list[int]
+    speedup_vs_naive: float | None = None
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / (self.total_ms / 1000.0)
+
+    @property
+    def tail_step_ms(self) -> float:
+        """Median step latency over the last 10% of steps (at least one)."""
+        n = max(1, len(self.step_ms) // 10)
+        return statistics.median(self.step_ms[-n:])
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def setup(args):
+    """Validate the shared arguments and return (model, tokenizer, sampling, device)."""
+    import torch
+
+    from kvviz.config import SamplingConfig
+    from kvviz.devices import resolve_device, resolve_dtype
+    from kvviz.models.presets import load_model, load_tokenizer
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    if args.block_size < 1:
+        raise ValueError(f"--block-size must be at least 1, got {args.block_size}")
+    sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    if not args.prompt:
+        raise ValueError("the prompt is empty")
+    device = resolve_device(args.device)
+    tokenizer = load_tokenizer(args.model)
+    probe = None if args.dtype == "auto" else args.dtype
+    model = load_model(args.model, device, None)
+    dtype = resolve_dtype(probe, device, model.cfg.dtype)
+    model = model.to(dtype)
+    return model, tokenizer, sampling, device
+
+
+def run_once(model, key, prompt_ids, n, sampling, trace, block_size):
+    from kvviz.engines import make_engine
+
+    engine = make_engine(key, model, block_size=block_size)
+    t0 = time.perf_counter()
+    traces = list(engine.generate(prompt_ids, n, sampling, trace))
+    wall_ms = (time.perf_counter() - t0) * 1000.0
+    return traces, wall_ms
+
+
+def run(args) -> int:
+    from kvviz.config import TraceOptions
+    from kvviz.engines import parse_engines, validate_request
+
+    engines = parse_engines(args.engines)
+    for n in args.tokens:
+        if n < 1:
+            raise ValueError(f"--tokens must be at least 1, got {n}")
+    if args.repeat < 1:
+        raise ValueError(f"--repeat must be at least 1, got {args.repeat}")
+    model, tokenizer, sampling, device = setup(args)
+    cfg = model.cfg
+    prompt_ids = tokenizer.encode(args.prompt)
+    for n in args.tokens:
+        validate_request(cfg.max_seq_len, len(prompt_ids), n)
+    trace = {"off": TraceOptions(masks=False),
+             "masks": TraceOptions(masks=True),
+             "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
+    import torch
+
+    dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
+    print(f"model {cfg.name}: {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of {cfg.head_dim}, "
+          f"hidden {cfg.d_model}; device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); "
+          f"prompt {len(prompt_ids)} tokens; trace {args.trace}; median of {args.repeat}")
+    for key in engines:  # warm-up: first-call allocations and kernel selection stay out of the figures
+        run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size)
+
+    cells: list[Cell] = []
+    identical = True
+    print(f"{'new':>5} {'engine':<7} {'total ms':>9} {'tok/s':>8} {'speedup':>8} {'K/V proj':>9} "
+          f"{'copied':>10} {'written':>10} {'gathered':>10} {'peak cache':>10} {'last10% ms':>10}")
+    for n in args.tokens:
+        runs: dict[str, list] = {k: [] for k in engines}
+        for _ in range(args.repeat):  # interleaved, so drift on a noisy machine hits every engine alike
+            for key in engines:
+                runs[key].append(run_once(model, key, prompt_ids, n, sampling, trace, args.block_size))
+        row: dict[str, Cell] = {}
+        for key in engines:
+            totals = [sum(t.latency_ms for t in traces) for traces, _ in runs[key]]
+            first = runs[key][0][0]
+            steps = [statistics.median(r[0][i].latency_ms for r in runs[key]) for i in range(n)]
+            row[key] = Cell(
+                engine=key, new_tokens=n, total_ms=statistics.median(totals),
+                wall_ms=statistics.median(w for _, w in runs[key]), step_ms=steps,
+                kv_projections=sum(t.kv_projections for t in first),
+                bytes_copied=sum(t.bytes_copied for t in first),
+                bytes_written=sum(t.bytes_written for t in first),
+                bytes_gathered=sum(t.bytes_gathered for t in first),
+                peak_cache_bytes=max(t.cache_bytes for t in first),
+                token_ids=[t.token_id for t in first])
+            for traces, _ in runs[key][1:]:  # repeats must agree with themselves too
+                if [t.token_id for t in traces] != row[key].token_ids:
+                    identical = False
+                    print(f"  {key}: repeats produced different tokens", file=sys.stderr)
+        ref = row.get("naive")
+        for key in engines:
+            c = row[key]
+            if ref is not None:
+                c.speedup_vs_naive = ref.total_ms / c.total_ms
+            sp = f"{c.speedup_vs_naive:.2f}x" if c.speedup_vs_naive is not None else "-"
+            print(f"{n:>5} {key:<7} {c.total_ms:>9.2f} {c.tokens_per_s:>8.1f} {sp:>8} {c.kv_projections:>9} "
+                  f"{fmt_bytes(c.bytes_copied):>10} {fmt_bytes(c.bytes_written):>10} "
+                  f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f}")
+            cells.append(c)
+        base = row[engines[0]].token_ids
+        for key in engines[1:]:
+            if row[key].token_ids != base:
+                identical = False
+                k = next(i for i, (a, b) in enumerate(zip(base, row[key].token_ids)) if a != b)
+                print(f"  {n} tokens: {key} differs from {engines[0]} first at step {k}")
+    if len(engines) > 1:
+        print("tokens identical across engines: " + ("yes" if identical else "NO"))
+    if args.json_path:
+        from kvviz.fileio import atomic_write_text
+
+        doc = {
+            "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
+            "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
+            "repeat": args.repeat, "trace": args.trace,
+            "results": [dict(engine=c.engine, new_tokens=c.new_tokens, total_ms=c.total_ms, wall_ms=c.wall_ms,
+                             tokens_per_s=c.tokens_per_s, speedup_vs_naive=c.speedup_vs_naive,
+                             kv_projections=c.kv_projections, bytes_copied=c.bytes_copied,
+                             bytes_written=c.bytes_written, bytes_gathered=c.bytes_gathered,
+                             peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
+                             tail_step_ms=c.tail_step_ms, step_ms=c.step_ms) for c in cells],
+        }
+        atomic_write_text(args.json_path, json.dumps(doc, indent=1) + "\n")
+    return 0 if identical else 1

@@ -1,0 +1,73 @@
+"""The cache interface: one object per sequence holding every layer's K and V.
+
+A strategy differs only in where `update` puts new K/V and what it hands attention back. Each
+cache accounts its own byte traffic (copied, written, gathered) as it does it; the tests check
+those counts against the bytes of the tensor ops actually run. Knows nothing about engines or Qt.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import torch
+
+from kvviz.config import ModelConfig
+
+
+@dataclass
+class ByteCounters:
+    copied: int = 0  # existing cache content moved to a new place by cache maintenance
+    written: int = 0  # new K/V stored
+    gathered: int = 0  # copies made only to feed attention
+
+
+class KVCache(ABC):
+    """K/V for every layer of one sequence. Tensors are (B, n_kv_head, T, head_dim)."""
+
+    key: str = ""
+
+    def __init__(self, cfg: ModelConfig, *, max_len: int, device: torch.device, dtype: torch.dtype,
+                 batch: int = 1, block_size: int = 16, seed: int = 0) -> None:
+        self.cfg = cfg
+        self.max_len = max_len
+        self.device = device
+        self.dtype = dtype
+        self.batch = batch
+        self.elem_bytes = torch.empty((), dtype=dtype).element_size()
+        self.seq_len = 0  # tokens stored and committed
+        self.counters = ByteCounters()
+
+    @property
+    def token_bytes(self) -> int:
+        """Bytes of K plus V for one token in one layer (all batch rows)."""
+        return 2 * self.batch * self.cfg.n_kv_head * self.cfg.head_dim * self.elem_bytes
+
+    def prepare(self, n_new: int) -> None:
+        """Make room for `n_new` tokens before a forward (allocation happens here, not in update)."""
+        if self.seq_len + n_new > self.max_len:
+            raise ValueError(f"{self.key} cache: {self.seq_len + n_new} tokens exceed its length {self.max_len}")
+
+    @abstractmethod
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the new k, v (B, KV, T_new, D) at positions seq_len.. and return past + new."""
+
+    def commit(self, n_new: int) -> None:
+        """Every layer has stored the step's tokens: they now count."""
+        self.seq_len += n_new
+
+    @property
+    @abstractmethod
+    def capacity(self) -> int:
+        """Tokens the cache holds room for without allocating."""
+
+    @property
+    @abstractmethod
+    def resident_bytes(self) -> int:
+        """K/V bytes this sequence holds, all layers."""
+
+    def block_table(self) -> tuple[int, ...] | None:
+        return None
+
+    def take_counters(self) -> ByteCounters:
+        out, self.counters = self.counters, ByteCounters()
+        return out

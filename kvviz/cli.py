@@ -1,0 +1,55 @@
+"""The `kvviz` command: the GUI by default, or a subcommand (bench, train, score, models, memory, export, shot).
+
+Each subcommand lives in its own module exposing `configure(parser)` and `run(args) -> int`; this
+file only dispatches, and imports a module (and so torch or Qt) only when its command is chosen.
+Bad input is a one-line error and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help). A new command is a module plus one line here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "gui": ("kvviz.ui.app", "open the desktop app (the default)"),
+    "bench": ("kvviz.bench", "time the engines and compare their tokens (the chapter's table)"),
+    "models": ("kvviz.models.listing", "list the model presets"),
+}
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own errors: one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the chosen command's module is imported to add its options."""
+    parser = _Parser(prog="kvviz", description="Watch a transformer's KV cache at work.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            importlib.import_module(module).configure(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["gui", *argv]
+    args = build_parser(argv[0]).parse_args(argv)
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args) or 0)
+    except (UsageError, ValueError) as exc:
+        print(f"kvviz {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"kvviz {args.command}: interrupted", file=sys.stderr)
+        return 130

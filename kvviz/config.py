@@ -1,0 +1,169 @@
+"""Frozen configuration records: the model's shape, a run's settings, sampling.
+
+Pure stdlib: no torch, no Qt. Every byte figure kvviz shows about a model's cache is derived here
+from the config, never typed in.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+DTYPE_ALIASES = {
+    "fp32": "float32", "float32": "float32", "f32": "float32",
+    "bf16": "bfloat16", "bfloat16": "bfloat16",
+    "fp16": "float16", "float16": "float16", "half": "float16", "f16": "float16",
+}
+
+
+def canonical_dtype(name: str) -> str:
+    """`bf16` -> `bfloat16`; raises ValueError naming the choices for anything else."""
+    key = str(name).strip().lower()
+    if key not in DTYPE_ALIASES:
+        raise ValueError(f"unknown dtype {name!r}; choose fp32, bf16 or fp16")
+    return DTYPE_ALIASES[key]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape of a decoder-only transformer (Llama family; the shipped tiny model is one too)."""
+
+    name: str = "tiny"
+    arch: str = "kvviz"  # kvviz | llama | qwen2 | qwen3
+    vocab_size: int = 256
+    d_model: int = 128
+    n_layer: int = 2
+    n_head: int = 4
+    n_kv_head: int = 4
+    head_dim: int = 32
+    d_ff: int = 512
+    max_seq_len: int = 2048
+    rope_theta: float = 10000.0
+    rope_scaling: dict[str, Any] | None = None
+    norm_eps: float = 1e-5
+    qk_norm: bool = False
+    qkv_bias: bool = False
+    tie_embeddings: bool = True
+    dtype: str = "float32"
+    tokenizer: str = "bytes"  # bytes | tokenizer.json
+
+    def __post_init__(self) -> None:
+        for key in ("vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "head_dim", "d_ff",
+                    "max_seq_len"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"model config: {key} must be a positive integer, got {value!r}")
+        if self.n_head % self.n_kv_head:
+            raise ValueError(
+                f"model config: n_head ({self.n_head}) must be a multiple of n_kv_head ({self.n_kv_head})")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+
+    # -- figures derived from the shape ------------------------------------------------------
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def kv_bytes_per_token_per_layer(self, dtype: str | None = None) -> int:
+        """K and V of one token in one layer: 2 * n_kv_head * head_dim * bytes_per_elem."""
+        elem = DTYPE_BYTES[canonical_dtype(dtype)] if dtype else self.dtype_bytes
+        return 2 * self.n_kv_head * self.head_dim * elem
+
+    def kv_bytes_per_token(self, dtype: str | None = None) -> int:
+        return self.n_layer * self.kv_bytes_per_token_per_layer(dtype)
+
+    def param_count(self) -> int:
+        """Parameters implied by the shape (counted again from the tensors in the tests)."""
+        d, h, kv, hd, f = self.d_model, self.n_head, self.n_kv_head, self.head_dim, self.d_ff
+        attn = d * (h * hd) + 2 * d * (kv * hd) + (h * hd) * d
+        if self.qkv_bias:
+            attn += h * hd + 2 * kv * hd
+        if self.qk_norm:
+            attn += 2 * hd
+        mlp = 3 * d * f
+        per_layer = attn + mlp + 2 * d
+        emb = self.vocab_size * d
+        head = 0 if self.tie_embeddings else self.vocab_size * d
+        return self.n_layer * per_layer + emb + head + d
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        return dataclasses.replace(self, **changes)
+
+    # -- JSON ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"model config: unknown field(s) {', '.join(unknown)}")
+        return cls(**data)
+
+    def save_json(self, path: str | Path) -> None:
+        from kvviz.fileio import atomic_write_text
+
+        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load_json(cls, path: str | Path) -> ModelConfig:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"{path}: config file not found") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object")
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How the next token is chosen. temperature 0 means greedy."""
+
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (self.temperature >= 0):
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError(f"top-k must be >= 1, got {self.top_k}")
+        if self.top_p is not None and not (0 < self.top_p <= 1):
+            raise ValueError(f"top-p must be in (0, 1], got {self.top_p}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """What an engine copies into each StepTrace beyond the scalars."""
+
+    masks: bool = True
+    weights_layer: int | None = None  # attention weights of this layer ...
+    weights_head: int = 0  # ... and this head; None layer = no weights
+    logits: bool = False  # copy the sampled position's logits (tests compare engines with them)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One generation request: prompt, length, engines, sampling, tracing."""
+
+    prompt: str
+    max_new_tokens: int = 40
+    engines: tuple[str, ...] = ("naive", "concat", "static", "paged")
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    trace: TraceOptions = field(default_factory=TraceOptions)
+    block_size: int = 16

@@ -1,0 +1,96 @@
+"""The Engine interface: a generator that yields one StepTrace per step (prefill is step 0).
+
+N new tokens cost one prefill forward plus N-1 decode forwards, as in the chapter. The engine
+knows nothing about text: token ids in, token ids out; labels come from a callable it is given.
+"""
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from kvviz.config import SamplingConfig, TraceOptions
+from kvviz.devices import allocated_bytes
+from kvviz.models.transformer import ForwardResult, Transformer
+from kvviz.sampling import Sampler
+from kvviz.timing import StepTimer
+from kvviz.trace import StepTrace
+
+
+def validate_request(max_seq_len: int, n_prompt: int, max_new_tokens: int) -> None:
+    """Raise ValueError with a one-line reason for a request no engine can serve."""
+    if n_prompt < 1:
+        raise ValueError("the prompt is empty")
+    if max_new_tokens < 1:
+        raise ValueError(f"new tokens must be at least 1, got {max_new_tokens}")
+    if n_prompt + max_new_tokens > max_seq_len:
+        raise ValueError(
+            f"prompt ({n_prompt} tokens) + new tokens ({max_new_tokens}) = {n_prompt + max_new_tokens} "
+            f"exceeds the model's context of {max_seq_len}")
+
+
+class Engine(ABC):
+    """Runs a model step by step. Subclasses say what one step feeds the model and what it keeps."""
+
+    key: str = ""
+
+    def __init__(self, model: Transformer, *, block_size: int = 16) -> None:
+        self.model = model
+        self.cfg = model.cfg
+        self.block_size = block_size
+        param = next(model.parameters())
+        self.device, self.dtype = param.device, param.dtype
+
+    @abstractmethod
+    def _begin(self, prompt_ids: Sequence[int], max_new_tokens: int, seed: int) -> None:
+        """Set up per-run state (a cache, or nothing)."""
+
+    @abstractmethod
+    def _forward(self, ids: list[int], step: int, trace: TraceOptions) -> tuple[ForwardResult, int]:
+        """Run the model for this step; return its result and the first position it computed."""
+
+    def _cache_figures(self) -> dict:
+        return dict(cache_len=0, cache_capacity=0, cache_bytes=0, bytes_copied=0, bytes_written=0,
+                    bytes_gathered=0, block_table=None, block_size=None)
+
+    def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
+                 sampling: SamplingConfig | None = None, trace: TraceOptions | None = None,
+                 run_id: str | None = None,
+                 token_text: Callable[[int], str] = str) -> Iterator[StepTrace]:
+        validate_request(self.cfg.max_seq_len, len(prompt_ids), max_new_tokens)
+        sampling = sampling or SamplingConfig()
+        trace = trace or TraceOptions()
+        if trace.weights_layer is not None and not (0 <= trace.weights_layer < self.cfg.n_layer):
+            raise ValueError(f"weights layer {trace.weights_layer} outside 0..{self.cfg.n_layer - 1}")
+        if trace.weights_layer is not None and not (0 <= trace.weights_head < self.cfg.n_head):
+            raise ValueError(f"weights head {trace.weights_head} outside 0..{self.cfg.n_head - 1}")
+        run_id = run_id or uuid.uuid4().hex[:8]
+        sampler = Sampler(sampling)
+        timer = StepTimer(self.device)
+        ids = [int(i) for i in prompt_ids]
+        self._begin(ids, max_new_tokens, sampling.seed)
+        for step in range(max_new_tokens):
+            timer.start()
+            with torch.inference_mode():
+                out, pos_start = self._forward(ids, step, trace)
+                token = sampler(out.logits[0])
+            latency_ms = timer.stop()
+            pos_stop = len(ids)
+            ids.append(token)
+            weights = None
+            if out.attn_weights is not None:
+                weights = out.attn_weights[0].float().cpu().numpy().copy()  # (T_q, T_kv)
+            logits = out.logits[0].float().cpu().numpy().copy() if trace.logits else None
+            yield StepTrace(
+                run_id=run_id, engine=self.key, step=step, phase="prefill" if step == 0 else "decode",
+                token_id=token, token_text=token_text(token), pos_start=pos_start, pos_stop=pos_stop,
+                kv_projections=(pos_stop - pos_start) * self.cfg.n_layer, latency_ms=latency_ms,
+                mask_spec=out.mask if trace.masks else None, attn_weights=weights,
+                weights_layer=trace.weights_layer if weights is not None else None,
+                weights_head=trace.weights_head if weights is not None else None,
+                logits=logits, device_mem_bytes=allocated_bytes(self.device),
+                **self._cache_figures(),
+            )

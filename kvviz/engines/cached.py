@@ -1,0 +1,40 @@
+"""Prefill then decode through a cache: the prompt in one forward, then one token per forward.
+
+Which cache (concat, static, paged) is the only difference between the cached engines.
+"""
+from __future__ import annotations
+
+import torch
+
+from kvviz.caches import CACHES, KVCache
+from kvviz.engines.base import Engine
+
+
+class CachedEngine(Engine):
+    def __init__(self, model, *, cache_key: str, block_size: int = 16) -> None:
+        super().__init__(model, block_size=block_size)
+        self.key = cache_key
+        self.cache_cls = CACHES[cache_key]
+        self.cache: KVCache | None = None
+
+    def _begin(self, prompt_ids, max_new_tokens, seed):
+        # The run's length: the prompt plus every new token (the last is sampled, never stored).
+        self.cache = self.cache_cls(self.cfg, max_len=len(prompt_ids) + max_new_tokens, device=self.device,
+                                    dtype=self.dtype, block_size=self.block_size, seed=seed)
+
+    def _forward(self, ids, step, trace):
+        cache = self.cache
+        new = ids if step == 0 else ids[-1:]  # prefill: the prompt; decode: the last token only
+        cache.prepare(len(new))
+        x = torch.tensor([new], device=self.device)  # (1, T_new)
+        out = self.model(x, cache=cache, weights_layer=trace.weights_layer, weights_head=trace.weights_head)
+        cache.commit(len(new))
+        return out, len(ids) - len(new)
+
+    def _cache_figures(self):
+        c = self.cache
+        counters = c.take_counters()
+        return dict(cache_len=c.seq_len, cache_capacity=c.capacity, cache_bytes=c.resident_bytes,
+                    bytes_copied=counters.copied, bytes_written=counters.written,
+                    bytes_gathered=counters.gathered, block_table=c.block_table(),
+                    block_size=getattr(c, "block_size", None) if c.key == "paged" else None)

@@ -1,0 +1,1 @@
+"""Models: the Llama-family transformer, presets, and loading from folders."""

@@ -1,0 +1,111 @@
+"""Named models: the trained default, random models of the chapter's and of larger shapes.
+
+`load_model(name_or_path, device, dtype)` is the one way every command and the app get a model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from kvviz.config import ModelConfig
+from kvviz.models.transformer import Transformer
+
+ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
+TINY_DIR = ASSETS / "tiny"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    config: ModelConfig
+    trained: bool = False  # weights shipped in assets/<name>
+    warning: str = ""
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset("tiny", "the chapter's shape (2 layers, 4 heads of 32), trained on Python's docs",
+               ModelConfig(name="tiny"), trained=True),
+        Preset("tiny-random", "the chapter's exact shape with seeded random weights",
+               ModelConfig(name="tiny-random")),
+        Preset("wide", "random; 8 layers, hidden 512, 8 heads of 64: big enough for the cat copy to show",
+               ModelConfig(name="wide", d_model=512, n_layer=8, n_head=8, n_kv_head=8, head_dim=64,
+                           d_ff=1536, max_seq_len=4096)),
+        Preset("qwen3-0.6b-shape",
+               "random weights in Qwen3-0.6B's published shape (28 layers, 16 Q / 8 KV heads of 128)",
+               ModelConfig(name="qwen3-0.6b-shape", arch="qwen3", d_model=1024, n_layer=28, n_head=16,
+                           n_kv_head=8, head_dim=128, d_ff=3072, max_seq_len=4096, rope_theta=1e6,
+                           norm_eps=1e-6, qk_norm=True, dtype="bfloat16"),
+               warning="about 0.4 B parameters: slow on a CPU (seconds per step); meant for memory figures"),
+    ]
+}
+
+
+def preset_config(name: str) -> ModelConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown model {name!r}; presets: {', '.join(PRESETS)} (or a folder path)")
+    preset = PRESETS[name]
+    if preset.trained and (TINY_DIR / "config.json").is_file():
+        return ModelConfig.load_json(TINY_DIR / "config.json")
+    return preset.config
+
+
+def build_model(name_or_path: str, *, seed: int = 0) -> Transformer:
+    """A model on the CPU in fp32: a preset by name, or a folder (kvviz or Hugging Face format)."""
+    if name_or_path in PRESETS:
+        preset = PRESETS[name_or_path]
+        if preset.trained:
+            from kvviz.models.io import load_model_folder
+
+            if not (TINY_DIR / "model.safetensors").is_file():
+                raise ValueError(f"{TINY_DIR / 'model.safetensors'}: shipped weights missing; "
+                                 "run `kvviz train --out assets/tiny`")
+            return load_model_folder(TINY_DIR)
+        return Transformer(preset.config).init_weights(seed)
+    path = Path(name_or_path)
+    if path.is_dir():
+        if (path / "model.safetensors").is_file() and _is_kvviz_config(path / "config.json"):
+            from kvviz.models.io import load_model_folder
+
+            return load_model_folder(path)
+        from kvviz.models.hf import load_hf_model
+
+        return load_hf_model(path)
+    if path.exists():
+        raise ValueError(f"{path}: a model is a folder (config.json + weights), not a file")
+    raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} (or a folder path)")
+
+
+def _is_kvviz_config(path: Path) -> bool:
+    import json
+
+    try:
+        return "n_layer" in json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+def load_model(name_or_path: str, device: torch.device, dtype: torch.dtype | None = None,
+               *, seed: int = 0) -> Transformer:
+    """Build, cast and move a model; eval mode. dtype None keeps the config's."""
+    model = build_model(name_or_path, seed=seed)
+    from kvviz.devices import TORCH_DTYPES
+
+    target = dtype or TORCH_DTYPES[model.cfg.dtype]
+    return model.to(device=device, dtype=target).eval()
+
+
+def load_tokenizer(name_or_path: str):
+    """Byte tokenizer for presets and kvviz folders; tokenizer.json for Hugging Face folders."""
+    from kvviz.tokenizer import ByteTokenizer, HFTokenizer
+
+    if name_or_path in PRESETS:
+        return ByteTokenizer()
+    path = Path(name_or_path)
+    if (path / "model.safetensors").is_file() and _is_kvviz_config(path / "config.json"):
+        return ByteTokenizer()
+    return HFTokenizer(path / "tokenizer.json")

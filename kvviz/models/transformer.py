@@ -1,0 +1,218 @@
+"""A decoder-only transformer of the Llama family (RMSNorm, RoPE, grouped-query attention, SwiGLU).
+
+The shipped tiny model and the checkpoint loader both build this one module. Attention takes an
+optional cache object (the chapter's four changes: a cache argument, past + new K/V, a causal mask
+offset by past_len, the full K/V returned by the cache) and reports the mask it applied. It knows
+nothing about tokens as text, engines or sampling.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kvviz.config import ModelConfig
+from kvviz.trace import MaskSpec
+
+
+def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
+    """Inverse frequencies for rotary embeddings, with Llama-3 style scaling when configured."""
+    D = cfg.head_dim
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+    scaling = cfg.rope_scaling or {}
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind in (None, "default"):
+        return inv_freq.float()
+    if kind == "llama3":
+        factor = float(scaling["factor"])
+        low = float(scaling.get("low_freq_factor", 1.0))
+        high = float(scaling.get("high_freq_factor", 4.0))
+        old_ctx = float(scaling["original_max_position_embeddings"])
+        low_wavelen, high_wavelen = old_ctx / low, old_ctx / high
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        smooth = (old_ctx / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+        return torch.where(medium, smoothed, scaled).float()
+    if kind == "linear":
+        return (inv_freq / float(scaling["factor"])).float()
+    raise ValueError(f"unsupported rope scaling {kind!r} (supported: default, linear, llama3)")
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        # Low precision: normalise in fp32 as the reference implementations do.
+        return (F.rms_norm(x.float(), (x.shape[-1],), None, self.eps) * self.weight.float()).to(x.dtype)
+
+
+@dataclass
+class ForwardResult:
+    """What one forward returns: logits of the last position, the mask applied, optional weights."""
+
+    logits: torch.Tensor  # (B, V) at the last position
+    mask: MaskSpec
+    attn_weights: torch.Tensor | None  # (B, T_q, T_kv) of the requested layer/head
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
+        H, KV, D = cfg.n_head, cfg.n_kv_head, cfg.head_dim
+        self.q_proj = nn.Linear(cfg.d_model, H * D, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.d_model, KV * D, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.d_model, KV * D, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(H * D, cfg.d_model, bias=False)
+        self.q_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
+        self.scale = 1.0 / math.sqrt(D)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache, mask: MaskSpec,
+                mask_tensor: torch.Tensor | None, weights_head: int | None):
+        B, T, _ = x.shape
+        H, KV, D = self.n_head, self.n_kv_head, self.head_dim
+        q = self.q_proj(x).view(B, T, H, D)
+        k = self.k_proj(x).view(B, T, KV, D)
+        v = self.v_proj(x).view(B, T, KV, D)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H|KV, T, D)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if cache is not None:
+            k, v = cache.update(self.layer_idx, k, v)  # (B, KV, T_kv, D): past + new
+        weights = None
+        if weights_head is None:
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask_tensor, is_causal=mask_tensor is None and T > 1,
+                enable_gqa=H != KV)
+        else:
+            y, weights = self._attend_with_weights(q, k, v, mask_tensor if T > 1 else None, weights_head)
+        y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
+        return self.o_proj(y), weights
+
+    def _attend_with_weights(self, q, k, v, mask_tensor, head):
+        """Explicit softmax(QK^T)V for the layer whose weights were asked for."""
+        B, H, T, D = q.shape
+        KV = k.shape[1]
+        G = H // KV
+        qg = q.view(B, KV, G, T, D)  # (B, KV, G, T, D)
+        scores = torch.matmul(qg, k.unsqueeze(2).transpose(-1, -2)).float() * self.scale  # (B, KV, G, T, T_kv)
+        if mask_tensor is not None:
+            scores = scores.masked_fill(~mask_tensor, float("-inf"))
+        probs = scores.softmax(dim=-1)
+        y = torch.matmul(probs.to(v.dtype), v.unsqueeze(2)).view(B, H, T, D)  # (B, H, T, D)
+        return y, probs.view(B, H, T, -1)[:, head]
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.self_attn = Attention(cfg, layer_idx)
+        self.post_attention_layernorm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, cos, sin, cache, mask, mask_tensor, weights_head):
+        a, w = self.self_attn(self.input_layernorm(x), cos, sin, cache, mask, mask_tensor, weights_head)
+        x = x + a
+        return x + self.mlp(self.post_attention_layernorm(x)), w
+
+
+class Transformer(nn.Module):
+    """Parameter names follow the Hugging Face Llama layout, so checkpoints load by name."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.lm_head = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self._rope_len = 0
+        self.register_buffer("rope_cos", torch.empty(0), persistent=False)
+        self.register_buffer("rope_sin", torch.empty(0), persistent=False)
+
+    def init_weights(self, seed: int) -> Transformer:
+        """Seeded random weights, independent of the global RNG: embeddings N(0, 1), linear layers
+        N(0, 1/fan_in), norms at 1. Scaled so a random model's choices vary from token to token."""
+        gen = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith("norm.weight"):
+                    p.fill_(1.0)
+                elif name.endswith(".bias"):
+                    p.zero_()
+                elif p.dim() == 2 and "embed" not in name:
+                    p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
+                else:
+                    p.copy_(torch.randn(p.shape, generator=gen))
+        return self
+
+    def _rope(self, stop: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if stop > self._rope_len or self.rope_cos.device != device:
+            n = max(stop, min(self.cfg.max_seq_len, 4096))
+            inv = rope_inv_freq(self.cfg).to(device)
+            t = torch.arange(n, device=device, dtype=torch.float32)
+            freqs = torch.outer(t, inv)
+            emb = torch.cat((freqs, freqs), dim=-1)  # (T, D)
+            dtype = self.embed_tokens.weight.dtype
+            self.rope_cos, self.rope_sin = emb.cos().to(dtype), emb.sin().to(dtype)
+            self._rope_len = n
+        return self.rope_cos, self.rope_sin
+
+    def forward(self, ids: torch.Tensor, cache=None, weights_layer: int | None = None,
+                weights_head: int = 0, all_logits: bool = False) -> ForwardResult:
+        """ids (B, T). With a cache, positions continue from its length and K/V are stored in it."""
+        B, T = ids.shape
+        past = cache.seq_len if cache is not None else 0
+        mask = MaskSpec(q_len=T, kv_len=past + T, past_len=past)
+        # Prefill (past 0) and single-token decode need no explicit mask: SDPA's causal flag covers
+        # the first, and one query row may see every key. Any other shape gets the chapter's mask.
+        mask_tensor = None
+        if T > 1 and past > 0:
+            mask_tensor = torch.from_numpy(mask.to_numpy()).to(ids.device)
+        elif T > 1 and weights_layer is not None:
+            mask_tensor = torch.from_numpy(mask.to_numpy()).to(ids.device)
+        cos_all, sin_all = self._rope(past + T, ids.device)
+        cos, sin = cos_all[past:past + T], sin_all[past:past + T]  # (T, D)
+        x = self.embed_tokens(ids)  # (B, T, C)
+        weights = None
+        for i, layer in enumerate(self.layers):
+            want = weights_head if i == weights_layer else None
+            layer_mask = mask_tensor if (want is not None or past > 0) else None
+            x, w = layer(x, cos, sin, cache, mask, layer_mask, want)
+            if w is not None:
+                weights = w
+        x = self.norm(x if all_logits else x[:, -1:])
+        head = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        logits = F.linear(x, head)  # (B, T|1, V)
+        return ForwardResult(logits=logits if all_logits else logits[:, -1], mask=mask, attn_weights=weights)

@@ -1,0 +1,32 @@
+"""Choose the next token from logits: greedy, temperature, top-k, top-p, with a seeded generator."""
+from __future__ import annotations
+
+import torch
+
+from kvviz.config import SamplingConfig
+
+
+class Sampler:
+    """One per engine run; the same seed gives the same draws on every engine and device."""
+
+    def __init__(self, cfg: SamplingConfig) -> None:
+        self.cfg = cfg
+        self.gen = torch.Generator().manual_seed(cfg.seed)  # CPU: identical draws on any device
+
+    def __call__(self, logits: torch.Tensor) -> int:
+        """logits (V,) -> token id."""
+        cfg = self.cfg
+        if cfg.greedy:
+            return int(logits.argmax())
+        x = logits.detach().double().cpu() / cfg.temperature
+        if cfg.top_k is not None and cfg.top_k < x.numel():
+            kth = torch.topk(x, cfg.top_k).values[-1]
+            x = x.masked_fill(x < kth, float("-inf"))
+        probs = x.softmax(-1)
+        if cfg.top_p is not None and cfg.top_p < 1:
+            sorted_p, order = probs.sort(descending=True)
+            before = sorted_p.cumsum(0) - sorted_p  # mass of strictly more likely tokens
+            drop = before >= cfg.top_p  # keep the smallest prefix whose mass reaches top_p
+            sorted_p = sorted_p.masked_fill(drop, 0.0)
+            probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
+        return int(torch.multinomial(probs, 1, generator=self.gen))

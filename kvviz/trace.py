@@ -1,0 +1,143 @@
+"""The one record that crosses the thread: StepTrace (one per engine step) and RunSummary.
+
+Stdlib and numpy only: no torch, no Qt. Engines build these; the worker forwards them; panels,
+exports and the bench read them. Arrays here are numpy copies owned by the record.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PHASES = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class MaskSpec:
+    """The causal mask attention applied: `q_len` query rows over `kv_len` keys, offset by `past_len`.
+
+    Row i may see columns 0 .. past_len + i (the chapter's rule). The model builds its mask from this
+    record, so the array returned by `to_numpy()` is exactly what attention used; keeping the three
+    integers instead of the matrix keeps a 2048-step naive run from holding gigabytes of masks.
+    """
+
+    q_len: int
+    kv_len: int
+    past_len: int
+
+    def __post_init__(self) -> None:
+        if self.past_len + self.q_len != self.kv_len:
+            raise ValueError(f"mask: past_len {self.past_len} + q_len {self.q_len} != kv_len {self.kv_len}")
+
+    def to_numpy(self) -> np.ndarray:
+        """Bool [q_len, kv_len]: True where query row i may attend to key column j."""
+        rows = np.arange(self.q_len)[:, None] + self.past_len
+        cols = np.arange(self.kv_len)[None, :]
+        return cols <= rows
+
+
+@dataclass(frozen=True)
+class StepTrace:
+    """What one engine did in one step (prefill is step 0)."""
+
+    run_id: str
+    engine: str
+    step: int
+    phase: str  # "prefill" | "decode"
+    token_id: int  # the token sampled at this step
+    token_text: str
+    pos_start: int  # positions whose Q/K/V were computed this step: [pos_start, pos_stop)
+    pos_stop: int
+    cache_len: int  # tokens held after the step (0 for naive: it keeps nothing)
+    cache_capacity: int  # tokens the cache can hold without allocating
+    cache_bytes: int  # resident K/V bytes after the step, all layers
+    bytes_copied: int  # existing cache content moved to a new place by cache maintenance
+    bytes_written: int  # new K/V stored this step
+    bytes_gathered: int  # copies made only to feed attention (paged gather)
+    kv_projections: int  # token x layer K/V computations this step
+    latency_ms: float  # forward + cache update + sampling, device synchronised
+    mask_spec: MaskSpec | None = None
+    attn_weights: np.ndarray | None = None  # float32 [q_len, kv_len] of (weights_layer, weights_head)
+    weights_layer: int | None = None
+    weights_head: int | None = None
+    logits: np.ndarray | None = None  # float32 [vocab] of the sampled position, when asked for
+    block_table: tuple[int, ...] | None = None
+    block_size: int | None = None
+    device_mem_bytes: int | None = None  # allocator's view, where the device reports one
+
+    def __post_init__(self) -> None:
+        if self.phase not in PHASES:
+            raise ValueError(f"phase must be one of {PHASES}, got {self.phase!r}")
+
+    @property
+    def new_tokens(self) -> int:
+        """Tokens generated so far, this one included."""
+        return self.step + 1
+
+    @property
+    def computed_positions(self) -> int:
+        return self.pos_stop - self.pos_start
+
+    @property
+    def mask(self) -> np.ndarray | None:
+        """The bool mask attention applied this step, [q_len, kv_len]."""
+        return None if self.mask_spec is None else self.mask_spec.to_numpy()
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One engine's totals over a run, summed from its traces."""
+
+    engine: str
+    new_tokens: int
+    total_ms: float  # sum of step latencies
+    kv_projections: int
+    bytes_copied: int
+    bytes_written: int
+    bytes_gathered: int
+    peak_cache_bytes: int
+    token_ids: tuple[int, ...] = field(default_factory=tuple)
+    step_ms: tuple[float, ...] = field(default_factory=tuple)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / (self.total_ms / 1000.0) if self.total_ms > 0 else float("nan")
+
+    @classmethod
+    def from_traces(cls, traces: Sequence[StepTrace]) -> RunSummary:
+        if not traces:
+            raise ValueError("no traces to summarise")
+        engines = {t.engine for t in traces}
+        if len(engines) != 1:
+            raise ValueError(f"traces of several engines: {sorted(engines)}")
+        return cls(
+            engine=traces[0].engine,
+            new_tokens=len(traces),
+            total_ms=float(sum(t.latency_ms for t in traces)),
+            kv_projections=sum(t.kv_projections for t in traces),
+            bytes_copied=sum(t.bytes_copied for t in traces),
+            bytes_written=sum(t.bytes_written for t in traces),
+            bytes_gathered=sum(t.bytes_gathered for t in traces),
+            peak_cache_bytes=max(t.cache_bytes for t in traces),
+            token_ids=tuple(t.token_id for t in traces),
+            step_ms=tuple(t.latency_ms for t in traces),
+        )
+
+
+def speedup(summary: RunSummary, baseline: RunSummary | None) -> float | None:
+    """baseline time / this time, or None without a baseline."""
+    if baseline is None or summary.total_ms <= 0:
+        return None
+    return baseline.total_ms / summary.total_ms
+
+
+def first_divergence(token_lists: Iterable[Sequence[int]]) -> int | None:
+    """Index of the first step at which the sequences differ (over their common length), else None."""
+    lists = [list(t) for t in token_lists]
+    if len(lists) < 2:
+        return None
+    for i in range(min(len(t) for t in lists)):
+        if len({t[i] for t in lists}) > 1:
+            return i
+    return None
