@@ -1,0 +1,34 @@
+"""What every panel is: a widget that draws the run history at one selected step.
+
+Panels see RunHistory, StepTrace and numpy only: no torch, no engines.
+"""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QWidget
+
+from kvviz.ui.history import RunHistory
+
+
+class Panel(QWidget):
+    """Subclasses set `key` and implement `title()`, `help_text()` and `show_step()`."""
+
+    key: str = ""
+
+    def title(self) -> str:
+        raise NotImplementedError
+
+    def help_text(self) -> str:
+        """A short 'what am I looking at' note, in the spirit of the chapter (shown as a tooltip)."""
+        raise NotImplementedError
+
+    def show_step(self, history: RunHistory, step: int) -> None:
+        """Draw the state at `step` (clamped per engine to what it has recorded). Called from a
+        timer in the GUI thread, only when the history or the selected step changed."""
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        """Forget the drawn run (a new run starts)."""
+
+    def export_items(self) -> list:
+        """pyqtgraph items (PlotItem / GraphicsScene) an exporter may render, if any."""
+        return []
