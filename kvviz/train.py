@@ -1,0 +1,326 @@
+"""`kvviz train`: train the chapter's shape on the English docs every CPython carries (pydoc_data.topics).
+
+Byte-level: the corpus is its UTF-8 bytes, the last `--val-fraction` held out. Writes weights, config,
+a record of the run (training.json) and the model card; it knows nothing about engines or caches
+beyond using one to write the card's sample continuations.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from kvviz.config import ModelConfig
+from kvviz.models.transformer import Transformer
+
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "assets" / "tiny"
+RECORD_NAME = "training.json"
+CARD_NAME = "README.md"
+CARD_PROMPTS = ("The key of a dictionary", "A function is", "The file is opened")
+
+
+def corpus_bytes() -> bytes:
+    """The text of `pydoc_data.topics`: its values in sorted key order, one blank line apart, as UTF-8."""
+    from pydoc_data.topics import topics
+
+    return "\n".join(topics[k] for k in sorted(topics)).encode("utf-8")
+
+
+def split_corpus(data: bytes, val_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, val) byte tensors: the last `val_fraction` of the corpus is held out, never trained on."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"--val-fraction must be in (0, 1), got {val_fraction}")
+    ids = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()  # (N,)
+    n_val = max(2, int(len(ids) * val_fraction))
+    return ids[:-n_val], ids[-n_val:]
+
+
+def init_for_training(model: Transformer, seed: int) -> Transformer:
+    """GPT-2 style init (N(0, 0.02), residual outputs scaled by 1/sqrt(2 n_layer)), seeded."""
+    gen = torch.Generator().manual_seed(seed)
+    resid_std = 0.02 / math.sqrt(2 * model.cfg.n_layer)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            elif name.endswith(".bias"):
+                p.zero_()
+            else:
+                std = resid_std if name.endswith(("o_proj.weight", "down_proj.weight")) else 0.02
+                p.copy_(torch.randn(p.shape, generator=gen) * std)
+    return model
+
+
+def lr_at(step: int, steps: int, peak: float, warmup: int, floor: float = 0.1) -> float:
+    """Linear warmup to `peak`, then cosine decay to `floor * peak` at the last step."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def sample_batch(data: torch.Tensor, batch_size: int, context: int, gen: torch.Generator):
+    """Random windows: inputs (B, T) and the next byte of each position (B, T)."""
+    starts = torch.randint(0, len(data) - context - 1, (batch_size,), generator=gen)
+    rows = torch.stack([data[s:s + context + 1] for s in starts.tolist()])  # (B, T+1)
+    return rows[:, :-1], rows[:, 1:]
+
+
+@torch.no_grad()
+def mean_nats(model: Transformer, ids: torch.Tensor, context: int, batch_size: int = 8,
+              max_windows: int | None = None) -> tuple[float, int]:
+    """Summed cross-entropy (nats) and targets scored over non-overlapping windows of `context`.
+
+    Window i reads ids[iC : iC + C] and predicts ids[iC + 1 : iC + C + 1], so every id but the first
+    is predicted exactly once, each from at most `context` ids before it.
+    """
+    n_targets = len(ids) - 1
+    if n_targets < 1:
+        raise ValueError("need at least two tokens to score")
+    starts = list(range(0, n_targets, context))
+    if max_windows is not None:
+        starts = starts[:max_windows]
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    was_training = model.training
+    model.eval()
+    # Full windows go in batches; the shorter last one alone.
+    full = [s for s in starts if s + context + 1 <= len(ids)]
+    rest = [s for s in starts if s + context + 1 > len(ids)]
+    groups = [full[i:i + batch_size] for i in range(0, len(full), batch_size)] + [[s] for s in rest]
+    for group in groups:
+        rows = torch.stack([ids[s:s + context + 1] for s in group]).to(device)  # (B, T+1)
+        logits = model(rows[:, :-1], all_logits=True).logits  # (B, T, V)
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1),
+                               reduction="sum")
+        total += float(loss)
+        count += rows[:, 1:].numel()
+    model.train(was_training)
+    return total, count
+
+
+def bits_per_byte(nats: float, n_bytes: int) -> float:
+    return nats / math.log(2) / n_bytes
+
+
+def unigram_bits_per_byte(train_ids: torch.Tensor, val_ids: torch.Tensor) -> float:
+    """The baseline: validation bytes coded with the training bytes' frequencies (add-one smoothed)."""
+    counts = torch.bincount(train_ids, minlength=256).double() + 1  # (256,)
+    logp = (counts / counts.sum()).log2()
+    return float(-logp[val_ids].mean())
+
+
+@dataclass
+class Progress:
+    """A plain-text bar on stderr, redrawn in place with `\\r`."""
+
+    total: int
+    width: int = 30
+    t0: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def show(self, step: int, loss: float, lr: float, extra: str = "") -> None:
+        done = step / self.total
+        elapsed = time.perf_counter() - self.t0
+        eta = elapsed / done * (1 - done) if done > 0 else 0.0
+        bar = "#" * int(done * self.width) + "." * (self.width - int(done * self.width))
+        sys.stderr.write(f"\r[{bar}] {step}/{self.total} loss {loss:.3f} ({loss / math.log(2):.2f} bpb) "
+                         f"lr {lr:.1e} {_mmss(elapsed)} elapsed, {_mmss(eta)} left{extra}   ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _mmss(seconds: float) -> str:
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
+
+
+def train(cfg: ModelConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, *, steps: int, batch_size: int,
+          context: int, lr: float, warmup: int, weight_decay: float, seed: int, time_limit: float | None = None,
+          eval_every: int = 0, progress: bool = True) -> tuple[Transformer, dict]:
+    """Train from a seeded init; returns the model (eval mode) and the measured figures of the run."""
+    if context + 1 > len(train_ids):
+        raise ValueError(f"--context {context} is longer than the training text ({len(train_ids)} bytes)")
+    if context > cfg.max_seq_len:
+        raise ValueError(f"--context {context} exceeds the model's maximum of {cfg.max_seq_len}")
+    torch.manual_seed(seed)
+    model = init_for_training(Transformer(cfg), seed).train()
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+    gen = torch.Generator().manual_seed(seed)
+    bar = Progress(steps) if progress else None
+    losses: list[float] = []
+    t0 = time.perf_counter()
+    stopped_early = False
+    for step in range(steps):
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            stopped_early = True
+            break
+        rate = lr_at(step, steps, lr, warmup)
+        for group in opt.param_groups:
+            group["lr"] = rate
+        x, y = sample_batch(train_ids, batch_size, context, gen)
+        logits = model(x, all_logits=True).logits  # (B, T, V)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        extra = ""
+        if eval_every and (step + 1) % eval_every == 0:
+            nats, n = mean_nats(model, val_ids, context, max_windows=8)
+            extra = f", val {bits_per_byte(nats, n):.2f} bpb"
+        if bar is not None and (step % 5 == 0 or step == steps - 1 or extra):
+            bar.show(step + 1, sum(losses[-20:]) / len(losses[-20:]), rate, extra)
+    train_s = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
+    model.eval()
+    nats, n = mean_nats(model, val_ids, context)
+    figures = dict(steps_done=len(losses), stopped_early=stopped_early, train_seconds=round(train_s, 1),
+                   first_loss=losses[0] if losses else None,
+                   final_train_loss=sum(losses[-50:]) / len(losses[-50:]) if losses else None,
+                   val_bits_per_byte=bits_per_byte(nats, n), val_bytes_scored=n,
+                   unigram_val_bits_per_byte=unigram_bits_per_byte(train_ids, val_ids),
+                   threads=torch.get_num_threads(), torch_version=torch.__version__)
+    return model, figures
+
+
+def configure(parser) -> None:
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: assets/tiny)")
+    parser.add_argument("--steps", type=int, default=1200, help="optimizer steps (default 1200)")
+    parser.add_argument("--batch-size", type=int, default=16, help="windows per step (default 16)")
+    parser.add_argument("--context", type=int, default=512, help="trained context in bytes (default 512)")
+    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
+    parser.add_argument("--warmup", type=int, default=60, help="linear warmup steps (default 60)")
+    parser.add_argument("--weight-decay", type=float, default=0.1)
+    parser.add_argument("--val-fraction", type=float, default=0.05, help="held-out tail of the corpus")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="stop after this many seconds of training, even before --steps")
+    parser.add_argument("--eval-every", type=int, default=250, help="quick validation every N steps (0: never)")
+    parser.add_argument("--no-card", action="store_true", help="do not write README.md (the model card)")
+
+
+def run(args) -> int:
+    for name in ("steps", "batch_size", "context", "warmup"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if not args.lr > 0:
+        raise ValueError(f"--lr must be positive, got {args.lr}")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: --out must be a folder")
+    data = corpus_bytes()
+    train_ids, val_ids = split_corpus(data, args.val_fraction)
+    cfg = ModelConfig(name="tiny")
+    print(f"corpus pydoc_data.topics: {len(data)} bytes; train {len(train_ids)}, validation {len(val_ids)} "
+          f"(last {args.val_fraction:.0%}); model {cfg.param_count() / 1e6:.3f}M params; "
+          f"{args.steps} steps x {args.batch_size} x {args.context} bytes; {torch.get_num_threads()} thread(s)",
+          file=sys.stderr)
+    model, figures = train(cfg, train_ids, val_ids, steps=args.steps, batch_size=args.batch_size,
+                           context=args.context, lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
+                           seed=args.seed, time_limit=args.time_limit, eval_every=args.eval_every)
+    from kvviz.fileio import atomic_write_text
+    from kvviz.models.io import save_model
+
+    save_model(model, out)
+    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("kvviz", "__main__.py")) else None
+    record = dict(command="kvviz " + shlex.join(argv) if argv else None,
+                  corpus="pydoc_data.topics", corpus_bytes=len(data), train_bytes=len(train_ids),
+                  val_bytes=len(val_ids), val_fraction=args.val_fraction, steps=args.steps,
+                  batch_size=args.batch_size, context=args.context, lr=args.lr, warmup=args.warmup,
+                  weight_decay=args.weight_decay, seed=args.seed, time_limit=args.time_limit,
+                  python=sys.version.split()[0], **figures)
+    atomic_write_text(out / RECORD_NAME, json.dumps(record, indent=2) + "\n")
+    if not args.no_card:
+        write_card(out)
+    if figures["stopped_early"]:
+        print(f"stopped by --time-limit after {figures['steps_done']} of {args.steps} steps", file=sys.stderr)
+    print(f"trained {figures['steps_done']} steps in {figures['train_seconds']:.0f} s; "
+          f"validation {figures['val_bits_per_byte']:.3f} bits per byte over {figures['val_bytes_scored']} bytes; "
+          f"wrote {out}")
+    return 0
+
+
+def sample_continuations(folder: Path, n_tokens: int = 60) -> list[dict]:
+    """Greedy and seeded sampled continuations of CARD_PROMPTS by the model in `folder` (cached engine)."""
+    from kvviz.config import SamplingConfig
+    from kvviz.engines import make_engine
+    from kvviz.models.io import load_model_folder
+    from kvviz.tokenizer import ByteTokenizer
+
+    model = load_model_folder(folder).eval()
+    tok = ByteTokenizer()
+    rows = []
+    for prompt in CARD_PROMPTS:
+        ids = tok.encode(prompt)
+        row = {"prompt": prompt}
+        for label, sampling in (("greedy", SamplingConfig()),
+                                ("sampled", SamplingConfig(temperature=0.8, top_k=40, seed=0))):
+            engine = make_engine("static", model)
+            row[label] = tok.decode([t.token_id for t in engine.generate(ids, n_tokens, sampling)])
+        rows.append(row)
+    return rows
+
+
+def write_card(folder: Path) -> Path:
+    """README.md next to the weights, every figure read from training.json or measured here."""
+    from kvviz.fileio import atomic_write_text
+
+    folder = Path(folder)
+    rec = json.loads((folder / RECORD_NAME).read_text(encoding="utf-8"))
+    cfg = ModelConfig.load_json(folder / "config.json")
+    rows = sample_continuations(folder)
+    command = rec.get("command") or "kvviz train (run from Python; arguments in training.json)"
+    lines = [
+        "# tiny: the chapter's shape, trained on Python's own documentation",
+        "",
+        "Generated by `kvviz train` from its own measurements (training.json holds the raw record).",
+        "",
+        "| | |", "|---|---|",
+        f"| shape | {cfg.n_layer} layers, {cfg.n_head} heads of {cfg.head_dim}, hidden {cfg.d_model}, "
+        f"MLP {cfg.d_ff}, byte vocabulary ({cfg.vocab_size}), max context {cfg.max_seq_len} |",
+        f"| parameters | {cfg.param_count():,} (tied embeddings) |",
+        f"| corpus | `{rec['corpus']}` values in sorted key order: {rec['corpus_bytes']:,} bytes |",
+        f"| split | train {rec['train_bytes']:,} bytes; validation = last {rec['val_fraction']:.0%}, "
+        f"{rec['val_bytes']:,} bytes, never trained on |",
+        f"| training | {rec['steps_done']} steps x {rec['batch_size']} windows x {rec['context']} bytes, AdamW "
+        f"(peak lr {rec['lr']}, {rec['warmup']} warmup steps, cosine), seed {rec['seed']} |",
+        f"| trained context | {rec['context']} bytes (runs up to {cfg.max_seq_len}; quality past "
+        f"{rec['context']} is not trained) |",
+        f"| wall time | {rec['train_seconds']:.0f} s on {rec['threads']} CPU thread(s), torch {rec['torch_version']} |",
+        f"| validation | **{rec['val_bits_per_byte']:.3f} bits per byte** over {rec['val_bytes_scored']:,} bytes "
+        f"(a unigram byte model fitted to the training bytes: {rec['unigram_val_bits_per_byte']:.2f}) |",
+        "",
+        "## Command", "", "```", command, "```", "",
+        "## Sample continuations (60 bytes each)", "",
+        "Greedy, and sampled at temperature 0.8, top-k 40, seed 0 (the static-cache engine).", "",
+    ]
+    for row in rows:
+        lines += [f"**Prompt:** `{row['prompt']}`", ""]
+        for label in ("greedy", "sampled"):
+            text = row[label].replace("\n", "\u23ce")
+            lines += [f"- {label}: `{row['prompt']}` + `{text}`"]
+        lines.append("")
+    lines += ["Score any UTF-8 text with `kvviz score FILE` to see what it has and has not learned.", ""]
+    return atomic_write_text(folder / CARD_NAME, "\n".join(lines))
