@@ -31,10 +31,12 @@ PRESETS: dict[str, Preset] = {
         Preset("tiny", "the chapter's shape (2 layers, 4 heads of 32), trained on Python's docs",
                ModelConfig(name="tiny"), trained=True),
         Preset("tiny-random", "the chapter's exact shape with seeded random weights",
-               ModelConfig(name="tiny-random")),
+               # Untied head: with a random tied head the logits favour the input token itself and
+               # a random model repeats one byte forever, which makes engine comparisons trivial.
+               ModelConfig(name="tiny-random", tie_embeddings=False)),
         Preset("wide", "random; 8 layers, hidden 512, 8 heads of 64: big enough for the cat copy to show",
                ModelConfig(name="wide", d_model=512, n_layer=8, n_head=8, n_kv_head=8, head_dim=64,
-                           d_ff=1536, max_seq_len=4096)),
+                           d_ff=1536, max_seq_len=4096, tie_embeddings=False)),
         Preset("qwen3-0.6b-shape",
                "random weights in Qwen3-0.6B's published shape (28 layers, 16 Q / 8 KV heads of 128)",
                ModelConfig(name="qwen3-0.6b-shape", arch="qwen3", d_model=1024, n_layer=28, n_head=16,
