@@ -16,6 +16,7 @@ class ConcatCache(KVCache):
 
     def update(self, layer, k, v):
         if self.k[layer] is None:
+            # Prefill keeps the projections' own output tensors: nothing is copied or written.
             self.k[layer], self.v[layer] = k, v
         else:
             past = self.k[layer]
@@ -23,7 +24,7 @@ class ConcatCache(KVCache):
             self.counters.copied += 2 * past.numel() * self.elem_bytes
             self.k[layer] = torch.cat([past, k], dim=2)  # (B, KV, T_past + T_new, D)
             self.v[layer] = torch.cat([self.v[layer], v], dim=2)
-        self.counters.written += (k.numel() + v.numel()) * self.elem_bytes
+            self.counters.written += (k.numel() + v.numel()) * self.elem_bytes
         return self.k[layer], self.v[layer]
 
     @property

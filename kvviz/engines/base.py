@@ -9,7 +9,6 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 
-import numpy as np
 import torch
 
 from kvviz.config import SamplingConfig, TraceOptions

@@ -42,9 +42,18 @@ PRESETS: dict[str, Preset] = {
                ModelConfig(name="qwen3-0.6b-shape", arch="qwen3", d_model=1024, n_layer=28, n_head=16,
                            n_kv_head=8, head_dim=128, d_ff=3072, max_seq_len=4096, rope_theta=1e6,
                            norm_eps=1e-6, qk_norm=True, dtype="bfloat16"),
-               warning="about 0.4 B parameters: slow on a CPU (seconds per step); meant for memory figures"),
+               warning="slow on a CPU (seconds per step); meant for memory figures"),
     ]
 }
+
+
+def preset_warning(name_or_path: str) -> str:
+    """What a command prints to stderr before loading this preset, its size derived from its config;
+    empty for folders and presets without a warning."""
+    preset = PRESETS.get(name_or_path)
+    if preset is None or not preset.warning:
+        return ""
+    return f"{preset.name}: {preset.config.param_count() / 1e9:.2f} B parameters; {preset.warning}"
 
 
 def preset_config(name: str) -> ModelConfig:
@@ -108,6 +117,8 @@ def load_tokenizer(name_or_path: str):
     if name_or_path in PRESETS:
         return ByteTokenizer()
     path = Path(name_or_path)
+    if not path.is_dir():
+        raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} (or a folder path)")
     if (path / "model.safetensors").is_file() and _is_kvviz_config(path / "config.json"):
         return ByteTokenizer()
     return HFTokenizer(path / "tokenizer.json")

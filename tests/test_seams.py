@@ -1,0 +1,49 @@
+"""The seams of STYLE.md, enforced: Qt only under kvviz/ui; torch and the engines in the UI only in
+the worker and the app; trace.py and history.py importable without torch or Qt."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "kvviz"
+QT = ("PySide6", "pyqtgraph", "shiboken6")
+HEAVY = ("torch", "kvviz.engines", "kvviz.caches", "kvviz.models", "kvviz.sampling", "kvviz.timing",
+         "kvviz.devices")
+UI_MAY_IMPORT_TORCH = {"worker.py", "app.py"}
+
+
+def imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def hits(names: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if any(n == r or n.startswith(r + ".") for r in roots))
+
+
+def test_qt_only_under_ui():
+    bad = {str(p.relative_to(PKG)): hits(imports(p), QT) for p in PKG.rglob("*.py")
+           if "ui" not in p.relative_to(PKG).parts[:1]}
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_ui_needs_no_torch_except_worker_and_app():
+    ui = PKG / "ui"
+    bad = {str(p.relative_to(PKG)): hits(imports(p), HEAVY) for p in ui.rglob("*.py")
+           if not (p.parent == ui and p.name in UI_MAY_IMPORT_TORCH)}
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_trace_and_history_import_without_torch_or_qt():
+    code = ("import sys, kvviz.trace, kvviz.ui.history, kvviz.config; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'PySide6', 'pyqtgraph')]; "
+            "print(bad); raise SystemExit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
