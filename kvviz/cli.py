@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("kvviz.ui.app", "open the desktop app (the default)"),
     "bench": ("kvviz.bench", "time the engines and compare their tokens (the chapter's table)"),
     "models": ("kvviz.models.listing", "list the model presets"),
+    "memory": ("kvviz.memory", "what a model's KV cache costs: bytes per token, cat copies, paged blocks"),
 }
 
 

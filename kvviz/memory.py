@@ -1,0 +1,381 @@
+"""`kvviz memory`: what a model's KV cache costs, computed from its config: bytes per token, the
+bytes `torch.cat` copies per step and per generation, that copy's time at a memory bandwidth, and
+the blocks (and last-block waste) of a paged cache. Stdlib only (no torch, no Qt): the app's
+dialog and the command share these functions. The model presets are imported only by the command.
+
+Conventions (docs/memory.md says why):
+- length n = tokens held in the cache after a step. The step that appends the n-th token to a
+  concat cache copies the n-1 tokens already there (K and V, every layer); the prefill, which
+  starts from an empty cache, copies nothing. Over a generation that grows the cache from
+  `prompt_tokens` (written by one prefill; 0 = one token at a time from empty) to n, the copies sum
+  to (n(n-1) - P(P-1))/2 tokens' K/V.
+- copy time = bytes copied / bandwidth, each byte counted once (as the chapter does), with
+  1 GB/s = 10^9 bytes/s as memory vendors quote it. A copy reads and writes every byte, so real
+  DRAM traffic is twice that: the figure is a lower bound.
+- byte sizes print in binary units (1 KiB = 1024 B); JSON holds exact integers.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kvviz.config import DTYPE_BYTES, ModelConfig, canonical_dtype
+
+DEFAULT_TOKENS = (100, 500, 1000)
+DEFAULT_BANDWIDTH_GBPS = 2000.0  # an A100's HBM: about 2 TB/s, as the chapter takes it
+DEFAULT_BLOCK_SIZE = 16  # vLLM's default block, as the chapter names it
+
+
+@dataclass(frozen=True)
+class MemoryPreset:
+    name: str
+    description: str
+    config: ModelConfig
+
+
+# Published shapes only; every figure is derived from these configs, never typed in.
+MEMORY_PRESETS: dict[str, MemoryPreset] = {
+    p.name: p
+    for p in [
+        MemoryPreset("chapter-tiny", "the chapter's tiny model: 2 layers, 4 heads of 32, fp32",
+                     ModelConfig(name="chapter-tiny")),
+        MemoryPreset("qwen3-0.6b", "Qwen3-0.6B's published config: 28 layers, 16 Q / 8 KV heads, head_dim 128, bf16",
+                     ModelConfig(name="qwen3-0.6b", arch="qwen3", vocab_size=151936, d_model=1024, n_layer=28,
+                                 n_head=16, n_kv_head=8, head_dim=128, d_ff=3072, max_seq_len=40960,
+                                 rope_theta=1e6, norm_eps=1e-6, qk_norm=True, dtype="bfloat16")),
+        MemoryPreset("qwen3-0.6b-chapter",
+                     "Qwen3-0.6B as the chapter assumed it: head_dim 64 (hidden 1024 / 16 heads); not the real model",
+                     ModelConfig(name="qwen3-0.6b-chapter", arch="qwen3", vocab_size=151936, d_model=1024,
+                                 n_layer=28, n_head=16, n_kv_head=8, head_dim=64, d_ff=3072, max_seq_len=40960,
+                                 rope_theta=1e6, norm_eps=1e-6, qk_norm=True, dtype="bfloat16")),
+        MemoryPreset("70b-class", "a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16",
+                     ModelConfig(name="70b-class", arch="llama", vocab_size=128256, d_model=8192, n_layer=80,
+                                 n_head=64, n_kv_head=8, head_dim=128, d_ff=28672, max_seq_len=8192,
+                                 rope_theta=5e5, tie_embeddings=False, dtype="bfloat16")),
+    ]
+}
+
+QWEN3_NOTE = (
+    "the chapter prints 56 KB per token for Qwen3-0.6B because it took head_dim 64 (hidden 1024 / 16 heads); "
+    "the published config sets head_dim 128, so a token holds 114,688 B (112 KiB) in bf16 and every figure "
+    "in the chapter's copy table doubles")
+CHAPTER_NOTE = "this is the chapter's assumed shape (head_dim 64), not Qwen3-0.6B's published one (head_dim 128)"
+
+
+# -- the formulas ------------------------------------------------------------------------------
+def step_copy_tokens(n: int, prompt_tokens: int = 0) -> int:
+    """Tokens' K/V that torch.cat copies on the step that brings the cache to length n."""
+    _check_length(n, prompt_tokens)
+    return 0 if n <= max(prompt_tokens, 1) else n - 1
+
+
+def total_copy_tokens(n: int, prompt_tokens: int = 0) -> int:
+    """Tokens' K/V copied over all steps that bring the cache from `prompt_tokens` (or empty) to n."""
+    _check_length(n, prompt_tokens)
+    p = min(prompt_tokens, n)
+    return (n * (n - 1) - p * (p - 1)) // 2
+
+
+def copy_ms(nbytes: int, bandwidth_gbps: float) -> float:
+    """Milliseconds to move `nbytes` once at `bandwidth_gbps` (1 GB/s = 1e9 B/s)."""
+    _check_bandwidth(bandwidth_gbps)
+    return nbytes / (bandwidth_gbps * 1e9) * 1e3
+
+
+def paged_blocks(n: int, block_size: int) -> tuple[int, int]:
+    """(blocks a paged cache holds for n tokens, empty slots in its last block)."""
+    if block_size < 1:
+        raise ValueError(f"block size must be at least 1, got {block_size}")
+    _check_length(n, 0)
+    blocks = -(-n // block_size)
+    return blocks, blocks * block_size - n
+
+
+def _check_length(n: int, prompt_tokens: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"a length must be a whole number of tokens, at least 1, got {n!r}")
+    if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int) or prompt_tokens < 0:
+        raise ValueError(f"prompt tokens must be a whole number, at least 0, got {prompt_tokens!r}")
+
+
+def _check_bandwidth(gbps: float) -> None:
+    if not (isinstance(gbps, (int, float)) and math.isfinite(gbps) and gbps > 0):
+        raise ValueError(f"bandwidth must be a positive number of GB/s, got {gbps!r}")
+
+
+# -- a report for one config -------------------------------------------------------------------
+@dataclass(frozen=True)
+class LengthFigures:
+    """Figures at one cache length n (bytes are exact; ms at the report's bandwidth)."""
+
+    tokens: int
+    cache_bytes: int  # K/V resident at length n, all layers
+    step_copy_bytes: int  # copied by torch.cat on the step that reaches n
+    step_copy_ms: float
+    total_copy_bytes: int  # summed over the generation up to n
+    copy_ms: float  # time of total_copy_bytes
+    blocks: int  # paged cache: blocks held at length n
+    wasted_slots: int  # empty token slots in the last block
+    wasted_bytes: int
+    paged_bytes: int  # blocks * block_size tokens' K/V
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    model: str
+    config: ModelConfig
+    dtype: str
+    bytes_per_token_per_layer: int
+    bytes_per_token: int
+    bandwidth_gbps: float
+    block_size: int
+    prompt_tokens: int
+    lengths: tuple[LengthFigures, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "kvviz-memory", "version": 1,
+            "model": self.model, "config": self.config.to_dict(),
+            "dtype": self.dtype, "dtype_bytes": self.dtype_bytes,
+            "bytes_per_token_per_layer": self.bytes_per_token_per_layer,
+            "bytes_per_token": self.bytes_per_token,
+            "bandwidth_gbps": self.bandwidth_gbps, "bandwidth_bytes_per_s": self.bandwidth_gbps * 1e9,
+            "block_size": self.block_size, "prompt_tokens": self.prompt_tokens,
+            "lengths": [asdict(f) for f in self.lengths],
+            "notes": list(self.notes),
+        }
+
+
+def compute(cfg: ModelConfig, tokens: Iterable[int] = DEFAULT_TOKENS, *, dtype: str | None = None,
+            bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS, block_size: int = DEFAULT_BLOCK_SIZE,
+            prompt_tokens: int = 0) -> MemoryReport:
+    """Every figure for `cfg` at each length in `tokens`; ValueError names the first bad input."""
+    dtype = canonical_dtype(dtype) if dtype else cfg.dtype
+    _check_bandwidth(bandwidth_gbps)
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block size must be a whole number of tokens, at least 1, got {block_size!r}")
+    tokens = list(tokens)
+    if not tokens:
+        raise ValueError("no lengths given")
+    for n in tokens:
+        _check_length(n, prompt_tokens)
+    per_layer = cfg.kv_bytes_per_token_per_layer(dtype)
+    bpt = cfg.kv_bytes_per_token(dtype)
+    rows = []
+    for n in tokens:
+        step = step_copy_tokens(n, prompt_tokens) * bpt
+        total = total_copy_tokens(n, prompt_tokens) * bpt
+        blocks, wasted = paged_blocks(n, block_size)
+        rows.append(LengthFigures(
+            tokens=n, cache_bytes=n * bpt, step_copy_bytes=step, step_copy_ms=copy_ms(step, bandwidth_gbps),
+            total_copy_bytes=total, copy_ms=copy_ms(total, bandwidth_gbps), blocks=blocks,
+            wasted_slots=wasted, wasted_bytes=wasted * bpt, paged_bytes=blocks * block_size * bpt))
+    return MemoryReport(model=cfg.name, config=cfg, dtype=dtype, bytes_per_token_per_layer=per_layer,
+                        bytes_per_token=bpt, bandwidth_gbps=float(bandwidth_gbps), block_size=block_size,
+                        prompt_tokens=prompt_tokens, lengths=tuple(rows), notes=tuple(notes_for(cfg, tokens)))
+
+
+def is_qwen3_06b(cfg: ModelConfig) -> bool:
+    """The published Qwen3-0.6B shape (a preset, a Hugging Face folder, or kvviz's random copy)."""
+    return (cfg.d_model, cfg.n_layer, cfg.n_head, cfg.n_kv_head, cfg.head_dim) == (1024, 28, 16, 8, 128)
+
+
+def is_chapter_qwen3(cfg: ModelConfig) -> bool:
+    return (cfg.d_model, cfg.n_layer, cfg.n_head, cfg.n_kv_head, cfg.head_dim) == (1024, 28, 16, 8, 64)
+
+
+def notes_for(cfg: ModelConfig, tokens: Sequence[int] = ()) -> list[str]:
+    notes = []
+    if is_qwen3_06b(cfg):
+        notes.append(QWEN3_NOTE)
+    if is_chapter_qwen3(cfg):
+        notes.append(CHAPTER_NOTE)
+    longest = max(tokens, default=0)
+    if longest > cfg.max_seq_len:
+        notes.append(f"{longest} tokens is beyond the model's context window ({cfg.max_seq_len})")
+    return notes
+
+
+# -- the chapter's convention ------------------------------------------------------------------
+# The chapter's table ("第 n 步的单次复制量 / 生成全程累计复制量") takes the step copy at length n as
+# n tokens and the total as n^2/2 tokens (1 + 2 + ... + n, rounded), prints 1 KB = 1024 B but then
+# 1 MB = 1000 KB and 1 GB = 1000 MB, and divides its GB by the bandwidth's TB/s. These functions
+# reproduce its printed figures exactly from a config, to show the formula is the same one.
+def chapter_step_bytes(bytes_per_token: int, n: int) -> int:
+    return n * bytes_per_token
+
+
+def chapter_total_bytes(bytes_per_token: int, n: int) -> int:
+    return n * n * bytes_per_token // 2
+
+
+def chapter_kb(nbytes: int) -> float:
+    return nbytes / 1024
+
+
+def chapter_mb(nbytes: int) -> float:
+    return nbytes / 1024 / 1000
+
+
+def fmt_chapter_step(nbytes: int) -> str:
+    return f"{chapter_mb(nbytes):.1f} MB"
+
+
+def fmt_chapter_total(nbytes: int) -> str:
+    mb = chapter_mb(nbytes)
+    text = f"{mb:,.0f} MB"
+    return text + (f" ({mb / 1000:g}GB)" if mb >= 1000 else "")
+
+
+def chapter_copy_ms(nbytes: int, bandwidth_gbps: float) -> float:
+    """The chapter's arithmetic: its GB (1000 * 1000 * 1024 B) over the bandwidth in GB/s."""
+    _check_bandwidth(bandwidth_gbps)
+    return chapter_mb(nbytes) / 1000 / bandwidth_gbps * 1e3
+
+
+def chapter_table(cfg: ModelConfig, tokens: Sequence[int], *, dtype: str | None = None,
+                  bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS) -> list[str]:
+    bpt = cfg.kv_bytes_per_token(dtype)
+    lines = [f"{cfg.name} (head_dim {cfg.head_dim}): {chapter_kb(bpt):g} KB per token "
+             f"({chapter_kb(cfg.kv_bytes_per_token_per_layer(dtype)):g} KB per layer)"]
+    for n in tokens:
+        total = chapter_total_bytes(bpt, n)
+        lines.append(f"  {n:>5} token  {fmt_chapter_step(chapter_step_bytes(bpt, n)):>9}  "
+                     f"{fmt_chapter_total(total):>18}  {chapter_copy_ms(total, bandwidth_gbps):>8.3g} ms")
+    return lines
+
+
+def chapter_comparison(cfg: ModelConfig, tokens: Sequence[int], *, dtype: str | None = None,
+                       bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS) -> list[str]:
+    """The chapter's table recomputed in its convention; for Qwen3-0.6B, as printed and as corrected."""
+    lines = ["the chapter's convention: step copy = n x per-token, total = n^2/2 x per-token; "
+             "KB = 1024 B, MB = 1000 KB, GB = 1000 MB; time = its GB / bandwidth"]
+    if is_qwen3_06b(cfg):
+        lines.append("as the chapter printed it (head_dim 64):")
+        lines += chapter_table(cfg.replace(name="chapter", head_dim=64), tokens, dtype=dtype,
+                               bandwidth_gbps=bandwidth_gbps)
+        lines.append("with the published head_dim 128:")
+    lines += chapter_table(cfg, tokens, dtype=dtype, bandwidth_gbps=bandwidth_gbps)
+    lines.append("kvviz's exact figures above count n-1 tokens on the step that reaches n and n(n-1)/2 "
+                 "over the generation (the prefill copies nothing)")
+    return lines
+
+
+# -- resolving a model -------------------------------------------------------------------------
+def resolve_config(name_or_path: str) -> ModelConfig:
+    """A calculator preset, a model preset, a kvviz model folder or a Hugging Face folder."""
+    if name_or_path in MEMORY_PRESETS:
+        return MEMORY_PRESETS[name_or_path].config
+    path = Path(name_or_path)
+    if path.is_dir():
+        config = path / "config.json"
+        if not config.is_file():
+            raise ValueError(f"{path}: no config.json in this folder")
+        if _has_n_layer(config):
+            return ModelConfig.load_json(config)
+        try:
+            from kvviz.models.hf import read_hf_config
+        except ImportError:
+            raise ValueError(f"{path}: a Hugging Face config, and this kvviz cannot read those yet "
+                             "(kvviz.models.hf is missing)") from None
+        return read_hf_config(path)
+    if path.exists():
+        raise ValueError(f"{path}: a model is a folder holding config.json, not a file")
+    from kvviz.models.presets import PRESETS, preset_config  # imports torch: only when needed
+
+    if name_or_path in PRESETS:
+        return preset_config(name_or_path)
+    raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join([*MEMORY_PRESETS, *PRESETS])} "
+                     "(or a model folder)")
+
+
+def _has_n_layer(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read it as JSON ({exc})") from None
+    return isinstance(data, dict) and "n_layer" in data
+
+
+# -- the command -------------------------------------------------------------------------------
+def configure(parser) -> None:
+    parser.add_argument("--model", default="qwen3-0.6b",
+                        help=f"a preset ({', '.join(MEMORY_PRESETS)}, or a model preset such as tiny) "
+                             "or a model folder (default: qwen3-0.6b)")
+    parser.add_argument("--tokens", type=int, nargs="+", default=list(DEFAULT_TOKENS),
+                        help="cache lengths n (default: 100 500 1000)")
+    parser.add_argument("--dtype", default=None, help="fp32, bf16 or fp16 (default: the config's)")
+    parser.add_argument("--bandwidth-gbps", type=float, default=DEFAULT_BANDWIDTH_GBPS,
+                        help="memory bandwidth in GB/s, 1 GB = 10^9 B (default: 2000, an A100's ~2 TB/s)")
+    parser.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE,
+                        help="paged cache block size in tokens (default: 16)")
+    parser.add_argument("--prompt-tokens", type=int, default=0,
+                        help="tokens written by one prefill before decoding (copies nothing; default 0)")
+    parser.add_argument("--compare-chapter", action="store_true",
+                        help="also print the chapter's copy table in its own convention")
+    parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
+
+
+def format_report(report: MemoryReport) -> list[str]:
+    from kvviz.bench import fmt_bytes
+
+    c = report.config
+    lines = [
+        f"model {report.model}: {c.n_layer} layers, {c.n_kv_head} KV heads of {c.head_dim}, "
+        f"{report.dtype} ({report.dtype_bytes} B)",
+        f"KV per token per layer: 2 x {c.n_kv_head} x {c.head_dim} x {report.dtype_bytes} B = "
+        f"{report.bytes_per_token_per_layer:,} B ({fmt_bytes(report.bytes_per_token_per_layer)})",
+        f"KV per token, {c.n_layer} layers: {report.bytes_per_token:,} B ({fmt_bytes(report.bytes_per_token)})",
+        f"concat copy time at {report.bandwidth_gbps:g} GB/s (1 GB = 10^9 B, each byte once); "
+        f"paged blocks of {report.block_size} tokens; sizes in KiB/MiB/GiB (2^10/2^20/2^30 B)"
+        + (f"; prompt of {report.prompt_tokens} tokens prefilled" if report.prompt_tokens else ""),
+        f"{'tokens':>7} {'KV cache':>10} {'step copy':>10} {'step ms':>9} {'total copy':>11} {'total ms':>10} "
+        f"{'blocks':>7} {'wasted':>7} {'wasted B':>10}",
+    ]
+    for f in report.lengths:
+        lines.append(f"{f.tokens:>7} {fmt_bytes(f.cache_bytes):>10} {fmt_bytes(f.step_copy_bytes):>10} "
+                     f"{f.step_copy_ms:>9.4f} {fmt_bytes(f.total_copy_bytes):>11} {f.copy_ms:>10.3f} "
+                     f"{f.blocks:>7} {f.wasted_slots:>7} {fmt_bytes(f.wasted_bytes):>10}")
+    lines += [f"note: {n}" for n in report.notes]
+    return lines
+
+
+def run(args) -> int:
+    if args.prompt_tokens < 0:
+        raise ValueError(f"--prompt-tokens must be at least 0, got {args.prompt_tokens}")
+    for n in args.tokens:
+        if n < 1:
+            raise ValueError(f"--tokens must be at least 1, got {n}")
+    if not (math.isfinite(args.bandwidth_gbps) and args.bandwidth_gbps > 0):
+        raise ValueError(f"--bandwidth-gbps must be a positive number, got {args.bandwidth_gbps}")
+    if args.block_size < 1:
+        raise ValueError(f"--block-size must be at least 1, got {args.block_size}")
+    cfg = resolve_config(args.model)
+    report = compute(cfg, args.tokens, dtype=args.dtype, bandwidth_gbps=args.bandwidth_gbps,
+                     block_size=args.block_size, prompt_tokens=args.prompt_tokens)
+    for line in format_report(report):
+        print(line)
+    doc = report.to_dict()
+    if args.compare_chapter:
+        lines = chapter_comparison(cfg, args.tokens, dtype=report.dtype, bandwidth_gbps=args.bandwidth_gbps)
+        print()
+        for line in lines:
+            print(line)
+        doc["chapter_comparison"] = lines
+    if args.json_path:
+        from kvviz.fileio import atomic_write_text
+
+        try:
+            atomic_write_text(args.json_path, json.dumps(doc, indent=1) + "\n")
+        except OSError as exc:
+            raise ValueError(f"cannot write {args.json_path}: {exc.strerror or exc}") from None
+    return 0
