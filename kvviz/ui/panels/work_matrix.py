@@ -1,0 +1,262 @@
+"""Work matrix: for each engine, what happened to every (query row, key column) cell at one step.
+
+Derived only from the traces (pos_start/pos_stop, the mask, earlier steps' positions), never from an
+engine's name, so a new cache strategy is drawn correctly the moment it records its steps.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QVBoxLayout
+
+from kvviz.trace import StepTrace
+from kvviz.ui import style
+from kvviz.ui.history import RunHistory
+from kvviz.ui.panels._plots import canvas, engine_step, legend_row, sequence_labels, token_label
+from kvviz.ui.panels.base import Panel
+
+# Cell kinds, ordered by how much a pooled pixel must keep them visible (max-pooling keeps the
+# highest): one computed row of 2048 must not vanish when the image is shrunk to 400 pixels.
+EMPTY, MASKED, CACHED, RECOMPUTED, COMPUTED = range(5)
+KIND_NAMES = ("empty", "masked", "cached", "recomputed", "computed")
+_GAP = len(KIND_NAMES)  # display-only code: the thin line between cells of a small matrix
+_LUT = style.lookup_table([style.CELL_COLORS[k] for k in KIND_NAMES] + [style.PLOT_BACKGROUND])
+_GRID_MAX = 64  # up to this many positions each cell is drawn as a tile with a gap around it
+_TILE = 8
+
+
+def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
+    """uint8 [n, n] kinds of the cells at this step, n = positions in the sequence so far.
+
+    Rows are query positions, columns key positions. A row computed this step (pos_start..pos_stop-1)
+    shows, where the mask lets it attend: keys read from the cache (left of pos_start), keys computed
+    again though an earlier step had computed them (below prev_stop), and keys computed for the first
+    time. Rows not computed this step are EMPTY below the diagonal and MASKED above it.
+    `prev_stop` is the end of the positions any earlier step computed (0 at prefill).
+    """
+    a, b = trace.pos_start, trace.pos_stop
+    n = b
+    cols = np.arange(n)
+    kinds = np.empty((n, n), dtype=np.uint8)
+    if a:
+        idle = kinds[:a]
+        idle[...] = EMPTY
+        idle[cols[None, :] > cols[:a, None]] = MASKED
+    # Per key column: where its K/V came from this step.
+    col_kind = np.full(n, COMPUTED, dtype=np.uint8)
+    col_kind[:a] = CACHED
+    col_kind[a:min(prev_stop, n)] = RECOMPUTED
+    mask = trace.mask
+    if mask is None or mask.shape != (b - a, n):
+        mask = cols[None, :] <= np.arange(a, b)[:, None]  # the chapter's causal rule, offset by a
+    np.copyto(kinds[a:b], np.where(mask, col_kind[None, :], np.uint8(MASKED)))
+    return kinds
+
+
+def pool_max(kinds: np.ndarray, factor: int) -> np.ndarray:
+    """Shrink by `factor` keeping the highest kind of each block (so a single new row stays visible)."""
+    if factor <= 1:
+        return kinds
+    n = kinds.shape[0]
+    m = -(-n // factor)
+    padded = np.zeros((m * factor, m * factor), dtype=kinds.dtype)
+    padded[:n, :n] = kinds
+    return padded.reshape(m, factor, m, factor).max(axis=(1, 3))
+
+
+class _EngineView:
+    """One engine's plot: a single ImageItem fed with setImage, token ticks, the prompt boundary."""
+
+    def __init__(self, plot: pg.PlotItem) -> None:
+        self.plot = plot
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setLookupTable(_LUT)
+        plot.addItem(self.image)
+        pen = pg.mkPen("#606060", width=1, style=Qt.PenStyle.DotLine)
+        self.prompt_v = pg.InfiniteLine(angle=90, pen=pen)
+        self.prompt_h = pg.InfiniteLine(angle=0, pen=pen)
+        for line in (self.prompt_v, self.prompt_h):
+            line.setZValue(10)
+            plot.addItem(line, ignoreBounds=True)
+        self.kinds = np.zeros((0, 0), dtype=np.uint8)
+        self.labels: list[str] = []
+        self.n_prompt = 0
+        self.factor = 1
+
+
+class WorkMatrixPanel(Panel):
+    key = "work_matrix"
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._canvas = canvas()
+        self._legend = legend_row([
+            (style.CELL_COLORS["computed"], self.tr("computed this step (new)")),
+            (style.CELL_COLORS["cached"], self.tr("read from the cache")),
+            (style.CELL_COLORS["recomputed"], self.tr("recomputed though unchanged")),
+            (style.CELL_COLORS["masked"], self.tr("masked (future)")),
+            (style.CELL_COLORS["empty"], self.tr("not computed this step")),
+        ])
+        self._legend.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self._legend)
+        layout.addWidget(self._canvas, 1)
+        self._views: dict[str, _EngineView] = {}
+        self._cols = 0
+        self.setToolTip(self.help_text())
+
+    def title(self) -> str:
+        return self.tr("Work matrix")
+
+    def help_text(self) -> str:
+        return self.tr(
+            "Rows are query positions, columns key positions; each cell shows what happened at the "
+            "selected step. Naive recomputes every row's K/V each step although they never change "
+            "(red); a cache computes one new row (gold) and reads the other keys from memory (blue). "
+            "The scores of the new row against every key are still computed: the cache saves the K/V "
+            "projections, not the attention itself. Dotted lines mark the end of the prompt.")
+
+    # -- data ---------------------------------------------------------------------------------
+    def cell_kinds(self, engine: str) -> np.ndarray:
+        """The category matrix last drawn for `engine` (full resolution), codes EMPTY..COMPUTED."""
+        view = self._views.get(engine)
+        return view.kinds.copy() if view else np.zeros((0, 0), dtype=np.uint8)
+
+    def worked_rows(self, engine: str) -> np.ndarray:
+        """Bool per query row: did this step compute anything in it (new, cached read or recomputed)."""
+        kinds = self.cell_kinds(engine)
+        return ((kinds == COMPUTED) | (kinds == CACHED) | (kinds == RECOMPUTED)).any(axis=1)
+
+    # -- drawing ------------------------------------------------------------------------------
+    def clear(self) -> None:
+        self._canvas.ci.clear()
+        self._views.clear()
+        self._cols = 0
+
+    def _ensure_views(self, engines: tuple[str, ...]) -> None:
+        if tuple(self._views) == engines:
+            return
+        self.clear()
+        for engine in engines:
+            plot = pg.PlotItem()
+            plot.hideButtons()
+            plot.setMenuEnabled(False)
+            plot.invertY(True)
+            plot.setAspectLocked(True)
+            plot.getViewBox().setDefaultPadding(0.0)
+            style.style_plot(plot, left=self.tr("query position"), bottom=self.tr("key position"))
+            plot.showGrid(x=False, y=False)
+            view = _EngineView(plot)
+            plot.getViewBox().sigResized.connect(lambda *_a, v=view: self._on_resized(v))
+            self._views[engine] = view
+        self._relayout(force=True)
+
+    def _relayout(self, force: bool = False) -> None:
+        """Arrange the engines' plots in the grid that gives each square matrix the most room."""
+        n = len(self._views)
+        if not n:
+            return
+        w, h = max(1, self._canvas.width()), max(1, self._canvas.height())
+        cols = max(range(1, n + 1), key=lambda c: (min(w / c, h / math.ceil(n / c)), -c))
+        if cols == self._cols and not force:
+            return
+        self._cols = cols
+        layout = self._canvas.ci
+        for view in self._views.values():
+            if view.plot in layout.items:
+                layout.removeItem(view.plot)
+        for i, view in enumerate(self._views.values()):
+            layout.addItem(view.plot, row=i // cols, col=i % cols)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._relayout()
+
+    def show_step(self, history: RunHistory, step: int) -> None:
+        engines = tuple(e for e in history.engines if history.traces.get(e))
+        if not engines:
+            self.clear()
+            return
+        self._ensure_views(engines)
+        n_prompt = len(history.info.prompt_ids)
+        for order, engine in enumerate(engines):
+            view = self._views[engine]
+            k = engine_step(history, engine, step)
+            traces = history.traces[engine]
+            trace = traces[k]
+            prev_stop = max((t.pos_stop for t in traces[:k]), default=0)
+            view.kinds = classify(trace, prev_stop)
+            view.n_prompt = n_prompt
+            view.labels = sequence_labels(history, engine, trace.pos_stop)
+            self._draw_image(view)
+            self._set_title(view, engine, order, trace, prev_stop)
+            for line in (view.prompt_v, view.prompt_h):
+                line.setPos(n_prompt)
+                line.setVisible(0 < n_prompt < trace.pos_stop)
+            self._update_ticks(view)
+
+    @staticmethod
+    def _pool_factor(view: _EngineView) -> int:
+        """Cells per screen pixel, rounded up: the image never holds more rows than the view has pixels."""
+        vb = view.plot.getViewBox()
+        px = max(64, int(min(vb.width(), vb.height())))
+        return max(1, math.ceil(view.kinds.shape[0] / px))
+
+    def _draw_image(self, view: _EngineView) -> None:
+        n = view.kinds.shape[0]
+        factor = view.factor = self._pool_factor(view)
+        extent = n
+        if n <= _GRID_MAX:
+            shown = np.repeat(np.repeat(view.kinds, _TILE, axis=0), _TILE, axis=1)
+            shown[_TILE - 1::_TILE, :] = _GAP
+            shown[:, _TILE - 1::_TILE] = _GAP
+        else:
+            shown = pool_max(view.kinds, factor)
+            extent = shown.shape[0] * factor  # the padding pool_max added stays outside the sequence
+        view.image.setImage(shown, autoLevels=False, levels=None, lut=_LUT)
+        view.image.setRect(0, 0, extent, extent)
+
+    def _set_title(self, view: _EngineView, engine: str, order: int, trace: StepTrace, prev_stop: int) -> None:
+        rows = trace.pos_stop - trace.pos_start
+        again = max(0, min(prev_stop, trace.pos_stop) - trace.pos_start)
+        cached = trace.pos_start
+        if trace.phase == "prefill":
+            detail = self.tr("prefill: {rows} rows computed").format(rows=rows)
+        elif again:
+            detail = self.tr("{rows} rows computed, {again} of their K/V again").format(rows=rows, again=again)
+        else:
+            detail = self.tr("{rows} new row, {cached} K/V read from cache").format(rows=rows, cached=cached)
+        color = style.engine_color(engine, order)
+        view.plot.setTitle(
+            f'<span style="color:{color}; font-weight:bold">{engine}</span>'
+            f'<span style="color:{style.PLOT_FOREGROUND}"> &nbsp;{detail}</span>', size=style.TITLE_SIZE)
+
+    def _update_ticks(self, view: _EngineView) -> None:
+        """Token labels on both axes where a cell is wide enough to hold one; numbers otherwise."""
+        n = len(view.labels)
+        vb = view.plot.getViewBox()
+        cell_px = min(vb.width(), vb.height()) / max(n, 1)
+        short = [token_label(t, 4) for t in view.labels]
+        widest = max((len(s) for s in short), default=1)
+        bottom, left = view.plot.getAxis("bottom"), view.plot.getAxis("left")
+        if n and cell_px >= max(9.0, 6.5 * widest):
+            ticks = [[(i + 0.5, s) for i, s in enumerate(short)]]
+            bottom.setTicks(ticks)
+        else:
+            bottom.setTicks(None)
+        if n and cell_px >= 12.0:
+            left.setTicks([[(i + 0.5, s) for i, s in enumerate(short)]])
+        else:
+            left.setTicks(None)
+
+    def _on_resized(self, view: _EngineView) -> None:
+        self._update_ticks(view)
+        if view.kinds.size and self._pool_factor(view) != view.factor:
+            self._draw_image(view)
+
+    def export_items(self) -> list:
+        return [v.plot for v in self._views.values()]

@@ -1,0 +1,106 @@
+"""Colours, fonts and pyqtgraph defaults shared by every panel: one colour per engine everywhere.
+
+Pure look: no data, no torch. Importing it sets pyqtgraph's row-major image order once, so a
+[rows, cols] matrix is drawn as rows, never transposed.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QFont
+
+pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+
+# One colour per engine, in every panel. Naive is red: it is the waste the chapter removes.
+ENGINE_COLORS: dict[str, str] = {
+    "naive": "#d62728",
+    "concat": "#ff7f0e",
+    "static": "#2ca02c",
+    "paged": "#1f77b4",
+}
+_EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
+# Line styles tell overlapping engines apart (the cached engines often draw the same curve).
+ENGINE_DASH: dict[str, list[float] | None] = {"naive": None, "concat": None, "static": [6, 3], "paged": [2, 2]}
+
+PLOT_BACKGROUND = "#ffffff"
+PLOT_FOREGROUND = "#303030"
+GRID_ALPHA = 0.25
+MUTED_TEXT = "#8a8a8a"
+HIGHLIGHT = "#ffd54f"  # the selected step's token / marker
+STEP_LINE = "#555555"  # the vertical line at the selected step
+
+# What happened to one (query, key) cell or one cache slot at the selected step.
+CELL_COLORS: dict[str, str] = {
+    "empty": "#f7f7f7",  # nothing done this step
+    "masked": "#d4d4d4",  # future: the causal mask forbids it
+    "cached": "#7fb3e0",  # key/value read from the cache
+    "recomputed": "#e4572e",  # computed again although it never changed
+    "computed": "#ffb000",  # new work: computed for the first time
+}
+BLOCK_COLORS: dict[str, str] = {
+    "free": "#ececec",  # a pool block no sequence holds
+    "used": "#1f77b4",  # a slot holding a token's K/V
+    "new": "#ffb000",  # a slot written this step
+    "wasted": "#f4a582",  # reserved in the last block, still empty
+}
+
+TITLE_SIZE = "11pt"
+LABEL_SIZE = "10pt"
+TICK_POINT_SIZE = 9
+
+
+def engine_color(engine: str, order: int = 0) -> str:
+    """The engine's colour; an engine not in the table gets a stable spare colour by its order."""
+    return ENGINE_COLORS.get(engine, _EXTRA_COLORS[order % len(_EXTRA_COLORS)])
+
+
+def engine_pen(engine: str, order: int = 0, width: float = 2.0) -> pg.QtGui.QPen:
+    pen = pg.mkPen(engine_color(engine, order), width=width)
+    dash = ENGINE_DASH.get(engine)
+    if dash:
+        pen.setDashPattern(dash)
+    return pen
+
+
+def rgba(hex_color: str, alpha: int = 255) -> tuple[int, int, int, int]:
+    c = QColor(hex_color)
+    return c.red(), c.green(), c.blue(), alpha
+
+
+def lookup_table(colors: list[str]) -> np.ndarray:
+    """uint8 [256, 4] table for an indexed uint8 image: value i is drawn in colors[i].
+
+    256 entries because pyqtgraph spreads a shorter table over the whole uint8 range; with exactly
+    256 it is used as the colour table of one Indexed8 QImage (no per-pixel RGBA conversion).
+    """
+    table = np.empty((256, 4), dtype=np.uint8)
+    table[:] = rgba(colors[-1])
+    table[: len(colors)] = [rgba(c) for c in colors]
+    return table
+
+
+def tick_font() -> QFont:
+    font = QFont()
+    font.setPointSize(TICK_POINT_SIZE)
+    return font
+
+
+def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str = "",
+               left_units: str | None = None, bottom_units: str | None = None) -> None:
+    """Readable title, labelled axes with units, a light grid: the house look of a panel's plot."""
+    if title:
+        plot.setTitle(title, size=TITLE_SIZE, color=PLOT_FOREGROUND)
+    for name, text, units in (("left", left, left_units), ("bottom", bottom, bottom_units)):
+        axis = plot.getAxis(name)
+        axis.setPen(pg.mkPen(PLOT_FOREGROUND))
+        axis.setTextPen(pg.mkPen(PLOT_FOREGROUND))
+        axis.setTickFont(tick_font())
+        if text:
+            plot.setLabel(name, text, units=units, **{"font-size": LABEL_SIZE, "color": PLOT_FOREGROUND})
+    plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
+
+
+def swatch_html(color: str, text: str, *, dashed: bool = False) -> str:
+    """One legend entry as rich text: a coloured square (or dash) and its label."""
+    mark = "&#9644;" if dashed else "&#9632;"
+    return f'<span style="color:{color}; font-size:14pt">{mark}</span>&nbsp;{text}'
