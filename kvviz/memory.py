@@ -325,6 +325,15 @@ def configure(parser) -> None:
     parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
 
 
+def fmt_ms(ms: float) -> str:
+    """A duration given in ms, in the unit that keeps it readable (ms, µs or ns)."""
+    if ms >= 1:
+        return f"{ms:,.1f} ms"
+    if ms >= 1e-3:
+        return f"{ms * 1e3:.1f} µs"
+    return f"{ms * 1e6:.0f} ns"
+
+
 def format_report(report: MemoryReport) -> list[str]:
     from kvviz.bench import fmt_bytes
 
@@ -338,12 +347,12 @@ def format_report(report: MemoryReport) -> list[str]:
         f"concat copy time at {report.bandwidth_gbps:g} GB/s (1 GB = 10^9 B, each byte once); "
         f"paged blocks of {report.block_size} tokens; sizes in KiB/MiB/GiB (2^10/2^20/2^30 B)"
         + (f"; prompt of {report.prompt_tokens} tokens prefilled" if report.prompt_tokens else ""),
-        f"{'tokens':>7} {'KV cache':>10} {'step copy':>10} {'step ms':>9} {'total copy':>11} {'total ms':>10} "
+        f"{'tokens':>7} {'KV cache':>10} {'step copy':>10} {'its time':>9} {'total copy':>11} {'its time':>10} "
         f"{'blocks':>7} {'wasted':>7} {'wasted B':>10}",
     ]
     for f in report.lengths:
         lines.append(f"{f.tokens:>7} {fmt_bytes(f.cache_bytes):>10} {fmt_bytes(f.step_copy_bytes):>10} "
-                     f"{f.step_copy_ms:>9.4f} {fmt_bytes(f.total_copy_bytes):>11} {f.copy_ms:>10.3f} "
+                     f"{fmt_ms(f.step_copy_ms):>9} {fmt_bytes(f.total_copy_bytes):>11} {fmt_ms(f.copy_ms):>10} "
                      f"{f.blocks:>7} {f.wasted_slots:>7} {fmt_bytes(f.wasted_bytes):>10}")
     lines += [f"note: {n}" for n in report.notes]
     return lines

@@ -1,0 +1,204 @@
+"""The memory calculator against figures worked out by hand, the chapter's table, and the command."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvviz import memory
+from kvviz.cli import main
+from kvviz.config import ModelConfig
+
+# Worked by hand, per token per layer = 2 (K and V) x KV heads x head_dim x bytes per element:
+#   chapter-tiny: 2 x 4 x  32 x 4 (fp32) = 1,024 B;  x  2 layers =   2,048 B per token
+#   qwen3-0.6b:   2 x 8 x 128 x 2 (bf16) = 4,096 B;  x 28 layers = 114,688 B per token (112 KiB)
+#   70b-class:    2 x 8 x 128 x 2 (bf16) = 4,096 B;  x 80 layers = 327,680 B per token (320 KiB)
+# At length n the step that appends the n-th token copies the n-1 already held; from an empty cache
+# the generation copies 0 + 1 + ... + (n-1) = n(n-1)/2 tokens: 4,950 at 100, 124,750 at 500,
+# 499,500 at 1000. Time at 2000 GB/s = bytes / 2e12 s.
+#   qwen3 n=100:  step 99 x 114,688 = 11,354,112 B; total 4,950 x 114,688 = 567,705,600 B -> 0.2838528 ms
+#   qwen3 n=1000: step 999 x 114,688 = 114,573,312 B; total 499,500 x 114,688 = 57,286,656,000 B -> 28.643328 ms
+# Paged, blocks of 16: 100 -> 7 blocks (112 slots, 12 empty); 500 -> 32 (512, 12 empty); 1000 -> 63 (1008, 8 empty).
+HAND = {
+    "chapter-tiny": (1024, 2048, {
+        100: (204_800, 202_752, 10_137_600, 0.0050688),
+        500: (1_024_000, 1_021_952, 255_488_000, 0.127744),
+        1000: (2_048_000, 2_045_952, 1_022_976_000, 0.511488)}),
+    "qwen3-0.6b": (4096, 114_688, {
+        100: (11_468_800, 11_354_112, 567_705_600, 0.2838528),
+        500: (57_344_000, 57_229_312, 14_307_328_000, 7.153664),
+        1000: (114_688_000, 114_573_312, 57_286_656_000, 28.643328)}),
+    "70b-class": (4096, 327_680, {
+        100: (32_768_000, 32_440_320, 1_622_016_000, 0.811008),
+        500: (163_840_000, 163_512_320, 40_878_080_000, 20.43904),
+        1000: (327_680_000, 327_352_320, 163_676_160_000, 81.83808)}),
+}
+BLOCKS = {100: (7, 12), 500: (32, 12), 1000: (63, 8)}
+
+
+@pytest.mark.parametrize("name", list(HAND))
+def test_presets_against_hand_worked_figures(name):
+    per_layer, per_token, rows = HAND[name]
+    report = memory.compute(memory.MEMORY_PRESETS[name].config, (100, 500, 1000))
+    assert report.bytes_per_token_per_layer == per_layer
+    assert report.bytes_per_token == per_token
+    for f in report.lengths:
+        cache, step, total, ms = rows[f.tokens]
+        assert (f.cache_bytes, f.step_copy_bytes, f.total_copy_bytes) == (cache, step, total)
+        assert f.copy_ms == pytest.approx(ms, rel=1e-12)
+        assert f.step_copy_ms == pytest.approx(step / 2e9, rel=1e-12)
+        assert (f.blocks, f.wasted_slots) == BLOCKS[f.tokens]
+        assert f.wasted_bytes == f.wasted_slots * per_token
+        assert f.paged_bytes == f.blocks * 16 * per_token
+
+
+def test_chapter_side_figures():
+    # The chapter: tiny model 1 KB per token per layer, 200 KB for 100 tokens in 2 layers;
+    # 70B about 320 KB per token and about 1.3 GB at 4096 tokens (4096 x 327,680 = 1,342,177,280 B).
+    tiny = memory.compute(memory.MEMORY_PRESETS["chapter-tiny"].config, [100])
+    assert tiny.bytes_per_token_per_layer == 1024 and tiny.lengths[0].cache_bytes == 200 * 1024
+    big = memory.compute(memory.MEMORY_PRESETS["70b-class"].config, [4096])
+    assert big.lengths[0].cache_bytes == 1_342_177_280
+
+
+def test_dtype_override_and_prompt():
+    cfg = memory.MEMORY_PRESETS["qwen3-0.6b"].config
+    assert memory.compute(cfg, [10], dtype="fp32").bytes_per_token == 229_376  # 2 x 114,688
+    # A prompt of 40 tokens prefilled at once: decode steps reach 41..100, copying 40 + ... + 99
+    # = (100*99 - 40*39)/2 = 4,170 tokens.
+    assert memory.total_copy_tokens(100, 40) == 4170 == sum(range(40, 100))
+    assert memory.step_copy_tokens(40, 40) == 0  # the prefill itself copies nothing
+    assert memory.step_copy_tokens(1) == 0 and memory.total_copy_tokens(1) == 0
+
+
+def test_chapter_table_reproduced_then_corrected():
+    chapter = memory.MEMORY_PRESETS["qwen3-0.6b-chapter"].config
+    bpt = chapter.kv_bytes_per_token()
+    assert bpt == 57_344 and memory.chapter_kb(bpt) == 56  # "28层合计 56KB"
+    printed = {100: ("5.6 MB", "280 MB"), 500: ("28.0 MB", "7,000 MB (7GB)"),
+               1000: ("56.0 MB", "28,000 MB (28GB)")}
+    for n, (step, total) in printed.items():
+        assert memory.fmt_chapter_step(memory.chapter_step_bytes(bpt, n)) == step
+        assert memory.fmt_chapter_total(memory.chapter_total_bytes(bpt, n)) == total
+    assert memory.chapter_copy_ms(memory.chapter_total_bytes(bpt, 1000), 2000) == pytest.approx(14.0)  # "14ms"
+    real = memory.MEMORY_PRESETS["qwen3-0.6b"].config.kv_bytes_per_token()
+    assert real == 2 * bpt
+    assert memory.fmt_chapter_total(memory.chapter_total_bytes(real, 1000)) == "56,000 MB (56GB)"
+    lines = "\n".join(memory.chapter_comparison(memory.MEMORY_PRESETS["qwen3-0.6b"].config, [100, 500, 1000]))
+    for text in ("5.6 MB", "280 MB", "7,000 MB (7GB)", "28,000 MB (28GB)", "11.2 MB", "560 MB", "56,000 MB (56GB)"):
+        assert text in lines
+
+
+def test_qwen3_note_follows_the_shape_not_the_name():
+    published = memory.MEMORY_PRESETS["qwen3-0.6b"].config
+    assert memory.QWEN3_NOTE in memory.compute(published, [10]).notes
+    assert memory.QWEN3_NOTE in memory.compute(published.replace(name="anything"), [10]).notes
+    assert memory.QWEN3_NOTE not in memory.compute(memory.MEMORY_PRESETS["70b-class"].config, [10]).notes
+    assert memory.CHAPTER_NOTE in memory.compute(memory.MEMORY_PRESETS["qwen3-0.6b-chapter"].config, [10]).notes
+
+
+def test_concat_engine_copies_what_the_calculator_says(tiny_random, torch_cpu):
+    # Independent count: the concat engine's own bytes_copied over a real run. A prompt of 5 and 8 new
+    # tokens: the prefill holds 5, then 7 decode steps bring the cache to 12.
+    from kvviz.config import TraceOptions
+    from kvviz.engines import make_engine
+
+    traces = list(make_engine("concat", tiny_random).generate([1, 2, 3, 4, 5], 8, trace=TraceOptions(masks=False)))
+    cfg = tiny_random.cfg
+    report = memory.compute(cfg, [12], prompt_tokens=5)
+    assert sum(t.bytes_copied for t in traces) == report.lengths[0].total_copy_bytes
+    assert traces[-1].bytes_copied == report.lengths[0].step_copy_bytes
+    paged = list(make_engine("paged", tiny_random, block_size=4).generate([1, 2, 3, 4, 5], 8,
+                                                                          trace=TraceOptions(masks=False)))
+    blocks, _ = memory.paged_blocks(paged[-1].cache_len, 4)
+    assert len(paged[-1].block_table) == blocks
+
+
+@pytest.mark.parametrize("bad", [
+    dict(tokens=[0]), dict(tokens=[-3]), dict(tokens=[]), dict(bandwidth_gbps=0), dict(bandwidth_gbps=float("inf")),
+    dict(bandwidth_gbps=-1), dict(block_size=0), dict(dtype="int8"), dict(prompt_tokens=-1), dict(tokens=[1.5]),
+])
+def test_compute_refuses_bad_input(bad):
+    kwargs = dict(tokens=[100])
+    kwargs.update(bad)
+    with pytest.raises(ValueError):
+        memory.compute(memory.MEMORY_PRESETS["chapter-tiny"].config, **kwargs)
+
+
+def test_cli_json(tmp_path, capsys):
+    out = tmp_path / "m.json"
+    assert main(["memory", "--model", "qwen3-0.6b", "--tokens", "100", "500", "1000", "--dtype", "bf16",
+                 "--json", str(out), "--compare-chapter"]) == 0
+    text = capsys.readouterr().out
+    assert "114,688 B" in text and "head_dim 64" in text and "28,000 MB (28GB)" in text
+    doc = json.loads(out.read_text())
+    assert doc["bytes_per_token"] == 114_688 and doc["bandwidth_gbps"] == 2000
+    rows = {r["tokens"]: r for r in doc["lengths"]}
+    assert rows[1000]["total_copy_bytes"] == 57_286_656_000
+    assert rows[100]["step_copy_bytes"] == 11_354_112
+    assert rows[100]["copy_ms"] == pytest.approx(0.2838528)
+    assert (rows[500]["blocks"], rows[500]["wasted_slots"]) == (32, 12)
+    assert doc["notes"] and doc["chapter_comparison"]
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def test_fmt_ms():
+    assert [memory.fmt_ms(x) for x in (28.643328, 0.2838528, 0.0000507)] == ["28.6 ms", "283.9 µs", "51 ns"]
+
+
+def test_cli_options(capsys):
+    assert main(["memory", "--model", "70b-class", "--tokens", "100", "--bandwidth-gbps", "1000",
+                 "--block-size", "32"]) == 0
+    text = capsys.readouterr().out
+    assert "327,680 B" in text and "1000 GB/s" in text and "blocks of 32" in text
+
+
+def test_cli_model_folder(tmp_path, capsys):
+    ModelConfig(name="mine", n_layer=3, n_kv_head=2, head_dim=16).save_json(tmp_path / "config.json")
+    assert main(["memory", "--model", str(tmp_path), "--tokens", "10"]) == 0
+    assert "768 B" in capsys.readouterr().out  # 3 layers x (2 x 2 x 16 x 4 B = 256 B)
+
+
+def test_hugging_face_folder(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
+        "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+        "intermediate_size": 3072, "vocab_size": 151936, "max_position_embeddings": 40960,
+        "rope_theta": 1000000, "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "torch_dtype": "bfloat16"}))
+    if importlib.util.find_spec("kvviz.models.hf") is None:
+        with pytest.raises(ValueError, match="Hugging Face"):
+            memory.resolve_config(str(tmp_path))
+    else:
+        cfg = memory.resolve_config(str(tmp_path))
+        assert cfg.kv_bytes_per_token("bf16") == 114_688
+
+
+@pytest.mark.parametrize("argv", [
+    ["--model", "no-such-model"], ["--tokens", "-5"], ["--tokens", "0"], ["--dtype", "int8"],
+    ["--bandwidth-gbps", "0"], ["--bandwidth-gbps", "-2"], ["--bandwidth-gbps", "nan"], ["--block-size", "0"],
+    ["--prompt-tokens", "-1"], ["--model", "/no/such/folder"], ["--json", "/no/such/dir/out.json"],
+])
+def test_cli_bad_input_is_one_line_and_exit_2(argv, capsys):
+    assert main(["memory", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kvviz memory: error: ") and err.count("\n") == 1
+
+
+def test_cli_unparseable_number_is_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["memory", "--bandwidth-gbps", "fast"])
+    assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+def test_python_m_kvviz_memory_without_torch():
+    code = ("import sys; from kvviz.cli import main; rc = main(['memory', '--model', 'chapter-tiny', "
+            "'--tokens', '100']); assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "2,048 B" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--tokens", "-1"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
