@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("kvviz.bench", "time the engines and compare their tokens (the chapter's table)"),
     "models": ("kvviz.models.listing", "list the model presets"),
     "memory": ("kvviz.memory", "what a model's KV cache costs: bytes per token, cat copies, paged blocks"),
+    "train": ("kvviz.train", "train the default model on Python's docs (pydoc_data.topics)"),
+    "score": ("kvviz.score", "bits per byte of a model on a UTF-8 text file"),
 }
 
 

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from kvviz.config import ModelConfig
 from kvviz.models.transformer import Transformer
+from kvviz.score import bits_per_byte, mean_nats
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "assets" / "tiny"
 RECORD_NAME = "training.json"
@@ -71,43 +72,6 @@ def sample_batch(data: torch.Tensor, batch_size: int, context: int, gen: torch.G
     starts = torch.randint(0, len(data) - context - 1, (batch_size,), generator=gen)
     rows = torch.stack([data[s:s + context + 1] for s in starts.tolist()])  # (B, T+1)
     return rows[:, :-1], rows[:, 1:]
-
-
-@torch.no_grad()
-def mean_nats(model: Transformer, ids: torch.Tensor, context: int, batch_size: int = 8,
-              max_windows: int | None = None) -> tuple[float, int]:
-    """Summed cross-entropy (nats) and targets scored over non-overlapping windows of `context`.
-
-    Window i reads ids[iC : iC + C] and predicts ids[iC + 1 : iC + C + 1], so every id but the first
-    is predicted exactly once, each from at most `context` ids before it.
-    """
-    n_targets = len(ids) - 1
-    if n_targets < 1:
-        raise ValueError("need at least two tokens to score")
-    starts = list(range(0, n_targets, context))
-    if max_windows is not None:
-        starts = starts[:max_windows]
-    device = next(model.parameters()).device
-    total, count = 0.0, 0
-    was_training = model.training
-    model.eval()
-    # Full windows go in batches; the shorter last one alone.
-    full = [s for s in starts if s + context + 1 <= len(ids)]
-    rest = [s for s in starts if s + context + 1 > len(ids)]
-    groups = [full[i:i + batch_size] for i in range(0, len(full), batch_size)] + [[s] for s in rest]
-    for group in groups:
-        rows = torch.stack([ids[s:s + context + 1] for s in group]).to(device)  # (B, T+1)
-        logits = model(rows[:, :-1], all_logits=True).logits  # (B, T, V)
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1),
-                               reduction="sum")
-        total += float(loss)
-        count += rows[:, 1:].numel()
-    model.train(was_training)
-    return total, count
-
-
-def bits_per_byte(nats: float, n_bytes: int) -> float:
-    return nats / math.log(2) / n_bytes
 
 
 def unigram_bits_per_byte(train_ids: torch.Tensor, val_ids: torch.Tensor) -> float:
@@ -230,9 +194,11 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: --out must be a folder")
+    cfg = ModelConfig(name="tiny")
+    if args.context > cfg.max_seq_len:
+        raise ValueError(f"--context {args.context} exceeds the model's maximum of {cfg.max_seq_len}")
     data = corpus_bytes()
     train_ids, val_ids = split_corpus(data, args.val_fraction)
-    cfg = ModelConfig(name="tiny")
     print(f"corpus pydoc_data.topics: {len(data)} bytes; train {len(train_ids)}, validation {len(val_ids)} "
           f"(last {args.val_fraction:.0%}); model {cfg.param_count() / 1e6:.3f}M params; "
           f"{args.steps} steps x {args.batch_size} x {args.context} bytes; {torch.get_num_threads()} thread(s)",

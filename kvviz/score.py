@@ -1,0 +1,136 @@
+"""`kvviz score FILE`: a model's bits per byte on a UTF-8 text file, over non-overlapping windows.
+
+Knows how to read a file and count what a model predicts; knows nothing about training or engines.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+DEFAULT_CONTEXT = 512  # used when a model folder records no trained context
+
+
+def configure(parser) -> None:
+    parser.add_argument("file", help="a UTF-8 text file")
+    parser.add_argument("--model", default="tiny", help="preset name or model folder (default: tiny)")
+    parser.add_argument("--context", type=int, default=None,
+                        help="window length in tokens (default: the model's trained context, else "
+                             f"{DEFAULT_CONTEXT}, capped at its maximum)")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--batch-size", type=int, default=8, help="windows per forward (default 8)")
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; a one-line ValueError naming the file if it is missing, not UTF-8 or empty."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a text file")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at offset {exc.start})") \
+            from None
+    if not text.strip():
+        raise ValueError(f"{path}: the file is empty" if not text else f"{path}: the file holds only whitespace")
+    return text
+
+
+def mean_nats(model, ids, context: int, batch_size: int = 8, max_windows: int | None = None) -> tuple[float, int]:
+    """Summed cross-entropy (nats) and the number of ids predicted, over non-overlapping windows.
+
+    Window i reads ids[iC : iC + C] and predicts ids[iC + 1 : iC + C + 1], so every id but the first is
+    predicted exactly once, from at most C ids before it.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    n_targets = len(ids) - 1
+    if n_targets < 1:
+        raise ValueError("need at least two tokens to score")
+    starts = list(range(0, n_targets, context))[:max_windows]
+    full = [s for s in starts if s + context + 1 <= len(ids)]
+    rest = [s for s in starts if s + context + 1 > len(ids)]  # the shorter last window goes alone
+    groups = [full[i:i + batch_size] for i in range(0, len(full), batch_size)] + [[s] for s in rest]
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for group in groups:
+            rows = torch.stack([ids[s:s + context + 1] for s in group]).to(device)  # (B, T+1)
+            logits = model(rows[:, :-1], all_logits=True).logits.float()  # (B, T, V)
+            targets = rows[:, 1:]  # (B, T)
+            total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                           reduction="sum"))
+            count += targets.numel()
+    model.train(was_training)
+    return total, count
+
+
+def bits_per_byte(nats: float, n_bytes: int) -> float:
+    return nats / math.log(2) / n_bytes
+
+
+def trained_context(name_or_path: str) -> int | None:
+    """The context a model folder (or the trained preset's) was trained at, from its training.json."""
+    from kvviz.models.presets import PRESETS, TINY_DIR
+
+    if name_or_path in PRESETS:
+        folder = TINY_DIR if PRESETS[name_or_path].trained else None
+    else:
+        folder = Path(name_or_path)
+    if folder is None or not (folder / "training.json").is_file():
+        return None
+    try:
+        value = json.loads((folder / "training.json").read_text(encoding="utf-8")).get("context")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def run(args) -> int:
+    import torch
+
+    from kvviz.devices import resolve_device
+    from kvviz.models.presets import load_model, load_tokenizer, preset_warning
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.context is not None and args.context < 1:
+        raise ValueError(f"--context must be at least 1, got {args.context}")
+    text = read_text(args.file)
+    device = resolve_device(args.device)
+    warning = preset_warning(args.model)
+    if warning:
+        print(f"kvviz score: warning: {warning}", file=sys.stderr)
+    tokenizer = load_tokenizer(args.model)
+    model = load_model(args.model, device)
+    cfg = model.cfg
+    context = args.context or min(trained_context(args.model) or DEFAULT_CONTEXT, cfg.max_seq_len)
+    if context > cfg.max_seq_len:
+        raise ValueError(f"--context {context} exceeds the model's maximum of {cfg.max_seq_len}")
+    ids = tokenizer.encode(text)
+    if len(ids) < 2:
+        raise ValueError(f"{args.file}: too short to score (one token; at least two needed)")
+    nats, n_tokens = mean_nats(model, ids, context, args.batch_size)
+    # The first token is only read, never predicted: its bytes are left out of the count.
+    n_bytes = len(text.encode("utf-8")) - len(tokenizer.decode(ids[:1]).encode("utf-8"))
+    windows = math.ceil(n_tokens / context)
+    print(f"{bits_per_byte(nats, n_bytes):.4f} bits per byte  ({args.file}: {n_bytes} bytes / {n_tokens} tokens "
+          f"scored in {windows} window(s) of up to {context}; model {cfg.name}, "
+          f"{nats / n_tokens:.4f} nats per token)")
+    return 0
