@@ -25,6 +25,8 @@ DEFAULT_OUT = Path(__file__).resolve().parent.parent / "assets" / "tiny"
 RECORD_NAME = "training.json"
 CARD_NAME = "README.md"
 CARD_PROMPTS = ("The key of a dictionary", "A function is", "The file is opened")
+CARD_TOKENS = 60
+CARD_SAMPLING = dict(temperature=0.8, top_k=40, seed=0)
 
 
 def corpus_bytes() -> bytes:
@@ -127,7 +129,7 @@ def train(cfg: ModelConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, *, s
     gen = torch.Generator().manual_seed(seed)
     bar = Progress(steps) if progress else None
     losses: list[float] = []
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     stopped_early = False
     for step in range(steps):
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
@@ -150,12 +152,13 @@ def train(cfg: ModelConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, *, s
             extra = f", val {bits_per_byte(nats, n):.2f} bpb"
         if bar is not None and (step % 5 == 0 or step == steps - 1 or extra):
             bar.show(step + 1, sum(losses[-20:]) / len(losses[-20:]), rate, extra)
-    train_s = time.perf_counter() - t0
+    train_s, cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
     if bar is not None:
         bar.close()
     model.eval()
     nats, n = mean_nats(model, val_ids, context)
     figures = dict(steps_done=len(losses), stopped_early=stopped_early, train_seconds=round(train_s, 1),
+                   cpu_seconds=round(cpu_s, 1),
                    first_loss=losses[0] if losses else None,
                    final_train_loss=sum(losses[-50:]) / len(losses[-50:]) if losses else None,
                    val_bits_per_byte=bits_per_byte(nats, n), val_bytes_scored=n,
@@ -228,7 +231,7 @@ def run(args) -> int:
     return 0
 
 
-def sample_continuations(folder: Path, n_tokens: int = 60) -> list[dict]:
+def sample_continuations(folder: Path, n_tokens: int = CARD_TOKENS) -> list[dict]:
     """Greedy and seeded sampled continuations of CARD_PROMPTS by the model in `folder` (cached engine)."""
     from kvviz.config import SamplingConfig
     from kvviz.engines import make_engine
@@ -242,7 +245,7 @@ def sample_continuations(folder: Path, n_tokens: int = 60) -> list[dict]:
         ids = tok.encode(prompt)
         row = {"prompt": prompt}
         for label, sampling in (("greedy", SamplingConfig()),
-                                ("sampled", SamplingConfig(temperature=0.8, top_k=40, seed=0))):
+                                ("sampled", SamplingConfig(**CARD_SAMPLING))):
             engine = make_engine("static", model)
             row[label] = tok.decode([t.token_id for t in engine.generate(ids, n_tokens, sampling)])
         rows.append(row)
@@ -274,19 +277,22 @@ def write_card(folder: Path) -> Path:
         f"(peak lr {rec['lr']}, {rec['warmup']} warmup steps, cosine), seed {rec['seed']} |",
         f"| trained context | {rec['context']} bytes (runs up to {cfg.max_seq_len}; quality past "
         f"{rec['context']} is not trained) |",
-        f"| wall time | {rec['train_seconds']:.0f} s on {rec['threads']} CPU thread(s), torch {rec['torch_version']} |",
+        f"| wall time | {rec['train_seconds']:.0f} s on {rec['threads']} CPU thread(s), torch {rec['torch_version']}"
+        + (f" ({rec['cpu_seconds']:.0f} CPU-seconds; the wall time includes any other load on the machine)"
+           if rec.get("cpu_seconds") is not None else "") + " |",
         f"| validation | **{rec['val_bits_per_byte']:.3f} bits per byte** over {rec['val_bytes_scored']:,} bytes "
         f"(a unigram byte model fitted to the training bytes: {rec['unigram_val_bits_per_byte']:.2f}) |",
         "",
         "## Command", "", "```", command, "```", "",
-        "## Sample continuations (60 bytes each)", "",
-        "Greedy, and sampled at temperature 0.8, top-k 40, seed 0 (the static-cache engine).", "",
+        f"## Sample continuations ({CARD_TOKENS} bytes each)", "",
+        "Greedy, and sampled with " + ", ".join(f"{k} {v}" for k, v in CARD_SAMPLING.items())
+        + " (the static-cache engine, real outputs of the weights in this folder).", "",
     ]
     for row in rows:
         lines += [f"**Prompt:** `{row['prompt']}`", ""]
         for label in ("greedy", "sampled"):
-            text = row[label].replace("\n", "\u23ce")
-            lines += [f"- {label}: `{row['prompt']}` + `{text}`"]
+            text = row[label].replace("\n", "\u23ce").replace("``", "` `")
+            lines += [f"- {label}: ``{row['prompt']}`` \u2192 `` {text} ``"]
         lines.append("")
     lines += ["Score any UTF-8 text with `kvviz score FILE` to see what it has and has not learned.", ""]
     return atomic_write_text(folder / CARD_NAME, "\n".join(lines))
