@@ -112,7 +112,7 @@ def load_model(name_or_path: str, device: torch.device, dtype: torch.dtype | Non
 
 def load_tokenizer(name_or_path: str):
     """Byte tokenizer for presets and kvviz folders; tokenizer.json for Hugging Face folders."""
-    from kvviz.tokenizer import ByteTokenizer, HFTokenizer
+    from kvviz.tokenizer import ByteTokenizer
 
     if name_or_path in PRESETS:
         return ByteTokenizer()
@@ -121,4 +121,6 @@ def load_tokenizer(name_or_path: str):
         raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} (or a folder path)")
     if (path / "model.safetensors").is_file() and _is_kvviz_config(path / "config.json"):
         return ByteTokenizer()
-    return HFTokenizer(path / "tokenizer.json")
+    from kvviz.models.hf import load_hf_tokenizer
+
+    return load_hf_tokenizer(path)

@@ -1,0 +1,46 @@
+"""Turn an exception from a run into one line a person can act on (the CLI prints it, the app shows it).
+
+Stdlib only, so the app's panels may use it: torch is consulted only when something already imported it.
+"""
+from __future__ import annotations
+
+import sys
+
+OOM_HINT = "try fewer new tokens, one engine at a time, --dtype bf16, a smaller model, or --device cpu"
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A device allocator ran out: torch.OutOfMemoryError (CUDA), or the RuntimeError MPS raises."""
+    torch = sys.modules.get("torch")
+    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _device_memory() -> str:
+    """`12.3 GiB allocated of 80.0 GiB` on CUDA, else empty: said only when the device can tell."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_available():
+            return ""
+        free, total = torch.cuda.mem_get_info()
+        used = torch.cuda.memory_allocated()
+    except Exception:  # a device in a bad state after the failure: the message still goes out
+        return ""
+    gib = 1 << 30
+    return f" ({used / gib:.1f} GiB allocated by kvviz, {free / gib:.1f} GiB free of {total / gib:.1f} GiB)"
+
+
+def friendly_error(exc: BaseException) -> str:
+    """One line, no traceback: the message of a ValueError as it is, a clear word for the rest."""
+    if is_out_of_memory(exc):
+        return f"out of device memory{_device_memory()}; {OOM_HINT}"
+    if isinstance(exc, ValueError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, ImportError) and exc.name:
+        return f"the {exc.name!r} package is needed for this (pip install {exc.name})"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -1,0 +1,289 @@
+"""Read a local Hugging Face-format folder (config.json, safetensors weights, tokenizer.json) into kvviz.
+
+Llama, Qwen2 and Qwen3 map onto kvviz's one Transformer; anything else is refused by name. Local
+files only: this module never imports `transformers` and never touches the network. The writer at
+the bottom makes such folders from a kvviz model, for tests and device checks without `transformers`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kvviz.config import DTYPE_ALIASES, ModelConfig
+from kvviz.models.io import load_into, load_state
+from kvviz.models.transformer import Transformer
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+INDEX_NAME = "model.safetensors.index.json"
+TOKENIZER_NAME = "tokenizer.json"
+
+# model_type -> kvviz arch, and the class names that mark the same thing in `architectures`.
+SUPPORTED: dict[str, str] = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+ROPE_TYPES = ("default", "linear", "llama3")
+# Defaults of the transformers config classes for keys a config.json may leave out.
+DEFAULT_MAX_POSITIONS = {"llama": 2048, "qwen2": 32768, "qwen3": 32768}
+# Files that say which other tokenizer format a folder holds, for the error message.
+OTHER_TOKENIZERS = {
+    "tokenizer.model": "a SentencePiece model",
+    "spiece.model": "a SentencePiece model",
+    "vocab.json": "a slow BPE vocabulary (vocab.json + merges.txt)",
+    "vocab.txt": "a WordPiece vocabulary",
+}
+OTHER_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "tf_model.h5", "flax_model.msgpack")
+
+
+def missing_files(folder: Path, *, tokenizer: bool = True) -> list[str]:
+    """The files a checkpoint folder needs and lacks (shards named in an index count too)."""
+    missing = [] if (folder / CONFIG_NAME).is_file() else [CONFIG_NAME]
+    if (folder / INDEX_NAME).is_file():
+        try:
+            shards = sorted(set(_read_json(folder / INDEX_NAME)["weight_map"].values()))
+        except (KeyError, TypeError, AttributeError):
+            raise ValueError(f"{folder / INDEX_NAME}: no weight_map in the index") from None
+        missing += [s for s in shards if not (folder / s).is_file()]
+    elif not (folder / WEIGHTS_NAME).is_file():
+        other = [name for name in OTHER_WEIGHTS if (folder / name).is_file()]
+        missing.append(WEIGHTS_NAME + (f" (found {other[0]}; kvviz reads only safetensors)" if other else ""))
+    if tokenizer and not (folder / TOKENIZER_NAME).is_file():
+        other = [f"{name}, {what}" for name, what in OTHER_TOKENIZERS.items() if (folder / name).is_file()]
+        missing.append(TOKENIZER_NAME + (f" (found {other[0]}; kvviz reads only tokenizer.json)" if other else ""))
+    return missing
+
+
+def check_folder(folder: str | Path, *, tokenizer: bool = True) -> Path:
+    """Raise one ValueError naming every missing file; return the folder as a Path."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such checkpoint folder")
+    missing = missing_files(folder, tokenizer=tokenizer)
+    if missing:
+        raise ValueError(f"{folder}: not a complete checkpoint folder: missing {'; '.join(missing)}")
+    return folder
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: file not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+
+
+def _arch(data: dict[str, Any], path: Path) -> str:
+    model_type = data.get("model_type")
+    archs = data.get("architectures") or []
+    if model_type is None and archs:
+        model_type = next((k for k, v in SUPPORTED.items() if v == archs[0]), archs[0])
+    if model_type in SUPPORTED:
+        return model_type
+    named = model_type or "none given"
+    if archs and archs[0] != model_type:
+        named = f"{named} ({archs[0]})"
+    raise ValueError(f"{path}: unsupported architecture {named}; kvviz reads {', '.join(SUPPORTED)} "
+                     f"(model_type in config.json)")
+
+
+def _rope(data: dict[str, Any], path: Path) -> tuple[float, dict[str, Any] | None]:
+    """(rope_theta, scaling or None). transformers 5 writes `rope_parameters`; 4.x wrote `rope_theta`
+    beside `rope_scaling`."""
+    params = data.get("rope_parameters") or data.get("rope_scaling") or {}
+    if not isinstance(params, dict):
+        raise ValueError(f"{path}: rope_parameters must be an object, got {params!r}")
+    theta = params.get("rope_theta", data.get("rope_theta", 10000.0))
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind not in ROPE_TYPES:
+        raise ValueError(f"{path}: unsupported rope scaling {kind!r}; kvviz reads {', '.join(ROPE_TYPES)}")
+    factor = params.get("partial_rotary_factor", data.get("partial_rotary_factor", 1.0))
+    if factor != 1.0:
+        raise ValueError(f"{path}: partial rotary embeddings (factor {factor}) are not supported")
+    if kind == "default":
+        return float(theta), None
+    scaling = {k: v for k, v in params.items() if k not in ("rope_theta", "type")}
+    scaling["rope_type"] = kind
+    need = ("factor", "original_max_position_embeddings") if kind == "llama3" else ("factor",)
+    absent = [k for k in need if k not in scaling]
+    if absent:
+        raise ValueError(f"{path}: {kind} rope scaling needs {', '.join(absent)}")
+    return float(theta), scaling
+
+
+def _dtype(data: dict[str, Any], path: Path) -> str:
+    name = data.get("dtype", data.get("torch_dtype")) or "float32"
+    key = str(name).replace("torch.", "").lower()
+    if key not in DTYPE_ALIASES:
+        raise ValueError(f"{path}: unsupported dtype {name!r}; kvviz reads float32, bfloat16, float16")
+    return DTYPE_ALIASES[key]
+
+
+def _refuse_unsupported_features(data: dict[str, Any], arch: str, path: Path) -> None:
+    """Features of these families that kvviz's Transformer does not have: refuse, never ignore."""
+    act = data.get("hidden_act", "silu")
+    if act != "silu":
+        raise ValueError(f"{path}: activation {act!r} is not supported (kvviz's MLP is SwiGLU with silu)")
+    if arch != "qwen2" and data.get("attention_bias"):
+        raise ValueError(f"{path}: attention_bias (a bias on o_proj too) is not supported")
+    if data.get("mlp_bias"):
+        raise ValueError(f"{path}: mlp_bias is not supported")
+    layer_types = data.get("layer_types") or []
+    if data.get("use_sliding_window") or any(t != "full_attention" for t in layer_types):
+        raise ValueError(f"{path}: sliding-window attention is not supported")
+
+
+def read_hf_config(folder: str | Path) -> ModelConfig:
+    """Map a Llama / Qwen2 / Qwen3 config.json onto kvviz's ModelConfig (dtype and KV heads included)."""
+    folder = Path(folder)
+    path = folder / CONFIG_NAME
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    arch = _arch(data, path)
+    _refuse_unsupported_features(data, arch, path)
+    absent = [k for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                          "intermediate_size") if data.get(k) is None]
+    if absent:
+        raise ValueError(f"{path}: missing {', '.join(absent)}")
+    theta, scaling = _rope(data, path)
+    n_head = data["num_attention_heads"]
+    head_dim = data.get("head_dim")
+    if head_dim is None:
+        if not isinstance(n_head, int) or n_head < 1 or data["hidden_size"] % n_head:
+            raise ValueError(f"{path}: hidden_size {data['hidden_size']} is not a multiple of "
+                             f"num_attention_heads {n_head}, and no head_dim is given")
+        head_dim = data["hidden_size"] // n_head
+    try:
+        return ModelConfig(
+            name=folder.resolve().name, arch=arch, vocab_size=data["vocab_size"], d_model=data["hidden_size"],
+            n_layer=data["num_hidden_layers"], n_head=n_head,
+            n_kv_head=data.get("num_key_value_heads") or n_head, head_dim=head_dim,
+            d_ff=data["intermediate_size"],
+            max_seq_len=data.get("max_position_embeddings") or DEFAULT_MAX_POSITIONS[arch],
+            rope_theta=theta, rope_scaling=scaling, norm_eps=float(data.get("rms_norm_eps", 1e-6)),
+            qk_norm=arch == "qwen3", qkv_bias=arch == "qwen2",
+            tie_embeddings=bool(data.get("tie_word_embeddings", False)), dtype=_dtype(data, path),
+            tokenizer=TOKENIZER_NAME)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def read_hf_state(folder: Path) -> tuple[dict[str, torch.Tensor], Path]:
+    """Every tensor of a single or sharded safetensors checkpoint, and the file to blame for a mismatch."""
+    if (folder / INDEX_NAME).is_file():
+        weight_map = _read_json(folder / INDEX_NAME)["weight_map"]
+        state: dict[str, torch.Tensor] = {}
+        for shard in sorted(set(weight_map.values())):
+            state.update(load_state(folder / shard))
+        return state, folder / INDEX_NAME
+    return load_state(folder / WEIGHTS_NAME), folder / WEIGHTS_NAME
+
+
+def to_kvviz_names(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Path) -> dict[str, torch.Tensor]:
+    """`model.layers.0...` -> `layers.0...`; a tied head's saved copy and saved rotary tables are dropped."""
+    out = {name.removeprefix("model."): tensor for name, tensor in state.items()
+           if not name.endswith("rotary_emb.inv_freq")}  # older transformers saved this derived buffer
+    head = out.get("lm_head.weight")
+    if cfg.tie_embeddings and head is not None:
+        embed = out.get("embed_tokens.weight")
+        if embed is not None and not (head.shape == embed.shape and torch.equal(head, embed)):
+            raise ValueError(f"{source}: weights do not match the config: tie_word_embeddings is true but "
+                             "lm_head.weight differs from embed_tokens.weight")
+        del out["lm_head.weight"]
+    return out
+
+
+def load_hf_model(folder: str | Path) -> Transformer:
+    """A Hugging Face-format Llama / Qwen2 / Qwen3 folder as a kvviz Transformer, fp32 on the CPU."""
+    folder = check_folder(folder, tokenizer=False)
+    cfg = read_hf_config(folder)
+    state, source = read_hf_state(folder)
+    state = {k: v.float() for k, v in to_kvviz_names(state, cfg, source).items()}
+    # Built on the meta device and then given uninitialised storage: random init of a real model's
+    # weights would cost seconds only to be overwritten.
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    model = model.to_empty(device="cpu")
+    return load_into(model, state, source).eval()
+
+
+def load_hf_tokenizer(folder: str | Path, cfg: ModelConfig | None = None):
+    """The folder's tokenizer.json; refuses one whose ids would fall outside the model's vocabulary."""
+    from kvviz.tokenizer import HFTokenizer
+
+    folder = check_folder(folder)
+    tok = HFTokenizer(folder / TOKENIZER_NAME)
+    cfg = cfg or read_hf_config(folder)
+    if tok.vocab_size > cfg.vocab_size:
+        raise ValueError(f"{folder / TOKENIZER_NAME}: {tok.vocab_size} tokens, more than the model's "
+                         f"vocab_size of {cfg.vocab_size}")
+    return tok
+
+
+# -- writing, for tests and device checks that must not need `transformers` ----------------------
+
+def hf_config_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """The config.json transformers would write for this shape (4.x and 5.x keys both present)."""
+    if cfg.arch not in SUPPORTED:
+        raise ValueError(f"arch {cfg.arch!r} has no Hugging Face equivalent; use one of {', '.join(SUPPORTED)}")
+    if cfg.qkv_bias != (cfg.arch == "qwen2") or cfg.qk_norm != (cfg.arch == "qwen3"):
+        raise ValueError(f"{cfg.arch}: qkv_bias={cfg.qkv_bias}, qk_norm={cfg.qk_norm} do not match the family")
+    rope = {"rope_type": "default", "rope_theta": cfg.rope_theta, **(cfg.rope_scaling or {})}
+    data = {
+        "architectures": [SUPPORTED[cfg.arch]], "model_type": cfg.arch, "vocab_size": cfg.vocab_size,
+        "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layer, "num_attention_heads": cfg.n_head,
+        "num_key_value_heads": cfg.n_kv_head, "head_dim": cfg.head_dim, "intermediate_size": cfg.d_ff,
+        "max_position_embeddings": cfg.max_seq_len, "rms_norm_eps": cfg.norm_eps, "hidden_act": "silu",
+        "tie_word_embeddings": cfg.tie_embeddings, "dtype": cfg.dtype, "torch_dtype": cfg.dtype,
+        "rope_theta": cfg.rope_theta, "rope_parameters": rope,
+        "rope_scaling": None if cfg.rope_scaling is None else dict(cfg.rope_scaling),
+        "attention_bias": cfg.qkv_bias if cfg.arch == "qwen2" else False,
+    }
+    return data
+
+
+def save_hf_checkpoint(model: Transformer, folder: str | Path, *, tokenizer_json: str | None = None) -> Path:
+    """Write `model` as a Hugging Face folder (config.json, model.safetensors in the config's dtype,
+    and tokenizer.json when given) that `load_hf_model` and transformers both read."""
+    from safetensors.torch import save_file
+
+    from kvviz.devices import TORCH_DTYPES
+    from kvviz.fileio import atomic_write, atomic_write_text
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = hf_config_dict(model.cfg)
+    dtype = TORCH_DTYPES[model.cfg.dtype]
+    state = {("" if k == "lm_head.weight" else "model.") + k: v.detach().to("cpu", dtype).contiguous()
+             for k, v in model.state_dict().items()}
+    atomic_write(folder / WEIGHTS_NAME, lambda tmp: save_file(state, str(tmp), metadata={"format": "pt"}))
+    atomic_write_text(folder / CONFIG_NAME, json.dumps(data, indent=2) + "\n")
+    if tokenizer_json is not None:
+        atomic_write_text(folder / TOKENIZER_NAME, tokenizer_json)
+    return folder
+
+
+SAMPLE_TEXT = (
+    "The key and value of a token never change once computed, so a cache keeps them. "
+    "Each new token attends to every earlier one: its query meets the cached keys, and the "
+    "weights mix the cached values. Without the cache the model recomputes the whole history "
+    "at every step; with it, one new row per layer is enough. "
+)
+
+
+def train_tokenizer_json(vocab_size: int, text: str = SAMPLE_TEXT) -> str:
+    """A byte-level BPE tokenizer.json of at most `vocab_size` tokens (at least 257), trained on `text`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    if vocab_size < 257:
+        raise ValueError(f"a byte-level tokenizer needs a vocabulary of at least 257, got {vocab_size}")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator([text] * 4, trainer=trainer)
+    return tok.to_str()
+

@@ -1,0 +1,437 @@
+"""Local Hugging Face checkpoints: tiny random Llama / Qwen2 / Qwen3 folders built with `transformers`,
+read by kvviz, compared with transformers' own forward and `generate`; bad folders via the CLI.
+
+`transformers` is a test-only dependency: the reference tests skip without it, the rest do not need it.
+No network: HF_HUB_OFFLINE is set before transformers is imported, and only local folders are opened.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+import pytest  # noqa: E402
+
+from kvviz.config import ModelConfig  # noqa: E402
+from kvviz.engines import ENGINE_KEYS  # noqa: E402
+
+VOCAB = 320
+PROMPT = "The key and value of a token never change"
+NEW_TOKENS = 24
+LOGIT_TOL = 1e-4
+
+# One shape per family, each exercising what sets the family apart.
+ARCHS = {
+    # grouped-query attention (4 query heads share 2 KV heads) and Llama-3 rope scaling whose
+    # original context (32) is short enough that the scaled frequencies matter over the prompt.
+    "llama": dict(num_attention_heads=4, num_key_value_heads=2, rope_theta=10000.0, tie_word_embeddings=False,
+                  rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                    original_max_position_embeddings=32)),
+    # q/k/v biases, tied embeddings
+    "qwen2": dict(num_attention_heads=4, num_key_value_heads=2, rope_theta=1e6, tie_word_embeddings=True),
+    # q/k RMSNorm, head_dim (32) not hidden/heads (16), one KV head for four query heads
+    "qwen3": dict(num_attention_heads=4, num_key_value_heads=1, head_dim=32, rope_theta=1e6,
+                  tie_word_embeddings=False),
+}
+
+
+@pytest.fixture(scope="module")
+def transformers(torch_cpu):
+    return pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def tokenizer_json() -> str:
+    from kvviz.models.hf import train_tokenizer_json
+
+    return train_tokenizer_json(VOCAB)
+
+
+def _seeded_weights_(model, seed: int):
+    """Norms near (not at) 1 and non-zero biases, so a loader that skipped them would show; linear
+    layers N(0, 1/fan_in) so the greedy choice varies from token to token with a clear margin."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    tied = model.config.tie_word_embeddings if hasattr(model, "config") else model.cfg.tie_embeddings
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen)
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * noise)
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * noise)
+            elif p.dim() == 2 and "embed" not in name:
+                p.copy_(noise / math.sqrt(p.shape[1]))
+            elif tied:  # a tied head at full scale would mostly echo the input token back
+                p.copy_(0.1 * noise)
+            else:
+                p.copy_(noise)
+    return model
+
+
+def build_hf_checkpoint(transformers, arch: str, folder: Path, tokenizer_json: str, *, seed: int = 3,
+                        **save_kw):
+    """A tiny random checkpoint saved by transformers itself, with a tokenizer.json; returns the HF model."""
+    config_cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
+                  "qwen3": transformers.Qwen3Config}[arch]
+    config = config_cls(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        max_position_embeddings=256, rms_norm_eps=1e-6, bos_token_id=None, eos_token_id=None,
+                        pad_token_id=None, **ARCHS[arch])
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    _seeded_weights_(model, seed).eval()
+    model.save_pretrained(folder, **save_kw)
+    (folder / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+    return model
+
+
+@pytest.fixture(scope="module", params=list(ARCHS))
+def checkpoint(request, transformers, tokenizer_json, tmp_path_factory):
+    """(arch, folder, transformers model) per family."""
+    folder = tmp_path_factory.mktemp(f"hf-{request.param}")
+    model = build_hf_checkpoint(transformers, request.param, folder, tokenizer_json)
+    return request.param, folder, model
+
+
+def _hf_generate(hf_model, prompt_ids: list[int], n: int) -> list[int]:
+    import torch
+    from transformers import GenerationConfig
+
+    gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None,
+                           pad_token_id=0)
+    with torch.no_grad():
+        out = hf_model.generate(torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids),
+                                dtype=torch.long), generation_config=gen)
+    return out[0, len(prompt_ids):].tolist()
+
+
+# -- against the reference -------------------------------------------------------------------------
+
+def test_config_maps_each_family(checkpoint):
+    from kvviz.models.hf import read_hf_config
+
+    arch, folder, hf_model = checkpoint
+    cfg = read_hf_config(folder)
+    hc = hf_model.config
+    assert cfg.arch == arch
+    assert (cfg.n_head, cfg.n_kv_head) == (hc.num_attention_heads, hc.num_key_value_heads)
+    assert cfg.head_dim == ARCHS[arch].get("head_dim", 64 // hc.num_attention_heads)
+    assert cfg.max_seq_len == 256 and cfg.dtype == "float32" and cfg.tokenizer == "tokenizer.json"
+    assert cfg.qk_norm == (arch == "qwen3") and cfg.qkv_bias == (arch == "qwen2")
+    assert cfg.tie_embeddings == ARCHS[arch]["tie_word_embeddings"]
+    assert cfg.rope_theta == ARCHS[arch]["rope_theta"]
+    assert (cfg.rope_scaling or {}).get("rope_type") == ARCHS[arch].get("rope_scaling", {}).get("rope_type")
+
+
+def test_logits_match_transformers(checkpoint):
+    import torch
+
+    from kvviz.models.hf import load_hf_model
+    from kvviz.models.presets import load_tokenizer
+
+    arch, folder, hf_model = checkpoint
+    model = load_hf_model(folder)
+    n_params = sum(p.numel() for p in hf_model.parameters())
+    assert sum(p.numel() for p in model.parameters()) == n_params == model.cfg.param_count()
+    ids = load_tokenizer(str(folder)).encode(PROMPT * 3)  # long enough for llama3 scaling to bite
+    assert len(ids) > 32
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        ours = model(x, all_logits=True).logits[0]  # (T, V)
+        ref = hf_model(x).logits[0]
+    diff = float((ours - ref).abs().max())
+    print(f"{arch}: max |logit diff| over {len(ids)} positions = {diff:.2e}")
+    assert diff < LOGIT_TOL, f"{arch}: max logit difference {diff:.2e}"
+
+
+@pytest.mark.parametrize("engine", ENGINE_KEYS)
+def test_greedy_tokens_match_generate(checkpoint, engine):
+    import torch
+
+    from kvviz.config import SamplingConfig, TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.models.presets import load_model, load_tokenizer
+
+    arch, folder, hf_model = checkpoint
+    model = load_model(str(folder), torch.device("cpu"))
+    ids = load_tokenizer(str(folder)).encode(PROMPT)
+    ref = _hf_generate(hf_model, ids, NEW_TOKENS)
+    assert len(set(ref)) > 8, "the random model should not settle on one token (pick another seed)"
+    traces = list(make_engine(engine, model, block_size=4).generate(
+        ids, NEW_TOKENS, SamplingConfig(), TraceOptions(masks=False)))
+    assert [t.token_id for t in traces] == ref
+
+
+def test_sharded_checkpoint_loads_the_same(transformers, tokenizer_json, tmp_path):
+    import torch
+
+    from kvviz.models.hf import INDEX_NAME, load_hf_model
+
+    hf_model = build_hf_checkpoint(transformers, "llama", tmp_path, tokenizer_json, max_shard_size="50KB")
+    index = json.loads((tmp_path / INDEX_NAME).read_text())
+    assert len(set(index["weight_map"].values())) > 1 and not (tmp_path / "model.safetensors").exists()
+    x = torch.tensor([[5, 17, 200, 3, 99]])
+    with torch.no_grad():
+        diff = float((load_hf_model(tmp_path)(x, all_logits=True).logits - hf_model(x).logits).abs().max())
+    assert diff < LOGIT_TOL
+
+
+def test_kvviz_written_checkpoint_reads_in_transformers(transformers, tokenizer_json, tmp_path):
+    """save_hf_checkpoint (used by the GPU check without transformers) writes what transformers reads."""
+    import torch
+
+    from kvviz.models.hf import save_hf_checkpoint
+    from kvviz.models.transformer import Transformer
+
+    cfg = ModelConfig(name="w", arch="qwen3", vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, n_kv_head=2,
+                      head_dim=16, d_ff=96, max_seq_len=128, rope_theta=1e6, norm_eps=1e-6, qk_norm=True,
+                      tie_embeddings=False)
+    model = _seeded_weights_(Transformer(cfg), 3).eval()
+    save_hf_checkpoint(model, tmp_path, tokenizer_json=tokenizer_json)
+    hf_model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, local_files_only=True).eval()
+    x = torch.tensor([[1, 2, 3, 250, 7, 9]])
+    with torch.no_grad():
+        diff = float((model(x, all_logits=True).logits - hf_model(x).logits).abs().max())
+    assert diff < LOGIT_TOL
+
+
+# -- dtype and KV heads in the byte figures (no transformers needed) --------------------------------
+
+def _kvviz_checkpoint(folder: Path, tokenizer_json: str | None, **changes) -> Path:
+    from kvviz.models.hf import save_hf_checkpoint
+    from kvviz.models.transformer import Transformer
+
+    fields = dict(name="ck", arch="llama", vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, n_kv_head=2,
+                  head_dim=16, d_ff=96, max_seq_len=128, norm_eps=1e-6, tie_embeddings=False)
+    fields.update(changes)
+    return save_hf_checkpoint(Transformer(ModelConfig(**fields)).init_weights(0), folder,
+                              tokenizer_json=tokenizer_json)
+
+
+def test_cache_bytes_use_checkpoint_dtype_and_kv_heads(torch_cpu, tokenizer_json, tmp_path):
+    from kvviz.config import SamplingConfig, TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.models.hf import read_hf_config
+    from kvviz.models.presets import load_model
+
+    folder = _kvviz_checkpoint(tmp_path, tokenizer_json, dtype="bfloat16", n_layer=3, n_head=8, n_kv_head=2)
+    raw = json.loads((folder / "config.json").read_text())
+    raw.pop("dtype")  # a transformers 4.x file names it torch_dtype only
+    (folder / "config.json").write_text(json.dumps(raw))
+    cfg = read_hf_config(folder)
+    assert cfg.dtype == "bfloat16"
+    model = load_model(str(folder), torch_cpu.device("cpu"))  # dtype None: the checkpoint's
+    assert next(model.parameters()).dtype == torch_cpu.bfloat16
+    per_token = 3 * 2 * 2 * 16 * 2  # layers x (K, V) x KV heads x head_dim x bytes of bf16
+    assert cfg.kv_bytes_per_token() == per_token
+    trace = list(make_engine("concat", model).generate([1, 2, 3, 4, 5], 3, SamplingConfig(),
+                                                       TraceOptions(masks=False)))
+    assert [t.cache_bytes for t in trace] == [5 * per_token, 6 * per_token, 7 * per_token]
+
+
+# -- bad input: one line on stderr, exit code 2 ----------------------------------------------------
+
+def _bench(path: Path | str, capsys) -> tuple[int, str]:
+    from kvviz.cli import main
+
+    rc = main(["bench", "--model", str(path), "--tokens", "2", "--repeat", "1", "--device", "cpu",
+               "--threads", "1"])
+    err = capsys.readouterr().err
+    return rc, err
+
+
+def _one_line_error(rc: int, err: str, *needles: str) -> None:
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.fixture
+def good(tmp_path, tokenizer_json) -> Path:
+    return _kvviz_checkpoint(tmp_path / "ck", tokenizer_json)
+
+
+def test_good_folder_benches(good, capsys):
+    rc, err = _bench(good, capsys)
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("remove, named", [
+    (["config.json"], ["config.json"]),
+    (["model.safetensors", "tokenizer.json"], ["model.safetensors", "tokenizer.json"]),
+])
+def test_missing_files_are_named(good, capsys, remove, named):
+    for name in remove:
+        (good / name).unlink()
+    _one_line_error(*_bench(good, capsys), "missing", *named)
+
+
+def test_missing_shard_is_named(good, capsys):
+    (good / "model.safetensors").rename(good / "model-00001-of-00002.safetensors")
+    (good / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+        "lm_head.weight": "model-00002-of-00002.safetensors"}}))
+    _one_line_error(*_bench(good, capsys), "model-00002-of-00002.safetensors")
+
+
+def test_pytorch_bin_only_is_refused(good, capsys):
+    (good / "model.safetensors").rename(good / "pytorch_model.bin")
+    _one_line_error(*_bench(good, capsys), "pytorch_model.bin", "safetensors")
+
+
+@pytest.mark.parametrize("model_type, arch_class", [("bert", "BertForMaskedLM"), ("gpt2", "GPT2LMHeadModel")])
+def test_unsupported_architecture_is_named(good, capsys, model_type, arch_class):
+    raw = json.loads((good / "config.json").read_text())
+    raw.update(model_type=model_type, architectures=[arch_class])
+    (good / "config.json").write_text(json.dumps(raw))
+    _one_line_error(*_bench(good, capsys), f"unsupported architecture {model_type}", "llama, qwen2, qwen3")
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"intermediate_size": 128}, "mlp.down_proj.weight has shape (64, 96), the config implies (64, 128)"),
+    ({"num_key_value_heads": 4}, "k_proj.weight has shape (32, 64), the config implies (64, 64)"),
+    ({"tie_word_embeddings": True}, "lm_head.weight differs from embed_tokens.weight"),
+])
+def test_shapes_that_do_not_match_the_config(good, capsys, change, needle):
+    raw = json.loads((good / "config.json").read_text())
+    raw.update(change)
+    (good / "config.json").write_text(json.dumps(raw))
+    _one_line_error(*_bench(good, capsys), "weights do not match the config", needle)
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}, "unsupported rope scaling 'yarn'"),
+    ({"hidden_act": "gelu"}, "activation 'gelu'"),
+    ({"use_sliding_window": True}, "sliding-window"),
+    ({"dtype": "float64", "torch_dtype": "float64"}, "unsupported dtype 'float64'"),
+    ({"num_attention_heads": 3}, "must be a multiple of n_kv_head"),
+])
+def test_unsupported_config_features(good, capsys, change, needle):
+    raw = json.loads((good / "config.json").read_text())
+    raw.update(change)
+    (good / "config.json").write_text(json.dumps(raw))
+    _one_line_error(*_bench(good, capsys), "config.json", needle)
+
+
+@pytest.mark.parametrize("other", ["tokenizer.model", "vocab.json"])
+def test_tokenizer_that_is_not_tokenizer_json(good, capsys, other):
+    (good / "tokenizer.json").rename(good / other)
+    _one_line_error(*_bench(good, capsys), f"missing tokenizer.json (found {other}", "reads only tokenizer.json")
+
+
+def test_unreadable_or_oversized_tokenizer(good, capsys, tmp_path):
+    from kvviz.models.hf import train_tokenizer_json
+
+    (good / "tokenizer.json").write_text("{not json")
+    _one_line_error(*_bench(good, capsys), "not a valid tokenizer.json")
+    (good / "tokenizer.json").write_text(train_tokenizer_json(VOCAB + 40))
+    _one_line_error(*_bench(good, capsys), "more than the model's vocab_size of 320")
+
+
+def test_command_line_exit_code(tmp_path):
+    """The real entry point, in a fresh interpreter: a folder with no config.json."""
+    (tmp_path / "tokenizer.json").write_text("{}")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "kvviz", "bench", "--model", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"kvviz bench: error: {tmp_path}: not a complete checkpoint folder: missing config.json; model.safetensors"]
+
+
+# -- friendly errors ---------------------------------------------------------------------------------
+
+def test_friendly_error_for_out_of_memory(torch_cpu):
+    from kvviz.errors import friendly_error, is_out_of_memory
+
+    exc = torch_cpu.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+    assert is_out_of_memory(exc)
+    msg = friendly_error(exc)
+    assert msg.startswith("out of device memory") and "\n" not in msg and "--dtype bf16" in msg
+    assert is_out_of_memory(RuntimeError("MPS backend out of memory (MPS allocated: 1 GB)"))
+    assert friendly_error(ValueError("x: bad")) == "x: bad"
+    assert friendly_error(FileNotFoundError(2, "No such file or directory", "/p")) == "/p: No such file or directory"
+    assert friendly_error(KeyError("k")) == "KeyError: 'k'"
+
+
+# -- GPU (skipped without CUDA) ----------------------------------------------------------------------
+
+def _cuda_or_skip(torch):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    return torch.device("cuda")
+
+
+@pytest.mark.gpu
+def test_gpu_logits_and_tokens_match_transformers(checkpoint):
+    import torch
+
+    from kvviz.config import SamplingConfig, TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.models.presets import load_model, load_tokenizer
+
+    dev = _cuda_or_skip(torch)
+    arch, folder, hf_model = checkpoint
+    model = load_model(str(folder), dev, torch.float32)
+    ref_model = hf_model.to(dev)
+    try:
+        ids = load_tokenizer(str(folder)).encode(PROMPT)
+        x = torch.tensor([ids], device=dev)
+        with torch.no_grad():
+            diff = float((model(x, all_logits=True).logits - ref_model(x).logits).abs().max())
+        assert diff < 1e-3, f"{arch}: {diff:.2e}"
+        ref = _hf_generate_on(ref_model, ids, NEW_TOKENS, dev)
+        for key in ENGINE_KEYS:
+            traces = list(make_engine(key, model).generate(ids, NEW_TOKENS, SamplingConfig(), TraceOptions()))
+            assert [t.token_id for t in traces] == ref, key
+            assert all(t.device_mem_bytes and t.device_mem_bytes > 0 for t in traces)
+    finally:
+        hf_model.to("cpu")
+
+
+def _hf_generate_on(hf_model, prompt_ids, n, dev):
+    import torch
+    from transformers import GenerationConfig
+
+    gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
+    x = torch.tensor([prompt_ids], device=dev)
+    with torch.no_grad():
+        out = hf_model.generate(x, attention_mask=torch.ones_like(x), generation_config=gen)
+    return out[0, len(prompt_ids):].tolist()
+
+
+@pytest.mark.gpu
+def test_gpu_defaults_to_bf16_and_engines_agree(good, capsys):
+    import torch
+
+    dev = _cuda_or_skip(torch)
+    from kvviz.devices import resolve_dtype
+
+    assert resolve_dtype("auto", dev, "float32") == torch.bfloat16
+    from kvviz.cli import main
+
+    rc = main(["bench", "--model", str(good), "--tokens", "8", "--repeat", "1", "--device", "cuda"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "bfloat16" in out and "tokens identical across engines: yes" in out
+
+
+@pytest.mark.gpu
+def test_gpu_out_of_memory_is_one_clear_line():
+    import torch
+
+    _cuda_or_skip(torch)
+    from kvviz.errors import friendly_error
+
+    with pytest.raises(torch.OutOfMemoryError) as info:
+        torch.empty(1 << 50, dtype=torch.uint8, device="cuda")  # a petabyte
+    msg = friendly_error(info.value)
+    assert msg.startswith("out of device memory (") and "GiB free of" in msg and "\n" not in msg
