@@ -202,3 +202,52 @@ def test_python_m_kvviz_memory_without_torch():
     proc = subprocess.run([sys.executable, "-m", "kvviz", "memory", "--tokens", "-1"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_memory_dialog_shows_the_figures(qtbot):
+    from kvviz.ui.memory_dialog import MemoryDialog, parse_lengths
+
+    dialog = MemoryDialog()
+    qtbot.addWidget(dialog)
+    dialog.set_preset("70b-class")
+    dialog.set_lengths([100, 500, 1000])
+    assert "327,680 B" in dialog.per_token_label.text()
+    assert "4,096 B" in dialog.per_layer_label.text()
+    table = dialog.table
+    cell = {(r, c): table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())}
+    assert [cell[(r, 0)] for r in range(3)] == ["100", "500", "1000"]
+    assert table.item(0, 2).toolTip() == "32,440,320 B"  # step copy at 100: 99 x 327,680
+    assert table.item(2, 4).toolTip() == "163,676,160,000 B"  # total at 1000: 499,500 x 327,680
+    assert cell[(2, 5)] == "81.8 ms" and (cell[(2, 6)], cell[(2, 7)]) == ("63", "8")
+    assert dialog.report().bytes_per_token == 327_680
+
+    dialog.set_preset("qwen3-0.6b")
+    assert "114,688 B" in dialog.per_token_label.text()
+    assert dialog.notes_label.text() == memory.QWEN3_NOTE
+    dialog.chapter_check.setChecked(True)
+    assert "28,000 MB (28GB)" in dialog.chapter_text.toPlainText()
+
+    # Editing the shape makes a custom model from the current one: back to the chapter's head_dim 64.
+    dialog.head_dim_spin.setValue(64)
+    assert dialog.model_combo.currentData() == "custom"
+    assert "57,344 B" in dialog.per_token_label.text()
+    dialog.dtype_combo.setCurrentIndex(dialog.dtype_combo.findData("float32"))
+    assert dialog.report().bytes_per_token == 114_688
+
+    dialog.lengths_edit.setText("100, -5")
+    assert dialog.report() is None and dialog.table.rowCount() == 0 and "'-5'" in dialog.error_label.text()
+    dialog.lengths_edit.setText("16")
+    assert dialog.report().lengths[0].blocks == 1 and dialog.error_label.isHidden()
+    assert parse_lengths("1 2,3") == [1, 2, 3]
+
+    dialog.add_models({"mine": ModelConfig(name="mine", n_layer=3, n_kv_head=2, head_dim=16)})
+    dialog.set_preset("mine")
+    assert "768 B" in dialog.per_token_label.text()
+    assert dialog.model_combo.itemData(dialog.model_combo.count() - 1) == "custom"
+
+
+def test_memory_dialog_imports_no_torch():
+    code = ("import sys, kvviz.ui.memory_dialog; print([m for m in ('torch', 'kvviz.engines', 'kvviz.models') "
+            "if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
