@@ -24,7 +24,7 @@ ENGINE_DASH: dict[str, list[float] | None] = {"naive": None, "concat": None, "st
 
 PLOT_BACKGROUND = "#ffffff"
 PLOT_FOREGROUND = "#303030"
-GRID_ALPHA = 0.25
+GRID_ALPHA = 0.15
 MUTED_TEXT = "#8a8a8a"
 HIGHLIGHT = "#ffd54f"  # the selected step's token / marker
 STEP_LINE = "#555555"  # the vertical line at the selected step
@@ -100,7 +100,11 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
     plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
 
 
-def swatch_html(color: str, text: str, *, dashed: bool = False) -> str:
-    """One legend entry as rich text: a coloured square (or dash) and its label."""
-    mark = "&#9644;" if dashed else "&#9632;"
-    return f'<span style="color:{color}; font-size:14pt">{mark}</span>&nbsp;{text}'
+SWATCH_MARKS = {"square": "&#9632;", "line": "&#9473;&#9473;", "dashed": "&#9477;&#9477;"}
+
+
+def swatch_html(color: str, text: str, *, mark: str = "square") -> str:
+    """One legend entry as rich text: a coloured square, line or dashed line, then its label."""
+    size = "14pt" if mark == "square" else "11pt"
+    return (f'<span style="color:{color}; font-size:{size}; font-weight:bold">{SWATCH_MARKS[mark]}</span>'
+            f'&nbsp;{text}')

@@ -3,5 +3,12 @@ from __future__ import annotations
 
 PANELS: list[tuple[str, str]] = [
     # (key, "module:Class"), in the order the window shows them
+    ("token_stream", "kvviz.ui.panels.token_stream:TokenStreamPanel"),
     ("work_matrix", "kvviz.ui.panels.work_matrix:WorkMatrixPanel"),
+    ("recompute", "kvviz.ui.panels.recompute:RecomputePanel"),
+    ("attention", "kvviz.ui.panels.attention:AttentionPanel"),
+    ("latency", "kvviz.ui.panels.latency:LatencyPanel"),
+    ("bytes", "kvviz.ui.panels.bytes:BytesPanel"),
+    ("cache_memory", "kvviz.ui.panels.cache_memory:CacheMemoryPanel"),
+    ("summary", "kvviz.ui.panels.summary:SummaryPanel"),
 ]

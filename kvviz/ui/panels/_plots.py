@@ -10,14 +10,15 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QLabel
 
 from kvviz.bench import fmt_bytes
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["BytesAxis", "fmt_bytes", "canvas", "legend_row", "set_legend", "token_label", "engine_step",
-           "step_line", "new_legend"]
+__all__ = ["BytesAxis", "canvas", "engine_step", "fmt_bytes", "legend_row", "new_legend", "sequence_labels",
+           "series", "set_legend", "set_token_ticks", "step_line", "token_label"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 
@@ -31,7 +32,17 @@ def canvas() -> pg.GraphicsLayoutWidget:
 
 
 class BytesAxis(pg.AxisItem):
-    """Tick labels in B / KiB / MiB / GiB (binary units, as the cache figures are), linear or log."""
+    """Tick labels in B / KiB / MiB / GiB (binary units, as the cache figures are), linear or log.
+
+    Linear ticks fall on round numbers of the unit (16 KiB, not 16,384 B rounded to 10,000 B)."""
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
+        if self.logMode:
+            return super().tickSpacing(minVal, maxVal, size)
+        top = max(abs(minVal), abs(maxVal))
+        unit = next((s for _u, s in _UNITS if top >= s), 1)
+        levels = super().tickSpacing(minVal / unit, maxVal / unit, size)
+        return [(spacing * unit, offset * unit) for spacing, offset in levels if spacing * unit >= 1]
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
         if self.logMode:
@@ -58,22 +69,25 @@ def _short_bytes(n: float) -> str:
     return f"{n:g} B"
 
 
-def legend_row(entries: list[tuple[str, str]], *, dashed: set[str] = frozenset()) -> QLabel:
-    """A one-line legend of coloured swatches: entries are (colour, label)."""
+def legend_row(entries: list[tuple[str, str]] | None = None) -> QLabel:
+    """A legend of coloured swatches above a plot (never covering data): entries are (colour, label)."""
     label = QLabel()
     label.setTextFormat(Qt.TextFormat.RichText)
-    set_legend(label, entries, dashed=dashed)
+    label.setWordWrap(True)
+    set_legend(label, entries or [])
     return label
 
 
-def set_legend(label: QLabel, entries: list[tuple[str, str]], *, dashed: set[str] = frozenset()) -> None:
-    items = [style.swatch_html(color, html.escape(text), dashed=text in dashed) for color, text in entries]
-    label.setText("&nbsp;&nbsp;&nbsp;".join(items))
+def set_legend(label: QLabel, entries: list[tuple[str, str]] | list[tuple[str, str, str]]) -> None:
+    """Entries are (colour, text) squares or (colour, text, mark) with mark "line" / "dashed"."""
+    items = [style.swatch_html(e[0], html.escape(e[1]), mark=e[2] if len(e) > 2 else "square")
+             for e in entries]
+    label.setText("&nbsp;&nbsp;&nbsp; ".join(items))
 
 
-def new_legend(plot: pg.PlotItem) -> pg.LegendItem:
-    """An in-plot legend, top left, readable on the white canvas."""
-    legend = plot.addLegend(offset=(8, 8), labelTextColor=style.PLOT_FOREGROUND, labelTextSize="9pt")
+def new_legend(plot: pg.PlotItem, offset: tuple[int, int] = (8, 8)) -> pg.LegendItem:
+    """An in-plot legend (top left by default; a negative x offset puts it at the right)."""
+    legend = plot.addLegend(offset=offset, labelTextColor=style.PLOT_FOREGROUND, labelTextSize="9pt")
     legend.setBrush(pg.mkBrush(255, 255, 255, 210))
     legend.setPen(pg.mkPen("#c8c8c8"))
     return legend
@@ -95,6 +109,20 @@ def token_label(text: str, limit: int = 6) -> str:
              .replace("\r", "\u240d"))
     shown = "".join(ch if ch.isprintable() else "\u00b7" for ch in shown) or "\u2205"
     return shown if len(shown) <= limit else shown[: limit - 1] + "\u2026"
+
+
+def set_token_ticks(plot: pg.PlotItem, labels: list[str]) -> None:
+    """Token labels on the bottom and left axes of a matrix plot (cell i spans [i, i+1)) where a
+    cell is wide enough to hold one; pyqtgraph's numeric ticks otherwise."""
+    n = len(labels)
+    vb = plot.getViewBox()
+    cell_px = min(vb.width(), vb.height()) / max(n, 1)
+    short = [token_label(t, 4) for t in labels]
+    metrics = QFontMetrics(style.tick_font())
+    widest = max((metrics.horizontalAdvance(s) for s in short), default=0) + 4
+    ticks = [[(i + 0.5, s) for i, s in enumerate(short)]]
+    plot.getAxis("bottom").setTicks(ticks if n and cell_px >= max(8.0, widest) else None)
+    plot.getAxis("left").setTicks(ticks if n and cell_px >= metrics.height() else None)
 
 
 def engine_step(history: RunHistory, engine: str, step: int) -> int:

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QVBoxLayout
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import canvas, engine_step, legend_row, sequence_labels, token_label
+from kvviz.ui.panels._plots import canvas, engine_step, legend_row, sequence_labels, set_token_ticks
 from kvviz.ui.panels.base import Panel
 
 # Cell kinds, ordered by how much a pooled pixel must keep them visible (max-pooling keeps the
@@ -235,23 +235,9 @@ class WorkMatrixPanel(Panel):
             f'<span style="color:{color}; font-weight:bold">{engine}</span>'
             f'<span style="color:{style.PLOT_FOREGROUND}"> &nbsp;{detail}</span>', size=style.TITLE_SIZE)
 
-    def _update_ticks(self, view: _EngineView) -> None:
-        """Token labels on both axes where a cell is wide enough to hold one; numbers otherwise."""
-        n = len(view.labels)
-        vb = view.plot.getViewBox()
-        cell_px = min(vb.width(), vb.height()) / max(n, 1)
-        short = [token_label(t, 4) for t in view.labels]
-        widest = max((len(s) for s in short), default=1)
-        bottom, left = view.plot.getAxis("bottom"), view.plot.getAxis("left")
-        if n and cell_px >= max(9.0, 6.5 * widest):
-            ticks = [[(i + 0.5, s) for i, s in enumerate(short)]]
-            bottom.setTicks(ticks)
-        else:
-            bottom.setTicks(None)
-        if n and cell_px >= 12.0:
-            left.setTicks([[(i + 0.5, s) for i, s in enumerate(short)]])
-        else:
-            left.setTicks(None)
+    @staticmethod
+    def _update_ticks(view: _EngineView) -> None:
+        set_token_ticks(view.plot, view.labels)
 
     def _on_resized(self, view: _EngineView) -> None:
         self._update_ticks(view)

@@ -1,0 +1,45 @@
+"""Bytes moved by cache maintenance (copied) and to feed attention (gathered), per step and in total.
+
+Reads StepTrace.bytes_copied and bytes_gathered only.
+"""
+from __future__ import annotations
+
+from kvviz.ui.history import RunHistory
+from kvviz.ui.panels._plots import fmt_bytes
+from kvviz.ui.panels._series import PlotSpec, SeriesPanel
+
+
+class BytesPanel(SeriesPanel):
+    key = "bytes"
+
+    def plot_specs(self) -> list[PlotSpec]:
+        return [
+            PlotSpec("copied", self.tr("Copied per step"), self.tr("bytes copied"), "bytes_copied",
+                     byte_units=True),
+            PlotSpec("copied_total", self.tr("Copied in total"), self.tr("bytes copied"), "bytes_copied",
+                     cumulative=True, byte_units=True, col=1),
+            PlotSpec("gathered", self.tr("Gathered per step (to feed attention)"), self.tr("bytes gathered"),
+                     "bytes_gathered", byte_units=True, dashed=True, row=1),
+            PlotSpec("gathered_total", self.tr("Gathered in total"), self.tr("bytes gathered"),
+                     "bytes_gathered", cumulative=True, byte_units=True, dashed=True, row=1, col=1),
+        ]
+
+    def title(self) -> str:
+        return self.tr("Bytes copied")
+
+    def help_text(self) -> str:
+        return self.tr(
+            "The chapter's torch.cat cache copies the whole history into a new tensor every step: O(k) "
+            "bytes at step k, O(n\u00b2) over a generation (the total curves upward). A static cache is "
+            "preallocated and a paged cache takes fixed-size blocks; both write the new token in place "
+            "and copy nothing. Dashed: bytes gathered only to feed attention (the paged blocks copied "
+            "into one contiguous tensor; a fused paged-attention kernel would read them in place).")
+
+    def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
+        traces = history.upto(engine, step)
+        copied = sum(t.bytes_copied for t in traces)
+        gathered = sum(t.bytes_gathered for t in traces)
+        text = self.tr("{engine}: {copied} copied").format(engine=engine, copied=fmt_bytes(copied))
+        if gathered:
+            text += self.tr(", {gathered} gathered").format(gathered=fmt_bytes(gathered))
+        return text

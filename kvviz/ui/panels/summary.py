@@ -1,0 +1,185 @@
+"""Summary table: per engine totals up to the selected step, from RunSummary.from_traces.
+
+Time next to the work it cost (K/V projections, bytes moved), so the lesson survives a tiny model
+whose wall time is mostly Python overhead.
+"""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
+
+from kvviz.trace import RunSummary, speedup
+from kvviz.ui import style
+from kvviz.ui.history import RunHistory
+from kvviz.ui.panels._plots import engine_step, fmt_bytes
+from kvviz.ui.panels.base import Panel
+
+# Column keys (stable, used by table_values) and, where the best value is set in bold, whether a
+# larger value is better. Byte columns get no "best": naive's 0 B is no win, it pays in compute.
+COLUMNS: tuple[tuple[str, bool | None], ...] = (
+    ("total_ms", False),
+    ("tokens_per_s", True),
+    ("speedup_vs_naive", True),
+    ("kv_projections", False),
+    ("bytes_copied", None),
+    ("bytes_written", None),
+    ("bytes_gathered", None),
+    ("peak_cache_bytes", None),
+)
+
+
+class SummaryPanel(Panel):
+    key = "summary"
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._heading = QLabel()
+        self._heading.setStyleSheet(f"color: {style.PLOT_FOREGROUND}; font-weight: bold")
+        self._table = QTableWidget(0, len(COLUMNS))
+        self._table.setHorizontalHeaderLabels(self._headers())
+        self._table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self._table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self._table.setAlternatingRowColors(True)
+        self._table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self._table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self._table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._table.horizontalHeader().setMinimumSectionSize(70)
+        self._table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        for i, tip in enumerate(self._header_tips()):
+            self._table.horizontalHeaderItem(i).setToolTip(tip)
+        self._note = QLabel()
+        self._note.setWordWrap(True)
+        self._note.setTextFormat(Qt.TextFormat.RichText)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self._heading)
+        layout.addWidget(self._table)
+        layout.addWidget(self._note)
+        layout.addStretch(1)
+        self._values: dict[str, dict[str, float | int | None]] = {}
+        self.setToolTip(self.help_text())
+
+    def _headers(self) -> list[str]:
+        return [self.tr("total time"), self.tr("tokens/s"), self.tr("speedup\nvs naive"),
+                self.tr("K/V\nprojections"), self.tr("bytes\ncopied"), self.tr("bytes\nwritten"),
+                self.tr("bytes\ngathered"), self.tr("peak\ncache")]
+
+    def _header_tips(self) -> list[str]:
+        return [
+            self.tr("Sum of step latencies (forward, cache update and sampling)"),
+            self.tr("New tokens per second of summed step time"),
+            self.tr("Naive's total time divided by this engine's"),
+            self.tr("Token x layer K/V computations: naive recomputes the whole sequence every step"),
+            self.tr("Existing cache content moved to a new place (the concat cache's torch.cat)"),
+            self.tr("New K/V stored"),
+            self.tr("Copies made only to feed attention (the paged gather)"),
+            self.tr("Largest resident K/V memory"),
+        ]
+
+    def title(self) -> str:
+        return self.tr("Summary")
+
+    def help_text(self) -> str:
+        return self.tr(
+            "Totals up to the selected step. Time alone can mislead on a tiny model, where Python "
+            "overhead dominates each step; the work columns show what the cache saves: K/V projections "
+            "(O(n\u00b2) for naive, one per token for a cache) and bytes copied (O(n\u00b2) for the "
+            "chapter's torch.cat cache, none for static and paged).")
+
+    def table_values(self) -> dict[str, dict[str, float | int | None]]:
+        """Per engine, per column key (see COLUMNS): the raw figures shown."""
+        return {e: dict(v) for e, v in self._values.items()}
+
+    def clear(self) -> None:
+        self._table.setRowCount(0)
+        self._values.clear()
+        self._heading.setText("")
+        self._note.setText("")
+
+    def show_step(self, history: RunHistory, step: int) -> None:
+        engines = [e for e in history.engines if history.traces.get(e)]
+        if not engines:
+            self.clear()
+            return
+        summaries = {e: RunSummary.from_traces(history.upto(e, engine_step(history, e, step))) for e in engines}
+        naive = summaries.get("naive")
+        self._values = {}
+        for engine, s in summaries.items():
+            self._values[engine] = {
+                "total_ms": s.total_ms,
+                "tokens_per_s": s.tokens_per_s,
+                "speedup_vs_naive": speedup(s, naive),
+                "kv_projections": s.kv_projections,
+                "bytes_copied": s.bytes_copied,
+                "bytes_written": s.bytes_written,
+                "bytes_gathered": s.bytes_gathered,
+                "peak_cache_bytes": s.peak_cache_bytes,
+            }
+        shown = min(step, history.n_steps() - 1)
+        self._heading.setText(self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
+            step=shown, n=shown + 1))
+        self._fill(engines)
+        self._note.setText(self._work_note(summaries))
+
+    def _fill(self, engines: list[str]) -> None:
+        table = self._table
+        table.setRowCount(len(engines))
+        table.setVerticalHeaderLabels(engines)
+        bold = QFont()
+        bold.setBold(True)
+        best: dict[str, float] = {}
+        for key, higher in COLUMNS:
+            if higher is None:
+                continue
+            values = [v[key] for v in self._values.values() if v[key] is not None and not _nan(v[key])]
+            if len(values) > 1 and len(set(values)) > 1:
+                best[key] = max(values) if higher else min(values)
+        for row, engine in enumerate(engines):
+            header = table.verticalHeaderItem(row)
+            header.setForeground(QBrush(QColor(style.engine_color(engine, row))))
+            header.setFont(bold)
+            for col, (key, _higher) in enumerate(COLUMNS):
+                value = self._values[engine][key]
+                item = table.item(row, col)
+                if item is None:
+                    item = QTableWidgetItem()
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    table.setItem(row, col, item)
+                item.setText(self._format(key, value))
+                item.setFont(bold if key in best and value == best[key] else QFont())
+        # As tall as its rows: the note sits right under the figures.
+        height = table.horizontalHeader().height() + 2 * table.frameWidth()
+        height += sum(table.rowHeight(r) for r in range(table.rowCount()))
+        table.setFixedHeight(height + 2)
+
+    def _format(self, key: str, value) -> str:
+        if value is None or _nan(value):
+            return "\u2014"
+        if key == "total_ms":
+            return self.tr("{v:.1f} ms").format(v=value)
+        if key == "tokens_per_s":
+            return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+        if key == "speedup_vs_naive":
+            return f"{value:.2f}\u00d7"
+        if key == "kv_projections":
+            return f"{value:,}"
+        return fmt_bytes(value)
+
+    def _work_note(self, summaries: dict[str, RunSummary]) -> str:
+        naive = summaries.get("naive")
+        cached = [s for k, s in summaries.items() if k != "naive" and s.kv_projections]
+        if naive is None or not cached:
+            return ""
+        fewest = min(cached, key=lambda s: s.kv_projections)
+        ratio = naive.kv_projections / fewest.kv_projections
+        return self.tr(
+            "Work saved: naive computed <b>{naive:,}</b> K/V projections so far, a cache "
+            "<b>{cached:,}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never "
+            "changed.").format(naive=naive.kv_projections, cached=fewest.kv_projections, ratio=ratio)
+
+
+def _nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)

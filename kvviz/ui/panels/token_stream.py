@@ -1,0 +1,111 @@
+"""Token stream: each engine's prompt and generated text, the selected step's token highlighted.
+
+Reads token_text from the traces only; tokens after the selected step are shown faded, tokens that
+differ from the first engine's are underlined in red.
+"""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtGui import QTextOption
+from PySide6.QtWidgets import QTextBrowser, QVBoxLayout
+
+from kvviz.ui import style
+from kvviz.ui.history import RunHistory
+from kvviz.ui.panels._plots import engine_step
+from kvviz.ui.panels.base import Panel
+
+_ZEBRA = ("#eaf2fb", "#fdf3e1")  # alternate backgrounds: one token per step, boundaries visible
+
+
+def _token_html(text: str) -> str:
+    if text in ("\\n", "\n"):
+        return "\u21b5<br>"
+    return html.escape(text).replace(" ", "&nbsp;")
+
+
+class TokenStreamPanel(Panel):
+    key = "token_stream"
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._view = QTextBrowser()
+        self._view.setOpenLinks(False)
+        self._view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        font = self._view.font()
+        font.setPointSize(11)
+        self._view.setFont(font)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self._view)
+        self._plain: dict[str, str] = {}
+        self._highlighted: dict[str, str] = {}
+        self.setToolTip(self.help_text())
+
+    def title(self) -> str:
+        return self.tr("Token stream")
+
+    def help_text(self) -> str:
+        return self.tr(
+            "The prompt (grey) and the tokens each engine generated, one per step (alternating shades). "
+            "The selected step's token is highlighted; later tokens are faded. Every engine should write "
+            "exactly the same tokens: a KV cache is an optimisation and changes no math. A token that "
+            "differs from the first engine's is underlined in red.")
+
+    def plain_text(self, engine: str) -> str:
+        """Prompt labels and generated token texts up to the selected step, as drawn."""
+        return self._plain.get(engine, "")
+
+    def highlighted(self, engine: str) -> str:
+        """The token text highlighted for `engine` (the one sampled at the selected step)."""
+        return self._highlighted.get(engine, "")
+
+    def clear(self) -> None:
+        self._view.clear()
+        self._plain.clear()
+        self._highlighted.clear()
+
+    def show_step(self, history: RunHistory, step: int) -> None:
+        engines = [e for e in history.engines if history.traces.get(e)]
+        if not engines:
+            self.clear()
+            return
+        prompt_labels = list(history.info.prompt_labels) or [str(i) for i in history.info.prompt_ids]
+        prompt_html = "".join(_token_html(t) for t in prompt_labels)
+        reference = history.token_ids(engines[0])
+        blocks = []
+        self._plain.clear()
+        self._highlighted.clear()
+        for order, engine in enumerate(engines):
+            traces = history.traces[engine]
+            k = engine_step(history, engine, step)
+            parts = []
+            for t in traces:
+                body = _token_html(t.token_text)
+                differs = t.step < len(reference) and t.token_id != reference[t.step]
+                css = []
+                if t.step == k:
+                    css.append(f"background:{style.HIGHLIGHT}; font-weight:bold")
+                elif t.step > k:
+                    css.append(f"color:{style.MUTED_TEXT}")
+                else:
+                    css.append(f"background:{_ZEBRA[t.step % 2]}")
+                if differs:
+                    css.append("text-decoration:underline; color:#c62828")
+                parts.append(f'<span style="{"; ".join(css)}">{body}</span>')
+            current = traces[k]
+            self._plain[engine] = "".join(prompt_labels) + "".join(t.token_text for t in traces[: k + 1])
+            self._highlighted[engine] = current.token_text
+            color = style.engine_color(engine, order)
+            header = self.tr("step {step} · {phase} · token {text} (id {id})").format(
+                step=k, phase=self.tr("prefill") if current.phase == "prefill" else self.tr("decode"),
+                text=f"<b>{html.escape(repr(current.token_text))}</b>", id=current.token_id)
+            blocks.append(
+                f'<div style="margin-bottom:8px">'
+                f'<span style="color:{color}; font-weight:bold">{html.escape(engine)}</span>'
+                f'&nbsp;&nbsp;<span style="color:{style.MUTED_TEXT}; font-size:9pt">{header}</span><br>'
+                f'<span style="color:#6b6b6b; background:#efefef">{prompt_html}</span>{"".join(parts)}'
+                f'</div>')
+        scroll = self._view.verticalScrollBar().value()
+        self._view.setHtml("".join(blocks))
+        self._view.verticalScrollBar().setValue(scroll)
