@@ -1,0 +1,74 @@
+"""`kvviz gui` (and `python main.py`): the QApplication, the main window and its run worker.
+
+One of the two ui modules that may reach the engines: it hands the window a RunWorker, which imports
+torch in its own thread, so the window shows before torch is loaded. Qt is imported only after the
+display check, so a machine with no display gets a one-line hint instead of Qt aborting.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+ORGANIZATION = "kvviz"
+APPLICATION = "kvviz"
+NO_DISPLAY_HINT = ("kvviz: no display (DISPLAY / WAYLAND_DISPLAY unset): use `kvviz shot --out FILE.png`, "
+                   "or set QT_QPA_PLATFORM=offscreen")
+
+
+def configure(parser) -> None:
+    parser.add_argument("--settings", metavar="FILE",
+                        help="keep the window's settings in this INI file instead of the user's")
+
+
+def has_display(environ=None, platform: str | None = None) -> bool:
+    """False on Linux with neither a display server nor an explicit Qt platform plugin."""
+    environ = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith("linux"):
+        return True
+    return any(environ.get(k) for k in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+
+
+def ensure_app(argv: list[str] | None = None):
+    """The QApplication (made once), named so QSettings() finds the user's kvviz settings."""
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(argv if argv is not None else [sys.argv[0]])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName("kvviz")
+    import pyqtgraph as pg
+
+    pg.setConfigOptions(imageAxisOrder="row-major")  # matrices as [row, col], never transposed
+    return app
+
+
+def create_window(settings=None):
+    """A MainWindow wired to a fresh RunWorker (its thread started); not shown yet."""
+    ensure_app()
+    from kvviz.ui.main_window import MainWindow
+    from kvviz.ui.worker import RunWorker
+
+    return MainWindow(RunWorker(), settings)
+
+
+def run(args) -> int:
+    if not has_display():
+        print(NO_DISPLAY_HINT, file=sys.stderr)
+        return 2
+    app = ensure_app([sys.argv[0]])
+    from PySide6.QtCore import QSettings, QTimer
+
+    settings = QSettings(args.settings, QSettings.Format.IniFormat) if args.settings else None
+    window = create_window(settings)
+    window.show()
+    # Ctrl+C in the terminal closes the window (and so stops the worker) instead of being ignored
+    # while Qt's loop runs: the timer gives Python a moment to see the signal.
+    signal.signal(signal.SIGINT, lambda *_: window.close())
+    tick = QTimer()
+    tick.timeout.connect(lambda: None)
+    tick.start(250)
+    return int(app.exec())

@@ -1,0 +1,1194 @@
+"""The main window: the run form, the transport, the timeline, and the panels drawn from RunHistory.
+
+No torch, no engines, no models: the window talks to a run worker (handed in by the app) through
+signals, learns the presets, devices and engines from the Environment the worker lists, and
+repaints the panels from the history on a timer, never from the worker's signals.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+import traceback
+import uuid
+from enum import Enum
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QStyle,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kvviz.bench import fmt_bytes
+from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
+from kvviz.trace import StepTrace
+from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.ui.messages import Environment, ModelChoice, RunRequest
+from kvviz.ui.panels import PANELS
+from kvviz.ui.panels.base import Panel
+
+REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
+THREAD_WAIT_MS = 60_000  # closing waits this long for a step or a model load to end
+SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
+DTYPES = ("auto", "fp32", "bf16", "fp16")
+
+
+class RunState(Enum):
+    IDLE = "idle"
+    LOADING = "loading"  # asked for a run, the worker is loading the model
+    RUNNING = "running"
+    PAUSED = "paused"
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("MainWindow", text)
+
+
+def format_count(n: int) -> str:
+    if n >= 1_000_000_000:
+        return f"{n / 1e9:.2f} B"
+    if n >= 100_000:
+        return f"{n / 1e6:.2f} M"
+    return f"{n:,}"
+
+
+class PanelFrame(QFrame):
+    """A panel with its title above it; the panel's help is the tooltip of both. Double-clicking the
+    title asks the window to give this panel the whole grid (and back)."""
+
+    focus_requested = Signal(str)
+
+    def __init__(self, panel: Panel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.panel = panel
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setObjectName(f"panel_{panel.key}")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 4)
+        layout.setSpacing(2)
+        self.header = QLabel(self)
+        self.header.setStyleSheet("font-weight: bold;")
+        layout.addWidget(self.header)
+        layout.addWidget(panel, 1)
+        self.error = ""
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.header.setText(self.panel.title())
+        help_text = self.panel.help_text()
+        self.header.setToolTip(help_text)
+        self.setToolTip(help_text)
+
+    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        self.focus_requested.emit(self.panel.key)
+        super().mouseDoubleClickEvent(event)
+
+    def show_error(self, text: str) -> None:
+        self.error = text
+        self.header.setText(f"{self.panel.title()}  ⚠ {text}")
+
+
+class MainWindow(QMainWindow):
+    """Drive with the form and transport; read `history`, `panels`, `badge`, `error_label`."""
+
+    # Re-emitted in the GUI thread, after the history took the record: tests and tools wait on these.
+    environment_ready = Signal()
+    run_started = Signal(object)  # RunInfo
+    step_traced = Signal(object)  # StepTrace
+    run_failed = Signal(str, str)  # run_id, message
+    run_finished = Signal(str)  # run_id
+    # Requests to the worker, queued into its thread.
+    environment_requested = Signal()
+    run_requested = Signal(object)  # RunRequest
+    stop_requested = Signal()
+    pause_requested = Signal(bool)
+    step_requested = Signal()
+    speed_requested = Signal(float)
+
+    def __init__(self, worker: QObject, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("MainWindow")
+        self.settings = settings if settings is not None else QSettings()
+        self.history = RunHistory()
+        self.env: Environment | None = None
+        self.models: dict[str, ModelChoice] = {}
+        self.state = RunState.IDLE
+        self.run_id = ""  # the run this window asked for last
+        self._start_paused = False
+        self._selected = 0
+        self._follow = True  # the timeline follows the newest step until the user scrubs back
+        self._seen_version = -1
+        self._painted: tuple[int, int] = (-1, -1)
+        self._last_run_info: RunInfo | None = None
+        self._wanted: dict[str, str] = {}  # picker choices restored before the environment arrives
+        self.panels: dict[str, Panel] = {}
+        self.frames: dict[str, PanelFrame] = {}
+        self.panel_load_errors: list[str] = []
+        self._engine_help: dict[str, str] = {}  # engine key -> one-line help, from the environment
+        self._focused = ""  # the panel given the whole grid by a double-click on its title
+        self.torch_threads: int | None = None  # None: the worker's default (every core but one)
+
+        self._build_actions()
+        self._build_form()
+        self._build_central()
+        self._build_menus()
+        self._build_status()
+        self.retranslate_ui()
+        self._restore_settings()
+        self._validate_form()
+
+        self._repaint_timer = QTimer(self)
+        self._repaint_timer.setInterval(REPAINT_MS)
+        self._repaint_timer.timeout.connect(self._on_repaint_timer_timeout)
+        self._repaint_timer.start()
+
+        self._worker = worker
+        self._thread = QThread(self)
+        self._thread.setObjectName("kvviz-run-worker")
+        worker.moveToThread(self._thread)
+        self._connect_worker(worker)
+        self._thread.start()
+        # Asked once the event loop runs, so torch's import in the worker does not delay the first paint.
+        QTimer.singleShot(0, self.environment_requested.emit)
+
+    # ------------------------------------------------------------------ construction
+    def _build_actions(self) -> None:
+        def action(slot, *keys: str | QKeySequence.StandardKey, checkable: bool = False) -> QAction:
+            act = QAction(self)
+            act.setShortcuts([QKeySequence(k) for k in keys])
+            act.setCheckable(checkable)
+            act.triggered.connect(slot)
+            self.addAction(act)  # shortcuts work even with the menu bar hidden
+            return act
+
+        self.act_run = action(lambda: self.start_run(), "Ctrl+R", "F5")
+        self.act_pause = action(lambda: self.toggle_pause(), "Space")
+        self.act_step = action(lambda: self.step_once(), "N")
+        self.act_stop = action(lambda: self.stop_run(), "Esc")
+        self.act_prev = action(lambda: self.scrub(-1), "Left")
+        self.act_next = action(lambda: self.next_step(), "Right")
+        self.act_back10 = action(lambda: self.scrub(-10), "PgUp")
+        self.act_fwd10 = action(lambda: self.scrub(10), "PgDown")
+        self.act_first = action(lambda: self.select_step(0), "Home")
+        self.act_last = action(lambda: self.follow_live(), "End")
+        self.act_faster = action(lambda: self.change_speed(+1), "]")
+        self.act_slower = action(lambda: self.change_speed(-1), "[")
+        self.act_open = action(lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open)
+        self.act_focus_prompt = action(lambda: self.prompt_edit.setFocus(), "Ctrl+L")
+        self.act_quit = action(lambda: self.close(), QKeySequence.StandardKey.Quit)
+        self.act_about = action(lambda: self._show_about())
+        self.act_reset_layout = action(lambda: self._reset_layout())
+
+    def _build_form(self) -> None:
+        self.form_dock = QDockWidget(self)
+        self.form_dock.setObjectName("inputs_dock")
+        self.form_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                                   | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        body = QWidget()
+        outer = QVBoxLayout(body)
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form = form
+
+        self.prompt_edit = QPlainTextEdit()
+        self.prompt_edit.setObjectName("prompt")
+        self.prompt_edit.setFixedHeight(84)
+        self.prompt_edit.setTabChangesFocus(True)
+        self.model_combo = QComboBox()
+        self.model_combo.setObjectName("model")
+        self.model_combo.setMinimumContentsLength(12)
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.open_button = QToolButton()
+        self.open_button.setDefaultAction(self.act_open)
+        model_row = QHBoxLayout()
+        model_row.setContentsMargins(0, 0, 0, 0)
+        model_row.addWidget(self.model_combo, 1)
+        model_row.addWidget(self.open_button)
+        self.device_combo = QComboBox()
+        self.device_combo.setObjectName("device")
+        self.dtype_combo = QComboBox()
+        self.dtype_combo.setObjectName("dtype")
+        for key in DTYPES:
+            self.dtype_combo.addItem(key, key)
+        self.engine_box = QGroupBox()
+        self.engine_layout = QVBoxLayout(self.engine_box)
+        self.engine_layout.setContentsMargins(6, 4, 6, 4)
+        self.engine_checks: dict[str, QCheckBox] = {}
+        self.engine_placeholder = QLabel()
+        self.engine_layout.addWidget(self.engine_placeholder)
+        self.tokens_spin = QSpinBox()
+        self.tokens_spin.setObjectName("max_new_tokens")
+        self.tokens_spin.setRange(1, 1_000_000)
+        self.tokens_spin.setValue(40)
+
+        self.sampling_box = QGroupBox()
+        sform = QFormLayout(self.sampling_box)
+        self.greedy_check = QCheckBox()
+        self.greedy_check.setChecked(True)
+        self.temperature_spin = QDoubleSpinBox()
+        self.temperature_spin.setRange(0.0, 10.0)
+        self.temperature_spin.setSingleStep(0.1)
+        self.temperature_spin.setValue(0.8)
+        self.top_k_spin = QSpinBox()
+        self.top_k_spin.setRange(0, 1_000_000)
+        self.top_p_spin = QDoubleSpinBox()
+        self.top_p_spin.setRange(0.0, 1.0)
+        self.top_p_spin.setSingleStep(0.05)
+        self.top_p_spin.setValue(1.0)
+        self.seed_spin = QSpinBox()
+        self.seed_spin.setRange(0, 2**31 - 1)
+        self.temperature_label, self.top_k_label, self.top_p_label, self.seed_label = (QLabel() for _ in range(4))
+        sform.addRow(self.greedy_check)
+        sform.addRow(self.temperature_label, self.temperature_spin)
+        sform.addRow(self.top_k_label, self.top_k_spin)
+        sform.addRow(self.top_p_label, self.top_p_spin)
+        sform.addRow(self.seed_label, self.seed_spin)
+
+        self.layer_spin = QSpinBox()
+        self.layer_spin.setObjectName("weights_layer")
+        self.layer_spin.setRange(-1, 1)
+        self.layer_spin.setValue(0)
+        self.head_spin = QSpinBox()
+        self.head_spin.setObjectName("weights_head")
+        self.head_spin.setRange(0, 3)
+        attn_row = QHBoxLayout()
+        attn_row.setContentsMargins(0, 0, 0, 0)
+        self.layer_label, self.head_label = QLabel(), QLabel()
+        attn_row.addWidget(self.layer_label)
+        attn_row.addWidget(self.layer_spin, 1)
+        attn_row.addWidget(self.head_label)
+        attn_row.addWidget(self.head_spin, 1)
+
+        self.prompt_label, self.model_label, self.device_label, self.dtype_label = (QLabel() for _ in range(4))
+        self.tokens_label, self.attention_label = QLabel(), QLabel()
+        form.addRow(self.prompt_label)
+        form.addRow(self.prompt_edit)
+        form.addRow(self.model_label, model_row)
+        form.addRow(self.device_label, self.device_combo)
+        form.addRow(self.dtype_label, self.dtype_combo)
+        form.addRow(self.engine_box)
+        form.addRow(self.tokens_label, self.tokens_spin)
+        form.addRow(self.sampling_box)
+        form.addRow(self.attention_label, attn_row)
+        outer.addLayout(form)
+
+        self.validation_label = QLabel()
+        self.validation_label.setObjectName("validation")
+        self.validation_label.setWordWrap(True)
+        self.validation_label.setStyleSheet("color: #b00020;")
+        outer.addWidget(self.validation_label)
+        self.run_button = QPushButton()
+        self.run_button.clicked.connect(lambda: self.start_run())
+        outer.addWidget(self.run_button)
+        outer.addStretch(1)
+
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+        self._form_body = body
+        self.form_dock.setWidget(scroll)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.form_dock)
+
+        for widget, signal in ((self.prompt_edit, "textChanged"), (self.model_combo, "currentIndexChanged"),
+                               (self.device_combo, "currentIndexChanged"), (self.dtype_combo, "currentIndexChanged"),
+                               (self.tokens_spin, "valueChanged"), (self.greedy_check, "toggled"),
+                               (self.temperature_spin, "valueChanged"), (self.top_k_spin, "valueChanged"),
+                               (self.top_p_spin, "valueChanged"), (self.seed_spin, "valueChanged"),
+                               (self.layer_spin, "valueChanged"), (self.head_spin, "valueChanged")):
+            getattr(widget, signal).connect(self._on_form_changed)
+        self.model_combo.currentIndexChanged.connect(self._on_model_changed)
+
+    def _build_central(self) -> None:
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(4)
+
+        self.error_frame = QFrame()
+        self.error_frame.setStyleSheet("QFrame { background: #fdecea; border: 1px solid #b00020; }")
+        err_layout = QHBoxLayout(self.error_frame)
+        err_layout.setContentsMargins(6, 2, 6, 2)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.setStyleSheet("color: #b00020; border: none;")
+        self.error_close = QToolButton()
+        self.error_close.setText("×")
+        self.error_close.clicked.connect(self.clear_error)
+        err_layout.addWidget(self.error_label, 1)
+        err_layout.addWidget(self.error_close)
+        self.error_frame.hide()
+        layout.addWidget(self.error_frame)
+
+        timeline = QHBoxLayout()
+        self.timeline_label = QLabel()
+        self.timeline = QSlider(Qt.Orientation.Horizontal)
+        self.timeline.setObjectName("timeline")
+        self.timeline.setRange(0, 0)
+        self.timeline.setPageStep(10)
+        self.timeline.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Left/Right belong to the window's shortcuts
+        self.timeline.valueChanged.connect(self._on_timeline_value_changed)
+        self.step_label = QLabel()
+        self.step_label.setMinimumWidth(150)
+        self.badge = QLabel()
+        self.badge.setObjectName("badge")
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.badge.setMinimumWidth(120)
+        timeline.addWidget(self.timeline_label)
+        timeline.addWidget(self.timeline, 1)
+        timeline.addWidget(self.step_label)
+        timeline.addWidget(self.badge)
+        layout.addLayout(timeline)
+
+        self._load_panels()
+        self.grid = QSplitter(Qt.Orientation.Vertical)
+        self.grid.setObjectName("panel_grid")
+        self.grid.setChildrenCollapsible(False)
+        self.rows: list[QSplitter] = []
+        frames = list(self.frames.values())
+        n_rows = 1 if len(frames) <= 3 else 2
+        n_cols = max(1, math.ceil(len(frames) / n_rows))
+        for r in range(n_rows):
+            row = QSplitter(Qt.Orientation.Horizontal)
+            row.setChildrenCollapsible(False)
+            for frame in frames[r * n_cols:(r + 1) * n_cols]:
+                row.addWidget(frame)
+            self.grid.addWidget(row)
+            self.rows.append(row)
+        if not frames:
+            self.no_panels_label = QLabel()
+            self.no_panels_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.grid.addWidget(self.no_panels_label)
+        layout.addWidget(self.grid, 1)
+        self.setCentralWidget(central)
+
+        self.toolbar = QToolBar()
+        self.toolbar.setObjectName("transport")
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for act in (self.act_run, self.act_pause, self.act_step, self.act_stop):
+            self.toolbar.addAction(act)
+        self.toolbar.addSeparator()
+        self.speed_label = QLabel()
+        self.speed_spin = QSpinBox()
+        self.speed_spin.setObjectName("speed")
+        self.speed_spin.setRange(0, 1000)
+        self.speed_spin.setValue(20)
+        self.speed_spin.valueChanged.connect(self._on_speed_spin_value_changed)
+        self.toolbar.addWidget(self.speed_label)
+        self.toolbar.addWidget(self.speed_spin)
+        self.toolbar.addSeparator()
+        self.state_label = QLabel()
+        self.state_label.setObjectName("run_state")
+        self.toolbar.addWidget(self.state_label)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+
+    def _load_panels(self) -> None:
+        """Every registered panel that imports and builds; a broken one is reported, not fatal."""
+        for key, spec in PANELS:
+            module_name, _, class_name = spec.partition(":")
+            try:
+                panel = getattr(importlib.import_module(module_name), class_name)()
+            except Exception as exc:
+                traceback.print_exc()
+                self.panel_load_errors.append(f"{key}: {type(exc).__name__}: {exc}")
+                continue
+            if not panel.key:
+                panel.key = key
+            self.panels[key] = panel
+            self.frames[key] = frame = PanelFrame(panel)
+            frame.focus_requested.connect(self.toggle_focus)
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        self.export_menu = self.file_menu.addMenu("")
+        self.add_export_actions(self.export_menu)
+        self.export_menu.menuAction().setEnabled(not self.export_menu.isEmpty())
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.act_quit)
+
+        self.model_menu = bar.addMenu("")
+        self.model_menu.addAction(self.act_open)
+
+        self.run_menu = bar.addMenu("")
+        for act in (self.act_run, self.act_pause, self.act_step, self.act_stop, None, self.act_faster,
+                    self.act_slower, None, self.act_prev, self.act_next, self.act_back10, self.act_fwd10,
+                    self.act_first, self.act_last):
+            if act is None:
+                self.run_menu.addSeparator()
+            else:
+                self.run_menu.addAction(act)
+
+        self.view_menu = bar.addMenu("")
+        self.view_menu.addAction(self.form_dock.toggleViewAction())
+        self.view_menu.addAction(self.toolbar.toggleViewAction())
+        self.view_menu.addSeparator()
+        self.panel_actions: dict[str, QAction] = {}
+        for key in self.frames:
+            act = QAction(self, checkable=True, checked=True)
+            act.toggled.connect(lambda checked, k=key: self._on_panel_action_toggled(k, checked))
+            self.view_menu.addAction(act)
+            self.panel_actions[key] = act
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(self.act_reset_layout)
+        self.language_menu = self.view_menu.addMenu("")
+        self.language_group = QActionGroup(self)
+        self.language_group.setExclusive(True)
+        self.act_english = QAction("English", self, checkable=True, checked=True)
+        self.act_english.setData("en")
+        self.language_group.addAction(self.act_english)
+        self.language_menu.addAction(self.act_english)
+
+        self.help_menu = bar.addMenu("")
+        self.help_menu.addAction(self.act_about)
+
+    def _build_status(self) -> None:
+        status = self.statusBar()
+        self.status_device, self.status_model, self.status_params, self.status_kv, self.status_mem = (
+            QLabel() for _ in range(5))
+        for label in (self.status_device, self.status_model, self.status_params, self.status_kv, self.status_mem):
+            status.addPermanentWidget(label)
+        self.status_mem.hide()
+
+    def add_export_actions(self, menu) -> None:
+        """Hook for File > Export (screenshots, data, animations): add actions to `menu`."""
+
+    def retranslate_ui(self) -> None:
+        """Every visible string, so a language switch (View > Language) can re-run it."""
+        self.setWindowTitle(self.tr("kvviz: the KV cache, step by step"))
+        texts = {
+            self.act_run: (self.tr("&Run"), self.tr("Start a compare run of the checked engines")),
+            self.act_pause: (self.tr("&Pause"), self.tr("Pause or resume the run")),
+            self.act_step: (self.tr("&Step"), self.tr("Run one step of every engine, then pause")),
+            self.act_stop: (self.tr("S&top"), self.tr("Stop the run; its steps stay viewable")),
+            self.act_prev: (self.tr("Previous step"), self.tr("Show the step before")),
+            self.act_next: (self.tr("Next step"),
+                            self.tr("Show the step after; at the newest step of a paused run, compute one more")),
+            self.act_back10: (self.tr("Back 10 steps"), ""),
+            self.act_fwd10: (self.tr("Forward 10 steps"), ""),
+            self.act_first: (self.tr("First step"), ""),
+            self.act_last: (self.tr("Newest step (follow the run)"), ""),
+            self.act_faster: (self.tr("Faster"), ""),
+            self.act_slower: (self.tr("Slower"), ""),
+            self.act_open: (self.tr("Open checkpoint..."),
+                            self.tr("Add a model folder (config.json and weights) to the model picker")),
+            self.act_focus_prompt: (self.tr("Edit prompt"), ""),
+            self.act_quit: (self.tr("&Quit"), ""),
+            self.act_about: (self.tr("&About kvviz"), ""),
+            self.act_reset_layout: (self.tr("Reset layout"), ""),
+        }
+        for act, (text, tip) in texts.items():
+            act.setText(text)
+            keys = act.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+            act.setToolTip(f"{tip or text} ({keys})" if keys else (tip or text))
+        self._update_pause_text()
+        self.open_button.setText("...")
+        self.form_dock.setWindowTitle(self.tr("Inputs"))
+        self.prompt_label.setText(self.tr("Prompt"))
+        self.prompt_edit.setPlaceholderText(self.tr("Type a prompt, then Run (Ctrl+R)"))
+        self.model_label.setText(self.tr("Model"))
+        self.device_label.setText(self.tr("Device"))
+        self.dtype_label.setText(self.tr("Dtype"))
+        self.dtype_combo.setItemText(0, self.tr("auto"))
+        self.dtype_combo.setToolTip(self.tr("auto: bf16 on CUDA, else the model's own dtype"))
+        self.engine_box.setTitle(self.tr("Engines"))
+        self.engine_placeholder.setText(self.tr("loading PyTorch..."))
+        for key, box in self.engine_checks.items():
+            box.setText(key)
+            box.setToolTip(QCoreApplication.translate("engines", self._engine_help.get(key, "")))
+        self.tokens_label.setText(self.tr("New tokens"))
+        self.sampling_box.setTitle(self.tr("Sampling"))
+        self.greedy_check.setText(self.tr("Greedy (always the most likely token)"))
+        self.temperature_label.setText(self.tr("Temperature"))
+        self.top_k_label.setText(self.tr("Top-k"))
+        self.top_k_spin.setSpecialValueText(self.tr("off"))
+        self.top_p_label.setText(self.tr("Top-p"))
+        self.top_p_spin.setToolTip(self.tr("1.00 keeps every token"))
+        self.seed_label.setText(self.tr("Seed"))
+        self.attention_label.setText(self.tr("Attention"))
+        self.layer_label.setText(self.tr("layer"))
+        self.head_label.setText(self.tr("head"))
+        self.layer_spin.setSpecialValueText(self.tr("off"))
+        tip = self.tr("Which layer and head the engines copy attention weights from (applies to the next run)")
+        self.layer_spin.setToolTip(tip)
+        self.head_spin.setToolTip(tip)
+        self.run_button.setText(self.tr("Run (Ctrl+R)"))
+        self.timeline_label.setText(self.tr("Step"))
+        self.timeline.setToolTip(self.tr("Scrub through the recorded steps (Left/Right, Home/End)"))
+        self.badge.setToolTip(self.tr("Whether the engines' tokens so far are the same"))
+        self.speed_label.setText(self.tr(" Speed "))
+        self.speed_spin.setSuffix(self.tr(" steps/s"))
+        self.speed_spin.setSpecialValueText(self.tr("as fast as possible"))
+        self.speed_spin.setToolTip(self.tr("Lockstep rounds per second ([ slower, ] faster)"))
+        if hasattr(self, "no_panels_label"):
+            self.no_panels_label.setText(self.tr("No panels registered yet"))
+        for key, frame in self.frames.items():
+            frame.retranslate()
+            self.panel_actions[key].setText(frame.panel.title())
+        self.file_menu.setTitle(self.tr("&File"))
+        self.export_menu.setTitle(self.tr("&Export"))
+        self.model_menu.setTitle(self.tr("&Model"))
+        self.run_menu.setTitle(self.tr("&Run"))
+        self.view_menu.setTitle(self.tr("&View"))
+        self.language_menu.setTitle(self.tr("&Language"))
+        self.help_menu.setTitle(self.tr("&Help"))
+        self.form_dock.toggleViewAction().setText(self.tr("Inputs"))
+        self.toolbar.toggleViewAction().setText(self.tr("Transport"))
+        self.toolbar.setWindowTitle(self.tr("Transport"))
+        self._update_state_label()
+        self._update_badge()
+        self._update_step_label()
+        self._update_status()
+        scrollbar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.form_dock.setMinimumWidth(self._form_body.minimumSizeHint().width() + scrollbar + 8)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+            self._validate_form()
+        super().changeEvent(event)
+
+    # ------------------------------------------------------------------ the worker
+    def _connect_worker(self, worker: QObject) -> None:
+        self.environment_requested.connect(worker.list_environment)
+        self.run_requested.connect(worker.start_run)
+        self.stop_requested.connect(worker.request_stop)
+        self.pause_requested.connect(worker.set_paused)
+        self.step_requested.connect(worker.request_step)
+        self.speed_requested.connect(worker.set_speed)
+        worker.environment_listed.connect(self._on_environment_listed)
+        worker.model_loaded.connect(self._on_model_loaded)
+        worker.run_started.connect(self._on_run_started)
+        worker.run_noted.connect(self._on_run_noted)
+        worker.step_traced.connect(self._on_step_traced)
+        worker.run_failed.connect(self._on_run_failed)
+        worker.run_finished.connect(self._on_run_finished)
+        # Direct: runs in the worker's thread as it ends, so the worker's timer is stopped there.
+        self._thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
+
+    @Slot(object)
+    def _on_environment_listed(self, env: Environment) -> None:
+        self.env = env
+        self._engine_help = dict(env.engines)
+        self.models = {m.name: m for m in env.models}
+        for path in self._saved_list("models/checkpoints"):
+            self.models.setdefault(path, ModelChoice(name=path, description=self.tr("checkpoint folder")))
+        with _blocked(self.model_combo):
+            self.model_combo.clear()
+            for choice in self.models.values():
+                self._add_model_item(choice)
+        self._select_combo(self.model_combo, self._wanted.get("model"), fallback=env.default_model)
+        with _blocked(self.device_combo):
+            self.device_combo.clear()
+            for dev in env.devices:
+                label = self.tr("auto ({0})").format(env.auto_device) if dev == "auto" else dev
+                self.device_combo.addItem(label, dev)
+        self._select_combo(self.device_combo, self._wanted.get("device"), fallback="auto")
+        self.engine_placeholder.hide()
+        wanted = self._wanted.get("engines")
+        checked = set(wanted.split(",")) if wanted is not None else {k for k, _ in env.engines}
+        for key, _ in env.engines:
+            box = QCheckBox(key)
+            box.setObjectName(f"engine_{key}")
+            box.setChecked(key in checked)
+            box.toggled.connect(self._on_form_changed)
+            self.engine_layout.addWidget(box)
+            self.engine_checks[key] = box
+        self.retranslate_ui()
+        self._on_model_changed()
+        self.environment_ready.emit()
+
+    def _add_model_item(self, choice: ModelChoice) -> None:
+        self.model_combo.addItem(choice.name, choice.name)
+        index = self.model_combo.count() - 1
+        tip = "\n".join(t for t in (choice.description, choice.warning, choice.reason) if t)
+        self.model_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
+
+    @Slot(object)
+    def _on_model_loaded(self, choice: ModelChoice) -> None:
+        old = self.models.get(choice.name)
+        if old is None or old.config is None:
+            self.models[choice.name] = ModelChoice(name=choice.name, description=old.description if old else "",
+                                                   config=choice.config)
+            self._on_model_changed()
+
+    @Slot(object)
+    def _on_run_started(self, info: RunInfo) -> None:
+        if info.run_id != self.run_id:
+            return
+        self.history.reset(info)
+        self._last_run_info = info
+        for panel in self.panels.values():
+            panel.clear()
+        for frame in self.frames.values():
+            if frame.error:
+                frame.error = ""
+                frame.retranslate()
+        self._selected = 0
+        self._follow = True
+        self._set_state(RunState.PAUSED if self._start_paused else RunState.RUNNING)
+        self._update_status()
+        self.run_started.emit(info)
+
+    @Slot(str, str)
+    def _on_run_noted(self, run_id: str, note: str) -> None:
+        if run_id == self.run_id:
+            self.statusBar().showMessage(note, 15_000)
+
+    @Slot(object)
+    def _on_step_traced(self, trace: StepTrace) -> None:
+        if trace.run_id != self.history.info.run_id:
+            return  # a late record of an earlier run
+        self.history.add(trace)
+        self.step_traced.emit(trace)
+
+    @Slot(str, str)
+    def _on_run_failed(self, run_id: str, message: str) -> None:
+        if run_id not in ("", self.run_id):
+            return
+        self.show_error(message)
+        self.run_failed.emit(run_id, message)
+
+    @Slot(str)
+    def _on_run_finished(self, run_id: str) -> None:
+        if run_id != self.run_id:
+            return
+        self._set_state(RunState.IDLE)
+        n = self.history.n_steps() if self.history.info.run_id == run_id else 0
+        if n:
+            total = self.history.info.max_new_tokens
+            self.statusBar().showMessage(
+                self.tr("finished: {0} steps").format(n) if n >= total else
+                self.tr("stopped after {0} of {1} steps").format(n, total), 10_000)
+        self._repaint()  # the final step is drawn before anyone waiting on run_finished looks
+        self.run_finished.emit(run_id)
+
+    def shutdown_worker(self) -> None:
+        """Stop the run and the worker's thread, waiting for a step or model load in progress to end."""
+        if not self._thread.isRunning():
+            return
+        self.stop_requested.emit()
+        self._thread.quit()
+        if not self._thread.wait(THREAD_WAIT_MS):
+            print("kvviz: still waiting for the worker thread to finish its step...", file=sys.stderr)
+            self._thread.wait()
+
+    # ------------------------------------------------------------------ transport
+    def start_run(self, *, paused: bool = False) -> bool:
+        """Ask the worker for a run of the form's settings; False (with the reason shown) if refused."""
+        reason = self._validate_form()
+        if reason:
+            self.statusBar().showMessage(reason, 10_000)
+            return False
+        request = self.build_request(paused=paused)
+        if self.state is not RunState.IDLE:
+            self.stop_requested.emit()
+        self.clear_error()
+        self.run_id = request.run_id
+        self._start_paused = paused
+        self._set_state(RunState.LOADING)
+        self._save_form()
+        self.run_requested.emit(request)
+        return True
+
+    def build_request(self, *, paused: bool = False) -> RunRequest:
+        layer = self.layer_spin.value()
+        run = RunConfig(
+            prompt=self.prompt_edit.toPlainText(),
+            max_new_tokens=self.tokens_spin.value(),
+            engines=self.checked_engines(),
+            sampling=self._sampling(),
+            trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
+                               weights_head=self.head_spin.value()),
+        )
+        return RunRequest(run_id=uuid.uuid4().hex[:8], model=self.current_model(), run=run,
+                          device=self.device_combo.currentData() or "auto",
+                          dtype=self.dtype_combo.currentData() or "auto",
+                          steps_per_s=float(self.speed_spin.value()), start_paused=paused,
+                          threads=self.torch_threads)
+
+    def toggle_pause(self) -> None:
+        if self.state is RunState.RUNNING:
+            self._set_state(RunState.PAUSED)
+            self.pause_requested.emit(True)
+        elif self.state is RunState.PAUSED:
+            self._set_state(RunState.RUNNING)
+            self._follow = True
+            self.pause_requested.emit(False)
+
+    def set_paused(self, paused: bool) -> None:
+        if paused != (self.state is RunState.PAUSED):
+            self.toggle_pause()
+
+    def step_once(self) -> None:
+        """One lockstep round: from idle it starts a paused run; a running run pauses first."""
+        if self.state is RunState.IDLE:
+            self.start_run(paused=True)
+            return
+        if self.state is RunState.RUNNING:
+            self.toggle_pause()
+        if self.state is RunState.PAUSED:
+            self._follow = True
+            self.step_requested.emit()
+
+    def stop_run(self) -> None:
+        if self.state is not RunState.IDLE:
+            self.stop_requested.emit()
+
+    def change_speed(self, direction: int) -> None:
+        ladder = list(SPEED_LADDER)
+        value = self.speed_spin.value()
+        ordered = [v if v else math.inf for v in ladder]
+        current = value if value else math.inf
+        if direction > 0:
+            nxt = next((v for v in ordered if v > current), ordered[-1])
+        else:
+            nxt = next((v for v in reversed(ordered) if v < current), ordered[0])
+        self.speed_spin.setValue(0 if nxt == math.inf else int(nxt))
+
+    # ------------------------------------------------------------------ timeline
+    @property
+    def selected_step(self) -> int:
+        return self._selected
+
+    def select_step(self, step: int) -> None:
+        n = self.history.n_steps()
+        self._selected = max(0, min(step, n - 1)) if n else 0
+        self._follow = n > 0 and self._selected == n - 1 and self.state is not RunState.IDLE
+        with _blocked(self.timeline):
+            self.timeline.setValue(self._selected)
+        self._update_step_label()
+
+    def scrub(self, delta: int) -> None:
+        self.select_step(self._selected + delta)
+        if delta < 0:
+            self._follow = False
+
+    def next_step(self) -> None:
+        n = self.history.n_steps()
+        if self._selected < n - 1:
+            self.scrub(1)
+        elif self.state is RunState.PAUSED:
+            self.step_once()
+
+    def follow_live(self) -> None:
+        self.select_step(self.history.n_steps() - 1)
+        self._follow = True
+
+    @Slot(int)
+    def _on_timeline_value_changed(self, value: int) -> None:
+        self._selected = value
+        self._follow = value == self.timeline.maximum() and self.state is not RunState.IDLE
+        self._update_step_label()
+
+    @Slot(int)
+    def _on_speed_spin_value_changed(self, value: int) -> None:
+        self.speed_requested.emit(float(value))
+
+    # ------------------------------------------------------------------ painting
+    @Slot()
+    def _on_repaint_timer_timeout(self) -> None:
+        self._repaint()
+
+    def _repaint(self) -> None:
+        """Draw only when the history or the selected step changed since the last draw."""
+        version = self.history.version
+        n = self.history.n_steps()
+        if version != self._seen_version:
+            self._seen_version = version
+            with _blocked(self.timeline):
+                self.timeline.setMaximum(max(0, n - 1))
+                if self._follow and n:
+                    self._selected = n - 1
+                self._selected = min(self._selected, max(0, n - 1))
+                self.timeline.setValue(self._selected)
+            self._update_badge()
+            self._update_step_label()
+            self._update_memory()
+        if (version, self._selected) == self._painted:
+            return
+        self._painted = (version, self._selected)
+        if n == 0:
+            return
+        for key, panel in self.panels.items():
+            try:
+                panel.show_step(self.history, self._selected)
+            except Exception as exc:
+                frame = self.frames[key]
+                if not frame.error:
+                    traceback.print_exc()
+                    frame.show_error(f"{type(exc).__name__}: {exc}")
+
+    def toggle_focus(self, key: str) -> None:
+        """Show only this panel in the grid, or, if it is already alone, every checked panel again."""
+        self._focused = "" if self._focused == key else key
+        for k, frame in self.frames.items():
+            frame.setVisible(self.panel_actions[k].isChecked() and self._focused in ("", k))
+        for row in self.rows:
+            row.setVisible(any(not self.frames[k].isHidden() for k in self.frames
+                               if self.frames[k].parent() is row))
+
+    def _on_panel_action_toggled(self, key: str, checked: bool) -> None:
+        self.toggle_focus("")  # leaves focus mode and applies the View menu's choice
+
+    def _update_badge(self) -> None:
+        with_steps = [k for k, v in self.history.traces.items() if v]
+        if len(with_steps) < 2:
+            self.badge.setText(self.tr("one engine") if with_steps else "")
+            self.badge.setStyleSheet("")
+            return
+        k = self.history.divergence()
+        if k is None:
+            self.badge.setText(self.tr("identical"))
+            self.badge.setStyleSheet("background: #d7f0db; color: #1b5e20; padding: 2px 6px; border-radius: 4px;")
+        else:
+            self.badge.setText(self.tr("differ at step {0}").format(k))
+            self.badge.setStyleSheet("background: #fdecea; color: #b00020; padding: 2px 6px; border-radius: 4px;")
+
+    def _update_step_label(self) -> None:
+        n = self.history.n_steps()
+        if not n:
+            self.step_label.setText(self.tr("no steps yet"))
+            return
+        phase = ""
+        for key in self.history.engines:
+            trace = self.history.at(key, self._selected)
+            if trace is not None:
+                phase = self.tr("prefill") if trace.phase == "prefill" else self.tr("decode")
+                break
+        self.step_label.setText(self.tr("step {0} / {1}  {2}").format(self._selected, n - 1, phase))
+
+    def _update_memory(self) -> None:
+        for key in self.history.engines:
+            steps = self.history.traces[key]
+            if steps and steps[-1].device_mem_bytes is not None:
+                self.status_mem.setText(self.tr("device memory {0}").format(fmt_bytes(steps[-1].device_mem_bytes)))
+                self.status_mem.show()
+                return
+        self.status_mem.hide()
+
+    # ------------------------------------------------------------------ state, errors, status
+    def _set_state(self, state: RunState) -> None:
+        self.state = state
+        self._update_pause_text()
+        self._update_state_label()
+
+    def _update_pause_text(self) -> None:
+        self.act_pause.setText(self.tr("&Resume") if self.state is RunState.PAUSED else self.tr("&Pause"))
+        self.act_pause.setEnabled(self.state in (RunState.RUNNING, RunState.PAUSED))
+        self.act_stop.setEnabled(self.state is not RunState.IDLE)
+
+    def _update_state_label(self) -> None:
+        self.state_label.setText({
+            RunState.IDLE: self.tr("idle"), RunState.LOADING: self.tr("loading the model..."),
+            RunState.RUNNING: self.tr("running"), RunState.PAUSED: self.tr("paused"),
+        }[self.state])
+
+    def show_error(self, message: str) -> None:
+        self.error_label.setText(message)
+        self.error_frame.show()
+
+    def clear_error(self) -> None:
+        self.error_label.clear()
+        self.error_frame.hide()
+
+    def error_text(self) -> str:
+        return self.error_label.text() if self.error_frame.isVisibleTo(self) else ""
+
+    def _update_status(self) -> None:
+        """Device, model, parameter count, KV bytes per token: the run's if it matches the form,
+        else the form's selection, derived from the model's config."""
+        info = self._last_run_info
+        model = self.current_model()
+        if info is not None and info.model_name == model and (
+                self.state is not RunState.IDLE or self._form_matches(info)):
+            self.status_device.setText(self.tr("device {0}, {1}").format(info.device, info.dtype))
+            self.status_model.setText(self.tr("model {0}").format(info.model_name))
+            self.status_params.setText(self.tr("{0} parameters").format(format_count(info.param_count)))
+            self.status_kv.setText(self.tr("KV {0} per token").format(fmt_bytes(info.kv_bytes_per_token)))
+            return
+        device = self.current_device()
+        dtype = self._form_dtype()
+        self.status_device.setText(self.tr("device {0}, {1}").format(device or "-", dtype or "-"))
+        choice = self.models.get(model)
+        self.status_model.setText(self.tr("model {0}").format(model or "-"))
+        if choice is None or choice.config is None:
+            self.status_params.setText(self.tr("parameters: read when loaded") if model else "")
+            self.status_kv.setText("")
+            return
+        cfg = choice.config
+        self.status_params.setText(self.tr("{0} parameters").format(format_count(cfg.param_count())))
+        self.status_kv.setText(self.tr("KV {0} per token").format(fmt_bytes(cfg.kv_bytes_per_token(dtype))))
+
+    def _form_matches(self, info: RunInfo) -> bool:
+        return info.device == self.current_device() and info.dtype == self._form_dtype()
+
+    def current_model(self) -> str:
+        return self.model_combo.currentData() or ""
+
+    def current_device(self) -> str:
+        dev = self.device_combo.currentData() or ""
+        if dev == "auto" and self.env is not None:
+            return self.env.auto_device
+        return dev
+
+    def _form_dtype(self) -> str:
+        """The dtype a run would use: what `resolve_dtype` picks for "auto", from the config."""
+        choice = self.models.get(self.current_model())
+        picked = self.dtype_combo.currentData() or "auto"
+        if picked != "auto":
+            return canonical_dtype(picked)
+        if self.current_device().startswith("cuda"):
+            return "bfloat16"
+        return choice.config.dtype if choice is not None and choice.config is not None else ""
+
+    def _show_about(self) -> None:
+        env = self.env
+        extra = self.tr("PyTorch {0}, {1} CPU thread(s)").format(env.torch_version, env.threads) if env else ""
+        QMessageBox.about(self, self.tr("About kvviz"), self.tr(
+            "kvviz makes a transformer's KV cache visible: type a prompt, pick engines and watch "
+            "decode step by step.") + ("\n\n" + extra if extra else ""))
+
+    # ------------------------------------------------------------------ the form
+    def checked_engines(self) -> tuple[str, ...]:
+        return tuple(k for k, box in self.engine_checks.items() if box.isChecked())
+
+    def set_engines(self, engines) -> None:
+        for key, box in self.engine_checks.items():
+            box.setChecked(key in set(engines))
+
+    def set_model(self, name: str) -> None:
+        if self.model_combo.findData(name) < 0:
+            self.add_model_path(name)
+        self.model_combo.setCurrentIndex(self.model_combo.findData(name))
+
+    def _sampling(self) -> SamplingConfig:
+        if self.greedy_check.isChecked():
+            return SamplingConfig(temperature=0.0, seed=self.seed_spin.value())
+        top_k = self.top_k_spin.value() or None
+        top_p = self.top_p_spin.value()
+        return SamplingConfig(temperature=self.temperature_spin.value(), top_k=top_k,
+                              top_p=None if top_p >= 1.0 else top_p, seed=self.seed_spin.value())
+
+    def validation_text(self) -> str:
+        return self.validation_label.text()
+
+    def _validate_form(self) -> str:
+        """The first reason the form cannot run, shown under the form ("" when it can)."""
+        reason = self._form_problem()
+        self.validation_label.setText(reason)
+        self.validation_label.setVisible(bool(reason))
+        self.act_run.setEnabled(not reason)
+        self.run_button.setEnabled(not reason)
+        self.act_step.setEnabled(not reason or self.state is not RunState.IDLE)
+        return reason
+
+    def _form_problem(self) -> str:
+        if self.env is None:
+            return self.tr("Starting: loading PyTorch and the model list...")
+        prompt = self.prompt_edit.toPlainText()
+        if not prompt.strip():
+            return self.tr("Type a prompt.")
+        choice = self.models.get(self.current_model())
+        if choice is None:
+            return self.tr("Choose a model.")
+        if not choice.available:
+            return choice.reason or self.tr("This model is not available.")
+        if not self.checked_engines():
+            return self.tr("Check at least one engine.")
+        greedy = self.greedy_check.isChecked()
+        if not greedy and self.temperature_spin.value() <= 0:
+            return self.tr("Temperature must be above 0 when sampling (tick Greedy for the most likely token).")
+        if not greedy and self.top_p_spin.value() <= 0:
+            return self.tr("Top-p must be above 0 (1.00 keeps every token).")
+        try:
+            self._sampling()
+        except ValueError as exc:
+            return self.tr("Sampling: {0}").format(exc)
+        cfg = choice.config
+        if cfg is not None:
+            n_new = self.tokens_spin.value()
+            if cfg.tokenizer == "bytes":
+                n_prompt = len(prompt.encode("utf-8"))  # the byte tokenizer: one token per UTF-8 byte
+                if n_prompt + n_new > cfg.max_seq_len:
+                    return self.tr("The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model's "
+                                   "context of {3}.").format(n_prompt, n_new, n_prompt + n_new, cfg.max_seq_len)
+            elif n_new >= cfg.max_seq_len:
+                return self.tr("New tokens ({0}) must leave room for the prompt in the model's context of "
+                               "{1}.").format(n_new, cfg.max_seq_len)
+            if self.layer_spin.value() >= cfg.n_layer:
+                return self.tr("Attention layer must be below {0}.").format(cfg.n_layer)
+            if self.head_spin.value() >= cfg.n_head:
+                return self.tr("Attention head must be below {0}.").format(cfg.n_head)
+        return ""
+
+    @Slot()
+    def _on_form_changed(self, *_args) -> None:
+        self.temperature_spin.setEnabled(not self.greedy_check.isChecked())
+        self.top_k_spin.setEnabled(not self.greedy_check.isChecked())
+        self.top_p_spin.setEnabled(not self.greedy_check.isChecked())
+        self._validate_form()
+        self._update_status()
+
+    @Slot()
+    def _on_model_changed(self, *_args) -> None:
+        choice = self.models.get(self.current_model())
+        if choice is not None and choice.config is not None:
+            cfg = choice.config
+            self.layer_spin.setMaximum(cfg.n_layer - 1)
+            self.head_spin.setMaximum(cfg.n_head - 1)
+        else:  # a checkpoint not read yet: the worker checks the range when it loads it
+            self.layer_spin.setMaximum(255)
+            self.head_spin.setMaximum(255)
+        self._on_form_changed()
+
+    def open_checkpoint(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, self.tr("Open checkpoint folder"))
+        if path:
+            self.set_model(path)
+
+    def add_model_path(self, path: str) -> None:
+        """Add a model folder to the picker; the worker reads and loads it when a run starts."""
+        if path not in self.models:
+            self.models[path] = ModelChoice(name=path, description=self.tr("checkpoint folder"))
+        if self.model_combo.findData(path) < 0:
+            self._add_model_item(self.models[path])
+        paths = self._saved_list("models/checkpoints")
+        if path not in paths:
+            self.settings.setValue("models/checkpoints", "\n".join([*paths, path]))
+
+    @staticmethod
+    def _select_combo(combo: QComboBox, wanted: str | None, fallback: str) -> None:
+        index = combo.findData(wanted) if wanted else -1
+        if index < 0 or not (combo.model().flags(combo.model().index(index, 0)) & Qt.ItemFlag.ItemIsEnabled):
+            index = combo.findData(fallback)
+        combo.setCurrentIndex(max(index, 0))
+
+    # ------------------------------------------------------------------ settings
+    def _saved_list(self, key: str) -> list[str]:
+        text = self.settings.value(key, "", type=str)
+        return [p for p in text.split("\n") if p]
+
+    def _save_form(self) -> None:
+        s = self.settings
+        s.setValue("run/prompt", self.prompt_edit.toPlainText())
+        if self.env is not None:
+            s.setValue("run/model", self.current_model())
+            s.setValue("run/device", self.device_combo.currentData() or "auto")
+            s.setValue("run/engines", ",".join(self.checked_engines()))
+        s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
+        s.setValue("run/tokens", self.tokens_spin.value())
+        s.setValue("sampling/greedy", self.greedy_check.isChecked())
+        s.setValue("sampling/temperature", self.temperature_spin.value())
+        s.setValue("sampling/top_k", self.top_k_spin.value())
+        s.setValue("sampling/top_p", self.top_p_spin.value())
+        s.setValue("sampling/seed", self.seed_spin.value())
+        s.setValue("trace/layer", self.layer_spin.value())
+        s.setValue("trace/head", self.head_spin.value())
+        s.setValue("transport/speed", self.speed_spin.value())
+
+    def save_settings(self) -> None:
+        self._save_form()
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("window/grid", self.grid.saveState())
+        for i, row in enumerate(self.rows):
+            s.setValue(f"window/row{i}", row.saveState())
+        s.setValue("view/hidden_panels", ",".join(k for k, a in self.panel_actions.items() if not a.isChecked()))
+        s.sync()
+
+    def _restore_settings(self) -> None:
+        s = self.settings
+        from kvviz.bench import DEFAULT_PROMPT
+
+        self.prompt_edit.setPlainText(s.value("run/prompt", DEFAULT_PROMPT, type=str))
+        for key in ("model", "device", "engines"):
+            if s.contains(f"run/{key}"):
+                self._wanted[key] = s.value(f"run/{key}", "", type=str)
+        index = self.dtype_combo.findData(s.value("run/dtype", "auto", type=str))
+        self.dtype_combo.setCurrentIndex(max(index, 0))
+        self.tokens_spin.setValue(s.value("run/tokens", self.tokens_spin.value(), type=int))
+        self.greedy_check.setChecked(s.value("sampling/greedy", True, type=bool))
+        self.temperature_spin.setValue(s.value("sampling/temperature", self.temperature_spin.value(), type=float))
+        self.top_k_spin.setValue(s.value("sampling/top_k", 0, type=int))
+        self.top_p_spin.setValue(s.value("sampling/top_p", 1.0, type=float))
+        self.seed_spin.setValue(s.value("sampling/seed", 0, type=int))
+        self.layer_spin.setMaximum(255)
+        self.head_spin.setMaximum(255)
+        self.layer_spin.setValue(s.value("trace/layer", 0, type=int))
+        self.head_spin.setValue(s.value("trace/head", 0, type=int))
+        self.speed_spin.setValue(s.value("transport/speed", self.speed_spin.value(), type=int))
+        hidden = set(s.value("view/hidden_panels", "", type=str).split(","))
+        for key, act in self.panel_actions.items():
+            act.setChecked(key not in hidden)
+        self._default_state = self.saveState()
+        self._default_grid = (self.grid.saveState(), [row.saveState() for row in self.rows])
+        if s.contains("window/geometry"):
+            self.restoreGeometry(s.value("window/geometry"))
+        else:
+            self.resize(1500, 920)
+        if s.contains("window/state"):
+            self.restoreState(s.value("window/state"))
+        if s.contains("window/grid"):
+            self.grid.restoreState(s.value("window/grid"))
+        for i, row in enumerate(self.rows):
+            if s.contains(f"window/row{i}"):
+                row.restoreState(s.value(f"window/row{i}"))
+
+    def _reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+        self.form_dock.show()
+        self.toolbar.show()
+        grid, rows = self._default_grid
+        self.grid.restoreState(grid)
+        for row, state in zip(self.rows, rows):
+            row.restoreState(state)
+        for act in self.panel_actions.values():
+            act.setChecked(True)
+
+    # ------------------------------------------------------------------ closing
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_settings()
+        self._repaint_timer.stop()
+        self.shutdown_worker()
+        super().closeEvent(event)
+
+
+class _blocked:
+    """`with _blocked(widget):` silences its signals for a programmatic change."""
+
+    def __init__(self, obj: QObject) -> None:
+        self.obj = obj
+
+    def __enter__(self) -> QObject:
+        self._old = self.obj.blockSignals(True)
+        return self.obj
+
+    def __exit__(self, *exc) -> None:
+        self.obj.blockSignals(self._old)

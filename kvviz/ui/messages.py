@@ -1,0 +1,50 @@
+"""What the window and the run worker tell each other besides StepTrace: frozen records only.
+
+Stdlib and kvviz.config only: no torch, no Qt, no engines. The window learns the model presets,
+devices and engines from an Environment the worker lists in its own thread (so `import torch`
+never delays the window), and asks for a run with a RunRequest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvviz.config import ModelConfig, RunConfig
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One entry of the model picker. `config` is None for a checkpoint not read yet."""
+
+    name: str  # a preset name or a folder path
+    description: str = ""
+    config: ModelConfig | None = None
+    warning: str = ""
+    available: bool = True
+    reason: str = ""  # why it is not available
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What this machine and this kvviz offer, listed once by the worker after torch is imported."""
+
+    models: tuple[ModelChoice, ...]
+    default_model: str
+    devices: tuple[str, ...]  # "auto" first, then what is present: "cpu", "cuda", "cuda:1", "mps"
+    auto_device: str  # what "auto" resolves to here
+    engines: tuple[tuple[str, str], ...]  # (key, one-line help), registry order
+    torch_version: str = ""
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One compare run as the form describes it; the worker loads the model and validates again."""
+
+    run_id: str
+    model: str
+    run: RunConfig
+    device: str = "auto"
+    dtype: str = "auto"
+    steps_per_s: float = 0.0  # 0: as fast as possible
+    start_paused: bool = False  # Step from idle: run one lockstep round, then wait
+    threads: int | None = None  # torch CPU threads; None leaves torch's choice

@@ -1,0 +1,194 @@
+"""Measure the app (prints figures, asserts nothing): launch-to-shown time, the GUI thread's longest
+stall during a long concat run, and that run's mean step latency beside `kvviz bench`'s.
+
+    python scripts/measure_gui.py [--tokens 2000] [--launches 3] [--model tiny]
+
+Runs offscreen when there is no display. The default model is `tiny` when its weights exist, else
+`tiny-random` (the same shape). The prompt is short so prompt + 2000 tokens fit the 2048 context.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT = "The key and value of a token"
+
+
+def default_model() -> str:
+    return "tiny" if (ROOT / "assets" / "tiny" / "model.safetensors").is_file() else "tiny-random"
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if sys.platform.startswith("linux") and not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    return env
+
+
+# -- 1. launch to a shown window ----------------------------------------------------------------------
+def launch_child() -> None:
+    """Run in a fresh process: start the app as `kvviz gui` does, print the time of the first paint."""
+    from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
+
+    from kvviz.ui import app
+
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 (Qt override)
+            if event.type() == QEvent.Type.Paint:
+                print(f"SHOWN {time.time():.6f}", flush=True)
+                QTimer.singleShot(0, window.close)
+                obj.removeEventFilter(self)
+            return False
+
+    qt_app = app.ensure_app()
+    with tempfile.TemporaryDirectory() as tmp:
+        window = app.create_window(QSettings(str(Path(tmp) / "s.ini"), QSettings.Format.IniFormat))
+        watcher = FirstPaint()
+        window.installEventFilter(watcher)
+        window.show()
+        qt_app.exec()
+
+
+def measure_launch(n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.time()
+        out = subprocess.run([sys.executable, __file__, "--child-launch"], capture_output=True, text=True,
+                             env=child_env(), cwd=ROOT, timeout=120)
+        line = next((x for x in out.stdout.splitlines() if x.startswith("SHOWN ")), None)
+        if line is None:
+            print(out.stdout, out.stderr, file=sys.stderr)
+            raise SystemExit("the child did not report a shown window")
+        times.append(float(line.split()[1]) - t0)
+    return times
+
+
+# -- 2. a long run with the window open ---------------------------------------------------------------
+def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
+    os.environ.update({k: v for k, v in child_env().items() if k == "QT_QPA_PLATFORM"})
+    from PySide6.QtCore import QEventLoop, QSettings, QTimer
+
+    from kvviz.ui import app
+
+    qt_app = app.ensure_app()
+    tmp = tempfile.TemporaryDirectory()
+    window = app.create_window(QSettings(str(Path(tmp.name) / "s.ini"), QSettings.Format.IniFormat))
+    window.show()
+    loop = QEventLoop()
+    window.environment_ready.connect(loop.quit)
+    loop.exec()
+    window.set_model(model)
+    window.set_engines(engines)
+    window.prompt_edit.setPlainText(PROMPT)
+    window.tokens_spin.setValue(tokens)
+    window.speed_spin.setValue(0)
+    window.torch_threads = 1
+    gaps: list[float] = []
+    last = [0.0]
+    running = [False]
+
+    def tick() -> None:
+        now = time.perf_counter()
+        if running[0] and last[0]:
+            gaps.append((now - last[0]) * 1000.0)
+        last[0] = now
+
+    probe = QTimer()
+    probe.setInterval(10)
+    probe.timeout.connect(tick)
+    probe.start()
+    paint_ms: list[float] = []
+    original = window._repaint
+
+    def timed_repaint(*args, **kwargs):
+        t = time.perf_counter()
+        original(*args, **kwargs)
+        paint_ms.append((time.perf_counter() - t) * 1000.0)
+
+    window._repaint = timed_repaint
+    window.run_started.connect(lambda _info: running.__setitem__(0, True))
+    window.run_finished.connect(lambda _rid: running.__setitem__(0, False))
+    window.run_failed.connect(lambda _rid, msg: print("run failed:", msg, file=sys.stderr))
+    window.run_finished.connect(loop.quit)
+    t0 = time.perf_counter()
+    if not window.start_run():
+        raise SystemExit(f"the form refused the run: {window.validation_text()}")
+    loop.exec()
+    wall_s = time.perf_counter() - t0
+    probe.stop()
+    result = {"wall_s": wall_s, "gaps_ms": gaps, "paint_ms": paint_ms}
+    for key in engines:
+        steps = [t.latency_ms for t in window.history.traces.get(key, [])]
+        result[key] = steps
+    window.close()
+    qt_app.processEvents()
+    tmp.cleanup()
+    return result
+
+
+def bench(model: str, tokens: int, engine: str, trace: str) -> list[float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "bench.json"
+        cmd = [sys.executable, "-m", "kvviz", "bench", "--model", model, "--engines", engine, "--tokens",
+               str(tokens), "--threads", "1", "--repeat", "1", "--prompt", PROMPT, "--trace", trace,
+               "--json", str(out)]
+        subprocess.run(cmd, check=True, cwd=ROOT, env=child_env(), capture_output=True, text=True)
+        doc = json.loads(out.read_text())
+    return doc["results"][0]["step_ms"]
+
+
+def describe(steps: list[float]) -> str:
+    decode = steps[1:] or steps
+    return (f"mean {statistics.fmean(steps):.3f} ms (decode {statistics.fmean(decode):.3f}), "
+            f"median {statistics.median(steps):.3f} ms, over {len(steps)} steps")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--launches", type=int, default=3)
+    parser.add_argument("--skip-launch", action="store_true")
+    parser.add_argument("--child-launch", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_launch:
+        launch_child()
+        return 0
+    sys.path.insert(0, str(ROOT))
+    model = args.model or default_model()
+    print(f"machine: {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}; model {model}")
+    if not args.skip_launch:
+        times = measure_launch(args.launches)
+        print("launch to shown window: " + ", ".join(f"{t:.2f} s" for t in times)
+              + f" (median {statistics.median(times):.2f} s)")
+    run = measure_run(model, args.tokens, ("concat",))
+    gaps = run["gaps_ms"]
+    print(f"{args.tokens}-step concat run with the window open: {run['wall_s']:.1f} s wall")
+    if gaps:
+        worst = max(gaps)
+        print(f"  GUI thread: longest gap between 10 ms ticks {worst:.1f} ms (stall {worst - 10:.1f} ms), "
+              f"99th percentile {statistics.quantiles(gaps, n=100)[98]:.1f} ms, {len(gaps)} ticks")
+    paints = run["paint_ms"]
+    if paints:
+        print(f"  repaints: {len(paints)}, mean {statistics.fmean(paints):.1f} ms, max {max(paints):.1f} ms")
+    print(f"  engine in the app:          {describe(run['concat'])}")
+    for trace in ("full", "off"):
+        steps = bench(model, args.tokens, "concat", trace)
+        note = "masks + layer 0 head 0 weights, as the app" if trace == "full" else "the issue's command"
+        print(f"  kvviz bench --trace {trace:<4}:   {describe(steps)}  [{note}]")
+        ratio = statistics.fmean(run["concat"]) / statistics.fmean(steps)
+        print(f"    app / bench mean step latency: {ratio:.3f}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
