@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("kvviz.ui.app", "open the desktop app (the default)"),
     "bench": ("kvviz.bench", "time the engines and compare their tokens (the chapter's table)"),
     "models": ("kvviz.models.listing", "list the model presets"),
+    "hfbench": ("kvviz.hfbench", "decode speed of kvviz beside transformers' generate on the same checkpoint"),
     "memory": ("kvviz.memory", "what a model's KV cache costs: bytes per token, cat copies, paged blocks"),
     "train": ("kvviz.train", "train the default model on Python's docs (pydoc_data.topics)"),
     "score": ("kvviz.score", "bits per byte of a model on a UTF-8 text file"),

@@ -100,14 +100,14 @@ def checkpoint(request, transformers, tokenizer_json, tmp_path_factory):
 
 
 def _hf_generate(hf_model, prompt_ids: list[int], n: int) -> list[int]:
+    """transformers' greedy `generate` (its default dynamic cache), exactly n new tokens."""
     import torch
     from transformers import GenerationConfig
 
-    gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None,
-                           pad_token_id=0)
+    gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
+    x = torch.tensor([prompt_ids], device=hf_model.device)
     with torch.no_grad():
-        out = hf_model.generate(torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids),
-                                dtype=torch.long), generation_config=gen)
+        out = hf_model.generate(x, attention_mask=torch.ones_like(x), generation_config=gen)
     return out[0, len(prompt_ids):].tolist()
 
 
@@ -214,9 +214,25 @@ def _kvviz_checkpoint(folder: Path, tokenizer_json: str | None, **changes) -> Pa
                               tokenizer_json=tokenizer_json)
 
 
-def test_cache_bytes_use_checkpoint_dtype_and_kv_heads(torch_cpu, tokenizer_json, tmp_path):
+def _assert_bf16_kv_figures(model, per_token: int) -> list:
+    """Every engine's cache bytes are its capacity times `per_token`, counted by hand by the caller."""
     from kvviz.config import SamplingConfig, TraceOptions
     from kvviz.engines import make_engine
+
+    all_traces = []
+    for key in ENGINE_KEYS:
+        traces = list(make_engine(key, model, block_size=4).generate([1, 2, 3, 4, 5], 3, SamplingConfig(),
+                                                                     TraceOptions(masks=False)))
+        if key == "naive":
+            assert [t.cache_bytes for t in traces] == [0, 0, 0]
+        else:
+            assert [t.cache_len for t in traces] == [5, 6, 7], key
+            assert [t.cache_bytes for t in traces] == [t.cache_capacity * per_token for t in traces], key
+        all_traces += traces
+    return all_traces
+
+
+def test_cache_bytes_use_checkpoint_dtype_and_kv_heads(torch_cpu, tokenizer_json, tmp_path):
     from kvviz.models.hf import read_hf_config
     from kvviz.models.presets import load_model
 
@@ -230,9 +246,8 @@ def test_cache_bytes_use_checkpoint_dtype_and_kv_heads(torch_cpu, tokenizer_json
     assert next(model.parameters()).dtype == torch_cpu.bfloat16
     per_token = 3 * 2 * 2 * 16 * 2  # layers x (K, V) x KV heads x head_dim x bytes of bf16
     assert cfg.kv_bytes_per_token() == per_token
-    trace = list(make_engine("concat", model).generate([1, 2, 3, 4, 5], 3, SamplingConfig(),
-                                                       TraceOptions(masks=False)))
-    assert [t.cache_bytes for t in trace] == [5 * per_token, 6 * per_token, 7 * per_token]
+    traces = _assert_bf16_kv_figures(model, per_token)
+    assert all(t.device_mem_bytes is None for t in traces)  # a CPU has no allocator figure to report
 
 
 # -- bad input: one line on stderr, exit code 2 ----------------------------------------------------
@@ -365,13 +380,17 @@ def test_friendly_error_for_out_of_memory(torch_cpu):
 
 # -- GPU (skipped without CUDA) ----------------------------------------------------------------------
 
-def _cuda_or_skip(torch):
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    return torch.device("cuda")
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+needs_cuda = pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA device")
 
 
 @pytest.mark.gpu
+@needs_cuda
 def test_gpu_logits_and_tokens_match_transformers(checkpoint):
     import torch
 
@@ -379,7 +398,7 @@ def test_gpu_logits_and_tokens_match_transformers(checkpoint):
     from kvviz.engines import make_engine
     from kvviz.models.presets import load_model, load_tokenizer
 
-    dev = _cuda_or_skip(torch)
+    dev = torch.device("cuda")
     arch, folder, hf_model = checkpoint
     model = load_model(str(folder), dev, torch.float32)
     ref_model = hf_model.to(dev)
@@ -389,7 +408,7 @@ def test_gpu_logits_and_tokens_match_transformers(checkpoint):
         with torch.no_grad():
             diff = float((model(x, all_logits=True).logits - ref_model(x).logits).abs().max())
         assert diff < 1e-3, f"{arch}: {diff:.2e}"
-        ref = _hf_generate_on(ref_model, ids, NEW_TOKENS, dev)
+        ref = _hf_generate(ref_model, ids, NEW_TOKENS)
         for key in ENGINE_KEYS:
             traces = list(make_engine(key, model).generate(ids, NEW_TOKENS, SamplingConfig(), TraceOptions()))
             assert [t.token_id for t in traces] == ref, key
@@ -398,40 +417,52 @@ def test_gpu_logits_and_tokens_match_transformers(checkpoint):
         hf_model.to("cpu")
 
 
-def _hf_generate_on(hf_model, prompt_ids, n, dev):
-    import torch
-    from transformers import GenerationConfig
-
-    gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
-    x = torch.tensor([prompt_ids], device=dev)
-    with torch.no_grad():
-        out = hf_model.generate(x, attention_mask=torch.ones_like(x), generation_config=gen)
-    return out[0, len(prompt_ids):].tolist()
-
-
 @pytest.mark.gpu
-def test_gpu_defaults_to_bf16_and_engines_agree(good, capsys):
+@needs_cuda
+def test_gpu_defaults_to_bf16_and_reports_device_memory(good):
     import torch
 
-    dev = _cuda_or_skip(torch)
     from kvviz.devices import resolve_dtype
+    from kvviz.models.presets import load_model
 
-    assert resolve_dtype("auto", dev, "float32") == torch.bfloat16
-    from kvviz.cli import main
-
-    rc = main(["bench", "--model", str(good), "--tokens", "8", "--repeat", "1", "--device", "cuda"])
-    out = capsys.readouterr().out
-    assert rc == 0 and "bfloat16" in out and "tokens identical across engines: yes" in out
+    dev = torch.device("cuda")
+    dtype = resolve_dtype("auto", dev, "float32")
+    assert dtype == torch.bfloat16
+    model = load_model(str(good), dev, dtype)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    traces = _assert_bf16_kv_figures(model, 2 * 2 * 2 * 16 * 2)  # layers x (K, V) x KV heads x head_dim x 2 B
+    assert all(t.device_mem_bytes >= weights for t in traces)
 
 
 @pytest.mark.gpu
+@needs_cuda
 def test_gpu_out_of_memory_is_one_clear_line():
     import torch
 
-    _cuda_or_skip(torch)
     from kvviz.errors import friendly_error
 
     with pytest.raises(torch.OutOfMemoryError) as info:
         torch.empty(1 << 50, dtype=torch.uint8, device="cuda")  # a petabyte
     msg = friendly_error(info.value)
     assert msg.startswith("out of device memory (") and "GiB free of" in msg and "\n" not in msg
+
+
+# -- kvviz hfbench (a command that prints figures; here only that it runs and agrees) ---------------
+
+@pytest.mark.slow
+def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys):
+    from kvviz.cli import main
+
+    rc = main(["hfbench", "--tokens", "3", "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "kvviz concat" in out and "transformers" in out and "decode speed, kvviz / transformers:" in out
+    assert "tokens identical: yes" in out
+
+
+def test_hfbench_refuses_a_missing_folder(tmp_path, capsys):
+    from kvviz.cli import main
+
+    pytest.importorskip("transformers")
+    rc = main(["hfbench", "--model", str(tmp_path / "nowhere")])
+    _one_line_error(rc, capsys.readouterr().err, "no such checkpoint folder")

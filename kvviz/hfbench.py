@@ -1,0 +1,211 @@
+"""`kvviz hfbench`: decode speed of kvviz's concat engine beside transformers' `generate` (dynamic cache)
+on the same local weights, measured side by side in one run. Prints only what it measured.
+
+Without --model it builds a tiny random Llama checkpoint with transformers in a temporary folder.
+Needs `transformers` (a test-only dependency of kvviz); reads local folders only, never the hub.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kvviz.bench import DEFAULT_PROMPT, fmt_bytes
+
+# The chapter's tiny shape as a Llama with grouped-query attention (4 query heads share 2 KV heads).
+RANDOM_LLAMA = dict(vocab_size=512, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)
+
+
+def configure(parser) -> None:
+    parser.add_argument("--model", default=None,
+                        help="a local Llama/Qwen2/Qwen3 checkpoint folder (default: a tiny random Llama)")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt text (default: a sentence)")
+    parser.add_argument("--tokens", type=int, default=100, help="new tokens per run (default 100)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed repeats per side (median reported)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
+    parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else fp32)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random checkpoint's weights")
+    parser.add_argument("--json", dest="json_path", default=None, help="also write results as JSON")
+
+
+@dataclass
+class Side:
+    """One implementation's medians: a full run of N new tokens, and a prefill-only run (1 token)."""
+
+    name: str
+    total_ms: float
+    prefill_ms: float
+    new_tokens: int
+    peak_device_bytes: int | None = None
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        """The N-1 decode steps: the full run less the prefill-only run, so both sides pay one prefill."""
+        return (self.new_tokens - 1) / ((self.total_ms - self.prefill_ms) / 1000.0)
+
+
+def _import_transformers():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local folders only, whatever the code path
+    try:
+        import transformers
+    except ImportError:
+        raise ValueError("kvviz hfbench needs the 'transformers' package (pip install transformers)") from None
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    return transformers
+
+
+def build_random_llama(folder: Path, seed: int) -> Path:
+    """A seeded random Llama saved by transformers itself, with a byte-level BPE tokenizer.json."""
+    import torch
+
+    from kvviz.models.hf import TOKENIZER_NAME, train_tokenizer_json
+
+    transformers = _import_transformers()
+    config = transformers.LlamaConfig(**RANDOM_LLAMA, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+                                      tie_word_embeddings=False)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    model.save_pretrained(folder)
+    (folder / TOKENIZER_NAME).write_text(train_tokenizer_json(RANDOM_LLAMA["vocab_size"]), encoding="utf-8")
+    return folder
+
+
+def _clock(device) -> float:
+    from kvviz.devices import synchronize
+
+    synchronize(device)
+    return time.perf_counter()
+
+
+def _peak_reset(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak(device) -> int | None:
+    import torch
+
+    return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
+
+
+def run_kvviz(model, prompt_ids: list[int], n: int, device) -> tuple[float, list[int]]:
+    """Milliseconds for the concat engine to produce n tokens (no per-step copies asked for)."""
+    from kvviz.config import SamplingConfig, TraceOptions
+    from kvviz.engines import make_engine
+
+    engine = make_engine("concat", model)
+    t0 = _clock(device)
+    tokens = [t.token_id for t in engine.generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))]
+    return (_clock(device) - t0) * 1000.0, tokens
+
+
+def run_transformers(hf_model, prompt_ids: list[int], n: int, device) -> tuple[float, list[int]]:
+    """Milliseconds for transformers' greedy `generate` (its default dynamic cache) to produce n tokens."""
+    import torch
+    from transformers import GenerationConfig
+
+    gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
+    x = torch.tensor([prompt_ids], device=device)
+    mask = torch.ones_like(x)
+    t0 = _clock(device)
+    with torch.inference_mode():
+        out = hf_model.generate(x, attention_mask=mask, generation_config=gen)
+    ms = (_clock(device) - t0) * 1000.0
+    return ms, out[0, len(prompt_ids):].tolist()
+
+
+def run(args) -> int:
+    import torch
+
+    from kvviz.devices import resolve_device, resolve_dtype
+    from kvviz.engines import validate_request
+    from kvviz.models.hf import check_folder, load_hf_model, load_hf_tokenizer, read_hf_config
+
+    if args.tokens < 2:
+        raise ValueError(f"--tokens must be at least 2 (one prefill, then decode), got {args.tokens}")
+    if args.repeat < 1:
+        raise ValueError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    if not args.prompt:
+        raise ValueError("the prompt is empty")
+    torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    transformers = _import_transformers()
+    with tempfile.TemporaryDirectory(prefix="kvviz-hfbench-") as tmp:
+        if args.model is None:
+            folder = build_random_llama(Path(tmp), args.seed)
+            label = "random Llama (built with transformers)"
+        else:
+            folder, label = check_folder(args.model), args.model
+        cfg = read_hf_config(folder)
+        dtype = resolve_dtype(None if args.dtype == "auto" else args.dtype, device, "float32")
+        prompt_ids = load_hf_tokenizer(folder, cfg).encode(args.prompt)
+        validate_request(cfg.max_seq_len, len(prompt_ids), args.tokens)
+        model = load_hf_model(folder).to(device=device, dtype=dtype)
+        hf_model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, local_files_only=True, attn_implementation="sdpa").to(device=device, dtype=dtype).eval()
+        return _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, transformers.__version__)
+
+
+def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_version) -> int:
+    import torch
+
+    sides = {"kvviz concat": lambda n: run_kvviz(model, prompt_ids, n, device),
+             "transformers": lambda n: run_transformers(hf_model, prompt_ids, n, device)}
+    n = args.tokens
+    for fn in sides.values():  # warm-up: first-call allocations and kernel choice stay out of the figures
+        fn(min(4, n))
+    full: dict[str, list[float]] = {k: [] for k in sides}
+    prefill: dict[str, list[float]] = {k: [] for k in sides}
+    tokens: dict[str, list[int]] = {}
+    peaks: dict[str, int | None] = {}
+    consistent = True
+    for _ in range(args.repeat):  # interleaved, so drift on a busy machine hits both sides alike
+        for name, fn in sides.items():
+            _peak_reset(device)
+            ms, toks = fn(n)
+            peaks[name] = _peak(device)
+            full[name].append(ms)
+            if tokens.setdefault(name, toks) != toks:
+                consistent = False
+                print(f"  {name}: greedy repeats produced different tokens", file=sys.stderr)
+            prefill[name].append(fn(1)[0])
+    results = [Side(name, statistics.median(full[name]), statistics.median(prefill[name]), n, peaks[name])
+               for name in sides]
+    ours, ref = results
+    ratio = ours.decode_tokens_per_s / ref.decode_tokens_per_s
+    identical = consistent and tokens["kvviz concat"] == tokens["transformers"]
+    dtype_name = str(dtype).replace("torch.", "")
+    print(f"checkpoint {label}: {cfg.arch}, {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of "
+          f"{cfg.head_dim}, hidden {cfg.d_model}, vocab {cfg.vocab_size}")
+    print(f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); transformers {hf_version}; "
+          f"prompt {len(prompt_ids)} tokens; {n} new tokens; median of {args.repeat}")
+    print(f"{'side':<14} {'total ms':>9} {'prefill ms':>10} {'decode tok/s':>12}"
+          + (f" {'peak device':>11}" if device.type == "cuda" else ""))
+    for s in results:
+        print(f"{s.name:<14} {s.total_ms:>9.1f} {s.prefill_ms:>10.2f} {s.decode_tokens_per_s:>12.1f}"
+              + (f" {fmt_bytes(s.peak_device_bytes):>11}" if s.peak_device_bytes is not None else ""))
+    print(f"decode speed, kvviz / transformers: {ratio:.2f}x")
+    print("tokens identical: " + ("yes" if identical else "NO"))
+    if args.json_path:
+        from kvviz.fileio import atomic_write_text
+
+        doc = {"checkpoint": label, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
+               "threads": torch.get_num_threads(), "transformers": hf_version, "prompt_tokens": len(prompt_ids),
+               "new_tokens": n, "repeat": args.repeat, "ratio": ratio, "identical": identical,
+               "sides": [dict(name=s.name, total_ms=s.total_ms, prefill_ms=s.prefill_ms,
+                              decode_tokens_per_s=s.decode_tokens_per_s, peak_device_bytes=s.peak_device_bytes,
+                              runs_ms=full[s.name], prefill_runs_ms=prefill[s.name]) for s in results]}
+        atomic_write_text(args.json_path, json.dumps(doc, indent=1) + "\n")
+    return 0 if identical else 1
