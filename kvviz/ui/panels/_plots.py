@@ -36,7 +36,25 @@ class BytesAxis(pg.AxisItem):
 
     Linear ticks fall on round numbers of the unit (16 KiB, not 16,384 B rounded to 10,000 B)."""
 
-    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.setWidth(72)  # room for "512 KiB" and the label, the same in every byte plot
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
+        if not self.logMode:
+            return super().tickValues(minVal, maxVal, size)
+        # Log mode: ticks on powers of two (1 KiB, 4 KiB, 16 KiB ...), not on decimal decades.
+        log2 = math.log10(2)
+        lo, hi = math.ceil(minVal / log2), math.floor(maxVal / log2)
+        if hi < lo:
+            return []
+        stride = next((s for s in (1, 2, 5, 10) if (hi - lo) / s <= max(2.0, size / 40)), 10)
+        values = [k * log2 for k in range(lo, hi + 1) if k % stride == 0]
+        if len(values) < 3:  # a narrow range: add 1.5 x 2^k between the powers (24 KiB, 48 KiB)
+            half = math.log10(1.5)
+            values += [k * log2 + half for k in range(lo - 1, hi + 1) if minVal <= k * log2 + half <= maxVal]
+        return [(None, sorted(values))]
+
         if self.logMode:
             return super().tickSpacing(minVal, maxVal, size)
         top = max(abs(minVal), abs(maxVal))
@@ -45,15 +63,8 @@ class BytesAxis(pg.AxisItem):
         return [(spacing * unit, offset * unit) for spacing, offset in levels if spacing * unit >= 1]
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
-        if self.logMode:
-            # Log mode hands us log10 values; label whole decades only, as pyqtgraph does.
-            out = []
-            for v in values:
-                if abs(v - round(v)) < 1e-6:
-                    out.append(_short_bytes(10.0 ** round(v)))
-                else:
-                    out.append("")
-            return out
+        if self.logMode:  # log10 values of the ticks chosen above
+            return [_short_bytes(10.0 ** v) for v in values]
         top = max((abs(v * scale) for v in values), default=0.0)
         unit, size = next(((u, s) for u, s in _UNITS if top >= s), ("B", 1))
         step = spacing * scale / size
@@ -80,7 +91,8 @@ def legend_row(entries: list[tuple[str, str]] | None = None) -> QLabel:
 
 def set_legend(label: QLabel, entries: list[tuple[str, str]] | list[tuple[str, str, str]]) -> None:
     """Entries are (colour, text) squares or (colour, text, mark) with mark "line" / "dashed"."""
-    items = [style.swatch_html(e[0], html.escape(e[1]), mark=e[2] if len(e) > 2 else "square")
+    items = [f'<span style="white-space:nowrap">'
+             f'{style.swatch_html(e[0], html.escape(e[1]), mark=e[2] if len(e) > 2 else "square")}</span>'
              for e in entries]
     label.setText("&nbsp;&nbsp;&nbsp; ".join(items))
 
@@ -113,16 +125,40 @@ def token_label(text: str, limit: int = 6) -> str:
 
 def set_token_ticks(plot: pg.PlotItem, labels: list[str]) -> None:
     """Token labels on the bottom and left axes of a matrix plot (cell i spans [i, i+1)) where a
-    cell is wide enough to hold one; pyqtgraph's numeric ticks otherwise."""
+    cell is wide enough on screen to hold one; pyqtgraph's numeric ticks otherwise."""
     n = len(labels)
     vb = plot.getViewBox()
-    cell_px = min(vb.width(), vb.height()) / max(n, 1)
-    short = [token_label(t, 4) for t in labels]
+    (x0, x1), (y0, y1) = vb.viewRange()
+    cell_w = vb.width() / max(x1 - x0, 1e-9)
+    cell_h = vb.height() / max(y1 - y0, 1e-9)
     metrics = QFontMetrics(style.tick_font())
-    widest = max((metrics.horizontalAdvance(s) for s in short), default=0) + 4
-    ticks = [[(i + 0.5, s) for i, s in enumerate(short)]]
-    plot.getAxis("bottom").setTicks(ticks if n and cell_px >= max(8.0, widest) else None)
-    plot.getAxis("left").setTicks(ticks if n and cell_px >= metrics.height() else None)
+    if max(cell_w, cell_h) >= 8.0:  # a label might fit: measure them
+        short = [token_label(t, 4) for t in labels]
+        widest = max((metrics.horizontalAdvance(s) for s in short), default=0) + 4
+        tokens = [[(i + 0.5, s) for i, s in enumerate(short)]]
+    else:
+        widest, tokens = float("inf"), None
+    digits = metrics.horizontalAdvance(str(max(n - 1, 0))) + 8
+
+    def numbered(cell_px: float, need: float) -> list:
+        """Position numbers at cell centres, every `stride` cells so they do not collide."""
+        stride = next((s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if s * cell_px >= need), 2000)
+        return [[(i + 0.5, str(i)) for i in range(0, n, stride)]]
+
+    plot.getAxis("bottom").setTicks(tokens if cell_w >= max(8.0, widest) else numbered(cell_w, digits))
+    plot.getAxis("left").setTicks(tokens if cell_h >= metrics.height() else numbered(cell_h, metrics.height() + 4))
+
+
+_upper: np.ndarray = np.zeros((0, 0), dtype=bool)
+
+
+def upper_mask(n: int) -> np.ndarray:
+    """Bool [n, n], True strictly above the diagonal (the future), sliced from one cached matrix."""
+    global _upper
+    if _upper.shape[0] < n:
+        size = max(n, 256, 2 * _upper.shape[0])
+        _upper = np.triu(np.ones((size, size), dtype=bool), 1)
+    return _upper[:n, :n]
 
 
 def engine_step(history: RunHistory, engine: str, step: int) -> int:

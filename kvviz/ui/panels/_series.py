@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QVBoxLayout
 
 from kvviz.ui import style
@@ -130,8 +131,10 @@ class SeriesPanel(Panel):
             for order, engine in enumerate(engines):
                 pen = style.engine_pen(engine, order, width=2.0)
                 if spec.dashed:
+                    pen.setWidthF(1.0)  # see style.engine_pen: wide dashed pens are slow
                     pen.setDashPattern([5, 3])
                 curve = pg.PlotDataItem(pen=pen)
+                curve.setZValue(2 if pen.style() != Qt.PenStyle.SolidLine else 1)
                 plot.addItem(curve)
                 self._curves[(spec.key, engine)] = curve
 

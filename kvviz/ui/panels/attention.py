@@ -6,6 +6,8 @@ outlined. Reads StepTrace.attn_weights only.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
@@ -14,42 +16,74 @@ from PySide6.QtWidgets import QComboBox, QGraphicsRectItem, QHBoxLayout, QLabel,
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import canvas, engine_step, sequence_labels, set_token_ticks
+from kvviz.ui.panels._plots import canvas, engine_step, sequence_labels, set_token_ticks, upper_mask
 from kvviz.ui.panels.base import Panel
 
-# Background behind the weights (which are NaN where there is nothing to show).
-_BG_NONE, _BG_MASKED = 0, 1
-_BG_LUT = style.lookup_table([style.CELL_COLORS["empty"], style.CELL_COLORS["masked"]])
+# The weights are drawn as one indexed uint8 image (pyqtgraph's fast Indexed8 path, no NaN
+# handling per pixel): codes 0..253 are the colour map from 0 to the largest weight shown,
+# 254 a cell not recorded yet, 255 a masked (future) cell.
+_LEVELS = 254
+_UNKNOWN, _MASKED = 254, 255
+_CMAP = pg.colormap.get("viridis")
+_LUT = np.concatenate([
+    _CMAP.getLookupTable(0.0, 1.0, _LEVELS, alpha=True).astype(np.uint8),
+    style.lookup_table([style.CELL_COLORS["empty"], style.CELL_COLORS["masked"]])[:2],
+])
 
 
 def accumulate(traces: list[StepTrace]) -> tuple[np.ndarray, np.ndarray]:
     """(weights float32 [n, n] with NaN where unknown or masked, filled bool [n]) from steps 0..last.
 
     Each row comes from the latest step that computed it; n is the last step's sequence length.
+    The causal mask (row i sees keys 0..i) is applied once to the whole matrix.
     """
-    last = traces[-1]
-    n = last.pos_stop
+    n = traces[-1].pos_stop
     out = np.full((n, n), np.nan, dtype=np.float32)
     filled = np.zeros(n, dtype=bool)
+    lowest = n  # rows lowest..n-1 are filled: engines compute a contiguous block ending at pos_stop
     for trace in reversed(traces):
         w = trace.attn_weights
-        if w is None:
+        if w is None or trace.pos_start >= lowest:
             continue
-        a, b = trace.pos_start, trace.pos_stop
-        rows = np.arange(a, b)
-        new = ~filled[a:b]
-        if not new.any():
-            continue
+        a, b = trace.pos_start, min(trace.pos_stop, lowest)
         kv = min(w.shape[1], n)
-        block = w[: b - a, :kv].astype(np.float32, copy=True)
-        mask = trace.mask
-        if mask is not None and mask.shape == w.shape:
-            block[~mask[:, :kv]] = np.nan
-        out[rows[new], :kv] = block[new]
+        out[a:b, :kv] = w[: b - a, :kv]
         filled[a:b] = True
-        if filled.all():
+        lowest = a
+        if lowest == 0:
             break
+    out[upper_mask(n)] = np.nan
     return out, filled
+
+
+def _pool_fmax(weights: np.ndarray, factor: int) -> np.ndarray:
+    """Shrink by `factor` keeping each block's largest weight (NaN only where all are NaN)."""
+    n = weights.shape[0]
+    m = -(-n // factor)
+    if m * factor != n:
+        padded = np.full((m * factor, m * factor), np.nan, dtype=weights.dtype)
+        padded[:n, :n] = weights
+        weights = padded
+    rows = weights[0::factor].copy()
+    for i in range(1, factor):
+        np.fmax(rows, weights[i::factor], out=rows)
+    out = rows[:, 0::factor].copy()
+    for i in range(1, factor):
+        np.fmax(out, rows[:, i::factor], out=out)
+    return out
+
+
+def to_codes(weights: np.ndarray, top: float, factor: int = 1) -> np.ndarray:
+    """uint8 image of `weights` for the indexed colour table (pooled by `factor` when > 1)."""
+    shown = _pool_fmax(weights, factor) if factor > 1 else weights
+    m = shown.shape[0]
+    with np.errstate(invalid="ignore"):
+        codes = np.clip(shown * ((_LEVELS - 1) / max(top, 1e-12)), 0, _LEVELS - 1)
+    unknown = np.isnan(shown)
+    codes = np.nan_to_num(codes, nan=0).astype(np.uint8)
+    codes[unknown] = _UNKNOWN
+    codes[upper_mask(m)] = _MASKED  # a block wholly above the diagonal
+    return codes
 
 
 class AttentionPanel(Panel):
@@ -77,19 +111,18 @@ class AttentionPanel(Panel):
         self._plot.getViewBox().setDefaultPadding(0.0)
         style.style_plot(self._plot, left=self.tr("query position"), bottom=self.tr("key position"))
         self._plot.showGrid(x=False, y=False)
-        self._background = pg.ImageItem(axisOrder="row-major")
         self._image = pg.ImageItem(axisOrder="row-major")
-        self._plot.addItem(self._background)
         self._plot.addItem(self._image)
         self._outline = QGraphicsRectItem()
-        self._outline.setPen(pg.mkPen("#d62728", width=2, cosmetic=True))
+        self._outline.setPen(pg.mkPen(style.STEP_OUTLINE, width=2, cosmetic=True))
         self._outline.setZValue(20)
         self._plot.addItem(self._outline, ignoreBounds=True)
-        self._colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=pg.colormap.get("viridis"),
-                                         interactive=False, width=14, label=self.tr("weight"))
-        self._colorbar.setImageItem(self._image, insert_in=self._plot)
+        self._colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=_CMAP, interactive=False, width=14,
+                                         label=self.tr("weight"))
         self._colorbar.axis.setTickFont(style.tick_font())
+        self._canvas.addItem(self._colorbar, row=0, col=1)
         self._plot.getViewBox().sigResized.connect(self._refresh_ticks)
+        self._plot.getViewBox().sigRangeChanged.connect(self._refresh_ticks)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -134,7 +167,6 @@ class AttentionPanel(Panel):
         self._engine_box.clear()
         self._engine_box.blockSignals(False)
         self._image.clear()
-        self._background.clear()
         self._outline.hide()
         self._plot.setTitle("")
         self._caption.setText("")
@@ -159,7 +191,6 @@ class AttentionPanel(Panel):
         if not engine:
             self._engine = ""
             self._image.clear()
-            self._background.clear()
             self._outline.hide()
             self._caption.setText(self.tr("No attention weights recorded in this run."))
             return
@@ -170,14 +201,13 @@ class AttentionPanel(Panel):
         weights, filled = accumulate(traces)
         self._weights = weights
         n = weights.shape[0]
-        rows = np.arange(n)[:, None]
-        background = np.where(np.arange(n)[None, :] > rows, _BG_MASKED, _BG_NONE).astype(np.uint8)
-        self._background.setImage(background, autoLevels=False, levels=None, lut=_BG_LUT)
-        self._background.setRect(0, 0, n, n)
-        top = float(np.nanmax(weights)) if filled.any() else 1.0
-        self._image.setImage(weights, autoLevels=False, levels=(0.0, max(top, 1e-6)))
-        self._image.setRect(0, 0, n, n)
-        self._colorbar.setLevels((0.0, max(top, 1e-6)))
+        top = max(float(np.nanmax(weights)), 1e-6) if filled.any() else 1.0
+        vb = self._plot.getViewBox()
+        factor = max(1, math.ceil(n / max(64, int(min(vb.width(), vb.height())))))
+        codes = to_codes(weights, top, factor)
+        self._image.setImage(codes, autoLevels=False, levels=None, lut=_LUT)
+        self._image.setRect(0, 0, codes.shape[1] * factor, codes.shape[0] * factor)
+        self._colorbar.setLevels((0.0, top))
         self._outline.setRect(QRectF(0, current.pos_start, n, current.pos_stop - current.pos_start))
         self._outline.show()
         order = list(history.engines).index(engine)

@@ -32,4 +32,4 @@ class LatencyPanel(SeriesPanel):
         decode = [t.latency_ms for t in history.upto(engine, step) if t.phase == "decode"]
         if not decode:
             return engine
-        return self.tr("{engine}: {ms:.2f} ms per decode step").format(engine=engine, ms=sum(decode) / len(decode))
+        return self.tr("{engine}: {ms:.2f} ms/decode step").format(engine=engine, ms=sum(decode) / len(decode))

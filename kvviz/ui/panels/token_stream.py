@@ -16,6 +16,7 @@ from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel
 
 _ZEBRA = ("#eaf2fb", "#fdf3e1")  # alternate backgrounds: one token per step, boundaries visible
+_ZEBRA_MAX = 400  # beyond this many steps, one span per run of tokens keeps setHtml fast
 
 
 def _token_html(text: str) -> str:
@@ -40,6 +41,7 @@ class TokenStreamPanel(Panel):
         layout.addWidget(self._view)
         self._plain: dict[str, str] = {}
         self._highlighted: dict[str, str] = {}
+        self._bodies: dict[tuple[str, str], list[str]] = {}  # each token's HTML, made once per run
         self.setToolTip(self.help_text())
 
     def title(self) -> str:
@@ -64,6 +66,7 @@ class TokenStreamPanel(Panel):
         self._view.clear()
         self._plain.clear()
         self._highlighted.clear()
+        self._bodies.clear()
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = [e for e in history.engines if history.traces.get(e)]
@@ -73,26 +76,33 @@ class TokenStreamPanel(Panel):
         prompt_labels = list(history.info.prompt_labels) or [str(i) for i in history.info.prompt_ids]
         prompt_html = "".join(_token_html(t) for t in prompt_labels)
         reference = history.token_ids(engines[0])
+        if any(key[0] != history.info.run_id for key in self._bodies):
+            self._bodies.clear()  # a new run
         blocks = []
         self._plain.clear()
         self._highlighted.clear()
         for order, engine in enumerate(engines):
             traces = history.traces[engine]
             k = engine_step(history, engine, step)
-            parts = []
-            for t in traces:
-                body = _token_html(t.token_text)
+            zebra = len(traces) <= _ZEBRA_MAX
+            runs: list[tuple[str, list[str]]] = []  # (css, bodies): equal neighbours share one span
+            bodies = self._bodies.setdefault((history.info.run_id, engine), [])
+            bodies.extend(_token_html(t.token_text) for t in traces[len(bodies):])
+            for t, body in zip(traces, bodies):
                 differs = t.step < len(reference) and t.token_id != reference[t.step]
-                css = []
                 if t.step == k:
-                    css.append(f"background:{style.HIGHLIGHT}; font-weight:bold")
+                    css = f"background:{style.HIGHLIGHT}; font-weight:bold"
                 elif t.step > k:
-                    css.append(f"color:{style.MUTED_TEXT}")
+                    css = f"color:{style.MUTED_TEXT}"
                 else:
-                    css.append(f"background:{_ZEBRA[t.step % 2]}")
+                    css = f"background:{_ZEBRA[t.step % 2]}" if zebra else ""
                 if differs:
-                    css.append("text-decoration:underline; color:#c62828")
-                parts.append(f'<span style="{"; ".join(css)}">{body}</span>')
+                    css += "; text-decoration:underline; color:#c62828"
+                if runs and runs[-1][0] == css and t.step != k:
+                    runs[-1][1].append(body)
+                else:
+                    runs.append((css, [body]))
+            parts = [f'<span style="{css}">{"".join(bodies)}</span>' for css, bodies in runs]
             current = traces[k]
             self._plain[engine] = "".join(prompt_labels) + "".join(t.token_text for t in traces[: k + 1])
             self._highlighted[engine] = current.token_text

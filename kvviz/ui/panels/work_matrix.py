@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QGraphicsRectItem, QVBoxLayout
 
 from kvviz.trace import StepTrace
 from kvviz.ui import style
@@ -28,6 +28,21 @@ _GRID_MAX = 64  # up to this many positions each cell is drawn as a tile with a 
 _TILE = 8
 
 
+_templates: dict[str, np.ndarray] = {}
+
+
+def _template(name: str, n: int) -> np.ndarray:
+    """Cached [N, N] uint8 (N >= n) patterns that depend only on (row, column), sliced per step:
+    "idle": EMPTY on and below the diagonal, MASKED above; "cap": 255 on and below, MASKED above."""
+    t = _templates.get(name)
+    if t is None or t.shape[0] < n:
+        size = max(n, 256, 2 * (t.shape[0] if t is not None else 0))
+        upper = np.triu(np.ones((size, size), dtype=bool), 1)
+        t = np.where(upper, np.uint8(MASKED), np.uint8(EMPTY if name == "idle" else 255))
+        _templates[name] = t
+    return t
+
+
 def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
     """uint8 [n, n] kinds of the cells at this step, n = positions in the sequence so far.
 
@@ -39,20 +54,23 @@ def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
     """
     a, b = trace.pos_start, trace.pos_stop
     n = b
-    cols = np.arange(n)
     kinds = np.empty((n, n), dtype=np.uint8)
-    if a:
-        idle = kinds[:a]
-        idle[...] = EMPTY
-        idle[cols[None, :] > cols[:a, None]] = MASKED
+    kinds[:a] = _template("idle", n)[:a, :n]
     # Per key column: where its K/V came from this step.
     col_kind = np.full(n, COMPUTED, dtype=np.uint8)
     col_kind[:a] = CACHED
     col_kind[a:min(prev_stop, n)] = RECOMPUTED
-    mask = trace.mask
-    if mask is None or mask.shape != (b - a, n):
-        mask = cols[None, :] <= np.arange(a, b)[:, None]  # the chapter's causal rule, offset by a
-    np.copyto(kinds[a:b], np.where(mask, col_kind[None, :], np.uint8(MASKED)))
+    spec = trace.mask_spec
+    if spec is None or (spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a):
+        # The chapter's causal mask, offset by pos_start: every kind is >= CACHED > MASKED, so one
+        # elementwise minimum against the cached pattern masks the future (fast at 2048 tokens).
+        np.minimum(col_kind[None, :], _template("cap", n)[a:b, :n], out=kinds[a:b])
+    else:
+        mask = trace.mask
+        if mask.shape != (b - a, n):
+            raise ValueError(f"{trace.engine} step {trace.step}: mask {mask.shape} does not cover "
+                             f"positions {a}..{b}")
+        np.copyto(kinds[a:b], np.where(mask, col_kind[None, :], np.uint8(MASKED)))
     return kinds
 
 
@@ -62,9 +80,18 @@ def pool_max(kinds: np.ndarray, factor: int) -> np.ndarray:
         return kinds
     n = kinds.shape[0]
     m = -(-n // factor)
-    padded = np.zeros((m * factor, m * factor), dtype=kinds.dtype)
-    padded[:n, :n] = kinds
-    return padded.reshape(m, factor, m, factor).max(axis=(1, 3))
+    if m * factor != n:
+        padded = np.zeros((m * factor, m * factor), dtype=kinds.dtype)
+        padded[:n, :n] = kinds
+        kinds = padded
+    # Strided maxima (factor passes over memory) beat a reshape-reduce over a short last axis.
+    rows = kinds[0::factor].copy()
+    for i in range(1, factor):
+        np.maximum(rows, kinds[i::factor], out=rows)
+    out = rows[:, 0::factor].copy()
+    for i in range(1, factor):
+        np.maximum(out, rows[:, i::factor], out=out)
+    return out
 
 
 class _EngineView:
@@ -81,6 +108,15 @@ class _EngineView:
         for line in (self.prompt_v, self.prompt_h):
             line.setZValue(10)
             plot.addItem(line, ignoreBounds=True)
+        # The rows computed this step, framed: at 2048 tokens one row is thinner than a pixel.
+        self.outline = QGraphicsRectItem()
+        self.outline.setPen(pg.mkPen(style.STEP_OUTLINE, width=2, cosmetic=True))
+        self.outline.setZValue(20)
+        plot.addItem(self.outline, ignoreBounds=True)
+        self.row_label = pg.TextItem(color=style.STEP_OUTLINE, anchor=(1, 1))
+        self.row_label.setFont(style.tick_font())
+        self.row_label.setZValue(21)
+        plot.addItem(self.row_label, ignoreBounds=True)
         self.kinds = np.zeros((0, 0), dtype=np.uint8)
         self.labels: list[str] = []
         self.n_prompt = 0
@@ -118,7 +154,8 @@ class WorkMatrixPanel(Panel):
             "selected step. Naive recomputes every row's K/V each step although they never change "
             "(red); a cache computes one new row (gold) and reads the other keys from memory (blue). "
             "The scores of the new row against every key are still computed: the cache saves the K/V "
-            "projections, not the attention itself. Dotted lines mark the end of the prompt.")
+            "projections, not the attention itself. The frame marks the rows computed at this step; "
+            "dotted lines mark the end of the prompt.")
 
     # -- data ---------------------------------------------------------------------------------
     def cell_kinds(self, engine: str) -> np.ndarray:
@@ -146,12 +183,13 @@ class WorkMatrixPanel(Panel):
             plot.hideButtons()
             plot.setMenuEnabled(False)
             plot.invertY(True)
-            plot.setAspectLocked(True)
+            # Not aspect-locked: the grid of engines fills the panel and the axes start at 0.
             plot.getViewBox().setDefaultPadding(0.0)
             style.style_plot(plot, left=self.tr("query position"), bottom=self.tr("key position"))
             plot.showGrid(x=False, y=False)
             view = _EngineView(plot)
             plot.getViewBox().sigResized.connect(lambda *_a, v=view: self._on_resized(v))
+            plot.getViewBox().sigRangeChanged.connect(lambda *_a, v=view: self._update_ticks(v))
             self._views[engine] = view
         self._relayout(force=True)
 
@@ -193,6 +231,12 @@ class WorkMatrixPanel(Panel):
             view.n_prompt = n_prompt
             view.labels = sequence_labels(history, engine, trace.pos_stop)
             self._draw_image(view)
+            view.outline.setRect(QRectF(0, trace.pos_start, trace.pos_stop, trace.pos_stop - trace.pos_start))
+            # Name the frame when the rows it holds are too thin to see (long sequences).
+            rows_px = (trace.pos_stop - trace.pos_start) * view.plot.getViewBox().height() / max(trace.pos_stop, 1)
+            view.row_label.setText(self.tr("rows computed at this step \u25be"))
+            view.row_label.setPos(trace.pos_stop, trace.pos_start)
+            view.row_label.setVisible(rows_px < 6)
             self._set_title(view, engine, order, trace, prev_stop)
             for line in (view.prompt_v, view.prompt_h):
                 line.setPos(n_prompt)

@@ -1,0 +1,314 @@
+"""Panels drawn from a real run of all four engines (tiny-random, CPU): what each shows is checked
+against an independent count from the traces, and each renders a non-blank image.
+
+Grabs are saved to /tmp/kvviz_panels/ for a human to look at.
+"""
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
+from kvviz.ui.history import RunHistory, RunInfo
+
+ENGINES = ("naive", "concat", "static", "paged")
+PROMPT = "KV cache demo"  # 13 byte tokens
+NEW_TOKENS = 8
+BLOCK_SIZE = 4
+DECODE_STEP = 5
+GRAB_DIR = Path("/tmp/kvviz_panels")
+
+
+@pytest.fixture(scope="module")
+def history(tiny_random, byte_tokenizer) -> RunHistory:
+    from kvviz.config import TraceOptions
+    from kvviz.engines import make_engine
+
+    tok = byte_tokenizer
+    ids = tok.encode(PROMPT)
+    cfg = tiny_random.cfg
+    info = RunInfo(run_id="r", model_name=cfg.name, prompt=PROMPT, prompt_ids=tuple(ids),
+                   prompt_labels=tuple(tok.token_text(i) for i in ids), engines=ENGINES,
+                   max_new_tokens=NEW_TOKENS, n_layer=cfg.n_layer, n_head=cfg.n_head,
+                   n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
+                   kv_bytes_per_token=cfg.kv_bytes_per_token(), block_size=BLOCK_SIZE)
+    hist = RunHistory()
+    hist.reset(info)
+    runs = {k: make_engine(k, tiny_random, block_size=BLOCK_SIZE).generate(
+        ids, NEW_TOKENS, trace=TraceOptions(weights_layer=0), run_id="r", token_text=tok.token_text)
+        for k in ENGINES}
+    for _ in range(NEW_TOKENS):  # lockstep, as the window's compare mode records them
+        for k in ENGINES:
+            hist.add(next(runs[k]))
+    return hist
+
+
+def make_panel(qtbot, key: str):
+    from kvviz.ui.panels import PANELS
+
+    module, cls = dict(PANELS)[key].split(":")
+    panel = getattr(importlib.import_module(module), cls)()
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    return panel
+
+
+def grab_distinct_colours(panel, name: str) -> int:
+    from PySide6.QtGui import QImage
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()
+    pixmap = panel.grab()
+    GRAB_DIR.mkdir(parents=True, exist_ok=True)
+    pixmap.save(str(GRAB_DIR / f"{name}.png"))
+    image = pixmap.toImage().convertToFormat(QImage.Format.Format_RGB32)
+    arr = np.frombuffer(image.constBits(), dtype=np.uint32, count=image.sizeInBytes() // 4)
+    return len(np.unique(arr))
+
+
+# -- every panel -----------------------------------------------------------------------------------
+def panel_keys() -> list[str]:
+    from kvviz.ui.panels import PANELS
+
+    return [k for k, _ in PANELS]
+
+
+def test_registry_lists_the_eight_panels():
+    assert panel_keys() == ["token_stream", "work_matrix", "recompute", "attention", "latency", "bytes",
+                            "cache_memory", "summary"]
+
+
+@pytest.mark.parametrize("key", panel_keys())
+@pytest.mark.parametrize("step", [0, DECODE_STEP])
+def test_panel_renders_a_real_run(qtbot, history, key, step):
+    from kvviz.ui.panels.base import Panel
+
+    panel = make_panel(qtbot, key)
+    assert isinstance(panel, Panel) and panel.key == key
+    assert panel.title() and len(panel.help_text()) > 40
+    panel.show_step(history, step)
+    assert grab_distinct_colours(panel, f"{key}_step{step}") > 8
+
+
+@pytest.mark.parametrize("key", panel_keys())
+def test_panel_survives_clear_and_an_empty_history(qtbot, history, key):
+    panel = make_panel(qtbot, key)
+    panel.show_step(RunHistory(), 0)
+    panel.show_step(history, DECODE_STEP)
+    panel.clear()
+    panel.show_step(history, 10_000)  # past the end: each engine clamps to its last step
+    empty = RunHistory()
+    empty.reset(RunInfo(run_id="x", engines=ENGINES))
+    panel.show_step(empty, 0)
+
+
+def test_panels_import_without_torch():
+    from kvviz.ui.panels import PANELS
+
+    mods = ", ".join(spec.split(":")[0] for _key, spec in PANELS)
+    code = (f"import sys, {mods}; bad = [m for m in sys.modules if m.split('.')[0] == 'torch' "
+            "or m.startswith(('kvviz.engines', 'kvviz.caches', 'kvviz.models'))]; "
+            "print(bad); raise SystemExit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- work matrix -----------------------------------------------------------------------------------
+def test_work_matrix_at_prefill_every_engine_computes_the_prompt_triangle(qtbot, history):
+    from kvviz.ui.panels.work_matrix import COMPUTED, MASKED
+
+    panel = make_panel(qtbot, "work_matrix")
+    panel.show_step(history, 0)
+    n = len(history.info.prompt_ids)
+    lower = np.tril(np.ones((n, n), dtype=bool))
+    for engine in ENGINES:
+        kinds = panel.cell_kinds(engine)
+        assert kinds.shape == (n, n)
+        assert (kinds[lower] == COMPUTED).all() and (kinds[~lower] == MASKED).all()
+        assert panel.worked_rows(engine).all()
+
+
+def test_work_matrix_at_decode_naive_recomputes_every_row_caches_compute_one(qtbot, history):
+    from kvviz.ui.panels.work_matrix import CACHED, COMPUTED, EMPTY, MASKED, RECOMPUTED
+
+    panel = make_panel(qtbot, "work_matrix")
+    panel.show_step(history, DECODE_STEP)
+    n = len(history.info.prompt_ids) + DECODE_STEP  # positions whose K/V exist at this step
+    lower = np.tril(np.ones((n, n), dtype=bool))
+    for engine in ENGINES:
+        kinds = panel.cell_kinds(engine)
+        assert kinds.shape == (n, n)
+        assert (kinds[~lower] == MASKED).all()
+        assert kinds[n - 1, n - 1] == COMPUTED and (kinds == COMPUTED).sum() == 1  # the one new K/V
+        worked = panel.worked_rows(engine)
+        if engine == "naive":
+            assert worked.all()
+            assert (kinds[lower] != EMPTY).all() and (kinds == RECOMPUTED).sum() == lower.sum() - 1
+            assert not (kinds == CACHED).any()
+        else:
+            assert worked.sum() == 1 and worked[-1]
+            assert (kinds[n - 1, : n - 1] == CACHED).all()
+            assert (kinds[: n - 1][lower[: n - 1]] == EMPTY).all()
+            assert not (kinds == RECOMPUTED).any()
+
+
+def test_work_matrix_classify_without_a_mask_uses_the_causal_rule():
+    from kvviz.ui.panels.work_matrix import CACHED, COMPUTED, MASKED, classify
+
+    trace = StepTrace(run_id="r", engine="x", step=3, phase="decode", token_id=1, token_text="a", pos_start=4,
+                      pos_stop=6, cache_len=6, cache_capacity=8, cache_bytes=0, bytes_copied=0,
+                      bytes_written=0, bytes_gathered=0, kv_projections=2, latency_ms=1.0)
+    kinds = classify(trace, prev_stop=4)  # a two-token step (speculative-style): rows 4 and 5
+    assert kinds[4].tolist() == [CACHED] * 4 + [COMPUTED, MASKED]
+    assert kinds[5].tolist() == [CACHED] * 4 + [COMPUTED, COMPUTED]
+
+
+def test_work_matrix_at_2048_tokens_is_one_pooled_image_per_engine(qtbot):
+    import pyqtgraph as pg
+
+    from kvviz.ui.panels.work_matrix import COMPUTED, pool_max
+
+    n = 2048
+    info = RunInfo(run_id="big", prompt_ids=tuple(range(16)), engines=("naive", "static"), max_new_tokens=n - 15)
+    hist = RunHistory()
+    hist.reset(info)
+    for engine in info.engines:
+        for step in range(n - 15):
+            stop = 16 + step
+            start = 0 if engine == "naive" or step == 0 else stop - 1
+            hist.add(StepTrace(run_id="big", engine=engine, step=step, phase="prefill" if step == 0 else "decode",
+                               token_id=65, token_text="A", pos_start=start, pos_stop=stop, cache_len=0,
+                               cache_capacity=0, cache_bytes=0, bytes_copied=0, bytes_written=0,
+                               bytes_gathered=0, kv_projections=stop - start, latency_ms=1.0,
+                               mask_spec=MaskSpec(q_len=stop - start, kv_len=stop, past_len=start)))
+    panel = make_panel(qtbot, "work_matrix")
+    panel.show_step(hist, n)
+    for engine in info.engines:
+        assert panel.cell_kinds(engine).shape == (n, n)  # the last step sees 2048 positions
+        images = [i for i in panel._views[engine].plot.items if isinstance(i, pg.ImageItem)]
+        assert len(images) == 1
+        shown = images[0].image
+        assert shown.shape[0] < 1000  # pooled to the view's pixels, not 2048 rows
+        assert (shown[-1] == COMPUTED).any()  # the one new row survives the pooling
+    assert pool_max(np.eye(5, dtype=np.uint8) * COMPUTED, 2).tolist() == [[4, 0, 0], [0, 4, 0], [0, 0, 4]]
+
+
+# -- recompute -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("step", [0, DECODE_STEP, NEW_TOKENS - 1])
+def test_recompute_counts_equal_an_independent_count(qtbot, history, step):
+    panel = make_panel(qtbot, "recompute")
+    panel.show_step(history, step)
+    for engine in ENGINES:
+        expected = {}
+        for trace in history.upto(engine, step):
+            for pos in range(trace.pos_start, trace.pos_stop):
+                expected[pos] = expected.get(pos, 0) + 1
+        counts = panel.counts(engine)
+        assert counts.tolist() == [expected[p] for p in range(len(expected))]
+        if engine == "naive":
+            assert counts[0] == step + 1  # every step recomputed position 0
+        else:
+            assert (counts == 1).all()
+
+
+# -- attention -------------------------------------------------------------------------------------
+def test_attention_cached_rows_accumulate_to_naives_matrix(qtbot, history):
+    panel = make_panel(qtbot, "attention")
+    panel.show_step(history, DECODE_STEP)
+    assert panel.engine() == "naive"
+    naive = panel.weights()
+    trace = history.at("naive", DECODE_STEP)
+    expected = np.where(trace.mask, trace.attn_weights, np.nan)
+    np.testing.assert_allclose(naive, expected, atol=1e-6)
+    for engine in ("concat", "static", "paged"):
+        panel.set_engine(engine)
+        assert panel.engine() == engine
+        weights = panel.weights()
+        assert np.isfinite(weights).sum() == np.isfinite(naive).sum()  # the whole triangle, filled in
+        np.testing.assert_allclose(weights, naive, atol=1e-4)
+
+
+# -- latency and bytes -----------------------------------------------------------------------------
+def test_latency_curves_hold_every_step(qtbot, history):
+    panel = make_panel(qtbot, "latency")
+    panel.show_step(history, DECODE_STEP)
+    for engine in ENGINES:
+        ms = [t.latency_ms for t in history.traces[engine]]
+        assert len(panel.curve("step", engine)) == NEW_TOKENS
+        np.testing.assert_allclose(panel.curve("step", engine), ms)
+        np.testing.assert_allclose(panel.curve("total", engine), np.cumsum(ms))
+    panel.set_log_scale(True)
+    panel.show_step(history, 0)
+
+
+def test_bytes_curves_concat_grows_static_and_paged_copy_nothing(qtbot, history):
+    panel = make_panel(qtbot, "bytes")
+    panel.set_log_scale(True)
+    panel.show_step(history, DECODE_STEP)
+    assert grab_distinct_colours(panel, "bytes_log") > 8
+    for engine in ENGINES:
+        assert panel.curve("copied", engine).tolist() == [t.bytes_copied for t in history.traces[engine]]
+        assert panel.curve("gathered_total", engine).tolist() == list(
+            np.cumsum([t.bytes_gathered for t in history.traces[engine]]))
+    concat = panel.curve("copied", "concat")
+    assert (np.diff(concat[1:]) > 0).all()  # a longer history to copy every step
+    assert not panel.curve("copied", "static").any() and not panel.curve("copied", "paged").any()
+    assert panel.curve("gathered", "paged").all()
+
+
+# -- cache memory ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("step", [0, DECODE_STEP])
+def test_cache_memory_block_pool_matches_the_block_table(qtbot, history, step):
+    from kvviz.ui.panels.cache_memory import FREE, NEW, USED, WASTED
+
+    panel = make_panel(qtbot, "cache_memory")
+    panel.show_step(history, step)
+    trace = history.at("paged", step)
+    pool = panel.pool()
+    assert panel.block_table() == trace.block_table
+    assert pool.shape == (-(-(len(PROMPT) + NEW_TOKENS) // BLOCK_SIZE), BLOCK_SIZE)
+    held = np.isin(pool, (USED, NEW)).sum()
+    assert held == trace.cache_len
+    assert (pool == NEW).sum() == trace.pos_stop - trace.pos_start
+    assert (pool == WASTED).sum() == trace.cache_capacity - trace.cache_len
+    free = [b for b in range(pool.shape[0]) if b not in trace.block_table]
+    assert (pool[free] == FREE).all()
+    assert panel.curve("bytes", "static").tolist() == [t.cache_bytes for t in history.traces["static"]]
+
+
+# -- summary ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("step", [0, DECODE_STEP, NEW_TOKENS - 1])
+def test_summary_values_equal_run_summary(qtbot, history, step):
+    panel = make_panel(qtbot, "summary")
+    panel.show_step(history, step)
+    values = panel.table_values()
+    assert list(values) == list(ENGINES)
+    naive = RunSummary.from_traces(history.upto("naive", step))
+    for engine in ENGINES:
+        s = RunSummary.from_traces(history.upto(engine, step))
+        row = values[engine]
+        assert row["total_ms"] == pytest.approx(s.total_ms)
+        assert row["tokens_per_s"] == pytest.approx(s.tokens_per_s)
+        assert row["speedup_vs_naive"] == pytest.approx(speedup(s, naive))
+        assert (row["kv_projections"], row["bytes_copied"], row["bytes_written"], row["bytes_gathered"],
+                row["peak_cache_bytes"]) == (s.kv_projections, s.bytes_copied, s.bytes_written,
+                                             s.bytes_gathered, s.peak_cache_bytes)
+    assert values["naive"]["speedup_vs_naive"] == pytest.approx(1.0)
+
+
+# -- token stream ----------------------------------------------------------------------------------
+def test_token_stream_shows_text_so_far_and_highlights_the_step(qtbot, history):
+    panel = make_panel(qtbot, "token_stream")
+    panel.show_step(history, DECODE_STEP)
+    for engine in ENGINES:
+        traces = history.traces[engine]
+        assert panel.plain_text(engine) == "".join(history.info.prompt_labels) + "".join(
+            t.token_text for t in traces[: DECODE_STEP + 1])
+        assert panel.highlighted(engine) == traces[DECODE_STEP].token_text
