@@ -312,3 +312,20 @@ def test_token_stream_shows_text_so_far_and_highlights_the_step(qtbot, history):
         assert panel.plain_text(engine) == "".join(history.info.prompt_labels) + "".join(
             t.token_text for t in traces[: DECODE_STEP + 1])
         assert panel.highlighted(engine) == traces[DECODE_STEP].token_text
+
+
+def test_token_stream_underlines_a_token_that_differs_from_the_first_engine(qtbot, history):
+    import dataclasses
+
+    forked = RunHistory()
+    forked.reset(history.info)
+    for step in range(NEW_TOKENS):
+        for engine in ENGINES:
+            trace = history.at(engine, step)
+            if engine == "paged" and step == 3:
+                trace = dataclasses.replace(trace, token_id=trace.token_id ^ 1, token_text="\u00a7")
+            forked.add(trace)
+    panel = make_panel(qtbot, "token_stream")
+    panel.show_step(forked, DECODE_STEP)
+    html = panel._view.toHtml()
+    assert html.count("underline") == 1 and "\u00a7" in panel.plain_text("paged")

@@ -17,7 +17,7 @@ from kvviz.bench import fmt_bytes
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["BytesAxis", "canvas", "engine_step", "fmt_bytes", "legend_row", "new_legend", "sequence_labels",
+__all__ = ["BytesAxis", "canvas", "engine_step", "fmt_bytes", "legend_row", "sequence_labels",
            "series", "set_legend", "set_token_ticks", "step_line", "token_label"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
@@ -95,14 +95,6 @@ def set_legend(label: QLabel, entries: list[tuple[str, str]] | list[tuple[str, s
              f'{style.swatch_html(e[0], html.escape(e[1]), mark=e[2] if len(e) > 2 else "square")}</span>'
              for e in entries]
     label.setText("&nbsp;&nbsp;&nbsp; ".join(items))
-
-
-def new_legend(plot: pg.PlotItem, offset: tuple[int, int] = (8, 8)) -> pg.LegendItem:
-    """An in-plot legend (top left by default; a negative x offset puts it at the right)."""
-    legend = plot.addLegend(offset=offset, labelTextColor=style.PLOT_FOREGROUND, labelTextSize="9pt")
-    legend.setBrush(pg.mkBrush(255, 255, 255, 210))
-    legend.setPen(pg.mkPen("#c8c8c8"))
-    return legend
 
 
 def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QVBoxLayout
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import canvas, engine_step, new_legend
+from kvviz.ui.panels._plots import canvas, engine_step, legend_row, set_legend
 from kvviz.ui.panels.base import Panel
 
 
@@ -37,17 +37,18 @@ class RecomputePanel(Panel):
         self._plot = self._canvas.addPlot()
         self._plot.hideButtons()
         style.style_plot(self._plot, title=self.tr("How many times each position's K/V was computed"),
-                         left=self.tr("times computed"), bottom=self.tr("token position"))
-        self._legend = new_legend(self._plot, offset=(-8, 8))  # naive's staircase is low at the right
+                         left=self.tr("times computed (per layer)"), bottom=self.tr("token position"))
+        self._legend = legend_row()
         self._prompt_line = pg.InfiniteLine(
             angle=90, pen=pg.mkPen("#606060", width=1, style=Qt.PenStyle.DotLine),
             label=self.tr("end of prompt"),
-            labelOpts={"position": 0.93, "color": style.MUTED_TEXT, "anchors": [(0, 0), (0, 0)]})
+            labelOpts={"position": 0.97, "color": style.MUTED_TEXT, "anchors": [(0, 0), (0, 0)]})
         self._plot.addItem(self._prompt_line, ignoreBounds=True)
         self._prompt_line.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(self._canvas)
+        layout.addWidget(self._legend)
+        layout.addWidget(self._canvas, 1)
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._counts: dict[str, np.ndarray] = {}
         self.setToolTip(self.help_text())
@@ -81,7 +82,7 @@ class RecomputePanel(Panel):
             color = style.engine_color(engine, order)
             fill = pg.mkBrush(*style.rgba(color, 45)) if order == 0 else None
             curve = pg.PlotDataItem(stepMode="center", pen=style.engine_pen(engine, order, width=2.5),
-                                    fillLevel=0 if fill else None, fillBrush=fill, name=engine)
+                                    fillLevel=0 if fill else None, fillBrush=fill)
             self._plot.addItem(curve)
             self._curves[engine] = curve
 
@@ -97,10 +98,10 @@ class RecomputePanel(Panel):
             self._counts[engine] = counts
             n_max = max(n_max, len(counts))
             self._curves[engine].setData(np.arange(len(counts) + 1), counts)
-            label = self._legend.getLabel(self._curves[engine])
-            if label is not None:
-                label.setText(self.tr("{engine}: {total} K/V computations").format(
-                    engine=engine, total=int(counts.sum())))
+        set_legend(self._legend, [
+            (style.engine_color(e, i), self.tr("{engine}: {total} K/V computed").format(
+                engine=e, total=int(self._counts[e].sum())), "dashed" if style.ENGINE_DASH.get(e) else "line")
+            for i, e in enumerate(engines)])
         n_prompt = len(history.info.prompt_ids)
         self._prompt_line.setPos(n_prompt)
         self._prompt_line.setVisible(0 < n_prompt < n_max)
