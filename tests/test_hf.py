@@ -466,3 +466,59 @@ def test_hfbench_refuses_a_missing_folder(tmp_path, capsys):
     pytest.importorskip("transformers")
     rc = main(["hfbench", "--model", str(tmp_path / "nowhere")])
     _one_line_error(rc, capsys.readouterr().err, "no such checkpoint folder")
+
+
+# -- published configs (typed from the public config.json files; no weights needed) ----------------
+
+QWEN3_0_6B = {
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+    "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 40960,
+    "max_window_layers": 28, "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000,
+    "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.51.0", "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
+}
+LLAMA_3_2_1B = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": False,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.0.dev0", "use_cache": True, "vocab_size": 128256,
+}
+
+
+def test_qwen3_0_6b_config_matches_the_preset_shape(tmp_path):
+    from kvviz.models.hf import read_hf_config
+    from kvviz.models.presets import PRESETS
+
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_0_6B))
+    cfg = read_hf_config(tmp_path)
+    preset = PRESETS["qwen3-0.6b-shape"].config
+    for key in ("arch", "d_model", "n_layer", "n_head", "n_kv_head", "head_dim", "d_ff", "rope_theta", "norm_eps",
+                "qk_norm", "qkv_bias", "dtype"):
+        assert getattr(cfg, key) == getattr(preset, key), key
+    assert cfg.kv_bytes_per_token() == 28 * 2 * 8 * 128 * 2 == 114688  # 112 KiB per token in bf16
+    assert (cfg.max_seq_len, cfg.vocab_size, cfg.tie_embeddings) == (40960, 151936, True)
+    assert round(cfg.param_count() / 1e6) == 596  # the model card's 0.6B (0.44B without embeddings)
+
+
+def test_llama_3_2_1b_config_keeps_its_rope_scaling(tmp_path):
+    import torch
+
+    from kvviz.models.hf import read_hf_config
+    from kvviz.models.transformer import rope_inv_freq
+
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_3_2_1B))
+    cfg = read_hf_config(tmp_path)
+    assert (cfg.n_head, cfg.n_kv_head, cfg.head_dim, cfg.rope_theta) == (32, 8, 64, 500000.0)
+    assert cfg.rope_scaling["rope_type"] == "llama3" and cfg.rope_scaling["factor"] == 32.0
+    assert cfg.kv_bytes_per_token() == 16 * 2 * 8 * 64 * 2
+    inv = rope_inv_freq(cfg)
+    plain = rope_inv_freq(cfg.replace(rope_scaling=None))
+    assert torch.equal(inv[:8], plain[:8])  # high frequencies untouched
+    assert torch.allclose(inv[-4:], plain[-4:] / 32)  # the lowest divided by the factor
