@@ -100,28 +100,21 @@ class Attention(nn.Module):
         k = k * cos + rotate_half(k) * sin
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, KV, T_kv, D): past + new
-        weights = None
-        if weights_head is None:
-            y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask_tensor, is_causal=mask_tensor is None and T > 1,
-                enable_gqa=H != KV)
-        else:
-            y, weights = self._attend_with_weights(q, k, v, mask_tensor if T > 1 else None, weights_head)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask_tensor, is_causal=mask_tensor is None and T > 1, enable_gqa=H != KV)
         y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
+        weights = None if weights_head is None else self._head_weights(q, k, mask, weights_head)
         return F.linear(y, self.o_proj.weight), weights
 
-    def _attend_with_weights(self, q, k, v, mask_tensor, head):
-        """Explicit softmax(QK^T)V for the layer whose weights were asked for."""
-        B, H, T, D = q.shape
-        KV = k.shape[1]
-        G = H // KV
-        qg = q.view(B, KV, G, T, D)  # (B, KV, G, T, D)
-        scores = torch.matmul(qg, k.unsqueeze(2).transpose(-1, -2)).float() * self.scale  # (B, KV, G, T, T_kv)
-        if mask_tensor is not None:
-            scores = scores.masked_fill(~mask_tensor, float("-inf"))
-        probs = scores.softmax(dim=-1)
-        y = torch.matmul(probs.to(v.dtype), v.unsqueeze(2)).view(B, H, T, D)  # (B, H, T, D)
-        return y, probs.view(B, H, T, -1)[:, head]
+    def _head_weights(self, q: torch.Tensor, k: torch.Tensor, mask: MaskSpec, head: int) -> torch.Tensor:
+        """softmax(q k^T / sqrt(D)) of one query head, recomputed beside SDPA so that tracing never
+        changes the numbers the model computes. (B, T_q, T_kv), float32."""
+        kv_head = head // (self.n_head // self.n_kv_head)  # the KV head this query head shares
+        scores = torch.matmul(q[:, head], k[:, kv_head].transpose(-1, -2)).float() * self.scale
+        if mask.q_len > 1:
+            allowed = torch.from_numpy(mask.to_numpy()).to(scores.device)
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        return scores.softmax(dim=-1)
 
 
 class MLP(nn.Module):
@@ -204,16 +197,13 @@ class Transformer(nn.Module):
         mask_tensor = None
         if T > 1 and past > 0:
             mask_tensor = torch.from_numpy(mask.to_numpy()).to(ids.device)
-        elif T > 1 and weights_layer is not None:
-            mask_tensor = torch.from_numpy(mask.to_numpy()).to(ids.device)
         cos_all, sin_all = self._rope(past + T, ids.device)
         cos, sin = cos_all[past:past + T], sin_all[past:past + T]  # (T, D)
         x = self.embed_tokens(ids)  # (B, T, C)
         weights = None
         for i, layer in enumerate(self.layers):
             want = weights_head if i == weights_layer else None
-            layer_mask = mask_tensor if (want is not None or past > 0) else None
-            x, w = layer.forward(x, cos, sin, cache, mask, layer_mask, want)
+            x, w = layer.forward(x, cos, sin, cache, mask, mask_tensor, want)
             if w is not None:
                 weights = w
         x = self.norm.forward(x if all_logits else x[:, -1:])
