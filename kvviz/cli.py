@@ -54,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ValueError) as exc:
         print(f"kvviz {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as exc:
+        from kvviz.errors import friendly_error, is_out_of_memory
+
+        if not (isinstance(exc, MemoryError) or is_out_of_memory(exc)):
+            raise
+        print(f"kvviz {args.command}: error: {friendly_error(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"kvviz {args.command}: interrupted", file=sys.stderr)
         return 130
