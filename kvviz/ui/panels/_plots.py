@@ -55,6 +55,7 @@ class BytesAxis(pg.AxisItem):
             values += [k * log2 + half for k in range(lo - 1, hi + 1) if minVal <= k * log2 + half <= maxVal]
         return [(None, sorted(values))]
 
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
         if self.logMode:
             return super().tickSpacing(minVal, maxVal, size)
         top = max(abs(minVal), abs(maxVal))
@@ -80,6 +81,11 @@ def _short_bytes(n: float) -> str:
     return f"{n:g} B"
 
 
+def _unbreakable(text: str) -> str:
+    """Keep one legend entry on one line: non-breaking spaces, a word joiner after each slash."""
+    return text.replace(" ", "&nbsp;").replace("/", "/\u2060")
+
+
 def legend_row(entries: list[tuple[str, str]] | None = None) -> QLabel:
     """A legend of coloured swatches above a plot (never covering data): entries are (colour, label)."""
     label = QLabel()
@@ -91,8 +97,7 @@ def legend_row(entries: list[tuple[str, str]] | None = None) -> QLabel:
 
 def set_legend(label: QLabel, entries: list[tuple[str, str]] | list[tuple[str, str, str]]) -> None:
     """Entries are (colour, text) squares or (colour, text, mark) with mark "line" / "dashed"."""
-    items = [f'<span style="white-space:nowrap">'
-             f'{style.swatch_html(e[0], html.escape(e[1]), mark=e[2] if len(e) > 2 else "square")}</span>'
+    items = [style.swatch_html(e[0], _unbreakable(html.escape(e[1])), mark=e[2] if len(e) > 2 else "square")
              for e in entries]
     label.setText("&nbsp;&nbsp;&nbsp; ".join(items))
 

@@ -1,6 +1,7 @@
 """A panel of per-step line plots: one curve per engine per plot, a marker at the selected step.
 
-Latency and bytes panels are instances: each plot is a StepTrace field, per step or cumulative.
+Latency, bytes and cache memory panels are instances: each series is a StepTrace field, per step or
+cumulative, drawn into one of the panel's plots.
 Curves are created once per engine set and fed with setData; long runs are peak-downsampled.
 """
 from __future__ import annotations
@@ -20,42 +21,58 @@ from kvviz.ui.panels.base import Panel
 
 @dataclass(frozen=True)
 class PlotSpec:
+    """One plot of the panel."""
+
     key: str
     title: str
     left: str  # y-axis label
-    field: str  # StepTrace field plotted
-    cumulative: bool = False
     byte_units: bool = False  # y ticks in B / KiB / MiB
     left_units: str | None = None
-    dashed: bool = False
     row: int = 0
     col: int = 0
 
 
+@dataclass(frozen=True)
+class SeriesSpec:
+    """One StepTrace field, per step or cumulative, drawn as a curve per engine into plot `plot`."""
+
+    key: str
+    plot: str
+    field: str
+    cumulative: bool = False
+    dashed: bool = False  # every engine's curve dashed: tells this series from a solid one
+
+
 class SeriesPanel(Panel):
-    """Subclasses provide `plot_specs()` and may override `legend_text()`."""
+    """Subclasses provide `plot_specs()` and `series_specs()` and may override `legend_text()`."""
 
     log_option = True  # offer the log-scale checkbox
 
     def plot_specs(self) -> list[PlotSpec]:
         raise NotImplementedError
 
+    def series_specs(self) -> list[SeriesSpec]:
+        raise NotImplementedError
+
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
         return engine
 
-    def log_label(self) -> str:
-        return self.tr("log scale")
+    def legend_entries(self, engines: list[str], history: RunHistory, step: int) -> list[tuple]:
+        """(colour, text, mark) per legend entry: one per engine, with legend_text."""
+        return [(style.engine_color(e, i), self.legend_text(e, history, engine_step(history, e, step)),
+                 "dashed" if style.ENGINE_DASH.get(e) else "line") for i, e in enumerate(engines)]
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._specs = self.plot_specs()
+        self._plot_specs = self.plot_specs()
+        self._specs = self.series_specs()
         self._canvas = canvas()
-        self._log = QCheckBox(self.log_label())
+        self._log = QCheckBox(self.tr("log scale"))
         self._log.toggled.connect(self._on_log_toggled)
         self._legend = legend_row()
         top = QHBoxLayout()
         top.addWidget(self._legend, 1)
-        top.addWidget(self._log)
+        top.addWidget(self._log, 0, Qt.AlignmentFlag.AlignTop)
         self._log.setVisible(self.log_option)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -64,25 +81,27 @@ class SeriesPanel(Panel):
         self._plots: dict[str, pg.PlotItem] = {}
         self._lines: dict[str, pg.InfiniteLine] = {}
         self._markers: dict[str, pg.ScatterPlotItem] = {}
+        last_row = max((p.row for p in self._plot_specs), default=0)
         first: pg.PlotItem | None = None
-        for spec in self._specs:
+        for spec in self._plot_specs:
             axis = {"left": BytesAxis("left")} if spec.byte_units else {}
             plot = self._canvas.addPlot(row=spec.row, col=spec.col, axisItems=axis)
             plot.hideButtons()
             plot.setDownsampling(auto=True, mode="peak")
             plot.setClipToView(True)
-            style.style_plot(plot, title=spec.title, left=spec.left, bottom=self.tr("step"),
-                             left_units=spec.left_units)
+            style.style_plot(plot, title=spec.title, left=spec.left,
+                             bottom=self.tr("step") if spec.row == last_row else "", left_units=spec.left_units)
             if first is None:
                 first = plot
             else:
                 plot.setXLink(first)
             self._plots[spec.key] = plot
             self._lines[spec.key] = step_line(plot)
+        for series_spec in self._specs:
             marker = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=1))
             marker.setZValue(60)
-            plot.addItem(marker)
-            self._markers[spec.key] = marker
+            self._plots[series_spec.plot].addItem(marker)
+            self._markers[series_spec.key] = marker
         self._curves: dict[tuple[str, str], pg.PlotDataItem] = {}
         self._engines: list[str] = []
         self._data: dict[tuple[str, str], np.ndarray] = {}
@@ -91,11 +110,11 @@ class SeriesPanel(Panel):
         self.setToolTip(self.help_text())
 
     # -- data ---------------------------------------------------------------------------------
-    def curve(self, plot_key: str, engine: str) -> np.ndarray:
-        """The y values drawn for `engine` in plot `plot_key` (one per recorded step)."""
-        return self._data.get((plot_key, engine), np.zeros(0)).copy()
+    def curve(self, series_key: str, engine: str) -> np.ndarray:
+        """The y values drawn for `engine` in series `series_key` (one per recorded step)."""
+        return self._data.get((series_key, engine), np.zeros(0)).copy()
 
-    def plot_keys(self) -> list[str]:
+    def series_keys(self) -> list[str]:
         return [s.key for s in self._specs]
 
     def set_log_scale(self, on: bool) -> None:
@@ -103,17 +122,19 @@ class SeriesPanel(Panel):
 
     # -- drawing ------------------------------------------------------------------------------
     def clear(self) -> None:
-        for (plot_key, _engine), curve in self._curves.items():
-            self._plots[plot_key].removeItem(curve)
+        plot_of = {spec.key: spec.plot for spec in self._specs}
+        for (series_key, _engine), curve in self._curves.items():
+            self._plots[plot_of[series_key]].removeItem(curve)
         self._legend.clear()
         self._curves.clear()
         self._engines = []
         self._data.clear()
         self._data_key = None
         self._shown = None
-        for key in self._plots:
-            self._lines[key].hide()
-            self._markers[key].clear()
+        for line in self._lines.values():
+            line.hide()
+        for marker in self._markers.values():
+            marker.clear()
 
     def _on_log_toggled(self, on: bool) -> None:
         for plot in self._plots.values():
@@ -127,7 +148,7 @@ class SeriesPanel(Panel):
         self.clear()
         self._engines = list(engines)
         for spec in self._specs:
-            plot = self._plots[spec.key]
+            plot = self._plots[spec.plot]
             for order, engine in enumerate(engines):
                 pen = style.engine_pen(engine, order, width=2.0)
                 if spec.dashed:
@@ -155,14 +176,12 @@ class SeriesPanel(Panel):
                         y = np.cumsum(y)
                     self._data[(spec.key, engine)] = y
                     self._curves[(spec.key, engine)].setData(np.arange(len(y)), y)
-        set_legend(self._legend, [
-            (style.engine_color(e, i), self.legend_text(e, history, engine_step(history, e, step)),
-             "dashed" if style.ENGINE_DASH.get(e) else "line")
-            for i, e in enumerate(engines)])
+        set_legend(self._legend, self.legend_entries(engines, history, step))
         log = self._log.isChecked()
+        for line in self._lines.values():
+            line.setPos(step)
+            line.show()
         for spec in self._specs:
-            self._lines[spec.key].setPos(step)
-            self._lines[spec.key].show()
             spots = []
             for order, engine in enumerate(engines):
                 k = engine_step(history, engine, step)

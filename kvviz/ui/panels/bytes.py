@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import fmt_bytes
-from kvviz.ui.panels._series import PlotSpec, SeriesPanel
+from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 
 class BytesPanel(SeriesPanel):
@@ -14,14 +14,16 @@ class BytesPanel(SeriesPanel):
 
     def plot_specs(self) -> list[PlotSpec]:
         return [
-            PlotSpec("copied", self.tr("Copied per step"), self.tr("bytes copied"), "bytes_copied",
-                     byte_units=True),
-            PlotSpec("copied_total", self.tr("Copied in total"), self.tr("bytes copied"), "bytes_copied",
-                     cumulative=True, byte_units=True, col=1),
-            PlotSpec("gathered", self.tr("Gathered per step (to feed attention)"), self.tr("bytes gathered"),
-                     "bytes_gathered", byte_units=True, dashed=True, row=1),
-            PlotSpec("gathered_total", self.tr("Gathered in total"), self.tr("bytes gathered"),
-                     "bytes_gathered", cumulative=True, byte_units=True, dashed=True, row=1, col=1),
+            PlotSpec("step", self.tr("per step (dashed: gathered)"), self.tr("bytes"), byte_units=True),
+            PlotSpec("total", self.tr("total so far"), self.tr("bytes"), byte_units=True, row=1),
+        ]
+
+    def series_specs(self) -> list[SeriesSpec]:
+        return [
+            SeriesSpec("copied", "step", "bytes_copied"),
+            SeriesSpec("copied_total", "total", "bytes_copied", cumulative=True),
+            SeriesSpec("gathered", "step", "bytes_gathered", dashed=True),
+            SeriesSpec("gathered_total", "total", "bytes_gathered", cumulative=True, dashed=True),
         ]
 
     def title(self) -> str:

@@ -14,8 +14,8 @@ import pyqtgraph as pg
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import engine_step, fmt_bytes, legend_row, series
-from kvviz.ui.panels._series import PlotSpec, SeriesPanel
+from kvviz.ui.panels._plots import engine_step, fmt_bytes, legend_row, series, set_legend
+from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 # Slot kinds in the block pool.
 FREE, USED, NEW, WASTED = range(4)
@@ -88,18 +88,27 @@ class CacheMemoryPanel(SeriesPanel):
     log_option = False
 
     def plot_specs(self) -> list[PlotSpec]:
-        return [
-            PlotSpec("bytes", self.tr("Resident K/V"), self.tr("cache memory"), "cache_bytes", byte_units=True),
-            PlotSpec("capacity", self.tr("Capacity (lines) and tokens held (grey)"), self.tr("tokens"),
-                     "cache_capacity", row=1),
-        ]
+        return [PlotSpec("memory", self.tr("resident K/V"), self.tr("memory"), byte_units=True)]
+
+    def series_specs(self) -> list[SeriesSpec]:
+        return [SeriesSpec("bytes", "memory", "cache_bytes")]
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        plot = self._plots["memory"]
+        # Resident bytes are capacity x bytes per token for every cache, so one plot carries both:
+        # bytes on the left, the same lines read in tokens on the right.
+        plot.showAxis("right")
+        self._tokens_axis = plot.getAxis("right")
+        self._tokens_axis.setLabel(self.tr("capacity (tokens)"), **{"font-size": style.LABEL_SIZE,
+                                                                      "color": style.PLOT_FOREGROUND})
+        self._tokens_axis.setTickFont(style.tick_font())
+        self._tokens_axis.setTextPen(pg.mkPen(style.PLOT_FOREGROUND))
+        self._tokens_axis.enableAutoSIPrefix(False)
         self._held = pg.PlotDataItem(pen=pg.mkPen("#9e9e9e", width=6))
         self._held.setZValue(-5)
-        self._plots["capacity"].addItem(self._held)
-        self._grid = self._canvas.addPlot(row=0, col=1, rowspan=2)
+        plot.addItem(self._held)
+        self._grid = pg.PlotItem()
         self._grid.hideButtons()
         self._grid.setMenuEnabled(False)
         self._grid.invertY(True)
@@ -110,17 +119,56 @@ class CacheMemoryPanel(SeriesPanel):
         self._image = pg.ImageItem(axisOrder="row-major")
         self._grid.addItem(self._image)
         self._texts: list[pg.TextItem] = []
-        self._canvas.ci.layout.setColumnStretchFactor(0, 3)
-        self._canvas.ci.layout.setColumnStretchFactor(1, 2)
-        self._block_legend = legend_row([
-            (style.BLOCK_COLORS["used"], self.tr("slot holding a token's K/V")),
-            (style.BLOCK_COLORS["new"], self.tr("written this step")),
-            (style.BLOCK_COLORS["wasted"], self.tr("reserved in the last block, empty")),
-            (style.BLOCK_COLORS["free"], self.tr("free pool block")),
-        ])
+        self._n_labelled = 0
+        self._block_px = 1
+        self._grid.getViewBox().sigResized.connect(self._update_labels)
+        self._grid.getViewBox().sigRangeChanged.connect(self._update_labels)
+        self._side_by_side: bool | None = None
+        self._place_grid()
+        self._block_legend = legend_row()
         self.layout().addWidget(self._block_legend)
         self._pool = np.zeros((0, 0), dtype=np.uint8)
         self._table: tuple[int, ...] = ()
+        self._set_block_legend(None, None)
+
+    def _set_block_legend(self, used: int | None, wasted: int | None) -> None:
+        def count(n: int | None) -> str:
+            return "" if n is None else f" ({n})"
+
+        set_legend(self._block_legend, [
+            (style.BLOCK_COLORS["used"], self.tr("slot holding K/V") + count(used)),
+            (style.BLOCK_COLORS["new"], self.tr("written this step")),
+            (style.BLOCK_COLORS["wasted"], self.tr("reserved, empty") + count(wasted)),
+            (style.BLOCK_COLORS["free"], self.tr("free block")),
+        ])
+
+    def _update_labels(self, *_args) -> None:
+        """Label blocks with their place in the table only where a block is big enough on screen."""
+        vb = self._grid.getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        block_on_screen = self._block_px * vb.width() / max(x1 - x0, 1e-9)
+        for i, text in enumerate(self._texts):
+            text.setVisible(i < self._n_labelled and block_on_screen >= 30)
+
+    def _place_grid(self) -> None:
+        """The block pool beside the plot in a wide panel, under it in a narrow one."""
+        side = self._canvas.width() > 1.3 * self._canvas.height()
+        if side == self._side_by_side:
+            return
+        self._side_by_side = side
+        layout = self._canvas.ci
+        if self._grid in layout.items:
+            layout.removeItem(self._grid)
+        layout.addItem(self._grid, row=0 if side else 1, col=1 if side else 0)
+        stretch = layout.layout
+        stretch.setColumnStretchFactor(0, 3)
+        stretch.setColumnStretchFactor(1, 2 if side else 0)
+        stretch.setRowStretchFactor(0, 1)
+        stretch.setRowStretchFactor(1, 0 if side else 1)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._place_grid()
 
     def title(self) -> str:
         return self.tr("Cache memory")
@@ -134,11 +182,14 @@ class CacheMemoryPanel(SeriesPanel):
             "(#0, #1, ...) holds the sequence together, not adjacency: the grid shows pool blocks 0, 1, 2, ... "
             "left to right, labelled with their place in the table.")
 
+    def legend_entries(self, engines: list[str], history: RunHistory, step: int) -> list[tuple]:
+        return [*super().legend_entries(engines, history, step), ("#9e9e9e", self.tr("tokens held"), "line")]
+
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
         trace = history.at(engine, step)
         if trace is None:
             return engine
-        return self.tr("{engine}: {bytes}, {cap} slots").format(
+        return self.tr("{engine}: {bytes}, {cap} tokens").format(
             engine=engine, bytes=fmt_bytes(trace.cache_bytes), cap=trace.cache_capacity)
 
     # -- data ---------------------------------------------------------------------------------
@@ -166,17 +217,18 @@ class CacheMemoryPanel(SeriesPanel):
         engines = [e for e in history.engines if history.traces.get(e)]
         if not engines:
             return
-        cached = [e for e in engines if any(t.cache_len for t in history.traces[e][:1])]
-        if cached:
-            held = series(history, cached[0], "cache_len")
+        sized = [t for e in engines for t in history.traces[e][-1:] if t.cache_capacity]
+        if sized:
+            per_token = sized[0].cache_bytes / sized[0].cache_capacity  # bytes of one token, all layers
+            self._tokens_axis.setScale(1.0 / per_token)
+            held = series(history, sized[0].engine, "cache_len") * per_token
             self._held.setData(np.arange(len(held)), held)
         paged = [e for e in engines if history.traces[e][0].block_table is not None]
         if not paged:
             self._image.clear()
             for text in self._texts:
                 text.hide()
-            self._grid.setTitle(self.tr("No paged engine in this run: no block table to draw"),
-                                size=style.TITLE_SIZE, color=style.MUTED_TEXT)
+            self._grid.setTitle(self.tr("no paged engine: no block table"), size="9pt", color=style.MUTED_TEXT)
             return
         engine = paged[0]
         trace = history.traces[engine][engine_step(history, engine, step)]
@@ -205,20 +257,20 @@ class CacheMemoryPanel(SeriesPanel):
             if i < len(labelled):
                 text.setText(f"#{i}")
                 text.setPos(*centers[labelled[i]])
-                text.show()
-            else:
-                text.hide()
+        self._n_labelled = len(labelled)
+        self._block_px = slot_shape(size)[1] * _TILE  # a block's width in image pixels
+        self._update_labels()
         used = int(np.isin(kinds, (USED, NEW)).sum())
         wasted = int((kinds == WASTED).sum())
+        self._set_block_legend(used, wasted)
         order = list(history.engines).index(engine)
-        table = ", ".join(str(b) for b in self._table[:12]) + (", \u2026" if len(self._table) > 12 else "")
+        shown = self._table[:6]
+        table = ", ".join(str(b) for b in shown) + (", \u2026" if len(self._table) > len(shown) else "")
         self._grid.setTitle(
             f'<span style="color:{style.engine_color(engine, order)}; font-weight:bold">{engine}</span> '
             f'<span style="color:{style.PLOT_FOREGROUND}">'
-            + self.tr("block pool: {n} blocks of {size} slots").format(n=n_pool, size=size)
-            + "<br>" + self.tr("table [{table}] \u00b7 {used} used, {wasted} wasted").format(
-                table=table, used=used, wasted=wasted)
-            + "</span>", size=style.TITLE_SIZE)
+            + self.tr("pool {n} \u00d7 {size} slots").format(n=n_pool, size=size)
+            + "<br>" + self.tr("block table [{table}]").format(table=table) + "</span>", size="9pt")
 
     def export_items(self) -> list:
         return [*super().export_items(), self._grid]

@@ -5,7 +5,7 @@ Reads StepTrace.latency_ms only (measured by the engine with the device synchron
 from __future__ import annotations
 
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._series import PlotSpec, SeriesPanel
+from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 
 class LatencyPanel(SeriesPanel):
@@ -13,9 +13,14 @@ class LatencyPanel(SeriesPanel):
 
     def plot_specs(self) -> list[PlotSpec]:
         return [
-            PlotSpec("step", self.tr("Time per step"), self.tr("latency"), "latency_ms", left_units="ms"),
-            PlotSpec("total", self.tr("Total time so far"), self.tr("cumulative time"), "latency_ms",
-                     cumulative=True, left_units="ms", row=1),
+            PlotSpec("step", self.tr("per step"), self.tr("latency"), left_units="ms"),
+            PlotSpec("total", self.tr("total so far"), self.tr("time"), left_units="ms", row=1),
+        ]
+
+    def series_specs(self) -> list[SeriesSpec]:
+        return [
+            SeriesSpec("step", "step", "latency_ms"),
+            SeriesSpec("total", "total", "latency_ms", cumulative=True),
         ]
 
     def title(self) -> str:
@@ -23,13 +28,14 @@ class LatencyPanel(SeriesPanel):
 
     def help_text(self) -> str:
         return self.tr(
-            "Step 0 is the prefill: one forward over the whole prompt. After it, naive's step time grows "
-            "with the sequence because it re-runs everything, while a cached step feeds one token. On a "
-            "tiny model Python overhead dominates the clock, so also look at the work saved (recompute "
-            "count, bytes): the time gap widens as sequences and models grow.")
+            "The legend gives each engine's mean decode step. Step 0 is the prefill: one forward over "
+            "the whole prompt. After it, naive's step time grows with the sequence because it re-runs "
+            "everything, while a cached step feeds one token. On a tiny model Python overhead dominates "
+            "the clock, so also look at the work saved (recompute count, bytes): the time gap widens as "
+            "sequences and models grow.")
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
         decode = [t.latency_ms for t in history.upto(engine, step) if t.phase == "decode"]
         if not decode:
             return engine
-        return self.tr("{engine}: {ms:.2f} ms/decode step").format(engine=engine, ms=sum(decode) / len(decode))
+        return self.tr("{engine}: {ms:.2f} ms/step").format(engine=engine, ms=sum(decode) / len(decode))

@@ -36,13 +36,12 @@ class RecomputePanel(Panel):
         self._canvas = canvas()
         self._plot = self._canvas.addPlot()
         self._plot.hideButtons()
-        style.style_plot(self._plot, title=self.tr("How many times each position's K/V was computed"),
-                         left=self.tr("times computed (per layer)"), bottom=self.tr("token position"))
+        style.style_plot(self._plot, left=self.tr("times computed (per layer)"), bottom=self.tr("token position"))
         self._legend = legend_row()
         self._prompt_line = pg.InfiniteLine(
             angle=90, pen=pg.mkPen("#606060", width=1, style=Qt.PenStyle.DotLine),
             label=self.tr("end of prompt"),
-            labelOpts={"position": 0.97, "color": style.MUTED_TEXT, "anchors": [(0, 0), (0, 0)]})
+            labelOpts={"position": 0.97, "color": style.MUTED_TEXT, "anchors": [(1, 0), (1, 0)]})
         self._plot.addItem(self._prompt_line, ignoreBounds=True)
         self._prompt_line.hide()
         layout = QVBoxLayout(self)

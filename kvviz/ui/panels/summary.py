@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidg
 from kvviz.trace import RunSummary, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import engine_step, fmt_bytes
+from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel
 
 # Column keys (stable, used by table_values) and, where the best value is set in bold, whether a
@@ -38,18 +38,25 @@ class SummaryPanel(Panel):
         super().__init__(parent)
         self._heading = QLabel()
         self._heading.setStyleSheet(f"color: {style.PLOT_FOREGROUND}; font-weight: bold")
-        self._table = QTableWidget(0, len(COLUMNS))
-        self._table.setHorizontalHeaderLabels(self._headers())
+        # Metrics down, engines across: fits a narrow panel and reads as a comparison per metric.
+        self._table = QTableWidget(len(COLUMNS), 0)
+        self._table.setVerticalHeaderLabels(self._headers())
         self._table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self._table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self._table.setAlternatingRowColors(True)
         self._table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self._table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self._table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
-        self._table.horizontalHeader().setMinimumSectionSize(70)
+        font = self._table.font()
+        font.setPointSize(9)
+        self._table.setFont(font)
+        # Columns as wide as their figures (a narrow panel scrolls rather than wrapping "10.1 ms").
+        self._table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self._table.setWordWrap(False)
+        self._table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self._table.horizontalHeader().setMinimumSectionSize(50)
         self._table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self._table.verticalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         for i, tip in enumerate(self._header_tips()):
-            self._table.horizontalHeaderItem(i).setToolTip(tip)
+            self._table.verticalHeaderItem(i).setToolTip(tip)
         self._note = QLabel()
         self._note.setWordWrap(True)
         self._note.setTextFormat(Qt.TextFormat.RichText)
@@ -63,19 +70,18 @@ class SummaryPanel(Panel):
         self.setToolTip(self.help_text())
 
     def _headers(self) -> list[str]:
-        return [self.tr("total time"), self.tr("tokens/s"), self.tr("speedup\nvs naive"),
-                self.tr("K/V\nprojections"), self.tr("bytes\ncopied"), self.tr("bytes\nwritten"),
-                self.tr("bytes\ngathered"), self.tr("peak\ncache")]
+        return [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
+                self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache")]
 
     def _header_tips(self) -> list[str]:
         return [
             self.tr("Sum of step latencies (forward, cache update and sampling)"),
             self.tr("New tokens per second of summed step time"),
-            self.tr("Naive's total time divided by this engine's"),
-            self.tr("Token x layer K/V computations: naive recomputes the whole sequence every step"),
-            self.tr("Existing cache content moved to a new place (the concat cache's torch.cat)"),
-            self.tr("New K/V stored"),
-            self.tr("Copies made only to feed attention (the paged gather)"),
+            self.tr("Speedup vs naive: naive's total time divided by this engine's"),
+            self.tr("K/V projections, token x layer: naive recomputes the whole sequence every step"),
+            self.tr("Bytes copied: existing cache content moved to a new place (the concat cache's torch.cat)"),
+            self.tr("Bytes written: new K/V stored"),
+            self.tr("Bytes gathered: copies made only to feed attention (the paged gather)"),
             self.tr("Largest resident K/V memory"),
         ]
 
@@ -94,7 +100,7 @@ class SummaryPanel(Panel):
         return {e: dict(v) for e, v in self._values.items()}
 
     def clear(self) -> None:
-        self._table.setRowCount(0)
+        self._table.setColumnCount(0)
         self._values.clear()
         self._heading.setText("")
         self._note.setText("")
@@ -126,8 +132,8 @@ class SummaryPanel(Panel):
 
     def _fill(self, engines: list[str]) -> None:
         table = self._table
-        table.setRowCount(len(engines))
-        table.setVerticalHeaderLabels(engines)
+        table.setColumnCount(len(engines))
+        table.setHorizontalHeaderLabels(engines)
         bold = QFont()
         bold.setBold(True)
         best: dict[str, float] = {}
@@ -137,11 +143,11 @@ class SummaryPanel(Panel):
             values = [v[key] for v in self._values.values() if v[key] is not None and not _nan(v[key])]
             if len(values) > 1 and len(set(values)) > 1:
                 best[key] = max(values) if higher else min(values)
-        for row, engine in enumerate(engines):
-            header = table.verticalHeaderItem(row)
-            header.setForeground(QBrush(QColor(style.engine_color(engine, row))))
+        for col, engine in enumerate(engines):
+            header = table.horizontalHeaderItem(col)
+            header.setForeground(QBrush(QColor(style.engine_color(engine, col))))
             header.setFont(bold)
-            for col, (key, _higher) in enumerate(COLUMNS):
+            for row, (key, _higher) in enumerate(COLUMNS):
                 value = self._values[engine][key]
                 item = table.item(row, col)
                 if item is None:
@@ -153,6 +159,9 @@ class SummaryPanel(Panel):
         # As tall as its rows: the note sits right under the figures.
         height = table.horizontalHeader().height() + 2 * table.frameWidth()
         height += sum(table.rowHeight(r) for r in range(table.rowCount()))
+        wide = table.verticalHeader().width() + sum(table.columnWidth(c) for c in range(table.columnCount()))
+        if wide > table.width() - 2 * table.frameWidth():  # a narrow panel: room for the scroll bar
+            height += table.horizontalScrollBar().sizeHint().height()
         table.setFixedHeight(height + 2)
 
     def _format(self, key: str, value) -> str:
@@ -166,7 +175,7 @@ class SummaryPanel(Panel):
             return f"{value:.2f}\u00d7"
         if key == "kv_projections":
             return f"{value:,}"
-        return fmt_bytes(value)
+        return _short_bytes(value)
 
     def _work_note(self, summaries: dict[str, RunSummary]) -> str:
         naive = summaries.get("naive")
@@ -179,6 +188,16 @@ class SummaryPanel(Panel):
             "Work saved: naive computed <b>{naive:,}</b> K/V projections so far, a cache "
             "<b>{cached:,}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never "
             "changed.").format(naive=naive.kv_projections, cached=fewest.kv_projections, ratio=ratio)
+
+
+def _short_bytes(n: int) -> str:
+    """Three significant figures: 366 KiB, 12.0 KiB, 1.50 MiB (narrow columns)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}" if value >= 10 \
+                else f"{value:.2f} {unit}"
+    return f"{int(n)} B"
 
 
 def _nan(value) -> bool:

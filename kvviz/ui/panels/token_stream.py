@@ -107,13 +107,14 @@ class TokenStreamPanel(Panel):
             self._plain[engine] = "".join(prompt_labels) + "".join(t.token_text for t in traces[: k + 1])
             self._highlighted[engine] = current.token_text
             color = style.engine_color(engine, order)
-            header = self.tr("step {step} · {phase} · token {text} (id {id})").format(
-                step=k, phase=self.tr("prefill") if current.phase == "prefill" else self.tr("decode"),
-                text=f"<b>{html.escape(repr(current.token_text))}</b>", id=current.token_id)
+            diverged = next((t.step for t in traces if t.step < len(reference)
+                             and t.token_id != reference[t.step]), None)
+            header = "" if diverged is None else self.tr("differs from {first} from step {step}").format(
+                first=engines[0], step=diverged)
             blocks.append(
                 f'<div style="margin-bottom:8px">'
                 f'<span style="color:{color}; font-weight:bold">{html.escape(engine)}</span>'
-                f'&nbsp;&nbsp;<span style="color:{style.MUTED_TEXT}; font-size:9pt">{header}</span><br>'
+                f'&nbsp;&nbsp;<span style="color:#c62828; font-size:9pt">{header}</span><br>'
                 f'<span style="color:#6b6b6b; background:#efefef">{prompt_html}</span>{"".join(parts)}'
                 f'</div>')
         scroll = self._view.verticalScrollBar().value()

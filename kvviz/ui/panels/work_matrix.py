@@ -207,8 +207,13 @@ class WorkMatrixPanel(Panel):
         for view in self._views.values():
             if view.plot in layout.items:
                 layout.removeItem(view.plot)
+        rows = math.ceil(n / cols)
         for i, view in enumerate(self._views.values()):
-            layout.addItem(view.plot, row=i // cols, col=i % cols)
+            row, col = divmod(i, cols)
+            layout.addItem(view.plot, row=row, col=col)
+            # Axis names on the outer plots only, as for shared axes: more room for the matrices.
+            view.plot.getAxis("left").showLabel(col == 0)
+            view.plot.getAxis("bottom").showLabel(row == rows - 1 or i + cols >= n)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
@@ -234,7 +239,7 @@ class WorkMatrixPanel(Panel):
             view.outline.setRect(QRectF(0, trace.pos_start, trace.pos_stop, trace.pos_stop - trace.pos_start))
             # Name the frame when the rows it holds are too thin to see (long sequences).
             rows_px = (trace.pos_stop - trace.pos_start) * view.plot.getViewBox().height() / max(trace.pos_stop, 1)
-            view.row_label.setText(self.tr("rows computed at this step \u25be"))
+            view.row_label.setText(self.tr("this step \u25be"))
             view.row_label.setPos(trace.pos_stop, trace.pos_start)
             view.row_label.setVisible(rows_px < 6)
             self._set_title(view, engine, order, trace, prev_stop)
@@ -245,16 +250,20 @@ class WorkMatrixPanel(Panel):
 
     @staticmethod
     def _pool_factor(view: _EngineView) -> int:
-        """Cells per screen pixel, rounded up: the image never holds more rows than the view has pixels."""
+        """Cells per screen pixel, rounded up (the image never holds more rows than the view has
+        pixels); 0 where cells are big enough on screen to be drawn as tiles with a gap between."""
         vb = view.plot.getViewBox()
+        n = view.kinds.shape[0]
         px = max(64, int(min(vb.width(), vb.height())))
-        return max(1, math.ceil(view.kinds.shape[0] / px))
+        if n <= _GRID_MAX and px / max(n, 1) >= _TILE:
+            return 0
+        return max(1, math.ceil(n / px))
 
     def _draw_image(self, view: _EngineView) -> None:
         n = view.kinds.shape[0]
         factor = view.factor = self._pool_factor(view)
         extent = n
-        if n <= _GRID_MAX:
+        if factor == 0:
             shown = np.repeat(np.repeat(view.kinds, _TILE, axis=0), _TILE, axis=1)
             shown[_TILE - 1::_TILE, :] = _GAP
             shown[:, _TILE - 1::_TILE] = _GAP
@@ -268,16 +277,17 @@ class WorkMatrixPanel(Panel):
         rows = trace.pos_stop - trace.pos_start
         again = max(0, min(prev_stop, trace.pos_stop) - trace.pos_start)
         cached = trace.pos_start
+        # Short: four of these share a small panel, and a title sets its plot's minimum width.
         if trace.phase == "prefill":
-            detail = self.tr("prefill: {rows} rows computed").format(rows=rows)
+            detail = self.tr("prefill, {rows} rows").format(rows=rows)
         elif again:
-            detail = self.tr("{rows} rows computed, {again} of their K/V again").format(rows=rows, again=again)
+            detail = self.tr("{rows} rows, {again} again").format(rows=rows, again=again)
         else:
-            detail = self.tr("{rows} new row, {cached} K/V read from cache").format(rows=rows, cached=cached)
+            detail = self.tr("{rows} row, {cached} cached").format(rows=rows, cached=cached)
         color = style.engine_color(engine, order)
         view.plot.setTitle(
-            f'<span style="color:{color}; font-weight:bold">{engine}</span>'
-            f'<span style="color:{style.PLOT_FOREGROUND}"> &nbsp;{detail}</span>', size=style.TITLE_SIZE)
+            f'<span style="color:{color}; font-weight:bold; font-size:10pt">{engine}</span><br>'
+            f'<span style="color:{style.PLOT_FOREGROUND}; font-size:8pt">{detail}</span>', size="8pt")
 
     @staticmethod
     def _update_ticks(view: _EngineView) -> None:
