@@ -329,3 +329,25 @@ def test_token_stream_underlines_a_token_that_differs_from_the_first_engine(qtbo
     panel.show_step(forked, DECODE_STEP)
     html = panel._view.toHtml()
     assert html.count("underline") == 1 and "\u00a7" in panel.plain_text("paged")
+
+
+@pytest.mark.parametrize("key", panel_keys())
+def test_panel_follows_a_new_run_with_other_engines(qtbot, history, key):
+    panel = make_panel(qtbot, key)
+    panel.show_step(history, DECODE_STEP)
+    info = RunInfo(**{**history.info.__dict__, "run_id": "r2", "engines": ("static", "paged")})
+    second = RunHistory()
+    second.reset(info)
+    import dataclasses
+
+    for step in range(3):
+        for engine in info.engines:
+            second.add(dataclasses.replace(history.at(engine, step), run_id="r2"))
+    panel.clear()
+    panel.show_step(second, 2)
+    assert grab_distinct_colours(panel, f"{key}_second_run") > 8
+    if key == "work_matrix":
+        assert panel.cell_kinds("naive").size == 0 and panel.worked_rows("paged").sum() == 1
+    if key == "summary":
+        assert list(panel.table_values()) == ["static", "paged"]
+        assert panel.table_values()["paged"]["speedup_vs_naive"] is None

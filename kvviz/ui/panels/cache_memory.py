@@ -105,6 +105,7 @@ class CacheMemoryPanel(SeriesPanel):
         self._tokens_axis.setTickFont(style.tick_font())
         self._tokens_axis.setTextPen(pg.mkPen(style.PLOT_FOREGROUND))
         self._tokens_axis.enableAutoSIPrefix(False)
+        self._tokens_axis.setWidth(52)
         self._held = pg.PlotDataItem(pen=pg.mkPen("#9e9e9e", width=6))
         self._held.setZValue(-5)
         plot.addItem(self._held)

@@ -156,13 +156,27 @@ class SummaryPanel(Panel):
                     table.setItem(row, col, item)
                 item.setText(self._format(key, value))
                 item.setFont(bold if key in best and value == best[key] else QFont())
-        # As tall as its rows: the note sits right under the figures.
-        height = table.horizontalHeader().height() + 2 * table.frameWidth()
+        self._fit()
+
+    def _fit(self) -> None:
+        """Columns share the width where the figures fit, else keep their width and scroll; the table
+        is as tall as its rows so the note sits right under the figures."""
+        table = self._table
+        header = table.horizontalHeader()
+        need = table.verticalHeader().width() + 2 * table.frameWidth()
+        need += sum(max(header.sectionSizeHint(c), table.sizeHintForColumn(c)) for c in range(table.columnCount()))
+        fits = need <= table.width()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch if fits else QHeaderView.ResizeMode.ResizeToContents)
+        height = header.height() + 2 * table.frameWidth()
         height += sum(table.rowHeight(r) for r in range(table.rowCount()))
-        wide = table.verticalHeader().width() + sum(table.columnWidth(c) for c in range(table.columnCount()))
-        if wide > table.width() - 2 * table.frameWidth():  # a narrow panel: room for the scroll bar
+        if not fits:
             height += table.horizontalScrollBar().sizeHint().height()
         table.setFixedHeight(height + 2)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if self._table.columnCount():
+            self._fit()
 
     def _format(self, key: str, value) -> str:
         if value is None or _nan(value):
