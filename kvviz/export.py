@@ -1,0 +1,146 @@
+"""`kvviz export --out DIR`: run a compare run in the real window, offscreen, and write the asked-for
+files: PNG / SVG of the window or of panels, a GIF / MP4 with one frame per step, the traces as CSV
+(one row per engine and step) and JSON, the summary as CSV and Markdown.
+
+Checks its arguments before anything heavy starts (bad input: one line, exit 2). Qt and the window
+live in kvviz.ui.headless; this module only parses and checks.
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from kvviz.bench import add_model_args
+
+DEFAULT_ENGINES = "naive,concat,static,paged"
+
+
+def configure(parser) -> None:
+    add_model_args(parser)
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files (made if missing)")
+    parser.add_argument("--tokens", type=int, default=20, help="new tokens (default: 20)")
+    parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"comma list (default: {DEFAULT_ENGINES})")
+    parser.add_argument("--panels", default="window",
+                        help="comma list of what to draw: `window` and/or panel keys (token_stream, work_matrix, "
+                             "recompute, attention, latency, bytes, cache_memory, summary); default: window. "
+                             "Images: one file each; the animation: the chosen ones side by side")
+    what = parser.add_argument_group("files (at least one)")
+    what.add_argument("--png", action="store_true", help="<panel>.png for each of --panels")
+    what.add_argument("--svg", action="store_true", help="<panel>.svg for each of --panels")
+    what.add_argument("--gif", action="store_true", help="decode.gif: one frame per step")
+    what.add_argument("--mp4", action="store_true", help="decode.mp4: one frame per step (H.264)")
+    what.add_argument("--csv", action="store_true", help="steps.csv (one row per engine and step) and summary.csv")
+    what.add_argument("--json", action="store_true", help="trace.json: everything, for File > Open trace")
+    what.add_argument("--md", action="store_true", help="summary.md: the summary table in Markdown")
+    parser.add_argument("--lang", default="en", help="interface language: en (default) or zh_CN")
+    parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size (default: 1600x1000)")
+    parser.add_argument("--scale", type=float, default=1.0, help="image and animation scale, e.g. 2 for slides")
+    parser.add_argument("--fps", type=float, default=4.0, help="animation frames (steps) per second (default: 4)")
+    parser.add_argument("--step", type=int, default=None, help="the step the images show (default: the last)")
+    parser.add_argument("--steps", default=None, metavar="FROM:TO",
+                        help="the animation's steps, inclusive (default: all)")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size must look like 1600x1000, got {text!r}") from None
+    if not (320 <= w <= 8000 and 240 <= h <= 8000):
+        raise ValueError(f"--size {w}x{h} is outside 320x240..8000x8000")
+    return w, h
+
+
+def parse_steps(text: str | None) -> tuple[int | None, int | None]:
+    if not text:
+        return None, None
+    first, sep, last = text.partition(":")
+    try:
+        a = int(first) if first.strip() else 0
+        b = int(last) if last.strip() else None
+    except ValueError:
+        raise ValueError(f"--steps must look like 0:19, got {text!r}") from None
+    if not sep or a < 0 or (b is not None and b < a):
+        raise ValueError(f"--steps must look like FROM:TO with 0 <= FROM <= TO, got {text!r}")
+    return a, b
+
+
+def prepare_out(folder: str) -> Path:
+    """Make --out if needed and prove a file can be created there."""
+    out = Path(folder).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".kvviz-probe-", dir=out)
+    except OSError as exc:
+        raise ValueError(f"cannot write in --out {out}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return out
+
+
+def build_job(args):
+    """An ExportJob from the arguments; ValueError (exit 2) for anything wrong, before Qt or torch load."""
+    from kvviz.ui.export_actions import WINDOW
+    from kvviz.ui.headless import ExportJob
+    from kvviz.ui.panels import PANELS
+
+    images = tuple(f for f in ("png", "svg") if getattr(args, f))
+    animations = tuple(f for f in ("gif", "mp4") if getattr(args, f))
+    data = tuple(k for flag, keys in (("json", ("json",)), ("csv", ("csv", "summary_csv")), ("md", ("md",)))
+                 if getattr(args, flag) for k in keys)
+    if not (images or animations or data):
+        raise ValueError("choose at least one file to write: --png, --svg, --gif, --mp4, --csv, --json or --md")
+    known = [WINDOW, *(k for k, _ in PANELS)]
+    panels = tuple(dict.fromkeys(p.strip() for p in args.panels.split(",") if p.strip()))
+    if not panels:
+        raise ValueError(f"--panels is empty; choose from {', '.join(known)}")
+    for p in panels:
+        if p not in known:
+            raise ValueError(f"unknown panel {p!r}; choose from {', '.join(known)}")
+    from kvviz.ui.i18n import normalize  # Qt's module, but importing it starts no application
+
+    lang = normalize(args.lang)
+    if args.tokens < 1:
+        raise ValueError(f"--tokens must be at least 1, got {args.tokens}")
+    if not (math.isfinite(args.scale) and 0.25 <= args.scale <= 8):
+        raise ValueError(f"--scale must be between 0.25 and 8, got {args.scale}")
+    top_fps = 50 if "gif" in animations else 120
+    if not (math.isfinite(args.fps) and 0.1 <= args.fps <= top_fps):
+        raise ValueError(f"--fps must be between 0.1 and {top_fps}, got {args.fps}")
+    if args.step is not None and args.step < 0:
+        raise ValueError(f"--step must be 0 or more, got {args.step}")
+    if args.block_size != 16:
+        raise ValueError("--block-size: the window runs the paged cache with 16-token blocks")
+    if "mp4" in animations:
+        from kvviz.ui.exporters import ffmpeg_exe
+
+        ffmpeg_exe()
+    first, last = parse_steps(args.steps)
+    size = parse_size(args.size)
+    engines = tuple(dict.fromkeys(e.strip() for e in args.engines.split(",") if e.strip()))
+    if not engines:
+        raise ValueError("--engines is empty")
+    out = prepare_out(args.out)  # last: a refused command makes no folder
+    return ExportJob(out=out, prompt=args.prompt, tokens=args.tokens, engines=engines,
+                     model=args.model, panels=panels, images=images, animations=animations, data=data,
+                     device=args.device, dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
+                     top_p=args.top_p, seed=args.seed, threads=args.threads, lang=lang,
+                     size=size, scale=args.scale, fps=args.fps, step=args.step, first=first,
+                     last=last)
+
+
+def run(args) -> int:
+    import sys
+
+    job = build_job(args)
+    from kvviz.ui.headless import RunError, run_export
+
+    try:
+        return run_export(job)
+    except RunError as exc:
+        print(f"kvviz export: the run failed: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,373 @@
+"""Rendering for exports: a widget to PNG at a scale factor, to SVG, to the clipboard; frames to GIF or MP4.
+
+Every file goes to a temporary name in the target folder and is renamed when complete (kvviz.fileio), so
+a full disk, a refused folder or a cancelled animation leaves nothing behind; failures are ValueError
+with one line. Widgets and images only: nothing here knows about runs, panels or the window.
+"""
+from __future__ import annotations
+
+import errno
+import math
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QRegion
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QWidget
+
+from kvviz.fileio import atomic_write
+
+SVG_NS = "http://www.w3.org/2000/svg"
+XLINK_NS = "http://www.w3.org/1999/xlink"
+ANIMATION_FORMATS = ("gif", "mp4")
+MAX_GIF_FPS = 50  # GIF delays are in hundredths of a second, and viewers slow anything faster
+MAX_SCALE = 8.0
+_UMASK = os.umask(0o022)  # read once (the only way to read it is to set it), then put back
+os.umask(_UMASK)
+
+
+class Cancelled(Exception):
+    """The user cancelled a long export; the partial file is already gone."""
+
+
+# -- files ---------------------------------------------------------------------------------------------
+def describe_os_error(target: Path, exc: OSError, folder: Path | None = None) -> str:
+    """One line saying why `target` (a file, or with `folder` given, that folder) could not be written."""
+    folder = folder or (target.parent if str(target.parent) else Path("."))
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        why = "the disk is full (nothing was saved)"
+    elif code in (errno.EACCES, errno.EPERM):
+        why = f"no permission to write in {folder}"
+    elif code == errno.EROFS:
+        why = f"{folder} is on a read-only file system"
+    elif code == errno.ENOENT:
+        why = f"the folder {folder} does not exist"
+    elif code == errno.ENOTDIR:
+        why = f"{folder} is not a folder"
+    else:
+        why = exc.strerror or str(exc)
+    return f"cannot write {target}: {why}"
+
+
+def check_folder(folder: str | Path) -> Path:
+    """Raise ValueError unless a file can be created in `folder` (tried for real: a test file made and
+    removed, so a read-only mount or a full quota shows up before any rendering work)."""
+    folder = Path(folder)
+    if not folder.exists():
+        raise ValueError(f"the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kvviz-probe-", dir=folder)
+    except OSError as exc:
+        raise ValueError(describe_os_error(folder, exc, folder)) from None
+    os.close(fd)
+    os.unlink(probe)
+    return folder
+
+
+def check_target(path: str | Path) -> Path:
+    """Raise ValueError unless `path` can be written: its folder accepts files and it is not a folder."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder")
+    check_folder(path.parent if str(path.parent) else Path("."))
+    return path
+
+
+def write_file(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Run `write(tmp)` and rename tmp to `path`; any failure removes tmp. OSError becomes one-line
+    ValueError; Cancelled passes through (the partial file removed)."""
+    path = check_target(path)
+
+    def write_shared(tmp: Path) -> None:
+        write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # the temporary file was private (mkstemp); the export is not
+
+    try:
+        return atomic_write(path, write_shared)
+    except OSError as exc:
+        raise ValueError(describe_os_error(path, exc)) from exc
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    return write_file(path, lambda tmp: _write_all(tmp, data))
+
+
+def _write_all(tmp: Path, data: bytes) -> None:
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())  # a full disk shows here, before the rename, not later
+
+
+# -- images --------------------------------------------------------------------------------------------
+def check_scale(scale: float) -> float:
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0.25 <= scale <= MAX_SCALE):
+        raise ValueError(f"scale must be between 0.25 and {MAX_SCALE:g}, got {scale!r}")
+    return float(scale)
+
+
+def render_widget(widget: QWidget, scale: float = 1.0) -> QImage:
+    """The widget as it looks on screen, drawn at `scale` times its size (vector content and text stay
+    sharp: the widget paints again at the higher resolution rather than being enlarged)."""
+    scale = check_scale(scale)
+    size = widget.size()
+    if size.width() <= 0 or size.height() <= 0:
+        raise ValueError("nothing to render: the view has no size (is it hidden?)")
+    image = QImage(max(1, round(size.width() * scale)), max(1, round(size.height() * scale)),
+                   QImage.Format.Format_RGB32)
+    image.setDevicePixelRatio(scale)
+    image.fill(widget.palette().window().color())
+    painter = QPainter(image)
+    painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing
+                           | QPainter.RenderHint.SmoothPixmapTransform)
+    widget.render(painter, QPoint(0, 0), QRegion(widget.rect()),
+                  QWidget.RenderFlag.DrawWindowBackground | QWidget.RenderFlag.DrawChildren)
+    painter.end()
+    image.setDevicePixelRatio(1.0)  # consumers count pixels
+    return image
+
+
+def png_bytes(image: QImage) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise ValueError("could not encode the image as PNG")
+    buffer.close()
+    return bytes(data.data())
+
+
+def save_png(image: QImage, path: str | Path) -> Path:
+    """Encode in memory, then write atomically (so a full disk is an OSError we can name, not a False)."""
+    return write_bytes(path, png_bytes(image))
+
+
+def copy_image(image: QImage) -> None:
+    QGuiApplication.clipboard().setImage(image)
+
+
+def image_array(image: QImage) -> np.ndarray:
+    """(H, W, 3) uint8 RGB copy of a QImage."""
+    rgb = image.convertToFormat(QImage.Format.Format_RGB888)
+    h, w, stride = rgb.height(), rgb.width(), rgb.bytesPerLine()
+    buf = np.frombuffer(rgb.constBits(), dtype=np.uint8, count=stride * h).reshape(h, stride)
+    return buf[:, : w * 3].reshape(h, w, 3).copy()
+
+
+def _grid(sizes: list[tuple[int, int]], cols: int, gap: int) -> tuple[list[int], list[int]]:
+    rows = math.ceil(len(sizes) / cols)
+    col_w = [max(w for w, _ in sizes[c::cols]) for c in range(cols)]
+    row_h = [max(h for _, h in sizes[r * cols:(r + 1) * cols]) for r in range(rows)]
+    return col_w, row_h
+
+
+def tile(images: list[QImage], caption: str = "", gap: int = 8, background: QColor | None = None,
+         aspect: float = 16 / 9) -> QImage:
+    """Images in a grid whose shape comes closest to `aspect` (wide panels stack, tall ones sit side by
+    side), on a plain background, with an optional caption strip under them."""
+    if not images:
+        raise ValueError("no images to tile")
+    background = background or QColor("white")
+    sizes = [(im.width(), im.height()) for im in images]
+
+    def shape_error(cols: int) -> float:
+        col_w, row_h = _grid(sizes, cols, gap)
+        w, h = sum(col_w) + gap * (cols - 1), sum(row_h) + gap * (len(row_h) - 1)
+        return abs(math.log((w / h) / aspect))
+
+    cols = min(range(1, len(images) + 1), key=shape_error)
+    col_w, row_h = _grid(sizes, cols, gap)
+    font = QFont()
+    caption_h = 0
+    if caption:
+        font.setPixelSize(max(12, min(28, sum(row_h) // 30)))
+        caption_h = font.pixelSize() * 2
+    width = sum(col_w) + gap * (cols - 1)
+    height = sum(row_h) + gap * (len(row_h) - 1) + caption_h
+    out = QImage(width, height, QImage.Format.Format_RGB32)
+    out.fill(background)
+    painter = QPainter(out)
+    for i, im in enumerate(images):
+        r, c = divmod(i, cols)
+        painter.drawImage(QPoint(sum(col_w[:c]) + gap * c, sum(row_h[:r]) + gap * r), im)
+    if caption:
+        painter.setFont(font)
+        painter.setPen(QColor("#333333"))
+        painter.drawText(QRect(0, height - caption_h, width, caption_h), Qt.AlignmentFlag.AlignCenter, caption)
+    painter.end()
+    return out
+
+
+# -- SVG -----------------------------------------------------------------------------------------------
+def widget_svg(widget: QWidget) -> bytes:
+    """The widget as SVG: Qt's SVG generator for the widgets (labels, tables, legends, as vector text),
+    with each pyqtgraph view replaced by pyqtgraph's own SVG export of its scene, which keeps curves,
+    markers and images right where Qt's generator garbles them."""
+    import pyqtgraph as pg
+    from pyqtgraph.exporters import SVGExporter
+
+    w, h = widget.width(), widget.height()
+    if w <= 0 or h <= 0:
+        raise ValueError("nothing to render: the view has no size (is it hidden?)")
+    views = [v for v in widget.findChildren(pg.GraphicsView) if v.isVisibleTo(widget) and v.width() > 0]
+    if isinstance(widget, pg.GraphicsView):
+        views.insert(0, widget)
+    region = QRegion(widget.rect())
+    placed = []
+    for view in views:
+        top_left = view.mapTo(widget, QPoint(0, 0)) if view is not widget else QPoint(0, 0)
+        rect = QRect(top_left, view.size())
+        region -= QRegion(rect)
+        placed.append((rect, SVGExporter(view.scene()).export(toBytes=True)))
+
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    generator = QSvgGenerator()
+    generator.setOutputDevice(buffer)
+    generator.setSize(QSize(w, h))
+    generator.setViewBox(QRect(0, 0, w, h))
+    generator.setResolution(96)
+    generator.setTitle(widget.windowTitle() or "kvviz")
+    painter = QPainter(generator)
+    if not region.isEmpty():
+        widget.render(painter, QPoint(0, 0), region,
+                      QWidget.RenderFlag.DrawWindowBackground | QWidget.RenderFlag.DrawChildren)
+    painter.end()
+    buffer.close()
+
+    ET.register_namespace("", SVG_NS)
+    ET.register_namespace("xlink", XLINK_NS)
+    root = ET.fromstring(bytes(data.data()))
+    root.set("width", f"{w}px")
+    root.set("height", f"{h}px")
+    for rect, svg in placed:
+        child = ET.fromstring(svg)
+        child.set("x", str(rect.x()))
+        child.set("y", str(rect.y()))
+        child.set("width", str(rect.width()))
+        child.set("height", str(rect.height()))
+        root.append(child)
+    return b'<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + ET.tostring(root, encoding="utf-8",
+                                                                                     xml_declaration=False)
+
+
+def save_svg(widget: QWidget, path: str | Path) -> Path:
+    return write_bytes(path, widget_svg(widget))
+
+
+# -- animations ----------------------------------------------------------------------------------------
+def check_fps(fps: float, fmt: str) -> float:
+    top = MAX_GIF_FPS if fmt == "gif" else 120
+    if not (isinstance(fps, (int, float)) and math.isfinite(fps) and 0.1 <= fps <= top):
+        raise ValueError(f"frames per second for {fmt.upper()} must be between 0.1 and {top}, got {fps!r}")
+    return float(fps)
+
+
+def animation_format(path: str | Path, fmt: str | None = None) -> str:
+    fmt = (fmt or Path(path).suffix.lstrip(".")).lower()
+    if fmt not in ANIMATION_FORMATS:
+        raise ValueError(f"animation format must be GIF or MP4 (.gif or .mp4), got {fmt or 'no extension'!r}")
+    return fmt
+
+
+def ffmpeg_exe() -> str:
+    """The ffmpeg that imageio-ffmpeg ships; ValueError saying how to get it otherwise."""
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except Exception as exc:  # ImportError, or its RuntimeError when no binary is found
+        raise ValueError(f"MP4 needs ffmpeg: pip install imageio-ffmpeg ({type(exc).__name__}: {exc})") from None
+
+
+def _even(a: np.ndarray) -> np.ndarray:
+    """Pad to even width and height with the edge colour: H.264 in yuv420p needs both even."""
+    h, w = a.shape[:2]
+    if h % 2 or w % 2:
+        a = np.pad(a, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
+    return a
+
+
+def _fit(a: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Pad (or crop) a frame to the first frame's (H, W): every frame of a video has one size."""
+    h, w = size
+    if a.shape[:2] == (h, w):
+        return a
+    out = np.full((h, w, 3), 255, dtype=np.uint8)
+    ch, cw = min(h, a.shape[0]), min(w, a.shape[1])
+    out[:ch, :cw] = a[:ch, :cw]
+    return out
+
+
+def _write_gif(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
+    import imageio.v3 as iio
+
+    count = 0
+    size: tuple[int, int] | None = None
+    duration = round(1000.0 / fps)
+    with iio.imopen(tmp, "w", plugin="pillow", extension=".gif") as out:
+        for frame in frames:
+            size = size or frame.shape[:2]
+            # bits=8: each frame is reduced to a 256-colour palette as it arrives, so memory holds one
+            # byte per pixel per frame and the quantising cost shows in the progress, not at the end.
+            out.write(_fit(frame, size), duration=duration, loop=0, bits=8)
+            count += 1
+        if not count:
+            raise ValueError("no frames to write")
+    return count
+
+
+def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
+    import imageio_ffmpeg
+
+    ffmpeg_exe()
+    count = 0
+    writer = None
+    size: tuple[int, int] | None = None
+    try:
+        for frame in frames:
+            frame = _even(frame)
+            if writer is None:
+                size = frame.shape[:2]
+                writer = imageio_ffmpeg.write_frames(
+                    str(tmp), (size[1], size[0]), fps=fps, codec="libx264", pix_fmt_in="rgb24",
+                    pix_fmt_out="yuv420p", quality=8, macro_block_size=2, ffmpeg_log_level="error",
+                    output_params=["-movflags", "+faststart", "-f", "mp4"])
+                writer.send(None)
+            writer.send(np.ascontiguousarray(_fit(frame, size)))
+            count += 1
+        if not count:
+            raise ValueError("no frames to write")
+    except (BrokenPipeError, RuntimeError) as exc:
+        # ffmpeg died (a full disk, usually): its own message is the useful part
+        raise OSError(errno.EIO, f"ffmpeg failed: {' '.join(str(exc).split())[:300]}") from None
+    finally:
+        if writer is not None:
+            try:
+                writer.close()
+            except (BrokenPipeError, RuntimeError, OSError) as exc:
+                raise OSError(errno.EIO, f"ffmpeg failed: {' '.join(str(exc).split())[:300]}") from None
+    return count
+
+
+def write_animation(path: str | Path, frames: Iterable[np.ndarray], fps: float, fmt: str | None = None) -> int:
+    """Write (H, W, 3) uint8 frames, one per step, as an animated GIF or an H.264 MP4; return the frame
+    count. `frames` is consumed lazily, so it may render as it goes and raise Cancelled to stop (the
+    partial file is removed either way)."""
+    fmt = animation_format(path, fmt)
+    fps = check_fps(fps, fmt)
+    if fmt == "mp4":
+        ffmpeg_exe()
+    counted: list[int] = []
+    writer = _write_gif if fmt == "gif" else _write_mp4
+    write_file(path, lambda tmp: counted.append(writer(tmp, frames, fps)))
+    return counted[0]
