@@ -1,0 +1,1288 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN" sourcelanguage="en">
+<context>
+    <name>AnimationExportDialog</name>
+    <message>
+        <source>Export animation</source>
+        <translation>导出动画</translation>
+    </message>
+    <message>
+        <source>Panels (side by side, one frame per step):</source>
+        <translation>面板（并排显示，每步一帧）：</translation>
+    </message>
+    <message>
+        <source>GIF (plays anywhere, larger)</source>
+        <translation>GIF（随处可播放，文件较大）</translation>
+    </message>
+    <message>
+        <source>MP4 (H.264, small, for slides and video players)</source>
+        <translation>MP4（H.264，文件小，适合幻灯片和视频播放器）</translation>
+    </message>
+    <message>
+        <source> frames/s</source>
+        <translation> 帧/秒</translation>
+    </message>
+    <message>
+        <source>Format</source>
+        <translation>格式</translation>
+    </message>
+    <message>
+        <source>Speed</source>
+        <translation>速度</translation>
+    </message>
+    <message>
+        <source>From step</source>
+        <translation>起始步</translation>
+    </message>
+    <message>
+        <source>To step</source>
+        <translation>结束步</translation>
+    </message>
+    <message>
+        <source>Scale</source>
+        <translation>缩放</translation>
+    </message>
+    <message>
+        <source>Tick at least one panel.</source>
+        <translation>请至少勾选一个面板。</translation>
+    </message>
+    <message>
+        <source>&apos;From step&apos; must not be after &apos;To step&apos;.</source>
+        <translation>“起始步”不能晚于“结束步”。</translation>
+    </message>
+    <message>
+        <source>{0} frames, {1:.1f} s at this speed</source>
+        <translation>{0} 帧，按此速度播放 {1:.1f} 秒</translation>
+    </message>
+</context>
+<context>
+    <name>AttentionPanel</name>
+    <message>
+        <source>Which engine&apos;s recorded weights to show</source>
+        <translation>显示哪个引擎记录的注意力权重</translation>
+    </message>
+    <message>
+        <source>Engine:</source>
+        <translation>引擎：</translation>
+    </message>
+    <message>
+        <source>query position</source>
+        <translation>query 位置</translation>
+    </message>
+    <message>
+        <source>key position</source>
+        <translation>key 位置</translation>
+    </message>
+    <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>Attention weights</source>
+        <translation>注意力权重</translation>
+    </message>
+    <message>
+        <source>softmax(Q K^T / sqrt(d)) of one layer and head: row i is how much query i looks at each earlier key; the causal mask hides the future (grey). Naive recomputes the whole matrix every step; a cached engine computes only the outlined new row and reads the keys from the cache, so its matrix fills in row by row. The rows agree across engines: the cache changes no math.</source>
+        <translation>某一层、某一个头的 softmax(Q K^T / sqrt(d))：第 i 行表示 query i 对之前每个 key 的关注程度；因果掩码遮住未来（灰色）。朴素引擎每步都重算整个矩阵；带缓存的引擎只计算框出的新一行，key 从缓存读取，所以它的矩阵逐行填满。各引擎的每一行都相同：缓存不改变数学结果。</translation>
+    </message>
+    <message>
+        <source>No attention weights recorded in this run.</source>
+        <translation>本次运行没有记录注意力权重。</translation>
+    </message>
+    <message>
+        <source>layer {layer}, head {head}, step {step}</source>
+        <translation>第 {layer} 层，第 {head} 个头，第 {step} 步</translation>
+    </message>
+    <message>
+        <source>Outlined: the {rows} row(s) computed at this step. The {earlier} rows above were computed at earlier steps.</source>
+        <translation>框出部分：本步计算的 {rows} 行。上方的 {earlier} 行是之前各步算出的。</translation>
+    </message>
+    <message>
+        <source>Outlined: the {rows} row(s) computed at this step.</source>
+        <translation>框出部分：本步计算的 {rows} 行。</translation>
+    </message>
+</context>
+<context>
+    <name>BytesPanel</name>
+    <message>
+        <source>per step (dashed: gathered)</source>
+        <translation>每步（虚线：gather 拷贝）</translation>
+    </message>
+    <message>
+        <source>bytes</source>
+        <translation>字节</translation>
+    </message>
+    <message>
+        <source>total so far</source>
+        <translation>累计</translation>
+    </message>
+    <message>
+        <source>Bytes copied</source>
+        <translation>复制字节数</translation>
+    </message>
+    <message>
+        <source>The chapter&apos;s torch.cat cache copies the whole history into a new tensor every step: O(k) bytes at step k, O(n²) over a generation (the total curves upward). A static cache is preallocated and a paged cache takes fixed-size blocks; both write the new token in place and copy nothing. Dashed: bytes gathered only to feed attention (the paged blocks copied into one contiguous tensor; a fused paged-attention kernel would read them in place).</source>
+        <translation>本章的 torch.cat 缓存每步都把全部历史复制到一个新张量：第 k 步复制 O(k) 字节，整个生成过程共 O(n²)（累计曲线向上弯）。静态缓存预先分配好空间，分页缓存按固定大小的块分配；两者都把新 token 原地 (in-place) 写入，不复制任何数据。虚线：仅为喂给注意力而 gather 的字节（把分页的各个块拷贝成一个连续张量；融合的 paged-attention 内核可以原地读取它们）。</translation>
+    </message>
+    <message>
+        <source>{engine}: {copied} copied</source>
+        <translation>{engine}：复制 {copied}</translation>
+    </message>
+    <message>
+        <source>, {gathered} gathered</source>
+        <translation>，gather 拷贝 {gathered}</translation>
+    </message>
+</context>
+<context>
+    <name>CacheMemoryPanel</name>
+    <message>
+        <source>resident K/V</source>
+        <translation>常驻 K/V</translation>
+    </message>
+    <message>
+        <source>memory</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>capacity (tokens)</source>
+        <translation>容量（token 数）</translation>
+    </message>
+    <message>
+        <source>slot holding K/V</source>
+        <translation>存有 K/V 的槽位</translation>
+    </message>
+    <message>
+        <source>written this step</source>
+        <translation>本步写入</translation>
+    </message>
+    <message>
+        <source>reserved, empty</source>
+        <translation>已预留，空闲</translation>
+    </message>
+    <message>
+        <source>free block</source>
+        <translation>空闲块</translation>
+    </message>
+    <message>
+        <source>Cache memory</source>
+        <translation>缓存内存</translation>
+    </message>
+    <message>
+        <source>Per token and layer a cache holds K and V: 2 · kv_heads · d_head · bytes. concat holds exactly the tokens so far but reallocates every step; static reserves the whole run up front; paged takes a fixed-size block from a pool only when the last one is full, so at most one block is partly empty (salmon). The grid is the pool: the block table (#0, #1, ...) holds the sequence together, not adjacency: the grid shows pool blocks 0, 1, 2, ... left to right, labelled with their place in the table.</source>
+        <translation>每个 token、每一层，缓存都要存 K 和 V：2 · kv_heads · d_head · 字节数。concat 恰好只存已有的 token，但每步都重新分配内存；static 一开始就为整次运行预留空间；paged 只在最后一个块写满时才从池中取一个固定大小的新块，所以最多只有一个块部分空闲（浅橙色）。网格就是块池：把序列串起来的是块表（#0、#1、...），而不是块在池中是否相邻：网格从左到右依次是池中的块 0、1、2、...，标签是它们在块表中的序号。</translation>
+    </message>
+    <message>
+        <source>tokens held</source>
+        <translation>已存 token 数</translation>
+    </message>
+    <message>
+        <source>{engine}: {bytes}, {cap} tokens</source>
+        <translation>{engine}：{bytes}，{cap} 个 token</translation>
+    </message>
+    <message>
+        <source>no paged engine: no block table</source>
+        <translation>没有 paged 引擎：无块表</translation>
+    </message>
+    <message>
+        <source>pool {n} × {size} slots</source>
+        <translation>块池 {n} × {size} 个槽位</translation>
+    </message>
+    <message>
+        <source>block table [{table}]</source>
+        <translation>块表 [{table}]</translation>
+    </message>
+</context>
+<context>
+    <name>ExportActions</name>
+    <message>
+        <source>&amp;Image...</source>
+        <translation>图片(&amp;I)...</translation>
+    </message>
+    <message>
+        <source>Export the window or one panel as PNG or SVG</source>
+        <translation>将整个窗口或单个面板导出为 PNG 或 SVG</translation>
+    </message>
+    <message>
+        <source>&amp;Copy window image</source>
+        <translation>复制窗口图像(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Copy the whole window to the clipboard</source>
+        <translation>把整个窗口复制到剪贴板</translation>
+    </message>
+    <message>
+        <source>&amp;Animation (GIF/MP4)...</source>
+        <translation>动画 (GIF/MP4)(&amp;A)...</translation>
+    </message>
+    <message>
+        <source>One frame per step of the chosen panels, as GIF or MP4</source>
+        <translation>所选面板每步一帧，导出为 GIF 或 MP4</translation>
+    </message>
+    <message>
+        <source>Trace as &amp;JSON...</source>
+        <translation>追踪记录 JSON(&amp;J)...</translation>
+    </message>
+    <message>
+        <source>Every step of every engine, masks and weights included; File &gt; Open trace replays it</source>
+        <translation>每个引擎的每一步，含掩码和注意力权重；可用“文件 &gt; 打开追踪记录”回放</translation>
+    </message>
+    <message>
+        <source>Steps as CS&amp;V...</source>
+        <translation>逐步数据 CSV(&amp;V)...</translation>
+    </message>
+    <message>
+        <source>One row per engine and step, scalar fields</source>
+        <translation>每个引擎每一步一行，仅含标量字段</translation>
+    </message>
+    <message>
+        <source>Summary as &amp;CSV...</source>
+        <translation>汇总表 CSV(&amp;C)...</translation>
+    </message>
+    <message>
+        <source>The summary table</source>
+        <translation>汇总表</translation>
+    </message>
+    <message>
+        <source>Summary as &amp;Markdown...</source>
+        <translation>汇总表 Markdown(&amp;M)...</translation>
+    </message>
+    <message>
+        <source>The summary table, ready for notes and slides</source>
+        <translation>汇总表，可直接用于讲义和幻灯片</translation>
+    </message>
+    <message>
+        <source>Open &amp;trace...</source>
+        <translation>打开追踪记录(&amp;T)...</translation>
+    </message>
+    <message>
+        <source>Replay a saved run (JSON) without a model</source>
+        <translation>无需模型即可回放已保存的运行 (JSON)</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+    <message>
+        <source>&amp;Export</source>
+        <translation>导出(&amp;E)</translation>
+    </message>
+    <message>
+        <source>Saved {0}</source>
+        <translation>已保存 {0}</translation>
+    </message>
+    <message>
+        <source>{0} failed: {1}</source>
+        <translation>{0}失败：{1}</translation>
+    </message>
+    <message>
+        <source>PNG images (*.png)</source>
+        <translation>PNG 图片 (*.png)</translation>
+    </message>
+    <message>
+        <source>SVG images (*.svg)</source>
+        <translation>SVG 图片 (*.svg)</translation>
+    </message>
+    <message>
+        <source>Export image</source>
+        <translation>导出图片</translation>
+    </message>
+    <message>
+        <source>Image export</source>
+        <translation>图片导出</translation>
+    </message>
+    <message>
+        <source>Copied {0} × {1} pixels to the clipboard</source>
+        <translation>已复制 {0} × {1} 像素的图像到剪贴板</translation>
+    </message>
+    <message>
+        <source>Data export</source>
+        <translation>数据导出</translation>
+    </message>
+    <message>
+        <source>kvviz traces (*.json)</source>
+        <translation>kvviz 追踪记录 (*.json)</translation>
+    </message>
+    <message>
+        <source>CSV files (*.csv)</source>
+        <translation>CSV 文件 (*.csv)</translation>
+    </message>
+    <message>
+        <source>Markdown files (*.md)</source>
+        <translation>Markdown 文件 (*.md)</translation>
+    </message>
+    <message>
+        <source>Export data</source>
+        <translation>导出数据</translation>
+    </message>
+    <message>
+        <source>{0} bytes</source>
+        <translation>{0} 字节</translation>
+    </message>
+    <message>
+        <source>Animation export</source>
+        <translation>动画导出</translation>
+    </message>
+    <message>
+        <source>GIF animations (*.gif)</source>
+        <translation>GIF 动画 (*.gif)</translation>
+    </message>
+    <message>
+        <source>MP4 videos (*.mp4)</source>
+        <translation>MP4 视频 (*.mp4)</translation>
+    </message>
+    <message>
+        <source>Export animation</source>
+        <translation>导出动画</translation>
+    </message>
+    <message>
+        <source>Rendering one frame per step...</source>
+        <translation>正在逐步渲染，每步一帧...</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Encoding...</source>
+        <translation>正在编码...</translation>
+    </message>
+    <message>
+        <source>Animation cancelled; nothing was saved.</source>
+        <translation>已取消动画导出，未保存任何文件。</translation>
+    </message>
+    <message>
+        <source>{0} frames in {1:.1f} s</source>
+        <translation>{0} 帧，用时 {1:.1f} 秒</translation>
+    </message>
+    <message>
+        <source>Open trace</source>
+        <translation>打开追踪记录</translation>
+    </message>
+    <message>
+        <source>kvviz traces (*.json);;All files (*)</source>
+        <translation>kvviz 追踪记录 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Could not open the trace: {0}</source>
+        <translation>无法打开追踪记录：{0}</translation>
+    </message>
+    <message>
+        <source>Whole window</source>
+        <translation>整个窗口</translation>
+    </message>
+    <message>
+        <source>unknown panel {0!r}; choose from {1}</source>
+        <translation>未知面板 {0!r}；可选：{1}</translation>
+    </message>
+    <message>
+        <source>the panel {0!r} is hidden: show it (View menu) to export it</source>
+        <translation>面板 {0!r} 已隐藏：请先在“视图”菜单中显示它再导出</translation>
+    </message>
+    <message>
+        <source>nothing to export yet: run the engines or open a saved trace first</source>
+        <translation>还没有可导出的内容：请先运行引擎，或打开已保存的追踪记录</translation>
+    </message>
+    <message>
+        <source>prefill</source>
+        <translation>Prefill</translation>
+    </message>
+    <message>
+        <source>decode</source>
+        <translation>Decode</translation>
+    </message>
+    <message>
+        <source>step {0} of {1} · {2}</source>
+        <translation>第 {0} / {1} 步 · {2}</translation>
+    </message>
+    <message>
+        <source>choose at least one panel (or the whole window)</source>
+        <translation>请至少选择一个面板（或整个窗口）</translation>
+    </message>
+    <message>
+        <source>image format must be one of {0}</source>
+        <translation>图片格式必须是以下之一：{0}</translation>
+    </message>
+    <message>
+        <source>no file name given</source>
+        <translation>未提供文件名</translation>
+    </message>
+    <message>
+        <source>data export must be one of {0}</source>
+        <translation>数据导出类型必须是以下之一：{0}</translation>
+    </message>
+    <message>
+        <source>the steps must satisfy 0 &lt;= from &lt;= to &lt;= {0}, got {1}..{2}</source>
+        <translation>步数范围须满足 0 &lt;= 起始 &lt;= 结束 &lt;= {0}，实际为 {1}..{2}</translation>
+    </message>
+    <message>
+        <source>the trace holds no steps</source>
+        <translation>该追踪记录不含任何步骤</translation>
+    </message>
+    <message>
+        <source>the trace mixes steps of {0} runs</source>
+        <translation>该追踪记录混杂了 {0} 次运行的步骤</translation>
+    </message>
+    <message>
+        <source>Replaying {0}: {1} steps of {2}</source>
+        <translation>正在回放 {0}：{2} 的 {1} 步</translation>
+    </message>
+    <message>
+        <source>a saved run</source>
+        <translation>已保存的运行</translation>
+    </message>
+</context>
+<context>
+    <name>ImageExportDialog</name>
+    <message>
+        <source>Export image</source>
+        <translation>导出图片</translation>
+    </message>
+    <message>
+        <source>PNG image</source>
+        <translation>PNG 图片</translation>
+    </message>
+    <message>
+        <source>SVG (vector)</source>
+        <translation>SVG（矢量图）</translation>
+    </message>
+    <message>
+        <source>Copy to the clipboard</source>
+        <translation>复制到剪贴板</translation>
+    </message>
+    <message>
+        <source>2× gives a sharp image for slides: everything is drawn again at twice the resolution, not enlarged</source>
+        <translation>2× 可为幻灯片生成清晰图像：所有内容按两倍分辨率重新绘制，而不是简单放大</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+    <message>
+        <source>As</source>
+        <translation>导出为</translation>
+    </message>
+    <message>
+        <source>Scale</source>
+        <translation>缩放</translation>
+    </message>
+    <message>
+        <source>{0} × {1} (vector, any size)</source>
+        <translation>{0} × {1}（矢量，可任意缩放）</translation>
+    </message>
+    <message>
+        <source>{0} × {1} pixels</source>
+        <translation>{0} × {1} 像素</translation>
+    </message>
+</context>
+<context>
+    <name>LatencyPanel</name>
+    <message>
+        <source>per step</source>
+        <translation>每步</translation>
+    </message>
+    <message>
+        <source>latency</source>
+        <translation>延迟</translation>
+    </message>
+    <message>
+        <source>total so far</source>
+        <translation>累计</translation>
+    </message>
+    <message>
+        <source>time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>Latency</source>
+        <translation>延迟</translation>
+    </message>
+    <message>
+        <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow.</source>
+        <translation>图例给出每个引擎 Decode 步的平均耗时。第 0 步是 Prefill：对整个 prompt 做一次前向。之后，朴素引擎的每步耗时随序列变长而增加，因为它每次都重跑全部内容；而带缓存的引擎每步只输入 1 个 token。在很小的模型上，Python 开销主导了耗时，所以也要看省下的工作量（重算次数、字节数）：序列越长、模型越大，时间差距越明显。</translation>
+    </message>
+    <message>
+        <source>{engine}: {ms:.2f} ms/step</source>
+        <translation>{engine}：{ms:.2f} 毫秒/步</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>kvviz: the KV cache, step by step</source>
+        <translation>kvviz：一步一步看懂 KV Cache</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Start a compare run of the checked engines</source>
+        <translation>让勾选的引擎同时运行并对比</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>暂停(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Pause or resume the run</source>
+        <translation>暂停或继续运行</translation>
+    </message>
+    <message>
+        <source>&amp;Step</source>
+        <translation>单步(&amp;S)</translation>
+    </message>
+    <message>
+        <source>Run one step of every engine, then pause</source>
+        <translation>每个引擎各运行一步，然后暂停</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Stop the run; its steps stay viewable</source>
+        <translation>停止运行；已记录的步骤仍可查看</translation>
+    </message>
+    <message>
+        <source>Previous step</source>
+        <translation>上一步</translation>
+    </message>
+    <message>
+        <source>Show the step before</source>
+        <translation>显示前一步</translation>
+    </message>
+    <message>
+        <source>Next step</source>
+        <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Show the step after; at the newest step of a paused run, compute one more</source>
+        <translation>显示后一步；若运行已暂停且位于最新一步，则再计算一步</translation>
+    </message>
+    <message>
+        <source>Back 10 steps</source>
+        <translation>后退 10 步</translation>
+    </message>
+    <message>
+        <source>Forward 10 steps</source>
+        <translation>前进 10 步</translation>
+    </message>
+    <message>
+        <source>First step</source>
+        <translation>第一步</translation>
+    </message>
+    <message>
+        <source>Newest step (follow the run)</source>
+        <translation>最新一步（跟随运行）</translation>
+    </message>
+    <message>
+        <source>Faster</source>
+        <translation>加快</translation>
+    </message>
+    <message>
+        <source>Slower</source>
+        <translation>减慢</translation>
+    </message>
+    <message>
+        <source>Open checkpoint...</source>
+        <translation>打开检查点...</translation>
+    </message>
+    <message>
+        <source>Add a model folder (config.json and weights) to the model picker</source>
+        <translation>把一个模型文件夹（config.json 和权重）加入模型列表</translation>
+    </message>
+    <message>
+        <source>Edit prompt</source>
+        <translation>编辑 prompt</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;About kvviz</source>
+        <translation>关于 kvviz(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Reset layout</source>
+        <translation>重置布局</translation>
+    </message>
+    <message>
+        <source>Inputs</source>
+        <translation>输入</translation>
+    </message>
+    <message>
+        <source>Prompt</source>
+        <translation>Prompt</translation>
+    </message>
+    <message>
+        <source>Type a prompt, then Run (Ctrl+R)</source>
+        <translation>输入 prompt，然后运行 (Ctrl+R)</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <source>Dtype</source>
+        <translation>数据类型</translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>auto: bf16 on CUDA, else the model&apos;s own dtype</source>
+        <translation>自动：CUDA 上用 bf16，否则用模型自身的数据类型</translation>
+    </message>
+    <message>
+        <source>Engines</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>loading PyTorch...</source>
+        <translation>正在加载 PyTorch...</translation>
+    </message>
+    <message>
+        <source>New tokens</source>
+        <translation>新 token 数</translation>
+    </message>
+    <message>
+        <source>Sampling</source>
+        <translation>采样</translation>
+    </message>
+    <message>
+        <source>Greedy (always the most likely token)</source>
+        <translation>贪心（总是选概率最高的 token）</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Top-k</source>
+        <translation>Top-k</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation>Top-p</translation>
+    </message>
+    <message>
+        <source>1.00 keeps every token</source>
+        <translation>1.00 表示保留所有 token</translation>
+    </message>
+    <message>
+        <source>Seed</source>
+        <translation>随机种子</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <source>Which layer and head the engines copy attention weights from (applies to the next run)</source>
+        <translation>引擎从哪一层、哪个头复制注意力权重（下次运行时生效）</translation>
+    </message>
+    <message>
+        <source>Run (Ctrl+R)</source>
+        <translation>运行 (Ctrl+R)</translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Scrub through the recorded steps (Left/Right, Home/End)</source>
+        <translation>拖动浏览已记录的步骤（←/→，Home/End）</translation>
+    </message>
+    <message>
+        <source>Whether the engines&apos; tokens so far are the same</source>
+        <translation>各引擎到目前为止生成的 token 是否相同</translation>
+    </message>
+    <message>
+        <source> Speed </source>
+        <translation> 速度 </translation>
+    </message>
+    <message>
+        <source> steps/s</source>
+        <translation> 步/秒</translation>
+    </message>
+    <message>
+        <source>as fast as possible</source>
+        <translation>尽可能快</translation>
+    </message>
+    <message>
+        <source>Lockstep rounds per second ([ slower, ] faster)</source>
+        <translation>每秒同步推进的轮数（[ 减慢，] 加快）</translation>
+    </message>
+    <message>
+        <source>No panels registered yet</source>
+        <translation>尚未注册任何面板</translation>
+    </message>
+    <message>
+        <source>Loading the panels...</source>
+        <translation>正在加载面板...</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Export</source>
+        <translation>导出(&amp;E)</translation>
+    </message>
+    <message>
+        <source>&amp;Model</source>
+        <translation>模型(&amp;M)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>Transport</source>
+        <translation>运行控制</translation>
+    </message>
+    <message>
+        <source>checkpoint folder</source>
+        <translation>检查点文件夹</translation>
+    </message>
+    <message>
+        <source>auto ({0})</source>
+        <translation>自动（{0}）</translation>
+    </message>
+    <message>
+        <source>finished: {0} steps</source>
+        <translation>完成：共 {0} 步</translation>
+    </message>
+    <message>
+        <source>stopped after {0} of {1} steps</source>
+        <translation>已停止：完成 {0} / {1} 步</translation>
+    </message>
+    <message>
+        <source>one engine</source>
+        <translation>单个引擎</translation>
+    </message>
+    <message>
+        <source>identical</source>
+        <translation>完全一致</translation>
+    </message>
+    <message>
+        <source>differ at step {0}</source>
+        <translation>第 {0} 步出现差异</translation>
+    </message>
+    <message>
+        <source>no steps yet</source>
+        <translation>尚无步骤</translation>
+    </message>
+    <message>
+        <source>prefill</source>
+        <translation>Prefill</translation>
+    </message>
+    <message>
+        <source>decode</source>
+        <translation>Decode</translation>
+    </message>
+    <message>
+        <source>step {0} / {1}  {2}</source>
+        <translation>第 {0} / {1} 步  {2}</translation>
+    </message>
+    <message>
+        <source>device memory {0}</source>
+        <translation>设备内存 {0}</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>继续(&amp;R)</translation>
+    </message>
+    <message>
+        <source>idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>loading the model...</source>
+        <translation>正在加载模型...</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>device {0}, {1}</source>
+        <translation>设备 {0}，{1}</translation>
+    </message>
+    <message>
+        <source>model {0}</source>
+        <translation>模型 {0}</translation>
+    </message>
+    <message>
+        <source>{0} parameters</source>
+        <translation>{0} 参数</translation>
+    </message>
+    <message>
+        <source>KV {0} per token</source>
+        <translation>每个 token 的 KV：{0}</translation>
+    </message>
+    <message>
+        <source>parameters: read when loaded</source>
+        <translation>参数量：加载后读取</translation>
+    </message>
+    <message>
+        <source>PyTorch {0}, {1} CPU thread(s)</source>
+        <translation>PyTorch {0}，{1} 个 CPU 线程</translation>
+    </message>
+    <message>
+        <source>About kvviz</source>
+        <translation>关于 kvviz</translation>
+    </message>
+    <message>
+        <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>
+        <translation>kvviz 让 Transformer 的 KV Cache 变得可见：输入 prompt，选择引擎，一步一步观看 Decode 过程。</translation>
+    </message>
+    <message>
+        <source>Starting: loading PyTorch and the model list...</source>
+        <translation>正在启动：加载 PyTorch 和模型列表...</translation>
+    </message>
+    <message>
+        <source>Type a prompt.</source>
+        <translation>请输入 prompt。</translation>
+    </message>
+    <message>
+        <source>Choose a model.</source>
+        <translation>请选择模型。</translation>
+    </message>
+    <message>
+        <source>This model is not available.</source>
+        <translation>该模型不可用。</translation>
+    </message>
+    <message>
+        <source>Check at least one engine.</source>
+        <translation>请至少勾选一个引擎。</translation>
+    </message>
+    <message>
+        <source>Temperature must be above 0 when sampling (tick Greedy for the most likely token).</source>
+        <translation>采样时温度必须大于 0（要总选概率最高的 token，请勾选“贪心”）。</translation>
+    </message>
+    <message>
+        <source>Top-p must be above 0 (1.00 keeps every token).</source>
+        <translation>Top-p 必须大于 0（1.00 表示保留所有 token）。</translation>
+    </message>
+    <message>
+        <source>Sampling: {0}</source>
+        <translation>采样：{0}</translation>
+    </message>
+    <message>
+        <source>The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model&apos;s context of {3}.</source>
+        <translation>prompt（{0} 个 token）+ 新 token（{1} 个）= {2}，超出了模型的上下文长度 {3}。</translation>
+    </message>
+    <message>
+        <source>New tokens ({0}) must leave room for the prompt in the model&apos;s context of {1}.</source>
+        <translation>新 token 数（{0}）必须为 prompt 留出空间，模型的上下文长度为 {1}。</translation>
+    </message>
+    <message>
+        <source>Attention layer must be below {0}.</source>
+        <translation>注意力层必须小于 {0}。</translation>
+    </message>
+    <message>
+        <source>Attention head must be below {0}.</source>
+        <translation>注意力头必须小于 {0}。</translation>
+    </message>
+    <message>
+        <source>Open checkpoint folder</source>
+        <translation>打开检查点文件夹</translation>
+    </message>
+</context>
+<context>
+    <name>MemoryDialog</name>
+    <message>
+        <source>KV cache memory calculator</source>
+        <translation>KV Cache 显存计算器</translation>
+    </message>
+    <message>
+        <source>Cache lengths n in tokens, separated by spaces or commas</source>
+        <translation>缓存长度 n（token 数），用空格或逗号分隔</translation>
+    </message>
+    <message>
+        <source>Memory bandwidth; 1 GB = 10^9 bytes (an A100 has about 2000 GB/s)</source>
+        <translation>显存带宽；1 GB = 10^9 字节（A100 约 2000 GB/s）</translation>
+    </message>
+    <message>
+        <source>Tokens written by one prefill before decoding: they copy nothing</source>
+        <translation>Decode 之前由一次 Prefill 写入的 token：它们不产生复制</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>layers</source>
+        <translation>层数</translation>
+    </message>
+    <message>
+        <source>KV heads</source>
+        <translation>KV 头数</translation>
+    </message>
+    <message>
+        <source>head_dim</source>
+        <translation>head_dim</translation>
+    </message>
+    <message>
+        <source>Shape</source>
+        <translation>形状</translation>
+    </message>
+    <message>
+        <source>Lengths (tokens)</source>
+        <translation>长度（token 数）</translation>
+    </message>
+    <message>
+        <source>Bandwidth</source>
+        <translation>带宽</translation>
+    </message>
+    <message>
+        <source>Paged block size</source>
+        <translation>分页块大小</translation>
+    </message>
+    <message>
+        <source>Prompt tokens</source>
+        <translation>prompt token 数</translation>
+    </message>
+    <message>
+        <source>tokens</source>
+        <translation>token</translation>
+    </message>
+    <message>
+        <source>KV cache</source>
+        <translation>KV Cache</translation>
+    </message>
+    <message>
+        <source>step copy</source>
+        <translation>单步复制量</translation>
+    </message>
+    <message>
+        <source>its time</source>
+        <translation>耗时</translation>
+    </message>
+    <message>
+        <source>total copy</source>
+        <translation>累计复制量</translation>
+    </message>
+    <message>
+        <source>blocks</source>
+        <translation>块数</translation>
+    </message>
+    <message>
+        <source>empty slots</source>
+        <translation>空槽位</translation>
+    </message>
+    <message>
+        <source>wasted</source>
+        <translation>浪费</translation>
+    </message>
+    <message>
+        <source>step copy: what torch.cat copies on the step that brings the cache to n tokens (the n-1 already held, K and V, every layer); total copy: summed over the generation; time: bytes / bandwidth, each byte counted once; blocks and empty slots: a paged cache&apos;s last block</source>
+        <translation>单步复制量：使缓存达到 n 个 token 的那一步中 torch.cat 复制的数据（已有的 n-1 个 token，K 和 V，所有层）；累计复制量：整个生成过程之和；耗时：字节数 / 带宽，每个字节只计一次；块数和空槽位：分页缓存的最后一个块</translation>
+    </message>
+    <message>
+        <source>Show the chapter&apos;s copy table (in its own convention)</source>
+        <translation>显示本章的复制量表格（按原书的约定）</translation>
+    </message>
+    <message>
+        <source>custom (edit the shape)</source>
+        <translation>自定义（编辑形状）</translation>
+    </message>
+    <message>
+        <source>Your own shape, starting from {0}</source>
+        <translation>自定义形状，以 {0} 为起点</translation>
+    </message>
+    <message>
+        <source>KV per token per layer: 2 × {0} × {1} × {2} B = {3} B ({4})</source>
+        <translation>每个 token 每层的 KV：2 × {0} × {1} × {2} B = {3} B（{4}）</translation>
+    </message>
+    <message>
+        <source>KV per token, {0} layers: {1} B ({2})</source>
+        <translation>每个 token 的 KV（{0} 层）：{1} B（{2}）</translation>
+    </message>
+</context>
+<context>
+    <name>RecomputePanel</name>
+    <message>
+        <source>times computed (per layer)</source>
+        <translation>计算次数（每层）</translation>
+    </message>
+    <message>
+        <source>token position</source>
+        <translation>token 位置</translation>
+    </message>
+    <message>
+        <source>end of prompt</source>
+        <translation>prompt 结束</translation>
+    </message>
+    <message>
+        <source>Recompute count</source>
+        <translation>重算次数</translation>
+    </message>
+    <message>
+        <source>K_i and V_i depend only on token i and the frozen weights, so they never change once computed. Naive decoding recomputes them at every step: the earliest positions have been computed once per step so far. A cache computes each position exactly once.</source>
+        <translation>K_i 和 V_i 只取决于 token i 和固定不变的权重，所以一旦算出就永远不会改变。朴素解码每一步都重算它们：最早的位置到目前为止每步都被算了一遍。有了缓存，每个位置只算一次。</translation>
+    </message>
+    <message>
+        <source>{engine}: {total} K/V computed</source>
+        <translation>{engine}：计算了 {total} 次 K/V</translation>
+    </message>
+</context>
+<context>
+    <name>RunWorker</name>
+    <message>
+        <source>out of memory; {0}</source>
+        <translation>内存不足；{0}</translation>
+    </message>
+    <message>
+        <source>{0}: trained weights not found in {1} (run `kvviz train --out {1}`)</source>
+        <translation>{0}：在 {1} 中找不到训练好的权重（请运行 `kvviz train --out {1}`）</translation>
+    </message>
+    <message>
+        <source>choose at least one engine</source>
+        <translation>请至少选择一个引擎</translation>
+    </message>
+    <message>
+        <source>attention layer {0} is outside 0..{1}</source>
+        <translation>注意力层 {0} 不在 0..{1} 范围内</translation>
+    </message>
+    <message>
+        <source>attention head {0} is outside 0..{1}</source>
+        <translation>注意力头 {0} 不在 0..{1} 范围内</translation>
+    </message>
+    <message>
+        <source>naive: attention weights not captured, a run this long would hold more than {0} MiB of them</source>
+        <translation>naive：未记录注意力权重，这么长的运行需要超过 {0} MiB 来保存它们</translation>
+    </message>
+    <message>
+        <source>the engine process did not start (exit code {0})</source>
+        <translation>引擎进程未能启动（退出码 {0}）</translation>
+    </message>
+    <message>
+        <source>the engine process ended unexpectedly (exit code {0}{1})</source>
+        <translation>引擎进程意外退出（退出码 {0}{1}）</translation>
+    </message>
+    <message>
+        <source>: killed, perhaps out of memory</source>
+        <translation>：被终止，可能是内存不足</translation>
+    </message>
+</context>
+<context>
+    <name>SeriesPanel</name>
+    <message>
+        <source>log scale</source>
+        <translation>对数坐标</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>步</translation>
+    </message>
+</context>
+<context>
+    <name>SummaryPanel</name>
+    <message>
+        <source>time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>tokens/s</source>
+        <translation>token/秒</translation>
+    </message>
+    <message>
+        <source>speedup</source>
+        <translation>加速比</translation>
+    </message>
+    <message>
+        <source>K/V computed</source>
+        <translation>K/V 计算次数</translation>
+    </message>
+    <message>
+        <source>copied</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>written</source>
+        <translation>写入</translation>
+    </message>
+    <message>
+        <source>gathered</source>
+        <translation>gather 拷贝</translation>
+    </message>
+    <message>
+        <source>peak cache</source>
+        <translation>缓存峰值</translation>
+    </message>
+    <message>
+        <source>Sum of step latencies (forward, cache update and sampling)</source>
+        <translation>各步延迟之和（前向、缓存更新和采样）</translation>
+    </message>
+    <message>
+        <source>New tokens per second of summed step time</source>
+        <translation>按各步耗时之和计算的每秒新 token 数</translation>
+    </message>
+    <message>
+        <source>Speedup vs naive: naive&apos;s total time divided by this engine&apos;s</source>
+        <translation>相对朴素引擎的加速比：朴素引擎总耗时除以本引擎总耗时</translation>
+    </message>
+    <message>
+        <source>K/V projections, token x layer: naive recomputes the whole sequence every step</source>
+        <translation>K/V 投影次数（token × 层）：朴素引擎每步都重算整个序列</translation>
+    </message>
+    <message>
+        <source>Bytes copied: existing cache content moved to a new place (the concat cache&apos;s torch.cat)</source>
+        <translation>复制字节数：已有缓存内容被搬到新位置（concat 缓存的 torch.cat）</translation>
+    </message>
+    <message>
+        <source>Bytes written: new K/V stored</source>
+        <translation>写入字节数：新存入的 K/V</translation>
+    </message>
+    <message>
+        <source>Bytes gathered: copies made only to feed attention (the paged gather)</source>
+        <translation>gather 拷贝字节数：仅为喂给注意力而做的拷贝（分页缓存的 gather）</translation>
+    </message>
+    <message>
+        <source>Largest resident K/V memory</source>
+        <translation>常驻 K/V 内存的最大值</translation>
+    </message>
+    <message>
+        <source>Summary</source>
+        <translation>汇总</translation>
+    </message>
+    <message>
+        <source>Totals up to the selected step. Time alone can mislead on a tiny model, where Python overhead dominates each step; the work columns show what the cache saves: K/V projections (O(n²) for naive, one per token for a cache) and bytes copied (O(n²) for the chapter&apos;s torch.cat cache, none for static and paged).</source>
+        <translation>截至所选步的累计值。在很小的模型上，每步耗时主要是 Python 开销，只看时间容易误判；工作量各列显示缓存省下了什么：K/V 投影次数（朴素引擎为 O(n²)，有缓存时每个 token 一次）和复制字节数（本章的 torch.cat 缓存为 O(n²)，static 和 paged 为零）。</translation>
+    </message>
+    <message>
+        <source>Totals over steps 0–{step} ({n} new tokens)</source>
+        <translation>第 0–{step} 步累计（{n} 个新 token）</translation>
+    </message>
+    <message>
+        <source>{v:.1f} ms</source>
+        <translation>{v:.1f} 毫秒</translation>
+    </message>
+    <message>
+        <source>Work saved: naive computed &lt;b&gt;{naive:,}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached:,}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
+        <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive:,}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached:,}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
+    </message>
+</context>
+<context>
+    <name>TokenStreamPanel</name>
+    <message>
+        <source>Token stream</source>
+        <translation>token 流</translation>
+    </message>
+    <message>
+        <source>The prompt (grey) and the tokens each engine generated, one per step (alternating shades). The selected step&apos;s token is highlighted; later tokens are faded. Every engine should write exactly the same tokens: a KV cache is an optimisation and changes no math. A token that differs from the first engine&apos;s is underlined in red.</source>
+        <translation>prompt（灰色）以及每个引擎生成的 token，每步一个（深浅交替）。所选步的 token 高亮显示，之后的 token 变淡。所有引擎生成的 token 应当完全相同：KV Cache 只是优化，不改变数学结果。与第一个引擎不同的 token 会用红色下划线标出。</translation>
+    </message>
+    <message>
+        <source>differs from {first} from step {step}</source>
+        <translation>从第 {step} 步起与 {first} 不同</translation>
+    </message>
+</context>
+<context>
+    <name>WorkMatrixPanel</name>
+    <message>
+        <source>computed this step (new)</source>
+        <translation>本步计算（新）</translation>
+    </message>
+    <message>
+        <source>read from the cache</source>
+        <translation>从缓存读取</translation>
+    </message>
+    <message>
+        <source>recomputed though unchanged</source>
+        <translation>未变却被重算</translation>
+    </message>
+    <message>
+        <source>masked (future)</source>
+        <translation>被掩码屏蔽（未来）</translation>
+    </message>
+    <message>
+        <source>not computed this step</source>
+        <translation>本步未计算</translation>
+    </message>
+    <message>
+        <source>Work matrix</source>
+        <translation>工作矩阵</translation>
+    </message>
+    <message>
+        <source>Rows are query positions, columns key positions; each cell shows what happened at the selected step. Naive recomputes every row&apos;s K/V each step although they never change (red); a cache computes one new row (gold) and reads the other keys from memory (blue). The scores of the new row against every key are still computed: the cache saves the K/V projections, not the attention itself. The frame marks the rows computed at this step; dotted lines mark the end of the prompt.</source>
+        <translation>行是 query 位置，列是 key 位置；每个格子表示所选这一步发生了什么。朴素引擎每步都重算每一行的 K/V，尽管它们从未改变（红色）；有缓存时只计算新的一行（金色），其余 key 从内存读取（蓝色）。新一行对每个 key 的注意力分数仍然要算：缓存省下的是 K/V 投影，而不是注意力本身。方框标出本步计算的行；虚线标出 prompt 的结尾。</translation>
+    </message>
+    <message>
+        <source>query position</source>
+        <translation>query 位置</translation>
+    </message>
+    <message>
+        <source>key position</source>
+        <translation>key 位置</translation>
+    </message>
+    <message>
+        <source>this step ▾</source>
+        <translation>本步 ▾</translation>
+    </message>
+    <message>
+        <source>prefill, {rows} rows</source>
+        <translation>Prefill，{rows} 行</translation>
+    </message>
+    <message>
+        <source>{rows} rows, {again} again</source>
+        <translation>{rows} 行，其中 {again} 行重算</translation>
+    </message>
+    <message>
+        <source>{rows} row, {cached} cached</source>
+        <translation>{rows} 行，{cached} 个来自缓存</translation>
+    </message>
+</context>
+<context>
+    <name>engines</name>
+    <message>
+        <source>no cache: every step re-runs the whole sequence</source>
+        <translation>无缓存：每步都重跑整个序列</translation>
+    </message>
+    <message>
+        <source>the chapter&apos;s cache: torch.cat copies the whole history every step</source>
+        <translation>本章的缓存：torch.cat 每步复制全部历史</translation>
+    </message>
+    <message>
+        <source>preallocated to the run&apos;s length; new K/V written in place</source>
+        <translation>按本次运行的长度预分配；新的 K/V 原地写入</translation>
+    </message>
+    <message>
+        <source>fixed-size blocks from a pool, a block table per sequence</source>
+        <translation>从块池分配固定大小的块，每个序列一张块表</translation>
+    </message>
+</context>
+</TS>
