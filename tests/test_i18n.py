@@ -204,3 +204,17 @@ def test_a_missing_qm_is_a_clear_error_and_english_stays(english, monkeypatch, t
     with pytest.raises(ValueError, match="update_translations"):
         i18n.set_language("zh_CN")
     assert i18n.current_language() == "en"
+
+
+def test_installing_twice_adds_nothing(qapp, tmp_path, english):
+    from kvviz.ui import i18n
+    from kvviz.ui.export_actions import install_export_actions
+
+    window, actions = _window(tmp_path)
+    try:
+        n = len(window.export_menu.actions())
+        assert install_export_actions(window) is actions and len(window.export_menu.actions()) == n
+        menu = i18n.install_language_menu(window)
+        assert i18n.install_language_menu(window) is menu and len(menu.menu.actions()) == len(i18n.LANGUAGES)
+    finally:
+        window.close()

@@ -618,5 +618,7 @@ class ExportActions(QObject):
 
 def install_export_actions(window: QMainWindow) -> ExportActions:
     """File > Open trace, File > Export (image, clipboard, data, animation), an Export toolbar button and
-    the shortcuts Ctrl+E, Ctrl+Shift+C, Ctrl+Shift+E, Ctrl+Shift+O on `window`."""
-    return ExportActions(window)
+    the shortcuts Ctrl+E, Ctrl+Shift+C, Ctrl+Shift+E, Ctrl+Shift+O on `window`. Installing twice
+    returns the first installation."""
+    existing = window.findChild(ExportActions, "export_actions")
+    return existing if existing is not None else ExportActions(window)

@@ -309,21 +309,26 @@ def _fit(a: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 
 def _write_gif(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
-    import imageio.v3 as iio
+    """Pillow directly (imageio's GIF path would quantise with median cut, ~6x slower on UI images):
+    each frame is reduced to its own 256-colour palette as it arrives (fast octree, no dithering, which
+    keeps flat UI colours flat), so memory holds one byte per pixel per frame and the cost shows in
+    the progress rather than at the end."""
+    from PIL import Image
 
-    count = 0
+    palettes: list[Image.Image] = []
     size: tuple[int, int] | None = None
-    duration = round(1000.0 / fps)
-    with iio.imopen(tmp, "w", plugin="pillow", extension=".gif") as out:
-        for frame in frames:
-            size = size or frame.shape[:2]
-            # bits=8: each frame is reduced to a 256-colour palette as it arrives, so memory holds one
-            # byte per pixel per frame and the quantising cost shows in the progress, not at the end.
-            out.write(_fit(frame, size), duration=duration, loop=0, bits=8)
-            count += 1
-        if not count:
-            raise ValueError("no frames to write")
-    return count
+    for frame in frames:
+        size = size or frame.shape[:2]
+        rgb = Image.fromarray(np.ascontiguousarray(_fit(frame, size)), "RGB")
+        palettes.append(rgb.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE))
+    if not palettes:
+        raise ValueError("no frames to write")
+    with open(tmp, "wb") as fh:
+        palettes[0].save(fh, format="GIF", save_all=True, append_images=palettes[1:],
+                         duration=round(1000.0 / fps), loop=0)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(palettes)
 
 
 def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:

@@ -90,10 +90,13 @@ def make_window(job: ExportJob, settings_dir: str):
     from kvviz.ui.export_actions import install_export_actions
 
     app.ensure_app()
-    i18n.set_language(job.lang)
     settings = QSettings(str(Path(settings_dir) / "kvviz.ini"), QSettings.Format.IniFormat)
+    settings.setValue(i18n.SETTINGS_KEY, job.lang)  # so a window that applies the saved language gets --lang
+    i18n.set_language(job.lang)
     window = app.create_window(settings)
-    install_export_actions(window)
+    if i18n.current_language() != job.lang:
+        i18n.set_language(job.lang)
+    install_export_actions(window)  # (returns the window's own if the app installed them already)
     window.resize(*job.size)
     window.show()
     return window

@@ -200,6 +200,9 @@ class LanguageMenu(QObject):
 def install_language_menu(window: QMainWindow) -> LanguageMenu:
     """View > Language for `window`: English / 简体中文, switched at run time and saved in the window's
     QSettings. If no translation is installed yet, installs the saved one (else the system's)."""
+    existing = window.findChild(LanguageMenu, "language_menu_controller")
+    if existing is not None:
+        return existing
     if not _translators and _current == "en":
         apply_saved_language(getattr(window, "settings", None))
     controller = LanguageMenu(window)
