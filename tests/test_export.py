@@ -470,7 +470,7 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           env=env, cwd=ROOT, timeout=timeout)
 
 
-def test_kvviz_export_writes_every_asked_file(tmp_path):
+def test_kvviz_export_writes_every_asked_file_in_chinese(tmp_path):
     from PIL import Image
     from PySide6.QtGui import QImage
 
@@ -479,7 +479,7 @@ def test_kvviz_export_writes_every_asked_file(tmp_path):
     tokens = 6
     proc = run_cli("--out", str(out), "--model", "tiny-random", "--prompt", PROMPT, "--tokens", str(tokens),
                    "--engines", "naive,concat", "--panels", "window,work_matrix", "--size", "1100x700",
-                   "--threads", "1", "--fps", "3", *formats)
+                   "--threads", "1", "--fps", "3", "--lang", "zh_CN", *formats)
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = {"window.png", "window.svg", "work_matrix.png", "work_matrix.svg", "decode.gif", "steps.csv",
              "summary.csv", "summary.md", "trace.json"} | ({"decode.mp4"} if "--mp4" in formats else set())
@@ -494,6 +494,8 @@ def test_kvviz_export_writes_every_asked_file(tmp_path):
     saved = traceio.load_run(out / "trace.json")
     assert tuple(saved.traces) == ("naive", "concat") and all(len(v) == tokens for v in saved.traces.values())
     ET.parse(out / "work_matrix.svg")
+    assert "工作矩阵" in (out / "work_matrix.svg").read_text(encoding="utf-8")  # --lang zh_CN: the panel's title
+    assert "文件" in (out / "window.svg").read_text(encoding="utf-8")  # the File menu
 
 
 @pytest.mark.parametrize("args, words", [
