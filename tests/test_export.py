@@ -116,7 +116,9 @@ def make_window(tmp_path: Path):
     from kvviz.ui.main_window import MainWindow
 
     app.ensure_app()
-    window = MainWindow(_fake_worker(), QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    worker = _fake_worker()
+    window = MainWindow(worker, QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    window.fake_worker = worker  # for tests that speak as the worker
     window.resize(*SIZE)
     window.show()
     actions = install_export_actions(window)
@@ -524,3 +526,21 @@ def test_kvviz_export_unwritable_out_is_exit_2(tmp_path, capsys, where):
     assert main(["export", "--out", str(out), "--png"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kvviz export: error:") and "--out" in err and err.count("\n") == 1
+
+
+def test_open_trace_during_a_run_stops_it_and_replays_once_it_ended(qapp, run_json, tmp_path):
+    from kvviz.ui.main_window import RunState
+
+    busy, actions = make_window(tmp_path)
+    stops = []
+    busy.stop_requested.connect(lambda: stops.append(1))
+    try:
+        busy.state = RunState.RUNNING  # as if the worker were mid-run
+        assert actions.open_trace(str(run_json))
+        assert stops and busy.history.n_steps() == 0  # asked to stop; the replay waits for the end
+        busy.fake_worker.run_finished.emit(busy.run_id)  # the worker reports the run ended
+        assert busy.state is RunState.IDLE and busy.history.n_steps() == NEW_TOKENS
+        busy.fake_worker.run_finished.emit(busy.run_id)  # a second end replays nothing twice
+        assert busy.history.n_steps() == NEW_TOKENS
+    finally:
+        busy.close()
