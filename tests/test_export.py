@@ -544,3 +544,20 @@ def test_open_trace_during_a_run_stops_it_and_replays_once_it_ended(qapp, run_js
         assert busy.history.n_steps() == NEW_TOKENS
     finally:
         busy.close()
+
+
+def test_ffmpeg_dying_mid_video_is_a_message_and_leaves_nothing(window, actions, tmp_path, monkeypatch):
+    import imageio_ffmpeg
+
+    def dying_writer(path, *args, **kwargs):
+        with open(path, "wb") as fh:
+            fh.write(b"\0" * 100)  # ffmpeg had started the file
+        yield
+        yield
+        raise BrokenPipeError("[Errno 32] Broken pipe\n\nFFMPEG STDERR OUTPUT:\nNo space left on device")
+
+    monkeypatch.setattr(imageio_ffmpeg, "write_frames", dying_writer)
+    monkeypatch.setattr("kvviz.ui.exporters.ffmpeg_exe", lambda: "ffmpeg")
+    assert actions.export_animation(["latency"], str(tmp_path / "v.mp4"), "mp4", 4) == 0
+    assert "ffmpeg failed" in window.error_text() and "No space left" in window.error_text()
+    assert leftovers(tmp_path) == []
