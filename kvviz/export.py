@@ -19,6 +19,7 @@ DEFAULT_ENGINES = "naive,concat,static,paged"
 
 def configure(parser) -> None:
     add_model_args(parser)
+    parser.set_defaults(model=None)  # the app's default: tiny when its weights are trained, else tiny-random
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files (made if missing)")
     parser.add_argument("--tokens", type=int, default=20, help="new tokens (default: 20)")
     parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"comma list (default: {DEFAULT_ENGINES})")
@@ -113,8 +114,8 @@ def build_job(args):
         raise ValueError(f"--fps must be between 0.1 and {top_fps}, got {args.fps}")
     if args.step is not None and args.step < 0:
         raise ValueError(f"--step must be 0 or more, got {args.step}")
-    if args.block_size != 16:
-        raise ValueError("--block-size: the window runs the paged cache with 16-token blocks")
+    if args.block_size < 1:
+        raise ValueError(f"--block-size must be at least 1, got {args.block_size}")
     if "mp4" in animations:
         from kvviz.ui.exporters import ffmpeg_exe
 
@@ -128,7 +129,7 @@ def build_job(args):
     return ExportJob(out=out, prompt=args.prompt, tokens=args.tokens, engines=engines,
                      model=args.model, panels=panels, images=images, animations=animations, data=data,
                      device=args.device, dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
-                     top_p=args.top_p, seed=args.seed, threads=args.threads, lang=lang,
+                     top_p=args.top_p, seed=args.seed, threads=args.threads, block_size=args.block_size, lang=lang,
                      size=size, scale=args.scale, fps=args.fps, step=args.step, first=first,
                      last=last)
 

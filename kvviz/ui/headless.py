@@ -27,7 +27,7 @@ class ExportJob:
     prompt: str
     tokens: int
     engines: tuple[str, ...]
-    model: str
+    model: str | None  # None: the app's default model
     panels: tuple[str, ...] = (WINDOW,)
     images: tuple[str, ...] = ()  # "png", "svg"
     animations: tuple[str, ...] = ()  # "gif", "mp4"
@@ -39,6 +39,7 @@ class ExportJob:
     top_p: float | None = None
     seed: int = 0
     threads: int | None = None
+    block_size: int = 16
     lang: str = "en"
     size: tuple[int, int] = (1600, 1000)
     scale: float = 1.0
@@ -81,10 +82,18 @@ class RunError(Exception):
     """The run itself failed (out of memory, a broken checkpoint): exit code 1."""
 
 
+def _quiet_qt_messages(_mode, _context, message: str) -> None:
+    """Qt's own messages, less the offscreen platform's notes that it cannot raise or resize windows."""
+    if "This plugin does not support" not in message:
+        sys.stderr.write(message + "\n")
+
+
 def make_window(job: ExportJob, settings_dir: str):
     """The real MainWindow (and its worker), offscreen, at job.size, with settings in `settings_dir`."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QSettings
+    from PySide6.QtCore import QSettings, qInstallMessageHandler
+
+    qInstallMessageHandler(_quiet_qt_messages)
 
     from kvviz.ui import app, i18n
     from kvviz.ui.export_actions import install_export_actions
@@ -122,7 +131,7 @@ def fill_form(window, job: ExportJob) -> None:
     if unknown:
         raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(window.engine_checks)}")
     window.prompt_edit.setPlainText(job.prompt)
-    window.set_model(job.model)
+    window.set_model(job.model or window.env.default_model)
     for combo, value, what in ((window.device_combo, job.device, "device"), (window.dtype_combo, job.dtype, "dtype")):
         index = combo.findData(value)
         if index < 0:
@@ -130,7 +139,11 @@ def fill_form(window, job: ExportJob) -> None:
             raise ValueError(f"{what} {value!r} is not available here; choose from {choices}")
         combo.setCurrentIndex(index)
     window.set_engines(job.engines)
-    window.tokens_spin.setValue(job.tokens)
+    for option, spin, value in (("--tokens", window.tokens_spin, job.tokens),
+                                ("--block-size", window.block_spin, job.block_size)):
+        spin.setValue(value)
+        if spin.value() != value:  # a spin box clamps silently: say so instead
+            raise ValueError(f"{option} {value} is outside {spin.minimum()}..{spin.maximum()}")
     greedy = job.temperature <= 0
     window.greedy_check.setChecked(greedy)
     if not greedy:
