@@ -653,6 +653,14 @@
         <translation>新 token 数</translation>
     </message>
     <message>
+        <source>Block size</source>
+        <translation>块大小</translation>
+    </message>
+    <message>
+        <source>Tokens per block of the paged cache</source>
+        <translation>分页缓存每个块容纳的 token 数</translation>
+    </message>
+    <message>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
