@@ -33,6 +33,8 @@ def configure(parser) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed repeats per cell (median reported)")
     parser.add_argument("--trace", choices=("off", "masks", "full"), default="off",
                         help="what each step copies out: nothing, masks, or masks + layer 0 head 0 weights")
+    parser.add_argument("--trace-overhead", action="store_true",
+                        help="also time tracing off against full tracing, interleaved, at the largest --tokens")
     parser.add_argument("--json", dest="json_path", default=None, help="also write results as JSON")
 
 
@@ -177,13 +179,28 @@ def run(args) -> int:
                 print(f"  {n} tokens: {key} differs from {engines[0]} first at step {k}")
     if len(engines) > 1:
         print("tokens identical across engines: " + ("yes" if identical else "NO"))
+    overhead = []
+    if args.trace_overhead:
+        n = max(args.tokens)
+        modes = {"off": TraceOptions(masks=False), "full": TraceOptions(masks=True, weights_layer=0)}
+        print(f"tracing cost at {n} tokens (wall time of the whole loop, trace records included; "
+              f"median of {args.repeat}; full = masks + layer 0 head 0 weights):")
+        for key in engines:
+            walls: dict[str, list[float]] = {m: [] for m in modes}
+            for _ in range(args.repeat):
+                for mode, opts in modes.items():
+                    walls[mode].append(run_once(model, key, prompt_ids, n, sampling, opts, args.block_size)[1])
+            off, full = statistics.median(walls["off"]), statistics.median(walls["full"])
+            pct = (full / off - 1.0) * 100.0
+            overhead.append(dict(engine=key, new_tokens=n, off_wall_ms=off, full_wall_ms=full, overhead_pct=pct))
+            print(f"  {key:<7} off {off:9.1f} ms   full {full:9.1f} ms   {pct:+.1f}%")
     if args.json_path:
         from kvviz.fileio import atomic_write_text
 
         doc = {
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
-            "repeat": args.repeat, "trace": args.trace,
+            "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead,
             "results": [dict(engine=c.engine, new_tokens=c.new_tokens, total_ms=c.total_ms, wall_ms=c.wall_ms,
                              tokens_per_s=c.tokens_per_s, speedup_vs_naive=c.speedup_vs_naive,
                              kv_projections=c.kv_projections, bytes_copied=c.bytes_copied,
