@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("kvviz.models.listing", "list the model presets"),
     "hfbench": ("kvviz.hfbench", "decode speed of kvviz beside transformers' generate on the same checkpoint"),
     "memory": ("kvviz.memory", "what a model's KV cache costs: bytes per token, cat copies, paged blocks"),
+    "shot": ("kvviz.ui.shot", "run the app offscreen and save a screenshot of the window (PNG)"),
     "export": ("kvviz.export", "run offscreen and write screenshots, animations and data for slides and notes"),
     "train": ("kvviz.train", "train the default model on Python's docs (pydoc_data.topics)"),
     "score": ("kvviz.score", "bits per byte of a model on a UTF-8 text file"),

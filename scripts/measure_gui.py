@@ -35,40 +35,56 @@ def child_env() -> dict[str, str]:
 
 # -- 1. launch to a shown window ----------------------------------------------------------------------
 def launch_child() -> None:
-    """Run in a fresh process: start the app as `kvviz gui` does, print the time of the first paint."""
-    from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
+    """Run in a fresh process: `kvviz gui` as the user starts it, printing the time of the window's
+    first paint, of the panels being built, and of the model list arriving from the engine process."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
 
+    from kvviz.cli import main
     from kvviz.ui import app
 
     class FirstPaint(QObject):
         def eventFilter(self, obj, event):  # noqa: N802 (Qt override)
             if event.type() == QEvent.Type.Paint:
                 print(f"SHOWN {time.time():.6f}", flush=True)
-                QTimer.singleShot(0, window.close)
                 obj.removeEventFilter(self)
             return False
 
-    qt_app = app.ensure_app()
-    with tempfile.TemporaryDirectory() as tmp:
-        window = app.create_window(QSettings(str(Path(tmp) / "s.ini"), QSettings.Format.IniFormat))
-        watcher = FirstPaint()
+    watcher = FirstPaint()
+    create = app.create_window
+
+    def create_and_watch(*args, **kwargs):
+        window = create(*args, **kwargs)
         window.installEventFilter(watcher)
-        window.show()
-        qt_app.exec()
+        window.panels_ready.connect(lambda: print(f"PANELS {time.time():.6f}", flush=True))
+
+        def ready():
+            print(f"READY {time.time():.6f}", flush=True)
+            QTimer.singleShot(0, window.close)
+
+        window.environment_ready.connect(ready)
+        return window
+
+    app.create_window = create_and_watch
+    with tempfile.TemporaryDirectory() as tmp:
+        main(["gui", "--settings", str(Path(tmp) / "s.ini")])
 
 
-def measure_launch(n: int) -> list[float]:
-    times = []
+def measure_launch(n: int) -> list[dict[str, float]]:
+    results = []
     for _ in range(n):
         t0 = time.time()
         out = subprocess.run([sys.executable, __file__, "--child-launch"], capture_output=True, text=True,
-                             env=child_env(), cwd=ROOT, timeout=120)
-        line = next((x for x in out.stdout.splitlines() if x.startswith("SHOWN ")), None)
-        if line is None:
+                             env=child_env(), cwd=ROOT, timeout=180)
+        marks = {}
+        for line in out.stdout.splitlines():
+            name, _, value = line.partition(" ")
+            if name in ("SHOWN", "PANELS", "READY"):
+                marks[name] = float(value) - t0
+        if "SHOWN" not in marks:
             print(out.stdout, out.stderr, file=sys.stderr)
             raise SystemExit("the child did not report a shown window")
-        times.append(float(line.split()[1]) - t0)
-    return times
+        results.append(marks)
+    return results
 
 
 # -- 2. a long run with the window open ---------------------------------------------------------------
@@ -166,9 +182,13 @@ def main() -> int:
     model = args.model or default_model()
     print(f"machine: {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}; model {model}")
     if not args.skip_launch:
-        times = measure_launch(args.launches)
-        print("launch to shown window: " + ", ".join(f"{t:.2f} s" for t in times)
-              + f" (median {statistics.median(times):.2f} s)")
+        launches = measure_launch(args.launches)
+        for name, what in (("SHOWN", "shown window"), ("PANELS", "panels built"),
+                           ("READY", "model list from the engine process (torch imported)")):
+            times = [m[name] for m in launches if name in m]
+            if times:
+                print(f"launch to {what}: " + ", ".join(f"{t:.2f} s" for t in times)
+                      + f" (median {statistics.median(times):.2f} s)")
     run = measure_run(model, args.tokens, ("concat",))
     gaps = run["gaps_ms"]
     print(f"{args.tokens}-step concat run with the window open: {run['wall_s']:.1f} s wall")

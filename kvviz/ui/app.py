@@ -40,19 +40,19 @@ def ensure_app(argv: list[str] | None = None):
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("kvviz")
-    import pyqtgraph as pg
-
-    pg.setConfigOptions(imageAxisOrder="row-major")  # matrices as [row, col], never transposed
     return app
 
 
-def create_window(settings=None):
-    """A MainWindow wired to a fresh RunWorker (its thread started); not shown yet."""
+def create_window(settings=None, *, isolate: bool = True, defer_panels: bool = False):
+    """A MainWindow wired to a fresh RunWorker (its thread started); not shown yet. With isolate the
+    engines run in a child process (the default); without, in the worker's thread (quicker to start,
+    but the engines then share the interpreter lock with painting). defer_panels builds the panels
+    after the first paint, so the window appears before pyqtgraph is imported."""
     ensure_app()
     from kvviz.ui.main_window import MainWindow
     from kvviz.ui.worker import RunWorker
 
-    return MainWindow(RunWorker(), settings)
+    return MainWindow(RunWorker(isolate=isolate), settings, defer_panels=defer_panels)
 
 
 def run(args) -> int:
@@ -63,7 +63,12 @@ def run(args) -> int:
     from PySide6.QtCore import QSettings, QTimer
 
     settings = QSettings(args.settings, QSettings.Format.IniFormat) if args.settings else None
-    window = create_window(settings)
+    window = create_window(settings, defer_panels=True)
+    from kvviz.ui.export_actions import install_export_actions
+    from kvviz.ui.i18n import install_language_menu
+
+    install_language_menu(window)  # View > Language: the saved choice, else the system's
+    install_export_actions(window)  # File > Export, File > Open trace, the Export button
     window.show()
     # Ctrl+C in the terminal closes the window (and so stops the worker) instead of being ignored
     # while Qt's loop runs: the timer gives Python a moment to see the signal.

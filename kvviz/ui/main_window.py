@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import math
 import sys
+import time
 import traceback
 import uuid
 from enum import Enum
@@ -50,7 +51,11 @@ from kvviz.ui.panels import PANELS
 from kvviz.ui.panels.base import Panel
 
 REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
-THREAD_WAIT_MS = 60_000  # closing waits this long for a step or a model load to end
+PAINT_BUDGET_S = 0.012  # one timer tick draws panels until this is spent, the rest the next tick
+PAINT_REST = 3.0  # while steps stream in, a draw that took t waits PAINT_REST * t before the next
+ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
+THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
+PANEL_MIN_SIZE = (140, 110)
 SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
 DTYPES = ("auto", "fp32", "bf16", "fp16")
 
@@ -85,6 +90,9 @@ class PanelFrame(QFrame):
         self.panel = panel
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setObjectName(f"panel_{panel.key}")
+        # An explicit minimum: a panel whose content grows (a legend of long figures) is clipped in its
+        # cell instead of making the whole window wider than the screen.
+        self.setMinimumSize(PANEL_MIN_SIZE[0], PANEL_MIN_SIZE[1])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 4)
         layout.setSpacing(2)
@@ -115,6 +123,7 @@ class MainWindow(QMainWindow):
 
     # Re-emitted in the GUI thread, after the history took the record: tests and tools wait on these.
     environment_ready = Signal()
+    panels_ready = Signal()
     run_started = Signal(object)  # RunInfo
     step_traced = Signal(object)  # StepTrace
     run_failed = Signal(str, str)  # run_id, message
@@ -127,7 +136,8 @@ class MainWindow(QMainWindow):
     step_requested = Signal()
     speed_requested = Signal(float)
 
-    def __init__(self, worker: QObject, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(self, worker: QObject, settings: QSettings | None = None, parent: QWidget | None = None,
+                 *, defer_panels: bool = False) -> None:
         super().__init__(parent)
         self.setObjectName("MainWindow")
         self.settings = settings if settings is not None else QSettings()
@@ -140,7 +150,12 @@ class MainWindow(QMainWindow):
         self._selected = 0
         self._follow = True  # the timeline follows the newest step until the user scrubs back
         self._seen_version = -1
-        self._painted: tuple[int, int] = (-1, -1)
+        self._painted: tuple[int, int] = (-1, -1)  # (history version, step) of the last draw
+        self._panel_painted: dict[str, tuple[int, int]] = {}  # the same, per panel
+        self._paint_next = 0  # the panel the next budgeted draw starts with
+        self._paint_resume_at = 0.0  # perf_counter time before which a streaming run is not drawn
+        self._drew_last_tick = False
+        self._last_tick_end = 0.0
         self._last_run_info: RunInfo | None = None
         self._wanted: dict[str, str] = {}  # picker choices restored before the environment arrives
         self.panels: dict[str, Panel] = {}
@@ -149,6 +164,8 @@ class MainWindow(QMainWindow):
         self._engine_help: dict[str, str] = {}  # engine key -> one-line help, from the environment
         self._focused = ""  # the panel given the whole grid by a double-click on its title
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
+        self._panels_installed = False
+        self._default_grid: tuple = (None, [])
 
         self._build_actions()
         self._build_form()
@@ -159,6 +176,10 @@ class MainWindow(QMainWindow):
         self._restore_settings()
         self._validate_form()
 
+        if defer_panels:
+            self.installEventFilter(self)
+        else:
+            self.install_panels()
         self._repaint_timer = QTimer(self)
         self._repaint_timer.setInterval(REPAINT_MS)
         self._repaint_timer.timeout.connect(self._on_repaint_timer_timeout)
@@ -170,6 +191,9 @@ class MainWindow(QMainWindow):
         worker.moveToThread(self._thread)
         self._connect_worker(worker)
         self._thread.start()
+        app = QCoreApplication.instance()
+        if app is not None:  # quitting without closing this window still stops the thread first
+            app.aboutToQuit.connect(self.shutdown_worker)
         # Asked once the event loop runs, so torch's import in the worker does not delay the first paint.
         QTimer.singleShot(0, self.environment_requested.emit)
 
@@ -242,6 +266,10 @@ class MainWindow(QMainWindow):
         self.tokens_spin.setObjectName("max_new_tokens")
         self.tokens_spin.setRange(1, 1_000_000)
         self.tokens_spin.setValue(40)
+        self.block_spin = QSpinBox()
+        self.block_spin.setObjectName("block_size")
+        self.block_spin.setRange(1, 4096)
+        self.block_spin.setValue(16)
 
         self.sampling_box = QGroupBox()
         sform = QFormLayout(self.sampling_box)
@@ -282,7 +310,7 @@ class MainWindow(QMainWindow):
         attn_row.addWidget(self.head_spin, 1)
 
         self.prompt_label, self.model_label, self.device_label, self.dtype_label = (QLabel() for _ in range(4))
-        self.tokens_label, self.attention_label = QLabel(), QLabel()
+        self.tokens_label, self.attention_label, self.block_label = QLabel(), QLabel(), QLabel()
         form.addRow(self.prompt_label)
         form.addRow(self.prompt_edit)
         form.addRow(self.model_label, model_row)
@@ -290,6 +318,7 @@ class MainWindow(QMainWindow):
         form.addRow(self.dtype_label, self.dtype_combo)
         form.addRow(self.engine_box)
         form.addRow(self.tokens_label, self.tokens_spin)
+        form.addRow(self.block_label, self.block_spin)
         form.addRow(self.sampling_box)
         form.addRow(self.attention_label, attn_row)
         outer.addLayout(form)
@@ -315,7 +344,8 @@ class MainWindow(QMainWindow):
 
         for widget, signal in ((self.prompt_edit, "textChanged"), (self.model_combo, "currentIndexChanged"),
                                (self.device_combo, "currentIndexChanged"), (self.dtype_combo, "currentIndexChanged"),
-                               (self.tokens_spin, "valueChanged"), (self.greedy_check, "toggled"),
+                               (self.tokens_spin, "valueChanged"), (self.block_spin, "valueChanged"),
+                               (self.greedy_check, "toggled"),
                                (self.temperature_spin, "valueChanged"), (self.top_k_spin, "valueChanged"),
                                (self.top_p_spin, "valueChanged"), (self.seed_spin, "valueChanged"),
                                (self.layer_spin, "valueChanged"), (self.head_spin, "valueChanged")):
@@ -365,25 +395,13 @@ class MainWindow(QMainWindow):
         timeline.addWidget(self.badge)
         layout.addLayout(timeline)
 
-        self._load_panels()
         self.grid = QSplitter(Qt.Orientation.Vertical)
         self.grid.setObjectName("panel_grid")
         self.grid.setChildrenCollapsible(False)
         self.rows: list[QSplitter] = []
-        frames = list(self.frames.values())
-        n_rows = 1 if len(frames) <= 3 else 2
-        n_cols = max(1, math.ceil(len(frames) / n_rows))
-        for r in range(n_rows):
-            row = QSplitter(Qt.Orientation.Horizontal)
-            row.setChildrenCollapsible(False)
-            for frame in frames[r * n_cols:(r + 1) * n_cols]:
-                row.addWidget(frame)
-            self.grid.addWidget(row)
-            self.rows.append(row)
-        if not frames:
-            self.no_panels_label = QLabel()
-            self.no_panels_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.grid.addWidget(self.no_panels_label)
+        self.no_panels_label = QLabel()
+        self.no_panels_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.grid.addWidget(self.no_panels_label)
         layout.addWidget(self.grid, 1)
         self.setCentralWidget(central)
 
@@ -406,6 +424,53 @@ class MainWindow(QMainWindow):
         self.state_label.setObjectName("run_state")
         self.toolbar.addWidget(self.state_label)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+
+    def install_panels(self) -> None:
+        """Build every registered panel and lay them out in a grid of splitters (once). Deferred past
+        the first paint when the app starts, since pyqtgraph's import is most of a launch's time."""
+        if self._panels_installed:
+            return
+        self._panels_installed = True
+        self._load_panels()
+        frames = list(self.frames.values())
+        if frames:
+            self.no_panels_label.hide()
+        n_rows = 1 if len(frames) <= 3 else 2
+        n_cols = max(1, math.ceil(len(frames) / n_rows))
+        for r in range(n_rows if frames else 0):
+            row = QSplitter(Qt.Orientation.Horizontal)
+            row.setChildrenCollapsible(False)
+            for frame in frames[r * n_cols:(r + 1) * n_cols]:
+                row.addWidget(frame)
+            row.setSizes([1000] * row.count())  # equal columns (scaled to the width) until the user drags
+            self.grid.addWidget(row)
+            self.rows.append(row)
+        if self.rows:
+            self.grid.setSizes([0] + [1000] * len(self.rows))  # the placeholder label, then equal rows
+        for key in self.frames:
+            act = QAction(self, checkable=True, checked=True)
+            act.toggled.connect(lambda checked, k=key: self._on_panel_action_toggled(k, checked))
+            self.view_menu.insertAction(self._panel_actions_end, act)
+            self.panel_actions[key] = act
+        self.retranslate_ui()
+        self._default_grid = (self.grid.saveState(), [row.saveState() for row in self.rows])
+        s = self.settings
+        if s.contains("window/grid"):
+            self.grid.restoreState(s.value("window/grid"))
+        for i, row in enumerate(self.rows):
+            if s.contains(f"window/row{i}"):
+                row.restoreState(s.value(f"window/row{i}"))
+        hidden = set(s.value("view/hidden_panels", "", type=str).split(","))
+        for key, act in self.panel_actions.items():
+            act.setChecked(key not in hidden)
+        self._panel_painted.clear()
+        self.panels_ready.emit()
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if obj is self and event.type() == QEvent.Type.Paint:
+            self.removeEventFilter(self)  # the window is on screen: now build the panels
+            QTimer.singleShot(0, self.install_panels)
+        return False
 
     def _load_panels(self) -> None:
         """Every registered panel that imports and builds; a broken one is reported, not fatal."""
@@ -449,12 +514,7 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(self.toolbar.toggleViewAction())
         self.view_menu.addSeparator()
         self.panel_actions: dict[str, QAction] = {}
-        for key in self.frames:
-            act = QAction(self, checkable=True, checked=True)
-            act.toggled.connect(lambda checked, k=key: self._on_panel_action_toggled(k, checked))
-            self.view_menu.addAction(act)
-            self.panel_actions[key] = act
-        self.view_menu.addSeparator()
+        self._panel_actions_end = self.view_menu.addSeparator()  # panel toggles go above this
         self.view_menu.addAction(self.act_reset_layout)
         self.language_menu = self.view_menu.addMenu("")
         self.language_group = QActionGroup(self)
@@ -522,6 +582,8 @@ class MainWindow(QMainWindow):
             box.setText(key)
             box.setToolTip(QCoreApplication.translate("engines", self._engine_help.get(key, "")))
         self.tokens_label.setText(self.tr("New tokens"))
+        self.block_label.setText(self.tr("Block size"))
+        self.block_spin.setToolTip(self.tr("Tokens per block of the paged cache"))
         self.sampling_box.setTitle(self.tr("Sampling"))
         self.greedy_check.setText(self.tr("Greedy (always the most likely token)"))
         self.temperature_label.setText(self.tr("Temperature"))
@@ -545,8 +607,8 @@ class MainWindow(QMainWindow):
         self.speed_spin.setSuffix(self.tr(" steps/s"))
         self.speed_spin.setSpecialValueText(self.tr("as fast as possible"))
         self.speed_spin.setToolTip(self.tr("Lockstep rounds per second ([ slower, ] faster)"))
-        if hasattr(self, "no_panels_label"):
-            self.no_panels_label.setText(self.tr("No panels registered yet"))
+        self.no_panels_label.setText(self.tr("No panels registered yet") if self._panels_installed
+                                     else self.tr("Loading the panels..."))
         for key, frame in self.frames.items():
             frame.retranslate()
             self.panel_actions[key].setText(frame.panel.title())
@@ -645,6 +707,7 @@ class MainWindow(QMainWindow):
         self._last_run_info = info
         for panel in self.panels.values():
             panel.clear()
+        self._panel_painted.clear()
         for frame in self.frames.values():
             if frame.error:
                 frame.error = ""
@@ -694,6 +757,12 @@ class MainWindow(QMainWindow):
             return
         self.stop_requested.emit()
         self._thread.quit()
+        if self._thread.wait(ABORT_AFTER_MS):
+            return
+        # A long step or model load holds the thread: end the engine process, if there is one.
+        abort = getattr(self._worker, "abort", None)
+        if abort is not None:
+            abort()
         if not self._thread.wait(THREAD_WAIT_MS):
             print("kvviz: still waiting for the worker thread to finish its step...", file=sys.stderr)
             self._thread.wait()
@@ -705,6 +774,7 @@ class MainWindow(QMainWindow):
         if reason:
             self.statusBar().showMessage(reason, 10_000)
             return False
+        self.install_panels()
         request = self.build_request(paused=paused)
         if self.state is not RunState.IDLE:
             self.stop_requested.emit()
@@ -723,6 +793,7 @@ class MainWindow(QMainWindow):
             max_new_tokens=self.tokens_spin.value(),
             engines=self.checked_engines(),
             sampling=self._sampling(),
+            block_size=self.block_spin.value(),
             trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
                                weights_head=self.head_spin.value()),
         )
@@ -790,11 +861,13 @@ class MainWindow(QMainWindow):
             self._follow = False
 
     def next_step(self) -> None:
+        """Right: the step after; at the newest step of a paused run, compute one more."""
         n = self.history.n_steps()
-        if self._selected < n - 1:
-            self.scrub(1)
-        elif self.state is RunState.PAUSED:
+        at_newest = self._selected >= n - 1 or (self._follow and self.state is not RunState.IDLE)
+        if at_newest and self.state is RunState.PAUSED:
             self.step_once()
+        elif self._selected < n - 1:
+            self.scrub(1)
 
     def follow_live(self) -> None:
         self.select_step(self.history.n_steps() - 1)
@@ -813,10 +886,26 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ painting
     @Slot()
     def _on_repaint_timer_timeout(self) -> None:
+        now = time.perf_counter()
+        if self._drew_last_tick:
+            # The thread was busy past the timer's period: mostly rendering what the last tick drew
+            # (pyqtgraph paints in the event loop, after show_step returns). Rest in proportion.
+            lag = max(0.0, now - self._last_tick_end - REPAINT_MS / 1000.0)
+            self._paint_resume_at = max(self._paint_resume_at, now + PAINT_REST * lag)
+        self._drew_last_tick = self._repaint(budget_s=PAINT_BUDGET_S)
+        self._last_tick_end = time.perf_counter()
+
+    def refresh(self) -> None:
+        """Draw every visible panel at the selected step now (tests, screenshots, the end of a run)."""
         self._repaint()
 
-    def _repaint(self) -> None:
-        """Draw only when the history or the selected step changed since the last draw."""
+    def _repaint(self, budget_s: float | None = None) -> bool:
+        """Bring the visible panels up to the history and the selected step; a panel already showing
+        both is not drawn again. With a budget (the timer), panels are drawn in turn until it is
+        spent and the rest wait for the next tick; while a run streams in, painting then rests
+        PAINT_REST times as long as it took, so the GUI thread stays responsive and leaves the
+        interpreter to the worker. A step the user selects is drawn at the next tick regardless."""
+        started = time.perf_counter()
         version = self.history.version
         n = self.history.n_steps()
         if version != self._seen_version:
@@ -830,19 +919,37 @@ class MainWindow(QMainWindow):
             self._update_badge()
             self._update_step_label()
             self._update_memory()
-        if (version, self._selected) == self._painted:
-            return
-        self._painted = (version, self._selected)
         if n == 0:
-            return
-        for key, panel in self.panels.items():
-            try:
-                panel.show_step(self.history, self._selected)
-            except Exception as exc:
-                frame = self.frames[key]
-                if not frame.error:
-                    traceback.print_exc()
-                    frame.show_error(f"{type(exc).__name__}: {exc}")
+            return False
+        target = (version, self._selected)
+        user_moved = self._selected != self._painted[1]
+        if budget_s is not None and started < self._paint_resume_at and not user_moved:
+            return False
+        keys = list(self.panels)
+        order = keys[self._paint_next:] + keys[:self._paint_next]
+        painted_any = False
+        for key in order:
+            if self._panel_painted.get(key) == target or self.frames[key].isHidden():
+                continue
+            self._draw_panel(key)
+            self._panel_painted[key] = target
+            painted_any = True
+            if budget_s is not None and time.perf_counter() - started >= budget_s:
+                self._paint_next = (keys.index(key) + 1) % len(keys)
+                break
+        self._painted = target
+        if painted_any and budget_s is not None:
+            self._paint_resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
+        return painted_any
+
+    def _draw_panel(self, key: str) -> None:
+        try:
+            self.panels[key].show_step(self.history, self._selected)
+        except Exception as exc:  # one broken panel must not take the window down
+            frame = self.frames[key]
+            if not frame.error:
+                traceback.print_exc()
+                frame.show_error(f"{type(exc).__name__}: {exc}")
 
     def toggle_focus(self, key: str) -> None:
         """Show only this panel in the grid, or, if it is already alone, every checked panel again."""
@@ -1103,6 +1210,7 @@ class MainWindow(QMainWindow):
             s.setValue("run/engines", ",".join(self.checked_engines()))
         s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
         s.setValue("run/tokens", self.tokens_spin.value())
+        s.setValue("run/block_size", self.block_spin.value())
         s.setValue("sampling/greedy", self.greedy_check.isChecked())
         s.setValue("sampling/temperature", self.temperature_spin.value())
         s.setValue("sampling/top_k", self.top_k_spin.value())
@@ -1134,6 +1242,7 @@ class MainWindow(QMainWindow):
         index = self.dtype_combo.findData(s.value("run/dtype", "auto", type=str))
         self.dtype_combo.setCurrentIndex(max(index, 0))
         self.tokens_spin.setValue(s.value("run/tokens", self.tokens_spin.value(), type=int))
+        self.block_spin.setValue(s.value("run/block_size", self.block_spin.value(), type=int))
         self.greedy_check.setChecked(s.value("sampling/greedy", True, type=bool))
         self.temperature_spin.setValue(s.value("sampling/temperature", self.temperature_spin.value(), type=float))
         self.top_k_spin.setValue(s.value("sampling/top_k", 0, type=int))
@@ -1144,29 +1253,21 @@ class MainWindow(QMainWindow):
         self.layer_spin.setValue(s.value("trace/layer", 0, type=int))
         self.head_spin.setValue(s.value("trace/head", 0, type=int))
         self.speed_spin.setValue(s.value("transport/speed", self.speed_spin.value(), type=int))
-        hidden = set(s.value("view/hidden_panels", "", type=str).split(","))
-        for key, act in self.panel_actions.items():
-            act.setChecked(key not in hidden)
         self._default_state = self.saveState()
-        self._default_grid = (self.grid.saveState(), [row.saveState() for row in self.rows])
         if s.contains("window/geometry"):
             self.restoreGeometry(s.value("window/geometry"))
         else:
             self.resize(1500, 920)
         if s.contains("window/state"):
             self.restoreState(s.value("window/state"))
-        if s.contains("window/grid"):
-            self.grid.restoreState(s.value("window/grid"))
-        for i, row in enumerate(self.rows):
-            if s.contains(f"window/row{i}"):
-                row.restoreState(s.value(f"window/row{i}"))
 
     def _reset_layout(self) -> None:
         self.restoreState(self._default_state)
         self.form_dock.show()
         self.toolbar.show()
         grid, rows = self._default_grid
-        self.grid.restoreState(grid)
+        if grid is not None:
+            self.grid.restoreState(grid)
         for row, state in zip(self.rows, rows):
             row.restoreState(state)
         for act in self.panel_actions.values():

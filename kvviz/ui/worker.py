@@ -1,18 +1,25 @@
 """The run worker: lists what the machine offers, loads the model and drives the engines in lockstep.
 
-A QObject the window moves onto a QThread; torch, the models and the engines are imported here, in
-that thread, only when first needed. It forwards each engine's StepTrace as it is; it knows nothing
-about panels or painting. One lockstep round (step k of every engine) runs per timer tick, so the
-thread's event loop stays live between rounds and the control slots act at once.
+RunWorker is a QObject the window moves onto a QThread: typed slots in, past-tense signals out, one
+lockstep round (step k of every engine) per timer tick, so its event loop stays live between rounds
+and the control slots act at once. The engines themselves run in an EngineSession, by default inside
+a child process (EngineProcess): the GUI's painting and the engines then never share an interpreter
+lock, so painting cannot slow an engine's measured latency, and a crash or a kill there leaves the
+window up. torch, the models and the engines are imported only there (or, with isolate=False, in the
+worker's thread). StepTrace records are forwarded as the engines made them.
 """
 from __future__ import annotations
 
+import json
 import os
+import secrets
+import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal, Slot
 
@@ -23,6 +30,7 @@ from kvviz.ui.messages import Environment, ModelChoice, RunRequest
 
 # A naive engine's weights are [T, T] at every step, so a long run would hold T^3 floats in all.
 NAIVE_WEIGHTS_BUDGET_BYTES = 256 << 20
+CLOSE_WAIT_S = 5.0  # an engine process gets this long to exit after it is asked to
 
 
 def _tr(text: str) -> str:
@@ -30,7 +38,7 @@ def _tr(text: str) -> str:
 
 
 def default_threads() -> int:
-    """Torch CPU threads for a run: every core but one, which the GUI thread keeps for painting."""
+    """Torch CPU threads for a run: every core but one, which the GUI keeps for painting."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -43,6 +51,10 @@ def naive_weights_bytes(n_prompt: int, max_new_tokens: int) -> int:
     return sum((n_prompt + k) ** 2 for k in range(max_new_tokens)) * 4
 
 
+class EngineError(Exception):
+    """A failure reported by the engine process, already worded for the window."""
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """A device allocator ran out (see kvviz.errors), or the host did (MemoryError)."""
     return isinstance(exc, MemoryError) or errors.is_out_of_memory(exc)
@@ -50,234 +62,26 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 def error_message(exc: BaseException) -> str:
     """One line for the window: what went wrong, and for out-of-memory what to try instead."""
-    if isinstance(exc, MemoryError):
+    if isinstance(exc, EngineError):
+        text = str(exc)
+    elif isinstance(exc, MemoryError):
         text = _tr("out of memory; {0}").format(errors.OOM_HINT)
     else:
         text = " ".join(errors.friendly_error(exc).strip().splitlines()[:1]) or type(exc).__name__
     return text if len(text) <= 400 else text[:397] + "..."
 
 
-@dataclass
-class _ActiveRun:
-    request: RunRequest
-    info: RunInfo
-    streams: dict[str, Iterator[StepTrace]]
-    rounds: int = 0  # lockstep rounds completed
+# -- the engines, without Qt ----------------------------------------------------------------------
+class EngineSession:
+    """Loads a model (kept while name, device and dtype stay the same) and runs one compare run's
+    engines in lockstep. No Qt: it runs in the engine process, or in the worker's thread."""
 
-    def close(self) -> None:
-        for stream in self.streams.values():
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
-
-
-class RunWorker(QObject):
-    """Typed slots in, past-tense signals out. Every slot runs in the worker's own thread."""
-
-    environment_listed = Signal(object)  # Environment
-    model_loaded = Signal(object)  # ModelChoice with the loaded model's config
-    run_started = Signal(object)  # RunInfo
-    run_noted = Signal(str, str)  # run_id, a one-line note about the run (e.g. a capture turned off)
-    step_traced = Signal(object)  # StepTrace, as the engine made it
-    run_failed = Signal(str, str)  # run_id ("" outside a run), one-line message
-    run_finished = Signal(str)  # run_id; always emitted, after run_failed if the run failed
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._timer = QTimer(self)  # a child, so it moves to the worker's thread with it
-        self._timer.setSingleShot(True)
-        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self._timer.timeout.connect(self._on_timer_timeout)
-        self._run: _ActiveRun | None = None
-        self._paused = False
-        self._interval_s = 0.0
+    def __init__(self) -> None:
         self._loaded: tuple[tuple[str, str, str], object, object] | None = None  # (key, model, tokenizer)
+        self._streams: dict[str, Iterator[StepTrace]] = {}
+        self._steps = 0
 
-    # -- control slots ---------------------------------------------------------------------------
-    @Slot()
-    def list_environment(self) -> None:
-        try:
-            env = self._environment()
-        except Exception as exc:  # a broken torch install: say so in the window
-            traceback.print_exc()
-            self.run_failed.emit("", error_message(exc))
-            return
-        self.environment_listed.emit(env)
-
-    @Slot(object)
-    def start_run(self, request: RunRequest) -> None:
-        if self._run is not None:
-            self._end(self._run.request.run_id)
-        self._paused = request.start_paused
-        self.set_speed(request.steps_per_s)
-        try:
-            self._run = self._prepare(request)
-        except Exception as exc:
-            self._end(request.run_id, exc)
-            return
-        self.run_started.emit(self._run.info)
-        if request.start_paused:
-            self._round()
-        else:
-            self._timer.start(0)
-
-    @Slot()
-    def request_stop(self) -> None:
-        if self._run is not None:
-            self._end(self._run.request.run_id)
-
-    @Slot(bool)
-    def set_paused(self, paused: bool) -> None:
-        self._paused = bool(paused)
-        if self._run is None:
-            return
-        if self._paused:
-            self._timer.stop()
-        elif not self._timer.isActive():
-            self._timer.start(0)
-
-    @Slot()
-    def request_step(self) -> None:
-        """One lockstep round while paused; ignored while running freely."""
-        if self._run is not None and self._paused:
-            self._round()
-
-    @Slot(float)
-    def set_speed(self, steps_per_s: float) -> None:
-        """Lockstep rounds per second; 0 (or less) runs as fast as possible."""
-        self._interval_s = 1.0 / steps_per_s if steps_per_s > 0 else 0.0
-        if self._timer.isActive():
-            self._timer.start(min(self._timer.remainingTime(), round(self._interval_s * 1000)))
-
-    @Slot()
-    def shut_down(self) -> None:
-        """Drop the run and the model without signalling. Connected (direct) to the thread's
-        `finished`, so it runs in the worker's thread as the thread ends."""
-        self._timer.stop()
-        run, self._run = self._run, None
-        if run is not None:
-            run.close()
-        self._loaded = None
-
-    # -- the run ---------------------------------------------------------------------------------
-    @Slot()
-    def _on_timer_timeout(self) -> None:
-        if self._run is None or self._paused:
-            return
-        started = time.perf_counter()
-        self._round()
-        if self._run is not None and not self._paused:
-            # Pacing happens here, between rounds: outside every engine's timed region.
-            delay_s = max(0.0, self._interval_s - (time.perf_counter() - started))
-            self._timer.start(round(delay_s * 1000))
-
-    def _round(self) -> None:
-        """Step k of every engine before step k+1 of any."""
-        run = self._run
-        if run is None:
-            return
-        try:
-            for key, stream in run.streams.items():
-                try:
-                    trace = next(stream)
-                except StopIteration:
-                    raise RuntimeError(f"{key} stopped after {run.rounds} of "
-                                       f"{run.request.run.max_new_tokens} steps") from None
-                self.step_traced.emit(trace)
-        except Exception as exc:
-            self._end(run.request.run_id, exc)
-            return
-        run.rounds += 1
-        if run.rounds >= run.request.run.max_new_tokens:
-            self._end(run.request.run_id)
-
-    def _end(self, run_id: str, error: BaseException | None = None) -> None:
-        run, self._run = self._run, None
-        self._timer.stop()
-        self._paused = False
-        try:
-            if run is not None:
-                run.close()
-            if error is not None:
-                if not isinstance(error, ValueError):
-                    traceback.print_exception(error)
-                if is_out_of_memory(error):
-                    self._release_model()
-                self.run_failed.emit(run_id, error_message(error))
-        finally:
-            self.run_finished.emit(run_id)
-
-    def _prepare(self, req: RunRequest) -> _ActiveRun:
-        import torch
-
-        from kvviz.devices import resolve_device
-        from kvviz.engines import make_engine, validate_request
-
-        rc = req.run
-        if not rc.engines:
-            raise ValueError(_tr("choose at least one engine"))
-        threads = req.threads if req.threads is not None else default_threads()
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
-        device = resolve_device(req.device)
-        model, tokenizer = self._load(req.model, device, req.dtype)
-        cfg = model.cfg
-        prompt_ids = tokenizer.encode(rc.prompt)
-        validate_request(cfg.max_seq_len, len(prompt_ids), rc.max_new_tokens)
-        trace = rc.trace
-        if trace.weights_layer is not None:
-            if not 0 <= trace.weights_layer < cfg.n_layer:
-                raise ValueError(_tr("attention layer {0} is outside 0..{1}").format(
-                    trace.weights_layer, cfg.n_layer - 1))
-            if not 0 <= trace.weights_head < cfg.n_head:
-                raise ValueError(_tr("attention head {0} is outside 0..{1}").format(
-                    trace.weights_head, cfg.n_head - 1))
-        streams: dict[str, Iterator[StepTrace]] = {}
-        for key in rc.engines:
-            options = trace
-            if key == "naive" and trace.weights_layer is not None and \
-                    naive_weights_bytes(len(prompt_ids), rc.max_new_tokens) > NAIVE_WEIGHTS_BUDGET_BYTES:
-                options = replace(trace, weights_layer=None)
-                self.run_noted.emit(req.run_id, _tr(
-                    "naive: attention weights not captured, a run this long would hold more than {0} MiB "
-                    "of them").format(NAIVE_WEIGHTS_BUDGET_BYTES >> 20))
-            engine = make_engine(key, model, block_size=rc.block_size)
-            streams[key] = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
-                                           run_id=req.run_id, token_text=tokenizer.token_text)
-        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
-        info = RunInfo(
-            run_id=req.run_id, model_name=req.model, device=str(device), dtype=dtype, prompt=rc.prompt,
-            prompt_ids=tuple(prompt_ids), prompt_labels=tuple(tokenizer.token_text(i) for i in prompt_ids),
-            engines=tuple(rc.engines), max_new_tokens=rc.max_new_tokens, n_layer=cfg.n_layer,
-            n_head=cfg.n_head, n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
-            param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
-            block_size=rc.block_size)
-        return _ActiveRun(request=req, info=info, streams=streams)
-
-    def _load(self, name: str, device, dtype_name: str):
-        """The model and tokenizer, reused while name, device and dtype stay the same."""
-        from kvviz.devices import resolve_dtype
-        from kvviz.models.presets import load_model, load_tokenizer
-
-        key = (name, str(device), dtype_name)
-        if self._loaded is not None and self._loaded[0] == key:
-            return self._loaded[1], self._loaded[2]
-        self._release_model()  # free the previous model before the next one is loaded
-        tokenizer = load_tokenizer(name)
-        model = load_model(name, device, None)
-        dtype = resolve_dtype(None if dtype_name == "auto" else dtype_name, device, model.cfg.dtype)
-        model = model.to(dtype)
-        self._loaded = (key, model, tokenizer)
-        self.model_loaded.emit(ModelChoice(name=name, config=model.cfg))
-        return model, tokenizer
-
-    def _release_model(self) -> None:
-        self._loaded = None
-        torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_available():
-            torch.cuda.empty_cache()
-
-    def _environment(self) -> Environment:
+    def environment(self) -> Environment:
         import torch
 
         from kvviz.devices import resolve_device
@@ -305,7 +109,382 @@ class RunWorker(QObject):
         return Environment(models=tuple(models), default_model=default, devices=tuple(devices),
                            auto_device=str(resolve_device("auto")),
                            engines=tuple((k, ENGINE_HELP.get(k, "")) for k in ENGINE_KEYS),
-                           torch_version=torch.__version__, threads=torch.get_num_threads())
+                           torch_version=torch.__version__, threads=default_threads())
+
+    def start(self, req: RunRequest) -> tuple[RunInfo, ModelChoice | None, list[str]]:
+        """Load (or reuse) the model and set up every engine's step generator. Returns the run's
+        info, the loaded model's description when it was (re)loaded, and notes for the window."""
+        import torch
+
+        from kvviz.devices import resolve_device
+        from kvviz.engines import make_engine, validate_request
+
+        self.end()
+        rc = req.run
+        if not rc.engines:
+            raise ValueError(_tr("choose at least one engine"))
+        threads = req.threads if req.threads is not None else default_threads()
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        device = resolve_device(req.device)
+        model, tokenizer, loaded = self._load(req.model, device, req.dtype)
+        cfg = model.cfg
+        prompt_ids = tokenizer.encode(rc.prompt)
+        validate_request(cfg.max_seq_len, len(prompt_ids), rc.max_new_tokens)
+        trace = rc.trace
+        if trace.weights_layer is not None:
+            if not 0 <= trace.weights_layer < cfg.n_layer:
+                raise ValueError(_tr("attention layer {0} is outside 0..{1}").format(
+                    trace.weights_layer, cfg.n_layer - 1))
+            if not 0 <= trace.weights_head < cfg.n_head:
+                raise ValueError(_tr("attention head {0} is outside 0..{1}").format(
+                    trace.weights_head, cfg.n_head - 1))
+        notes = []
+        for key in rc.engines:
+            options = trace
+            if key == "naive" and trace.weights_layer is not None and \
+                    naive_weights_bytes(len(prompt_ids), rc.max_new_tokens) > NAIVE_WEIGHTS_BUDGET_BYTES:
+                options = replace(trace, weights_layer=None)
+                notes.append(_tr("naive: attention weights not captured, a run this long would hold more "
+                                 "than {0} MiB of them").format(NAIVE_WEIGHTS_BUDGET_BYTES >> 20))
+            engine = make_engine(key, model, block_size=rc.block_size)
+            self._streams[key] = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
+                                                 run_id=req.run_id, token_text=tokenizer.token_text)
+        self._steps = rc.max_new_tokens
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        info = RunInfo(
+            run_id=req.run_id, model_name=req.model, device=str(device), dtype=dtype, prompt=rc.prompt,
+            prompt_ids=tuple(prompt_ids), prompt_labels=tuple(tokenizer.token_text(i) for i in prompt_ids),
+            engines=tuple(rc.engines), max_new_tokens=rc.max_new_tokens, n_layer=cfg.n_layer,
+            n_head=cfg.n_head, n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
+            param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
+            block_size=rc.block_size)
+        return info, loaded, notes
+
+    def round(self) -> list[StepTrace]:
+        """Step k of every engine, in the run's engine order."""
+        traces = []
+        for key, stream in self._streams.items():
+            try:
+                traces.append(next(stream))
+            except StopIteration:
+                raise RuntimeError(f"{key} stopped after {len(traces)} of {self._steps} steps") from None
+        return traces
+
+    def end(self) -> None:
+        streams, self._streams = self._streams, {}
+        for stream in streams.values():
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def release_model(self) -> None:
+        self.end()
+        self._loaded = None
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def close(self) -> None:
+        self.release_model()
+
+    def _load(self, name: str, device, dtype_name: str):
+        from kvviz.devices import resolve_dtype
+        from kvviz.models.presets import load_model, load_tokenizer
+
+        key = (name, str(device), dtype_name)
+        if self._loaded is not None and self._loaded[0] == key:
+            return self._loaded[1], self._loaded[2], None
+        self.release_model()  # free the previous model before the next one is loaded
+        tokenizer = load_tokenizer(name)
+        model = load_model(name, device, None)
+        dtype = resolve_dtype(None if dtype_name == "auto" else dtype_name, device, model.cfg.dtype)
+        model = model.to(dtype)
+        self._loaded = (key, model, tokenizer)
+        return model, tokenizer, ModelChoice(name=name, config=model.cfg)
 
 
-__all__ = ["RunWorker", "error_message", "is_out_of_memory", "naive_weights_bytes"]
+def _serve(conn) -> None:
+    """Answer ("ok", value) or ("error", one-line message) to each command until "close"."""
+    session = EngineSession()
+    commands = {
+        "environment": session.environment,
+        "start": session.start,
+        "round": session.round,
+        "end": session.end,
+    }
+    while True:
+        try:
+            command, args = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            break  # the app went away
+        if command == "close":
+            break
+        try:
+            conn.send(("ok", commands[command](*args)))
+        except Exception as exc:
+            if not isinstance(exc, ValueError):
+                traceback.print_exc()
+            if is_out_of_memory(exc):
+                session.release_model()
+            else:
+                session.end()
+            conn.send(("error", error_message(exc)))
+    session.close()
+
+
+def serve_engines() -> None:
+    """The engine process's entry point: listen, print the address on stdout, serve one connection."""
+    from multiprocessing.connection import Listener
+
+    authkey = bytes.fromhex(os.environ.pop(_KEY_VARIABLE))
+    with Listener(authkey=authkey) as listener:
+        print(json.dumps(listener.address), flush=True)
+        os.dup2(2, 1)  # later output goes to stderr: nobody reads this pipe after the address
+        conn = listener.accept()
+    _serve(conn)
+
+
+_KEY_VARIABLE = "KVVIZ_ENGINE_AUTHKEY"
+_ENTRY = "from kvviz.ui.worker import serve_engines; serve_engines()"
+
+
+class EngineProcess:
+    """An EngineSession in a child process, with the same methods.
+
+    The child is a fresh interpreter running `serve_engines` (not a multiprocessing fork or spawn,
+    which would re-import the caller's main script); it answers on an authenticated local
+    connection. Calls block the calling thread (the worker's) until the child answers. `abort()`
+    may be called from any thread: it kills the child, and a call in progress raises EngineError."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+        self._conn = None
+
+    def environment(self) -> Environment:
+        return self._call("environment")
+
+    def start(self, req: RunRequest):
+        return self._call("start", req)
+
+    def round(self) -> list[StepTrace]:
+        return self._call("round")
+
+    def end(self) -> None:
+        if self._proc is not None:
+            self._call("end")
+
+    def release_model(self) -> None:
+        """The child freed it already when it reported out-of-memory."""
+
+    def abort(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
+    def close(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if proc is None:
+            return
+        try:
+            if conn is not None:
+                conn.send(("close", ()))
+                conn.close()
+        except (OSError, ValueError):
+            pass
+        try:
+            proc.wait(CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(CLOSE_WAIT_S)
+
+    def _launch(self) -> None:
+        from multiprocessing.connection import Client
+
+        import kvviz
+
+        authkey = secrets.token_bytes(32)
+        root = str(Path(kvviz.__file__).resolve().parent.parent)
+        env = dict(os.environ, **{_KEY_VARIABLE: authkey.hex()})
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        self._proc = proc = subprocess.Popen([sys.executable, "-c", _ENTRY], stdout=subprocess.PIPE, env=env)
+        line = proc.stdout.readline()
+        proc.stdout.close()
+        if not line:
+            self._proc = None
+            raise EngineError(_tr("the engine process did not start (exit code {0})").format(proc.wait()))
+        address = json.loads(line)
+        self._conn = Client(tuple(address) if isinstance(address, list) else address, authkey=authkey)
+
+    def _call(self, command: str, *args):
+        if self._proc is None:
+            self._launch()
+        try:
+            self._conn.send((command, args))
+            status, value = self._conn.recv()
+        except (EOFError, OSError, ValueError):
+            proc, self._proc = self._proc, None
+            self._conn.close()
+            self._conn = None
+            try:
+                code = proc.wait(CLOSE_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            raise EngineError(_tr("the engine process ended unexpectedly (exit code {0}{1})").format(
+                code, _tr(": killed, perhaps out of memory") if code == -9 else "")) from None
+        if status == "error":
+            raise EngineError(value)
+        return value
+
+
+# -- the Qt side ----------------------------------------------------------------------------------
+class RunWorker(QObject):
+    """Typed slots in, past-tense signals out. Every slot runs in the worker's own thread."""
+
+    environment_listed = Signal(object)  # Environment
+    model_loaded = Signal(object)  # ModelChoice with the loaded model's config
+    run_started = Signal(object)  # RunInfo
+    run_noted = Signal(str, str)  # run_id, a one-line note about the run (e.g. a capture turned off)
+    step_traced = Signal(object)  # StepTrace, as the engine made it
+    run_failed = Signal(str, str)  # run_id ("" outside a run), one-line message
+    run_finished = Signal(str)  # run_id; always emitted, after run_failed if the run failed
+
+    def __init__(self, parent: QObject | None = None, *, isolate: bool = True) -> None:
+        super().__init__(parent)
+        self.session: EngineSession | EngineProcess = EngineProcess() if isolate else EngineSession()
+        self._timer = QTimer(self)  # a child, so it moves to the worker's thread with it
+        self._timer.setSingleShot(True)
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._run: RunRequest | None = None
+        self._rounds = 0
+        self._paused = False
+        self._interval_s = 0.0
+
+    # -- control slots ---------------------------------------------------------------------------
+    @Slot()
+    def list_environment(self) -> None:
+        try:
+            env = self.session.environment()
+        except Exception as exc:  # a broken torch install: say so in the window
+            if not isinstance(exc, EngineError):
+                traceback.print_exc()
+            self.run_failed.emit("", error_message(exc))
+            return
+        self.environment_listed.emit(env)
+
+    @Slot(object)
+    def start_run(self, request: RunRequest) -> None:
+        if self._run is not None:
+            self._end(self._run.run_id)
+        self._paused = request.start_paused
+        self.set_speed(request.steps_per_s)
+        try:
+            info, loaded, notes = self.session.start(request)
+        except Exception as exc:
+            self._end(request.run_id, exc)
+            return
+        self._run, self._rounds = request, 0
+        if loaded is not None:
+            self.model_loaded.emit(loaded)
+        self.run_started.emit(info)
+        for note in notes:
+            self.run_noted.emit(request.run_id, note)
+        if request.start_paused:
+            self._round()
+        else:
+            self._timer.start(0)
+
+    @Slot()
+    def request_stop(self) -> None:
+        if self._run is not None:
+            self._end(self._run.run_id)
+
+    @Slot(bool)
+    def set_paused(self, paused: bool) -> None:
+        self._paused = bool(paused)
+        if self._run is None:
+            return
+        if self._paused:
+            self._timer.stop()
+        elif not self._timer.isActive():
+            self._timer.start(0)
+
+    @Slot()
+    def request_step(self) -> None:
+        """One lockstep round while paused; ignored while running freely."""
+        if self._run is not None and self._paused:
+            self._round()
+
+    @Slot(float)
+    def set_speed(self, steps_per_s: float) -> None:
+        """Lockstep rounds per second; 0 (or less) runs as fast as possible."""
+        self._interval_s = 1.0 / steps_per_s if steps_per_s > 0 else 0.0
+        if self._timer.isActive():
+            self._timer.start(min(self._timer.remainingTime(), round(self._interval_s * 1000)))
+
+    def abort(self) -> None:
+        """Thread-safe, for closing: kill the engine process so a long step or load ends now."""
+        abort = getattr(self.session, "abort", None)
+        if abort is not None:
+            abort()
+
+    @Slot()
+    def shut_down(self) -> None:
+        """Drop the run, the model and the engine process without signalling. Connected (direct) to
+        the thread's `finished`, so it runs in the worker's thread as the thread ends."""
+        self._timer.stop()
+        self._run = None
+        self.session.close()
+
+    # -- the run ---------------------------------------------------------------------------------
+    @Slot()
+    def _on_timer_timeout(self) -> None:
+        if self._run is None or self._paused:
+            return
+        started = time.perf_counter()
+        self._round()
+        if self._run is not None and not self._paused:
+            # Pacing happens here, between rounds: outside every engine's timed region.
+            delay_s = max(0.0, self._interval_s - (time.perf_counter() - started))
+            self._timer.start(round(delay_s * 1000))
+
+    def _round(self) -> None:
+        """Step k of every engine before step k+1 of any."""
+        run = self._run
+        if run is None:
+            return
+        try:
+            traces = self.session.round()
+        except Exception as exc:
+            self._end(run.run_id, exc)
+            return
+        for trace in traces:
+            self.step_traced.emit(trace)
+        self._rounds += 1
+        if self._rounds >= run.run.max_new_tokens:
+            self._end(run.run_id)
+
+    def _end(self, run_id: str, error: BaseException | None = None) -> None:
+        self._run = None
+        self._timer.stop()
+        self._paused = False
+        try:
+            try:
+                self.session.end()
+            except Exception as exc:  # the engine process died while ending: say so, still finish
+                error = error or exc
+            if error is not None:
+                if not isinstance(error, (ValueError, EngineError)):
+                    traceback.print_exception(error)
+                if is_out_of_memory(error):
+                    self.session.release_model()
+                self.run_failed.emit(run_id, error_message(error))
+        finally:
+            self.run_finished.emit(run_id)
+
+
+__all__ = ["EngineError", "EngineProcess", "EngineSession", "RunWorker", "default_threads", "error_message",
+           "is_out_of_memory", "naive_weights_bytes", "serve_engines"]

@@ -1,0 +1,172 @@
+"""`kvviz shot --out FILE.png`: a compare run in the real window, offscreen, saved as a screenshot.
+
+It fills the window's form and presses Run as a person would, so the picture is what the app shows;
+the engines run in the window's own worker. No torch here. Runs offscreen unless QT_QPA_PLATFORM
+names another platform.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from kvviz.bench import DEFAULT_PROMPT, add_model_args
+
+
+def configure(parser) -> None:
+    parser.add_argument("--out", required=True, metavar="FILE.png", help="where to write the PNG")
+    add_model_args(parser)
+    parser.set_defaults(model=None)
+    parser.add_argument("--tokens", type=int, default=40, help="new tokens (default 40)")
+    parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list (default: all four)")
+    parser.add_argument("--step", type=int, default=None,
+                        help="the step to show (default: the last; negative counts from the end)")
+    parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size in pixels")
+    parser.add_argument("--layer", type=int, default=0, help="attention layer whose weights are drawn")
+    parser.add_argument("--head", type=int, default=0, help="attention head whose weights are drawn")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the run")
+    parser.epilog = (f"--model defaults to the app's: tiny when its weights are trained, else tiny-random. "
+                     f"--prompt defaults to {DEFAULT_PROMPT!r}.")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size must be WIDTHxHEIGHT such as 1600x1000, got {text!r}") from None
+    if not (320 <= w <= 8192 and 240 <= h <= 8192):
+        raise ValueError(f"--size {w}x{h} is outside 320x240 .. 8192x8192")
+    return w, h
+
+
+def _wait(signal, timeout_s: float) -> bool:
+    """Run the event loop until `signal` fires (True) or the timeout passes (False)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    fired = []
+    signal.connect(lambda *_: (fired.append(True), loop.quit()))
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+    if not fired:
+        loop.exec()
+    return bool(fired)
+
+
+def parse_engine_list(text: str) -> tuple[str, ...]:
+    """`naive,concat` -> ("naive", "concat"); the names are checked against the worker's registry."""
+    items = tuple(s.strip() for s in text.split(",") if s.strip())
+    if not items:
+        raise ValueError("--engines names no engine")
+    if len(set(items)) != len(items):
+        raise ValueError(f"an engine is named twice in {text!r}")
+    return items
+
+
+def run(args) -> int:
+    width, height = parse_size(args.size)
+    out = Path(args.out)
+    if not out.parent.is_dir() and str(out.parent):
+        raise ValueError(f"{out.parent}: no such folder")
+    if args.tokens < 1:
+        raise ValueError(f"--tokens must be at least 1, got {args.tokens}")
+    engines = parse_engine_list(args.engines)
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+    import tempfile
+
+    from PySide6.QtCore import QSettings
+
+    from kvviz.ui import app
+
+    qt_app = app.ensure_app()
+    with tempfile.TemporaryDirectory(prefix="kvviz-shot-") as tmp:
+        settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
+        window = app.create_window(settings)
+        try:
+            return _shoot(window, qt_app, args, engines, width, height, out)
+        finally:
+            window.close()
+            qt_app.processEvents()
+
+
+def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
+    from kvviz.fileio import atomic_write
+
+    failures: list[str] = []
+    window.run_failed.connect(lambda _rid, message: failures.append(message))
+    window.resize(width, height)
+    window.show()
+    if not _wait(window.environment_ready, args.timeout):
+        raise ValueError(failures[0] if failures else "the engines did not start in time")
+    _fill_form(window, args, engines)
+    if not window.start_run():
+        raise ValueError(window.validation_text())
+    if not _wait(window.run_finished, args.timeout):
+        raise ValueError(f"the run did not finish within {args.timeout:g} s")
+    if failures:
+        print(f"kvviz shot: the run failed: {failures[-1]}", file=sys.stderr)
+        return 1
+    n = window.history.n_steps()
+    step = n - 1 if args.step is None else (n + args.step if args.step < 0 else args.step)
+    if not 0 <= step < n:
+        raise ValueError(f"--step {args.step} is outside the run's {n} steps")
+    window.select_step(step)
+    for _ in range(3):  # layouts settle, then the panels draw the step, then Qt paints them
+        qt_app.processEvents()
+        window.refresh()
+    pixmap = window.grab()
+    if (pixmap.width(), pixmap.height()) != (width, height):
+        raise ValueError(f"the window could not be {width}x{height} (it is {pixmap.width()}x{pixmap.height()})")
+
+    def save(tmp: Path) -> None:
+        if not pixmap.save(str(tmp), "PNG"):
+            raise OSError(f"{out}: could not write the PNG")
+
+    try:
+        atomic_write(out, save)
+    except OSError as exc:
+        raise ValueError(f"{out}: {exc.strerror or exc}") from None
+    print(f"kvviz shot: wrote {out} ({width}x{height}, step {step} of {n}, engines {','.join(engines)}: "
+          f"{window.badge.text()})")
+    return 0
+
+
+def _fill_form(window, args, engines) -> None:
+    env = window.env
+    known = [k for k, _ in env.engines]
+    unknown = [e for e in engines if e not in known]
+    if unknown:
+        raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(known)}")
+    window.prompt_edit.setPlainText(args.prompt)
+    window.set_model(args.model or env.default_model)
+    device = (args.device or "auto").strip().lower()
+    if window.device_combo.findData(device) < 0:
+        raise ValueError(f"device {device!r} is not available here; choose {', '.join(env.devices)}")
+    window.device_combo.setCurrentIndex(window.device_combo.findData(device))
+    dtype = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(args.dtype, args.dtype)
+    if window.dtype_combo.findData(dtype) < 0:
+        raise ValueError(f"unknown dtype {args.dtype!r}; choose auto, fp32, bf16 or fp16")
+    window.dtype_combo.setCurrentIndex(window.dtype_combo.findData(dtype))
+    window.set_engines(engines)
+    window.greedy_check.setChecked(args.temperature == 0)
+    if args.top_k is not None and args.top_k < 1:
+        raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
+    if args.layer < 0 or args.head < 0:
+        raise ValueError("--layer and --head must be 0 or more")
+    for option, spin, value in (("--tokens", window.tokens_spin, args.tokens),
+                                ("--block-size", window.block_spin, args.block_size),
+                                ("--temperature", window.temperature_spin, args.temperature),
+                                ("--top-k", window.top_k_spin, args.top_k or 0),
+                                ("--top-p", window.top_p_spin, 1.0 if args.top_p is None else args.top_p),
+                                ("--seed", window.seed_spin, args.seed),
+                                ("--layer", window.layer_spin, args.layer),
+                                ("--head", window.head_spin, args.head)):
+        spin.setValue(value)
+        if abs(spin.value() - value) > 1e-9:  # a spin box clamps silently: say so instead
+            raise ValueError(f"{option} {value} is outside {spin.minimum():g}..{spin.maximum():g} for this model")
+    window.speed_spin.setValue(0)
+    window.torch_threads = args.threads

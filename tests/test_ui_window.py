@@ -1,0 +1,397 @@
+"""The real window, driven as a person would: type a prompt, press Run, wait for the window's own
+run_finished (emitted in the GUI thread), read what the badge, the history and the panels show."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from kvviz.trace import RunSummary
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = ("naive", "concat", "static", "paged")
+PROMPT = "A cache is a promise"
+
+
+def settings_at(path: Path) -> QSettings:
+    return QSettings(str(path), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def open_window(qtbot, tmp_path, torch_cpu):
+    """open_window(isolate=False, settings=None): a shown MainWindow whose model list has arrived."""
+    from kvviz.ui import app
+
+    def make(*, isolate: bool = False, settings: QSettings | None = None):
+        window = app.create_window(settings or settings_at(tmp_path / "kvviz.ini"), isolate=isolate)
+        qtbot.addWidget(window)  # closed at the end of the test: the worker's thread is stopped
+        window.show()
+        qtbot.waitUntil(lambda: window.env is not None, timeout=90_000)
+        window.set_model("tiny-random")
+        window.torch_threads = 1
+        return window
+
+    return make
+
+
+def type_prompt(qtbot, window, text: str) -> None:
+    window.prompt_edit.clear()
+    qtbot.keyClicks(window.prompt_edit, text)
+
+
+def run_to_end(qtbot, window, timeout=120_000):
+    with qtbot.waitSignal(window.run_finished, timeout=timeout):
+        qtbot.mouseClick(window.run_button, Qt.MouseButton.LeftButton)
+
+
+def test_compare_run_of_all_four_engines(qtbot, open_window):
+    window = open_window(isolate=True)  # the app's own worker: engines in a child process
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(ENGINES)
+    window.tokens_spin.setValue(40)
+    window.speed_spin.setValue(0)
+    seen = []
+    window.step_traced.connect(seen.append)
+    run_to_end(qtbot, window)
+
+    assert window.error_text() == ""
+    assert window.badge.text() == "identical"
+    assert window.history.n_steps() == 40
+    assert window.history.info.prompt == PROMPT
+    # Lockstep: step k of every engine before step k+1 of any.
+    assert [(t.engine, t.step) for t in seen] == [(e, k) for k in range(40) for e in ENGINES]
+
+    # The summary panel shows the traces' totals.
+    own = {e: RunSummary.from_traces([t for t in seen if t.engine == e]) for e in ENGINES}
+    shown = window.panels["summary"].table_values()
+    for e in ENGINES:
+        assert shown[e]["total_ms"] == pytest.approx(own[e].total_ms)
+        for key in ("kv_projections", "bytes_copied", "bytes_written", "bytes_gathered", "peak_cache_bytes"):
+            assert shown[e][key] == getattr(own[e], key), (e, key)
+    assert own["naive"].kv_projections > own["concat"].kv_projections == own["paged"].kv_projections
+
+    # The work matrix at a decode step: one computed row for a cache, every row for naive.
+    from kvviz.ui.panels.work_matrix import CACHED, COMPUTED, RECOMPUTED
+
+    step = 25
+    window.select_step(step)
+    window.refresh()
+    matrix = window.panels["work_matrix"]
+    n = len(window.history.info.prompt_ids) + step
+    for engine in ENGINES:
+        kinds = matrix.cell_kinds(engine)
+        assert kinds.shape == (n, n)
+        computed_rows = np.flatnonzero(((kinds == COMPUTED) | (kinds == RECOMPUTED)).any(axis=1))
+        if engine == "naive":
+            assert computed_rows.tolist() == list(range(n))
+        else:
+            assert computed_rows.tolist() == [n - 1]
+            assert (kinds[n - 1, : n - 1] == CACHED).all()
+
+    # The status bar: device, model, parameters and KV bytes per token, from the config.
+    info = window.history.info
+    assert info.kv_bytes_per_token == 2 * info.n_layer * info.n_kv_head * info.head_dim * 4
+    status = " ".join(w.text() for w in (window.status_device, window.status_model, window.status_params,
+                                         window.status_kv))
+    assert "cpu" in status and "tiny-random" in status and "parameters" in status
+    assert "2.0 KiB per token" in status
+
+
+def test_timeline_scrubs_back_and_every_panel_follows(qtbot, open_window):
+    window = open_window()
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(("naive", "concat"))
+    window.tokens_spin.setValue(12)
+    window.speed_spin.setValue(0)
+    run_to_end(qtbot, window)
+    assert window.selected_step == 11 and window.timeline.maximum() == 11
+    window.scrub(-4)
+    assert window.selected_step == 7 and window.timeline.value() == 7
+    window.refresh()
+    n = len(window.history.info.prompt_ids) + 7
+    assert window.panels["work_matrix"].cell_kinds("concat").shape == (n, n)
+    assert window.panels["summary"].table_values()["concat"]["kv_projections"] == \
+        RunSummary.from_traces(window.history.upto("concat", 7)).kv_projections
+    assert "step 7 / 11" in window.step_label.text()
+    window.act_first.trigger()
+    assert window.selected_step == 0 and "prefill" in window.step_label.text()
+    window.act_next.trigger()
+    assert window.selected_step == 1
+    window.act_last.trigger()
+    assert window.selected_step == 11
+    window.act_next.trigger()  # at the end of a finished run: nothing more to show
+    assert window.selected_step == 11
+
+
+def test_pause_step_resume_and_stop(qtbot, open_window):
+    window = open_window()
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(("concat", "static"))
+    window.tokens_spin.setValue(300)
+    window.speed_spin.setValue(25)
+    assert window.start_run()
+    qtbot.waitUntil(lambda: window.history.n_steps() >= 3, timeout=30_000)
+    window.act_pause.trigger()
+    assert window.state.value == "paused" and window.act_pause.text() == "&Resume"
+    qtbot.wait(200)  # a round already under way may still land
+    n = window.history.n_steps()
+    qtbot.wait(300)
+    assert window.history.n_steps() == n
+    window.act_step.trigger()
+    qtbot.waitUntil(lambda: window.history.n_steps() == n + 1, timeout=10_000)
+    assert {len(v) for v in window.history.traces.values()} == {n + 1}
+    window.act_next.trigger()  # Right at the newest step of a paused run: one more step
+    qtbot.waitUntil(lambda: window.history.n_steps() == n + 2, timeout=10_000)
+    qtbot.wait(200)
+    assert window.history.n_steps() == n + 2
+    window.act_pause.trigger()  # resume
+    assert window.state.value == "running"
+    qtbot.waitUntil(lambda: window.history.n_steps() >= n + 5, timeout=30_000)
+    with qtbot.waitSignal(window.run_finished, timeout=30_000):
+        window.act_stop.trigger()
+    stopped_at = window.history.n_steps()
+    assert 0 < stopped_at < 300 and window.state.value == "idle"
+    qtbot.wait(150)
+    assert window.history.n_steps() == stopped_at
+    assert window.error_text() == ""
+    # The steps so far stay viewable.
+    window.select_step(1)
+    window.refresh()
+    assert window.selected_step == 1
+    # And the window is usable for the next run.
+    window.tokens_spin.setValue(4)
+    window.speed_spin.setValue(0)
+    run_to_end(qtbot, window)
+    assert window.history.n_steps() == 4
+
+
+def test_step_from_idle_starts_a_paused_run(qtbot, open_window):
+    window = open_window()
+    window.set_engines(("concat",))
+    window.tokens_spin.setValue(50)
+    window.act_step.trigger()
+    qtbot.waitUntil(lambda: window.history.n_steps() == 1, timeout=30_000)
+    assert window.state.value == "paused"
+    qtbot.wait(200)
+    assert window.history.n_steps() == 1
+    window.act_stop.trigger()
+    qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
+
+
+def test_shortcuts_cover_the_transport(open_window):
+    window = open_window()
+    keys = {act: act.shortcut().toString() for act in (
+        window.act_run, window.act_pause, window.act_step, window.act_stop, window.act_prev, window.act_next,
+        window.act_first, window.act_last, window.act_faster, window.act_slower, window.act_open)}
+    assert keys[window.act_run] == "Ctrl+R" and keys[window.act_pause] == "Space"
+    assert keys[window.act_step] == "N" and keys[window.act_stop] == "Esc"
+    assert keys[window.act_prev] == "Left" and keys[window.act_next] == "Right"
+    assert all(keys.values())
+    window.speed_spin.setValue(20)
+    window.act_faster.trigger()
+    assert window.speed_spin.value() == 50
+    window.act_slower.trigger()
+    window.act_slower.trigger()
+    assert window.speed_spin.value() == 10
+
+
+def test_the_form_refuses_bad_input_with_a_reason(qtbot, open_window):
+    window = open_window()
+    asked = []
+    window.run_requested.connect(asked.append)
+
+    def refused(reason_part: str) -> None:
+        assert not window.start_run()
+        assert reason_part in window.validation_text()
+        assert window.validation_label.isVisibleTo(window)
+        assert not window.run_button.isEnabled()
+
+    window.prompt_edit.setPlainText("   ")
+    refused("Type a prompt")
+    window.prompt_edit.setPlainText("ok")
+    window.set_engines(())
+    refused("at least one engine")
+    window.set_engines(("concat",))
+    window.tokens_spin.setValue(2047)
+    refused("exceeds the model's context of 2048")
+    window.tokens_spin.setValue(10)
+    window.greedy_check.setChecked(False)
+    window.temperature_spin.setValue(0.0)
+    refused("Temperature must be above 0")
+    window.temperature_spin.setValue(0.7)
+    window.top_p_spin.setValue(0.0)
+    refused("Top-p must be above 0")
+    window.top_p_spin.setValue(0.9)
+    assert window.validation_text() == "" and window.run_button.isEnabled()
+    assert asked == []
+
+
+def test_a_worker_failure_is_shown_and_the_steps_so_far_stay(qtbot, open_window, monkeypatch):
+    import kvviz.engines
+
+    real = kvviz.engines.make_engine
+
+    class Breaks:
+        def __init__(self, engine) -> None:
+            self.engine = engine
+
+        def generate(self, *args, **kwargs):
+            for trace in self.engine.generate(*args, **kwargs):
+                if trace.step == 5:
+                    raise RuntimeError("injected: the device fell over")
+                yield trace
+
+    monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: Breaks(real(*a, **k)))
+    window = open_window()
+    window.set_engines(("naive", "concat"))
+    window.tokens_spin.setValue(20)
+    window.speed_spin.setValue(0)
+    with qtbot.waitSignal(window.run_failed, timeout=60_000) as failed:
+        window.start_run()
+    qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
+    assert "injected: the device fell over" in failed.args[1]
+    assert "injected: the device fell over" in window.error_text()
+    assert window.history.n_steps() == 5
+    window.select_step(2)
+    window.refresh()
+    assert window.selected_step == 2
+    # The app stays usable: the next run clears the message and runs.
+    monkeypatch.setattr(kvviz.engines, "make_engine", real)
+    window.tokens_spin.setValue(3)
+    run_to_end(qtbot, window)
+    assert window.error_text() == "" and window.history.n_steps() == 3
+
+
+def test_a_missing_checkpoint_is_a_message_not_a_crash(qtbot, open_window, tmp_path):
+    window = open_window()
+    missing = str(tmp_path / "no-such-checkpoint")
+    window.set_model(missing)
+    assert window.current_model() == missing
+    with qtbot.waitSignal(window.run_failed, timeout=60_000):
+        assert window.start_run()
+    assert "no-such-checkpoint" in window.error_text()
+    qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
+
+
+def test_settings_survive_a_restart(qtbot, open_window, tmp_path):
+    path = tmp_path / "restart.ini"
+    first = open_window(settings=settings_at(path))
+    type_prompt(qtbot, first, "Remember me")
+    first.set_engines(("static", "paged"))
+    first.tokens_spin.setValue(77)
+    first.speed_spin.setValue(5)
+    first.block_spin.setValue(8)
+    first.greedy_check.setChecked(False)
+    first.top_k_spin.setValue(12)
+    first.seed_spin.setValue(42)
+    first.resize(first.minimumWidth(), 640)  # the offscreen screen is 800 pixels: stay inside it
+    hidden = list(first.panel_actions)[1]
+    first.panel_actions[hidden].setChecked(False)
+    first.toolbar.hide()
+    first.add_model_path(str(tmp_path / "ckpt"))
+    first.set_model("tiny-random")
+    size = first.size()
+    first.close()
+
+    second = open_window(settings=settings_at(path))
+    assert second.prompt_edit.toPlainText() == "Remember me"
+    assert second.checked_engines() == ("static", "paged")
+    assert second.tokens_spin.value() == 77 and second.speed_spin.value() == 5 and second.block_spin.value() == 8
+    assert not second.greedy_check.isChecked() and second.top_k_spin.value() == 12
+    assert second.seed_spin.value() == 42
+    assert second.height() == size.height()
+    # restoreGeometry keeps a window on its screen (the offscreen one is 800 wide), else the size is kept.
+    assert abs(second.width() - min(size.width(), second.screen().availableGeometry().width())) <= 8
+    assert second.frames[hidden].isHidden() and not second.panel_actions[hidden].isChecked()
+    assert second.toolbar.isHidden()
+    assert second.model_combo.findData(str(tmp_path / "ckpt")) >= 0
+
+
+def test_every_registered_panel_is_laid_out_with_its_help(open_window):
+    from kvviz.ui.panels import PANELS
+
+    window = open_window()
+    assert list(window.panels) == [k for k, _ in PANELS]
+    assert window.panel_load_errors == []
+    for key, frame in window.frames.items():
+        assert frame.toolTip() == window.panels[key].help_text() != ""
+        assert frame.header.text() == window.panels[key].title()
+    key = next(iter(window.frames))
+    window.toggle_focus(key)
+    assert [k for k, f in window.frames.items() if not f.isHidden()] == [key]
+    window.toggle_focus(key)
+    assert all(not f.isHidden() for f in window.frames.values())
+
+
+def run_script(code: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=timeout)
+
+
+def test_closing_mid_run_stops_the_worker_cleanly(tmp_path):
+    proc = run_script(f"""
+        import sys
+        from PySide6.QtCore import QSettings, QTimer
+        from kvviz.ui import app
+        qt = app.ensure_app()
+        window = app.create_window(QSettings({str(tmp_path / 'c.ini')!r}, QSettings.Format.IniFormat))
+        window.show()
+        def go():
+            window.prompt_edit.setPlainText("Close me")
+            window.set_model("tiny-random")
+            window.set_engines(("naive", "concat", "static", "paged"))
+            window.tokens_spin.setValue(2000)
+            window.speed_spin.setValue(0)
+            window.torch_threads = 1
+            assert window.start_run(), window.validation_text()
+        def close_when_running(trace):
+            if trace.step == 5 and trace.engine == "paged":
+                print("closing at step", trace.step, flush=True)
+                QTimer.singleShot(0, window.close)
+        window.environment_ready.connect(go)
+        window.step_traced.connect(close_when_running)
+        QTimer.singleShot(150_000, lambda: qt.exit(3))
+        code = qt.exec()
+        print("exit", code, "state", window.state.value, "steps", window.history.n_steps(), flush=True)
+        print("engine process left:", window._worker.session._proc, flush=True)
+        sys.exit(code)
+    """)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "closing at step 5" in proc.stdout
+    assert "engine process left: None" in proc.stdout
+    assert "QThread: Destroyed while thread is still running" not in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_no_display_gives_a_hint_and_exit_code_2():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["PYTHONPATH"] = str(ROOT)
+    code = ("import sys, runpy; sys.argv = ['main.py']\n"
+            "try:\n    runpy.run_path('main.py', run_name='__main__')\n"
+            "except SystemExit as e:\n"
+            "    print('qt loaded' if 'PySide6.QtWidgets' in sys.modules else 'no qt'); raise\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=60)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the no-display check is for Linux")
+    assert proc.returncode == 2
+    assert proc.stdout.strip() == "no qt"
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "kvviz shot" in lines[0] and "QT_QPA_PLATFORM=offscreen" in lines[0]
+
+
+def test_has_display_rules():
+    from kvviz.ui.app import has_display
+
+    assert not has_display({}, "linux")
+    assert has_display({"DISPLAY": ":0"}, "linux")
+    assert has_display({"WAYLAND_DISPLAY": "wayland-0"}, "linux")
+    assert has_display({"QT_QPA_PLATFORM": "offscreen"}, "linux")
+    assert has_display({}, "darwin") and has_display({}, "win32")
