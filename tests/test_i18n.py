@@ -91,7 +91,7 @@ def test_compiled_qm_says_what_the_ts_says(shipped, tool, english):
     assert translator.translate("MainWindow", "&File") == "文件(&F)"
 
 
-def test_normalize_and_system_default(english):
+def test_normalize_and_system_default(english, tmp_path):
     from PySide6.QtCore import QLocale, QSettings
 
     from kvviz.ui import i18n
@@ -102,8 +102,7 @@ def test_normalize_and_system_default(english):
         i18n.normalize("fr")
     assert i18n.system_language(QLocale("zh_CN")) == "zh_CN"
     assert i18n.system_language(QLocale("de_DE")) == "en"
-    settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "kvviz-test", "none")
-    settings.clear()
+    settings = QSettings(str(tmp_path / "empty.ini"), QSettings.Format.IniFormat)
     assert i18n.saved_language(settings) == i18n.system_language()
 
 
