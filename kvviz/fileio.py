@@ -16,6 +16,10 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     tmp_path = Path(tmp)
     try:
         write(tmp_path)
+        # mkstemp makes the file private (0600); give it the mode a plain open() would have.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)
         os.replace(tmp_path, path)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
