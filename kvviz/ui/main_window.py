@@ -155,6 +155,7 @@ class MainWindow(QMainWindow):
         self._paint_next = 0  # the panel the next budgeted draw starts with
         self._paint_resume_at = 0.0  # perf_counter time before which a streaming run is not drawn
         self._drew_last_tick = False
+        self._user_selected = False  # the user picked a step: draw it at the next tick, rest or not
         self._last_tick_end = 0.0
         self._last_run_info: RunInfo | None = None
         self._wanted: dict[str, str] = {}  # picker choices restored before the environment arrives
@@ -851,6 +852,7 @@ class MainWindow(QMainWindow):
         n = self.history.n_steps()
         self._selected = max(0, min(step, n - 1)) if n else 0
         self._follow = n > 0 and self._selected == n - 1 and self.state is not RunState.IDLE
+        self._user_selected = True
         with _blocked(self.timeline):
             self.timeline.setValue(self._selected)
         self._update_step_label()
@@ -877,6 +879,7 @@ class MainWindow(QMainWindow):
     def _on_timeline_value_changed(self, value: int) -> None:
         self._selected = value
         self._follow = value == self.timeline.maximum() and self.state is not RunState.IDLE
+        self._user_selected = True
         self._update_step_label()
 
     @Slot(int)
@@ -922,9 +925,9 @@ class MainWindow(QMainWindow):
         if n == 0:
             return False
         target = (version, self._selected)
-        user_moved = self._selected != self._painted[1]
-        if budget_s is not None and started < self._paint_resume_at and not user_moved:
+        if budget_s is not None and started < self._paint_resume_at and not self._user_selected:
             return False
+        self._user_selected = False
         keys = list(self.panels)
         order = keys[self._paint_next:] + keys[:self._paint_next]
         painted_any = False
