@@ -135,15 +135,29 @@ def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
     window.run_failed.connect(lambda _rid, msg: print("run failed:", msg, file=sys.stderr))
     window.run_finished.connect(loop.quit)
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     if not window.start_run():
         raise SystemExit(f"the form refused the run: {window.validation_text()}")
     loop.exec()
     wall_s = time.perf_counter() - t0
+    cpu_s = time.process_time() - cpu0
     probe.stop()
-    result = {"wall_s": wall_s, "gaps_ms": gaps, "paint_ms": paint_ms}
+    result = {"wall_s": wall_s, "gui_cpu_s": cpu_s, "gaps_ms": gaps, "paint_ms": paint_ms, "panels": {}}
     for key in engines:
         steps = [t.latency_ms for t in window.history.traces.get(key, [])]
         result[key] = steps
+    # Each panel's own cost near the end of the run: show_step, then rendering its frame.
+    history, n = window.history, window.history.n_steps()
+    for key, panel in window.panels.items():
+        draw, render = [], []
+        for step in range(max(0, n - 5), n):
+            t = time.perf_counter()
+            panel.show_step(history, step)
+            t1 = time.perf_counter()
+            window.frames[key].grab()
+            draw.append((t1 - t) * 1000.0)
+            render.append((time.perf_counter() - t1) * 1000.0)
+        result["panels"][key] = (statistics.median(draw), statistics.median(render))
     window.close()
     qt_app.processEvents()
     tmp.cleanup()
@@ -189,9 +203,13 @@ def main() -> int:
             if times:
                 print(f"launch to {what}: " + ", ".join(f"{t:.2f} s" for t in times)
                       + f" (median {statistics.median(times):.2f} s)")
+    before = bench(model, args.tokens, "concat", "full")
     run = measure_run(model, args.tokens, ("concat",))
+    after = bench(model, args.tokens, "concat", "full")
+    issue = bench(model, args.tokens, "concat", "off")
     gaps = run["gaps_ms"]
-    print(f"{args.tokens}-step concat run with the window open: {run['wall_s']:.1f} s wall")
+    print(f"{args.tokens}-step concat run with the window open: {run['wall_s']:.1f} s wall; the GUI process "
+          f"used {run['gui_cpu_s']:.1f} s of CPU ({run['gui_cpu_s'] / run['wall_s']:.2f} cores)")
     if gaps:
         worst = max(gaps)
         print(f"  GUI thread: longest gap between 10 ms ticks {worst:.1f} ms (stall {worst - 10:.1f} ms), "
@@ -199,13 +217,14 @@ def main() -> int:
     paints = run["paint_ms"]
     if paints:
         print(f"  repaints: {len(paints)}, mean {statistics.fmean(paints):.1f} ms, max {max(paints):.1f} ms")
-    print(f"  engine in the app:          {describe(run['concat'])}")
-    for trace in ("full", "off"):
-        steps = bench(model, args.tokens, "concat", trace)
-        note = "masks + layer 0 head 0 weights, as the app" if trace == "full" else "the issue's command"
-        print(f"  kvviz bench --trace {trace:<4}:   {describe(steps)}  [{note}]")
-        ratio = statistics.fmean(run["concat"]) / statistics.fmean(steps)
-        print(f"    app / bench mean step latency: {ratio:.3f}")
+    for key, (draw, render) in run["panels"].items():
+        print(f"    panel {key:<13} show_step {draw:6.1f} ms, render {render:6.1f} ms (median of the last 5 steps)")
+    app_mean = statistics.fmean(run["concat"])
+    print(f"  engine in the app:                {describe(run['concat'])}")
+    for label, steps in (("bench --trace full, before", before), ("bench --trace full, after", after),
+                         ("bench --trace off (issue's)", issue)):
+        print(f"  {label:<32}{describe(steps)}; app / bench {app_mean / statistics.fmean(steps):.3f}")
+    print("  (--trace full copies masks and layer 0 head 0 weights each step, as the app does)")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -51,7 +51,7 @@ from kvviz.ui.panels import PANELS
 from kvviz.ui.panels.base import Panel
 
 REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
-PAINT_BUDGET_S = 0.012  # one timer tick draws panels until this is spent, the rest the next tick
+PAINT_BUDGET_S = 0.025  # one timer tick draws the panels whose estimated costs fit in this
 PAINT_REST = 3.0  # while steps stream in, a draw that took t waits PAINT_REST * t before the next
 ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
 THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
@@ -154,7 +154,8 @@ class MainWindow(QMainWindow):
         self._panel_painted: dict[str, tuple[int, int]] = {}  # the same, per panel
         self._paint_next = 0  # the panel the next budgeted draw starts with
         self._paint_resume_at = 0.0  # perf_counter time before which a streaming run is not drawn
-        self._drew_last_tick = False
+        self._last_drawn: dict[str, float] = {}  # what the last timer tick drew: panel -> show_step seconds
+        self._panel_cost: dict[str, float] = {}  # per panel, show_step + rendering, smoothed (seconds)
         self._user_selected = False  # the user picked a step: draw it at the next tick, rest or not
         self._last_tick_end = 0.0
         self._last_run_info: RunInfo | None = None
@@ -890,24 +891,31 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_repaint_timer_timeout(self) -> None:
         now = time.perf_counter()
-        if self._drew_last_tick:
+        if self._last_drawn:
             # The thread was busy past the timer's period: mostly rendering what the last tick drew
-            # (pyqtgraph paints in the event loop, after show_step returns). Rest in proportion.
+            # (pyqtgraph paints in the event loop, after show_step returns). Charge it to those
+            # panels' costs, and rest in proportion.
             lag = max(0.0, now - self._last_tick_end - REPAINT_MS / 1000.0)
+            for key, shown_s in self._last_drawn.items():
+                cost = shown_s + lag / len(self._last_drawn)
+                self._panel_cost[key] = 0.7 * self._panel_cost.get(key, cost) + 0.3 * cost
             self._paint_resume_at = max(self._paint_resume_at, now + PAINT_REST * lag)
-        self._drew_last_tick = self._repaint(budget_s=PAINT_BUDGET_S)
+        self._last_drawn = self._repaint(budget_s=PAINT_BUDGET_S)
         self._last_tick_end = time.perf_counter()
 
     def refresh(self) -> None:
         """Draw every visible panel at the selected step now (tests, screenshots, the end of a run)."""
         self._repaint()
 
-    def _repaint(self, budget_s: float | None = None) -> bool:
+    def _repaint(self, budget_s: float | None = None) -> dict[str, float]:
         """Bring the visible panels up to the history and the selected step; a panel already showing
-        both is not drawn again. With a budget (the timer), panels are drawn in turn until it is
-        spent and the rest wait for the next tick; while a run streams in, painting then rests
-        PAINT_REST times as long as it took, so the GUI thread stays responsive and leaves the
-        interpreter to the worker. A step the user selects is drawn at the next tick regardless."""
+        both is not drawn again. Returns {panel: seconds its show_step took} for those drawn.
+
+        With a budget (the timer), a tick draws panels in turn while their estimated cost (show_step
+        plus the rendering that follows) fits the budget, at least one, and the rest wait for the
+        next tick; so one tick never stalls the thread for much more than its dearest panel. While a
+        run streams in, painting then rests PAINT_REST times as long as it took, leaving the GUI
+        thread responsive and the CPU to the engines. A step the user selects is drawn at once."""
         started = time.perf_counter()
         version = self.history.version
         n = self.history.n_steps()
@@ -923,27 +931,32 @@ class MainWindow(QMainWindow):
             self._update_step_label()
             self._update_memory()
         if n == 0:
-            return False
+            return {}
         target = (version, self._selected)
-        if budget_s is not None and started < self._paint_resume_at and not self._user_selected:
-            return False
+        user = self._user_selected
+        if budget_s is not None and started < self._paint_resume_at and not user:
+            return {}
         self._user_selected = False
         keys = list(self.panels)
         order = keys[self._paint_next:] + keys[:self._paint_next]
-        painted_any = False
+        drawn: dict[str, float] = {}
+        planned = 0.0
         for key in order:
             if self._panel_painted.get(key) == target or self.frames[key].isHidden():
                 continue
-            self._draw_panel(key)
-            self._panel_painted[key] = target
-            painted_any = True
-            if budget_s is not None and time.perf_counter() - started >= budget_s:
-                self._paint_next = (keys.index(key) + 1) % len(keys)
+            cost = self._panel_cost.get(key, 0.0)
+            if budget_s is not None and drawn and not user and planned + cost > budget_s:
+                self._paint_next = keys.index(key)
                 break
+            t = time.perf_counter()
+            self._draw_panel(key)
+            drawn[key] = time.perf_counter() - t
+            planned += max(cost, drawn[key])
+            self._panel_painted[key] = target
         self._painted = target
-        if painted_any and budget_s is not None:
+        if drawn and budget_s is not None and not user:
             self._paint_resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
-        return painted_any
+        return drawn
 
     def _draw_panel(self, key: str) -> None:
         try:
