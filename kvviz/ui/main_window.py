@@ -666,7 +666,10 @@ class MainWindow(QMainWindow):
             self.model_combo.clear()
             for choice in self.models.values():
                 self._add_model_item(choice)
-        self._select_combo(self.model_combo, self._wanted.get("model"), fallback=env.default_model)
+        wanted = self._wanted.get("model")
+        if wanted in self.models and not self.models[wanted].available:
+            wanted = None  # e.g. the trained model's weights went away: fall back to the default
+        self._select_combo(self.model_combo, wanted, fallback=env.default_model)
         with _blocked(self.device_combo):
             self.device_combo.clear()
             for dev in env.devices:
