@@ -169,7 +169,7 @@ def train(cfg: ModelConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, *, s
 
 def configure(parser) -> None:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: assets/tiny)")
-    parser.add_argument("--steps", type=int, default=1200, help="optimizer steps (default 1200)")
+    parser.add_argument("--steps", type=int, default=800, help="optimizer steps (default 800)")
     parser.add_argument("--batch-size", type=int, default=16, help="windows per step (default 16)")
     parser.add_argument("--context", type=int, default=512, help="trained context in bytes (default 512)")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
