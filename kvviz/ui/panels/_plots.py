@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import operator
 
 import numpy as np
 import pyqtgraph as pg
@@ -17,8 +18,8 @@ from kvviz.bench import fmt_bytes
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["BytesAxis", "canvas", "engine_step", "fmt_bytes", "legend_row", "sequence_labels",
-           "series", "set_legend", "set_token_ticks", "step_line", "token_label"]
+__all__ = ["BytesAxis", "TraceColumns", "canvas", "engine_step", "fmt_bytes", "legend_row", "positions",
+           "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line", "token_label"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 
@@ -96,10 +97,13 @@ def legend_row(entries: list[tuple[str, str]] | None = None) -> QLabel:
 
 
 def set_legend(label: QLabel, entries: list[tuple[str, str]] | list[tuple[str, str, str]]) -> None:
-    """Entries are (colour, text) squares or (colour, text, mark) with mark "line" / "dashed"."""
+    """Entries are (colour, text) squares or (colour, text, mark) with mark "line" / "dashed".
+    Entries wrap between each other, never inside one, so a legend fits the width of its cell."""
     items = [style.swatch_html(e[0], _unbreakable(html.escape(e[1])), mark=e[2] if len(e) > 2 else "square")
              for e in entries]
-    label.setText("&nbsp;&nbsp;&nbsp; ".join(items))
+    text = "&nbsp;&nbsp;&nbsp; ".join(items)
+    if label.text() != text:  # an unchanged legend costs no relayout
+        label.setText(text)
 
 
 def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:
@@ -142,8 +146,15 @@ def set_token_ticks(plot: pg.PlotItem, labels: list[str]) -> None:
         stride = next((s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if s * cell_px >= need), 2000)
         return [[(i + 0.5, str(i)) for i in range(0, n, stride)]]
 
-    plot.getAxis("bottom").setTicks(tokens if cell_w >= max(8.0, widest) else numbered(cell_w, digits))
-    plot.getAxis("left").setTicks(tokens if cell_h >= metrics.height() else numbered(cell_h, metrics.height() + 4))
+    _set_ticks(plot.getAxis("bottom"), tokens if cell_w >= max(8.0, widest) else numbered(cell_w, digits))
+    _set_ticks(plot.getAxis("left"), tokens if cell_h >= metrics.height() else numbered(cell_h, metrics.height() + 4))
+
+
+def _set_ticks(axis: pg.AxisItem, ticks: list) -> None:
+    """setTicks only when they changed: new ticks make the axis lay out and draw its text again."""
+    if getattr(axis, "_kvviz_ticks", None) != ticks:
+        axis._kvviz_ticks = ticks
+        axis.setTicks(ticks)
 
 
 _upper: np.ndarray = np.zeros((0, 0), dtype=bool)
@@ -179,3 +190,84 @@ def sequence_labels(history: RunHistory, engine: str, n: int) -> list[str]:
 def series(history: RunHistory, engine: str, field: str) -> np.ndarray:
     """One StepTrace field over an engine's recorded steps, as float64."""
     return np.fromiter((getattr(t, field) for t in history.traces.get(engine, [])), dtype=np.float64)
+
+
+_positions: np.ndarray = np.zeros(0)
+
+
+def positions(n: int) -> np.ndarray:
+    """float64 0..n-1 (x values of a series), sliced from one cached, read-only array."""
+    global _positions
+    if len(_positions) < n:
+        _positions = np.arange(max(n, 1024, 2 * len(_positions)), dtype=np.float64)
+        _positions.flags.writeable = False
+    return _positions[:n]
+
+
+class _Columns:
+    """One engine's fields over the steps read so far, in buffers that double as they fill."""
+
+    def __init__(self, traces: list, getters: dict) -> None:
+        self.traces = traces  # the history's own list: a new run (or history) is another list
+        self.n = 0
+        self.last = None  # the last trace read: a list that changed under us no longer holds it here
+        self.getters = getters
+        fields = tuple(getters)
+        self.fields = fields
+        self.buf = {f: np.zeros(256) for f in fields}
+        self.cum = {f: np.zeros(256) for f in fields}
+
+    def extend(self, new: list) -> None:
+        n, m = self.n, len(new)
+        for f in self.fields:
+            get = self.getters[f]
+            values = np.fromiter((get(t) for t in new), dtype=np.float64, count=m)
+            if n + m > len(self.buf[f]):
+                size = max(n + m, 2 * len(self.buf[f]))
+                for store in (self.buf, self.cum):
+                    grown = np.zeros(size)
+                    grown[:n] = store[f][:n]
+                    store[f] = grown
+            self.buf[f][n:n + m] = values
+            # Summed from the last total on, as np.cumsum over the whole series would (same rounding).
+            start = self.cum[f][n - 1] if n else 0.0
+            self.cum[f][n:n + m] = np.cumsum(np.concatenate(([start], values)))[1:]
+        self.n += m
+        self.last = new[-1]
+
+
+class TraceColumns:
+    """StepTrace fields per engine as float64 arrays that grow with the run: a draw reads only the
+    steps recorded since the last one, never the whole run again. A new run or another history
+    (another list of traces) starts over. A field is a StepTrace attribute or (name, function of a
+    trace), e.g. ("decode_ms", lambda t: t.latency_ms if t.phase == "decode" else 0.0)."""
+
+    def __init__(self, fields) -> None:
+        self.getters: dict = {}
+        for field in fields:
+            name, get = field if isinstance(field, tuple) else (field, operator.attrgetter(field))
+            self.getters.setdefault(name, get)
+        self._cols: dict[str, _Columns] = {}
+
+    def clear(self) -> None:
+        self._cols.clear()
+
+    def _read(self, history: RunHistory, engine: str) -> _Columns:
+        traces = history.traces.get(engine, [])
+        cols = self._cols.get(engine)
+        if (cols is None or cols.traces is not traces or cols.n > len(traces)
+                or (cols.n and traces[cols.n - 1] is not cols.last)):
+            cols = self._cols[engine] = _Columns(traces, self.getters)
+        if len(traces) > cols.n:
+            cols.extend(traces[cols.n:])
+        return cols
+
+    def values(self, history: RunHistory, engine: str, field: str) -> np.ndarray:
+        """The field over the engine's recorded steps (a read-only view: do not write to it)."""
+        cols = self._read(history, engine)
+        return cols.buf[field][:cols.n]
+
+    def totals(self, history: RunHistory, engine: str, field: str) -> np.ndarray:
+        """The running total of the field (np.cumsum of values(), kept up to date step by step)."""
+        cols = self._read(history, engine)
+        return cols.cum[field][:cols.n]

@@ -2,11 +2,15 @@
 
 Latency, bytes and cache memory panels are instances: each series is a StepTrace field, per step or
 cumulative, drawn into one of the panel's plots.
-Curves are created once per engine set and fed with setData; long runs are peak-downsampled.
+Curves are created once per engine set and fed with setData; long runs are peak-downsampled. The
+series grow step by step (TraceColumns), and the axes' ranges move only when the data outgrows them:
+an axis that changes range lays out and draws its ticks again, the dearest part of a frame.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import math
 
 import numpy as np
 import pyqtgraph as pg
@@ -15,7 +19,8 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QVBoxLayout
 
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import BytesAxis, canvas, engine_step, legend_row, series, set_legend, step_line
+from kvviz.ui.panels._plots import (BytesAxis, TraceColumns, canvas, engine_step, legend_row, positions,
+                                   set_legend, step_line)
 from kvviz.ui.panels.base import Panel
 
 
@@ -47,6 +52,7 @@ class SeriesPanel(Panel):
     """Subclasses provide `plot_specs()` and `series_specs()` and may override `legend_text()`."""
 
     log_option = True  # offer the log-scale checkbox
+    extra_fields: tuple = ()  # further fields a subclass reads from self.columns (see TraceColumns)
 
     def plot_specs(self) -> list[PlotSpec]:
         raise NotImplementedError
@@ -66,8 +72,10 @@ class SeriesPanel(Panel):
         super().__init__(parent)
         self._plot_specs = self.plot_specs()
         self._specs = self.series_specs()
+        self.columns = TraceColumns([s.field for s in self._specs] + list(self.extra_fields))
+        self._plot_of = {s.key: s.plot for s in self._specs}
         self._canvas = canvas()
-        self._log = QCheckBox(self.tr("log scale"))
+        self._log = QCheckBox()
         self._log.toggled.connect(self._on_log_toggled)
         self._legend = legend_row()
         top = QHBoxLayout()
@@ -81,7 +89,6 @@ class SeriesPanel(Panel):
         self._plots: dict[str, pg.PlotItem] = {}
         self._lines: dict[str, pg.InfiniteLine] = {}
         self._markers: dict[str, pg.ScatterPlotItem] = {}
-        last_row = max((p.row for p in self._plot_specs), default=0)
         first: pg.PlotItem | None = None
         for spec in self._plot_specs:
             axis = {"left": BytesAxis("left")} if spec.byte_units else {}
@@ -89,8 +96,7 @@ class SeriesPanel(Panel):
             plot.hideButtons()
             plot.setDownsampling(auto=True, mode="peak")
             plot.setClipToView(True)
-            style.style_plot(plot, title=spec.title, left=spec.left,
-                             bottom=self.tr("step") if spec.row == last_row else "", left_units=spec.left_units)
+            plot.disableAutoRange()  # set_ranges moves them, seldom
             if first is None:
                 first = plot
             else:
@@ -106,8 +112,21 @@ class SeriesPanel(Panel):
         self._engines: list[str] = []
         self._data: dict[tuple[str, str], np.ndarray] = {}
         self._data_key: tuple[int, int] | None = None
+        self._ranges: dict[str, tuple] = {}  # plot key -> (x range, y range) last set
         self._shown: tuple[RunHistory, int] | None = None
+        self._marked: tuple | None = None  # what the step lines and markers show
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self._log.setText(self.tr("log scale"))
+        last_row = max((p.row for p in self._plot_specs), default=0)
+        for spec in self.plot_specs():
+            style.style_plot(self._plots[spec.key], title=spec.title, left=spec.left,
+                             bottom=self.tr("step") if spec.row == last_row else "", left_units=spec.left_units)
         self.setToolTip(self.help_text())
+        if self._shown is not None:
+            self._marked = None
+            self.show_step(*self._shown)  # legend texts
 
     # -- data ---------------------------------------------------------------------------------
     def curve(self, series_key: str, engine: str) -> np.ndarray:
@@ -130,7 +149,10 @@ class SeriesPanel(Panel):
         self._engines = []
         self._data.clear()
         self._data_key = None
+        self._ranges.clear()
+        self.columns.clear()
         self._shown = None
+        self._marked = None
         for line in self._lines.values():
             line.hide()
         for marker in self._markers.values():
@@ -139,7 +161,10 @@ class SeriesPanel(Panel):
     def _on_log_toggled(self, on: bool) -> None:
         for plot in self._plots.values():
             plot.setLogMode(y=on)
+        self._ranges.clear()
         if self._shown is not None:
+            self._marked = None
+            self.set_ranges(*self._shown)
             self.show_step(*self._shown)  # the step markers are placed in the axis' own units
 
     def _ensure_curves(self, engines: list[str]) -> None:
@@ -155,9 +180,47 @@ class SeriesPanel(Panel):
                     pen.setWidthF(1.0)  # see style.engine_pen: wide dashed pens are slow
                     pen.setDashPattern([5, 3])
                 curve = pg.PlotDataItem(pen=pen)
+                curve.opts["autoDownsampleFactor"] = style.SAMPLES_PER_PIXEL
                 curve.setZValue(2 if pen.style() != Qt.PenStyle.SolidLine else 1)
                 plot.addItem(curve)
                 self._curves[(spec.key, engine)] = curve
+
+    def y_values(self, plot_key: str) -> list[np.ndarray]:
+        """Every array drawn in the plot (for its y range); subclasses add the items they draw."""
+        return [y for (key, _e), y in self._data.items() if self._plot_of[key] == plot_key]
+
+    def set_ranges(self, history: RunHistory, step: int) -> None:
+        """x from 0 to the run's planned length (the curves race across a still axis), y from 0 to
+        the highest value with headroom: each moves only when the data outgrows it."""
+        n = history.n_steps()
+        planned = history.info.max_new_tokens
+        log = self._log.isChecked()
+        for key, plot in self._plots.items():
+            old_x, old_y = self._ranges.get(key, (None, None))
+            x_top = old_x[1] if old_x else 0
+            if n - 1 > x_top or old_x is None:
+                x_top = planned - 1 if planned >= n else _headroom(max(n - 1, 1), 1.5)
+                x_top = max(x_top, 1)
+            values = [y for y in self.y_values(key) if len(y)]
+            if log:
+                positive = [y[y > 0] for y in values]
+                positive = [y for y in positive if len(y)]
+                lo = min((float(y.min()) for y in positive), default=1.0)
+                hi = max((float(y.max()) for y in positive), default=10.0)
+                lo, hi = math.log10(lo), math.log10(max(hi, lo * 1.0001))
+                y_range = old_y
+                if old_y is None or lo < old_y[0] or hi > old_y[1]:
+                    y_range = (math.floor(lo * 2) / 2 - 0.1, hi + max(0.3, 0.15 * (hi - lo)))
+            else:
+                top = max((float(y.max()) for y in values), default=0.0)
+                bottom = min(0.0, min((float(y.min()) for y in values), default=0.0))
+                y_range = old_y
+                if old_y is None or top > old_y[1] or bottom < old_y[0] or (top > 0 and old_y[1] > 8 * top):
+                    y_range = (bottom, _headroom(top, 1.25) if top > 0 else 1.0)
+            x_range = (0, x_top)
+            if (x_range, y_range) != (old_x, old_y):
+                self._ranges[key] = (x_range, y_range)
+                plot.setRange(xRange=x_range, yRange=y_range, padding=0.02)
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = [e for e in history.engines if history.traces.get(e)]
@@ -167,29 +230,53 @@ class SeriesPanel(Panel):
         self._ensure_curves(engines)
         self._shown = (history, step)
         data_key = (id(history), history.version)
-        if data_key != self._data_key:  # new steps recorded: re-read the series
+        if data_key != self._data_key:  # new steps recorded: read them, and only them
             self._data_key = data_key
             for spec in self._specs:
                 for engine in engines:
-                    y = series(history, engine, spec.field)
-                    if spec.cumulative:
-                        y = np.cumsum(y)
+                    read = self.columns.totals if spec.cumulative else self.columns.values
+                    y = read(history, engine, spec.field)
+                    old = self._data.get((spec.key, engine))
+                    if old is not None and old.base is y.base and len(old) == len(y):
+                        continue  # this engine recorded nothing new
                     self._data[(spec.key, engine)] = y
-                    self._curves[(spec.key, engine)].setData(np.arange(len(y)), y)
+                    self._curves[(spec.key, engine)].setData(positions(len(y)), y)
+            self.set_ranges(history, step)
+        marked = (data_key, step, self._log.isChecked())
+        if marked == self._marked:
+            return
+        self._marked = marked
         set_legend(self._legend, self.legend_entries(engines, history, step))
         log = self._log.isChecked()
         for line in self._lines.values():
             line.setPos(step)
             line.show()
         for spec in self._specs:
-            spots = []
+            xs, ys, brushes = [], [], []
             for order, engine in enumerate(engines):
                 k = engine_step(history, engine, step)
                 y = self._data[(spec.key, engine)]
                 if 0 <= k < len(y) and (not log or y[k] > 0):
-                    value = np.log10(y[k]) if log else y[k]
-                    spots.append({"pos": (k, value), "brush": pg.mkBrush(style.engine_color(engine, order))})
-            self._markers[spec.key].setData(spots)
+                    xs.append(k)
+                    ys.append(np.log10(y[k]) if log else y[k])
+                    brushes.append(_brush(style.engine_color(engine, order)))
+            self._markers[spec.key].setData(x=xs, y=ys, brush=brushes)
 
     def export_items(self) -> list:
         return list(self._plots.values())
+
+
+def _headroom(value: float, factor: float) -> float:
+    """value x factor rounded up to a round number: a range top that holds a while as data grows."""
+    target = value * factor
+    power = 10.0 ** math.floor(math.log10(target))
+    return next(m * power for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * power >= target)
+
+
+_brushes: dict[str, object] = {}
+
+
+def _brush(color: str):
+    if color not in _brushes:
+        _brushes[color] = pg.mkBrush(color)
+    return _brushes[color]

@@ -38,9 +38,10 @@ class BytesPanel(SeriesPanel):
             "into one contiguous tensor; a fused paged-attention kernel would read them in place).")
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
-        traces = history.upto(engine, step)
-        copied = sum(t.bytes_copied for t in traces)
-        gathered = sum(t.bytes_gathered for t in traces)
+        if step < 0:
+            return engine
+        copied = int(self.columns.totals(history, engine, "bytes_copied")[step])
+        gathered = int(self.columns.totals(history, engine, "bytes_gathered")[step])
         text = self.tr("{engine}: {copied} copied").format(engine=engine, copied=fmt_bytes(copied))
         if gathered:
             text += self.tr(", {gathered} gathered").format(gathered=fmt_bytes(gathered))

@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import engine_step, fmt_bytes, legend_row, series, set_legend
+from kvviz.ui.panels._plots import engine_step, fmt_bytes, legend_row, positions, set_legend
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 # Slot kinds in the block pool.
@@ -29,18 +29,11 @@ _MAX_LABELS = 64  # blocks labelled with their logical index (one TextItem each,
 def pool_kinds(trace: StepTrace, n_pool: int) -> np.ndarray:
     """uint8 [n_pool, block_size]: what each slot of each pool block holds after this step."""
     size = trace.block_size or 1
-    table = trace.block_table or ()
-    kinds = np.full((max(n_pool, max(table, default=-1) + 1), size), FREE, dtype=np.uint8)
-    for logical, block in enumerate(table):
-        first = logical * size
-        for slot in range(size):
-            pos = first + slot
-            if pos >= trace.cache_len:
-                kinds[block, slot] = WASTED
-            elif pos >= trace.pos_start:
-                kinds[block, slot] = NEW
-            else:
-                kinds[block, slot] = USED
+    table = np.asarray(trace.block_table or (), dtype=np.int64)
+    kinds = np.full((max(n_pool, int(table.max(initial=-1)) + 1), size), FREE, dtype=np.uint8)
+    pos = np.arange(len(table) * size).reshape(len(table), size)  # position held by each slot
+    kinds[table] = np.where(pos >= trace.cache_len, np.uint8(WASTED),
+                            np.where(pos >= trace.pos_start, np.uint8(NEW), np.uint8(USED)))
     return kinds
 
 
@@ -86,6 +79,7 @@ def slot_shape(size: int) -> tuple[int, int]:
 class CacheMemoryPanel(SeriesPanel):
     key = "cache_memory"
     log_option = False
+    extra_fields = ("cache_len",)
 
     def plot_specs(self) -> list[PlotSpec]:
         return [PlotSpec("memory", self.tr("resident K/V"), self.tr("memory"), byte_units=True)]
@@ -100,8 +94,6 @@ class CacheMemoryPanel(SeriesPanel):
         # bytes on the left, the same lines read in tokens on the right.
         plot.showAxis("right")
         self._tokens_axis = plot.getAxis("right")
-        self._tokens_axis.setLabel(self.tr("capacity (tokens)"), **{"font-size": style.LABEL_SIZE,
-                                                                      "color": style.PLOT_FOREGROUND})
         self._tokens_axis.setTickFont(style.tick_font())
         self._tokens_axis.setTextPen(pg.mkPen(style.PLOT_FOREGROUND))
         self._tokens_axis.enableAutoSIPrefix(False)
@@ -130,9 +122,26 @@ class CacheMemoryPanel(SeriesPanel):
         self.layout().addWidget(self._block_legend)
         self._pool = np.zeros((0, 0), dtype=np.uint8)
         self._table: tuple[int, ...] = ()
-        self._set_block_legend(None, None)
+        self._held_y = np.zeros(0)
+        self._held_key: tuple = ()
+        self._held_base = None
+        self._pool_key: tuple = ()
+        self._pool_trace: StepTrace | None = None
+        self._block_counts: tuple[int | None, int | None] = (None, None)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        if not hasattr(self, "_block_legend"):
+            return  # SeriesPanel.__init__ calls it before this panel's own items exist
+        self._tokens_axis.setLabel(self.tr("capacity (tokens)"), **{"font-size": style.LABEL_SIZE,
+                                                                      "color": style.PLOT_FOREGROUND})
+        self._set_block_legend(*self._block_counts)
+        self._pool_key = ()
+        super().retranslate()
 
     def _set_block_legend(self, used: int | None, wasted: int | None) -> None:
+        self._block_counts = (used, wasted)
+
         def count(n: int | None) -> str:
             return "" if n is None else f" ({n})"
 
@@ -206,6 +215,9 @@ class CacheMemoryPanel(SeriesPanel):
         super().clear()
         if hasattr(self, "_image"):
             self._held.setData([], [])
+            self._held_y = np.zeros(0)
+            self._held_key = ()
+            self._pool_key = ()
             self._image.clear()
             for text in self._texts:
                 text.hide()
@@ -213,27 +225,41 @@ class CacheMemoryPanel(SeriesPanel):
             self._pool = np.zeros((0, 0), dtype=np.uint8)
             self._table = ()
 
+    def y_values(self, plot_key: str) -> list[np.ndarray]:
+        return [*super().y_values(plot_key), self._held_y]
+
     def show_step(self, history: RunHistory, step: int) -> None:
-        super().show_step(history, step)
         engines = [e for e in history.engines if history.traces.get(e)]
-        if not engines:
-            return
+        if engines:
+            self._ensure_curves(engines)  # (a new engine set clears the held line too)
         sized = [t for e in engines for t in history.traces[e][-1:] if t.cache_capacity]
         if sized:
             per_token = sized[0].cache_bytes / sized[0].cache_capacity  # bytes of one token, all layers
-            self._tokens_axis.setScale(1.0 / per_token)
-            held = series(history, sized[0].engine, "cache_len") * per_token
-            self._held.setData(np.arange(len(held)), held)
+            if self._tokens_axis.scale != 1.0 / per_token:
+                self._tokens_axis.setScale(1.0 / per_token)
+            held = self.columns.values(history, sized[0].engine, "cache_len")
+            key = (id(held.base), len(held), per_token)
+            if key != self._held_key or self._held_base is not held.base:
+                self._held_key, self._held_base = key, held.base
+                self._held_y = held * per_token
+                self._held.setData(positions(len(held)), self._held_y)
+        super().show_step(history, step)
+        if not engines:
+            return
         paged = [e for e in engines if history.traces[e][0].block_table is not None]
         if not paged:
             self._image.clear()
+            self._pool_key = ()
             for text in self._texts:
                 text.hide()
             self._grid.setTitle(self.tr("no paged engine: no block table"), size="9pt", color=style.MUTED_TEXT)
             return
         engine = paged[0]
         trace = history.traces[engine][engine_step(history, engine, step)]
-        self._draw_pool(history, engine, trace)
+        key = (id(trace), history.info.run_id, history.info.max_new_tokens)
+        if self._pool_key != key or self._pool_trace is not trace:
+            self._pool_key, self._pool_trace = key, trace
+            self._draw_pool(history, engine, trace)
 
     def _draw_pool(self, history: RunHistory, engine: str, trace: StepTrace) -> None:
         size = trace.block_size or 1

@@ -10,6 +10,8 @@ from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 class LatencyPanel(SeriesPanel):
     key = "latency"
+    extra_fields = (("decode_ms", lambda t: t.latency_ms if t.phase == "decode" else 0.0),
+                    ("decode_steps", lambda t: t.phase == "decode"))
 
     def plot_specs(self) -> list[PlotSpec]:
         return [
@@ -35,7 +37,10 @@ class LatencyPanel(SeriesPanel):
             "sequences and models grow.")
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
-        decode = [t.latency_ms for t in history.upto(engine, step) if t.phase == "decode"]
-        if not decode:
+        if step < 0:
             return engine
-        return self.tr("{engine}: {ms:.2f} ms/step").format(engine=engine, ms=sum(decode) / len(decode))
+        n_decode = self.columns.totals(history, engine, "decode_steps")[step]
+        if not n_decode:
+            return engine
+        ms = self.columns.totals(history, engine, "decode_ms")[step] / n_decode
+        return self.tr("{engine}: {ms:.2f} ms/step").format(engine=engine, ms=ms)

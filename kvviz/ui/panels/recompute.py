@@ -13,19 +13,40 @@ from PySide6.QtWidgets import QVBoxLayout
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import canvas, engine_step, legend_row, set_legend
+from kvviz.ui.panels._plots import TraceColumns, canvas, engine_step, legend_row, set_legend
 from kvviz.ui.panels.base import Panel
 
 
 def compute_counts(traces: list[StepTrace]) -> np.ndarray:
     """int64 [n]: times each position 0..n-1 was computed over `traces`, n = the last pos_stop."""
-    n = max((t.pos_stop for t in traces), default=0)
-    diff = np.zeros(n + 1, dtype=np.int64)
     starts = np.fromiter((t.pos_start for t in traces), dtype=np.int64, count=len(traces))
     stops = np.fromiter((t.pos_stop for t in traces), dtype=np.int64, count=len(traces))
-    np.add.at(diff, starts, 1)
-    np.add.at(diff, stops, -1)
+    return counts_from(starts, stops)
+
+
+def counts_from(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """compute_counts from the steps' [pos_start, pos_stop) as arrays: +1 at each start, -1 at
+    each stop, summed along the positions."""
+    n = int(stops.max(initial=0))
+    starts, stops = starts.astype(np.int64), stops.astype(np.int64)
+    diff = np.bincount(starts, minlength=n + 1)[: n + 1] - np.bincount(stops, minlength=n + 1)[: n + 1]
     return np.cumsum(diff[:-1])
+
+
+def staircase(counts: np.ndarray, max_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(edges, heights) of a stepMode="center" curve drawing `counts` with at most `max_bins` steps:
+    runs of equal counts become one step (exact); beyond max_bins, each step is the highest count of
+    its few positions, as peak downsampling would keep it (a step is then under a pixel wide)."""
+    n = len(counts)
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(counts)) + 1))
+    if len(starts) <= max_bins:
+        return np.append(starts, n).astype(np.float64), counts[starts]
+    per = -(-n // max_bins)
+    m = -(-n // per)
+    padded = np.zeros(m * per, dtype=counts.dtype)
+    padded[:n] = counts
+    edges = np.minimum(np.arange(m + 1) * per, n).astype(np.float64)
+    return edges, padded.reshape(m, per).max(axis=1)
 
 
 class RecomputePanel(Panel):
@@ -36,11 +57,10 @@ class RecomputePanel(Panel):
         self._canvas = canvas()
         self._plot = self._canvas.addPlot()
         self._plot.hideButtons()
-        style.style_plot(self._plot, left=self.tr("times computed (per layer)"), bottom=self.tr("token position"))
+        self._plot.disableAutoRange()  # show_step moves the ranges, only when the counts outgrow them
         self._legend = legend_row()
         self._prompt_line = pg.InfiniteLine(
-            angle=90, pen=pg.mkPen("#606060", width=1, style=Qt.PenStyle.DotLine),
-            label=self.tr("end of prompt"),
+            angle=90, pen=pg.mkPen("#606060", width=1, style=Qt.PenStyle.DotLine), label="",
             labelOpts={"position": 0.97, "color": style.MUTED_TEXT, "anchors": [(1, 0), (1, 0)]})
         self._plot.addItem(self._prompt_line, ignoreBounds=True)
         self._prompt_line.hide()
@@ -50,7 +70,18 @@ class RecomputePanel(Panel):
         layout.addWidget(self._canvas, 1)
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._counts: dict[str, np.ndarray] = {}
+        self._columns = TraceColumns(("pos_start", "pos_stop"))
+        self._drawn: dict[str, tuple] = {}  # engine -> what its curve shows (steps read, step)
+        self._range: tuple = ()
+        self._shown: tuple[RunHistory, int] | None = None
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        style.style_plot(self._plot, left=self.tr("times computed (per layer)"), bottom=self.tr("token position"))
+        self._prompt_line.label.setFormat(self.tr("end of prompt"))
         self.setToolTip(self.help_text())
+        if self._shown is not None:
+            self.show_step(*self._shown)  # the legend
 
     def title(self) -> str:
         return self.tr("Recompute count")
@@ -71,6 +102,10 @@ class RecomputePanel(Panel):
         self._legend.clear()
         self._curves.clear()
         self._counts.clear()
+        self._columns.clear()
+        self._drawn.clear()
+        self._range = ()
+        self._shown = None
         self._prompt_line.hide()
 
     def _ensure_curves(self, engines: list[str]) -> None:
@@ -91,12 +126,19 @@ class RecomputePanel(Panel):
             self.clear()
             return
         self._ensure_curves(engines)
+        self._shown = (history, step)
         n_max = 0
         for engine in engines:
-            counts = compute_counts(history.upto(engine, engine_step(history, engine, step)))
-            self._counts[engine] = counts
-            n_max = max(n_max, len(counts))
-            self._curves[engine].setData(np.arange(len(counts) + 1), counts)
+            k = engine_step(history, engine, step)
+            starts = self._columns.values(history, engine, "pos_start")
+            drawn = (id(starts.base), k)
+            if self._drawn.get(engine) != drawn or engine not in self._counts:
+                self._drawn[engine] = drawn
+                counts = counts_from(starts[: k + 1], self._columns.values(history, engine, "pos_stop")[: k + 1])
+                self._counts[engine] = counts
+                bins = max(64, int(self._plot.getViewBox().width()))
+                self._curves[engine].setData(*staircase(counts, bins))
+            n_max = max(n_max, len(self._counts[engine]))
         set_legend(self._legend, [
             (style.engine_color(e, i), self.tr("{engine}: {total} K/V computed").format(
                 engine=e, total=int(self._counts[e].sum())), "dashed" if style.ENGINE_DASH.get(e) else "line")
@@ -105,8 +147,20 @@ class RecomputePanel(Panel):
         self._prompt_line.setPos(n_prompt)
         self._prompt_line.setVisible(0 < n_prompt < n_max)
         top = max((int(c.max()) for c in self._counts.values() if len(c)), default=1)
-        self._plot.setXRange(0, max(n_max, 1), padding=0.02)
-        self._plot.setYRange(0, top + 0.5, padding=0.05)
+        # The run's planned length holds the x axis still while it streams; y grows with headroom.
+        x_top = max(n_max, n_prompt + history.info.max_new_tokens, 1)
+        y_top = top + 0.5 if top < 4 else _headroom(top + 0.5)
+        old = self._range
+        if not old or old[0] != x_top or top + 0.5 > old[1] or y_top < old[1] / 2:
+            self._range = (x_top, y_top)
+            self._plot.setRange(xRange=(0, x_top), yRange=(0, y_top), padding=0.02)
 
     def export_items(self) -> list:
         return [self._plot]
+
+
+def _headroom(value: float) -> float:
+    """A round range top above `value` (x1.25 or more), so the axis holds while counts grow."""
+    target = value * 1.25
+    power = 10.0 ** int(np.floor(np.log10(target)))
+    return next(m * power for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * power >= target)
