@@ -56,11 +56,93 @@ def accumulate(traces: list[StepTrace]) -> tuple[np.ndarray, np.ndarray]:
     return out, filled
 
 
-def _pool_fmax(weights: np.ndarray, factor: int) -> np.ndarray:
-    """Shrink by `factor` keeping each block's largest weight (NaN only where all are NaN)."""
+class _Accumulated:
+    """One engine's accumulate() kept up to date as steps arrive: each new step writes only its own
+    rows, and the image pooled for the view is refreshed only in the block rows those touch."""
+
+    def __init__(self, traces: list[StepTrace]) -> None:
+        self.traces = traces  # the history's list: another run is another list
+        self.steps = 0  # traces[:steps] are folded in
+        self.last: StepTrace | None = None
+        self.buf = np.full((0, 0), np.nan, dtype=np.float32)
+        self.n = 0
+        self.filled = np.zeros(0, dtype=bool)
+        self.factor = 0
+        self.pooled = np.zeros((0, 0), dtype=np.float32)
+        self.dirty: tuple[int, int] | None = None  # rows changed since the last pooling
+
+    def valid_for(self, traces: list[StepTrace]) -> bool:
+        return (traces is self.traces and self.steps <= len(traces)
+                and (not self.steps or traces[self.steps - 1] is self.last))
+
+    def fold(self, upto: int) -> None:
+        """Fold steps [steps, upto) in: each step's rows replace what earlier steps wrote there.
+        A step whose rows a later one rewrites is skipped (naive rewrites them all every step)."""
+        lowest, needed = math.inf, set()
+        for j in range(upto - 1, self.steps - 1, -1):
+            trace = self.traces[j]
+            if trace.attn_weights is not None and trace.pos_start < lowest:
+                needed.add(j)
+                lowest = trace.pos_start
+        for j in range(self.steps, upto):
+            trace = self.traces[j]
+            if j not in needed:
+                self.n = max(self.n, trace.pos_stop)
+                self.steps, self.last = j + 1, trace
+                continue
+            n = trace.pos_stop
+            if n > self.buf.shape[0]:
+                size = max(n, 256, 2 * self.buf.shape[0])
+                grown = np.full((size, size), np.nan, dtype=np.float32)
+                old = self.buf.shape[0]
+                grown[:old, :old] = self.buf
+                self.buf = grown
+                filled = np.zeros(size, dtype=bool)
+                filled[: len(self.filled)] = self.filled
+                self.filled = filled
+            self.n = max(self.n, n)
+            w = trace.attn_weights
+            if w is not None:
+                a, b = trace.pos_start, trace.pos_stop
+                kv = min(w.shape[1], n)
+                block = self.buf[a:b, :kv]
+                block[...] = w[: b - a, :kv]
+                np.copyto(block, np.nan, where=upper_mask(max(b, kv))[a:b, :kv])  # the causal mask
+                self.filled[a:b] = True
+                lo, hi = self.dirty or (a, b)
+                self.dirty = (min(lo, a), max(hi, b))
+            self.steps += 1
+            self.last = trace
+
+    def image(self, factor: int) -> np.ndarray:
+        """The weights pooled by `factor` (max per block), re-pooled only where rows changed."""
+        n = self.n
+        m = -(-n // factor)
+        if factor != self.factor or self.pooled.shape[0] < m:
+            cap = max(m, -(-self.buf.shape[0] // factor))  # as large as the buffer: grows with it
+            self.factor = factor
+            self.pooled = np.full((cap, cap), np.nan, dtype=np.float32)
+            self.dirty = (0, n)
+        if self.dirty is not None:
+            lo, hi = self.dirty[0] // factor, -(-self.dirty[1] // factor)
+            rows = self.buf[lo * factor: hi * factor, : m * factor]
+            if rows.shape != ((hi - lo) * factor, m * factor):  # the buffer's edge: pad with NaN
+                padded = np.full(((hi - lo) * factor, m * factor), np.nan, dtype=np.float32)
+                padded[: rows.shape[0], : rows.shape[1]] = rows
+                rows = padded
+            self.pooled[lo:hi, :m] = _pool_fmax(np.ascontiguousarray(rows[:, : m * factor]), factor, square=False)
+            self.dirty = None
+        return self.pooled[:m, :m]
+
+
+def _pool_fmax(weights: np.ndarray, factor: int, square: bool = True) -> np.ndarray:
+    """Shrink by `factor` keeping each block's largest weight (NaN only where all are NaN).
+    With square=False, `weights` is a strip whose sides are already multiples of `factor`."""
+    if factor <= 1:
+        return weights.copy()
     n = weights.shape[0]
     m = -(-n // factor)
-    if m * factor != n:
+    if square and m * factor != n:
         padded = np.full((m * factor, m * factor), np.nan, dtype=weights.dtype)
         padded[:n, :n] = weights
         weights = padded
@@ -92,13 +174,11 @@ class AttentionPanel(Panel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._engine_box = QComboBox()
-        self._engine_box.setToolTip(self.tr("Which engine's recorded weights to show"))
         self._engine_box.currentTextChanged.connect(self._on_engine_changed)
         self._caption = QLabel()
         self._caption.setStyleSheet(f"color: {style.MUTED_TEXT}")
         self._caption.setWordWrap(True)
         top = QHBoxLayout()
-        top.addWidget(QLabel(self.tr("Engine:")))
         top.addWidget(self._engine_box)
         top.addWidget(self._caption, 1)
 
@@ -109,8 +189,6 @@ class AttentionPanel(Panel):
         self._plot.invertY(True)
         self._plot.setAspectLocked(True)
         self._plot.getViewBox().setDefaultPadding(0.0)
-        style.style_plot(self._plot, left=self.tr("query position"), bottom=self.tr("key position"))
-        self._plot.showGrid(x=False, y=False)
         self._image = pg.ImageItem(axisOrder="row-major")
         self._plot.addItem(self._image)
         self._outline = QGraphicsRectItem()
@@ -133,7 +211,20 @@ class AttentionPanel(Panel):
         self._labels: list[str] = []
         self._weights = np.zeros((0, 0), dtype=np.float32)
         self._engine = ""
+        self._acc: dict[str, _Accumulated] = {}
+        self._engine_label = QLabel()
+        top.insertWidget(0, self._engine_label)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self._engine_box.setToolTip(self.tr("Which engine's recorded weights to show"))
+        self._engine_label.setText(self.tr("Engine:"))
+        style.style_plot(self._plot, left=self.tr("query position"), bottom=self.tr("key position"))
+        self._plot.showGrid(x=False, y=False)
+        self._colorbar.axis.setLabel(self.tr("weight"))
         self.setToolTip(self.help_text())
+        if self._history is not None:
+            self.show_step(self._history, self._step)
 
     def title(self) -> str:
         return self.tr("Attention weights")
@@ -162,6 +253,7 @@ class AttentionPanel(Panel):
     def clear(self) -> None:
         self._history = None
         self._engine = ""
+        self._acc.clear()
         self._weights = np.zeros((0, 0), dtype=np.float32)
         self._engine_box.blockSignals(True)
         self._engine_box.clear()
@@ -196,15 +288,21 @@ class AttentionPanel(Panel):
             return
         self._engine = engine
         k = engine_step(history, engine, step)
-        traces = history.upto(engine, k)
-        current = traces[-1]
-        weights, filled = accumulate(traces)
-        self._weights = weights
-        n = weights.shape[0]
-        top = max(float(np.nanmax(weights)), 1e-6) if filled.any() else 1.0
+        all_traces = history.traces[engine]
+        current = all_traces[k]
+        n = current.pos_stop
         vb = self._plot.getViewBox()
         factor = max(1, math.ceil(n / max(64, int(min(vb.width(), vb.height())))))
-        codes = to_codes(weights, top, factor)
+        acc = self._acc.get(engine)
+        if acc is None or not acc.valid_for(all_traces) or acc.steps > k + 1:
+            acc = self._acc[engine] = _Accumulated(all_traces)  # a new run, or scrubbing back
+        acc.fold(k + 1)
+        weights, filled = acc.buf[:n, :n], acc.filled[:n]
+        self._weights = weights
+        pooled = acc.image(factor)
+        known = filled.any()
+        top = max(float(np.nanmax(pooled)), 1e-6) if known else 1.0  # pooled by max: the same top
+        codes = to_codes(pooled, top, 1)
         self._image.setImage(codes, autoLevels=False, levels=None, lut=_LUT)
         self._image.setRect(0, 0, codes.shape[1] * factor, codes.shape[0] * factor)
         self._colorbar.setLevels((0.0, top))
