@@ -417,3 +417,15 @@ def test_keys_reach_the_transport_but_not_while_typing(qtbot, open_window):
     assert window.selected_step == 0
     qtbot.keyClick(window, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
+
+
+def test_memory_calculator_opens_from_the_model_menu(open_window):
+    from kvviz.ui.memory_dialog import MemoryDialog
+
+    win = open_window()
+    assert win.act_memory in win.model_menu.actions()
+    win.act_memory.trigger()
+    dialog = win._memory_dialog
+    assert isinstance(dialog, MemoryDialog) and dialog.isVisible()
+    win.act_memory.trigger()
+    assert win._memory_dialog is dialog  # one instance, raised again

@@ -59,6 +59,10 @@
 <context>
     <name>AttentionPanel</name>
     <message>
+        <source>weight</source>
+        <translation>权重</translation>
+    </message>
+    <message>
         <source>Which engine&apos;s recorded weights to show</source>
         <translation>显示哪个引擎记录的注意力权重</translation>
     </message>
@@ -73,10 +77,6 @@
     <message>
         <source>key position</source>
         <translation>key 位置</translation>
-    </message>
-    <message>
-        <source>weight</source>
-        <translation>权重</translation>
     </message>
     <message>
         <source>Attention weights</source>
@@ -603,6 +603,14 @@
     <message>
         <source>&amp;About kvviz</source>
         <translation>关于 kvviz(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Memory calculator...</source>
+        <translation>显存计算器...</translation>
+    </message>
+    <message>
+        <source>What a model&apos;s KV cache costs at scale, computed from its config</source>
+        <translation>按模型配置计算 KV Cache 在大规模下的显存开销</translation>
     </message>
     <message>
         <source>Reset layout</source>
@@ -1242,14 +1250,6 @@
         <translation>本步未计算</translation>
     </message>
     <message>
-        <source>Work matrix</source>
-        <translation>工作矩阵</translation>
-    </message>
-    <message>
-        <source>Rows are query positions, columns key positions; each cell shows what happened at the selected step. Naive recomputes every row&apos;s K/V each step although they never change (red); a cache computes one new row (gold) and reads the other keys from memory (blue). The scores of the new row against every key are still computed: the cache saves the K/V projections, not the attention itself. The frame marks the rows computed at this step; dotted lines mark the end of the prompt.</source>
-        <translation>行是 query 位置，列是 key 位置；每个格子表示所选这一步发生了什么。朴素引擎每步都重算每一行的 K/V，尽管它们从未改变（红色）；有缓存时只计算新的一行（金色），其余 key 从内存读取（蓝色）。新一行对每个 key 的注意力分数仍然要算：缓存省下的是 K/V 投影，而不是注意力本身。方框标出本步计算的行；虚线标出 prompt 的结尾。</translation>
-    </message>
-    <message>
         <source>query position</source>
         <translation>query 位置</translation>
     </message>
@@ -1260,6 +1260,14 @@
     <message>
         <source>this step ▾</source>
         <translation>本步 ▾</translation>
+    </message>
+    <message>
+        <source>Work matrix</source>
+        <translation>工作矩阵</translation>
+    </message>
+    <message>
+        <source>Rows are query positions, columns key positions; each cell shows what happened at the selected step. Naive recomputes every row&apos;s K/V each step although they never change (red); a cache computes one new row (gold) and reads the other keys from memory (blue). The scores of the new row against every key are still computed: the cache saves the K/V projections, not the attention itself. The frame marks the rows computed at this step; dotted lines mark the end of the prompt.</source>
+        <translation>行是 query 位置，列是 key 位置；每个格子表示所选这一步发生了什么。朴素引擎每步都重算每一行的 K/V，尽管它们从未改变（红色）；有缓存时只计算新的一行（金色），其余 key 从内存读取（蓝色）。新一行对每个 key 的注意力分数仍然要算：缓存省下的是 K/V 投影，而不是注意力本身。方框标出本步计算的行；虚线标出 prompt 的结尾。</translation>
     </message>
     <message>
         <source>prefill, {rows} rows</source>

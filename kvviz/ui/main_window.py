@@ -225,6 +225,7 @@ class MainWindow(QMainWindow):
         self.act_focus_prompt = action(lambda: self.prompt_edit.setFocus(), "Ctrl+L")
         self.act_quit = action(lambda: self.close(), QKeySequence.StandardKey.Quit)
         self.act_about = action(lambda: self._show_about())
+        self.act_memory = action(lambda: self.show_memory_calculator(), "Ctrl+M")
         self.act_reset_layout = action(lambda: self._reset_layout())
 
     def _build_form(self) -> None:
@@ -501,6 +502,7 @@ class MainWindow(QMainWindow):
 
         self.model_menu = bar.addMenu("")
         self.model_menu.addAction(self.act_open)
+        self.model_menu.addAction(self.act_memory)
 
         self.run_menu = bar.addMenu("")
         for act in (self.act_run, self.act_pause, self.act_step, self.act_stop, None, self.act_faster,
@@ -562,6 +564,8 @@ class MainWindow(QMainWindow):
             self.act_focus_prompt: (self.tr("Edit prompt"), ""),
             self.act_quit: (self.tr("&Quit"), ""),
             self.act_about: (self.tr("&About kvviz"), ""),
+            self.act_memory: (self.tr("Memory calculator..."),
+                              self.tr("What a model's KV cache costs at scale, computed from its config")),
             self.act_reset_layout: (self.tr("Reset layout"), ""),
         }
         for act, (text, tip) in texts.items():
@@ -1092,6 +1096,16 @@ class MainWindow(QMainWindow):
         if self.current_device().startswith("cuda"):
             return "bfloat16"
         return choice.config.dtype if choice is not None and choice.config is not None else ""
+
+    def show_memory_calculator(self) -> None:
+        """The KV memory calculator (non-modal; one instance, raised when asked again)."""
+        from kvviz.ui.memory_dialog import MemoryDialog
+
+        if getattr(self, "_memory_dialog", None) is None:
+            self._memory_dialog = MemoryDialog(self)
+        self._memory_dialog.show()
+        self._memory_dialog.raise_()
+        self._memory_dialog.activateWindow()
 
     def _show_about(self) -> None:
         env = self.env
