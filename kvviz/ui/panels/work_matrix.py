@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QGraphicsRectItem, QVBoxLayout
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import canvas, engine_step, legend_row, sequence_labels, set_token_ticks
+from kvviz.ui.panels._plots import (TraceColumns, canvas, engine_step, legend_row, sequence_labels, set_legend,
+                                   set_token_ticks)
 from kvviz.ui.panels.base import Panel
 
 # Cell kinds, ordered by how much a pooled pixel must keep them visible (max-pooling keeps the
@@ -94,6 +95,36 @@ def pool_max(kinds: np.ndarray, factor: int) -> np.ndarray:
     return out
 
 
+def pooled_kinds(trace: StepTrace, prev_stop: int, factor: int) -> np.ndarray | None:
+    """pool_max(classify(trace, prev_stop), factor) worked out per block, without the [n, n] matrix,
+    for the chapter's causal mask (None for another mask: classify and pool it then).
+
+    Rows above pos_start are idle: EMPTY, MASKED where a block reaches above the diagonal. Computed
+    rows see col_kind[j] where j <= i, and col_kind never decreases along j (CACHED, RECOMPUTED,
+    then COMPUTED), so a block's highest kind is col_kind at its last column a computed row sees.
+    """
+    a, b = trace.pos_start, trace.pos_stop
+    n = b
+    spec = trace.mask_spec
+    if not (spec is None or (spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a)):
+        return None
+    m = -(-n // factor)
+    first = np.arange(m) * factor  # each block's first row / column
+    last = np.minimum(first + factor, n) - 1  # ... and last one inside the sequence
+    col_kind = np.full(n, COMPUTED, dtype=np.uint8)
+    col_kind[:a] = CACHED
+    col_kind[a:min(prev_stop, n)] = RECOMPUTED
+    above = last[None, :] > first[:, None]  # the block holds a cell right of the diagonal
+    idle = np.where(above, np.uint8(MASKED), np.uint8(EMPTY))
+    idle[first >= a] = EMPTY  # no idle row in the block: 0, as pool_max's padding
+    row_last = np.minimum(first + factor, b) - 1  # the last computed row of each block row
+    active = np.maximum(first, a) <= row_last
+    seen = np.minimum(last[None, :], row_last[:, None])  # the last key the block's rows may see
+    work = np.where(first[None, :] <= row_last[:, None], col_kind[np.clip(seen, 0, n - 1)], np.uint8(MASKED))
+    work[~active] = EMPTY
+    return np.maximum(idle, work)
+
+
 class _EngineView:
     """One engine's plot: a single ImageItem fed with setImage, token ticks, the prompt boundary."""
 
@@ -117,10 +148,22 @@ class _EngineView:
         self.row_label.setFont(style.tick_font())
         self.row_label.setZValue(21)
         plot.addItem(self.row_label, ignoreBounds=True)
-        self.kinds = np.zeros((0, 0), dtype=np.uint8)
+        self._kinds = np.zeros((0, 0), dtype=np.uint8)
+        self._kinds_for: tuple | None = None
+        self.step: tuple[StepTrace, int] | None = None  # (trace, prev_stop) drawn; kinds made on demand
         self.labels: list[str] = []
         self.n_prompt = 0
         self.factor = 1
+        self.drawn: tuple = ()  # (trace id, prev_stop, factor) of the image shown
+
+    @property
+    def kinds(self) -> np.ndarray:
+        """The full-resolution category matrix of the step drawn (made when first asked for)."""
+        if self.step is None:
+            return np.zeros((0, 0), dtype=np.uint8)
+        if self._kinds_for is not self.step:
+            self._kinds, self._kinds_for = classify(*self.step), self.step
+        return self._kinds
 
 
 class WorkMatrixPanel(Panel):
@@ -129,13 +172,8 @@ class WorkMatrixPanel(Panel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._canvas = canvas()
-        self._legend = legend_row([
-            (style.CELL_COLORS["computed"], self.tr("computed this step (new)")),
-            (style.CELL_COLORS["cached"], self.tr("read from the cache")),
-            (style.CELL_COLORS["recomputed"], self.tr("recomputed though unchanged")),
-            (style.CELL_COLORS["masked"], self.tr("masked (future)")),
-            (style.CELL_COLORS["empty"], self.tr("not computed this step")),
-        ])
+        self._legend = legend_row()
+        self._shown: tuple[RunHistory, int] | None = None
         self._legend.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -143,7 +181,30 @@ class WorkMatrixPanel(Panel):
         layout.addWidget(self._canvas, 1)
         self._views: dict[str, _EngineView] = {}
         self._cols = 0
+        self._stops = TraceColumns(("pos_stop",))
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        set_legend(self._legend, [
+            (style.CELL_COLORS["computed"], self.tr("computed this step (new)")),
+            (style.CELL_COLORS["cached"], self.tr("read from the cache")),
+            (style.CELL_COLORS["recomputed"], self.tr("recomputed though unchanged")),
+            (style.CELL_COLORS["masked"], self.tr("masked (future)")),
+            (style.CELL_COLORS["empty"], self.tr("not computed this step")),
+        ])
+        for view in self._views.values():
+            style.style_plot(view.plot, left=self.tr("query position"), bottom=self.tr("key position"))
+            view.plot.showGrid(x=False, y=False)
+            view.row_label.setText(self.tr("this step \u25be"))
+            view.drawn = ()
         self.setToolTip(self.help_text())
+        if self._shown is not None:
+            self.show_step(*self._shown)  # the plot titles
+
+    def _prev_stop(self, history: RunHistory, engine: str, k: int) -> int:
+        """The end of the positions any step before k computed (0 at prefill)."""
+        stops = self._stops.values(history, engine, "pos_stop")
+        return int(stops[:k].max(initial=0))
 
     def title(self) -> str:
         return self.tr("Work matrix")
@@ -173,6 +234,8 @@ class WorkMatrixPanel(Panel):
         self._canvas.ci.clear()
         self._views.clear()
         self._cols = 0
+        self._stops.clear()
+        self._shown = None
 
     def _ensure_views(self, engines: tuple[str, ...]) -> None:
         if tuple(self._views) == engines:
@@ -188,6 +251,7 @@ class WorkMatrixPanel(Panel):
             style.style_plot(plot, left=self.tr("query position"), bottom=self.tr("key position"))
             plot.showGrid(x=False, y=False)
             view = _EngineView(plot)
+            view.row_label.setText(self.tr("this step \u25be"))
             plot.getViewBox().sigResized.connect(lambda *_a, v=view: self._on_resized(v))
             plot.getViewBox().sigRangeChanged.connect(lambda *_a, v=view: self._update_ticks(v))
             self._views[engine] = view
@@ -225,21 +289,22 @@ class WorkMatrixPanel(Panel):
             self.clear()
             return
         self._ensure_views(engines)
+        self._shown = (history, step)
         n_prompt = len(history.info.prompt_ids)
         for order, engine in enumerate(engines):
             view = self._views[engine]
             k = engine_step(history, engine, step)
             traces = history.traces[engine]
             trace = traces[k]
-            prev_stop = max((t.pos_stop for t in traces[:k]), default=0)
-            view.kinds = classify(trace, prev_stop)
+            prev_stop = self._prev_stop(history, engine, k)
+            if view.step is None or view.step[0] is not trace or view.step[1] != prev_stop:
+                view.step = (trace, prev_stop)
             view.n_prompt = n_prompt
             view.labels = sequence_labels(history, engine, trace.pos_stop)
             self._draw_image(view)
             view.outline.setRect(QRectF(0, trace.pos_start, trace.pos_stop, trace.pos_stop - trace.pos_start))
             # Name the frame when the rows it holds are too thin to see (long sequences).
             rows_px = (trace.pos_stop - trace.pos_start) * view.plot.getViewBox().height() / max(trace.pos_stop, 1)
-            view.row_label.setText(self.tr("this step \u25be"))
             view.row_label.setPos(trace.pos_stop, trace.pos_start)
             view.row_label.setVisible(rows_px < 6)
             self._set_title(view, engine, order, trace, prev_stop)
@@ -253,17 +318,26 @@ class WorkMatrixPanel(Panel):
         """Cells per screen pixel, rounded up (the image never holds more rows than the view has
         pixels); 0 where cells are big enough on screen to be drawn as tiles with a gap between."""
         vb = view.plot.getViewBox()
-        n = view.kinds.shape[0]
+        n = view.step[0].pos_stop if view.step is not None else 0
         px = max(64, int(min(vb.width(), vb.height())))
         if n <= _GRID_MAX and px / max(n, 1) >= _TILE:
             return 0
         return max(1, math.ceil(n / px))
 
     def _draw_image(self, view: _EngineView) -> None:
-        n = view.kinds.shape[0]
+        trace, prev_stop = view.step
+        n = trace.pos_stop
         factor = view.factor = self._pool_factor(view)
+        drawn = (id(trace), prev_stop, factor)
+        if drawn == view.drawn:
+            return
+        view.drawn = drawn
         extent = n
-        if factor == 0:
+        pooled = pooled_kinds(trace, prev_stop, factor) if factor > 1 else None
+        if pooled is not None:
+            shown = pooled
+            extent = shown.shape[0] * factor
+        elif factor == 0:
             shown = np.repeat(np.repeat(view.kinds, _TILE, axis=0), _TILE, axis=1)
             shown[_TILE - 1::_TILE, :] = _GAP
             shown[:, _TILE - 1::_TILE] = _GAP
@@ -295,7 +369,7 @@ class WorkMatrixPanel(Panel):
 
     def _on_resized(self, view: _EngineView) -> None:
         self._update_ticks(view)
-        if view.kinds.size and self._pool_factor(view) != view.factor:
+        if view.step is not None and self._pool_factor(view) != view.factor:
             self._draw_image(view)
 
     def export_items(self) -> list:
