@@ -351,3 +351,34 @@ def test_panel_follows_a_new_run_with_other_engines(qtbot, history, key):
     if key == "summary":
         assert list(panel.table_values()) == ["static", "paged"]
         assert panel.table_values()["paged"]["speedup_vs_naive"] is None
+
+
+# -- language switch -------------------------------------------------------------------------------
+def test_panel_texts_follow_a_language_switch(qtbot, history):
+    """Texts a panel sets once (axis labels, plot titles, checkboxes) are set again in the new language
+    when the panel's frame is retranslated, as the window does on QEvent.LanguageChange."""
+    from kvviz.ui import i18n
+    from kvviz.ui.main_window import PanelFrame
+
+    latency, attention = make_panel(qtbot, "latency"), make_panel(qtbot, "attention")
+    frames = [PanelFrame(latency), PanelFrame(attention)]
+    for frame in frames:
+        qtbot.addWidget(frame)
+    latency.show_step(history, DECODE_STEP)
+    attention.show_step(history, DECODE_STEP)
+    plot = latency.export_items()[0]
+    try:
+        i18n.set_language("zh_CN")
+        for frame in frames:
+            frame.retranslate()
+        assert plot.titleLabel.text == "每步"
+        assert "延迟" in plot.getAxis("left").labelText
+        assert latency._log.text() == "对数坐标"
+        assert attention._engine_label.text() == "引擎："
+        assert "query 位置" in attention.export_items()[0].getAxis("left").labelText
+        assert frames[0].header.text() == latency.title() != "Latency"
+    finally:
+        i18n.set_language("en")
+    for frame in frames:
+        frame.retranslate()
+    assert plot.titleLabel.text == "per step" and latency._log.text() == "log scale"

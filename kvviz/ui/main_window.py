@@ -104,6 +104,7 @@ class PanelFrame(QFrame):
         self.retranslate()
 
     def retranslate(self) -> None:
+        self.panel.retranslate()
         self.header.setText(self.panel.title())
         help_text = self.panel.help_text()
         self.header.setToolTip(help_text)

@@ -8,9 +8,8 @@ an axis that changes range lays out and draws its ticks again, the dearest part 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
@@ -19,8 +18,16 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QVBoxLayout
 
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import (BytesAxis, TraceColumns, canvas, engine_step, legend_row, positions,
-                                   set_legend, step_line)
+from kvviz.ui.panels._plots import (
+    BytesAxis,
+    TraceColumns,
+    canvas,
+    engine_step,
+    legend_row,
+    positions,
+    set_legend,
+    step_line,
+)
 from kvviz.ui.panels.base import Panel
 
 

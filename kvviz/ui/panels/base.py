@@ -26,6 +26,10 @@ class Panel(QWidget):
         timer in the GUI thread, only when the history or the selected step changed."""
         raise NotImplementedError
 
+    def retranslate(self) -> None:
+        """Set every text the panel shows again, through self.tr: called after a language switch
+        (View > Language). Panels whose texts are all set in show_step keep this no-op."""
+
     def clear(self) -> None:
         """Forget the drawn run (a new run starts)."""
 

@@ -67,7 +67,16 @@ class SummaryPanel(Panel):
         layout.addWidget(self._note)
         layout.addStretch(1)
         self._values: dict[str, dict[str, float | int | None]] = {}
+        self._shown: tuple[RunHistory, int] | None = None
         self.setToolTip(self.help_text())
+
+    def retranslate(self) -> None:
+        self._table.setVerticalHeaderLabels(self._headers())
+        for i, tip in enumerate(self._header_tips()):
+            self._table.verticalHeaderItem(i).setToolTip(tip)
+        self.setToolTip(self.help_text())
+        if self._shown is not None:
+            self.show_step(*self._shown)  # the heading, figures with units and the note
 
     def _headers(self) -> list[str]:
         return [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
@@ -104,12 +113,14 @@ class SummaryPanel(Panel):
         self._values.clear()
         self._heading.setText("")
         self._note.setText("")
+        self._shown = None
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = [e for e in history.engines if history.traces.get(e)]
         if not engines:
             self.clear()
             return
+        self._shown = (history, step)
         summaries = {e: RunSummary.from_traces(history.upto(e, engine_step(history, e, step))) for e in engines}
         naive = summaries.get("naive")
         self._values = {}

@@ -42,7 +42,13 @@ class TokenStreamPanel(Panel):
         self._plain: dict[str, str] = {}
         self._highlighted: dict[str, str] = {}
         self._bodies: dict[tuple[str, str], list[str]] = {}  # each token's HTML, made once per run
+        self._shown: tuple[RunHistory, int] | None = None
         self.setToolTip(self.help_text())
+
+    def retranslate(self) -> None:
+        self.setToolTip(self.help_text())
+        if self._shown is not None:
+            self.show_step(*self._shown)  # "differs from ... from step ..."
 
     def title(self) -> str:
         return self.tr("Token stream")
@@ -67,12 +73,14 @@ class TokenStreamPanel(Panel):
         self._plain.clear()
         self._highlighted.clear()
         self._bodies.clear()
+        self._shown = None
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = [e for e in history.engines if history.traces.get(e)]
         if not engines:
             self.clear()
             return
+        self._shown = (history, step)
         prompt_labels = list(history.info.prompt_labels) or [str(i) for i in history.info.prompt_ids]
         prompt_html = "".join(_token_html(t) for t in prompt_labels)
         reference = history.token_ids(engines[0])

@@ -15,8 +15,15 @@ from PySide6.QtWidgets import QGraphicsRectItem, QVBoxLayout
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import (TraceColumns, canvas, engine_step, legend_row, sequence_labels, set_legend,
-                                   set_token_ticks)
+from kvviz.ui.panels._plots import (
+    TraceColumns,
+    canvas,
+    engine_step,
+    legend_row,
+    sequence_labels,
+    set_legend,
+    set_token_ticks,
+)
 from kvviz.ui.panels.base import Panel
 
 # Cell kinds, ordered by how much a pooled pixel must keep them visible (max-pooling keeps the
