@@ -42,7 +42,7 @@ PRESETS: dict[str, Preset] = {
                ModelConfig(name="qwen3-0.6b-shape", arch="qwen3", d_model=1024, n_layer=28, n_head=16,
                            n_kv_head=8, head_dim=128, d_ff=3072, max_seq_len=4096, rope_theta=1e6,
                            norm_eps=1e-6, qk_norm=True, dtype="bfloat16"),
-               warning="slow on a CPU (seconds per step); meant for memory figures"),
+               warning="slow on a CPU: building it and each prefill take seconds; meant for memory figures"),
     ]
 }
 
