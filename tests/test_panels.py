@@ -382,3 +382,24 @@ def test_panel_texts_follow_a_language_switch(qtbot, history):
     for frame in frames:
         frame.retranslate()
     assert plot.titleLabel.text == "per step" and latency._log.text() == "log scale"
+
+
+def test_attention_image_kept_step_by_step_equals_one_made_from_scratch(qtbot, history):
+    """The panel folds each new step's rows into the image it keeps; streaming the run in, and then
+    scrubbing back, must draw what accumulate() over steps 0..k gives."""
+    from kvviz.ui.panels.attention import accumulate, to_codes
+
+    panel = make_panel(qtbot, "attention")
+    growing = RunHistory()
+    growing.reset(history.info)
+    for engine in ("naive", "concat"):
+        for k in [*range(NEW_TOKENS), 2, 0, NEW_TOKENS - 1]:
+            while len(growing.traces[engine]) <= k:
+                for e in ENGINES:
+                    growing.add(history.traces[e][len(growing.traces[e])])
+            panel.set_engine(engine)
+            panel.show_step(growing, k)
+            weights, _filled = accumulate(growing.upto(engine, k))
+            np.testing.assert_array_equal(panel.weights(), weights)
+            want = to_codes(weights, max(float(np.nanmax(weights)), 1e-6), 1)
+            np.testing.assert_array_equal(panel._image.image, want)

@@ -60,13 +60,14 @@ class _Accumulated:
     """One engine's accumulate() kept up to date as steps arrive: each new step writes only its own
     rows, and the image pooled for the view is refreshed only in the block rows those touch."""
 
-    def __init__(self, traces: list[StepTrace]) -> None:
+    def __init__(self, traces: list[StepTrace], planned: int = 0) -> None:
         self.traces = traces  # the history's list: another run is another list
         self.steps = 0  # traces[:steps] are folded in
         self.last: StepTrace | None = None
-        self.buf = np.full((0, 0), np.nan, dtype=np.float32)
+        # Sized for the whole run up front: growing it mid-run meant a stall of a full copy and re-pool.
+        self.buf = np.full((planned, planned), np.nan, dtype=np.float32)
         self.n = 0
-        self.filled = np.zeros(0, dtype=bool)
+        self.filled = np.zeros(planned, dtype=bool)
         self.factor = 0
         self.pooled = np.zeros((0, 0), dtype=np.float32)
         self.dirty: tuple[int, int] | None = None  # rows changed since the last pooling
@@ -118,6 +119,11 @@ class _Accumulated:
         """The weights pooled by `factor` (max per block), re-pooled only where rows changed."""
         n = self.n
         m = -(-n // factor)
+        if factor == 2 * self.factor and -(-self.pooled.shape[0] // 2) >= m:
+            # Coarser by two: blocks of the old image pair up exactly, no pass over the weights.
+            self.image(self.factor)  # rows changed since, pooled as before
+            self.pooled = _pool_fmax(self.pooled, 2)
+            self.factor = factor
         if factor != self.factor or self.pooled.shape[0] < m:
             cap = max(m, -(-self.buf.shape[0] // factor))  # as large as the buffer: grows with it
             self.factor = factor
@@ -292,10 +298,13 @@ class AttentionPanel(Panel):
         current = all_traces[k]
         n = current.pos_stop
         vb = self._plot.getViewBox()
-        factor = max(1, math.ceil(n / max(64, int(min(vb.width(), vb.height())))))
+        # A power of two: as the sequence grows the image gets coarser by halves, each made from the
+        # last one; it keeps between half and all of the view's pixels.
+        factor = 1 << max(0, math.ceil(math.log2(n / max(64, int(min(vb.width(), vb.height()))))))
         acc = self._acc.get(engine)
         if acc is None or not acc.valid_for(all_traces) or acc.steps > k + 1:
-            acc = self._acc[engine] = _Accumulated(all_traces)  # a new run, or scrubbing back
+            planned = len(history.info.prompt_ids) + history.info.max_new_tokens
+            acc = self._acc[engine] = _Accumulated(all_traces, planned)  # a new run, or scrubbing back
         acc.fold(k + 1)
         weights, filled = acc.buf[:n, :n], acc.filled[:n]
         self._weights = weights
