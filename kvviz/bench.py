@@ -77,7 +77,7 @@ def setup(args):
 
     from kvviz.config import SamplingConfig
     from kvviz.devices import resolve_device, resolve_dtype
-    from kvviz.models.presets import load_model, load_tokenizer
+    from kvviz.models.presets import load_model, load_tokenizer, preset_warning
 
     if args.threads is not None:
         if args.threads < 1:
@@ -89,6 +89,9 @@ def setup(args):
     if not args.prompt:
         raise ValueError("the prompt is empty")
     device = resolve_device(args.device)
+    warning = preset_warning(args.model)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     tokenizer = load_tokenizer(args.model)
     probe = None if args.dtype == "auto" else args.dtype
     model = load_model(args.model, device, None)
