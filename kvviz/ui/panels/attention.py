@@ -227,7 +227,10 @@ class AttentionPanel(Panel):
         self._engine_label.setText(self.tr("Engine:"))
         style.style_plot(self._plot, left=self.tr("query position"), bottom=self.tr("key position"))
         self._plot.showGrid(x=False, y=False)
-        self._colorbar.axis.setLabel(self.tr("weight"))
+        for side in ("left", "right"):  # the side ColorBarItem put its label on
+            axis = self._colorbar.getAxis(side)
+            if axis.labelText:
+                axis.setLabel(self.tr("weight"))
         self.setToolTip(self.help_text())
         if self._history is not None:
             self.show_step(self._history, self._step)
