@@ -68,8 +68,9 @@ def test_param_count_matches_the_tensors(torch_cpu, name):
 def test_kv_bytes_per_token_match_the_projections(torch_cpu, name):
     """K and V of one token: the k/v projection widths summed over layers, times the element size."""
     model = meta_model(name)
-    widths = sum(layer.self_attn.k_proj.out_features + layer.self_attn.v_proj.out_features
-                 for layer in model.layers)
+    state = model.state_dict()  # checkpoint names: q/k/v_proj, whatever the module fuses
+    widths = sum(state[f"layers.{i}.self_attn.{proj}.weight"].shape[0]
+                 for i in range(len(model.layers)) for proj in ("k_proj", "v_proj"))
     for dtype, elem in (("fp32", 4), ("bf16", 2)):
         assert model.cfg.kv_bytes_per_token(dtype) == widths * elem
 

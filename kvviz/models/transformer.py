@@ -70,15 +70,38 @@ class ForwardResult:
     attn_weights: torch.Tensor | None  # (B, T_q, T_kv) of the requested layer/head
 
 
+def _split_on_save(fused: str, parts: tuple[str, ...], sizes: tuple[int, ...]):
+    """state_dict post-hook: one fused projection is saved as the separate ones checkpoints use."""
+    def hook(module, state_dict, prefix, local_metadata) -> None:
+        for suffix in ("weight", "bias"):
+            tensor = state_dict.pop(f"{prefix}{fused}.{suffix}", None)
+            if tensor is not None:
+                for name, piece in zip(parts, tensor.split(sizes, dim=0)):
+                    state_dict[f"{prefix}{name}.{suffix}"] = piece
+    return hook
+
+
+def _fuse_on_load(fused: str, parts: tuple[str, ...]):
+    """load_state_dict pre-hook: the separate projections of a checkpoint become the fused one."""
+    def hook(module, state_dict, prefix, *args) -> None:
+        for suffix in ("weight", "bias"):
+            keys = [f"{prefix}{name}.{suffix}" for name in parts]
+            if all(k in state_dict for k in keys):
+                state_dict[f"{prefix}{fused}.{suffix}"] = torch.cat([state_dict.pop(k) for k in keys])
+    return hook
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer_idx: int) -> None:
         super().__init__()
         self.layer_idx = layer_idx
         self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
         H, KV, D = cfg.n_head, cfg.n_kv_head, cfg.head_dim
-        self.q_proj = nn.Linear(cfg.d_model, H * D, bias=cfg.qkv_bias)
-        self.k_proj = nn.Linear(cfg.d_model, KV * D, bias=cfg.qkv_bias)
-        self.v_proj = nn.Linear(cfg.d_model, KV * D, bias=cfg.qkv_bias)
+        # One matmul for Q, K and V (as nano-vllm does); checkpoints keep q/k/v_proj, see the hooks.
+        self.qkv_proj = nn.Linear(cfg.d_model, (H + 2 * KV) * D, bias=cfg.qkv_bias)
+        parts = ("q_proj", "k_proj", "v_proj")
+        self.register_state_dict_post_hook(_split_on_save("qkv_proj", parts, (H * D, KV * D, KV * D)))
+        self.register_load_state_dict_pre_hook(_fuse_on_load("qkv_proj", parts))
         self.o_proj = nn.Linear(H * D, cfg.d_model, bias=False)
         self.q_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
@@ -90,14 +113,17 @@ class Attention(nn.Module):
         H, KV, D = self.n_head, self.n_kv_head, self.head_dim
         # F.linear on the parameters: a decode step is ~50 tiny ops, and nn.Module.__call__'s hook
         # checks would otherwise cost a sizeable share of a 1 ms step on a CPU.
-        q = F.linear(x, self.q_proj.weight, self.q_proj.bias).view(B, T, H, D)
-        k = F.linear(x, self.k_proj.weight, self.k_proj.bias).view(B, T, KV, D)
-        v = F.linear(x, self.v_proj.weight, self.v_proj.bias).view(B, T, KV, D)
+        qkv = F.linear(x, self.qkv_proj.weight, self.qkv_proj.bias).view(B, T, H + 2 * KV, D)
         if self.q_norm is not None:
-            q, k = self.q_norm.forward(q), self.k_norm.forward(k)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H|KV, T, D)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+            q = self.q_norm.forward(qkv[:, :, :H]).transpose(1, 2)  # (B, H, T, D)
+            k = self.k_norm.forward(qkv[:, :, H:H + KV]).transpose(1, 2)  # (B, KV, T, D)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+        else:
+            qk = qkv[:, :, :H + KV].transpose(1, 2)  # (B, H+KV, T, D): one rotation for Q and K
+            qk = qk * cos + rotate_half(qk) * sin
+            q, k = qk[:, :H], qk[:, H:]
+        v = qkv[:, :, H + KV:].transpose(1, 2)  # (B, KV, T, D)
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, KV, T_kv, D): past + new
         y = F.scaled_dot_product_attention(
@@ -120,13 +146,15 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.gate_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
-        self.up_proj = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.gate_up_proj = nn.Linear(cfg.d_model, 2 * cfg.d_ff, bias=False)  # gate and up in one matmul
         self.down_proj = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
+        parts = ("gate_proj", "up_proj")
+        self.register_state_dict_post_hook(_split_on_save("gate_up_proj", parts, (cfg.d_ff, cfg.d_ff)))
+        self.register_load_state_dict_pre_hook(_fuse_on_load("gate_up_proj", parts))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate = F.linear(x, self.gate_proj.weight)
-        return F.linear(F.silu(gate) * F.linear(x, self.up_proj.weight), self.down_proj.weight)
+        gate, up = F.linear(x, self.gate_up_proj.weight).chunk(2, dim=-1)
+        return F.linear(F.silu(gate) * up, self.down_proj.weight)
 
 
 class Block(nn.Module):
