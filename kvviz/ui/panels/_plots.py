@@ -160,6 +160,26 @@ def _set_ticks(axis: pg.AxisItem, ticks: list) -> None:
 _upper: np.ndarray = np.zeros((0, 0), dtype=bool)
 
 
+def pool_blocks(a: np.ndarray, factor: int, reduce, fill, square: bool = True) -> np.ndarray:
+    """Shrink a matrix by `factor > 1`, combining each factor x factor block with `reduce`
+    (np.maximum, np.fmax). A square matrix is first padded with `fill` to a multiple of `factor`;
+    with square=False, `a` is a strip whose sides already are multiples of `factor`."""
+    n = a.shape[0]
+    m = -(-n // factor)
+    if square and m * factor != n:
+        padded = np.full((m * factor, m * factor), fill, dtype=a.dtype)
+        padded[:n, :n] = a
+        a = padded
+    # Strided passes (factor passes over memory) beat a reshape-reduce over a short last axis.
+    rows = a[0::factor].copy()
+    for i in range(1, factor):
+        reduce(rows, a[i::factor], out=rows)
+    out = rows[:, 0::factor].copy()
+    for i in range(1, factor):
+        reduce(out, rows[:, i::factor], out=out)
+    return out
+
+
 def upper_mask(n: int) -> np.ndarray:
     """Bool [n, n], True strictly above the diagonal (the future), sliced from one cached matrix."""
     global _upper

@@ -16,7 +16,14 @@ from PySide6.QtWidgets import QComboBox, QGraphicsRectItem, QHBoxLayout, QLabel,
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import canvas, engine_step, sequence_labels, set_token_ticks, upper_mask
+from kvviz.ui.panels._plots import (
+    canvas,
+    engine_step,
+    pool_blocks,
+    sequence_labels,
+    set_token_ticks,
+    upper_mask,
+)
 from kvviz.ui.panels.base import Panel
 
 # The weights are drawn as one indexed uint8 image (pyqtgraph's fast Indexed8 path, no NaN
@@ -146,19 +153,7 @@ def _pool_fmax(weights: np.ndarray, factor: int, square: bool = True) -> np.ndar
     With square=False, `weights` is a strip whose sides are already multiples of `factor`."""
     if factor <= 1:
         return weights.copy()
-    n = weights.shape[0]
-    m = -(-n // factor)
-    if square and m * factor != n:
-        padded = np.full((m * factor, m * factor), np.nan, dtype=weights.dtype)
-        padded[:n, :n] = weights
-        weights = padded
-    rows = weights[0::factor].copy()
-    for i in range(1, factor):
-        np.fmax(rows, weights[i::factor], out=rows)
-    out = rows[:, 0::factor].copy()
-    for i in range(1, factor):
-        np.fmax(out, rows[:, i::factor], out=out)
-    return out
+    return pool_blocks(weights, factor, np.fmax, np.nan, square)
 
 
 def to_codes(weights: np.ndarray, top: float, factor: int = 1) -> np.ndarray:

@@ -20,6 +20,7 @@ from kvviz.ui.panels._plots import (
     canvas,
     engine_step,
     legend_row,
+    pool_blocks,
     sequence_labels,
     set_legend,
     set_token_ticks,
@@ -86,20 +87,7 @@ def pool_max(kinds: np.ndarray, factor: int) -> np.ndarray:
     """Shrink by `factor` keeping the highest kind of each block (so a single new row stays visible)."""
     if factor <= 1:
         return kinds
-    n = kinds.shape[0]
-    m = -(-n // factor)
-    if m * factor != n:
-        padded = np.zeros((m * factor, m * factor), dtype=kinds.dtype)
-        padded[:n, :n] = kinds
-        kinds = padded
-    # Strided maxima (factor passes over memory) beat a reshape-reduce over a short last axis.
-    rows = kinds[0::factor].copy()
-    for i in range(1, factor):
-        np.maximum(rows, kinds[i::factor], out=rows)
-    out = rows[:, 0::factor].copy()
-    for i in range(1, factor):
-        np.maximum(out, rows[:, i::factor], out=out)
-    return out
+    return pool_blocks(kinds, factor, np.maximum, 0)
 
 
 def pooled_kinds(trace: StepTrace, prev_stop: int, factor: int) -> np.ndarray | None:
