@@ -25,6 +25,7 @@ class KVCache(ABC):
     """K/V for every layer of one sequence. Tensors are (B, n_kv_head, T, head_dim)."""
 
     key: str = ""
+    block_size: int | None = None  # tokens per block, for caches that allocate in blocks
 
     def __init__(self, cfg: ModelConfig, *, max_len: int, device: torch.device, dtype: torch.dtype,
                  batch: int = 1, block_size: int = 16, seed: int = 0) -> None:

@@ -37,4 +37,4 @@ class CachedEngine(Engine):
         return dict(cache_len=c.seq_len, cache_capacity=c.capacity, cache_bytes=c.resident_bytes,
                     bytes_copied=counters.copied, bytes_written=counters.written,
                     bytes_gathered=counters.gathered, block_table=c.block_table(),
-                    block_size=getattr(c, "block_size", None) if c.key == "paged" else None)
+                    block_size=c.block_size)
