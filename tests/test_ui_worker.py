@@ -234,7 +234,7 @@ def test_the_engine_process_runs_the_same_engines(qtbot, torch_cpu):
         req = request(tokens=5, engines=("naive", "paged"))
         info, loaded, notes = proc.start(req)
         assert info.run_id == "r1" and loaded is not None and loaded.config.name == "tiny-random" and notes == []
-        remote = [proc.round() for _ in range(5)]
+        remote = [proc.round() for _ in range(2)] + proc.rounds(3, 60.0)  # one batch of the last three
         local.start(req)
         here = [local.round() for _ in range(5)]
         assert [[(t.engine, t.step, t.token_id) for t in r] for r in remote] == \
@@ -251,3 +251,21 @@ def test_the_engine_process_runs_the_same_engines(qtbot, torch_cpu):
     finally:
         proc.close()
         local.close()
+
+
+def test_rounds_run_back_to_back_and_a_failure_waits_for_the_next_call(torch_cpu):
+    from kvviz.ui.worker import EngineSession
+
+    session = EngineSession()
+    try:
+        session.start(request(tokens=4, engines=("concat", "static")))
+        assert len(session.rounds(3, 0.0)) == 1  # no budget: one round
+        batch = session.rounds(10, 60.0)  # three more, then the streams are spent
+        assert [[(t.engine, t.step) for t in r] for r in batch] == \
+               [[("concat", k), ("static", k)] for k in (1, 2, 3)]
+        with pytest.raises(RuntimeError, match="stopped after"):
+            session.rounds(1, 60.0)  # the failure the batch ran into, raised now
+        session.start(request(tokens=2, engines=("concat",)))
+        assert len(session.rounds(2, 60.0)) == 2  # a new run starts with no failure pending
+    finally:
+        session.close()
