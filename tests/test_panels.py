@@ -403,3 +403,28 @@ def test_attention_image_kept_step_by_step_equals_one_made_from_scratch(qtbot, h
             np.testing.assert_array_equal(panel.weights(), weights)
             want = to_codes(weights, max(float(np.nanmax(weights)), 1e-6), 1)
             np.testing.assert_array_equal(panel._image.image, want)
+
+
+def test_attention_pooled_image_equals_pooling_from_scratch_as_the_factor_coarsens():
+    """The kept image starts uninitialised and is NaN-filled row by row as the sequence reaches it;
+    through factor changes (1, 2, 4, a jump to 16, back to 1) every image must equal pooling the
+    matrix accumulate() makes from scratch."""
+    from types import SimpleNamespace
+
+    from kvviz.ui.panels.attention import _Accumulated, _pool_fmax, accumulate
+
+    rng = np.random.default_rng(0)
+    prompt, steps = 5, 300
+    traces = [SimpleNamespace(pos_start=0, pos_stop=prompt, attn_weights=rng.random((prompt, prompt), dtype=np.float32))]
+    for j in range(1, steps):
+        n = prompt + j
+        traces.append(SimpleNamespace(pos_start=n - 1, pos_stop=n, attn_weights=rng.random((1, n), dtype=np.float32)))
+    acc = _Accumulated(traces, prompt + steps)
+    for k, factor in [(0, 1), (3, 1), (60, 1), (61, 2), (130, 2), (131, 4), (200, 4), (201, 16), (299, 16),
+                      (299, 1)]:
+        acc.fold(k + 1)
+        want, _filled = accumulate(traces[: k + 1])
+        n = want.shape[0]
+        np.testing.assert_array_equal(acc.buf[:n, :n], want)
+        got = acc.image(factor)
+        np.testing.assert_array_equal(got, _pool_fmax(want, factor) if factor > 1 else want)

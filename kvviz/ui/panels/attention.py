@@ -71,13 +71,33 @@ class _Accumulated:
         self.traces = traces  # the history's list: another run is another list
         self.steps = 0  # traces[:steps] are folded in
         self.last: StepTrace | None = None
-        # Sized for the whole run up front: growing it mid-run meant a stall of a full copy and re-pool.
-        self.buf = np.full((planned, planned), np.nan, dtype=np.float32)
+        # Sized for the whole run up front (growing it mid-run meant a stall of a full copy and
+        # re-pool) but left uninitialised: np.empty touches no memory, and rows are set to NaN only
+        # as the sequence reaches them (_reach), so the first draw costs no planned x planned pass.
+        self.buf = np.empty((planned, planned), dtype=np.float32)
+        self.ready = 0  # buf rows [0, ready) hold NaN or weights across their whole width
         self.n = 0
         self.filled = np.zeros(planned, dtype=bool)
         self.factor = 0
-        self.pooled = np.zeros((0, 0), dtype=np.float32)
+        self.pooled = np.empty((0, 0), dtype=np.float32)
+        self.pooled_ready = 0  # the same for pooled's rows
         self.dirty: tuple[int, int] | None = None  # rows changed since the last pooling
+
+    def _reach(self, rows: int) -> None:
+        """Make buf rows [0, rows) valid (NaN where nothing was written), growing buf if needed."""
+        if rows > self.buf.shape[0]:
+            size = max(rows, 256, 2 * self.buf.shape[0])
+            grown = np.empty((size, size), dtype=np.float32)
+            old = self.buf.shape[0]
+            grown[: self.ready, :old] = self.buf[: self.ready]
+            grown[: self.ready, old:] = np.nan
+            self.buf = grown
+            filled = np.zeros(size, dtype=bool)
+            filled[: len(self.filled)] = self.filled
+            self.filled = filled
+        if rows > self.ready:
+            self.buf[self.ready: rows] = np.nan
+            self.ready = rows
 
     def valid_for(self, traces: list[StepTrace]) -> bool:
         return (traces is self.traces and self.steps <= len(traces)
@@ -86,6 +106,10 @@ class _Accumulated:
     def fold(self, upto: int) -> None:
         """Fold steps [steps, upto) in: each step's rows replace what earlier steps wrote there.
         A step whose rows a later one rewrites is skipped (naive rewrites them all every step)."""
+        if upto <= self.steps:
+            return
+        # Every row the new steps reach made valid in one pass, not one call per step.
+        self._reach(max(self.n, max(t.pos_stop for t in self.traces[self.steps: upto])))
         lowest, needed = math.inf, set()
         for j in range(upto - 1, self.steps - 1, -1):
             trace = self.traces[j]
@@ -99,45 +123,50 @@ class _Accumulated:
                 self.steps, self.last = j + 1, trace
                 continue
             n = trace.pos_stop
-            if n > self.buf.shape[0]:
-                size = max(n, 256, 2 * self.buf.shape[0])
-                grown = np.full((size, size), np.nan, dtype=np.float32)
-                old = self.buf.shape[0]
-                grown[:old, :old] = self.buf
-                self.buf = grown
-                filled = np.zeros(size, dtype=bool)
-                filled[: len(self.filled)] = self.filled
-                self.filled = filled
             self.n = max(self.n, n)
             w = trace.attn_weights
             if w is not None:
                 a, b = trace.pos_start, trace.pos_stop
                 kv = min(w.shape[1], n)
-                block = self.buf[a:b, :kv]
-                block[...] = w[: b - a, :kv]
-                np.copyto(block, np.nan, where=upper_mask(max(b, kv))[a:b, :kv])  # the causal mask
+                # The causal mask: row i sees keys 0..i.
+                if b - a == 1:  # decode: one row, the keys past it masked
+                    row = self.buf[a]
+                    row[:kv] = w[0, :kv]
+                    row[a + 1: kv] = np.nan
+                else:
+                    block = self.buf[a:b, :kv]
+                    block[...] = w[: b - a, :kv]
+                    np.copyto(block, np.nan, where=np.arange(kv) > np.arange(a, b)[:, None])
                 self.filled[a:b] = True
                 lo, hi = self.dirty or (a, b)
                 self.dirty = (min(lo, a), max(hi, b))
             self.steps += 1
             self.last = trace
+        self._reach(self.n)
 
     def image(self, factor: int) -> np.ndarray:
         """The weights pooled by `factor` (max per block), re-pooled only where rows changed."""
         n = self.n
         m = -(-n // factor)
-        if factor == 2 * self.factor and -(-self.pooled.shape[0] // 2) >= m:
+        if factor == 2 * self.factor and self.pooled_ready:
             # Coarser by two: blocks of the old image pair up exactly, no pass over the weights.
             self.image(self.factor)  # rows changed since, pooled as before
-            self.pooled = _pool_fmax(self.pooled, 2)
-            self.factor = factor
+            pairs = -(-self.pooled_ready // 2)
+            self._reach_pooled(min(2 * pairs, self.pooled.shape[0]))
+            old = self.pooled[: 2 * pairs, : 2 * pairs]
+            if old.shape[0] < 2 * pairs:  # the old image's edge: pad with NaN
+                old = np.pad(old, ((0, 2 * pairs - old.shape[0]),) * 2, constant_values=np.nan)
+            self._new_pooled(factor)
+            self.pooled[:pairs, :pairs] = _pool_fmax(old, 2)
+            self.pooled[:pairs, pairs:] = np.nan
+            self.pooled_ready = pairs
         if factor != self.factor or self.pooled.shape[0] < m:
-            cap = max(m, -(-self.buf.shape[0] // factor))  # as large as the buffer: grows with it
-            self.factor = factor
-            self.pooled = np.full((cap, cap), np.nan, dtype=np.float32)
+            self._new_pooled(factor, m)
             self.dirty = (0, n)
+        self._reach_pooled(m)
         if self.dirty is not None:
             lo, hi = self.dirty[0] // factor, -(-self.dirty[1] // factor)
+            self._reach(min(hi * factor, self.buf.shape[0]))  # rows past the sequence read as NaN
             rows = self.buf[lo * factor: hi * factor, : m * factor]
             if rows.shape != ((hi - lo) * factor, m * factor):  # the buffer's edge: pad with NaN
                 padded = np.full(((hi - lo) * factor, m * factor), np.nan, dtype=np.float32)
@@ -146,6 +175,18 @@ class _Accumulated:
             self.pooled[lo:hi, :m] = _pool_fmax(np.ascontiguousarray(rows[:, : m * factor]), factor, square=False)
             self.dirty = None
         return self.pooled[:m, :m]
+
+    def _new_pooled(self, factor: int, m: int = 0) -> None:
+        """An uninitialised pooled image as large as the buffer at this factor (grows with it)."""
+        cap = max(m, -(-self.buf.shape[0] // factor))
+        self.factor = factor
+        self.pooled = np.empty((cap, cap), dtype=np.float32)
+        self.pooled_ready = 0
+
+    def _reach_pooled(self, rows: int) -> None:
+        if rows > self.pooled_ready:
+            self.pooled[self.pooled_ready: rows] = np.nan
+            self.pooled_ready = rows
 
 
 def _pool_fmax(weights: np.ndarray, factor: int, square: bool = True) -> np.ndarray:

@@ -33,6 +33,11 @@ class Panel(QWidget):
     def clear(self) -> None:
         """Forget the drawn run (a new run starts)."""
 
+    def warm_up(self, engines: tuple[str, ...]) -> bool:
+        """Do, while the window is idle, a piece of the work the first run with these engines would
+        otherwise do mid-run; True while there is more. The window calls it once per idle tick."""
+        return False
+
     def export_items(self) -> list:
         """pyqtgraph items (PlotItem / GraphicsScene) an exporter may render, if any."""
         return []

@@ -143,6 +143,11 @@ class _EngineView:
         self.row_label.setFont(style.tick_font())
         self.row_label.setZValue(21)
         plot.addItem(self.row_label, ignoreBounds=True)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the step drawn (a new run or a cleared panel); the plot and its items stay."""
+        self.image.clear()
         self._kinds = np.zeros((0, 0), dtype=np.uint8)
         self._kinds_for: tuple | None = None
         self.step: tuple[StepTrace, int] | None = None  # (trace, prev_stop) drawn; kinds made on demand
@@ -175,6 +180,9 @@ class WorkMatrixPanel(Panel):
         layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
         self._views: dict[str, _EngineView] = {}
+        # Views of earlier runs, by engine: building a PlotItem with its axes and menus took ~20 ms
+        # each, a stall at the start of every run; a run with the same engines reuses them.
+        self._spare: dict[str, _EngineView] = {}
         self._cols = 0
         self._stops = TraceColumns(("pos_stop",))
         self.retranslate()
@@ -187,7 +195,7 @@ class WorkMatrixPanel(Panel):
             (style.CELL_COLORS["masked"], self.tr("masked (future)")),
             (style.CELL_COLORS["empty"], self.tr("not computed this step")),
         ])
-        for view in self._views.values():
+        for view in [*self._views.values(), *self._spare.values()]:
             style.style_plot(view.plot, left=self.tr("query position"), bottom=self.tr("key position"))
             view.plot.showGrid(x=False, y=False)
             view.row_label.setText(self.tr("this step \u25be"))
@@ -227,6 +235,9 @@ class WorkMatrixPanel(Panel):
     # -- drawing ------------------------------------------------------------------------------
     def clear(self) -> None:
         self._canvas.ci.clear()
+        for engine, view in self._views.items():
+            view.reset()
+            self._spare[engine] = view
         self._views.clear()
         self._cols = 0
         self._stops.clear()
@@ -237,20 +248,30 @@ class WorkMatrixPanel(Panel):
             return
         self.clear()
         for engine in engines:
-            plot = pg.PlotItem()
-            plot.hideButtons()
-            plot.setMenuEnabled(False)
-            plot.invertY(True)
-            # Not aspect-locked: the grid of engines fills the panel and the axes start at 0.
-            plot.getViewBox().setDefaultPadding(0.0)
-            style.style_plot(plot, left=self.tr("query position"), bottom=self.tr("key position"))
-            plot.showGrid(x=False, y=False)
-            view = _EngineView(plot)
-            view.row_label.setText(self.tr("this step \u25be"))
-            plot.getViewBox().sigResized.connect(lambda *_a, v=view: self._on_resized(v))
-            plot.getViewBox().sigRangeChanged.connect(lambda *_a, v=view: self._update_ticks(v))
-            self._views[engine] = view
+            self._views[engine] = self._spare.pop(engine, None) or self._new_view()
         self._relayout(force=True)
+
+    def warm_up(self, engines: tuple[str, ...]) -> bool:
+        """Build one engine's plot ahead of its first run (~13 ms each here)."""
+        for engine in engines:
+            if engine not in self._views and engine not in self._spare:
+                self._spare[engine] = self._new_view()
+                return True
+        return False
+
+    def _new_view(self) -> _EngineView:
+        plot = pg.PlotItem(enableMenu=False)
+        plot.hideButtons()
+        plot.invertY(True)
+        # Not aspect-locked: the grid of engines fills the panel and the axes start at 0.
+        plot.getViewBox().setDefaultPadding(0.0)
+        style.style_plot(plot, left=self.tr("query position"), bottom=self.tr("key position"))
+        plot.showGrid(x=False, y=False)
+        view = _EngineView(plot)
+        view.row_label.setText(self.tr("this step \u25be"))
+        plot.getViewBox().sigResized.connect(lambda *_a, v=view: self._on_resized(v))
+        plot.getViewBox().sigRangeChanged.connect(lambda *_a, v=view: self._update_ticks(v))
+        return view
 
     def _relayout(self, force: bool = False) -> None:
         """Arrange the engines' plots in the grid that gives each square matrix the most room."""
