@@ -1,7 +1,7 @@
 """Measure the app (prints figures, asserts nothing): launch-to-shown time, the GUI thread's longest
 stall during a long concat run, and that run's mean step latency beside `kvviz bench`'s.
 
-    python scripts/measure_gui.py [--tokens 2000] [--launches 3] [--model tiny]
+    python scripts/measure_gui.py [--tokens 2000] [--launches 3] [--repeat 3] [--model tiny]
 
 Runs offscreen when there is no display. The default model is `tiny` when its weights exist, else
 `tiny-random` (the same shape). The prompt is short so prompt + 2000 tokens fit the 2048 context.
@@ -101,6 +101,9 @@ def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
     loop = QEventLoop()
     window.environment_ready.connect(loop.quit)
     loop.exec()
+    # A user reads the window before clicking Run: idle ticks in which panels warm up (half a second).
+    QTimer.singleShot(500, loop.quit)
+    loop.exec()
     window.set_model(model)
     window.set_engines(engines)
     window.prompt_edit.setPlainText(PROMPT)
@@ -130,10 +133,20 @@ def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
         paint_ms.append((time.perf_counter() - t) * 1000.0)
 
     window._repaint = timed_repaint
-    window.run_started.connect(lambda _info: running.__setitem__(0, True))
+    draws: dict[str, list[float]] = {}
+    draw_panel = window._draw_panel
+
+    def timed_draw(key):
+        t = time.perf_counter()
+        draw_panel(key)
+        draws.setdefault(key, []).append((time.perf_counter() - t) * 1000.0)
+
+    window._draw_panel = timed_draw
     window.run_finished.connect(lambda _rid: running.__setitem__(0, False))
     window.run_failed.connect(lambda _rid, msg: print("run failed:", msg, file=sys.stderr))
     window.run_finished.connect(loop.quit)
+    # The stall is measured from the click on Run (the run's set-up in the window counts) to the end.
+    running[0] = True
     t0 = time.perf_counter()
     cpu0 = time.process_time()
     if not window.start_run():
@@ -142,7 +155,8 @@ def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
     wall_s = time.perf_counter() - t0
     cpu_s = time.process_time() - cpu0
     probe.stop()
-    result = {"wall_s": wall_s, "gui_cpu_s": cpu_s, "gaps_ms": gaps, "paint_ms": paint_ms, "panels": {}}
+    result = {"wall_s": wall_s, "gui_cpu_s": cpu_s, "gaps_ms": gaps, "paint_ms": paint_ms, "panels": {},
+              "draws": draws}
     for key in engines:
         steps = [t.latency_ms for t in window.history.traces.get(key, [])]
         result[key] = steps
@@ -186,6 +200,7 @@ def main() -> int:
     parser.add_argument("--model", default=None)
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--launches", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="app runs, each between two bench runs")
     parser.add_argument("--skip-launch", action="store_true")
     parser.add_argument("--child-launch", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -203,28 +218,40 @@ def main() -> int:
             if times:
                 print(f"launch to {what}: " + ", ".join(f"{t:.2f} s" for t in times)
                       + f" (median {statistics.median(times):.2f} s)")
-    before = bench(model, args.tokens, "concat", "full")
-    run = measure_run(model, args.tokens, ("concat",))
-    after = bench(model, args.tokens, "concat", "full")
-    issue = bench(model, args.tokens, "concat", "off")
-    gaps = run["gaps_ms"]
-    print(f"{args.tokens}-step concat run with the window open: {run['wall_s']:.1f} s wall; the GUI process "
-          f"used {run['gui_cpu_s']:.1f} s of CPU ({run['gui_cpu_s'] / run['wall_s']:.2f} cores)")
-    if gaps:
-        worst = max(gaps)
-        print(f"  GUI thread: longest gap between 10 ms ticks {worst:.1f} ms (stall {worst - 10:.1f} ms), "
+    apps, fulls, offs, worst_gaps = [], [], [], []
+    for i in range(args.repeat):
+        # Side by side: the bench just before and just after each app run, on the same machine state.
+        full = bench(model, args.tokens, "concat", "full")
+        run = measure_run(model, args.tokens, ("concat",))
+        off = bench(model, args.tokens, "concat", "off")
+        gaps = run["gaps_ms"]
+        worst_gaps.append(max(gaps))
+        apps.append(statistics.fmean(run["concat"]))
+        fulls.append(statistics.fmean(full))
+        offs.append(statistics.fmean(off))
+        print(f"run {i + 1}: {args.tokens}-step concat run with the window open: {run['wall_s']:.1f} s wall; "
+              f"the GUI process used {run['gui_cpu_s']:.1f} s of CPU ({run['gui_cpu_s'] / run['wall_s']:.2f} cores)")
+        print(f"  GUI thread: longest gap between 10 ms ticks {max(gaps):.1f} ms (stall {max(gaps) - 10:.1f} ms), "
               f"99th percentile {statistics.quantiles(gaps, n=100)[98]:.1f} ms, {len(gaps)} ticks")
-    paints = run["paint_ms"]
-    if paints:
-        print(f"  repaints: {len(paints)}, mean {statistics.fmean(paints):.1f} ms, max {max(paints):.1f} ms")
-    for key, (draw, render) in run["panels"].items():
-        print(f"    panel {key:<13} show_step {draw:6.1f} ms, render {render:6.1f} ms (median of the last 5 steps)")
-    app_mean = statistics.fmean(run["concat"])
-    print(f"  engine in the app:                {describe(run['concat'])}")
-    for label, steps in (("bench --trace full, before", before), ("bench --trace full, after", after),
-                         ("bench --trace off (issue's)", issue)):
-        print(f"  {label:<32}{describe(steps)}; app / bench {app_mean / statistics.fmean(steps):.3f}")
+        paints = run["paint_ms"]
+        if paints:
+            print(f"  repaints: {len(paints)}, mean {statistics.fmean(paints):.1f} ms, max {max(paints):.1f} ms")
+        print("  draws during the run (show_step and settling, before the paint), max / median ms: " + ", ".join(
+            f"{k} {max(v):.0f}/{statistics.median(v):.0f}" for k, v in run["draws"].items()))
+        if i == 0:
+            for key, (draw, render) in run["panels"].items():
+                print(f"    panel {key:<13} show_step {draw:6.1f} ms, render {render:6.1f} ms "
+                      "(median of the last 5 steps)")
+        print(f"  engine in the app:                {describe(run['concat'])}")
+        for label, steps in (("bench --trace full, before", full), ("bench --trace off (issue's), after", off)):
+            print(f"  {label:<35}{describe(steps)}; app / bench {apps[-1] / statistics.fmean(steps):.3f}")
     print("  (--trace full copies masks and layer 0 head 0 weights each step, as the app does)")
+    ratio_full = [a / b for a, b in zip(apps, fulls)]
+    ratio_off = [a / b for a, b in zip(apps, offs)]
+    print(f"over {args.repeat} runs: longest GUI stall per run " + ", ".join(f"{g - 10:.0f}" for g in worst_gaps)
+          + f" ms (max {max(worst_gaps) - 10:.0f}); app / bench mean step latency: --trace full "
+          + ", ".join(f"{r:.3f}" for r in ratio_full) + f" (median {statistics.median(ratio_full):.3f}), "
+          + "--trace off " + ", ".join(f"{r:.3f}" for r in ratio_off) + f" (median {statistics.median(ratio_off):.3f})")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -429,3 +429,18 @@ def test_memory_calculator_opens_from_the_model_menu(open_window):
     assert isinstance(dialog, MemoryDialog) and dialog.isVisible()
     win.act_memory.trigger()
     assert win._memory_dialog is dialog  # one instance, raised again
+
+
+def test_idle_ticks_build_the_work_matrix_plots_that_a_run_then_uses(qtbot, open_window):
+    """Building a plot per engine cost ~13 ms each at the start of the first run: the window builds
+    them while idle, and the run lays out those same plots."""
+    window = open_window()
+    panel = window.panels["work_matrix"]
+    qtbot.waitUntil(lambda: set(panel._spare) == set(ENGINES), timeout=10_000)
+    built = {e: panel._spare[e].plot for e in ENGINES}
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(("concat", "paged"))
+    window.tokens_spin.setValue(3)
+    run_to_end(qtbot, window)
+    assert panel.export_items() == [built["concat"], built["paged"]]
+    assert panel.worked_rows("paged").sum() == 1  # and they draw the run
