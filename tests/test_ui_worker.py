@@ -269,3 +269,18 @@ def test_rounds_run_back_to_back_and_a_failure_waits_for_the_next_call(torch_cpu
         assert len(session.rounds(2, 60.0)) == 2  # a new run starts with no failure pending
     finally:
         session.close()
+
+
+def test_the_engine_process_exits_cleanly_when_the_app_goes_away_mid_command(torch_cpu):
+    """The app's end of the connection closes while a batch runs: the answer has nowhere to go,
+    and the child ends with exit code 0 instead of a traceback about a broken pipe."""
+    from kvviz.ui.worker import EngineProcess
+
+    proc = EngineProcess()
+    proc.environment()
+    proc.start(request(tokens=300, engines=("naive",)))
+    child, conn = proc._proc, proc._conn
+    conn.send(("rounds", (300, 2.0)))  # a batch of up to 2 s
+    conn.close()
+    proc._proc = proc._conn = None
+    assert child.wait(60) == 0

@@ -247,15 +247,20 @@ def _serve(conn) -> None:
         if command == "close":
             break
         try:
-            conn.send(("ok", commands[command](*args)))
-        except Exception as exc:
-            if not isinstance(exc, ValueError):
-                traceback.print_exc()
-            if is_out_of_memory(exc):
-                session.release_model()
+            try:
+                value = commands[command](*args)
+            except Exception as exc:
+                if not isinstance(exc, ValueError):
+                    traceback.print_exc()
+                if is_out_of_memory(exc):
+                    session.release_model()
+                else:
+                    session.end()
+                conn.send(("error", error_message(exc)))
             else:
-                session.end()
-            conn.send(("error", error_message(exc)))
+                conn.send(("ok", value))
+        except (EOFError, OSError):
+            break  # the app went away while this command ran: nobody to answer
     session.close()
 
 
