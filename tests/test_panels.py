@@ -428,3 +428,26 @@ def test_attention_pooled_image_equals_pooling_from_scratch_as_the_factor_coarse
         np.testing.assert_array_equal(acc.buf[:n, :n], want)
         got = acc.image(factor)
         np.testing.assert_array_equal(got, _pool_fmax(want, factor) if factor > 1 else want)
+
+
+@pytest.mark.parametrize("key", ["latency", "bytes", "cache_memory"])
+def test_series_curves_made_ahead_are_reused_and_hidden_for_engines_a_run_leaves_out(qtbot, history, key):
+    import dataclasses
+
+    panel = make_panel(qtbot, key)
+    assert panel.warm_up(ENGINES) is False  # all in one go
+    made = dict(panel._curve_pool)
+    assert len(made) == len(panel.series_keys()) * len(ENGINES)
+    two = RunHistory()
+    two.reset(dataclasses.replace(history.info, run_id="two", engines=("concat", "paged")))
+    for step in range(NEW_TOKENS):
+        for engine in ("concat", "paged"):
+            two.add(dataclasses.replace(history.at(engine, step), run_id="two"))
+    panel.clear()
+    panel.show_step(two, NEW_TOKENS - 1)
+    assert panel._curve_pool == made  # nothing made again
+    for (series, engine, _colour), curve in made.items():
+        assert curve.isVisible() == (engine in ("concat", "paged")), (series, engine)
+        if engine in ("concat", "paged"):
+            np.testing.assert_array_equal(curve.getData()[1], panel.curve(series, engine))
+            assert len(panel.curve(series, engine)) == NEW_TOKENS
