@@ -75,6 +75,10 @@ def setup(args):
     """Validate the shared arguments and return (model, tokenizer, sampling, device)."""
     import torch
 
+    from kvviz.timing import steady_allocator
+
+    steady_allocator()  # the allocator regime of the app's engine process, too
+
     from kvviz.config import SamplingConfig
     from kvviz.devices import resolve_device, resolve_dtype
     from kvviz.models.presets import load_model, load_tokenizer, preset_warning

@@ -88,3 +88,12 @@ def test_argparse_errors_are_exit_2_in_a_real_process():
     proc = subprocess.run([sys.executable, "-m", "kvviz", "bench", "--tokens", "ten"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "invalid int value" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_steady_allocator_is_set_where_glibc_is():
+    import platform
+
+    from kvviz.timing import steady_allocator
+
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert steady_allocator() is glibc

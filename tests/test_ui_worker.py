@@ -22,6 +22,17 @@ def worker(qtbot, torch_cpu):
     w.shut_down()
 
 
+@pytest.fixture(params=["in-thread", "engine-process"])
+def any_worker(request, qtbot, torch_cpu):
+    """Both sessions: in the worker's thread, and the app's own (a child process, whose next batch
+    is asked for before the last is handed on)."""
+    from kvviz.ui.worker import RunWorker
+
+    w = RunWorker(isolate=request.param == "engine-process")
+    yield w
+    w.shut_down()
+
+
 def request(run_id="r1", *, tokens=6, engines=("naive", "concat", "static", "paged"), speed=0.0,
             paused=False, model="tiny-random", weights_layer=0, prompt=PROMPT) -> RunRequest:
     run = RunConfig(prompt=prompt, max_new_tokens=tokens, engines=tuple(engines), sampling=SamplingConfig(),
@@ -51,7 +62,8 @@ def test_environment_lists_presets_devices_and_engines(worker, qtbot):
     assert all(m.config is not None for m in env.models)
 
 
-def test_lockstep_every_engine_before_the_next_step(worker, qtbot):
+def test_lockstep_every_engine_before_the_next_step(any_worker, qtbot):
+    worker = any_worker
     rec = Recorder(worker)
     with qtbot.waitSignal(worker.run_finished, timeout=60_000):
         worker.start_run(request(tokens=8))
@@ -88,7 +100,8 @@ def test_traces_are_forwarded_as_the_engine_made_them(worker, qtbot, monkeypatch
     assert len(made) == 8 and all(a is b for a, b in zip(made, rec.traces))
 
 
-def test_pause_step_resume_stop(worker, qtbot):
+def test_pause_step_resume_stop(any_worker, qtbot):
+    worker = any_worker
     rec = Recorder(worker)
     worker.start_run(request(tokens=50, paused=True))
     # Started paused: exactly the first round ran.
@@ -131,7 +144,8 @@ def test_pacing_sleeps_between_rounds_outside_the_timed_region(worker, qtbot):
     assert sum(decode) / len(decode) < 15.0  # the 20 ms waits are not in the engine's latency
 
 
-def test_speed_change_takes_effect_mid_run(worker, qtbot):
+def test_speed_change_takes_effect_mid_run(any_worker, qtbot):
+    worker = any_worker
     rec = Recorder(worker)
     worker.start_run(request(tokens=200, speed=2, engines=("concat",)))
     qtbot.waitUntil(lambda: len(rec.traces) >= 1, timeout=10_000)
@@ -213,7 +227,8 @@ def test_naive_attention_weights_are_skipped_when_they_would_not_fit(worker, qtb
     worker.request_stop()
 
 
-def test_a_new_run_replaces_the_running_one(worker, qtbot):
+def test_a_new_run_replaces_the_running_one(any_worker, qtbot):
+    worker = any_worker
     rec = Recorder(worker)
     worker.start_run(request("a", tokens=500, speed=5))
     with qtbot.waitSignal(worker.run_finished, timeout=30_000, check_params_cb=lambda rid: rid == "b"):
