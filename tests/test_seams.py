@@ -47,3 +47,12 @@ def test_trace_and_history_import_without_torch_or_qt():
             "print(bad); raise SystemExit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_window_module_loads_without_pyqtgraph():
+    """The window is shown before the panels (and pyqtgraph, most of a launch's time) are imported."""
+    code = ("import sys, kvviz.ui.main_window, kvviz.ui.app; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'pyqtgraph')]; "
+            "print(bad); raise SystemExit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -15,7 +15,6 @@ import traceback
 import uuid
 from enum import Enum
 
-import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -50,7 +49,6 @@ from kvviz.trace import StepTrace
 from kvviz.ui.history import RunHistory, RunInfo
 from kvviz.ui.messages import Environment, ModelChoice, RunRequest
 from kvviz.ui.panels import PANELS
-from kvviz.ui.panels._plots import fit_axes
 from kvviz.ui.panels.base import Panel
 
 REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
@@ -1018,6 +1016,8 @@ class MainWindow(QMainWindow):
             # (measured: two or three full paints per draw before): axes fit their new tick labels
             # (an axis that grew or shrank mid-paint resized the plot and asked for another paint),
             # the layouts that invalidated, then each view's range and transform.
+            from kvviz.ui.panels._plots import fit_axes  # pyqtgraph: imported once panels exist
+
             for _ in range(3):  # an axis that resized changes the view, which may change the labels
                 QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
                 resized = False
@@ -1035,6 +1035,8 @@ class MainWindow(QMainWindow):
     def _scenes(self, key: str) -> list:
         scenes = self._panel_scenes.get(key)
         if scenes is None:
+            import pyqtgraph as pg  # the window shows before pyqtgraph is imported (with the panels)
+
             scenes = self._panel_scenes[key] = [v.scene() for v in self.frames[key].findChildren(pg.GraphicsView)]
         return scenes
 
