@@ -411,8 +411,12 @@ def test_attention_pooled_image_equals_pooling_from_scratch_as_the_factor_coarse
     matrix accumulate() makes from scratch."""
     from types import SimpleNamespace
 
+    from kvviz.ui.panels import attention
     from kvviz.ui.panels.attention import _Accumulated, _pool_fmax, accumulate
 
+    # A kept buffer from an earlier run, full of its values: the new run must not see any of them.
+    garbage = np.full(400 * 400, 7.0, dtype=np.float32)
+    attention._give_buffer(garbage)
     rng = np.random.default_rng(0)
     prompt, steps = 5, 300
     traces = [SimpleNamespace(pos_start=0, pos_stop=prompt, attn_weights=rng.random((prompt, prompt), dtype=np.float32))]
@@ -420,6 +424,7 @@ def test_attention_pooled_image_equals_pooling_from_scratch_as_the_factor_coarse
         n = prompt + j
         traces.append(SimpleNamespace(pos_start=n - 1, pos_stop=n, attn_weights=rng.random((1, n), dtype=np.float32)))
     acc = _Accumulated(traces, prompt + steps)
+    assert acc.buf.base is garbage  # taken from the spares
     for k, factor in [(0, 1), (3, 1), (60, 1), (61, 2), (130, 2), (131, 4), (200, 4), (201, 16), (299, 16),
                       (299, 1)]:
         acc.fold(k + 1)
@@ -451,3 +456,22 @@ def test_series_curves_made_ahead_are_reused_and_hidden_for_engines_a_run_leaves
         if engine in ("concat", "paged"):
             np.testing.assert_array_equal(curve.getData()[1], panel.curve(series, engine))
             assert len(panel.curve(series, engine)) == NEW_TOKENS
+
+
+
+def test_attention_buffers_are_warmed_kept_and_bounded():
+    from kvviz.ui.panels import attention
+
+    attention._spare.clear()
+    assert attention.warm_buffer(300) is True
+    assert attention.warm_buffer(300) is False  # one is there already
+    assert attention.warm_buffer(5000) is False  # 95 MiB: over the bound, not made
+    warmed = attention._spare[0]
+    assert warmed.size == 300 * 300 and np.isnan(warmed).all()  # written through: pages faulted in
+    buf = attention._take_buffer(250)
+    assert buf.shape == (250, 250) and buf.base is warmed and attention._spare == []
+    attention._give_buffer(buf)
+    assert len(attention._spare) == 1 and attention._spare[0] is warmed
+    for _ in range(6):  # more than the bound in all: the smallest go
+        attention._give_buffer(np.empty((2048, 2048), dtype=np.float32))
+    assert sum(b.nbytes for b in attention._spare) <= attention._KEEP_BYTES

@@ -434,13 +434,21 @@ def test_memory_calculator_opens_from_the_model_menu(open_window):
 def test_idle_ticks_build_the_work_matrix_plots_that_a_run_then_uses(qtbot, open_window):
     """Building a plot per engine cost ~13 ms each at the start of the first run: the window builds
     them while idle, and the run lays out those same plots."""
+    from kvviz.ui.panels import attention
+
+    attention._spare.clear()
     window = open_window()
     panel = window.panels["work_matrix"]
-    qtbot.waitUntil(lambda: set(panel._spare) == set(ENGINES), timeout=10_000)
+    qtbot.waitUntil(lambda: not window._warming, timeout=10_000)  # every panel warmed up
+    assert set(panel._spare) == set(ENGINES)
     built = {e: panel._spare[e].plot for e in ENGINES}
+    positions = window.models["tiny-random"].config.max_seq_len
+    warmed = [b for b in attention._spare if b.size == positions * positions]
+    assert len(warmed) == 1  # the attention weights' buffer for the longest run, pages faulted in
     type_prompt(qtbot, window, PROMPT)
     window.set_engines(("concat", "paged"))
     window.tokens_spin.setValue(3)
     run_to_end(qtbot, window)
     assert panel.export_items() == [built["concat"], built["paged"]]
+    assert all(acc.buf.base is warmed[0] for acc in window.panels["attention"]._acc.values())
     assert panel.worked_rows("paged").sum() == 1  # and they draw the run

@@ -936,9 +936,11 @@ class MainWindow(QMainWindow):
         if self.env is None:
             return  # the engines are not known yet
         keys = tuple(k for k, _ in self.env.engines)
+        choice = self.models.get(self.current_model())
+        positions = choice.config.max_seq_len if choice is not None and choice.config is not None else 0
         while self._warming:
             key = self._warming[0]
-            if self.panels[key].warm_up(keys):
+            if self.panels[key].warm_up(keys, positions):
                 return
             self._warming.pop(0)
         # Warmed up: the ~200,000 objects Qt, pyqtgraph and the panels made so far live as long as

@@ -174,7 +174,7 @@ class SeriesPanel(Panel):
             self.set_ranges(*self._shown)
             self.show_step(*self._shown)  # the step markers are placed in the axis' own units
 
-    def warm_up(self, engines: tuple[str, ...]) -> bool:
+    def warm_up(self, engines: tuple[str, ...], positions: int = 0) -> bool:
         """Make every engine's curves ahead of the first run (~5 ms a panel)."""
         if not self._curve_pool:
             self._ensure_curves(list(engines))

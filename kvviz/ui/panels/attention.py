@@ -63,6 +63,42 @@ def accumulate(traces: list[StepTrace]) -> tuple[np.ndarray, np.ndarray]:
     return out, filled
 
 
+# Weight buffers are kept between runs, written through once (their pages faulted in) while the
+# window is idle: a fresh buffer's pages were faulted in as the sequence reached its rows, ~5 ms of
+# each draw during a 2000-step run. At most this much memory is warmed or kept.
+_KEEP_BYTES = 64 << 20
+_spare: list[np.ndarray] = []  # float32 arrays owning buffers no accumulator uses
+
+
+def _take_buffer(rows: int) -> np.ndarray:
+    """A [rows, rows] float32 buffer (uninitialised), from the spares when one is large enough."""
+    fits = [b for b in _spare if b.size >= rows * rows]
+    if not fits:
+        return np.empty((rows, rows), dtype=np.float32)
+    owner = min(fits, key=lambda b: b.size)
+    _spare.remove(owner)
+    return owner.reshape(-1)[: rows * rows].reshape(rows, rows)
+
+
+def _give_buffer(buf: np.ndarray) -> None:
+    owner = buf if buf.base is None else buf.base  # the array that owns the memory
+    if owner.nbytes <= _KEEP_BYTES and all(b is not owner for b in _spare):
+        _spare.append(owner)
+        while sum(b.nbytes for b in _spare) > _KEEP_BYTES:
+            _spare.remove(min(_spare, key=lambda b: b.size))
+
+
+def warm_buffer(positions: int) -> bool:
+    """Fault in a spare buffer for a run of up to `positions` tokens (False if none was made)."""
+    size = positions * positions
+    if not positions or size * 4 > _KEEP_BYTES or any(b.size >= size for b in _spare):
+        return False
+    flat = np.empty(size, dtype=np.float32)
+    flat.fill(np.nan)  # touches every page
+    _give_buffer(flat)
+    return True
+
+
 class _Accumulated:
     """One engine's accumulate() kept up to date as steps arrive: each new step writes only its own
     rows, and the image pooled for the view is refreshed only in the block rows those touch."""
@@ -74,7 +110,7 @@ class _Accumulated:
         # Sized for the whole run up front (growing it mid-run meant a stall of a full copy and
         # re-pool) but left uninitialised: np.empty touches no memory, and rows are set to NaN only
         # as the sequence reaches them (_reach), so the first draw costs no planned x planned pass.
-        self.buf = np.empty((planned, planned), dtype=np.float32)
+        self.buf = _take_buffer(planned)
         self.ready = 0  # buf rows [0, ready) hold NaN or weights across their whole width
         self.n = 0
         self.filled = np.zeros(planned, dtype=bool)
@@ -83,14 +119,21 @@ class _Accumulated:
         self.pooled_ready = 0  # the same for pooled's rows
         self.dirty: tuple[int, int] | None = None  # rows changed since the last pooling
 
+    def release(self) -> None:
+        """Hand the buffer back for a later run (the accumulator is not used after this)."""
+        if self.buf.size:
+            _give_buffer(self.buf)
+        self.buf = np.empty((0, 0), dtype=np.float32)
+
     def _reach(self, rows: int) -> None:
         """Make buf rows [0, rows) valid (NaN where nothing was written), growing buf if needed."""
         if rows > self.buf.shape[0]:
             size = max(rows, 256, 2 * self.buf.shape[0])
-            grown = np.empty((size, size), dtype=np.float32)
+            grown = _take_buffer(size)
             old = self.buf.shape[0]
             grown[: self.ready, :old] = self.buf[: self.ready]
             grown[: self.ready, old:] = np.nan
+            self.release()
             self.buf = grown
             filled = np.zeros(size, dtype=bool)
             filled[: len(self.filled)] = self.filled
@@ -258,6 +301,11 @@ class AttentionPanel(Panel):
         top.insertWidget(0, self._engine_label)
         self.retranslate()
 
+    def warm_up(self, engines: tuple[str, ...], positions: int = 0) -> bool:
+        """Fault in a weights buffer for the selected model's longest run (up to 64 MiB)."""
+        warm_buffer(positions)
+        return False
+
     def retranslate(self) -> None:
         self._engine_box.setToolTip(self.tr("Which engine's recorded weights to show"))
         self._engine_label.setText(self.tr("Engine:"))
@@ -298,6 +346,8 @@ class AttentionPanel(Panel):
     def clear(self) -> None:
         self._history = None
         self._engine = ""
+        for acc in self._acc.values():
+            acc.release()
         self._acc.clear()
         self._weights = np.zeros((0, 0), dtype=np.float32)
         self._engine_box.blockSignals(True)
@@ -343,6 +393,8 @@ class AttentionPanel(Panel):
         acc = self._acc.get(engine)
         if acc is None or not acc.valid_for(all_traces) or acc.steps > k + 1:
             planned = len(history.info.prompt_ids) + history.info.max_new_tokens
+            if acc is not None:
+                acc.release()
             acc = self._acc[engine] = _Accumulated(all_traces, planned)  # a new run, or scrubbing back
         acc.fold(k + 1)
         weights, filled = acc.buf[:n, :n], acc.filled[:n]

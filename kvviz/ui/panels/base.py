@@ -33,9 +33,10 @@ class Panel(QWidget):
     def clear(self) -> None:
         """Forget the drawn run (a new run starts)."""
 
-    def warm_up(self, engines: tuple[str, ...]) -> bool:
+    def warm_up(self, engines: tuple[str, ...], positions: int = 0) -> bool:
         """Do, while the window is idle, a piece of the work the first run with these engines would
-        otherwise do mid-run; True while there is more. The window calls it once per idle tick."""
+        otherwise do mid-run; True while there is more. The window calls it once per idle tick.
+        `positions`: the longest sequence a run of the selected model can have (0: unknown)."""
         return False
 
     def export_items(self) -> list:

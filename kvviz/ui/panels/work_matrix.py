@@ -251,7 +251,7 @@ class WorkMatrixPanel(Panel):
             self._views[engine] = self._spare.pop(engine, None) or self._new_view()
         self._relayout(force=True)
 
-    def warm_up(self, engines: tuple[str, ...]) -> bool:
+    def warm_up(self, engines: tuple[str, ...], positions: int = 0) -> bool:
         """Build one engine's plot ahead of its first run (~13 ms each here)."""
         for engine in engines:
             if engine not in self._views and engine not in self._spare:
