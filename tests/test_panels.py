@@ -419,7 +419,8 @@ def test_attention_pooled_image_equals_pooling_from_scratch_as_the_factor_coarse
     attention._give_buffer(garbage)
     rng = np.random.default_rng(0)
     prompt, steps = 5, 300
-    traces = [SimpleNamespace(pos_start=0, pos_stop=prompt, attn_weights=rng.random((prompt, prompt), dtype=np.float32))]
+    prefill = rng.random((prompt, prompt), dtype=np.float32)
+    traces = [SimpleNamespace(pos_start=0, pos_stop=prompt, attn_weights=prefill)]
     for j in range(1, steps):
         n = prompt + j
         traces.append(SimpleNamespace(pos_start=n - 1, pos_stop=n, attn_weights=rng.random((1, n), dtype=np.float32)))

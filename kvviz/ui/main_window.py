@@ -6,8 +6,8 @@ repaints the panels from the history on a timer, never from the worker's signals
 """
 from __future__ import annotations
 
-import importlib
 import gc
+import importlib
 import math
 import sys
 import time
@@ -1014,33 +1014,16 @@ class MainWindow(QMainWindow):
                 self._stale.discard(key)
                 self.panels[key].clear()
             self.panels[key].show_step(self.history, self._selected)
-            # Settle now what pyqtgraph would settle while painting, so the panel is painted once
-            # (measured: two or three full paints per draw before): axes fit their new tick labels
-            # (an axis that grew or shrank mid-paint resized the plot and asked for another paint),
-            # the layouts that invalidated, then each view's range and transform.
-            from kvviz.ui.panels._plots import fit_axes  # pyqtgraph: imported once panels exist
+            from kvviz.ui.panels._plots import scenes_in, settle  # pyqtgraph: imported with the panels
 
-            for _ in range(3):  # an axis that resized changes the view, which may change the labels
-                QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-                resized = False
-                for scene in self._scenes(key):
-                    scene.prepareForPaint()
-                    resized = fit_axes(scene) or resized
-                if not resized:
-                    break
+            if key not in self._panel_scenes:
+                self._panel_scenes[key] = scenes_in(self.frames[key])
+            settle(self._panel_scenes[key])  # painted once per draw (see settle)
         except Exception as exc:  # one broken panel must not take the window down
             frame = self.frames[key]
             if not frame.error:
                 traceback.print_exc()
                 frame.show_error(f"{type(exc).__name__}: {exc}")
-
-    def _scenes(self, key: str) -> list:
-        scenes = self._panel_scenes.get(key)
-        if scenes is None:
-            import pyqtgraph as pg  # the window shows before pyqtgraph is imported (with the panels)
-
-            scenes = self._panel_scenes[key] = [v.scene() for v in self.frames[key].findChildren(pg.GraphicsView)]
-        return scenes
 
     def toggle_focus(self, key: str) -> None:
         """Show only this panel in the grid, or, if it is already alone, every checked panel again."""

@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import QLabel
 
@@ -128,6 +128,27 @@ def fit_axes(scene) -> bool:
         item.picture = picture
         resized = resized or size != (item.textWidth, item.textHeight)
     return resized
+
+
+def scenes_in(widget) -> list:
+    """The pyqtgraph scenes of the views inside a widget (a panel's frame)."""
+    return [view.scene() for view in widget.findChildren(pg.GraphicsView)]
+
+
+def settle(scenes: list) -> None:
+    """Settle now what pyqtgraph would settle while painting, so a panel just drawn is painted
+    once (measured: two or three full paints per draw before): the layouts the draw invalidated,
+    each view's range and transform, then each axis fitted to its new tick labels (an axis that
+    grew or shrank mid-paint resized its plot and asked for another paint). An axis that resized
+    changes its view, which may change the labels again: up to three rounds."""
+    for _ in range(3):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        resized = False
+        for scene in scenes:
+            scene.prepareForPaint()
+            resized = fit_axes(scene) or resized
+        if not resized:
+            break
 
 
 def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:

@@ -185,7 +185,6 @@ class _Accumulated:
                 self.dirty = (min(lo, a), max(hi, b))
             self.steps += 1
             self.last = trace
-        self._reach(self.n)
 
     def image(self, factor: int) -> np.ndarray:
         """The weights pooled by `factor` (max per block), re-pooled only where rows changed."""
