@@ -476,3 +476,20 @@ def test_attention_buffers_are_warmed_kept_and_bounded():
     for _ in range(6):  # more than the bound in all: the smallest go
         attention._give_buffer(np.empty((2048, 2048), dtype=np.float32))
     assert sum(b.nbytes for b in attention._spare) <= attention._KEEP_BYTES
+
+
+def test_byte_axes_name_gigabytes_in_their_ticks(qtbot):
+    """Totals past 1e9 bytes: the ticks say GiB, and no SI factor stands beside the axis name."""
+    import pyqtgraph as pg
+
+    from kvviz.ui.panels._plots import BytesAxis
+
+    axis = BytesAxis("left")
+    plot = pg.PlotItem(axisItems={"left": axis})
+    plot.setLabel("left", "bytes")
+    plot.setYRange(0, 4e9, padding=0)
+    values = [v for _spacing, vs in axis.tickValues(0, 4e9, 200) for v in vs]
+    labels = axis.tickStrings(values, axis.autoSIPrefixScale, values[1] - values[0])
+    assert any(label.endswith("GiB") for label in labels), labels
+    assert not any(label.endswith(" B") and label != "0" for label in labels), labels
+    assert "x1e" not in axis.labelString()

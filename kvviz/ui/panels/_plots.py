@@ -40,6 +40,9 @@ class BytesAxis(pg.AxisItem):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.setWidth(72)  # room for "512 KiB" and the label, the same in every byte plot
+        # The unit is in the tick labels: pyqtgraph's own SI scaling (from 1e9 up, for a label
+        # without units) would divide the values first and print "3 B" for 3 GB, "(x1e+09)" beside.
+        self.enableAutoSIPrefix(False)
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
         if not self.logMode:
