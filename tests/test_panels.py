@@ -473,6 +473,13 @@ def test_attention_buffers_are_warmed_kept_and_bounded():
     assert buf.shape == (250, 250) and buf.base is warmed and attention._spare == []
     attention._give_buffer(buf)
     assert len(attention._spare) == 1 and attention._spare[0] is warmed
+    small = np.empty((100, 100), dtype=np.float32)
+    attention._spare.clear()
+    attention._give_buffer(small)
+    attention._give_buffer(warmed)
+    assert attention._take_buffer(200).base is warmed  # past a spare too small: taken by identity
+    assert len(attention._spare) == 1 and attention._spare[0] is small
+    attention._give_buffer(warmed)
     for _ in range(6):  # more than the bound in all: the smallest go
         attention._give_buffer(np.empty((2048, 2048), dtype=np.float32))
     assert sum(b.nbytes for b in attention._spare) <= attention._KEEP_BYTES

@@ -119,6 +119,7 @@ def test_timeline_scrubs_back_and_every_panel_follows(qtbot, open_window):
     assert window.panels["summary"].table_values()["concat"]["kv_projections"] == \
         RunSummary.from_traces(window.history.upto("concat", 7)).kv_projections
     assert "step 7 / 11" in window.step_label.text()
+    assert window.panels["attention"].weights().shape == (n, n)  # its rows folded again from step 0
     window.act_first.trigger()
     assert window.selected_step == 0 and "prefill" in window.step_label.text()
     window.act_next.trigger()
@@ -127,6 +128,8 @@ def test_timeline_scrubs_back_and_every_panel_follows(qtbot, open_window):
     assert window.selected_step == 11
     window.act_next.trigger()  # at the end of a finished run: nothing more to show
     assert window.selected_step == 11
+    window.refresh()
+    assert {k: f.error for k, f in window.frames.items() if f.error} == {}  # no panel failed on the way
 
 
 def test_pause_step_resume_and_stop(qtbot, open_window):
@@ -440,8 +443,9 @@ def test_idle_ticks_build_the_work_matrix_plots_that_a_run_then_uses(qtbot, open
     window = open_window()
     panel = window.panels["work_matrix"]
     qtbot.waitUntil(lambda: not window._warming, timeout=10_000)  # every panel warmed up
-    assert set(panel._spare) == set(ENGINES)
-    built = {e: panel._spare[e].plot for e in ENGINES}
+    # Every engine's plot built, and those of a run of all four laid out (transparent until it draws).
+    assert tuple(panel._views) == ENGINES and all(v.plot.opacity() == 0 for v in panel._views.values())
+    built = {e: v.plot for e, v in panel._views.items()}
     positions = window.models["tiny-random"].config.max_seq_len
     warmed = [b for b in attention._spare if b.size == positions * positions]
     assert len(warmed) == 1  # the attention weights' buffer for the longest run, pages faulted in
@@ -451,4 +455,8 @@ def test_idle_ticks_build_the_work_matrix_plots_that_a_run_then_uses(qtbot, open
     run_to_end(qtbot, window)
     assert panel.export_items() == [built["concat"], built["paged"]]
     assert all(acc.buf.base is warmed[0] for acc in window.panels["attention"]._acc.values())
+    window.set_engines(ENGINES)
+    run_to_end(qtbot, window)
+    assert panel.export_items() == [built[e] for e in ENGINES]  # the same four plots again
+    assert all(p.isVisible() and p.opacity() == 1 for p in panel.export_items())
     assert panel.worked_rows("paged").sum() == 1  # and they draw the run

@@ -139,12 +139,16 @@ def scenes_in(widget) -> list:
 
 
 def settle(scenes: list) -> None:
-    """Settle now what pyqtgraph would settle while painting, so a panel just drawn is painted
-    once (measured: two or three full paints per draw before): the layouts the draw invalidated,
+    """Settle now what pyqtgraph and Qt would settle while painting, so a panel just drawn is
+    painted once (measured: two or three full paints per draw before): the layouts the draw invalidated,
     each view's range and transform, then each axis fitted to its new tick labels (an axis that
     grew or shrank mid-paint resized its plot and asked for another paint). An axis that resized
     changes its view, which may change the labels again: up to three rounds."""
     for _ in range(3):
+        # Twice: a layout pass can post another (a title resized by it updates its minimum size,
+        # which invalidates the layout again); left to the event loop, that one came after the
+        # paint and asked for a second (measured in a four-engine work matrix).
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         resized = False
         for scene in scenes:

@@ -76,7 +76,7 @@ def _take_buffer(rows: int) -> np.ndarray:
     if not fits:
         return np.empty((rows, rows), dtype=np.float32)
     owner = min(fits, key=lambda b: b.size)
-    _spare.remove(owner)
+    _forget(owner)
     return owner.reshape(-1)[: rows * rows].reshape(rows, rows)
 
 
@@ -85,7 +85,12 @@ def _give_buffer(buf: np.ndarray) -> None:
     if owner.nbytes <= _KEEP_BYTES and all(b is not owner for b in _spare):
         _spare.append(owner)
         while sum(b.nbytes for b in _spare) > _KEEP_BYTES:
-            _spare.remove(min(_spare, key=lambda b: b.size))
+            _forget(min(_spare, key=lambda b: b.size))
+
+
+def _forget(owner: np.ndarray) -> None:
+    """Take one array out of the spares, by identity (list.remove compares arrays by value)."""
+    _spare[:] = [b for b in _spare if b is not owner]
 
 
 def warm_buffer(positions: int) -> bool:

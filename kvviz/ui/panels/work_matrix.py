@@ -21,9 +21,11 @@ from kvviz.ui.panels._plots import (
     engine_step,
     legend_row,
     pool_blocks,
+    scenes_in,
     sequence_labels,
     set_legend,
     set_token_ticks,
+    settle,
 )
 from kvviz.ui.panels.base import Panel
 
@@ -234,29 +236,46 @@ class WorkMatrixPanel(Panel):
 
     # -- drawing ------------------------------------------------------------------------------
     def clear(self) -> None:
-        self._canvas.ci.clear()
-        for engine, view in self._views.items():
+        # The plots stay laid out, transparent: a run with the same engines shows them again, where
+        # laying out four plots afresh took ~40 ms of the run's first draw (hidden ones, too: a
+        # layout skips hidden items, so showing them laid all four out again).
+        for view in self._views.values():
             view.reset()
-            self._spare[engine] = view
-        self._views.clear()
-        self._cols = 0
+            view.plot.setOpacity(0.0)
         self._stops.clear()
         self._shown = None
 
     def _ensure_views(self, engines: tuple[str, ...]) -> None:
-        if tuple(self._views) == engines:
-            return
-        self.clear()
-        for engine in engines:
-            self._views[engine] = self._spare.pop(engine, None) or self._new_view()
-        self._relayout(force=True)
+        if tuple(self._views) != engines:
+            self._canvas.ci.clear()
+            for engine, view in self._views.items():
+                view.reset()
+                view.plot.setOpacity(1.0)
+                self._spare[engine] = view
+            self._views = {engine: self._spare.pop(engine, None) or self._new_view() for engine in engines}
+            self._relayout(force=True)
+        for view in self._views.values():
+            if view.plot.opacity() < 1.0:
+                view.plot.setOpacity(1.0)
 
     def warm_up(self, engines: tuple[str, ...], positions: int = 0) -> bool:
-        """Build one engine's plot ahead of its first run (~13 ms each here)."""
+        """Build one engine's plot ahead of its first run (~13 ms each here); then lay out the
+        plots of a run of all of them (the form's default), transparent until that run draws."""
         for engine in engines:
             if engine not in self._views and engine not in self._spare:
                 self._spare[engine] = self._new_view()
                 return True
+        if not self._views and self._shown is None:
+            self._ensure_views(engines)
+            for order, (engine, view) in enumerate(self._views.items()):
+                # Titles of a run's height, and axes as wide as a long run's positions need (pyqtgraph
+                # narrows an axis only for labels 10 px narrower): the first real draw then lays
+                # nothing out again.
+                self._title(view, engine, order, "&nbsp;")
+                top = max(positions, 1)
+                view.plot.getViewBox().setRange(xRange=(0, top), yRange=(0, top), padding=0)
+            settle(scenes_in(self))
+            self.clear()
         return False
 
     def _new_view(self) -> _EngineView:
@@ -374,6 +393,10 @@ class WorkMatrixPanel(Panel):
             detail = self.tr("{rows} rows, {again} again").format(rows=rows, again=again)
         else:
             detail = self.tr("{rows} row, {cached} cached").format(rows=rows, cached=cached)
+        self._title(view, engine, order, detail)
+
+    @staticmethod
+    def _title(view: _EngineView, engine: str, order: int, detail: str) -> None:
         color = style.engine_color(engine, order)
         view.plot.setTitle(
             f'<span style="color:{color}; font-weight:bold; font-size:10pt">{engine}</span><br>'
