@@ -314,8 +314,39 @@ def test_token_stream_shows_text_so_far_and_highlights_the_step(qtbot, history):
         assert panel.highlighted(engine) == traces[DECODE_STEP].token_text
 
 
-def test_token_stream_underlines_a_token_that_differs_from_the_first_engine(qtbot, history):
+def test_token_stream_draws_the_same_text_per_token_or_in_three_spans(qtbot, history, monkeypatch):
+    """A long run whose engines agree is drawn as three spans per engine (no pass over each token):
+    the same text and highlight as one span per token, without the zebra shading."""
+    from kvviz.ui.panels import token_stream
+
+    drawn = {}
+    for spans in (10_000, 4):  # every token its own span; a "long" run
+        monkeypatch.setattr(token_stream, "_ZEBRA_SPANS", spans)
+        panel = make_panel(qtbot, "token_stream")
+        panel.show_step(history, DECODE_STEP)
+        html = panel._view.toHtml()
+        drawn[spans] = (panel._view.toPlainText(), {e: panel.highlighted(e) for e in ENGINES},
+                        token_stream._ZEBRA[0] in html, html.count(style_of_highlight()))
+    assert drawn[10_000][:2] == drawn[4][:2]
+    assert drawn[10_000][2] and not drawn[4][2]
+    assert drawn[10_000][3] == drawn[4][3] == len(ENGINES)  # one highlighted token per engine
+
+
+def style_of_highlight() -> str:
+    from PySide6.QtGui import QColor
+
+    from kvviz.ui import style
+
+    return f"background-color:{QColor(style.HIGHLIGHT).name()}"
+
+
+@pytest.mark.parametrize("spans", [10_000, 4])
+def test_token_stream_underlines_a_token_that_differs_from_the_first_engine(qtbot, history, monkeypatch, spans):
     import dataclasses
+
+    from kvviz.ui.panels import token_stream
+
+    monkeypatch.setattr(token_stream, "_ZEBRA_SPANS", spans)  # a difference is drawn in either mode
 
     forked = RunHistory()
     forked.reset(history.info)
