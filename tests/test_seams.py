@@ -41,18 +41,19 @@ def test_ui_needs_no_torch_except_worker_and_app():
     assert {k: v for k, v in bad.items() if v} == {}
 
 
-def test_trace_and_history_import_without_torch_or_qt():
-    code = ("import sys, kvviz.trace, kvviz.ui.history, kvviz.config; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'PySide6', 'pyqtgraph')]; "
+def assert_imports_none_of(modules: str, banned: tuple[str, ...]) -> None:
+    """Import `modules` in a fresh interpreter; none of the `banned` packages may come with them."""
+    code = (f"import sys, {modules}; "
+            f"bad = [m for m in sys.modules if m.split('.')[0] in {banned!r}]; "
             "print(bad); raise SystemExit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_trace_and_history_import_without_torch_or_qt():
+    assert_imports_none_of("kvviz.trace, kvviz.ui.history, kvviz.config", ("torch", "PySide6", "pyqtgraph"))
 
 
 def test_the_window_module_loads_without_pyqtgraph():
     """The window is shown before the panels (and pyqtgraph, most of a launch's time) are imported."""
-    code = ("import sys, kvviz.ui.main_window, kvviz.ui.app; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'pyqtgraph')]; "
-            "print(bad); raise SystemExit(1 if bad else 0)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_imports_none_of("kvviz.ui.main_window, kvviz.ui.app", ("torch", "pyqtgraph"))
