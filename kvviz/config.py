@@ -29,10 +29,11 @@ def canonical_dtype(name: str) -> str:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Shape of a decoder-only transformer (Llama family; the shipped tiny model is one too)."""
+    """Shape of a decoder-only transformer: the Llama family (the shipped tiny model is one too), or
+    GPT-2 (arch "gpt2": LayerNorm, learned positions, a GELU MLP, biases; d_ff is its n_inner)."""
 
     name: str = "tiny"
-    arch: str = "kvviz"  # kvviz | llama | qwen2 | qwen3
+    arch: str = "kvviz"  # kvviz | llama | qwen2 | qwen3 | gpt2
     vocab_size: int = 256
     d_model: int = 128
     n_layer: int = 2
@@ -59,6 +60,9 @@ class ModelConfig:
         if self.n_head % self.n_kv_head:
             raise ValueError(
                 f"model config: n_head ({self.n_head}) must be a multiple of n_kv_head ({self.n_kv_head})")
+        if self.arch == "gpt2" and (self.n_kv_head != self.n_head or self.n_head * self.head_dim != self.d_model):
+            raise ValueError(f"model config: gpt2 needs n_kv_head == n_head and n_head * head_dim == d_model, got "
+                             f"{self.n_kv_head}, {self.n_head} x {self.head_dim} for {self.d_model}")
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
 
     # -- figures derived from the shape ------------------------------------------------------
@@ -77,6 +81,10 @@ class ModelConfig:
     def param_count(self) -> int:
         """Parameters implied by the shape (counted again from the tensors in the tests)."""
         d, h, kv, hd, f = self.d_model, self.n_head, self.n_kv_head, self.head_dim, self.d_ff
+        head = 0 if self.tie_embeddings else self.vocab_size * d
+        if self.arch == "gpt2":  # biases everywhere, two-matrix MLP, LayerNorm weight + bias
+            per_layer = (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d) + 4 * d
+            return self.n_layer * per_layer + (self.vocab_size + self.max_seq_len) * d + 2 * d + head
         attn = d * (h * hd) + 2 * d * (kv * hd) + (h * hd) * d
         if self.qkv_bias:
             attn += h * hd + 2 * kv * hd
@@ -85,7 +93,6 @@ class ModelConfig:
         mlp = 3 * d * f
         per_layer = attn + mlp + 2 * d
         emb = self.vocab_size * d
-        head = 0 if self.tie_embeddings else self.vocab_size * d
         return self.n_layer * per_layer + emb + head + d
 
     def replace(self, **changes: Any) -> ModelConfig:
@@ -107,6 +114,12 @@ class ModelConfig:
         from kvviz.fileio import atomic_write_text
 
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @staticmethod
+    def is_own_schema(data: Any) -> bool:
+        """True for a config.json kvviz wrote: it names d_model; a Hugging Face one names a model_type
+        (GPT-2's has n_layer too, so that key cannot tell them apart)."""
+        return isinstance(data, dict) and "d_model" in data and "model_type" not in data
 
     @classmethod
     def load_json(cls, path: str | Path) -> ModelConfig:

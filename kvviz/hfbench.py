@@ -24,7 +24,7 @@ RANDOM_LLAMA = dict(vocab_size=512, hidden_size=128, intermediate_size=512, num_
 
 def configure(parser) -> None:
     parser.add_argument("--model", default=None,
-                        help="a local Llama/Qwen2/Qwen3 checkpoint folder (default: a tiny random Llama)")
+                        help="a local Llama/Qwen2/Qwen3/GPT-2 checkpoint folder (default: a tiny random Llama)")
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt text (default: a sentence)")
     parser.add_argument("--tokens", type=int, default=100, help="new tokens per run (default 100)")
     parser.add_argument("--repeat", type=int, default=5, help="timed repeats per side (median reported)")

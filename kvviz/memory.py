@@ -280,13 +280,10 @@ def resolve_config(name_or_path: str) -> ModelConfig:
         config = path / "config.json"
         if not config.is_file():
             raise ValueError(f"{path}: no config.json in this folder")
-        if _has_n_layer(config):
+        if _is_own_schema(config):
             return ModelConfig.load_json(config)
-        try:
-            from kvviz.models.hf import read_hf_config
-        except ImportError:
-            raise ValueError(f"{path}: a Hugging Face config, and this kvviz cannot read those yet "
-                             "(kvviz.models.hf is missing)") from None
+        from kvviz.models.hf import read_hf_config  # imports torch: only for a Hugging Face folder
+
         return read_hf_config(path)
     if path.exists():
         raise ValueError(f"{path}: a model is a folder holding config.json, not a file")
@@ -298,12 +295,12 @@ def resolve_config(name_or_path: str) -> ModelConfig:
                      "(or a model folder)")
 
 
-def _has_n_layer(path: Path) -> bool:
+def _is_own_schema(path: Path) -> bool:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: cannot read it as JSON ({exc})") from None
-    return isinstance(data, dict) and "n_layer" in data
+    return ModelConfig.is_own_schema(data)
 
 
 # -- the command -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Local Hugging Face checkpoints: tiny random Llama / Qwen2 / Qwen3 folders built with `transformers`,
+"""Local Hugging Face checkpoints: tiny random Llama / Qwen2 / Qwen3 / GPT-2 folders built with `transformers`,
 read by kvviz, compared with transformers' own forward and `generate`; bad folders via the CLI.
 
 `transformers` is a test-only dependency: the reference tests skip without it, the rest do not need it.
@@ -38,6 +38,8 @@ ARCHS = {
     # q/k RMSNorm, head_dim (32) not hidden/heads (16), one KV head for four query heads
     "qwen3": dict(num_attention_heads=4, num_key_value_heads=1, head_dim=32, rope_theta=1e6,
                   tie_word_embeddings=False),
+    # LayerNorm with biases, learned positions, GELU MLP, Conv1D weights stored (in, out)
+    "gpt2": dict(n_head=4, tie_word_embeddings=True),
 }
 
 
@@ -63,10 +65,12 @@ def _seeded_weights_(model, seed: int):
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=gen)
-            if name.endswith("norm.weight"):
+            if name.endswith("norm.weight") or (".ln_" in name and name.endswith(".weight")):
                 p.copy_(1.0 + 0.1 * noise)
             elif name.endswith(".bias"):
                 p.copy_(0.1 * noise)
+            elif name.endswith("wte.weight"):  # GPT-2's tied embedding, read through the residual: kept
+                p.copy_(0.02 * noise)  # small, or it echoes the input token back (GPT-2's own init)
             elif p.dim() == 2 and "embed" not in name:
                 p.copy_(noise / math.sqrt(p.shape[1]))
             elif tied:  # a tied head at full scale would mostly echo the input token back
@@ -79,11 +83,15 @@ def _seeded_weights_(model, seed: int):
 def build_hf_checkpoint(transformers, arch: str, folder: Path, tokenizer_json: str, *, seed: int = 3,
                         **save_kw):
     """A tiny random checkpoint saved by transformers itself, with a tokenizer.json; returns the HF model."""
-    config_cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
-                  "qwen3": transformers.Qwen3Config}[arch]
-    config = config_cls(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                        max_position_embeddings=256, rms_norm_eps=1e-6, bos_token_id=None, eos_token_id=None,
-                        pad_token_id=None, **ARCHS[arch])
+    if arch == "gpt2":
+        config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=64, n_inner=128, n_layer=2, n_positions=256,
+                                         bos_token_id=None, eos_token_id=None, pad_token_id=None, **ARCHS[arch])
+    else:
+        config_cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
+                      "qwen3": transformers.Qwen3Config}[arch]
+        config = config_cls(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            max_position_embeddings=256, rms_norm_eps=1e-6, bos_token_id=None, eos_token_id=None,
+                            pad_token_id=None, **ARCHS[arch])
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
     _seeded_weights_(model, seed).eval()
     model.save_pretrained(folder, **save_kw)
@@ -119,12 +127,15 @@ def test_config_maps_each_family(checkpoint):
     arch, folder, hf_model = checkpoint
     cfg = read_hf_config(folder)
     hc = hf_model.config
-    assert cfg.arch == arch
+    assert cfg.arch == arch and cfg.d_ff == 128
+    assert cfg.max_seq_len == 256 and cfg.dtype == "float32" and cfg.tokenizer == "tokenizer.json"
+    assert cfg.tie_embeddings == ARCHS[arch]["tie_word_embeddings"]
+    if arch == "gpt2":
+        assert (cfg.n_head, cfg.n_kv_head, cfg.head_dim) == (4, 4, 16) and cfg.norm_eps == hc.layer_norm_epsilon
+        return
     assert (cfg.n_head, cfg.n_kv_head) == (hc.num_attention_heads, hc.num_key_value_heads)
     assert cfg.head_dim == ARCHS[arch].get("head_dim", 64 // hc.num_attention_heads)
-    assert cfg.max_seq_len == 256 and cfg.dtype == "float32" and cfg.tokenizer == "tokenizer.json"
     assert cfg.qk_norm == (arch == "qwen3") and cfg.qkv_bias == (arch == "qwen2")
-    assert cfg.tie_embeddings == ARCHS[arch]["tie_word_embeddings"]
     assert cfg.rope_theta == ARCHS[arch]["rope_theta"]
     assert (cfg.rope_scaling or {}).get("rope_type") == ARCHS[arch].get("rope_scaling", {}).get("rope_type")
 
@@ -141,6 +152,8 @@ def test_logits_match_transformers(checkpoint):
     assert sum(p.numel() for p in model.parameters()) == n_params == model.cfg.param_count()
     ids = load_tokenizer(str(folder)).encode(PROMPT * 3)  # long enough for llama3 scaling to bite
     assert len(ids) > 32
+    if arch == "gpt2":  # its positions are learned: each must come from its own row of wpe
+        assert not torch.equal(model.wpe.weight[0], model.wpe.weight[1])
     x = torch.tensor([ids])
     with torch.no_grad():
         ours = model(x, all_logits=True).logits[0]  # (T, V)
@@ -182,23 +195,31 @@ def test_sharded_checkpoint_loads_the_same(transformers, tokenizer_json, tmp_pat
     assert diff < LOGIT_TOL
 
 
-def test_kvviz_written_checkpoint_reads_in_transformers(transformers, tokenizer_json, tmp_path):
+WRITTEN = {
+    "qwen3": dict(n_kv_head=2, rope_theta=1e6, norm_eps=1e-6, qk_norm=True, tie_embeddings=False),
+    "gpt2": dict(n_kv_head=4, tie_embeddings=True),
+}
+
+
+@pytest.mark.parametrize("arch", list(WRITTEN))
+def test_kvviz_written_checkpoint_reads_in_transformers(transformers, tokenizer_json, tmp_path, arch):
     """save_hf_checkpoint (used by the GPU check without transformers) writes what transformers reads."""
     import torch
 
-    from kvviz.models.hf import save_hf_checkpoint
-    from kvviz.models.transformer import Transformer
+    from kvviz.models import build_decoder
+    from kvviz.models.hf import load_hf_model, save_hf_checkpoint
 
-    cfg = ModelConfig(name="w", arch="qwen3", vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, n_kv_head=2,
-                      head_dim=16, d_ff=96, max_seq_len=128, rope_theta=1e6, norm_eps=1e-6, qk_norm=True,
-                      tie_embeddings=False)
-    model = _seeded_weights_(Transformer(cfg), 3).eval()
+    cfg = ModelConfig(name="w", arch=arch, vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, head_dim=16,
+                      d_ff=96, max_seq_len=128, **WRITTEN[arch])
+    model = _seeded_weights_(build_decoder(cfg), 3).eval()
     save_hf_checkpoint(model, tmp_path, tokenizer_json=tokenizer_json)
     hf_model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, local_files_only=True).eval()
     x = torch.tensor([[1, 2, 3, 250, 7, 9]])
     with torch.no_grad():
         diff = float((model(x, all_logits=True).logits - hf_model(x).logits).abs().max())
+        again = load_hf_model(tmp_path)(x, all_logits=True).logits
     assert diff < LOGIT_TOL
+    assert torch.equal(again, model(x, all_logits=True).logits)
 
 
 # -- dtype and KV heads in the byte figures (no transformers needed) --------------------------------
@@ -302,12 +323,12 @@ def test_pytorch_bin_only_is_refused(good, capsys):
     _one_line_error(*_bench(good, capsys), "pytorch_model.bin", "safetensors")
 
 
-@pytest.mark.parametrize("model_type, arch_class", [("bert", "BertForMaskedLM"), ("gpt2", "GPT2LMHeadModel")])
+@pytest.mark.parametrize("model_type, arch_class", [("bert", "BertForMaskedLM"), ("gpt_neox", "GPTNeoXForCausalLM")])
 def test_unsupported_architecture_is_named(good, capsys, model_type, arch_class):
     raw = json.loads((good / "config.json").read_text())
     raw.update(model_type=model_type, architectures=[arch_class])
     (good / "config.json").write_text(json.dumps(raw))
-    _one_line_error(*_bench(good, capsys), f"unsupported architecture {model_type}", "llama, qwen2, qwen3")
+    _one_line_error(*_bench(good, capsys), f"unsupported architecture {model_type}", "llama, qwen2, qwen3, gpt2")
 
 
 @pytest.mark.parametrize("change, needle", [
@@ -361,6 +382,92 @@ def test_command_line_exit_code(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"kvviz bench: error: {tmp_path}: not a complete checkpoint folder: missing config.json; model.safetensors"]
+
+
+# -- GPT-2 without transformers: the original OpenAI naming, its bad inputs, its position limit ------
+
+def _gpt2_checkpoint(folder: Path, tokenizer_json: str, **changes) -> Path:
+    from kvviz.models.gpt2 import GPT2
+    from kvviz.models.hf import save_hf_checkpoint
+
+    fields = dict(name="g", arch="gpt2", vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, n_kv_head=4,
+                  head_dim=16, d_ff=96, max_seq_len=24)
+    fields.update(changes)
+    return save_hf_checkpoint(GPT2(ModelConfig(**fields)).init_weights(0), folder, tokenizer_json=tokenizer_json)
+
+
+@pytest.fixture
+def good_gpt2(tmp_path, tokenizer_json) -> Path:
+    return _gpt2_checkpoint(tmp_path / "g2", tokenizer_json)
+
+
+def test_gpt2_original_naming_and_mask_buffers_load_the_same(good_gpt2, torch_cpu, tmp_path):
+    """openai-community/gpt2 saved its tensors without `transformer.` and with each layer's causal-mask
+    buffer (`h.0.attn.bias`); both forms load to the same model."""
+    from safetensors.torch import load_file, save_file
+
+    from kvviz.models.hf import load_hf_model
+
+    state = {k.removeprefix("transformer."): v for k, v in load_file(str(good_gpt2 / "model.safetensors")).items()}
+    for i in range(2):
+        state[f"h.{i}.attn.bias"] = torch_cpu.tril(torch_cpu.ones(1, 1, 24, 24))
+        state[f"h.{i}.attn.masked_bias"] = torch_cpu.tensor(-1e4)
+    save_file(state, str(good_gpt2 / "model.safetensors"))
+    x = torch_cpu.tensor([[1, 2, 3, 250, 7]])
+    before = _gpt2_checkpoint(tmp_path / "plain", None)
+    with torch_cpu.no_grad():
+        a = load_hf_model(good_gpt2)(x, all_logits=True).logits
+        b = load_hf_model(before)(x, all_logits=True).logits
+    assert torch_cpu.equal(a, b)
+
+
+def test_gpt2_every_engine_agrees_and_counts_its_cache(good_gpt2, torch_cpu):
+    from kvviz.config import SamplingConfig, TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.models.presets import load_model
+
+    model = load_model(str(good_gpt2), torch_cpu.device("cpu"))
+    runs = {key: list(make_engine(key, model, block_size=4).generate(
+        [5, 9, 200, 31], 12, SamplingConfig(), TraceOptions(weights_layer=1, weights_head=3)))
+        for key in ENGINE_KEYS}
+    tokens = {key: [t.token_id for t in traces] for key, traces in runs.items()}
+    assert all(ids == tokens["naive"] for ids in tokens.values()), tokens
+    per_token = 2 * 2 * 4 * 16 * 4  # layers x (K, V) x heads x head_dim x 4 B
+    assert model.cfg.kv_bytes_per_token() == per_token
+    last = runs["concat"][-1]
+    assert last.cache_len == 15 and last.cache_bytes == 15 * per_token
+    assert last.attn_weights.shape == (1, 15) and abs(float(last.attn_weights.sum()) - 1) < 1e-5
+
+
+def test_gpt2_request_past_its_learned_positions(good_gpt2, capsys):
+    from kvviz.cli import main
+
+    rc = main(["bench", "--model", str(good_gpt2), "--prompt", "x" * 20, "--tokens", "10", "--device", "cpu"])
+    _one_line_error(rc, capsys.readouterr().err, "exceeds the model's context of 24")
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"activation_function": "relu"}, "activation 'relu'"),
+    ({"scale_attn_by_inverse_layer_idx": True}, "attention scaling"),
+    ({"n_head": 5}, "n_embd 64 is not a multiple of n_head 5"),
+    ({"n_inner": 128}, "h.0.mlp.c_fc.bias has shape (96,), the config implies (128,)"),
+    ({"n_positions": 32}, "wpe.weight has shape (24, 64), the config implies (32, 64)"),
+])
+def test_gpt2_bad_configs(good_gpt2, capsys, change, needle):
+    raw = json.loads((good_gpt2 / "config.json").read_text())
+    raw.update(change)
+    (good_gpt2 / "config.json").write_text(json.dumps(raw))
+    _one_line_error(*_bench(good_gpt2, capsys), needle)
+
+
+def test_gpt2_published_config(tmp_path):
+    from kvviz.models.hf import read_hf_config
+
+    (tmp_path / "config.json").write_text(json.dumps(GPT2_SMALL))
+    cfg = read_hf_config(tmp_path)
+    assert (cfg.n_layer, cfg.n_head, cfg.head_dim, cfg.d_ff, cfg.max_seq_len) == (12, 12, 64, 3072, 1024)
+    assert cfg.param_count() == 124_439_808  # the "124M" of the model card, counted by hand in the paper's shape
+    assert cfg.kv_bytes_per_token() == 12 * 2 * 12 * 64 * 4 == 73_728
 
 
 # -- friendly errors ---------------------------------------------------------------------------------
@@ -489,6 +596,17 @@ LLAMA_3_2_1B = {
                      "original_max_position_embeddings": 8192, "rope_type": "llama3"},
     "rope_theta": 500000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
     "transformers_version": "4.45.0.dev0", "use_cache": True, "vocab_size": 128256,
+}
+
+
+GPT2_SMALL = {
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+    "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+    "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "summary_activation": None,
+    "summary_first_dropout": 0.1, "summary_proj_to_labels": True, "summary_type": "cls_index",
+    "summary_use_proj": True, "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}},
+    "vocab_size": 50257,
 }
 
 

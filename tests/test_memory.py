@@ -1,7 +1,6 @@
 """The memory calculator against figures worked out by hand, the chapter's table, and the command."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -168,12 +167,19 @@ def test_hugging_face_folder(tmp_path):
         "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
         "intermediate_size": 3072, "vocab_size": 151936, "max_position_embeddings": 40960,
         "rope_theta": 1000000, "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "torch_dtype": "bfloat16"}))
-    if importlib.util.find_spec("kvviz.models.hf") is None:
-        with pytest.raises(ValueError, match="Hugging Face"):
-            memory.resolve_config(str(tmp_path))
-    else:
-        cfg = memory.resolve_config(str(tmp_path))
-        assert cfg.kv_bytes_per_token("bf16") == 114_688
+    cfg = memory.resolve_config(str(tmp_path))
+    assert cfg.kv_bytes_per_token("bf16") == 114_688
+
+
+def test_gpt2_folder_is_read_as_hugging_face(tmp_path, capsys):
+    """GPT-2's config.json names n_layer as kvviz's own does; it must still be read as GPT-2's."""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+        "n_layer": 12, "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new"}))
+    cfg = memory.resolve_config(str(tmp_path))
+    assert (cfg.arch, cfg.n_kv_head, cfg.head_dim, cfg.dtype) == ("gpt2", 12, 64, "float32")
+    assert main(["memory", "--model", str(tmp_path), "--tokens", "10"]) == 0
+    assert "73,728 B" in capsys.readouterr().out  # 12 layers x (K, V) x 12 heads x 64 x 4 B
 
 
 @pytest.mark.parametrize("argv", [

@@ -282,6 +282,34 @@ def test_a_missing_checkpoint_is_a_message_not_a_crash(qtbot, open_window, tmp_p
     qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
 
 
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_a_checkpoint_folder_runs_in_the_window(qtbot, open_window, tmp_path, arch):
+    """Model > Open checkpoint... picks a folder; a run of two engines on it agrees, the status bar's
+    figures come from its config (GQA Llama: 2 of 4 heads cached; GPT-2: every head)."""
+    from kvviz.config import ModelConfig
+    from kvviz.models import build_decoder
+    from kvviz.models.hf import save_hf_checkpoint, train_tokenizer_json
+    from kvviz.ui.main_window import fmt_bytes, format_count
+
+    kv_heads = 2 if arch == "llama" else 4
+    cfg = ModelConfig(name=arch, arch=arch, vocab_size=300, d_model=64, n_layer=2, n_head=4, n_kv_head=kv_heads,
+                      head_dim=16, d_ff=96, max_seq_len=128, tie_embeddings=arch == "gpt2")
+    folder = save_hf_checkpoint(build_decoder(cfg).init_weights(0), tmp_path / arch,
+                                tokenizer_json=train_tokenizer_json(300))
+    window = open_window()
+    window.set_model(str(folder))
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(("concat", "paged"))
+    window.tokens_spin.setValue(6)
+    window.speed_spin.setValue(0)
+    run_to_end(qtbot, window)
+    assert window.error_text() == ""
+    assert window.badge.text() == "identical" and window.history.n_steps() == 6
+    per_token = 2 * 2 * kv_heads * 16 * 4  # layers x (K, V) x KV heads x head_dim x fp32
+    assert window.status_kv.text() == f"KV {fmt_bytes(per_token)} per token"
+    assert window.status_params.text() == f"{format_count(cfg.param_count())} parameters"
+
+
 def test_settings_survive_a_restart(qtbot, open_window, tmp_path):
     path = tmp_path / "restart.ini"
     first = open_window(settings=settings_at(path))

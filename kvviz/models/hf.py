@@ -1,6 +1,7 @@
 """Read a local Hugging Face-format folder (config.json, safetensors weights, tokenizer.json) into kvviz.
 
-Llama, Qwen2 and Qwen3 map onto kvviz's one Transformer; anything else is refused by name. Local
+Llama, Qwen2 and Qwen3 map onto kvviz's Transformer, GPT-2 onto its GPT2; anything else is refused by
+name. Local
 files only: this module never imports `transformers` and never touches the network. The writer at
 the bottom makes such folders from a kvviz model, for tests and device checks without `transformers`.
 """
@@ -11,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from kvviz.config import DTYPE_ALIASES, ModelConfig
+from kvviz.models import build_decoder
 from kvviz.models.io import load_into, load_state
-from kvviz.models.transformer import Transformer
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -22,10 +24,15 @@ INDEX_NAME = "model.safetensors.index.json"
 TOKENIZER_NAME = "tokenizer.json"
 
 # model_type -> kvviz arch, and the class names that mark the same thing in `architectures`.
-SUPPORTED: dict[str, str] = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+SUPPORTED: dict[str, str] = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                             "gpt2": "GPT2LMHeadModel"}
 ROPE_TYPES = ("default", "linear", "llama3")
 # Defaults of the transformers config classes for keys a config.json may leave out.
-DEFAULT_MAX_POSITIONS = {"llama": 2048, "qwen2": 32768, "qwen3": 32768}
+DEFAULT_MAX_POSITIONS = {"llama": 2048, "qwen2": 32768, "qwen3": 32768, "gpt2": 1024}
+# GPT-2's activation names that all mean the tanh approximation its MLP uses.
+GPT2_ACTIVATIONS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+# GPT-2 stores these as Conv1D, (in, out): transposed to nn.Linear's (out, in) on load, back on save.
+GPT2_CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 # Files that say which other tokenizer format a folder holds, for the error message.
 OTHER_TOKENIZERS = {
     "tokenizer.model": "a SentencePiece model",
@@ -135,13 +142,15 @@ def _refuse_unsupported_features(data: dict[str, Any], arch: str, path: Path) ->
 
 
 def read_hf_config(folder: str | Path) -> ModelConfig:
-    """Map a Llama / Qwen2 / Qwen3 config.json onto kvviz's ModelConfig (dtype and KV heads included)."""
+    """Map a Llama / Qwen2 / Qwen3 / GPT-2 config.json onto kvviz's ModelConfig (dtype and KV heads included)."""
     folder = Path(folder)
     path = folder / CONFIG_NAME
     data = _read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")
     arch = _arch(data, path)
+    if arch == "gpt2":
+        return _gpt2_config(data, folder, path)
     _refuse_unsupported_features(data, arch, path)
     absent = [k for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                           "intermediate_size") if data.get(k) is None]
@@ -170,6 +179,34 @@ def read_hf_config(folder: str | Path) -> ModelConfig:
         raise ValueError(f"{path}: {exc}") from None
 
 
+def _gpt2_config(data: dict[str, Any], folder: Path, path: Path) -> ModelConfig:
+    """GPT-2's config.json (n_embd, n_layer, n_head, n_inner, n_positions) as a ModelConfig."""
+    act = data.get("activation_function", "gelu_new")
+    if act not in GPT2_ACTIVATIONS:
+        raise ValueError(f"{path}: activation {act!r} is not supported (kvviz's GPT-2 MLP uses gelu_new)")
+    if not data.get("scale_attn_weights", True) or data.get("scale_attn_by_inverse_layer_idx"):
+        raise ValueError(f"{path}: attention scaling other than 1/sqrt(head_dim) is not supported")
+    if data.get("add_cross_attention"):
+        raise ValueError(f"{path}: cross-attention is not supported (kvviz runs decoder-only models)")
+    absent = [k for k in ("vocab_size", "n_embd", "n_layer", "n_head") if data.get(k) is None]
+    if absent:
+        raise ValueError(f"{path}: missing {', '.join(absent)}")
+    d, n_head = data["n_embd"], data["n_head"]
+    if not isinstance(n_head, int) or n_head < 1 or not isinstance(d, int) or d % n_head:
+        raise ValueError(f"{path}: n_embd {d} is not a multiple of n_head {n_head}")
+    try:
+        return ModelConfig(
+            name=folder.resolve().name, arch="gpt2", vocab_size=data["vocab_size"], d_model=d,
+            n_layer=data["n_layer"], n_head=n_head, n_kv_head=n_head, head_dim=d // n_head,
+            d_ff=data.get("n_inner") or 4 * d,
+            max_seq_len=data.get("n_positions") or data.get("n_ctx") or DEFAULT_MAX_POSITIONS["gpt2"],
+            norm_eps=float(data.get("layer_norm_epsilon", 1e-5)),
+            tie_embeddings=bool(data.get("tie_word_embeddings", True)), dtype=_dtype(data, path),
+            tokenizer=TOKENIZER_NAME)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
 def read_hf_state(folder: Path) -> tuple[dict[str, torch.Tensor], Path]:
     """Every tensor of a single or sharded safetensors checkpoint, and the file to blame for a mismatch."""
     if (folder / INDEX_NAME).is_file():
@@ -181,22 +218,32 @@ def read_hf_state(folder: Path) -> tuple[dict[str, torch.Tensor], Path]:
     return load_state(folder / WEIGHTS_NAME), folder / WEIGHTS_NAME
 
 
+def _derived_buffer(name: str) -> bool:
+    """Tensors some checkpoints saved that are computed, not learned: rotary tables (older Llama
+    saves), GPT-2's causal-mask buffers (`h.0.attn.bias`, `h.0.attn.masked_bias`)."""
+    return name.endswith(("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias"))
+
+
 def to_kvviz_names(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Path) -> dict[str, torch.Tensor]:
-    """`model.layers.0...` -> `layers.0...`; a tied head's saved copy and saved rotary tables are dropped."""
-    out = {name.removeprefix("model."): tensor for name, tensor in state.items()
-           if not name.endswith("rotary_emb.inv_freq")}  # older transformers saved this derived buffer
+    """`model.layers.0...` -> `layers.0...` (`transformer.h.0...` -> `h.0...`, Conv1D weights
+    transposed); a tied head's saved copy and derived buffers are dropped."""
+    prefix = "transformer." if cfg.arch == "gpt2" else "model."
+    out = {name.removeprefix(prefix): tensor for name, tensor in state.items() if not _derived_buffer(name)}
+    if cfg.arch == "gpt2":
+        out = {name: t.t() if name.endswith(GPT2_CONV1D) and t.dim() == 2 else t for name, t in out.items()}
+    embed_name = "wte.weight" if cfg.arch == "gpt2" else "embed_tokens.weight"
     head = out.get("lm_head.weight")
     if cfg.tie_embeddings and head is not None:
-        embed = out.get("embed_tokens.weight")
+        embed = out.get(embed_name)
         if embed is not None and not (head.shape == embed.shape and torch.equal(head, embed)):
             raise ValueError(f"{source}: weights do not match the config: tie_word_embeddings is true but "
-                             "lm_head.weight differs from embed_tokens.weight")
+                             f"lm_head.weight differs from {embed_name}")
         del out["lm_head.weight"]
     return out
 
 
-def load_hf_model(folder: str | Path) -> Transformer:
-    """A Hugging Face-format Llama / Qwen2 / Qwen3 folder as a kvviz Transformer, fp32 on the CPU."""
+def load_hf_model(folder: str | Path) -> nn.Module:
+    """A Hugging Face-format Llama / Qwen2 / Qwen3 / GPT-2 folder as a kvviz model, fp32 on the CPU."""
     folder = check_folder(folder, tokenizer=False)
     cfg = read_hf_config(folder)
     state, source = read_hf_state(folder)
@@ -204,7 +251,7 @@ def load_hf_model(folder: str | Path) -> Transformer:
     # Built on the meta device and then given uninitialised storage: random init of a real model's
     # weights would cost seconds only to be overwritten.
     with torch.device("meta"):
-        model = Transformer(cfg)
+        model = build_decoder(cfg)
     model = model.to_empty(device="cpu")
     return load_into(model, state, source).eval()
 
@@ -228,6 +275,12 @@ def hf_config_dict(cfg: ModelConfig) -> dict[str, Any]:
     """The config.json transformers would write for this shape (4.x and 5.x keys both present)."""
     if cfg.arch not in SUPPORTED:
         raise ValueError(f"arch {cfg.arch!r} has no Hugging Face equivalent; use one of {', '.join(SUPPORTED)}")
+    if cfg.arch == "gpt2":
+        return {"architectures": [SUPPORTED["gpt2"]], "model_type": "gpt2", "vocab_size": cfg.vocab_size,
+                "n_embd": cfg.d_model, "n_layer": cfg.n_layer, "n_head": cfg.n_head, "n_inner": cfg.d_ff,
+                "n_positions": cfg.max_seq_len, "layer_norm_epsilon": cfg.norm_eps,
+                "activation_function": "gelu_new", "tie_word_embeddings": cfg.tie_embeddings,
+                "dtype": cfg.dtype, "torch_dtype": cfg.dtype}
     if cfg.qkv_bias != (cfg.arch == "qwen2") or cfg.qk_norm != (cfg.arch == "qwen3"):
         raise ValueError(f"{cfg.arch}: qkv_bias={cfg.qkv_bias}, qk_norm={cfg.qk_norm} do not match the family")
     rope = {"rope_type": "default", "rope_theta": cfg.rope_theta, **(cfg.rope_scaling or {})}
@@ -244,7 +297,13 @@ def hf_config_dict(cfg: ModelConfig) -> dict[str, Any]:
     return data
 
 
-def save_hf_checkpoint(model: Transformer, folder: str | Path, *, tokenizer_json: str | None = None) -> Path:
+def _hf_name(name: str, arch: str) -> str:
+    if name == "lm_head.weight":
+        return name
+    return ("transformer." if arch == "gpt2" else "model.") + name
+
+
+def save_hf_checkpoint(model: nn.Module, folder: str | Path, *, tokenizer_json: str | None = None) -> Path:
     """Write `model` as a Hugging Face folder (config.json, model.safetensors in the config's dtype,
     and tokenizer.json when given) that `load_hf_model` and transformers both read."""
     from safetensors.torch import save_file
@@ -256,8 +315,9 @@ def save_hf_checkpoint(model: Transformer, folder: str | Path, *, tokenizer_json
     folder.mkdir(parents=True, exist_ok=True)
     data = hf_config_dict(model.cfg)
     dtype = TORCH_DTYPES[model.cfg.dtype]
-    state = {("" if k == "lm_head.weight" else "model.") + k: v.detach().to("cpu", dtype).contiguous()
-             for k, v in model.state_dict().items()}
+    arch = model.cfg.arch
+    state = {_hf_name(k, arch): (v.t() if arch == "gpt2" and k.endswith(GPT2_CONV1D) else v)
+             .detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
     atomic_write(folder / WEIGHTS_NAME, lambda tmp: save_file(state, str(tmp), metadata={"format": "pt"}))
     atomic_write_text(folder / CONFIG_NAME, json.dumps(data, indent=2) + "\n")
     if tokenizer_json is not None:

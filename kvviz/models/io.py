@@ -4,16 +4,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from kvviz.config import ModelConfig
 from kvviz.fileio import atomic_write
-from kvviz.models.transformer import Transformer
+from kvviz.models import build_decoder
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 
 
-def save_model(model: Transformer, folder: str | Path) -> Path:
+def save_model(model: nn.Module, folder: str | Path) -> Path:
     from safetensors.torch import save_file
 
     folder = Path(folder)
@@ -35,7 +36,7 @@ def load_state(path: Path) -> dict[str, torch.Tensor]:
         raise ValueError(f"{path}: not a readable safetensors file ({exc})") from None
 
 
-def load_into(model: Transformer, state: dict[str, torch.Tensor], source: Path) -> Transformer:
+def load_into(model: nn.Module, state: dict[str, torch.Tensor], source: Path) -> nn.Module:
     """Copy `state` into `model`, refusing missing, unexpected or mis-shaped tensors by name."""
     own = model.state_dict()
     missing = sorted(set(own) - set(state))
@@ -54,12 +55,12 @@ def load_into(model: Transformer, state: dict[str, torch.Tensor], source: Path) 
     return model
 
 
-def load_model_folder(folder: str | Path) -> Transformer:
+def load_model_folder(folder: str | Path) -> nn.Module:
     """A kvviz folder (config.json in kvviz's schema + model.safetensors), in fp32 on the CPU."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"{folder}: no such model folder")
     cfg = ModelConfig.load_json(folder / CONFIG_NAME)
     state = load_state(folder / WEIGHTS_NAME)
-    model = Transformer(cfg)
+    model = build_decoder(cfg)
     return load_into(model, {k: v.float() for k, v in state.items()}, folder / WEIGHTS_NAME)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from kvviz.config import ModelConfig
 from kvviz.models.transformer import Transformer
@@ -65,7 +66,7 @@ def preset_config(name: str) -> ModelConfig:
     return preset.config
 
 
-def build_model(name_or_path: str, *, seed: int = 0) -> Transformer:
+def build_model(name_or_path: str, *, seed: int = 0) -> nn.Module:
     """A model on the CPU in fp32: a preset by name, or a folder (kvviz or Hugging Face format)."""
     if name_or_path in PRESETS:
         preset = PRESETS[name_or_path]
@@ -95,13 +96,13 @@ def _is_kvviz_config(path: Path) -> bool:
     import json
 
     try:
-        return "n_layer" in json.loads(path.read_text(encoding="utf-8"))
+        return ModelConfig.is_own_schema(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return False
 
 
 def load_model(name_or_path: str, device: torch.device, dtype: torch.dtype | None = None,
-               *, seed: int = 0) -> Transformer:
+               *, seed: int = 0) -> nn.Module:
     """Build, cast and move a model; eval mode. dtype None keeps the config's."""
     model = build_model(name_or_path, seed=seed)
     from kvviz.devices import TORCH_DTYPES

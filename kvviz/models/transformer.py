@@ -91,6 +91,43 @@ def _fuse_on_load(fused: str, parts: tuple[str, ...]):
     return hook
 
 
+def causal_mask(T: int, past: int, device: torch.device) -> tuple[MaskSpec, torch.Tensor | None]:
+    """The mask of a forward over T new positions after `past` cached ones, and the tensor SDPA needs.
+
+    Prefill (past 0) and single-token decode need no tensor: SDPA's causal flag covers the first, and
+    one query row may see every key. Any other shape gets the chapter's mask, offset by past_len."""
+    mask = MaskSpec(q_len=T, kv_len=past + T, past_len=past)
+    if T > 1 and past > 0:
+        return mask, torch.from_numpy(mask.to_numpy()).to(device)
+    return mask, None
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache, layer_idx: int, mask: MaskSpec,
+           mask_tensor: torch.Tensor | None, weights_head: int | None):
+    """The chapter's cached attention: the new K/V go into the cache, the queries meet past + new.
+
+    q (B, H, T, D); k, v (B, KV, T, D). Returns (B, T, H*D) and, when asked, one head's weights."""
+    B, H, T, D = q.shape
+    if cache is not None:
+        k, v = cache.update(layer_idx, k, v)  # (B, KV, T_kv, D): past + new
+    y = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask_tensor, is_causal=mask_tensor is None and T > 1, enable_gqa=H != k.shape[1])
+    y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
+    weights = None if weights_head is None else head_weights(q, k, mask, weights_head)
+    return y, weights
+
+
+def head_weights(q: torch.Tensor, k: torch.Tensor, mask: MaskSpec, head: int) -> torch.Tensor:
+    """softmax(q k^T / sqrt(D)) of one query head, recomputed beside SDPA so that tracing never
+    changes the numbers the model computes. (B, T_q, T_kv), float32."""
+    kv_head = head // (q.shape[1] // k.shape[1])  # the KV head this query head shares
+    scores = torch.matmul(q[:, head], k[:, kv_head].transpose(-1, -2)).float() / math.sqrt(q.shape[-1])
+    if mask.q_len > 1:
+        allowed = torch.from_numpy(mask.to_numpy()).to(scores.device)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return scores.softmax(dim=-1)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer_idx: int) -> None:
         super().__init__()
@@ -105,7 +142,6 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(H * D, cfg.d_model, bias=False)
         self.q_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
-        self.scale = 1.0 / math.sqrt(D)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache, mask: MaskSpec,
                 mask_tensor: torch.Tensor | None, weights_head: int | None):
@@ -124,23 +160,8 @@ class Attention(nn.Module):
             qk = qk * cos + rotate_half(qk) * sin
             q, k = qk[:, :H], qk[:, H:]
         v = qkv[:, :, H + KV:].transpose(1, 2)  # (B, KV, T, D)
-        if cache is not None:
-            k, v = cache.update(self.layer_idx, k, v)  # (B, KV, T_kv, D): past + new
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask_tensor, is_causal=mask_tensor is None and T > 1, enable_gqa=H != KV)
-        y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
-        weights = None if weights_head is None else self._head_weights(q, k, mask, weights_head)
+        y, weights = attend(q, k, v, cache, self.layer_idx, mask, mask_tensor, weights_head)
         return F.linear(y, self.o_proj.weight), weights
-
-    def _head_weights(self, q: torch.Tensor, k: torch.Tensor, mask: MaskSpec, head: int) -> torch.Tensor:
-        """softmax(q k^T / sqrt(D)) of one query head, recomputed beside SDPA so that tracing never
-        changes the numbers the model computes. (B, T_q, T_kv), float32."""
-        kv_head = head // (self.n_head // self.n_kv_head)  # the KV head this query head shares
-        scores = torch.matmul(q[:, head], k[:, kv_head].transpose(-1, -2)).float() * self.scale
-        if mask.q_len > 1:
-            allowed = torch.from_numpy(mask.to_numpy()).to(scores.device)
-            scores = scores.masked_fill(~allowed, float("-inf"))
-        return scores.softmax(dim=-1)
 
 
 class MLP(nn.Module):
@@ -219,12 +240,7 @@ class Transformer(nn.Module):
         """ids (B, T). With a cache, positions continue from its length and K/V are stored in it."""
         B, T = ids.shape
         past = cache.seq_len if cache is not None else 0
-        mask = MaskSpec(q_len=T, kv_len=past + T, past_len=past)
-        # Prefill (past 0) and single-token decode need no explicit mask: SDPA's causal flag covers
-        # the first, and one query row may see every key. Any other shape gets the chapter's mask.
-        mask_tensor = None
-        if T > 1 and past > 0:
-            mask_tensor = torch.from_numpy(mask.to_numpy()).to(ids.device)
+        mask, mask_tensor = causal_mask(T, past, ids.device)
         cos_all, sin_all = self._rope(past + T, ids.device)
         cos, sin = cos_all[past:past + T], sin_all[past:past + T]  # (T, D)
         x = self.embed_tokens(ids)  # (B, T, C)
