@@ -310,6 +310,43 @@ def test_a_checkpoint_folder_runs_in_the_window(qtbot, open_window, tmp_path, ar
     assert window.status_params.text() == f"{format_count(cfg.param_count())} parameters"
 
 
+def test_a_narrow_window_clips_no_plot(qtbot, open_window):
+    """Each panel's content fits its cell: a long plot title is scaled down, a long legend entry
+    wraps after its comma, the log-scale switch sits in the title row (a 1400-pixel window had cut
+    off the right of the work matrix, the bytes plots and the attention map). 1300 pixels: the width of
+    a 1366-pixel laptop screen; narrower windows crowd the panels (double-click one to give it the grid)."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QLabel, QTableWidget
+
+    from kvviz.ui.main_window import PanelFrame
+
+    window = open_window()
+    window.resize(1300, 760)
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(ENGINES)
+    window.tokens_spin.setValue(20)
+    window.speed_spin.setValue(0)
+    run_to_end(qtbot, window)
+    window.select_step(5)
+    for _ in range(3):
+        qtbot.wait(20)
+        window.refresh()
+    frames = window.findChildren(PanelFrame)
+    assert len(frames) == 8
+    for frame in frames:
+        panel = frame.panel
+        assert panel.width() <= frame.width(), panel.key
+        table = panel.findChildren(QTableWidget)  # a table scrolls: only what is outside it must fit
+        width = max([panel.minimumSizeHint().width()] if not table else
+                    [w.minimumSizeHint().width() for w in panel.findChildren(QLabel)])
+        assert width <= panel.width(), panel.key
+        for canvas in panel.findChildren(pg.GraphicsLayoutWidget):
+            assert canvas.ci.geometry().width() <= canvas.width() + 1, (panel.key, canvas.ci.geometry().width())
+    title = window.panels["attention"]._plot.titleLabel
+    assert "layer 0, head 0, step 5" in title.text and title.item.scale() < 1  # shrunk to fit, not clipped
+    assert window.panels["bytes"]._log.parent() is not window.panels["bytes"]  # in the frame's title row
+
+
 def test_settings_survive_a_restart(qtbot, open_window, tmp_path):
     path = tmp_path / "restart.ini"
     first = open_window(settings=settings_at(path))

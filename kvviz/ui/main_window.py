@@ -102,7 +102,12 @@ class PanelFrame(QFrame):
         layout.setSpacing(2)
         self.header = QLabel(self)
         self.header.setStyleSheet("font-weight: bold;")
-        layout.addWidget(self.header)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.header, 1)
+        for widget in panel.header_widgets():
+            row.addWidget(widget)
+        layout.addLayout(row)
         layout.addWidget(panel, 1)
         self.error = ""
         self.retranslate()

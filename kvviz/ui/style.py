@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QGraphicsItem
 
@@ -93,9 +94,54 @@ def tick_font() -> QFont:
     return font
 
 
+# A title wider than its plot is drawn smaller, down to this share of its size, then clipped.
+TITLE_MIN_SCALE = 0.6
+
+
+def fit_title(plot: pg.PlotItem) -> None:
+    """Let the plot's title never set the plot's width: a long title (an engine, layer, head and
+    step; a legend in words) is scaled down to the width the plot has, instead of widening the plot
+    past its panel, where the plot's right side was clipped."""
+    label = plot.titleLabel
+    if getattr(label, "_kvviz_fits", False):
+        return
+    label._kvviz_fits = True
+    set_text = label.setText
+
+    def hints() -> None:  # replaces LabelItem.updateMin: the natural size, but no minimum width
+        natural = label.item.boundingRect()
+        label.setMinimumWidth(0)
+        label.setMinimumHeight(natural.height() * label.item.scale())
+        label._sizeHint = {
+            Qt.SizeHint.MinimumSize: (0, natural.height()),
+            Qt.SizeHint.PreferredSize: (natural.width(), natural.height()),
+            Qt.SizeHint.MaximumSize: (-1, -1),
+            Qt.SizeHint.MinimumDescent: (0, 0),
+        }
+
+    def rescale() -> None:
+        natural = label.item.boundingRect().width()
+        room = label.width()
+        scale = 1.0 if room <= 0 or natural <= room else max(TITLE_MIN_SCALE, room / natural)
+        if abs(label.item.scale() - scale) > 1e-3:
+            label.item.setScale(scale)
+        pg.LabelItem.resizeEvent(label, None)  # centre the (scaled) text again
+
+    def text_set(text, **kwargs) -> None:
+        set_text(text, **kwargs)
+        rescale()
+
+    label.updateMin = hints
+    label.setText = text_set
+    label.geometryChanged.connect(rescale)
+    hints()
+    label.updateGeometry()
+
+
 def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str = "",
                left_units: str | None = None, bottom_units: str | None = None) -> None:
     """Readable title, labelled axes with units, a light grid: the house look of a panel's plot."""
+    fit_title(plot)
     if title:
         plot.setTitle(title, size=TITLE_SIZE, color=PLOT_FOREGROUND)
     for name, text, units in (("left", left, left_units), ("bottom", bottom, bottom_units)):
@@ -115,10 +161,11 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
 
 
 SWATCH_MARKS = {"square": "&#9632;", "line": "&#9473;&#9473;", "dashed": "&#9477;&#9477;"}
+SWATCH_POINTS = {"square": 14, "line": 11, "dashed": 11}
 
 
 def swatch_html(color: str, text: str, *, mark: str = "square") -> str:
     """One legend entry as rich text: a coloured square, line or dashed line, then its label."""
-    size = "14pt" if mark == "square" else "11pt"
-    return (f'<span style="color:{color}; font-size:{size}; font-weight:bold">{SWATCH_MARKS[mark]}</span>'
+    size = SWATCH_POINTS[mark]
+    return (f'<span style="color:{color}; font-size:{size}pt; font-weight:bold">{SWATCH_MARKS[mark]}</span>'
             f'&nbsp;{text}')

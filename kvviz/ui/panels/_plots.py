@@ -10,8 +10,8 @@ import operator
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
-from PySide6.QtGui import QFontMetrics, QPainter, QPicture
+from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import QLabel
 
 from kvviz.bench import fmt_bytes
@@ -90,23 +90,71 @@ def _unbreakable(text: str) -> str:
     return text.replace(" ", "&nbsp;").replace("/", "/\u2060")
 
 
-def legend_row(entries: list[tuple[str, str]] | None = None) -> QLabel:
-    """A legend of coloured swatches above a plot (never covering data): entries are (colour, label)."""
-    label = QLabel()
-    label.setTextFormat(Qt.TextFormat.RichText)
-    label.setWordWrap(True)
-    set_legend(label, entries or [])
+class LegendLabel(QLabel):
+    """A legend of coloured swatches above a plot (never covering data). Entries wrap between each
+    other; an entry stays on one line while it fits the label's width, and only one wider than that
+    may wrap at its own spaces, so the longest entry never sets (and clips) the panel's width."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setWordWrap(True)
+        self._entries: list[tuple] = []
+        self._swatch_px: dict[str, int] = {}
+
+    def set_entries(self, entries: list[tuple]) -> None:
+        if entries != self._entries:
+            self._entries = list(entries)
+            self._render()
+
+    def _swatch_width(self, mark: str) -> int:
+        """Pixels of a swatch and the space after it, as swatch_html draws it."""
+        if mark not in self._swatch_px:
+            font = QFont(self.font())
+            font.setPointSizeF(style.SWATCH_POINTS[mark])
+            font.setBold(True)
+            glyphs = html.unescape(style.SWATCH_MARKS[mark]) + "\u00a0"
+            self._swatch_px[mark] = QFontMetrics(font).horizontalAdvance(glyphs)
+        return self._swatch_px[mark]
+
+    def _render(self) -> None:
+        room = self.contentsRect().width()
+        metrics = self.fontMetrics()
+        text = ""
+        for entry in self._entries:
+            mark = entry[2] if len(entry) > 2 else "square"
+            body = html.escape(entry[1])
+            fits = room <= 0 or self._swatch_width(mark) + metrics.horizontalAdvance(entry[1]) <= room
+            if text:  # an entry that must wrap starts a line of its own, never mid-line after another
+                text += "&nbsp;&nbsp;&nbsp; " if fits else "<br>"
+            text += style.swatch_html(entry[0], _unbreakable(body) if fits else body, mark=mark)
+        if self.text() != text:  # an unchanged legend costs no relayout
+            self.setText(text)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._render()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        """As narrow as the widest word (with its swatch), not the widest entry."""
+        hint = super().minimumSizeHint()
+        metrics = self.fontMetrics()
+        words = [self._swatch_width(e[2] if len(e) > 2 else "square")
+                 + max((metrics.horizontalAdvance(w) for w in e[1].split()), default=0) for e in self._entries]
+        margins = self.contentsMargins()
+        return QSize(min(hint.width(), max(words, default=0) + margins.left() + margins.right()), hint.height())
+
+
+def legend_row(entries: list[tuple[str, str]] | None = None) -> LegendLabel:
+    """A LegendLabel holding `entries`: (colour, label) pairs."""
+    label = LegendLabel()
+    label.set_entries(entries or [])
     return label
 
 
-def set_legend(label: QLabel, entries: list[tuple[str, str]] | list[tuple[str, str, str]]) -> None:
-    """Entries are (colour, text) squares or (colour, text, mark) with mark "line" / "dashed".
-    Entries wrap between each other, never inside one, so a legend fits the width of its cell."""
-    items = [style.swatch_html(e[0], _unbreakable(html.escape(e[1])), mark=e[2] if len(e) > 2 else "square")
-             for e in entries]
-    text = "&nbsp;&nbsp;&nbsp; ".join(items)
-    if label.text() != text:  # an unchanged legend costs no relayout
-        label.setText(text)
+def set_legend(label: LegendLabel, entries: list[tuple[str, str]] | list[tuple[str, str, str]]) -> None:
+    """Entries are (colour, text) squares or (colour, text, mark) with mark "line" / "dashed"."""
+    label.set_entries(entries)
 
 
 def fit_axes(scene) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QVBoxLayout
+from PySide6.QtWidgets import QCheckBox, QVBoxLayout
 
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
@@ -61,6 +61,9 @@ class SeriesPanel(Panel):
     log_option = True  # offer the log-scale checkbox
     extra_fields: tuple = ()  # further fields a subclass reads from self.columns (see TraceColumns)
 
+    def header_widgets(self) -> list:
+        return [self._log] if self.log_option else []
+
     def plot_specs(self) -> list[PlotSpec]:
         raise NotImplementedError
 
@@ -85,13 +88,9 @@ class SeriesPanel(Panel):
         self._log = QCheckBox()
         self._log.toggled.connect(self._on_log_toggled)
         self._legend = legend_row()
-        top = QHBoxLayout()
-        top.addWidget(self._legend, 1)
-        top.addWidget(self._log, 0, Qt.AlignmentFlag.AlignTop)
-        self._log.setVisible(self.log_option)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addLayout(top)
+        layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
         self._plots: dict[str, pg.PlotItem] = {}
         self._lines: dict[str, pg.InfiniteLine] = {}

@@ -39,6 +39,11 @@ class Panel(QWidget):
         `positions`: the longest sequence a run of the selected model can have (0: unknown)."""
         return False
 
+    def header_widgets(self) -> list[QWidget]:
+        """Small controls for the panel's title row (a log-scale switch), so they take no width from
+        the panel's legend and plots; not part of an exported picture of the panel."""
+        return []
+
     def export_items(self) -> list:
         """pyqtgraph items (PlotItem / GraphicsScene) an exporter may render, if any."""
         return []

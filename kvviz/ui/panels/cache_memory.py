@@ -102,6 +102,7 @@ class CacheMemoryPanel(SeriesPanel):
         self._held.setZValue(-5)
         plot.addItem(self._held)
         self._grid = pg.PlotItem()
+        style.fit_title(self._grid)
         self._grid.hideButtons()
         self._grid.setMenuEnabled(False)
         self._grid.invertY(True)

@@ -38,6 +38,7 @@ class SummaryPanel(Panel):
         super().__init__(parent)
         self._heading = QLabel()
         self._heading.setStyleSheet(f"color: {style.PLOT_FOREGROUND}; font-weight: bold")
+        self._heading.setWordWrap(True)  # "Totals over steps 0-5 (6 new tokens)" is wider than a narrow panel
         # Metrics down, engines across: fits a narrow panel and reads as a comparison per metric.
         self._table = QTableWidget(len(COLUMNS), 0)
         self._table.setVerticalHeaderLabels(self._headers())
