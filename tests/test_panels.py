@@ -26,13 +26,16 @@ GRAB_DIR = Path("/tmp/kvviz_panels")
 
 @pytest.fixture(scope="module")
 def history(tiny_random, byte_tokenizer) -> RunHistory:
+    return make_history(tiny_random, byte_tokenizer, PROMPT)
+
+
+def make_history(tiny_random, tok, prompt: str) -> RunHistory:
     from kvviz.config import TraceOptions
     from kvviz.engines import make_engine
 
-    tok = byte_tokenizer
-    ids = tok.encode(PROMPT)
+    ids = tok.encode(prompt)
     cfg = tiny_random.cfg
-    info = RunInfo(run_id="r", model_name=cfg.name, prompt=PROMPT, prompt_ids=tuple(ids),
+    info = RunInfo(run_id="r", model_name=cfg.name, prompt=prompt, prompt_ids=tuple(ids),
                    prompt_labels=tuple(tok.token_text(i) for i in ids), engines=ENGINES,
                    max_new_tokens=NEW_TOKENS, n_layer=cfg.n_layer, n_head=cfg.n_head,
                    n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
@@ -312,6 +315,34 @@ def test_token_stream_shows_text_so_far_and_highlights_the_step(qtbot, history):
         assert panel.plain_text(engine) == "".join(history.info.prompt_labels) + "".join(
             t.token_text for t in traces[: DECODE_STEP + 1])
         assert panel.highlighted(engine) == traces[DECODE_STEP].token_text
+
+
+def test_token_stream_keeps_spaces_and_wraps_between_words(qtbot, tiny_random, byte_tokenizer):
+    """Spaces are shown as typed and are where a line may end: a narrow panel wraps a prompt of
+    words between words, never inside one (non-breaking spaces had broken "to|ken")."""
+    history = make_history(tiny_random, byte_tokenizer, "The key and value of a token never change once computed")
+    panel = make_panel(qtbot, "token_stream")
+    panel.resize(160, 600)
+    panel.show()
+    panel.show_step(history, DECODE_STEP)
+    text = panel._view.toPlainText()
+    assert "".join(history.info.prompt_labels) in text
+    doc = panel._view.document()
+    wraps = 0
+    block = doc.begin()
+    prompt = "".join(history.info.prompt_labels)  # words and spaces (the random model's bytes are not)
+    while block.isValid():
+        layout, body = block.layout(), block.text().replace("\u00a0", " ")
+        start = body.find(prompt)
+        for i in range(layout.lineCount() - 1):  # every line that the width ended, not the block
+            line = layout.lineAt(i)
+            end = line.textStart() + line.textLength()
+            if start < 0 or not start < end < start + len(prompt):
+                continue
+            assert not (body[end - 1].isalnum() and body[end].isalnum()), f"inside a word: {body[end - 8:end + 8]!r}"
+            wraps += 1
+        block = block.next()
+    assert wraps >= 2 * len(ENGINES)  # the prompt did wrap, in every engine's block
 
 
 def test_token_stream_draws_the_same_text_per_token_or_in_three_spans(qtbot, history, monkeypatch):

@@ -24,7 +24,7 @@ _ZEBRA_SPANS = 400
 def _token_html(text: str) -> str:
     if text in ("\\n", "\n"):
         return "\u21b5<br>"
-    return html.escape(text).replace(" ", "&nbsp;")
+    return html.escape(text)  # spaces kept by the block's pre-wrap: shown, and a line may end there
 
 
 class TokenStreamPanel(Panel):
@@ -127,7 +127,7 @@ class TokenStreamPanel(Panel):
             header = "" if diverged is None else self.tr("differs from {first} from step {step}").format(
                 first=engines[0], step=diverged)
             blocks.append(
-                f'<div style="margin-bottom:8px">'
+                f'<div style="margin-bottom:8px; white-space:pre-wrap">'
                 f'<span style="color:{color}; font-weight:bold">{html.escape(engine)}</span>'
                 f'&nbsp;&nbsp;<span style="color:#c62828; font-size:9pt">{header}</span><br>'
                 f'<span style="color:#6b6b6b; background:#efefef">{prompt_html}</span>{"".join(parts)}'
