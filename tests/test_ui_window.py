@@ -271,6 +271,58 @@ def test_a_worker_failure_is_shown_and_the_steps_so_far_stay(qtbot, open_window,
     assert window.error_text() == "" and window.history.n_steps() == 3
 
 
+def test_out_of_device_memory_is_one_line_and_the_app_stays_up(qtbot, open_window, monkeypatch, torch_cpu):
+    """A CUDA out-of-memory error mid-run (raised here as torch raises it; no GPU needed) reaches the
+    window as the one-line hint, the steps so far stay, and the next run works."""
+    import kvviz.engines
+
+    real = kvviz.engines.make_engine
+
+    class RunsOut:
+        def __init__(self, engine) -> None:
+            self.engine = engine
+
+        def generate(self, *args, **kwargs):
+            for trace in self.engine.generate(*args, **kwargs):
+                if trace.step == 3:
+                    raise torch_cpu.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0)")
+                yield trace
+
+    monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: RunsOut(real(*a, **k)))
+    window = open_window()
+    window.set_engines(("concat",))
+    window.tokens_spin.setValue(10)
+    window.speed_spin.setValue(0)
+    with qtbot.waitSignal(window.run_failed, timeout=60_000) as failed:
+        window.start_run()
+    qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
+    message = failed.args[1]
+    assert message.startswith("out of device memory") and "\n" not in message and "--dtype bf16" in message
+    assert message in window.error_text() and window.history.n_steps() == 3
+    monkeypatch.setattr(kvviz.engines, "make_engine", real)
+    window.tokens_spin.setValue(3)
+    run_to_end(qtbot, window)
+    assert window.error_text() == "" and window.history.n_steps() == 3
+
+
+def test_device_memory_in_the_status_bar(qtbot, open_window, monkeypatch):
+    """Traces that carry the allocator's figure (CUDA's, faked here on the CPU) put it in the status
+    bar; a CPU run, whose traces carry none, hides the field."""
+    import kvviz.engines.base
+
+    window = open_window()
+    window.set_engines(("static",))
+    window.tokens_spin.setValue(4)
+    window.speed_spin.setValue(0)
+    run_to_end(qtbot, window)
+    window.refresh()
+    assert window.status_mem.isHidden()
+    monkeypatch.setattr(kvviz.engines.base, "allocated_bytes", lambda device: 3 * (1 << 30) + 123 * (1 << 20))
+    run_to_end(qtbot, window)
+    window.refresh()
+    assert not window.status_mem.isHidden() and window.status_mem.text() == "device memory 3.1 GiB"
+
+
 def test_a_missing_checkpoint_is_a_message_not_a_crash(qtbot, open_window, tmp_path):
     window = open_window()
     missing = str(tmp_path / "no-such-checkpoint")
