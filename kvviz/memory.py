@@ -52,6 +52,10 @@ MEMORY_PRESETS: dict[str, MemoryPreset] = {
                      ModelConfig(name="qwen3-0.6b-chapter", arch="qwen3", vocab_size=151936, d_model=1024,
                                  n_layer=28, n_head=16, n_kv_head=8, head_dim=64, d_ff=3072, max_seq_len=40960,
                                  rope_theta=1e6, norm_eps=1e-6, qk_norm=True, dtype="bfloat16")),
+        MemoryPreset("gpt2-small", "GPT-2 small's published config: 12 layers, 12 heads of 64, every head cached "
+                     "(no grouped-query attention), fp32",
+                     ModelConfig(name="gpt2-small", arch="gpt2", vocab_size=50257, d_model=768, n_layer=12,
+                                 n_head=12, n_kv_head=12, head_dim=64, d_ff=3072, max_seq_len=1024)),
         MemoryPreset("70b-class", "a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16",
                      ModelConfig(name="70b-class", arch="llama", vocab_size=128256, d_model=8192, n_layer=80,
                                  n_head=64, n_kv_head=8, head_dim=128, d_ff=28672, max_seq_len=8192,

@@ -15,11 +15,13 @@ from kvviz.config import ModelConfig
 #   chapter-tiny: 2 x 4 x  32 x 4 (fp32) = 1,024 B;  x  2 layers =   2,048 B per token
 #   qwen3-0.6b:   2 x 8 x 128 x 2 (bf16) = 4,096 B;  x 28 layers = 114,688 B per token (112 KiB)
 #   70b-class:    2 x 8 x 128 x 2 (bf16) = 4,096 B;  x 80 layers = 327,680 B per token (320 KiB)
+#   gpt2-small:   2 x 12 x 64 x 4 (fp32) = 6,144 B;  x 12 layers =  73,728 B per token (72 KiB)
 # At length n the step that appends the n-th token copies the n-1 already held; from an empty cache
 # the generation copies 0 + 1 + ... + (n-1) = n(n-1)/2 tokens: 4,950 at 100, 124,750 at 500,
 # 499,500 at 1000. Time at 2000 GB/s = bytes / 2e12 s.
 #   qwen3 n=100:  step 99 x 114,688 = 11,354,112 B; total 4,950 x 114,688 = 567,705,600 B -> 0.2838528 ms
 #   qwen3 n=1000: step 999 x 114,688 = 114,573,312 B; total 499,500 x 114,688 = 57,286,656,000 B -> 28.643328 ms
+#   gpt2 n=500:   step 499 x 73,728 = 36,790,272 B; total 124,750 x 73,728 = 9,197,568,000 B -> 4.598784 ms
 # Paged, blocks of 16: 100 -> 7 blocks (112 slots, 12 empty); 500 -> 32 (512, 12 empty); 1000 -> 63 (1008, 8 empty).
 HAND = {
     "chapter-tiny": (1024, 2048, {
@@ -34,6 +36,10 @@ HAND = {
         100: (32_768_000, 32_440_320, 1_622_016_000, 0.811008),
         500: (163_840_000, 163_512_320, 40_878_080_000, 20.43904),
         1000: (327_680_000, 327_352_320, 163_676_160_000, 81.83808)}),
+    "gpt2-small": (6144, 73_728, {
+        100: (7_372_800, 7_299_072, 364_953_600, 0.1824768),
+        500: (36_864_000, 36_790_272, 9_197_568_000, 4.598784),
+        1000: (73_728_000, 73_654_272, 36_827_136_000, 18.413568)}),
 }
 BLOCKS = {100: (7, 12), 500: (32, 12), 1000: (63, 8)}
 
