@@ -114,7 +114,7 @@ def fit_title(plot: pg.PlotItem) -> None:
         label.setMinimumHeight(natural.height() * label.item.scale())
         label._sizeHint = {
             Qt.SizeHint.MinimumSize: (0, natural.height()),
-            Qt.SizeHint.PreferredSize: (natural.width(), natural.height()),
+            Qt.SizeHint.PreferredSize: (0, natural.height()),  # nor the widths of a grid's columns
             Qt.SizeHint.MaximumSize: (-1, -1),
             Qt.SizeHint.MinimumDescent: (0, 0),
         }
@@ -155,8 +155,9 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         if text:
             plot.setLabel(name, text, units=units, **{"font-size": LABEL_SIZE, "color": PLOT_FOREGROUND})
-        if units:
-            axis.enableAutoSIPrefix(False)  # "ms" stays ms, never "kms"
+        # "ms" stays ms, never "kms"; and without it every range change re-sets the label's HTML
+        # (48 times in a four-engine work matrix's first draw of a run).
+        axis.enableAutoSIPrefix(False)
     plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
 
 
