@@ -562,3 +562,31 @@ def test_byte_axes_name_gigabytes_in_their_ticks(qtbot):
     assert any(label.endswith("GiB") for label in labels), labels
     assert not any(label.endswith(" B") and label != "0" for label in labels), labels
     assert "x1e" not in axis.labelString()
+
+
+# -- legends ---------------------------------------------------------------------------------------
+def test_legend_keeps_entries_whole_until_one_alone_is_too_wide(qtbot):
+    """Entries flow side by side, each on one line; one wider than the legend starts its own line
+    and may wrap inside; the legend's minimum width is its widest word, not its widest entry; and a
+    cleared legend shows the same entries again when they are set again."""
+    from kvviz.ui.panels._plots import legend_row
+
+    short = [("#d62728", "naive: 1.25 ms/step", "line"), ("#ff7f0e", "concat: 0.87 ms/step", "line")]
+    long_entry = ("#1f77b4", "paged: 0 B copied, 768.0 KiB gathered", "dashed")
+    label = legend_row(short + [long_entry])
+    qtbot.addWidget(label)
+    label.resize(900, 60)
+    label.show()
+    assert "<br>" not in label.text() and label.text().count("&nbsp;") > 6  # all whole, one line
+    narrow = label.fontMetrics().horizontalAdvance(long_entry[1]) * 3 // 4  # the short entries still fit
+    label.resize(narrow, 200)
+    text = label.text()
+    assert text.count("<br>") == 1 and "0 B copied, 768.0 KiB gathered" in text  # breakable, own line
+    assert "naive:&nbsp;1.25&nbsp;ms/\u2060step" in text  # the short ones stay whole
+    widest_word = max(label.fontMetrics().horizontalAdvance(w) for w in long_entry[1].split())
+    assert label.minimumSizeHint().width() < narrow
+    assert label.minimumSizeHint().width() >= widest_word
+    label.clear()
+    assert label.text() == ""
+    label.set_entries(short + [long_entry])
+    assert "naive" in label.text()

@@ -131,6 +131,11 @@ class LegendLabel(QLabel):
         if self.text() != text:  # an unchanged legend costs no relayout
             self.setText(text)
 
+    def clear(self) -> None:
+        """Empty, and forgotten: the same entries set again are shown again."""
+        self._entries = []
+        super().clear()
+
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
         self._render()
