@@ -106,4 +106,3 @@ class GPT2(nn.Module):
         head = self.wte.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(x, head)  # (B, T|1, V)
         return ForwardResult(logits=logits if all_logits else logits[:, -1], mask=mask, attn_weights=weights)
-

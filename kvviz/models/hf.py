@@ -1,9 +1,9 @@
 """Read a local Hugging Face-format folder (config.json, safetensors weights, tokenizer.json) into kvviz.
 
-Llama, Qwen2 and Qwen3 map onto kvviz's Transformer, GPT-2 onto its GPT2; anything else is refused by
-name. Local
-files only: this module never imports `transformers` and never touches the network. The writer at
-the bottom makes such folders from a kvviz model, for tests and device checks without `transformers`.
+Llama, Qwen2 and Qwen3 map onto kvviz's Transformer, GPT-2 onto its GPT2; anything else is refused
+by name. Local files only: this module never imports `transformers` and never touches the network.
+The writer at the bottom makes such folders from a kvviz model, for tests and device checks without
+`transformers`.
 """
 from __future__ import annotations
 

@@ -40,8 +40,8 @@ class Panel(QWidget):
         return False
 
     def header_widgets(self) -> list[QWidget]:
-        """Small controls for the panel's title row (a log-scale switch), so they take no width from
-        the panel's legend and plots; not part of an exported picture of the panel."""
+        """Small controls for the panel's title row (a log-scale switch), beside the title, so they
+        take no width from the panel's legend and plots."""
         return []
 
     def export_items(self) -> list:
