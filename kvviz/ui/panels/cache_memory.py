@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QEvent
 
 from kvviz.trace import StepTrace
 from kvviz.ui import style
@@ -119,6 +120,9 @@ class CacheMemoryPanel(SeriesPanel):
         self._grid.getViewBox().sigRangeChanged.connect(self._update_labels)
         self._side_by_side: bool | None = None
         self._place_grid()
+        # The canvas changes shape without the panel resizing too (the legends above and below it
+        # gain or lose lines): its own resizes decide the grid's place.
+        self._canvas.installEventFilter(self)
         self._block_legend = legend_row()
         self.layout().addWidget(self._block_legend)
         self._pool = np.zeros((0, 0), dtype=np.uint8)
@@ -177,9 +181,10 @@ class CacheMemoryPanel(SeriesPanel):
         stretch.setRowStretchFactor(0, 1)
         stretch.setRowStretchFactor(1, 0 if side else 1)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        super().resizeEvent(event)
-        self._place_grid()
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if watched is self._canvas and event.type() == QEvent.Type.Resize:
+            self._place_grid()
+        return super().eventFilter(watched, event)
 
     def title(self) -> str:
         return self.tr("Cache memory")
