@@ -597,13 +597,14 @@ def test_cache_memory_places_its_pool_by_the_canvas_shape(qtbot, history):
     the canvas's own shape: the legends gaining lines in the first draw shrink the canvas without
     resizing the panel (a short panel had kept the pool under a plot squeezed to nothing)."""
     panel = make_panel(qtbot, "cache_memory")
-    panel.resize(300, 330)
+    panel.resize(300, 300)
     panel.show()
-    qtbot.wait(10)
-    panel.show_step(history, DECODE_STEP)
-    qtbot.waitUntil(lambda: panel._canvas.height() < 200)
     canvas = panel._canvas
-    assert canvas.width() > 1.3 * canvas.height() and panel._side_by_side is True
+    qtbot.waitUntil(lambda: canvas.height() > 0)
+    assert canvas.width() < 1.3 * canvas.height() and panel._side_by_side is False  # empty legend: tall
+    panel.show_step(history, DECODE_STEP)
+    qtbot.waitUntil(lambda: canvas.width() > 1.3 * canvas.height())  # the legend took the height
+    assert panel._side_by_side is True
     panel.resize(300, 900)
     qtbot.waitUntil(lambda: canvas.height() > 1.3 * canvas.width())
     assert panel._side_by_side is False

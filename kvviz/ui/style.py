@@ -162,7 +162,7 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
 
 
 SWATCH_MARKS = {"square": "&#9632;", "line": "&#9473;&#9473;", "dashed": "&#9477;&#9477;"}
-SWATCH_POINTS = {"square": 14, "line": 11, "dashed": 11}
+SWATCH_POINTS = {"square": 11, "line": 11, "dashed": 11}
 
 
 def swatch_html(color: str, text: str, *, mark: str = "square") -> str:
