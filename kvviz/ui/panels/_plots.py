@@ -86,8 +86,10 @@ def _short_bytes(n: float) -> str:
 
 
 def _unbreakable(text: str) -> str:
-    """Keep one legend entry on one line: non-breaking spaces, a word joiner after each slash."""
-    return text.replace(" ", "&nbsp;").replace("/", "/\u2060")
+    """One legend entry kept on one line, as rich text: non-breaking spaces, and a word joiner
+    between every two characters (Chinese text may otherwise break between any two, and a slash
+    offers a break too)."""
+    return html.escape("\u2060".join(text.replace(" ", "\u00a0")))
 
 
 class LegendLabel(QLabel):
@@ -123,11 +125,10 @@ class LegendLabel(QLabel):
         text = ""
         for entry in self._entries:
             mark = entry[2] if len(entry) > 2 else "square"
-            body = html.escape(entry[1])
             fits = room <= 0 or self._swatch_width(mark) + metrics.horizontalAdvance(entry[1]) <= room
             if text:  # an entry that must wrap starts a line of its own, never mid-line after another
                 text += "&nbsp;&nbsp;&nbsp; " if fits else "<br>"
-            text += style.swatch_html(entry[0], _unbreakable(body) if fits else body, mark=mark)
+            text += style.swatch_html(entry[0], _unbreakable(entry[1]) if fits else html.escape(entry[1]), mark=mark)
         if self.text() != text:  # an unchanged legend costs no relayout
             self.setText(text)
 
