@@ -89,7 +89,9 @@ def _unbreakable(text: str) -> str:
     """One legend entry kept on one line, as rich text: non-breaking spaces, and a word joiner
     between every two characters (Chinese text may otherwise break between any two, and a slash
     offers a break too)."""
-    return html.escape("\u2060".join(text.replace(" ", "\u00a0")))
+    text = text.replace(" ", "\u00a0")
+    text = text.replace("/", "/\u2060") if text.isascii() else "\u2060".join(text)  # joiners: dearer to lay out
+    return html.escape(text)
 
 
 class LegendLabel(QLabel):
