@@ -34,3 +34,28 @@ def byte_tokenizer():
     from kvviz.tokenizer import ByteTokenizer
 
     return ByteTokenizer()
+
+
+@pytest.fixture
+def watch_engines(monkeypatch):
+    """watch_engines(on_trace): every engine made from then on (in this process) calls on_trace(trace)
+    before it yields each trace, to record it or to raise as a failing device would. Returns a
+    function that puts the real engines back."""
+    import kvviz.engines
+
+    real = kvviz.engines.make_engine
+
+    class Watched:
+        def __init__(self, engine, on_trace) -> None:
+            self.engine, self.on_trace = engine, on_trace
+
+        def generate(self, *args, **kwargs):
+            for trace in self.engine.generate(*args, **kwargs):
+                self.on_trace(trace)
+                yield trace
+
+    def watch(on_trace):
+        monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: Watched(real(*a, **k), on_trace))
+        return lambda: monkeypatch.setattr(kvviz.engines, "make_engine", real)
+
+    return watch

@@ -235,22 +235,12 @@ def test_the_form_refuses_bad_input_with_a_reason(qtbot, open_window):
     assert asked == []
 
 
-def test_a_worker_failure_is_shown_and_the_steps_so_far_stay(qtbot, open_window, monkeypatch):
-    import kvviz.engines
+def test_a_worker_failure_is_shown_and_the_steps_so_far_stay(qtbot, open_window, watch_engines):
+    def fail(trace) -> None:
+        if trace.step == 5:
+            raise RuntimeError("injected: the device fell over")
 
-    real = kvviz.engines.make_engine
-
-    class Breaks:
-        def __init__(self, engine) -> None:
-            self.engine = engine
-
-        def generate(self, *args, **kwargs):
-            for trace in self.engine.generate(*args, **kwargs):
-                if trace.step == 5:
-                    raise RuntimeError("injected: the device fell over")
-                yield trace
-
-    monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: Breaks(real(*a, **k)))
+    unwatch = watch_engines(fail)
     window = open_window()
     window.set_engines(("naive", "concat"))
     window.tokens_spin.setValue(20)
@@ -265,30 +255,20 @@ def test_a_worker_failure_is_shown_and_the_steps_so_far_stay(qtbot, open_window,
     window.refresh()
     assert window.selected_step == 2
     # The app stays usable: the next run clears the message and runs.
-    monkeypatch.setattr(kvviz.engines, "make_engine", real)
+    unwatch()
     window.tokens_spin.setValue(3)
     run_to_end(qtbot, window)
     assert window.error_text() == "" and window.history.n_steps() == 3
 
 
-def test_out_of_device_memory_is_one_line_and_the_app_stays_up(qtbot, open_window, monkeypatch, torch_cpu):
+def test_out_of_device_memory_is_one_line_and_the_app_stays_up(qtbot, open_window, watch_engines, torch_cpu):
     """A CUDA out-of-memory error mid-run (raised here as torch raises it; no GPU needed) reaches the
     window as the one-line hint, the steps so far stay, and the next run works."""
-    import kvviz.engines
+    def run_out(trace) -> None:
+        if trace.step == 3:
+            raise torch_cpu.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0)")
 
-    real = kvviz.engines.make_engine
-
-    class RunsOut:
-        def __init__(self, engine) -> None:
-            self.engine = engine
-
-        def generate(self, *args, **kwargs):
-            for trace in self.engine.generate(*args, **kwargs):
-                if trace.step == 3:
-                    raise torch_cpu.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0)")
-                yield trace
-
-    monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: RunsOut(real(*a, **k)))
+    unwatch = watch_engines(run_out)
     window = open_window()
     window.set_engines(("concat",))
     window.tokens_spin.setValue(10)
@@ -299,7 +279,7 @@ def test_out_of_device_memory_is_one_line_and_the_app_stays_up(qtbot, open_windo
     message = failed.args[1]
     assert message.startswith("out of device memory") and "\n" not in message and "--dtype bf16" in message
     assert message in window.error_text() and window.history.n_steps() == 3
-    monkeypatch.setattr(kvviz.engines, "make_engine", real)
+    unwatch()
     window.tokens_spin.setValue(3)
     run_to_end(qtbot, window)
     assert window.error_text() == "" and window.history.n_steps() == 3

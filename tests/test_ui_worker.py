@@ -78,22 +78,9 @@ def test_lockstep_every_engine_before_the_next_step(any_worker, qtbot):
     assert len({tuple(v) for v in tokens.values()}) == 1
 
 
-def test_traces_are_forwarded_as_the_engine_made_them(worker, qtbot, monkeypatch):
-    import kvviz.engines
-
+def test_traces_are_forwarded_as_the_engine_made_them(worker, qtbot, watch_engines):
     made = []
-    real = kvviz.engines.make_engine
-
-    class Spy:
-        def __init__(self, engine) -> None:
-            self.engine = engine
-
-        def generate(self, *args, **kwargs):
-            for trace in self.engine.generate(*args, **kwargs):
-                made.append(trace)
-                yield trace
-
-    monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: Spy(real(*a, **k)))
+    watch_engines(made.append)
     rec = Recorder(worker)
     with qtbot.waitSignal(worker.run_finished, timeout=60_000):
         worker.start_run(request(tokens=4, engines=("naive", "paged")))
@@ -172,22 +159,12 @@ def test_a_prompt_too_long_for_the_context_is_refused(worker, qtbot):
     assert "exceeds the model's context" in rec.failed[0][1]
 
 
-def test_an_engine_failure_mid_run_keeps_the_steps_so_far(worker, qtbot, monkeypatch):
-    import kvviz.engines
+def test_an_engine_failure_mid_run_keeps_the_steps_so_far(worker, qtbot, watch_engines):
+    def fail(trace) -> None:
+        if trace.step == 3 and trace.engine == "static":
+            raise RuntimeError("injected failure\nsecond line")
 
-    real = kvviz.engines.make_engine
-
-    class Breaks:
-        def __init__(self, engine) -> None:
-            self.engine = engine
-
-        def generate(self, *args, **kwargs):
-            for trace in self.engine.generate(*args, **kwargs):
-                if trace.step == 3 and trace.engine == "static":
-                    raise RuntimeError("injected failure\nsecond line")
-                yield trace
-
-    monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: Breaks(real(*a, **k)))
+    unwatch = watch_engines(fail)
     rec = Recorder(worker)
     with qtbot.waitSignal(worker.run_finished, timeout=30_000):
         worker.start_run(request(tokens=10, engines=("concat", "static")))
@@ -196,7 +173,7 @@ def test_an_engine_failure_mid_run_keeps_the_steps_so_far(worker, qtbot, monkeyp
     assert [(t.engine, t.step) for t in rec.traces] == [(e, k) for k in range(3) for e in ("concat", "static")]
     # The worker is usable again.
     rec2 = Recorder(worker)
-    monkeypatch.setattr(kvviz.engines, "make_engine", real)
+    unwatch()
     with qtbot.waitSignal(worker.run_finished, timeout=30_000):
         worker.start_run(request("r2", tokens=3, engines=("concat",)))
     assert rec2.failed == [] and len(rec2.traces) == 3
