@@ -218,17 +218,19 @@ def read_hf_state(folder: Path) -> tuple[dict[str, torch.Tensor], Path]:
     return load_state(folder / WEIGHTS_NAME), folder / WEIGHTS_NAME
 
 
-def _derived_buffer(name: str) -> bool:
+def _derived_buffer(name: str, arch: str) -> bool:
     """Tensors some checkpoints saved that are computed, not learned: rotary tables (older Llama
     saves), GPT-2's causal-mask buffers (`h.0.attn.bias`, `h.0.attn.masked_bias`)."""
-    return name.endswith(("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias"))
+    if arch == "gpt2":
+        return name.endswith((".attn.bias", ".attn.masked_bias"))
+    return name.endswith("rotary_emb.inv_freq")
 
 
 def to_kvviz_names(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Path) -> dict[str, torch.Tensor]:
     """`model.layers.0...` -> `layers.0...` (`transformer.h.0...` -> `h.0...`, Conv1D weights
     transposed); a tied head's saved copy and derived buffers are dropped."""
     prefix = "transformer." if cfg.arch == "gpt2" else "model."
-    out = {name.removeprefix(prefix): tensor for name, tensor in state.items() if not _derived_buffer(name)}
+    out = {name.removeprefix(prefix): tensor for name, tensor in state.items() if not _derived_buffer(name, cfg.arch)}
     if cfg.arch == "gpt2":
         out = {name: t.t() if name.endswith(GPT2_CONV1D) and t.dim() == 2 else t for name, t in out.items()}
     embed_name = "wte.weight" if cfg.arch == "gpt2" else "embed_tokens.weight"
