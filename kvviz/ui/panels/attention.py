@@ -414,11 +414,12 @@ class AttentionPanel(Panel):
         self._outline.show()
         order = list(history.engines).index(engine)
         layer, head = current.weights_layer, current.weights_head
+        # Two lines, as the work matrix's views are titled: one line was too wide for a narrow panel.
         self._plot.setTitle(
-            f'<span style="color:{style.engine_color(engine, order)}; font-weight:bold">{engine}</span>'
-            f'<span style="color:{style.PLOT_FOREGROUND}"> &nbsp;'
+            f'<span style="color:{style.engine_color(engine, order)}; font-weight:bold; font-size:10pt">'
+            f'{engine}</span><br><span style="color:{style.PLOT_FOREGROUND}; font-size:9pt">'
             + self.tr("layer {layer}, head {head}, step {step}").format(layer=layer, head=head, step=k)
-            + "</span>", size=style.TITLE_SIZE)
+            + "</span>", size="9pt")
         earlier = int(filled[: current.pos_start].sum())
         if earlier:
             self._caption.setText(self.tr(
