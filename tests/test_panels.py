@@ -637,3 +637,14 @@ def test_legend_entries_in_chinese_stay_whole(qtbot):
     assert len(lines) == len(entries), lines
     for line, entry in zip(lines, entries):
         assert line.endswith(entry[1].replace(" ", "\u00a0")), (line, entry[1])
+
+
+def test_a_pale_legend_square_is_drawn_as_an_outline():
+    """'free block' (#ececec) and 'not computed' (#f7f7f7) vanished on the window's grey as filled squares."""
+    from kvviz.ui import style
+
+    for pale in (style.BLOCK_COLORS["free"], style.CELL_COLORS["empty"]):
+        html = style.swatch_html(pale, "x")
+        assert style.OUTLINE_SQUARE[0] in html and pale not in html
+    html = style.swatch_html(style.CELL_COLORS["masked"], "x")
+    assert style.SWATCH_MARKS["square"] in html and style.CELL_COLORS["masked"] in html

@@ -165,8 +165,16 @@ SWATCH_MARKS = {"square": "&#9632;", "line": "&#9473;&#9473;", "dashed": "&#9477
 SWATCH_POINTS = {"square": 11, "line": 11, "dashed": 11}
 
 
+# A square this light vanishes on the window's grey: it is drawn as an outline instead.
+PALE_SWATCH = 0.9
+OUTLINE_SQUARE = ("&#9633;", "#9e9e9e")  # white square, grey edge
+
+
 def swatch_html(color: str, text: str, *, mark: str = "square") -> str:
     """One legend entry as rich text: a coloured square, line or dashed line, then its label."""
     size = SWATCH_POINTS[mark]
-    return (f'<span style="color:{color}; font-size:{size}pt; font-weight:bold">{SWATCH_MARKS[mark]}</span>'
-            f'&nbsp;{text}')
+    glyph = SWATCH_MARKS[mark]
+    if mark == "square" and QColor(color).lightnessF() > PALE_SWATCH:  # "free block", "not computed"
+        glyph, color = OUTLINE_SQUARE
+    return f'<span style="color:{color}; font-size:{size}pt; font-weight:bold">{glyph}</span>&nbsp;{text}'
+
