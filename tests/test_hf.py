@@ -196,21 +196,22 @@ def test_sharded_checkpoint_loads_the_same(transformers, tokenizer_json, tmp_pat
 
 
 WRITTEN = {
-    "qwen3": dict(n_kv_head=2, rope_theta=1e6, norm_eps=1e-6, qk_norm=True, tie_embeddings=False),
-    "gpt2": dict(n_kv_head=4, tie_embeddings=True),
+    "qwen3": dict(arch="qwen3", n_kv_head=2, rope_theta=1e6, norm_eps=1e-6, qk_norm=True, tie_embeddings=False),
+    "gpt2": dict(arch="gpt2", n_kv_head=4, tie_embeddings=True),
+    "gpt2-untied": dict(arch="gpt2", n_kv_head=4, tie_embeddings=False),  # its own lm_head.weight saved
 }
 
 
-@pytest.mark.parametrize("arch", list(WRITTEN))
-def test_kvviz_written_checkpoint_reads_in_transformers(transformers, tokenizer_json, tmp_path, arch):
+@pytest.mark.parametrize("case", list(WRITTEN))
+def test_kvviz_written_checkpoint_reads_in_transformers(transformers, tokenizer_json, tmp_path, case):
     """save_hf_checkpoint (used by the GPU check without transformers) writes what transformers reads."""
     import torch
 
     from kvviz.models import build_decoder
     from kvviz.models.hf import load_hf_model, save_hf_checkpoint
 
-    cfg = ModelConfig(name="w", arch=arch, vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, head_dim=16,
-                      d_ff=96, max_seq_len=128, **WRITTEN[arch])
+    cfg = ModelConfig(name="w", vocab_size=VOCAB, d_model=64, n_layer=2, n_head=4, head_dim=16,
+                      d_ff=96, max_seq_len=128, **WRITTEN[case])
     model = _seeded_weights_(build_decoder(cfg), 3).eval()
     save_hf_checkpoint(model, tmp_path, tokenizer_json=tokenizer_json)
     hf_model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, local_files_only=True).eval()
