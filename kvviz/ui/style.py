@@ -138,6 +138,14 @@ def fit_title(plot: pg.PlotItem) -> None:
     label.updateGeometry()
 
 
+def engine_title(plot: pg.PlotItem, engine: str, order: int, detail: str, detail_points: int = 8) -> None:
+    """A plot's title on two lines: the engine in its colour, then what the plot shows of it."""
+    plot.setTitle(
+        f'<span style="color:{engine_color(engine, order)}; font-weight:bold; font-size:10pt">{engine}</span><br>'
+        f'<span style="color:{PLOT_FOREGROUND}; font-size:{detail_points}pt">{detail}</span>',
+        size=f"{detail_points}pt")
+
+
 def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str = "",
                left_units: str | None = None, bottom_units: str | None = None) -> None:
     """Readable title, labelled axes with units, a light grid: the house look of a panel's plot."""
@@ -162,7 +170,7 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
 
 
 SWATCH_MARKS = {"square": "&#9632;", "line": "&#9473;&#9473;", "dashed": "&#9477;&#9477;"}
-SWATCH_POINTS = {"square": 11, "line": 11, "dashed": 11}
+SWATCH_POINTS = 11  # every mark: a taller square made each legend line ~5 px taller
 
 
 # A square this light vanishes on the window's grey: it is drawn as an outline instead.
@@ -172,7 +180,7 @@ OUTLINE_SQUARE = ("&#9633;", "#9e9e9e")  # white square, grey edge
 
 def swatch_html(color: str, text: str, *, mark: str = "square") -> str:
     """One legend entry as rich text: a coloured square, line or dashed line, then its label."""
-    size = SWATCH_POINTS[mark]
+    size = SWATCH_POINTS
     glyph = SWATCH_MARKS[mark]
     if mark == "square" and QColor(color).lightnessF() > PALE_SWATCH:  # "free block", "not computed"
         glyph, color = OUTLINE_SQUARE

@@ -115,7 +115,7 @@ class LegendLabel(QLabel):
         """Pixels of a swatch and the space after it, as swatch_html draws it."""
         if mark not in self._swatch_px:
             font = QFont(self.font())
-            font.setPointSizeF(style.SWATCH_POINTS[mark])
+            font.setPointSizeF(style.SWATCH_POINTS)
             font.setBold(True)
             glyphs = html.unescape(style.SWATCH_MARKS[mark]) + "\u00a0"
             self._swatch_px[mark] = QFontMetrics(font).horizontalAdvance(glyphs)

@@ -415,11 +415,8 @@ class AttentionPanel(Panel):
         order = list(history.engines).index(engine)
         layer, head = current.weights_layer, current.weights_head
         # Two lines, as the work matrix's views are titled: one line was too wide for a narrow panel.
-        self._plot.setTitle(
-            f'<span style="color:{style.engine_color(engine, order)}; font-weight:bold; font-size:10pt">'
-            f'{engine}</span><br><span style="color:{style.PLOT_FOREGROUND}; font-size:9pt">'
-            + self.tr("layer {layer}, head {head}, step {step}").format(layer=layer, head=head, step=k)
-            + "</span>", size="9pt")
+        style.engine_title(self._plot, engine, order, self.tr("layer {layer}, head {head}, step {step}").format(
+            layer=layer, head=head, step=k), detail_points=9)
         earlier = int(filled[: current.pos_start].sum())
         if earlier:
             self._caption.setText(self.tr(

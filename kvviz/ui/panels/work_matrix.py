@@ -397,10 +397,7 @@ class WorkMatrixPanel(Panel):
 
     @staticmethod
     def _title(view: _EngineView, engine: str, order: int, detail: str) -> None:
-        color = style.engine_color(engine, order)
-        view.plot.setTitle(
-            f'<span style="color:{color}; font-weight:bold; font-size:10pt">{engine}</span><br>'
-            f'<span style="color:{style.PLOT_FOREGROUND}; font-size:8pt">{detail}</span>', size="8pt")
+        style.engine_title(view.plot, engine, order, detail)
 
     @staticmethod
     def _update_ticks(view: _EngineView) -> None:
