@@ -40,6 +40,7 @@ def test_shot_writes_a_non_blank_png_of_the_requested_size(tmp_path):
     (["--size", "100x100"], "outside 320x240"),
     (["--tokens", "0"], "--tokens must be at least 1"),
     (["--engines", "concat,concat"], "named twice"),
+    (["--hide", "summary,nope", "--model", "tiny-random"], "unknown panel 'nope'"),
 ])
 def test_shot_refuses_bad_input_in_one_line(tmp_path, args, says):
     proc = shot("--out", str(tmp_path / "x.png"), *args, timeout=60)
@@ -52,3 +53,17 @@ def test_shot_refuses_bad_input_in_one_line(tmp_path, args, says):
 def test_shot_refuses_a_missing_folder(tmp_path):
     proc = shot("--out", str(tmp_path / "nowhere" / "x.png"), timeout=60)
     assert proc.returncode == 2 and "no such folder" in proc.stderr
+
+
+def test_shot_in_presentation_mode_with_panels_hidden(tmp_path):
+    """A projector's 1280 x 720 in presentation mode, two panels hidden: the other six are shown."""
+    from PySide6.QtGui import QImage
+
+    out = tmp_path / "present.png"
+    proc = shot("--out", str(out), "--model", "tiny-random", "--tokens", "8", "--size", "1280x720",
+                "--threads", "1", "--presentation", "--hide", "token_stream,summary")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1280, 720)
+    assert "1280x720, presentation mode, step 7 of 8" in proc.stdout
+    assert "panels work_matrix,recompute,attention,latency,bytes,cache_memory)" in proc.stdout

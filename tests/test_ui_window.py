@@ -430,6 +430,83 @@ def test_every_registered_panel_is_laid_out_with_its_help(open_window):
     assert all(not f.isHidden() for f in window.frames.values())
 
 
+def grid_rows(window) -> list[list[str]]:
+    """The panels each shown row of the grid holds, left to right."""
+    return [[row.widget(i).panel.key for i in range(row.count())] for row in window.rows if not row.isHidden()]
+
+
+def test_hidden_panels_give_the_others_their_room(qtbot, open_window, tmp_path):
+    """Panels hidden in View leave no hole: the shown ones are laid out afresh (three or fewer in one
+    row, more in two), each arrangement keeps the sizes it was dragged to, and the checked panels'
+    sizes survive a restart."""
+    path = tmp_path / "grid.ini"
+    window = open_window(settings=settings_at(path))
+    window.resize(1300, 760)
+    keys = list(window.panel_actions)
+    assert grid_rows(window) == [keys[:4], keys[4:]]
+    window.panel_actions[keys[1]].setChecked(False)
+    window.panel_actions[keys[6]].setChecked(False)
+    shown = [k for k in keys if k not in (keys[1], keys[6])]
+    assert grid_rows(window) == [shown[:3], shown[3:]]
+    qtbot.wait(10)
+    widths = [window.frames[k].width() for k in shown]
+    assert min(widths) > 1.2 * (window.rows[0].width() / 4)  # wider than a cell of four columns
+    window.rows[0].setSizes([500, 200, 200])
+    dragged = window.rows[0].sizes()
+    for k in keys[3:]:
+        window.panel_actions[k].setChecked(False)
+    assert grid_rows(window) == [[keys[0], keys[2]]]
+    assert window.frames[keys[3]].isHidden() and not window.frames[keys[3]].isVisibleTo(window)
+    window.toggle_focus(keys[0])
+    assert grid_rows(window) == [[keys[0]]] and window.frames[keys[2]].isHidden()
+    window.toggle_focus(keys[0])
+    for k in keys[3:]:
+        if k != keys[6]:
+            window.panel_actions[k].setChecked(True)
+    assert grid_rows(window) == [shown[:3], shown[3:]] and window.rows[0].sizes() == dragged
+    window.close()
+
+    again = open_window(settings=settings_at(path))
+    again.resize(1300, 760)
+    assert grid_rows(again) == [shown[:3], shown[3:]]
+    assert again.rows[0].sizes() == dragged or abs(again.rows[0].sizes()[0] - dragged[0]) <= 2
+    for act in again.panel_actions.values():
+        act.setChecked(False)
+    assert grid_rows(again) == [] and not again.no_panels_label.isHidden()
+    assert "View" in again.no_panels_label.text()
+    again.act_reset_layout.trigger()
+    assert grid_rows(again) == [keys[:4], keys[4:]] and again.no_panels_label.isHidden()
+    assert max(again.rows[0].sizes()) - min(again.rows[0].sizes()) <= 1  # equal columns again
+
+
+def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_path):
+    path = tmp_path / "present.ini"
+    window = open_window(settings=settings_at(path))
+    window.toolbar.hide()  # a choice of the user's that presenting must not undo
+    assert window.grid.width() < window.width() - 200  # the Inputs dock beside it
+    window.act_present.trigger()  # F11
+    assert window.presenting() and window.act_present.isChecked()
+    assert window.isFullScreen()
+    assert window.form_dock.isHidden() and window.statusBar().isHidden()
+    assert not window.timeline.isHidden() and not window.menuBar().isHidden()
+    qtbot.waitUntil(lambda: window.grid.width() >= window.width() - 20)  # the panels get the width
+    assert window.focusWidget() is None or not window.form_dock.isAncestorOf(window.focusWidget())
+    window.close()  # closed while presenting: what is saved is the window from before
+
+    again = open_window(settings=settings_at(path))
+    assert not again.presenting() and not again.isFullScreen()
+    assert not again.form_dock.isHidden() and not again.statusBar().isHidden() and again.toolbar.isHidden()
+    again.act_present.trigger()
+    again.act_present.trigger()  # F11 again: back
+    assert not again.presenting() and not again.act_present.isChecked() and not again.isFullScreen()
+    assert not again.form_dock.isHidden() and not again.statusBar().isHidden() and again.toolbar.isHidden()
+    again.form_dock.hide()
+    again.set_presentation(True, full_screen=False)
+    assert not again.isFullScreen() and again.form_dock.isHidden()
+    again.set_presentation(False)
+    assert again.form_dock.isHidden()  # hidden before presenting: still hidden
+
+
 def run_script(code: str, timeout: float = 180) -> subprocess.CompletedProcess:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,

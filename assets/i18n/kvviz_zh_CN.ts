@@ -509,6 +509,18 @@
 <context>
     <name>MainWindow</name>
     <message>
+        <source>Loading the panels...</source>
+        <translation>正在加载面板...</translation>
+    </message>
+    <message>
+        <source>No panels registered yet</source>
+        <translation>尚未注册任何面板</translation>
+    </message>
+    <message>
+        <source>Every panel is hidden: show some in the View menu</source>
+        <translation>所有面板都已隐藏：请在“视图”菜单中选择要显示的面板</translation>
+    </message>
+    <message>
         <source>kvviz: the KV cache, step by step</source>
         <translation>kvviz：一步一步看懂 KV Cache</translation>
     </message>
@@ -615,6 +627,14 @@
     <message>
         <source>Reset layout</source>
         <translation>重置布局</translation>
+    </message>
+    <message>
+        <source>&amp;Presentation mode</source>
+        <translation>演示模式(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Full screen for the panels: the inputs and the status bar hidden</source>
+        <translation>面板全屏显示：隐藏输入区和状态栏</translation>
     </message>
     <message>
         <source>Inputs</source>
@@ -747,14 +767,6 @@
     <message>
         <source>Lockstep rounds per second ([ slower, ] faster)</source>
         <translation>每秒同步推进的轮数（[ 减慢，] 加快）</translation>
-    </message>
-    <message>
-        <source>No panels registered yet</source>
-        <translation>尚未注册任何面板</translation>
-    </message>
-    <message>
-        <source>Loading the panels...</source>
-        <translation>正在加载面板...</translation>
     </message>
     <message>
         <source>&amp;File</source>

@@ -82,7 +82,7 @@ class RunError(Exception):
     """The run itself failed (out of memory, a broken checkpoint): exit code 1."""
 
 
-def _quiet_qt_messages(_mode, _context, message: str) -> None:
+def quiet_qt_messages(_mode, _context, message: str) -> None:
     """Qt's own messages, less the offscreen platform's notes that it cannot raise or resize windows."""
     if "This plugin does not support" not in message:
         sys.stderr.write(message + "\n")
@@ -93,7 +93,7 @@ def make_window(job: ExportJob, settings_dir: str):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QSettings, qInstallMessageHandler
 
-    qInstallMessageHandler(_quiet_qt_messages)
+    qInstallMessageHandler(quiet_qt_messages)
 
     from kvviz.ui import app, i18n
     from kvviz.ui.export_actions import install_export_actions

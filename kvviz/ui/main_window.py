@@ -180,7 +180,9 @@ class MainWindow(QMainWindow):
         self._focused = ""  # the panel given the whole grid by a double-click on its title
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
         self._panels_installed = False
-        self._default_grid: tuple = (None, [])
+        self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
+        self._arrangement: str | None = None  # the shown panels, "+"-joined, that the grid is laid out for
+        self._layouts: dict[str, tuple] = {}  # arrangement -> (grid state, row states) the user left it at
 
         self._build_actions()
         self._build_form()
@@ -240,6 +242,7 @@ class MainWindow(QMainWindow):
         self.act_about = action(lambda: self._show_about())
         self.act_memory = action(lambda: self.show_memory_calculator(), "Ctrl+M")
         self.act_reset_layout = action(lambda: self._reset_layout())
+        self.act_present = action(lambda checked=False: self.set_presentation(checked), "F11", checkable=True)
 
     def _build_form(self) -> None:
         self.form_dock = QDockWidget(self)
@@ -419,6 +422,8 @@ class MainWindow(QMainWindow):
         self.no_panels_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.grid.addWidget(self.no_panels_label)
         layout.addWidget(self.grid, 1)
+        self._parking = QWidget(central)  # never shown: holds the panels the grid does not show
+        self._parking.hide()
         self.setCentralWidget(central)
 
         self.toolbar = QToolBar()
@@ -442,46 +447,92 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
 
     def install_panels(self) -> None:
-        """Build every registered panel and lay them out in a grid of splitters (once). Deferred past
-        the first paint when the app starts, since pyqtgraph's import is most of a launch's time."""
+        """Build every registered panel and lay the shown ones out in a grid of splitters (once).
+        Deferred past the first paint when the app starts, since pyqtgraph's import is most of a
+        launch's time."""
         if self._panels_installed:
             return
         self._panels_installed = True
         self._load_panels()
-        frames = list(self.frames.values())
-        if frames:
-            self.no_panels_label.hide()
-        n_rows = 1 if len(frames) <= 3 else 2
-        n_cols = max(1, math.ceil(len(frames) / n_rows))
-        for r in range(n_rows if frames else 0):
-            row = QSplitter(Qt.Orientation.Horizontal)
-            row.setChildrenCollapsible(False)
-            for frame in frames[r * n_cols:(r + 1) * n_cols]:
-                row.addWidget(frame)
-            row.setSizes([1000] * row.count())  # equal columns (scaled to the width) until the user drags
-            self.grid.addWidget(row)
-            self.rows.append(row)
-        if self.rows:
-            self.grid.setSizes([0] + [1000] * len(self.rows))  # the placeholder label, then equal rows
+        for frame in self.frames.values():
+            frame.setParent(self._parking)
         for key in self.frames:
             act = QAction(self, checkable=True, checked=True)
             act.toggled.connect(lambda checked, k=key: self._on_panel_action_toggled(k, checked))
             self.view_menu.insertAction(self._panel_actions_end, act)
             self.panel_actions[key] = act
         self.retranslate_ui()
-        self._default_grid = (self.grid.saveState(), [row.saveState() for row in self.rows])
         s = self.settings
-        if s.contains("window/grid"):
-            self.grid.restoreState(s.value("window/grid"))
-        for i, row in enumerate(self.rows):
-            if s.contains(f"window/row{i}"):
-                row.restoreState(s.value(f"window/row{i}"))
         hidden = set(s.value("view/hidden_panels", "", type=str).split(","))
         for key, act in self.panel_actions.items():
-            act.setChecked(key not in hidden)
+            with _blocked(act):
+                act.setChecked(key not in hidden)
+        if s.contains("window/grid"):  # the sizes the user dragged the saved arrangement to
+            rows = [s.value(f"window/row{i}") for i in range(2) if s.contains(f"window/row{i}")]
+            # Settings from before arrangements were kept had the sizes of every panel shown.
+            saved_for = s.value("window/grid_panels", "+".join(self.frames), type=str)
+            self._layouts[saved_for] = (s.value("window/grid"), rows)
+        self._arrange()
         self._panel_painted.clear()
         self._warming = list(self.panels)
         self.panels_ready.emit()
+
+    def shown_panels(self) -> list[str]:
+        """The panels the grid shows, in registry order: those checked in View, or the focused one alone."""
+        return [k for k, act in self.panel_actions.items() if act.isChecked() and self._focused in ("", k)]
+
+    def _arrange(self) -> None:
+        """Lay the shown panels out as a grid: up to three in one row, more in two rows (the first the
+        longer), so panels hidden in View give the others their room. Each arrangement keeps the
+        sizes the user dragged it to; a new one starts with equal rows and columns."""
+        shown = self.shown_panels()
+        key = "+".join(shown)
+        if key == self._arrangement:
+            return
+        if self._arrangement is not None:
+            self._layouts[self._arrangement] = self._grid_state()
+        self._arrangement = key
+        for k, frame in self.frames.items():
+            if k not in shown:
+                frame.setParent(self._parking)  # out of every row: a row holds exactly its shown panels
+                frame.hide()
+        n_rows = 0 if not shown else 1 if len(shown) <= 3 else 2
+        n_cols = math.ceil(len(shown) / n_rows) if n_rows else 0
+        while len(self.rows) < n_rows:
+            row = QSplitter(Qt.Orientation.Horizontal)
+            row.setChildrenCollapsible(False)
+            self.grid.addWidget(row)
+            self.rows.append(row)
+        for r, row in enumerate(self.rows):
+            members = shown[r * n_cols:(r + 1) * n_cols]
+            for i, k in enumerate(members):
+                row.insertWidget(i, self.frames[k])
+                self.frames[k].show()
+            row.setVisible(bool(members))
+        self.no_panels_label.setVisible(not shown)
+        grid, rows = self._layouts.get(key, (None, []))
+        if grid is None:
+            self.grid.setSizes([0 if shown else 1000] + [1000 if r < n_rows else 0 for r in range(len(self.rows))])
+        else:
+            self.grid.restoreState(grid)
+        for r, row in enumerate(self.rows[:n_rows]):
+            if r < len(rows) and rows[r] is not None:
+                row.restoreState(rows[r])
+            else:
+                row.setSizes([1000] * row.count())  # equal columns (scaled to the width) until the user drags
+        self._update_no_panels_text()
+
+    def _grid_state(self) -> tuple:
+        return self.grid.saveState(), [row.saveState() for row in self.rows]
+
+    def _update_no_panels_text(self) -> None:
+        if not self._panels_installed:
+            text = self.tr("Loading the panels...")
+        elif not self.frames:
+            text = self.tr("No panels registered yet")
+        else:
+            text = self.tr("Every panel is hidden: show some in the View menu")
+        self.no_panels_label.setText(text)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         if obj is self and event.type() == QEvent.Type.Paint:
@@ -528,6 +579,8 @@ class MainWindow(QMainWindow):
                 self.run_menu.addAction(act)
 
         self.view_menu = bar.addMenu("")
+        self.view_menu.addAction(self.act_present)
+        self.view_menu.addSeparator()
         self.view_menu.addAction(self.form_dock.toggleViewAction())
         self.view_menu.addAction(self.toolbar.toggleViewAction())
         self.view_menu.addSeparator()
@@ -581,6 +634,8 @@ class MainWindow(QMainWindow):
             self.act_memory: (self.tr("Memory calculator..."),
                               self.tr("What a model's KV cache costs at scale, computed from its config")),
             self.act_reset_layout: (self.tr("Reset layout"), ""),
+            self.act_present: (self.tr("&Presentation mode"),
+                               self.tr("Full screen for the panels: the inputs and the status bar hidden")),
         }
         for act, (text, tip) in texts.items():
             act.setText(text)
@@ -627,8 +682,7 @@ class MainWindow(QMainWindow):
         self.speed_spin.setSuffix(self.tr(" steps/s"))
         self.speed_spin.setSpecialValueText(self.tr("as fast as possible"))
         self.speed_spin.setToolTip(self.tr("Lockstep rounds per second ([ slower, ] faster)"))
-        self.no_panels_label.setText(self.tr("No panels registered yet") if self._panels_installed
-                                     else self.tr("Loading the panels..."))
+        self._update_no_panels_text()
         for key, frame in self.frames.items():
             frame.retranslate()
             self.panel_actions[key].setText(frame.panel.title())
@@ -1033,11 +1087,7 @@ class MainWindow(QMainWindow):
     def toggle_focus(self, key: str) -> None:
         """Show only this panel in the grid, or, if it is already alone, every checked panel again."""
         self._focused = "" if self._focused == key else key
-        for k, frame in self.frames.items():
-            frame.setVisible(self.panel_actions[k].isChecked() and self._focused in ("", k))
-        for row in self.rows:
-            row.setVisible(any(not self.frames[k].isHidden() for k in self.frames
-                               if self.frames[k].parent() is row))
+        self._arrange()
 
     def _on_panel_action_toggled(self, key: str, checked: bool) -> None:
         self.toggle_focus("")  # leaves focus mode and applies the View menu's choice
@@ -1317,9 +1367,16 @@ class MainWindow(QMainWindow):
         s = self.settings
         s.setValue("window/geometry", self.saveGeometry())
         s.setValue("window/state", self.saveState())
-        s.setValue("window/grid", self.grid.saveState())
-        for i, row in enumerate(self.rows):
-            s.setValue(f"window/row{i}", row.saveState())
+        # The sizes of the checked panels' arrangement (not of a panel alone by a double-click).
+        checked = "+".join(k for k, a in self.panel_actions.items() if a.isChecked())
+        grid, rows = self._grid_state() if checked == self._arrangement else self._layouts.get(checked, (None, []))
+        for i in range(2):
+            s.remove(f"window/row{i}")
+        if grid is not None:
+            s.setValue("window/grid", grid)
+            s.setValue("window/grid_panels", checked)
+            for i, row in enumerate(rows):
+                s.setValue(f"window/row{i}", row)
         s.setValue("view/hidden_panels", ",".join(k for k, a in self.panel_actions.items() if not a.isChecked()))
         s.sync()
 
@@ -1353,20 +1410,48 @@ class MainWindow(QMainWindow):
         if s.contains("window/state"):
             self.restoreState(s.value("window/state"))
 
+    def set_presentation(self, on: bool, *, full_screen: bool = True) -> None:
+        """Presentation mode (F11): the panels get the screen. Full screen, the Inputs dock and the
+        status bar hidden; the menus, the transport and the timeline stay, so a run can be started,
+        paused and scrubbed. Leaving it puts back what was shown before and the window's own state."""
+        with _blocked(self.act_present):
+            self.act_present.setChecked(on)
+        if on == (self._presenting is not None):
+            return
+        if on:
+            self._presenting = (self.saveState(), self.windowState(), full_screen)
+            self.form_dock.hide()
+            self.statusBar().hide()
+            self.setFocus()  # not a box of the form's neighbours: Space, arrows and F11 reach the window
+            if full_screen:
+                self.setWindowState(self.windowState() | Qt.WindowState.WindowFullScreen)
+        else:
+            state, window_state, was_full = self._presenting
+            self._presenting = None
+            if was_full:
+                self.setWindowState(window_state)
+            self.restoreState(state)
+            self.statusBar().show()
+
+    def presenting(self) -> bool:
+        return self._presenting is not None
+
     def _reset_layout(self) -> None:
+        self.set_presentation(False)
         self.restoreState(self._default_state)
         self.form_dock.show()
         self.toolbar.show()
-        grid, rows = self._default_grid
-        if grid is not None:
-            self.grid.restoreState(grid)
-        for row, state in zip(self.rows, rows):
-            row.restoreState(state)
+        self._layouts.clear()
+        self._focused = ""
         for act in self.panel_actions.values():
-            act.setChecked(True)
+            with _blocked(act):
+                act.setChecked(True)
+        self._arrangement = None  # forgotten: laid out afresh, in equal rows and columns
+        self._arrange()
 
     # ------------------------------------------------------------------ closing
     def closeEvent(self, event: QCloseEvent) -> None:
+        self.set_presentation(False)  # what is saved is the window as it was before presenting
         self.save_settings()
         self._repaint_timer.stop()
         self.shutdown_worker()

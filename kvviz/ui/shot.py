@@ -22,6 +22,10 @@ def configure(parser) -> None:
     parser.add_argument("--step", type=int, default=None,
                         help="the step to show (default: the last; negative counts from the end)")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size in pixels")
+    parser.add_argument("--presentation", action="store_true",
+                        help="presentation mode (F11) at --size: the Inputs dock and the status bar hidden")
+    parser.add_argument("--hide", default="", metavar="PANELS",
+                        help="comma list of panels to hide (View menu), the others laid out in their room")
     parser.add_argument("--layer", type=int, default=0, help="attention layer whose weights are drawn")
     parser.add_argument("--head", type=int, default=0, help="attention head whose weights are drawn")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the run")
@@ -76,9 +80,12 @@ def run(args) -> int:
 
     import tempfile
 
-    from PySide6.QtCore import QSettings
+    from PySide6.QtCore import QSettings, qInstallMessageHandler
 
     from kvviz.ui import app
+    from kvviz.ui.headless import quiet_qt_messages
+
+    qInstallMessageHandler(quiet_qt_messages)
 
     qt_app = app.ensure_app()
     with tempfile.TemporaryDirectory(prefix="kvviz-shot-") as tmp:
@@ -113,6 +120,8 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
     if not 0 <= step < n:
         raise ValueError(f"--step {args.step} is outside the run's {n} steps")
     window.select_step(step)
+    if args.presentation:
+        window.set_presentation(True, full_screen=False)  # full screen would take the screen's size
     for _ in range(3):  # layouts settle, then the panels draw the step, then Qt paints them
         qt_app.processEvents()
         window.refresh()
@@ -128,8 +137,9 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
         atomic_write(out, save)
     except OSError as exc:
         raise ValueError(f"{out}: {exc.strerror or exc}") from None
-    print(f"kvviz shot: wrote {out} ({width}x{height}, step {step} of {n}, engines {','.join(engines)}: "
-          f"{window.badge.text()})")
+    mode = ", presentation mode" if window.presenting() else ""
+    print(f"kvviz shot: wrote {out} ({width}x{height}{mode}, step {step} of {n}, engines {','.join(engines)}: "
+          f"{window.badge.text()}; panels {','.join(window.shown_panels())})")
     return 0
 
 
@@ -150,6 +160,12 @@ def _fill_form(window, args, engines) -> None:
         raise ValueError(f"unknown dtype {args.dtype!r}; choose auto, fp32, bf16 or fp16")
     window.dtype_combo.setCurrentIndex(window.dtype_combo.findData(dtype))
     window.set_engines(engines)
+    hide = [k.strip() for k in args.hide.split(",") if k.strip()]
+    unknown = [k for k in hide if k not in window.panel_actions]
+    if unknown:
+        raise ValueError(f"unknown panel {unknown[0]!r}; choose from {', '.join(window.panel_actions)}")
+    for key in hide:
+        window.panel_actions[key].setChecked(False)
     window.greedy_check.setChecked(args.temperature == 0)
     if args.top_k is not None and args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
