@@ -162,6 +162,53 @@ def test_work_matrix_at_decode_naive_recomputes_every_row_caches_compute_one(qtb
             assert not (kinds == RECOMPUTED).any()
 
 
+def test_work_matrix_names_its_axes_once_and_numbers_the_outer_plots(qtbot, history):
+    """The four engines' matrices share their axes: one name per axis for the grid (a name per plot
+    overlapped its neighbour's in a short panel), position numbers on the outer plots only; token
+    labels, which differ where engines' tokens differ, stay on every plot that has room for them."""
+    panel = make_panel(qtbot, "work_matrix")
+    panel.resize(320, 330)
+    panel.show_step(history, DECODE_STEP)
+    plots = panel.export_items()
+    qtbot.waitUntil(lambda: plots[0].getViewBox().height() < 120 and plots[0].getViewBox().width() < 140)
+    n = len(history.info.prompt_ids) + DECODE_STEP
+    vb = plots[0].getViewBox()
+    assert max(vb.width(), vb.height()) / n < 8  # cells too small for token labels: positions numbered
+    assert len(plots) == 4 and panel._cols == 2
+    assert all(p.getAxis(a).labelText == "" for p in plots for a in ("left", "bottom"))
+    assert panel._x_name.text == "key position" and panel._y_name.text == "query position"
+
+    def numbered():
+        return [(p.getAxis("bottom").style["showValues"], p.getAxis("left").style["showValues"]) for p in plots]
+
+    qtbot.waitUntil(lambda: numbered() == [(False, True), (False, False), (True, True), (True, False)])
+    inner, outer = plots[1].getAxis("left"), plots[0].getAxis("left")
+    qtbot.waitUntil(lambda: inner.width() == 0 < outer.width())  # no room taken for numbers
+    widths = [p.getViewBox().width() for p in plots]
+    assert max(widths) - min(widths) < 2  # the matrices alike, though only the left ones have numbers
+    panel.resize(2400, 2400)  # cells large enough for token labels
+    qtbot.waitUntil(lambda: all(p.getAxis("bottom").style["showValues"] for p in plots))
+    assert all(p.getAxis("left").style["showValues"] for p in plots)
+
+
+def test_a_series_panel_numbers_its_shared_steps_under_the_lowest_plot(qtbot, history):
+    panel = make_panel(qtbot, "latency")
+    panel.show_step(history, DECODE_STEP)
+    upper, lower = panel.export_items()[:2]
+    up, low = upper.getViewBox(), lower.getViewBox()
+    assert up.linkedView(0) is low or low.linkedView(0) is up  # one x range: the steps
+    assert not upper.getAxis("bottom").style["showValues"] and lower.getAxis("bottom").style["showValues"]
+
+    def lined_up() -> bool:  # the step marker at one x in both; plot areas alike (35 px apart before)
+        a, b = up.sceneBoundingRect(), low.sceneBoundingRect()
+        return abs(a.left() - b.left()) < 1 and abs(a.width() - b.width()) < 1 and abs(a.height() - b.height()) < 5
+
+    qtbot.waitUntil(lined_up)
+    low.setYRange(0, 4_000_000, padding=0)  # much wider tick labels below ("3000000"): aligned still
+    qtbot.waitUntil(lambda: lower.getAxis("left").textWidth > upper.getAxis("left").textWidth + 20)
+    qtbot.waitUntil(lined_up)
+
+
 def test_work_matrix_classify_without_a_mask_uses_the_causal_rule():
     from kvviz.ui.panels.work_matrix import CACHED, COMPUTED, MASKED, classify
 

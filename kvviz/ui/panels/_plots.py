@@ -18,8 +18,8 @@ from kvviz.bench import fmt_bytes
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["BytesAxis", "TraceColumns", "canvas", "engine_step", "fmt_bytes", "legend_row", "positions",
-           "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line", "token_label"]
+__all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fmt_bytes", "legend_row",
+           "positions", "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line", "token_label"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 
@@ -214,6 +214,30 @@ def settle(scenes: list) -> None:
             break
 
 
+def align_left_axes(plots: list[pg.PlotItem]) -> None:
+    """One width for the left axes of plots stacked in a column (the widest one's natural width), so
+    their x-linked views line up: the selected step's marker falls at one x in all of them. Each
+    axis keeps working out its own width as pyqtgraph does; the group then takes the widest."""
+    axes = [plot.getAxis("left") for plot in plots]
+    natural: dict[int, float] = {}
+
+    def wrap(axis: pg.AxisItem, own):
+        def update_width() -> None:
+            own()  # the axis's own width from its tick labels (and its picture redrawn, as pyqtgraph does)
+            natural[id(axis)] = axis.maximumWidth()
+            width = max(natural.values())
+            for other in axes:
+                if (other.minimumWidth(), other.maximumWidth()) != (width, width):
+                    other.setMinimumWidth(width)
+                    other.setMaximumWidth(width)
+        return update_width
+
+    for axis in axes:
+        axis._updateWidth = wrap(axis, axis._updateWidth)
+    for axis in axes:
+        axis._updateWidth()
+
+
 def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:
     """The vertical marker at the selected step."""
     line = pg.InfiniteLine(angle=90, movable=False,
@@ -232,9 +256,11 @@ def token_label(text: str, limit: int = 6) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "\u2026"
 
 
-def set_token_ticks(plot: pg.PlotItem, labels: list[str]) -> None:
+def set_token_ticks(plot: pg.PlotItem, labels: list[str], numbers: tuple[bool, bool] = (True, True)) -> None:
     """Token labels on the bottom and left axes of a matrix plot (cell i spans [i, i+1)) where a
-    cell is wide enough on screen to hold one; pyqtgraph's numeric ticks otherwise."""
+    cell is wide enough on screen to hold one; position numbers otherwise, drawn on the bottom / left
+    axis only where `numbers` says (an inner plot of a grid whose outer plots number the same
+    positions leaves them to those, and its matrix has the room)."""
     n = len(labels)
     vb = plot.getViewBox()
     (x0, x1), (y0, y1) = vb.viewRange()
@@ -254,14 +280,19 @@ def set_token_ticks(plot: pg.PlotItem, labels: list[str]) -> None:
         stride = next((s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if s * cell_px >= need), 2000)
         return [[(i + 0.5, str(i)) for i in range(0, n, stride)]]
 
-    _set_ticks(plot.getAxis("bottom"), tokens if cell_w >= max(8.0, widest) else numbered(cell_w, digits))
-    _set_ticks(plot.getAxis("left"), tokens if cell_h >= metrics.height() else numbered(cell_h, metrics.height() + 4))
+    bottom = tokens if cell_w >= max(8.0, widest) else numbered(cell_w, digits)
+    left = tokens if cell_h >= metrics.height() else numbered(cell_h, metrics.height() + 4)
+    _set_ticks(plot.getAxis("bottom"), bottom, bottom is tokens or numbers[0])
+    _set_ticks(plot.getAxis("left"), left, left is tokens or numbers[1])
 
 
-def _set_ticks(axis: pg.AxisItem, ticks: list) -> None:
-    """setTicks only when they changed: new ticks make the axis lay out and draw its text again."""
-    if getattr(axis, "_kvviz_ticks", None) != ticks:
-        axis._kvviz_ticks = ticks
+def _set_ticks(axis: pg.AxisItem, ticks: list, values: bool = True) -> None:
+    """setTicks only when they changed: new ticks make the axis lay out and draw its text again.
+    values=False keeps the tick marks and draws no labels (the axis then takes no room for them)."""
+    if getattr(axis, "_kvviz_ticks", None) != (ticks, values):
+        axis._kvviz_ticks = (ticks, values)
+        if axis.style["showValues"] != values:
+            axis.setStyle(showValues=values)
         axis.setTicks(ticks)
 
 

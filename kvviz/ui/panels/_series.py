@@ -21,6 +21,7 @@ from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
     BytesAxis,
     TraceColumns,
+    align_left_axes,
     canvas,
     engine_step,
     legend_row,
@@ -109,6 +110,18 @@ class SeriesPanel(Panel):
                 plot.setXLink(first)
             self._plots[spec.key] = plot
             self._lines[spec.key] = step_line(plot)
+        for spec in self._plot_specs:
+            if any(o.col == spec.col and o.row > spec.row for o in self._plot_specs):
+                # The plot below numbers the same (linked) steps: no labels here, more room for the curves.
+                self._plots[spec.key].getAxis("bottom").setStyle(showValues=False)
+        for col in {spec.col for spec in self._plot_specs}:
+            column = [self._plots[spec.key] for spec in self._plot_specs if spec.col == col]
+            if len(column) > 1:
+                align_left_axes(column)
+        for row in {spec.row for spec in self._plot_specs}:
+            # Equal plot areas: a row's share does not follow its plots' own preferred heights (more
+            # for the one with the axis numbers and name).
+            self._canvas.ci.layout.setRowPreferredHeight(row, 1000)
         for series_spec in self._specs:
             marker = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=1))
             marker.setZValue(60)

@@ -145,6 +145,7 @@ class _EngineView:
         self.row_label.setFont(style.tick_font())
         self.row_label.setZValue(21)
         plot.addItem(self.row_label, ignoreBounds=True)
+        self.outer = (True, True)  # whether its bottom / left axis is on the grid's edge (see _relayout)
         self.reset()
 
     def reset(self) -> None:
@@ -186,6 +187,10 @@ class WorkMatrixPanel(Panel):
         # each, a stall at the start of every run; a run with the same engines reuses them.
         self._spare: dict[str, _EngineView] = {}
         self._cols = 0
+        # One axis name for the whole grid of engines, as for shared axes: a name per plot overlapped
+        # its neighbour's once the plots were shorter than the words.
+        self._x_name = pg.LabelItem(color=style.PLOT_FOREGROUND, size=style.LABEL_SIZE)
+        self._y_name = pg.LabelItem(color=style.PLOT_FOREGROUND, size=style.LABEL_SIZE, angle=-90)
         self._stops = TraceColumns(("pos_stop",))
         self.retranslate()
 
@@ -197,9 +202,9 @@ class WorkMatrixPanel(Panel):
             (style.CELL_COLORS["masked"], self.tr("masked (future)")),
             (style.CELL_COLORS["empty"], self.tr("not computed this step")),
         ])
+        self._x_name.setText(self.tr("key position"))
+        self._y_name.setText(self.tr("query position"))
         for view in [*self._views.values(), *self._spare.values()]:
-            style.style_plot(view.plot, left=self.tr("query position"), bottom=self.tr("key position"))
-            view.plot.showGrid(x=False, y=False)
             view.row_label.setText(self.tr("this step \u25be"))
             view.drawn = ()
         self.setToolTip(self.help_text())
@@ -284,7 +289,7 @@ class WorkMatrixPanel(Panel):
         plot.invertY(True)
         # Not aspect-locked: the grid of engines fills the panel and the axes start at 0.
         plot.getViewBox().setDefaultPadding(0.0)
-        style.style_plot(plot, left=self.tr("query position"), bottom=self.tr("key position"))
+        style.style_plot(plot)  # unnamed axes: the panel names them once for the grid (see _relayout)
         plot.showGrid(x=False, y=False)
         view = _EngineView(plot)
         view.row_label.setText(self.tr("this step \u25be"))
@@ -303,16 +308,23 @@ class WorkMatrixPanel(Panel):
             return
         self._cols = cols
         layout = self._canvas.ci
-        for view in self._views.values():
-            if view.plot in layout.items:
-                layout.removeItem(view.plot)
+        for item in [*(v.plot for v in self._views.values()), self._x_name, self._y_name]:
+            if item in layout.items:
+                layout.removeItem(item)
         rows = math.ceil(n / cols)
+        layout.addItem(self._y_name, row=0, col=0, rowspan=rows, colspan=1)
         for i, view in enumerate(self._views.values()):
             row, col = divmod(i, cols)
-            layout.addItem(view.plot, row=row, col=col)
-            # Axis names on the outer plots only, as for shared axes: more room for the matrices.
-            view.plot.getAxis("left").showLabel(col == 0)
-            view.plot.getAxis("bottom").showLabel(row == rows - 1 or i + cols >= n)
+            layout.addItem(view.plot, row=row, col=col + 1)
+            # Positions numbered on the outer plots only, as for shared axes: more room for the matrices.
+            view.outer = (row == rows - 1 or i + cols >= n, col == 0)  # (bottom, left)
+            self._update_ticks(view)
+        layout.addItem(self._x_name, row=rows, col=1, rowspan=1, colspan=cols)
+        grid = layout.layout
+        for col in range(1, max(cols, grid.columnCount()) + 1):
+            # Equal matrices, however wide each plot's axis is (a plot's own preferred width would
+            # give the one with numbers the wider matrix); columns a smaller grid leaves empty: none.
+            grid.setColumnPreferredWidth(col, 1000 if col <= cols else 0)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
@@ -401,7 +413,7 @@ class WorkMatrixPanel(Panel):
 
     @staticmethod
     def _update_ticks(view: _EngineView) -> None:
-        set_token_ticks(view.plot, view.labels)
+        set_token_ticks(view.plot, view.labels, view.outer)
 
     def _on_resized(self, view: _EngineView) -> None:
         self._update_ticks(view)
