@@ -655,6 +655,10 @@ def test_cache_memory_places_its_pool_by_the_canvas_shape(qtbot, history):
     panel.resize(300, 900)
     qtbot.waitUntil(lambda: canvas.height() > 1.3 * canvas.width())
     assert panel._side_by_side is False
+    # Under the plot, the pool keeps a share of the height (the plots' equal-rows rule of the
+    # latency and bytes panels had once given the plot all of it, the pool a 20-pixel strip).
+    pool, plot = panel._grid.getViewBox(), panel.export_items()[0].getViewBox()
+    qtbot.waitUntil(lambda: pool.height() > 0.25 * plot.height())
 
 
 def test_legend_entries_in_chinese_stay_whole(qtbot):

@@ -118,9 +118,11 @@ class SeriesPanel(Panel):
             column = [self._plots[spec.key] for spec in self._plot_specs if spec.col == col]
             if len(column) > 1:
                 align_left_axes(column)
-        for row in {spec.row for spec in self._plot_specs}:
+        rows = {spec.row for spec in self._plot_specs}
+        for row in rows if len(rows) > 1 else ():
             # Equal plot areas: a row's share does not follow its plots' own preferred heights (more
-            # for the one with the axis numbers and name).
+            # for the one with the axis numbers and name). Only between plots: a subclass's own
+            # items in the canvas (the cache memory's block pool) keep their share.
             self._canvas.ci.layout.setRowPreferredHeight(row, 1000)
         for series_spec in self._specs:
             marker = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=1))
