@@ -41,6 +41,7 @@ def test_shot_writes_a_non_blank_png_of_the_requested_size(tmp_path):
     (["--tokens", "0"], "--tokens must be at least 1"),
     (["--engines", "concat,concat"], "named twice"),
     (["--hide", "summary,nope", "--model", "tiny-random"], "unknown panel 'nope'"),
+    (["--zoom", "20"], "--zoom 20 is outside 50..300"),
 ])
 def test_shot_refuses_bad_input_in_one_line(tmp_path, args, says):
     proc = shot("--out", str(tmp_path / "x.png"), *args, timeout=60)
@@ -56,14 +57,15 @@ def test_shot_refuses_a_missing_folder(tmp_path):
 
 
 def test_shot_in_presentation_mode_with_panels_hidden(tmp_path):
-    """A projector's 1280 x 720 in presentation mode, two panels hidden: the other six are shown."""
+    """A 1080p projector at 150%: the window laid out at 1280 x 720 and drawn at 1.5x, in
+    presentation mode, two panels hidden: the other six are shown."""
     from PySide6.QtGui import QImage
 
     out = tmp_path / "present.png"
-    proc = shot("--out", str(out), "--model", "tiny-random", "--tokens", "8", "--size", "1280x720",
+    proc = shot("--out", str(out), "--model", "tiny-random", "--tokens", "8", "--size", "1920x1080", "--zoom", "150",
                 "--threads", "1", "--presentation", "--hide", "token_stream,summary")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     image = QImage(str(out))
-    assert (image.width(), image.height()) == (1280, 720)
-    assert "1280x720, presentation mode, step 7 of 8" in proc.stdout
+    assert (image.width(), image.height()) == (1920, 1080)
+    assert "1920x1080, zoom 150%, presentation mode, step 7 of 8" in proc.stdout
     assert "panels work_matrix,recompute,attention,latency,bytes,cache_memory)" in proc.stdout

@@ -575,6 +575,64 @@ def test_has_display_rules():
     assert has_display({}, "darwin") and has_display({}, "win32")
 
 
+def test_a_zoom_out_of_range_is_one_line_and_exit_code_2():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
+    for args in (["gui", "--zoom", "500"], ["--zoom", "20"]):
+        proc = subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=60)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "outside 50..300" in lines[0], proc.stderr
+
+
+def test_zoom_is_qt_scale_factor_set_before_the_app(tmp_path):
+    """The zoom saved in View > Zoom (or --zoom) becomes Qt's scale factor before the QApplication
+    exists: every widget and plot is drawn at that size. A junk saved value means 100; a
+    QT_SCALE_FACTOR the user set wins."""
+    ini = tmp_path / "zoom.ini"
+    ini.write_text("[view]\nzoom=150\n")
+    code = f"""
+    import os
+    from PySide6.QtCore import QSettings
+    from kvviz.ui import app
+    settings = QSettings({str(ini)!r}, QSettings.Format.IniFormat)
+    percent = app.saved_zoom(settings)
+    app.apply_zoom(percent)
+    qt = app.ensure_app()
+    from PySide6.QtWidgets import QLabel
+    label = QLabel("zoomed")
+    label.show()
+    print(percent, label.devicePixelRatioF(), app.zoom_in_effect())
+    """
+    proc = run_script(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["150", "1.5", "150"]
+    ini.write_text("[view]\nzoom=huge\n")
+    proc = run_script(code)
+    assert proc.stdout.split() == ["100", "1.0", "100"]
+    ini.write_text("[view]\nzoom=150\n")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT), QT_SCALE_FACTOR="2")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=180)
+    assert proc.stdout.split() == ["150", "2.0", "200"]
+
+
+def test_view_zoom_is_saved_for_the_next_start(qtbot, open_window, tmp_path):
+    path = tmp_path / "zoom.ini"
+    window = open_window(settings=settings_at(path))
+    percents = [int(a.data()) for a in window.zoom_group.actions()]
+    assert percents == [100, 125, 150, 175, 200]
+    assert [a.isChecked() for a in window.zoom_group.actions()] == [True, False, False, False, False]
+    window.zoom_group.actions()[2].trigger()  # 150%
+    window.settings.sync()
+    assert settings_at(path).value("view/zoom", type=int) == 150
+    assert window.zoom_note is not None and window.zoom_note.isVisible()
+    assert "150%" in window.zoom_note.text() and "next start" in window.zoom_note.text()
+    assert window.zoom_group.checkedAction().data() == 150
+    window.zoom_note.close()
+    window.choose_zoom(100)  # the zoom in effect: saved, nothing to tell
+    assert settings_at(path).value("view/zoom", type=int) == 100 and not window.zoom_note.isVisible()
+
+
 def test_keys_reach_the_transport_but_not_while_typing(qtbot, open_window):
     window = open_window()
     window.activateWindow()

@@ -789,6 +789,14 @@
         <translation>语言(&amp;L)</translation>
     </message>
     <message>
+        <source>&amp;Zoom</source>
+        <translation>缩放(&amp;Z)</translation>
+    </message>
+    <message>
+        <source>Text and plots larger or smaller, from the next start</source>
+        <translation>放大或缩小文字和图表，下次启动时生效</translation>
+    </message>
+    <message>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
@@ -947,6 +955,14 @@
     <message>
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
+    </message>
+    <message>
+        <source>Zoom</source>
+        <translation>缩放</translation>
+    </message>
+    <message>
+        <source>kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all scale, as on a projector.</source>
+        <translation>kvviz 下次启动时将以 {percent}% 显示（当前 {now}%）：文字、图表和控件一同缩放，适合投影。</translation>
     </message>
 </context>
 <context>
@@ -1262,12 +1278,12 @@
         <translation>本步未计算</translation>
     </message>
     <message>
-        <source>query position</source>
-        <translation>query 位置</translation>
-    </message>
-    <message>
         <source>key position</source>
         <translation>key 位置</translation>
+    </message>
+    <message>
+        <source>query position</source>
+        <translation>query 位置</translation>
     </message>
     <message>
         <source>this step ▾</source>

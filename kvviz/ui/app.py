@@ -16,9 +16,48 @@ NO_DISPLAY_HINT = ("kvviz: no display (DISPLAY / WAYLAND_DISPLAY unset): use `kv
                    "or set QT_QPA_PLATFORM=offscreen")
 
 
+ZOOMS = (100, 125, 150, 175, 200)  # View > Zoom's choices, percent
+ZOOM_RANGE = (50, 300)
+ZOOM_KEY = "view/zoom"
+
+
 def configure(parser) -> None:
     parser.add_argument("--settings", metavar="FILE",
                         help="keep the window's settings in this INI file instead of the user's")
+    parser.add_argument("--zoom", type=int, metavar="PERCENT",
+                        help="text and plots at this size, e.g. 150 on a projector (default: View > Zoom's "
+                             "choice, saved; 100)")
+
+
+def check_zoom(percent: int, option: str = "--zoom") -> int:
+    lo, hi = ZOOM_RANGE
+    if not lo <= percent <= hi:
+        raise ValueError(f"{option} {percent} is outside {lo}..{hi} (percent)")
+    return percent
+
+
+def saved_zoom(settings) -> int:
+    """View > Zoom's saved choice (100 when none, or when the saved value is not a usable percent)."""
+    try:
+        percent = int(settings.value(ZOOM_KEY, 100))
+    except (TypeError, ValueError):
+        return 100
+    return percent if ZOOM_RANGE[0] <= percent <= ZOOM_RANGE[1] else 100
+
+
+def apply_zoom(percent: int) -> None:
+    """Scale everything the app draws (text, plots, widgets) by percent/100, through Qt's own scale
+    factor: it must be set before the QApplication exists. A QT_SCALE_FACTOR the user set wins."""
+    if percent != 100 and "QT_SCALE_FACTOR" not in os.environ:
+        os.environ["QT_SCALE_FACTOR"] = f"{percent / 100:g}"
+
+
+def zoom_in_effect() -> int:
+    """The zoom this process draws at, percent (Qt's scale factor)."""
+    try:
+        return round(float(os.environ.get("QT_SCALE_FACTOR", "1")) * 100)
+    except ValueError:
+        return 100
 
 
 def has_display(environ=None, platform: str | None = None) -> bool:
@@ -56,13 +95,16 @@ def create_window(settings=None, *, isolate: bool = True, defer_panels: bool = F
 
 
 def run(args) -> int:
+    zoom = check_zoom(args.zoom) if args.zoom is not None else None
     if not has_display():
         print(NO_DISPLAY_HINT, file=sys.stderr)
         return 2
-    app = ensure_app([sys.argv[0]])
     from PySide6.QtCore import QSettings, QTimer
 
-    settings = QSettings(args.settings, QSettings.Format.IniFormat) if args.settings else None
+    settings = (QSettings(args.settings, QSettings.Format.IniFormat) if args.settings
+                else QSettings(ORGANIZATION, APPLICATION))
+    apply_zoom(zoom if zoom is not None else saved_zoom(settings))
+    app = ensure_app([sys.argv[0]])
     window = create_window(settings, defer_panels=True)
     from kvviz.ui.export_actions import install_export_actions
     from kvviz.ui.i18n import install_language_menu

@@ -46,6 +46,7 @@ from PySide6.QtWidgets import (
 from kvviz.bench import fmt_bytes
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.trace import StepTrace
+from kvviz.ui.app import ZOOM_KEY, ZOOMS, zoom_in_effect
 from kvviz.ui.history import RunHistory, RunInfo
 from kvviz.ui.messages import Environment, ModelChoice, RunRequest
 from kvviz.ui.panels import PANELS
@@ -180,6 +181,7 @@ class MainWindow(QMainWindow):
         self._focused = ""  # the panel given the whole grid by a double-click on its title
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
         self._panels_installed = False
+        self.zoom_note: QMessageBox | None = None  # View > Zoom's note that a new zoom applies next start
         self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
         self._arrangement: str | None = None  # the shown panels, "+"-joined, that the grid is laid out for
         self._layouts: dict[str, tuple] = {}  # arrangement -> (grid state, row states) the user left it at
@@ -587,6 +589,15 @@ class MainWindow(QMainWindow):
         self.panel_actions: dict[str, QAction] = {}
         self._panel_actions_end = self.view_menu.addSeparator()  # panel toggles go above this
         self.view_menu.addAction(self.act_reset_layout)
+        self.zoom_menu = self.view_menu.addMenu("")
+        self.zoom_group = QActionGroup(self)
+        self.zoom_group.setExclusive(True)
+        for percent in sorted({*ZOOMS, zoom_in_effect()}):
+            act = QAction(f"{percent}%", self, checkable=True, checked=percent == zoom_in_effect())
+            act.setData(percent)
+            self.zoom_group.addAction(act)
+            self.zoom_menu.addAction(act)
+        self.zoom_group.triggered.connect(lambda act: self.choose_zoom(int(act.data())))
         self.language_menu = self.view_menu.addMenu("")
         self.language_group = QActionGroup(self)
         self.language_group.setExclusive(True)
@@ -692,6 +703,8 @@ class MainWindow(QMainWindow):
         self.run_menu.setTitle(self.tr("&Run"))
         self.view_menu.setTitle(self.tr("&View"))
         self.language_menu.setTitle(self.tr("&Language"))
+        self.zoom_menu.setTitle(self.tr("&Zoom"))
+        self.zoom_menu.setToolTip(self.tr("Text and plots larger or smaller, from the next start"))
         self.help_menu.setTitle(self.tr("&Help"))
         self.form_dock.toggleViewAction().setText(self.tr("Inputs"))
         self.toolbar.toggleViewAction().setText(self.tr("Transport"))
@@ -1432,6 +1445,20 @@ class MainWindow(QMainWindow):
                 self.setWindowState(window_state)
             self.restoreState(state)
             self.statusBar().show()
+
+    def choose_zoom(self, percent: int) -> None:
+        """View > Zoom: saved, and applied from the next start (Qt's scale factor is fixed at launch)."""
+        self.settings.setValue(ZOOM_KEY, percent)
+        for act in self.zoom_group.actions():
+            with _blocked(act):
+                act.setChecked(act.data() == percent)
+        now = zoom_in_effect()
+        if percent == now:
+            return
+        self.zoom_note = QMessageBox(QMessageBox.Icon.Information, self.tr("Zoom"), self.tr(
+            "kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all "
+            "scale, as on a projector.").format(percent=percent, now=now), QMessageBox.StandardButton.Ok, self)
+        self.zoom_note.open()  # not modal to the app: the run goes on
 
     def presenting(self) -> bool:
         return self._presenting is not None

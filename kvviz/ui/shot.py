@@ -22,6 +22,9 @@ def configure(parser) -> None:
     parser.add_argument("--step", type=int, default=None,
                         help="the step to show (default: the last; negative counts from the end)")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size in pixels")
+    parser.add_argument("--zoom", type=int, default=100, metavar="PERCENT",
+                        help="text and plots at this size (View > Zoom), e.g. --size 1920x1080 --zoom 150 for a "
+                             "1080p projector: the window is laid out at 1280x720 and drawn at 1.5x (default 100)")
     parser.add_argument("--presentation", action="store_true",
                         help="presentation mode (F11) at --size: the Inputs dock and the status bar hidden")
     parser.add_argument("--hide", default="", metavar="PANELS",
@@ -76,7 +79,13 @@ def run(args) -> int:
     engines = parse_engine_list(args.engines)
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    from kvviz.ui.app import apply_zoom, check_zoom
+
+    zoom = check_zoom(args.zoom)
+    if "QT_SCALE_FACTOR" in os.environ and zoom != 100:
+        raise ValueError("--zoom and QT_SCALE_FACTOR both set: use one")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    apply_zoom(zoom)
 
     import tempfile
 
@@ -103,7 +112,8 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
 
     failures: list[str] = []
     window.run_failed.connect(lambda _rid, message: failures.append(message))
-    window.resize(width, height)
+    ratio = window.devicePixelRatioF()  # the zoom: a window of W x H pixels is W/ratio x H/ratio to Qt
+    window.resize(round(width / ratio), round(height / ratio))
     window.show()
     if not _wait(window.environment_ready, args.timeout):
         raise ValueError(failures[0] if failures else "the engines did not start in time")
@@ -126,8 +136,9 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
         qt_app.processEvents()
         window.refresh()
     pixmap = window.grab()
-    if (pixmap.width(), pixmap.height()) != (width, height):
-        raise ValueError(f"the window could not be {width}x{height} (it is {pixmap.width()}x{pixmap.height()})")
+    size = (pixmap.width(), pixmap.height())  # device pixels
+    if abs(size[0] - width) > ratio or abs(size[1] - height) > ratio:  # a zoom may round by a pixel
+        raise ValueError(f"the window could not be {width}x{height} (it is {size[0]}x{size[1]})")
 
     def save(tmp: Path) -> None:
         if not pixmap.save(str(tmp), "PNG"):
@@ -137,8 +148,9 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
         atomic_write(out, save)
     except OSError as exc:
         raise ValueError(f"{out}: {exc.strerror or exc}") from None
-    mode = ", presentation mode" if window.presenting() else ""
-    print(f"kvviz shot: wrote {out} ({width}x{height}{mode}, step {step} of {n}, engines {','.join(engines)}: "
+    mode = f", zoom {round(ratio * 100)}%" if ratio != 1 else ""
+    mode += ", presentation mode" if window.presenting() else ""
+    print(f"kvviz shot: wrote {out} ({size[0]}x{size[1]}{mode}, step {step} of {n}, engines {','.join(engines)}: "
           f"{window.badge.text()}; panels {','.join(window.shown_panels())})")
     return 0
 
