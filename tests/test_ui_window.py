@@ -633,6 +633,30 @@ def test_view_zoom_is_saved_for_the_next_start(qtbot, open_window, tmp_path):
     assert settings_at(path).value("view/zoom", type=int) == 100 and not window.zoom_note.isVisible()
 
 
+def test_help_lists_every_shortcut_from_the_actions_themselves(qtbot, open_window):
+    from PySide6.QtGui import QAction, QKeySequence
+    from PySide6.QtWidgets import QTableWidget
+
+    from kvviz.ui.export_actions import install_export_actions
+
+    window = open_window()
+    install_export_actions(window)
+    rows = dict(window.shortcut_rows())
+    assert rows["Run"] == "Ctrl+R, F5" and rows["Pause"] == "Space" and rows["Presentation mode"] == "F11"
+    assert "Ctrl+Q" in rows["Quit"] and rows["Quit"].count("Ctrl+Q") == 1
+    assert rows["Image..."] == "Ctrl+E"  # an export action, installed after the window was built
+    with_keys = {a.text().replace("&", "") for a in window.findChildren(QAction) if a.shortcuts()}
+    assert with_keys <= set(rows)  # none left out
+    qtbot.keyClick(window, Qt.Key.Key_F1)
+    dialog = window.shortcuts_dialog
+    qtbot.waitUntil(lambda: dialog is not None and dialog.isVisible())
+    assert not dialog.isModal()
+    table = dialog.findChild(QTableWidget)
+    shown = [(table.item(i, 0).text(), table.item(i, 1).text()) for i in range(table.rowCount())]
+    assert shown == window.shortcut_rows()
+    assert window.act_shortcuts.shortcut() == QKeySequence(QKeySequence.StandardKey.HelpContents)
+
+
 def test_keys_reach_the_transport_but_not_while_typing(qtbot, open_window):
     window = open_window()
     window.activateWindow()

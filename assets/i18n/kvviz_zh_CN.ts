@@ -617,6 +617,10 @@
         <translation>关于 kvviz(&amp;A)</translation>
     </message>
     <message>
+        <source>&amp;Keyboard shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
+    </message>
+    <message>
         <source>Memory calculator...</source>
         <translation>显存计算器...</translation>
     </message>
@@ -891,6 +895,34 @@
     <message>
         <source>parameters: read when loaded</source>
         <translation>参数量：加载后读取</translation>
+    </message>
+    <message>
+        <source>Give a panel the whole grid, or share it again</source>
+        <translation>让一个面板占满网格，或恢复共享</translation>
+    </message>
+    <message>
+        <source>double-click its title</source>
+        <translation>双击面板标题</translation>
+    </message>
+    <message>
+        <source>Resize panels</source>
+        <translation>调整面板大小</translation>
+    </message>
+    <message>
+        <source>drag the gaps between them</source>
+        <translation>拖动面板之间的间隙</translation>
+    </message>
+    <message>
+        <source>Keyboard shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+    <message>
+        <source>Keys</source>
+        <translation>按键</translation>
     </message>
     <message>
         <source>PyTorch {0}, {1} CPU thread(s)</source>

@@ -20,6 +20,7 @@ from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDialog,
     QDockWidget,
     QDoubleSpinBox,
     QFileDialog,
@@ -37,6 +38,8 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QSplitter,
     QStyle,
+    QTableWidget,
+    QTableWidgetItem,
     QToolBar,
     QToolButton,
     QVBoxLayout,
@@ -181,6 +184,7 @@ class MainWindow(QMainWindow):
         self._focused = ""  # the panel given the whole grid by a double-click on its title
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
         self._panels_installed = False
+        self.shortcuts_dialog: QDialog | None = None  # Help > Keyboard shortcuts, made when first asked for
         self.zoom_note: QMessageBox | None = None  # View > Zoom's note that a new zoom applies next start
         self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
         self._arrangement: str | None = None  # the shown panels, "+"-joined, that the grid is laid out for
@@ -220,7 +224,8 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         def action(slot, *keys: str | QKeySequence.StandardKey, checkable: bool = False) -> QAction:
             act = QAction(self)
-            act.setShortcuts([QKeySequence(k) for k in keys])
+            sequences = {QKeySequence(k).toString(): QKeySequence(k) for k in keys}  # a key given twice: once
+            act.setShortcuts(list(sequences.values()))
             act.setCheckable(checkable)
             act.triggered.connect(slot)
             self.addAction(act)  # shortcuts work even with the menu bar hidden
@@ -240,8 +245,10 @@ class MainWindow(QMainWindow):
         self.act_slower = action(lambda: self.change_speed(-1), "[")
         self.act_open = action(lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open)
         self.act_focus_prompt = action(lambda: self.prompt_edit.setFocus(), "Ctrl+L")
-        self.act_quit = action(lambda: self.close(), QKeySequence.StandardKey.Quit)
+        # Ctrl+Q as well: the platform's Quit key is not Ctrl+Q everywhere (offscreen: none)
+        self.act_quit = action(lambda: self.close(), QKeySequence.StandardKey.Quit, "Ctrl+Q")
         self.act_about = action(lambda: self._show_about())
+        self.act_shortcuts = action(lambda: self.show_shortcuts(), QKeySequence.StandardKey.HelpContents, "Ctrl+/")
         self.act_memory = action(lambda: self.show_memory_calculator(), "Ctrl+M")
         self.act_reset_layout = action(lambda: self._reset_layout())
         self.act_present = action(lambda checked=False: self.set_presentation(checked), "F11", checkable=True)
@@ -607,6 +614,7 @@ class MainWindow(QMainWindow):
         self.language_menu.addAction(self.act_english)
 
         self.help_menu = bar.addMenu("")
+        self.help_menu.addAction(self.act_shortcuts)
         self.help_menu.addAction(self.act_about)
 
     def _build_status(self) -> None:
@@ -642,6 +650,7 @@ class MainWindow(QMainWindow):
             self.act_focus_prompt: (self.tr("Edit prompt"), ""),
             self.act_quit: (self.tr("&Quit"), ""),
             self.act_about: (self.tr("&About kvviz"), ""),
+            self.act_shortcuts: (self.tr("&Keyboard shortcuts"), ""),
             self.act_memory: (self.tr("Memory calculator..."),
                               self.tr("What a model's KV cache costs at scale, computed from its config")),
             self.act_reset_layout: (self.tr("Reset layout"), ""),
@@ -1228,6 +1237,48 @@ class MainWindow(QMainWindow):
         self._memory_dialog.show()
         self._memory_dialog.raise_()
         self._memory_dialog.activateWindow()
+
+    def shortcut_rows(self) -> list[tuple[str, str]]:
+        """(what, keys) for every action with a shortcut, from the actions themselves (menus, the
+        transport, exports), in the order they were made; then the mouse's gestures."""
+        rows: list[tuple[str, str]] = []
+        for act in self.findChildren(QAction):
+            keys = list(dict.fromkeys(k.toString(QKeySequence.SequenceFormat.NativeText) for k in act.shortcuts()))
+            text = act.text().replace("&&", "\0").replace("&", "").replace("\0", "&").strip()
+            if keys and text and (text, ", ".join(keys)) not in rows:
+                rows.append((text, ", ".join(keys)))
+        rows.append((self.tr("Give a panel the whole grid, or share it again"), self.tr("double-click its title")))
+        rows.append((self.tr("Resize panels"), self.tr("drag the gaps between them")))
+        return rows
+
+    def show_shortcuts(self) -> None:
+        """Help > Keyboard shortcuts (F1): a table to keep open beside the window, not modal."""
+        if self.shortcuts_dialog is None:
+            dialog = self.shortcuts_dialog = QDialog(self)
+            dialog.setObjectName("shortcuts_dialog")
+            table = QTableWidget(0, 2, dialog)
+            table.setObjectName("shortcuts_table")
+            table.verticalHeader().hide()
+            table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+            table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
+            table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            table.horizontalHeader().setStretchLastSection(True)
+            layout = QVBoxLayout(dialog)
+            layout.addWidget(table)
+            dialog.resize(460, 560)
+        dialog = self.shortcuts_dialog
+        table = dialog.findChild(QTableWidget, "shortcuts_table")
+        rows = self.shortcut_rows()
+        dialog.setWindowTitle(self.tr("Keyboard shortcuts"))
+        table.setHorizontalHeaderLabels([self.tr("Action"), self.tr("Keys")])
+        table.setRowCount(len(rows))
+        for i, (text, keys) in enumerate(rows):
+            table.setItem(i, 0, QTableWidgetItem(text))
+            table.setItem(i, 1, QTableWidgetItem(keys))
+        table.resizeColumnToContents(0)
+        table.resizeRowsToContents()
+        dialog.show()
+        dialog.raise_()
 
     def _show_about(self) -> None:
         env = self.env
