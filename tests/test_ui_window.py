@@ -479,6 +479,41 @@ def test_hidden_panels_give_the_others_their_room(qtbot, open_window, tmp_path):
     assert max(again.rows[0].sizes()) - min(again.rows[0].sizes()) <= 1  # equal columns again
 
 
+def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window):
+    """Hiding panels, focusing one and presenting while a run streams in moves panels between rows:
+    the run goes on, and every panel shown at the end shows the newest step."""
+    window = open_window()
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(ENGINES)
+    window.tokens_spin.setValue(150)
+    window.speed_spin.setValue(50)
+    keys = list(window.panel_actions)
+    moves = [lambda: window.panel_actions[keys[0]].setChecked(False),
+             lambda: window.toggle_focus(keys[3]),
+             lambda: window.set_presentation(True, full_screen=False),
+             lambda: window.toggle_focus(keys[3]),
+             lambda: window.panel_actions[keys[5]].setChecked(False),
+             lambda: window.panel_actions[keys[0]].setChecked(True),
+             lambda: window.set_presentation(False)]
+    with qtbot.waitSignal(window.run_started, timeout=60_000):
+        window.start_run()
+    for move in moves:
+        before = window.history.n_steps()
+        qtbot.waitUntil(lambda n=before: window.history.n_steps() > n + 5, timeout=60_000)
+        move()
+    qtbot.waitUntil(lambda: window.state.value == "idle", timeout=120_000)
+    for _ in range(3):
+        qtbot.wait(20)
+        window.refresh()
+    assert window.error_text() == "" and window.history.n_steps() == 150 and window.badge.text() == "identical"
+    assert grid_rows(window) == [[k for k in keys if k != keys[5]][:4], [k for k in keys if k != keys[5]][4:]]
+    newest = (window.history.version, window.selected_step)
+    assert window.selected_step == 149
+    for key in window.shown_panels():
+        assert window._panel_painted.get(key) == newest, key
+    assert window.panels["summary"].table_values()["concat"]["kv_projections"] > 0
+
+
 def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_path):
     path = tmp_path / "present.ini"
     window = open_window(settings=settings_at(path))
