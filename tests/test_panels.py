@@ -6,6 +6,7 @@ Grabs are saved to /tmp/kvviz_panels/ for a human to look at.
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -652,9 +653,15 @@ def test_cache_memory_places_its_pool_by_the_canvas_shape(qtbot, history):
     panel.show_step(history, DECODE_STEP)
     qtbot.waitUntil(lambda: canvas.width() > 1.3 * canvas.height())  # the legend took the height
     assert panel._side_by_side is True
+    # Beside the pool, a 300-pixel panel's plot has no room for the tokens axis as well (its two axes
+    # took ~125 px of the plot's ~175): hidden; the legend gives each capacity in tokens.
+    assert not panel._tokens_axis.isVisible()
+    legend = panel._legend.text().replace("\u2060", "").replace("\xa0", " ")
+    assert re.search(r"static: [\d.]+ KiB, \d+ tokens", legend), legend
     panel.resize(300, 900)
     qtbot.waitUntil(lambda: canvas.height() > 1.3 * canvas.width())
     assert panel._side_by_side is False
+    assert panel._tokens_axis.isVisible()  # under the pool, the plot has the canvas's width
     # Under the plot, the pool keeps a share of the height (the plots' equal-rows rule of the
     # latency and bytes panels had once given the plot all of it, the pool a 20-pixel strip).
     pool, plot = panel._grid.getViewBox(), panel.export_items()[0].getViewBox()

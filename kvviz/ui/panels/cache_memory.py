@@ -21,6 +21,7 @@ from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 # Slot kinds in the block pool.
 FREE, USED, NEW, WASTED = range(4)
 _GAP = 4  # display only: the space between blocks
+TOKENS_AXIS_ROOM = 110  # plot pixels the data must keep for the right-hand tokens axis to be shown
 _LUT = style.lookup_table([style.BLOCK_COLORS[k] for k in ("free", "used", "new", "wasted")]
                           + [style.PLOT_BACKGROUND])
 _TILE = 8  # pixels per slot; the last pixel row/column is a hairline between slots
@@ -166,8 +167,15 @@ class CacheMemoryPanel(SeriesPanel):
             text.setVisible(i < self._n_labelled and block_on_screen >= 30)
 
     def _place_grid(self) -> None:
-        """The block pool beside the plot in a wide panel, under it in a narrow one."""
+        """The block pool beside the plot in a wide panel, under it in a narrow one; the tokens axis
+        only where the plot's data keeps TOKENS_AXIS_ROOM pixels beside both axes (the legend gives
+        each engine's capacity in tokens as well)."""
         side = self._canvas.width() > 1.3 * self._canvas.height()
+        share = self._canvas.width() * (0.6 if side else 1.0)  # the plot's column (stretch 3:2 beside)
+        axes = self._plots["memory"].getAxis("left").fixedWidth + self._tokens_axis.fixedWidth  # shown or not
+        tokens_axis = share - axes >= TOKENS_AXIS_ROOM
+        if tokens_axis != self._tokens_axis.isVisible():
+            self._plots["memory"].showAxis("right", tokens_axis)
         if side == self._side_by_side:
             return
         self._side_by_side = side
