@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
 from kvviz.ui.history import RunHistory, RunInfo
@@ -208,6 +209,39 @@ def test_a_series_panel_numbers_its_shared_steps_under_the_lowest_plot(qtbot, hi
     low.setYRange(0, 4_000_000, padding=0)  # much wider tick labels below ("3000000"): aligned still
     qtbot.waitUntil(lambda: lower.getAxis("left").textWidth > upper.getAxis("left").textWidth + 20)
     qtbot.waitUntil(lined_up)
+
+
+def click_at(qtbot, plot, x: float, y: float) -> None:
+    """A left click where the plot draws data point (x, y), through the view's viewport as a mouse would."""
+    from PySide6.QtCore import QPointF
+
+    scene_pos = plot.getViewBox().mapViewToScene(QPointF(x, y))
+    view = plot.scene().views()[0]
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(scene_pos))
+    qtbot.wait(350)  # the next click is not a double-click
+
+
+@pytest.mark.parametrize("key", ["latency", "bytes", "cache_memory", "recompute", "work_matrix", "attention"])
+def test_a_click_in_a_plot_picks_the_step_under_it(qtbot, history, key):
+    """Per-step plots: the step at the x clicked. Position plots (recompute: a token position;
+    the matrices: a query row): the step that first computed that position, prefill for the prompt."""
+    panel = make_panel(qtbot, key)
+    panel.show_step(history, NEW_TOKENS - 1)
+    qtbot.wait(50)
+    picked = []
+    panel.step_picked.connect(picked.append)
+    n_prompt = len(history.info.prompt_ids)
+    plot = panel.export_items()[1 if key == "work_matrix" else 0]  # the work matrix: concat's view
+    assert panel.picks_steps
+    if key in ("latency", "bytes", "cache_memory"):
+        click_at(qtbot, plot, 3.2, sum(plot.getViewBox().viewRange()[1]) / 2)  # mid-height, step 3.2
+        assert picked == [3]
+        return
+    position = (lambda p: (p + 0.5, 0.5)) if key == "recompute" else (lambda p: (0.5, p + 0.5))
+    for row, step in ((n_prompt + 2, 3), (4, 0), (n_prompt, 1)):
+        click_at(qtbot, plot, *position(row))
+        assert picked[-1:] == [step], (row, picked)
+    assert len(picked) == 3
 
 
 def test_work_matrix_classify_without_a_mask_uses_the_causal_rule():

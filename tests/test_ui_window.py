@@ -421,7 +421,9 @@ def test_every_registered_panel_is_laid_out_with_its_help(open_window):
     assert list(window.panels) == [k for k, _ in PANELS]
     assert window.panel_load_errors == []
     for key, frame in window.frames.items():
-        assert frame.toolTip() == window.panels[key].help_text() != ""
+        help_text = window.panels[key].help_text()
+        assert help_text != "" and frame.toolTip().startswith(help_text) and "Double-click" in frame.toolTip()
+        assert ("Click a point" in frame.toolTip()) == window.panels[key].picks_steps
         assert frame.header.text() == window.panels[key].title()
     key = next(iter(window.frames))
     window.toggle_focus(key)
@@ -512,6 +514,27 @@ def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window
     for key in window.shown_panels():
         assert window._panel_painted.get(key) == newest, key
     assert window.panels["summary"].table_values()["concat"]["kv_projections"] > 0
+
+
+def test_a_click_in_a_panel_shows_that_step_in_the_window(qtbot, open_window):
+    from PySide6.QtCore import QPointF
+
+    window = open_window()
+    window.resize(1400, 900)
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(("naive", "concat"))
+    window.tokens_spin.setValue(20)
+    window.speed_spin.setValue(0)
+    run_to_end(qtbot, window)
+    assert window.selected_step == 19
+    plot = window.panels["latency"].export_items()[0]
+    vb = plot.getViewBox()
+    view = plot.scene().views()[0]
+    point = view.mapFromScene(vb.mapViewToScene(QPointF(7.1, sum(vb.viewRange()[1]) / 2)))
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert window.selected_step == 7 and window.timeline.value() == 7
+    qtbot.waitUntil(lambda: window._panel_painted.get("summary") == (window.history.version, 7))
+    assert "0–7" in window.panels["summary"]._heading.text() or "0-7" in window.panels["summary"]._heading.text()
 
 
 def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_path):

@@ -1109,6 +1109,17 @@
     </message>
 </context>
 <context>
+    <name>PanelFrame</name>
+    <message>
+        <source>Click a point or a row to show its step.</source>
+        <translation>单击一个点或一行，即可显示它所属的那一步。</translation>
+    </message>
+    <message>
+        <source>Double-click the title to give this panel the whole grid (again to go back).</source>
+        <translation>双击标题让此面板占满网格（再次双击恢复）。</translation>
+    </message>
+</context>
+<context>
     <name>RecomputePanel</name>
     <message>
         <source>times computed (per layer)</source>

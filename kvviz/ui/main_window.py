@@ -120,6 +120,9 @@ class PanelFrame(QFrame):
         self.panel.retranslate()
         self.header.setText(self.panel.title())
         help_text = self.panel.help_text()
+        if self.panel.picks_steps:
+            help_text += "\n\n" + self.tr("Click a point or a row to show its step.")
+        help_text += "\n" + self.tr("Double-click the title to give this panel the whole grid (again to go back).")
         self.header.setToolTip(help_text)
         self.setToolTip(help_text)
 
@@ -564,6 +567,7 @@ class MainWindow(QMainWindow):
             self.panels[key] = panel
             self.frames[key] = frame = PanelFrame(panel)
             frame.focus_requested.connect(self.toggle_focus)
+            panel.step_picked.connect(self.select_step)  # a click in a plot, as the timeline would
 
     def _build_menus(self) -> None:
         bar = self.menuBar()

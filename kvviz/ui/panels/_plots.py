@@ -19,7 +19,8 @@ from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
 __all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fmt_bytes", "legend_row",
-           "positions", "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line", "token_label"]
+           "on_left_click", "positions", "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line",
+           "step_of_position", "token_label", "view_point"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 
@@ -236,6 +237,33 @@ def align_left_axes(plots: list[pg.PlotItem]) -> None:
         axis._updateWidth = wrap(axis, axis._updateWidth)
     for axis in axes:
         axis._updateWidth()
+
+
+def on_left_click(scene, handler) -> None:
+    """handler(scene position) on a single left click in a pyqtgraph scene (a double-click belongs to
+    the panel's frame: it gives the panel the grid)."""
+    def clicked(event) -> None:
+        if event.button() == Qt.MouseButton.LeftButton and not event.double():
+            handler(event.scenePos())
+
+    scene.sigMouseClicked.connect(clicked)
+
+
+def view_point(plot: pg.PlotItem, scene_pos):
+    """The data coordinates of a scene position inside the plot's data area, else None."""
+    vb = plot.getViewBox()
+    if not vb.isVisible() or not vb.sceneBoundingRect().contains(scene_pos):
+        return None
+    return vb.mapSceneToView(scene_pos)
+
+
+def step_of_position(history: RunHistory, engine: str, position: int) -> int | None:
+    """The step that first computed `position`'s K/V for this engine: the first step whose computed
+    positions reach past it (prefill for a prompt position). None past what the engine has recorded."""
+    traces = history.traces.get(engine) or []
+    stops = np.fromiter((t.pos_stop for t in traces), dtype=np.int64, count=len(traces))
+    step = int(np.searchsorted(stops, position, side="right"))  # pos_stop never decreases
+    return step if position >= 0 and step < len(traces) else None
 
 
 def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:

@@ -25,9 +25,11 @@ from kvviz.ui.panels._plots import (
     canvas,
     engine_step,
     legend_row,
+    on_left_click,
     positions,
     set_legend,
     step_line,
+    view_point,
 )
 from kvviz.ui.panels.base import Panel
 
@@ -57,7 +59,10 @@ class SeriesSpec:
 
 
 class SeriesPanel(Panel):
-    """Subclasses provide `plot_specs()` and `series_specs()` and may override `legend_text()`."""
+    """Subclasses provide `plot_specs()` and `series_specs()` and may override `legend_text()`.
+    A click in a plot shows the step under it (the x axis counts steps)."""
+
+    picks_steps = True
 
     log_option = True  # offer the log-scale checkbox
     extra_fields: tuple = ()  # further fields a subclass reads from self.columns (see TraceColumns)
@@ -124,6 +129,7 @@ class SeriesPanel(Panel):
             # for the one with the axis numbers and name). Only between plots: a subclass's own
             # items in the canvas (the cache memory's block pool) keep their share.
             self._canvas.ci.layout.setRowPreferredHeight(row, 1000)
+        on_left_click(self._canvas.scene(), self._on_clicked)
         for series_spec in self._specs:
             marker = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=1))
             marker.setZValue(60)
@@ -297,6 +303,13 @@ class SeriesPanel(Panel):
                     ys.append(np.log10(y[k]) if log else y[k])
                     brushes.append(_brush(style.engine_color(engine, order)))
             self._markers[spec.key].setData(x=xs, y=ys, brush=brushes)
+
+    def _on_clicked(self, scene_pos) -> None:
+        for plot in self._plots.values():
+            point = view_point(plot, scene_pos)
+            if point is not None and self._engines:
+                self.step_picked.emit(max(0, round(point.x())))
+                return
 
     def export_items(self) -> list:
         return list(self._plots.values())

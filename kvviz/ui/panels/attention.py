@@ -19,10 +19,13 @@ from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
     canvas,
     engine_step,
+    on_left_click,
     pool_blocks,
     sequence_labels,
     set_token_ticks,
+    step_of_position,
     upper_mask,
+    view_point,
 )
 from kvviz.ui.panels.base import Panel
 
@@ -259,6 +262,7 @@ def to_codes(weights: np.ndarray, top: float, factor: int = 1) -> np.ndarray:
 
 class AttentionPanel(Panel):
     key = "attention"
+    picks_steps = True  # a click on a query row shows the step that computed it
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -296,6 +300,7 @@ class AttentionPanel(Panel):
         layout.addLayout(top)
         layout.addWidget(self._canvas, 1)
         self._history: RunHistory | None = None
+        on_left_click(self._canvas.scene(), self._on_clicked)
         self._step = 0
         self._labels: list[str] = []
         self._weights = np.zeros((0, 0), dtype=np.float32)
@@ -361,6 +366,14 @@ class AttentionPanel(Panel):
         self._outline.hide()
         self._plot.setTitle("")
         self._caption.setText("")
+
+    def _on_clicked(self, scene_pos) -> None:
+        point = view_point(self._plot, scene_pos)
+        if point is None or self._history is None or not self._engine:
+            return
+        step = step_of_position(self._history, self._engine, math.floor(point.y()))  # the query row
+        if step is not None:
+            self.step_picked.emit(step)
 
     def _on_engine_changed(self, _text: str) -> None:
         if self._history is not None:

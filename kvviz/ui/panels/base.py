@@ -4,6 +4,7 @@ Panels see RunHistory, StepTrace and numpy only: no torch, no engines.
 """
 from __future__ import annotations
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
 from kvviz.ui.history import RunHistory
@@ -13,6 +14,10 @@ class Panel(QWidget):
     """Subclasses set `key` and implement `title()`, `help_text()` and `show_step()`."""
 
     key: str = ""
+    # A click on something that belongs to a step (a point of a per-step plot, a computed row):
+    # the window shows that step, as the timeline would. Panels that emit it set picks_steps.
+    step_picked = Signal(int)
+    picks_steps: bool = False
 
     def title(self) -> str:
         raise NotImplementedError

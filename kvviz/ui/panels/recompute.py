@@ -5,6 +5,8 @@ out of the traces, not out of a formula per engine.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -13,7 +15,16 @@ from PySide6.QtWidgets import QVBoxLayout
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import TraceColumns, canvas, engine_step, legend_row, set_legend
+from kvviz.ui.panels._plots import (
+    TraceColumns,
+    canvas,
+    engine_step,
+    legend_row,
+    on_left_click,
+    set_legend,
+    step_of_position,
+    view_point,
+)
 from kvviz.ui.panels.base import Panel
 
 
@@ -51,6 +62,7 @@ def staircase(counts: np.ndarray, max_bins: int) -> tuple[np.ndarray, np.ndarray
 
 class RecomputePanel(Panel):
     key = "recompute"
+    picks_steps = True  # a click on a token position shows the step that first computed its K/V
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -74,7 +86,18 @@ class RecomputePanel(Panel):
         self._drawn: dict[str, tuple] = {}  # engine -> what its curve shows (steps read, step)
         self._range: tuple = ()
         self._shown: tuple[RunHistory, int] | None = None
+        on_left_click(self._canvas.scene(), self._on_clicked)
         self.retranslate()
+
+    def _on_clicked(self, scene_pos) -> None:
+        point = view_point(self._plot, scene_pos)
+        if point is None or self._shown is None:
+            return
+        history = self._shown[0]
+        engine = next((e for e in history.engines if history.traces.get(e)), None)
+        step = step_of_position(history, engine, math.floor(point.x())) if engine else None
+        if step is not None:
+            self.step_picked.emit(step)
 
     def retranslate(self) -> None:
         style.style_plot(self._plot, left=self.tr("times computed (per layer)"), bottom=self.tr("token position"))

@@ -20,12 +20,15 @@ from kvviz.ui.panels._plots import (
     canvas,
     engine_step,
     legend_row,
+    on_left_click,
     pool_blocks,
     scenes_in,
     sequence_labels,
     set_legend,
     set_token_ticks,
     settle,
+    step_of_position,
+    view_point,
 )
 from kvviz.ui.panels.base import Panel
 
@@ -171,6 +174,7 @@ class _EngineView:
 
 class WorkMatrixPanel(Panel):
     key = "work_matrix"
+    picks_steps = True  # a click on a query row shows the step that first computed it
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -192,6 +196,7 @@ class WorkMatrixPanel(Panel):
         self._x_name = pg.LabelItem(color=style.PLOT_FOREGROUND, size=style.LABEL_SIZE)
         self._y_name = pg.LabelItem(color=style.PLOT_FOREGROUND, size=style.LABEL_SIZE, angle=-90)
         self._stops = TraceColumns(("pos_stop",))
+        on_left_click(self._canvas.scene(), self._on_clicked)
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -210,6 +215,17 @@ class WorkMatrixPanel(Panel):
         self.setToolTip(self.help_text())
         if self._shown is not None:
             self.show_step(*self._shown)  # the plot titles
+
+    def _on_clicked(self, scene_pos) -> None:
+        if self._shown is None:
+            return
+        for engine, view in self._views.items():
+            point = view_point(view.plot, scene_pos)
+            if point is not None:
+                step = step_of_position(self._shown[0], engine, math.floor(point.y()))  # the query row
+                if step is not None:
+                    self.step_picked.emit(step)
+                return
 
     def _prev_stop(self, history: RunHistory, engine: str, k: int) -> int:
         """The end of the positions any step before k computed (0 at prefill)."""
