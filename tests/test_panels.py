@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
 from kvviz.ui.history import RunHistory, RunInfo
@@ -242,6 +242,45 @@ def test_a_click_in_a_plot_picks_the_step_under_it(qtbot, history, key):
         click_at(qtbot, plot, *position(row))
         assert picked[-1:] == [step], (row, picked)
     assert len(picked) == 3
+
+
+def test_a_click_on_a_token_picks_the_step_that_sampled_it(qtbot, history):
+    """Token stream: a generated token's step; the prompt: prefill (0); an engine's name: nothing.
+    Each token is found where it is drawn (hit-tested in the document, as a click is)."""
+    panel = make_panel(qtbot, "token_stream")
+    panel.show_step(history, NEW_TOKENS - 1)
+    qtbot.wait(50)
+    picked = []
+    panel.step_picked.connect(picked.append)
+    view = panel._view
+    document = view.document()
+    texts = {e: [t.token_text for t in history.traces[e]] for e in ENGINES}
+    for i, engine in enumerate(ENGINES):
+        start, ends = panel._token_ends[i]
+        block = document.findBlockByNumber(i)
+        assert block.text().startswith(engine)
+        for step in (0, 3, NEW_TOKENS - 1):
+            first = start if step == 0 else int(ends[step - 1])
+            text = block.text()[first:int(ends[step])]
+            assert text == texts[engine][step].replace("\n", "\u21b5\u2028"), (engine, step, text)
+
+    def click_position(position: int) -> None:
+        cursor = view.textCursor()
+        cursor.setPosition(position)
+        rect = view.cursorRect(cursor)  # the caret before the character: click just right of it
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center() + QPoint(2, 0))
+        qtbot.wait(350)
+
+    concat = document.findBlockByNumber(1)
+    start, ends = panel._token_ends[1]
+    step = next(k for k in range(1, NEW_TOKENS) if texts["concat"][k].strip() and texts["concat"][k] != "\n")
+    click_position(concat.position() + int(ends[step - 1]))  # the token's first character
+    assert picked[-1] == step
+    click_position(concat.position() + start - 1)  # the prompt's last character
+    assert picked[-1] == 0
+    n = len(picked)
+    click_position(concat.position())  # the engine's name
+    assert len(picked) == n
 
 
 def test_work_matrix_classify_without_a_mask_uses_the_causal_rule():
@@ -473,6 +512,12 @@ def test_token_stream_underlines_a_token_that_differs_from_the_first_engine(qtbo
     panel.show_step(forked, DECODE_STEP)
     html = panel._view.toHtml()
     assert html.count("underline") == 1 and "\u00a7" in panel.plain_text("paged")
+    # Its note ("differs from naive from step 3") moves paged's tokens along: where a click finds
+    # each token, it is drawn.
+    block = panel._view.document().findBlockByNumber(ENGINES.index("paged"))
+    start, ends = panel._token_ends[ENGINES.index("paged")]
+    assert "differs from naive from step 3" in block.text()
+    assert block.text()[int(ends[2]):int(ends[3])] == "\u00a7"
 
 
 @pytest.mark.parametrize("key", panel_keys())

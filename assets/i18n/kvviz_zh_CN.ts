@@ -1111,8 +1111,8 @@
 <context>
     <name>PanelFrame</name>
     <message>
-        <source>Click a point or a row to show its step.</source>
-        <translation>单击一个点或一行，即可显示它所属的那一步。</translation>
+        <source>Click a point, a row or a token to show its step.</source>
+        <translation>单击一个点、一行或一个 token，即可显示它所属的那一步。</translation>
     </message>
     <message>
         <source>Double-click the title to give this panel the whole grid (again to go back).</source>

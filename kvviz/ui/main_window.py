@@ -121,7 +121,7 @@ class PanelFrame(QFrame):
         self.header.setText(self.panel.title())
         help_text = self.panel.help_text()
         if self.panel.picks_steps:
-            help_text += "\n\n" + self.tr("Click a point or a row to show its step.")
+            help_text += "\n\n" + self.tr("Click a point, a row or a token to show its step.")
         help_text += "\n" + self.tr("Double-click the title to give this panel the whole grid (again to go back).")
         self.header.setToolTip(help_text)
         self.setToolTip(help_text)

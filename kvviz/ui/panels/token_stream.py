@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
+from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout
 
@@ -27,8 +29,17 @@ def _token_html(text: str) -> str:
     return html.escape(text)  # spaces kept by the block's pre-wrap: shown, and a line may end there
 
 
+def _shown_length(text: str) -> int:
+    """Positions a token takes in the document as _token_html draws it (UTF-16 units, as Qt counts:
+    a newline is the arrow and a line break)."""
+    if text in ("\\n", "\n"):
+        return 2
+    return len(text.encode("utf-16-le")) // 2
+
+
 class TokenStreamPanel(Panel):
     key = "token_stream"
+    picks_steps = True  # a click on a generated token shows the step that sampled it; on the prompt, prefill
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -45,7 +56,39 @@ class TokenStreamPanel(Panel):
         self._highlighted: dict[str, str] = {}
         self._bodies: dict[tuple[str, str], list[str]] = {}  # each token's HTML, made once per run
         self._shown: tuple[RunHistory, int] | None = None
+        # Per engine block, in order: where its tokens start in the block, and each token's end.
+        self._token_ends: list[tuple[int, np.ndarray]] = []
+        self._prompt_length = 0
+        self._lengths: dict[tuple[str, str], list[int]] = {}  # each token's _shown_length, made once per run
+        self._view.viewport().installEventFilter(self)
         self.setToolTip(self.help_text())
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if (watched is self._view.viewport() and event.type() == QEvent.Type.MouseButtonRelease
+                and event.button() == Qt.MouseButton.LeftButton and not self._view.textCursor().hasSelection()):
+            step = self.step_at(event.position())
+            if step is not None:
+                self.step_picked.emit(step)
+        return super().eventFilter(watched, event)
+
+    def step_at(self, viewport_pos: QPointF) -> int | None:
+        """The step whose token is drawn at this point of the view (0 on the prompt), else None."""
+        offset = QPointF(self._view.horizontalScrollBar().value(), self._view.verticalScrollBar().value())
+        document = self._view.document()
+        position = document.documentLayout().hitTest(viewport_pos + offset, Qt.HitTestAccuracy.ExactHit)
+        if position < 0:
+            return None
+        block = document.findBlock(position)
+        if not 0 <= block.blockNumber() < len(self._token_ends):
+            return None
+        start, ends = self._token_ends[block.blockNumber()]
+        at = position - block.position()
+        if at < start - self._prompt_length:
+            return None  # the engine's name or the note beside it
+        if at < start:
+            return 0  # the prompt: computed at prefill
+        step = int(np.searchsorted(ends, at, side="right"))
+        return step if step < len(ends) else None
 
     def retranslate(self) -> None:
         self.setToolTip(self.help_text())
@@ -76,6 +119,8 @@ class TokenStreamPanel(Panel):
         self._highlighted.clear()
         self._bodies.clear()
         self._shown = None
+        self._token_ends = []
+        self._lengths.clear()
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = [e for e in history.engines if history.traces.get(e)]
@@ -88,9 +133,12 @@ class TokenStreamPanel(Panel):
         reference = history.token_ids(engines[0])
         if any(key[0] != history.info.run_id for key in self._bodies):
             self._bodies.clear()  # a new run
+            self._lengths.clear()
         blocks = []
         self._plain.clear()
         self._highlighted.clear()
+        self._token_ends = []
+        self._prompt_length = sum(_shown_length(t) for t in prompt_labels)
         for order, engine in enumerate(engines):
             traces = history.traces[engine]
             k = engine_step(history, engine, step)
@@ -126,6 +174,12 @@ class TokenStreamPanel(Panel):
             color = style.engine_color(engine, order)
             header = "" if diverged is None else self.tr("differs from {first} from step {step}").format(
                 first=engines[0], step=diverged)
+            # Where each token is in this block's text: the name, two spaces, the note, a line break,
+            # the prompt, then one token per step.
+            start = _shown_length(engine) + 2 + _shown_length(header) + 1 + self._prompt_length
+            lengths = self._lengths.setdefault((history.info.run_id, engine), [])
+            lengths.extend(_shown_length(t.token_text) for t in traces[len(lengths):])  # made once per run
+            self._token_ends.append((start, start + np.cumsum(lengths, dtype=np.int64)))
             blocks.append(
                 f'<div style="margin-bottom:8px; white-space:pre-wrap">'
                 f'<span style="color:{color}; font-weight:bold">{html.escape(engine)}</span>'
