@@ -537,6 +537,22 @@ def test_a_click_in_a_panel_shows_that_step_in_the_window(qtbot, open_window):
     assert "0–7" in window.panels["summary"]._heading.text() or "0-7" in window.panels["summary"]._heading.text()
 
 
+def test_ctrl_and_a_number_shows_one_panel_alone(qtbot, open_window):
+    window = open_window()
+    keys = list(window.panel_actions)
+    qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+    assert grid_rows(window) == [[keys[1]]]
+    qtbot.keyClick(window, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
+    assert grid_rows(window) == [keys[:4], keys[4:]]
+    window.panel_actions[keys[4]].setChecked(False)  # hidden in View: Ctrl+5 shows it, alone
+    qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    assert grid_rows(window) == [[keys[4]]] and window.panel_actions[keys[4]].isChecked()
+    qtbot.keyClick(window, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
+    assert len(sum(grid_rows(window), [])) == 8
+    rows = dict(window.shortcut_rows())
+    assert rows["Work matrix alone in the grid"] == "Ctrl+2" and rows["All panels in the grid again"] == "Ctrl+0"
+
+
 def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_path):
     path = tmp_path / "present.ini"
     window = open_window(settings=settings_at(path))
@@ -703,7 +719,8 @@ def test_help_lists_every_shortcut_from_the_actions_themselves(qtbot, open_windo
     assert rows["Run"] == "Ctrl+R, F5" and rows["Pause"] == "Space" and rows["Presentation mode"] == "F11"
     assert "Ctrl+Q" in rows["Quit"] and rows["Quit"].count("Ctrl+Q") == 1
     assert rows["Image..."] == "Ctrl+E"  # an export action, installed after the window was built
-    with_keys = {a.text().replace("&", "") for a in window.findChildren(QAction) if a.shortcuts()}
+    with_keys = {a.property("shortcut_help") or a.text().replace("&", "")
+                 for a in window.findChildren(QAction) if a.shortcuts()}
     assert with_keys <= set(rows)  # none left out
     qtbot.keyClick(window, Qt.Key.Key_F1)
     dialog = window.shortcuts_dialog

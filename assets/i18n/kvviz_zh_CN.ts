@@ -773,6 +773,22 @@
         <translation>每秒同步推进的轮数（[ 减慢，] 加快）</translation>
     </message>
     <message>
+        <source>{panel} alone in the grid</source>
+        <translation>只显示“{panel}”面板</translation>
+    </message>
+    <message>
+        <source>Panel &amp;alone</source>
+        <translation>单独显示面板(&amp;A)</translation>
+    </message>
+    <message>
+        <source>All panels</source>
+        <translation>全部面板</translation>
+    </message>
+    <message>
+        <source>All panels in the grid again</source>
+        <translation>重新显示全部面板</translation>
+    </message>
+    <message>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>

@@ -468,11 +468,18 @@ class MainWindow(QMainWindow):
         self._load_panels()
         for frame in self.frames.values():
             frame.setParent(self._parking)
-        for key in self.frames:
+        for i, key in enumerate(self.frames):
             act = QAction(self, checkable=True, checked=True)
             act.toggled.connect(lambda checked, k=key: self._on_panel_action_toggled(k, checked))
             self.view_menu.insertAction(self._panel_actions_end, act)
             self.panel_actions[key] = act
+            alone = QAction(self)
+            if i < 9:
+                alone.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
+            alone.triggered.connect(lambda _checked=False, k=key: self.show_alone(k))
+            self.addAction(alone)  # shortcuts work with the menu bar hidden
+            self.alone_menu.addAction(alone)
+            self.alone_actions[key] = alone
         self.retranslate_ui()
         s = self.settings
         hidden = set(s.value("view/hidden_panels", "", type=str).split(","))
@@ -599,6 +606,15 @@ class MainWindow(QMainWindow):
         self.view_menu.addSeparator()
         self.panel_actions: dict[str, QAction] = {}
         self._panel_actions_end = self.view_menu.addSeparator()  # panel toggles go above this
+        # Ctrl+1..9: one panel alone in the grid (as a double-click on its title); Ctrl+0: all again.
+        self.alone_menu = self.view_menu.addMenu("")
+        self.act_all_panels = QAction(self)
+        self.act_all_panels.setShortcut(QKeySequence("Ctrl+0"))
+        self.act_all_panels.triggered.connect(lambda: self.toggle_focus(self._focused))
+        self.addAction(self.act_all_panels)
+        self.alone_menu.addAction(self.act_all_panels)
+        self.alone_menu.addSeparator()
+        self.alone_actions: dict[str, QAction] = {}
         self.view_menu.addAction(self.act_reset_layout)
         self.zoom_menu = self.view_menu.addMenu("")
         self.zoom_group = QActionGroup(self)
@@ -710,6 +726,13 @@ class MainWindow(QMainWindow):
         for key, frame in self.frames.items():
             frame.retranslate()
             self.panel_actions[key].setText(frame.panel.title())
+            self.alone_actions[key].setText(frame.panel.title())
+            # Help > Keyboard shortcuts names what the key does, not only the menu item's text.
+            self.alone_actions[key].setProperty("shortcut_help", self.tr("{panel} alone in the grid").format(
+                panel=frame.panel.title()))
+        self.alone_menu.setTitle(self.tr("Panel &alone"))
+        self.act_all_panels.setText(self.tr("All panels"))
+        self.act_all_panels.setProperty("shortcut_help", self.tr("All panels in the grid again"))
         self.file_menu.setTitle(self.tr("&File"))
         self.export_menu.setTitle(self.tr("&Export"))
         self.model_menu.setTitle(self.tr("&Model"))
@@ -1110,6 +1133,12 @@ class MainWindow(QMainWindow):
                 traceback.print_exc()
                 frame.show_error(f"{type(exc).__name__}: {exc}")
 
+    def show_alone(self, key: str) -> None:
+        """This panel alone in the grid (shown first if View had hidden it); Ctrl+0 shows all again."""
+        self.panel_actions[key].setChecked(True)
+        if self._focused != key:
+            self.toggle_focus(key)
+
     def toggle_focus(self, key: str) -> None:
         """Show only this panel in the grid, or, if it is already alone, every checked panel again."""
         self._focused = "" if self._focused == key else key
@@ -1248,7 +1277,8 @@ class MainWindow(QMainWindow):
         rows: list[tuple[str, str]] = []
         for act in self.findChildren(QAction):
             keys = list(dict.fromkeys(k.toString(QKeySequence.SequenceFormat.NativeText) for k in act.shortcuts()))
-            text = act.text().replace("&&", "\0").replace("&", "").replace("\0", "&").strip()
+            text = act.property("shortcut_help") or act.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
+            text = text.strip()
             if keys and text and (text, ", ".join(keys)) not in rows:
                 rows.append((text, ", ".join(keys)))
         rows.append((self.tr("Give a panel the whole grid, or share it again"), self.tr("double-click its title")))
