@@ -913,6 +913,14 @@
         <translation>参数量：加载后读取</translation>
     </message>
     <message>
+        <source>Show a step</source>
+        <translation>显示某一步</translation>
+    </message>
+    <message>
+        <source>click a point, a row or a token in a panel</source>
+        <translation>在面板中单击一个点、一行或一个 token</translation>
+    </message>
+    <message>
         <source>Give a panel the whole grid, or share it again</source>
         <translation>让一个面板占满网格，或恢复共享</translation>
     </message>

@@ -1281,6 +1281,7 @@ class MainWindow(QMainWindow):
             text = text.strip()
             if keys and text and (text, ", ".join(keys)) not in rows:
                 rows.append((text, ", ".join(keys)))
+        rows.append((self.tr("Show a step"), self.tr("click a point, a row or a token in a panel")))
         rows.append((self.tr("Give a panel the whole grid, or share it again"), self.tr("double-click its title")))
         rows.append((self.tr("Resize panels"), self.tr("drag the gaps between them")))
         return rows
