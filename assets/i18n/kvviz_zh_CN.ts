@@ -853,8 +853,8 @@
         <translation>第 {0} 步出现差异</translation>
     </message>
     <message>
-        <source>no steps yet</source>
-        <translation>尚无步骤</translation>
+        <source>no steps yet: Run (Ctrl+R)</source>
+        <translation>还没有步骤：运行（Ctrl+R）</translation>
     </message>
     <message>
         <source>prefill</source>
@@ -1309,6 +1309,10 @@
 </context>
 <context>
     <name>TokenStreamPanel</name>
+    <message>
+        <source>Type a prompt and press Run (Ctrl+R): each engine&apos;s tokens appear here, one per step.</source>
+        <translation>输入 prompt 后按“运行”（Ctrl+R）：每个引擎生成的 token 会在这里逐步出现。</translation>
+    </message>
     <message>
         <source>Token stream</source>
         <translation>token 流</translation>

@@ -1167,7 +1167,7 @@ class MainWindow(QMainWindow):
     def _update_step_label(self) -> None:
         n = self.history.n_steps()
         if not n:
-            self.step_label.setText(self.tr("no steps yet"))
+            self.step_label.setText(self.tr("no steps yet: Run (Ctrl+R)"))
             return
         phase = ""
         for key in self.history.engines:

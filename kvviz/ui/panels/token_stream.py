@@ -61,7 +61,7 @@ class TokenStreamPanel(Panel):
         self._prompt_length = 0
         self._lengths: dict[tuple[str, str], list[int]] = {}  # each token's _shown_length, made once per run
         self._view.viewport().installEventFilter(self)
-        self.setToolTip(self.help_text())
+        self.retranslate()
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
         if (watched is self._view.viewport() and event.type() == QEvent.Type.MouseButtonRelease
@@ -92,6 +92,8 @@ class TokenStreamPanel(Panel):
 
     def retranslate(self) -> None:
         self.setToolTip(self.help_text())
+        self._view.setPlaceholderText(self.tr(
+            "Type a prompt and press Run (Ctrl+R): each engine's tokens appear here, one per step."))
         if self._shown is not None:
             self.show_step(*self._shown)  # "differs from ... from step ..."
 
