@@ -702,9 +702,39 @@ def test_view_zoom_is_saved_for_the_next_start(qtbot, open_window, tmp_path):
     assert window.zoom_note is not None and window.zoom_note.isVisible()
     assert "150%" in window.zoom_note.text() and "next start" in window.zoom_note.text()
     assert window.zoom_group.checkedAction().data() == 150
+    assert [b.text() for b in window.zoom_note.buttons()] == ["OK"]  # not started by `kvviz`: no restart
     window.zoom_note.close()
     window.choose_zoom(100)  # the zoom in effect: saved, nothing to tell
     assert settings_at(path).value("view/zoom", type=int) == 100 and not window.zoom_note.isVisible()
+
+
+def test_view_zoom_can_restart_the_app_at_once(qtbot, open_window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from kvviz.ui import main_window
+
+    started = []
+    monkeypatch.setattr(main_window.QProcess, "startDetached",
+                        staticmethod(lambda program, args: started.append([program, *args]) or True))
+    path = tmp_path / "restart.ini"
+    window = open_window(settings=settings_at(path))
+    window.restart_argv = ["/usr/bin/python3", "-m", "kvviz", "--settings", str(path)]
+    window.choose_zoom(175)
+    restart = next(b for b in window.zoom_note.buttons()
+                   if window.zoom_note.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole)
+    assert restart.text() == "Restart now"
+    restart.click()
+    assert started == [window.restart_argv]
+    assert not window.isVisible() and settings_at(path).value("view/zoom", type=int) == 175
+
+
+def test_a_restart_drops_the_zoom_given_on_the_command_line():
+    from kvviz.ui.app import restart_command
+
+    assert restart_command(["py", "-m", "kvviz", "--zoom", "150", "--settings", "s.ini"]) == [
+        "py", "-m", "kvviz", "--settings", "s.ini"]
+    assert restart_command(["/bin/kvviz", "--zoom=125"]) == ["/bin/kvviz"]
+    assert restart_command(["py", "main.py"]) == ["py", "main.py"]
 
 
 def test_help_lists_every_shortcut_from_the_actions_themselves(qtbot, open_window):

@@ -1020,6 +1020,26 @@
         <source>kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all scale, as on a projector.</source>
         <translation>kvviz 下次启动时将以 {percent}% 显示（当前 {now}%）：文字、图表和控件一同缩放，适合投影。</translation>
     </message>
+    <message>
+        <source>Restart now</source>
+        <translation>立即重启</translation>
+    </message>
+    <message>
+        <source>Close kvviz and open it again at the new zoom (the steps shown are not kept)</source>
+        <translation>关闭 kvviz 并以新的缩放比例重新打开（当前显示的步骤不会保留）</translation>
+    </message>
+    <message>
+        <source>Later</source>
+        <translation>稍后</translation>
+    </message>
+    <message>
+        <source>OK</source>
+        <translation>确定</translation>
+    </message>
+    <message>
+        <source>Could not start kvviz again: {command}</source>
+        <translation>无法重新启动 kvviz：{command}</translation>
+    </message>
 </context>
 <context>
     <name>MemoryDialog</name>

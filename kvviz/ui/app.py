@@ -52,6 +52,21 @@ def apply_zoom(percent: int) -> None:
         os.environ["QT_SCALE_FACTOR"] = f"{percent / 100:g}"
 
 
+def restart_command(argv: list[str] | None = None) -> list[str]:
+    """The command line that started this process (sys.orig_argv: `kvviz`, `python -m kvviz` or
+    `python main.py`), less any --zoom, so a restart opens at the zoom View > Zoom saved."""
+    argv = list(sys.orig_argv if argv is None else argv)
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--zoom":
+            skip = True
+        elif not arg.startswith("--zoom="):
+            out.append(arg)
+    return out
+
+
 def zoom_in_effect() -> int:
     """The zoom this process draws at, percent (Qt's scale factor)."""
     try:
@@ -106,6 +121,7 @@ def run(args) -> int:
     apply_zoom(zoom if zoom is not None else saved_zoom(settings))
     app = ensure_app([sys.argv[0]])
     window = create_window(settings, defer_panels=True)
+    window.restart_argv = restart_command()  # View > Zoom can restart at the new zoom
     from kvviz.ui.export_actions import install_export_actions
     from kvviz.ui.i18n import install_language_menu
 

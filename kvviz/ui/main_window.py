@@ -15,7 +15,18 @@ import traceback
 import uuid
 from enum import Enum
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QObject,
+    QProcess,
+    QSettings,
+    Qt,
+    QThread,
+    QTimer,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -188,6 +199,7 @@ class MainWindow(QMainWindow):
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
         self._panels_installed = False
         self.shortcuts_dialog: QDialog | None = None  # Help > Keyboard shortcuts, made when first asked for
+        self.restart_argv: list[str] | None = None  # the app's command line, set by `kvviz` (app.run)
         self.zoom_note: QMessageBox | None = None  # View > Zoom's note that a new zoom applies next start
         self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
         self._arrangement: str | None = None  # the shown panels, "+"-joined, that the grid is laid out for
@@ -1541,10 +1553,30 @@ class MainWindow(QMainWindow):
         now = zoom_in_effect()
         if percent == now:
             return
-        self.zoom_note = QMessageBox(QMessageBox.Icon.Information, self.tr("Zoom"), self.tr(
+        self.zoom_note = note = QMessageBox(QMessageBox.Icon.Information, self.tr("Zoom"), self.tr(
             "kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all "
-            "scale, as on a projector.").format(percent=percent, now=now), QMessageBox.StandardButton.Ok, self)
-        self.zoom_note.open()  # not modal to the app: the run goes on
+            "scale, as on a projector.").format(percent=percent, now=now), QMessageBox.StandardButton.NoButton,
+            self)
+        if self.restart_argv:
+            restart = note.addButton(self.tr("Restart now"), QMessageBox.ButtonRole.AcceptRole)
+            restart.setToolTip(self.tr("Close kvviz and open it again at the new zoom (the steps shown are not kept)"))
+            restart.clicked.connect(self.restart)
+        note.addButton(self.tr("Later") if self.restart_argv else self.tr("OK"), QMessageBox.ButtonRole.RejectRole)
+        note.open()  # not modal to the app: the run goes on
+
+    def restart(self) -> bool:
+        """Open kvviz again with the command line that started it, then close this window (its
+        settings saved, its worker stopped). False, and nothing closed, if it cannot be started."""
+        if not self.restart_argv:
+            return False
+        program, *args = self.restart_argv
+        self.save_settings()  # the new process reads them
+        if not QProcess.startDetached(program, args):
+            self.show_error(self.tr("Could not start kvviz again: {command}").format(
+                command=" ".join(self.restart_argv)))
+            return False
+        self.close()
+        return True
 
     def presenting(self) -> bool:
         return self._presenting is not None
