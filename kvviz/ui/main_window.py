@@ -622,7 +622,7 @@ class MainWindow(QMainWindow):
         self.alone_menu = self.view_menu.addMenu("")
         self.act_all_panels = QAction(self)
         self.act_all_panels.setShortcut(QKeySequence("Ctrl+0"))
-        self.act_all_panels.triggered.connect(lambda: self.toggle_focus(self._focused))
+        self.act_all_panels.triggered.connect(lambda: self.show_checked_panels())
         self.addAction(self.act_all_panels)
         self.alone_menu.addAction(self.act_all_panels)
         self.alone_menu.addSeparator()
@@ -1156,8 +1156,13 @@ class MainWindow(QMainWindow):
         self._focused = "" if self._focused == key else key
         self._arrange()
 
+    def show_checked_panels(self) -> None:
+        """No panel alone any more: the grid shows the panels checked in View."""
+        self._focused = ""
+        self._arrange()
+
     def _on_panel_action_toggled(self, key: str, checked: bool) -> None:
-        self.toggle_focus("")  # leaves focus mode and applies the View menu's choice
+        self.show_checked_panels()  # leaves a panel alone and applies the View menu's choice
 
     def _update_badge(self) -> None:
         with_steps = [k for k, v in self.history.traces.items() if v]

@@ -305,9 +305,11 @@ class SeriesPanel(Panel):
             self._markers[spec.key].setData(x=xs, y=ys, brush=brushes)
 
     def _on_clicked(self, scene_pos) -> None:
+        if not self._engines:
+            return  # nothing drawn yet
         for plot in self._plots.values():
             point = view_point(plot, scene_pos)
-            if point is not None and self._engines:
+            if point is not None:
                 self.step_picked.emit(max(0, round(point.x())))
                 return
 
