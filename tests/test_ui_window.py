@@ -690,6 +690,23 @@ def test_zoom_is_qt_scale_factor_set_before_the_app(tmp_path):
     assert proc.stdout.split() == ["150", "2.0", "200"]
 
 
+def test_escape_leaves_presentation_mode_before_it_stops_a_run(qtbot, open_window):
+    window = open_window()
+    window.set_engines(("concat",))
+    window.tokens_spin.setValue(500)
+    window.speed_spin.setValue(5)
+    with qtbot.waitSignal(window.run_started, timeout=60_000):
+        window.start_run()
+    qtbot.keyClick(window, Qt.Key.Key_F11)
+    assert window.presenting() and "Esc" in window.act_present.toolTip() and "Esc" not in window.act_stop.toolTip()
+    qtbot.keyClick(window, Qt.Key.Key_Escape)
+    assert not window.presenting() and window.state.value == "running"  # the run goes on
+    assert "Esc" in window.act_stop.toolTip() and "Esc" not in window.act_present.toolTip()
+    qtbot.keyClick(window, Qt.Key.Key_Escape)  # out of presentation mode, Esc is Stop again
+    qtbot.waitUntil(lambda: window.state.value == "idle", timeout=30_000)
+    assert window.history.n_steps() < 500
+
+
 def test_view_zoom_is_saved_for_the_next_start(qtbot, open_window, tmp_path):
     path = tmp_path / "zoom.ini"
     window = open_window(settings=settings_at(path))

@@ -691,8 +691,8 @@ class MainWindow(QMainWindow):
         }
         for act, (text, tip) in texts.items():
             act.setText(text)
-            keys = act.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-            act.setToolTip(f"{tip or text} ({keys})" if keys else (tip or text))
+            act.setProperty("tip", tip or text)
+            self._set_action_tip(act)
         self._update_pause_text()
         self.open_button.setText("...")
         self.form_dock.setWindowTitle(self.tr("Inputs"))
@@ -1526,6 +1526,24 @@ class MainWindow(QMainWindow):
         if s.contains("window/state"):
             self.restoreState(s.value("window/state"))
 
+    @staticmethod
+    def _set_action_tip(act: QAction) -> None:
+        """The action's tooltip (the "tip" property retranslate_ui set) with its keys, as they are now."""
+        keys = ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in act.shortcuts())
+        tip = act.property("tip") or act.text()
+        act.setToolTip(f"{tip} ({keys})" if keys else tip)
+
+    def _give_escape_to_presentation(self, presenting: bool) -> None:
+        """In presentation mode Esc leaves it, as it leaves full screen everywhere else (a teacher's
+        Esc had stopped the run instead); Stop keeps its button and menu item. Esc is Stop's again after."""
+        escape = QKeySequence(Qt.Key.Key_Escape)
+        stop = [k for k in self.act_stop.shortcuts() if k != escape]
+        present = [k for k in self.act_present.shortcuts() if k != escape]
+        self.act_stop.setShortcuts(stop if presenting else [escape, *stop])
+        self.act_present.setShortcuts([*present, escape] if presenting else present)
+        for act in (self.act_stop, self.act_present):
+            self._set_action_tip(act)
+
     def set_presentation(self, on: bool, *, full_screen: bool = True) -> None:
         """Presentation mode (F11): the panels get the screen. Full screen, the Inputs dock and the
         status bar hidden; the menus, the transport and the timeline stay, so a run can be started,
@@ -1548,6 +1566,7 @@ class MainWindow(QMainWindow):
                 self.setWindowState(window_state)
             self.restoreState(state)
             self.statusBar().show()
+        self._give_escape_to_presentation(on)
 
     def choose_zoom(self, percent: int) -> None:
         """View > Zoom: saved, and applied from the next start (Qt's scale factor is fixed at launch)."""
