@@ -752,6 +752,7 @@ def test_a_restart_drops_the_zoom_given_on_the_command_line():
         "py", "-m", "kvviz", "--settings", "s.ini"]
     assert restart_command(["/bin/kvviz", "--zoom=125"]) == ["/bin/kvviz"]
     assert restart_command(["py", "main.py"]) == ["py", "main.py"]
+    assert restart_command()[0] == sys.executable  # this interpreter, by its full path
 
 
 def test_help_lists_every_shortcut_from_the_actions_themselves(qtbot, open_window):

@@ -55,7 +55,8 @@ def apply_zoom(percent: int) -> None:
 def restart_command(argv: list[str] | None = None) -> list[str]:
     """The command line that started this process (sys.orig_argv: `kvviz`, `python -m kvviz` or
     `python main.py`), less any --zoom, so a restart opens at the zoom View > Zoom saved."""
-    argv = list(sys.orig_argv if argv is None else argv)
+    if argv is None:  # this interpreter by its full path ("python" on the command line may be another)
+        argv = [sys.executable, *sys.orig_argv[1:]]
     out, skip = [], False
     for arg in argv:
         if skip:
