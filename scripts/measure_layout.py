@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import time
 
 DEFAULT_LAYOUTS = ("1600x1000 1280x720 1280x720:present 1280x720:present:token_stream,summary "
                    "1024x768 1024x768:present")
@@ -71,9 +72,11 @@ def main() -> int:
             if present:
                 window.set_presentation(True, full_screen=False)  # full screen would take the screen's size
             window.select_step(args.tokens // 2)
-            for _ in range(4):  # layouts settle, the panels draw, Qt paints
+            for _ in range(6):  # layouts settle, the panels draw, Qt paints (a grab paints it all)
                 qt_app.processEvents()
                 window.refresh()
+                window.grab()
+                time.sleep(0.02)
             cells = []
             for key, panel in window.panels.items():
                 areas = plot_areas(panel)

@@ -283,6 +283,57 @@ def test_a_click_on_a_token_picks_the_step_that_sampled_it(qtbot, history):
     assert len(picked) == n
 
 
+def test_narration_tells_a_step_from_its_traces(qtbot, history):
+    """Under the timeline: each engine's K/V work at the step (grouped where engines did the same) and
+    the bytes its cache moved, every figure read from the traces."""
+    import re
+
+    from kvviz.bench import fmt_bytes
+    from kvviz.ui.narration import describe
+
+    def plain(step, **kw):
+        return re.sub("<[^>]+>", "", describe(history, step, **kw))
+
+    n = len(history.info.prompt_ids)
+    assert plain(0).startswith(f"Step 0, prefill: every engine computed the K/V of all {n} prompt positions")
+    k = DECODE_STEP
+    text = plain(k)
+    assert text.startswith(f"Step {k}, decode: naive computed the K/V of all {n + k} positions, "
+                           f"{n + k - 1} of them again though unchanged; concat, static and paged computed 1 new "
+                           f"K/V and read {n + k - 1} from the cache.")
+    concat = history.at("concat", k)
+    assert concat.bytes_copied > 0 and f"concat copied {fmt_bytes(concat.bytes_copied)}" in text
+    paged = history.at("paged", k)
+    assert f"paged wrote {fmt_bytes(paged.bytes_written)} and gathered {fmt_bytes(paged.bytes_gathered)}" in text
+    assert "naive copied" not in text and "naive wrote" not in text  # naive keeps no cache
+    assert "Cache traffic" not in plain(k, traffic=False)
+    assert plain(10_000).startswith(f"Step {NEW_TOKENS - 1}, decode")  # past the end: the last step
+    assert describe(RunHistory(), 0) == ""
+
+
+def test_a_short_series_plot_names_its_axis_by_its_unit_and_keeps_a_byte_label(qtbot, history):
+    """Two stacked plots in a short panel: "latency (ms)" would run into "time (ms)" beside the
+    plot below, so each gives only "ms"; the full names come back when the panel is tall. A byte
+    axis only 35 px long keeps one label ("8 MiB 6 MiB 4 MiB 2 MiB" had overlapped there)."""
+    panel = make_panel(qtbot, "latency")
+    panel.show_step(history, DECODE_STEP)
+    upper = panel.export_items()[0]
+    panel.resize(320, 260)
+    qtbot.waitUntil(lambda: upper.getAxis("left").labelText == "ms")
+    assert panel.export_items()[1].getAxis("left").labelText == "ms"
+    panel.resize(320, 700)
+    qtbot.waitUntil(lambda: upper.getAxis("left").labelText == "latency")  # with its units, "(ms)"
+    assert upper.getAxis("left").labelUnits == "ms"
+
+    from kvviz.ui.panels._plots import BytesAxis
+
+    axis = BytesAxis("left")
+    levels = axis.tickSpacing(0, 8.5 * 2**20, 35)
+    values = [v for v in axis.tickValues(0, 8.5 * 2**20, 35)[0][1] if v > 0]
+    assert len(levels) == 1 and len(values) == 1  # one label beside zero: it fits
+    assert len(axis.tickValues(0, 8.5 * 2**20, 300)[0][1]) >= 4  # a tall axis keeps its labels
+
+
 def test_work_matrix_classify_without_a_mask_uses_the_causal_rule():
     from kvviz.ui.panels.work_matrix import CACHED, COMPUTED, MASKED, classify
 

@@ -553,6 +553,41 @@ def test_ctrl_and_a_number_shows_one_panel_alone(qtbot, open_window):
     assert rows["Work matrix alone in the grid"] == "Ctrl+2" and rows["All panels in the grid again"] == "Ctrl+0"
 
 
+def test_step_narration_follows_the_selected_step_without_moving_the_grid(qtbot, open_window, tmp_path):
+    path = tmp_path / "narration.ini"
+    window = open_window(settings=settings_at(path))
+    window.resize(1300, 800)
+    assert window.narration.text() == "" and window.act_narration.isChecked()
+    type_prompt(qtbot, window, PROMPT)
+    window.set_engines(ENGINES)
+    window.tokens_spin.setValue(20)
+    window.speed_spin.setValue(0)
+    run_to_end(qtbot, window)
+    grid_top = window.grid.geometry().top()
+    texts = []
+    for step in (0, 5, 19):
+        window.select_step(step)
+        qtbot.waitUntil(lambda s=step: f"Step {s}," in window.narration.text())
+        texts.append(window.narration.text())
+        assert window.grid.geometry().top() == grid_top  # two lines, always: the grid never moves
+    assert "prefill" in texts[0] and "decode" in texts[1] and "again though unchanged" in texts[2]
+    # 800 px tall: one line, and what it shows fits it (the bytes sentence left to the tooltip)
+    line = window.narration.fontMetrics().lineSpacing()
+    assert window.narration.height() < 2 * line and window.narration.sizeHint().width() <= window.narration.width()
+    assert "Cache traffic" in window.narration.toolTip()
+    window.resize(1000, 700)  # a long sentence on one line sets no width (it had widened the window)
+    qtbot.waitUntil(lambda: window.width() == 1000)
+    assert window.minimumSizeHint().width() < 1000
+    window.resize(1300, 1000)  # tall: two lines, the bytes too where they fit
+    qtbot.waitUntil(lambda: window.narration.height() >= 2 * line)
+    assert window.narration.heightForWidth(window.narration.width()) <= window.narration.height()
+    window.act_narration.trigger()  # View > Step narration: off
+    assert window.narration.isHidden() and window.grid.geometry().top() <= grid_top
+    window.close()
+    again = open_window(settings=settings_at(path))
+    assert not again.act_narration.isChecked() and again.narration.isHidden()
+
+
 def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_path):
     path = tmp_path / "present.ini"
     window = open_window(settings=settings_at(path))

@@ -633,6 +633,14 @@
         <translation>重置布局</translation>
     </message>
     <message>
+        <source>Step &amp;narration</source>
+        <translation>步骤解说(&amp;N)</translation>
+    </message>
+    <message>
+        <source>The selected step in words, under the timeline: what each engine computed, read from its cache and moved</source>
+        <translation>在时间轴下方用文字说明所选步骤：每个引擎计算了什么、从缓存读取了什么、搬运了多少字节</translation>
+    </message>
+    <message>
         <source>&amp;Presentation mode</source>
         <translation>演示模式(&amp;P)</translation>
     </message>
@@ -1150,6 +1158,61 @@
     <message>
         <source>KV per token, {0} layers: {1} B ({2})</source>
         <translation>每个 token 的 KV（{0} 层）：{1} B（{2}）</translation>
+    </message>
+</context>
+<context>
+    <name>Narration</name>
+    <message>
+        <source>{names} and {last}</source>
+        <translation>{names} 和 {last}</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>、</translation>
+    </message>
+    <message>
+        <source>every engine</source>
+        <translation>所有引擎</translation>
+    </message>
+    <message>
+        <source>{engines} computed the K/V of all {n} prompt positions in one pass</source>
+        <translation>{engines} 一次性计算了全部 {n} 个 prompt 位置的 K/V</translation>
+    </message>
+    <message>
+        <source>Step {step}, prefill: {work}.</source>
+        <translation>第 {step} 步，prefill：{work}。</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
+    </message>
+    <message>
+        <source>{engines} computed the K/V of all {n} positions, {again} of them again though unchanged</source>
+        <translation>{engines} 计算了全部 {n} 个位置的 K/V，其中 {again} 个并未改变却被重算</translation>
+    </message>
+    <message>
+        <source>{engines} computed {new} new K/V and read {cached} from the cache</source>
+        <translation>{engines} 计算了 {new} 个新的 K/V，并从缓存读取了 {cached} 个</translation>
+    </message>
+    <message>
+        <source>Step {step}, decode: {work}.</source>
+        <translation>第 {step} 步，decode：{work}。</translation>
+    </message>
+    <message>
+        <source>copied {bytes}</source>
+        <translation>复制 {bytes}</translation>
+    </message>
+    <message>
+        <source>wrote {bytes}</source>
+        <translation>写入 {bytes}</translation>
+    </message>
+    <message>
+        <source>gathered {bytes}</source>
+        <translation>gather 拷贝 {bytes}</translation>
+    </message>
+    <message>
+        <source>Cache traffic: {moves}.</source>
+        <translation>缓存数据搬运：{moves}。</translation>
     </message>
 </context>
 <context>

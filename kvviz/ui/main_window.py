@@ -7,6 +7,7 @@ repaints the panels from the history on a timer, never from the worker's signals
 from __future__ import annotations
 
 import gc
+import html
 import importlib
 import math
 import sys
@@ -27,7 +28,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QTextDocument, QTextDocumentFragment
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -45,6 +46,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSlider,
     QSpinBox,
     QSplitter,
@@ -75,6 +77,7 @@ PAINT_REST = 3.0  # while steps stream in, a draw that took t waits PAINT_REST *
 ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
 THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
 PANEL_MIN_SIZE = (140, 110)
+NARRATION_TALL_PX = 900  # from this window height the step narration gets two lines, below it one
 SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
 DTYPES = ("auto", "fp32", "bf16", "fp16")
 
@@ -267,6 +270,8 @@ class MainWindow(QMainWindow):
         self.act_memory = action(lambda: self.show_memory_calculator(), "Ctrl+M")
         self.act_reset_layout = action(lambda: self._reset_layout())
         self.act_present = action(lambda checked=False: self.set_presentation(checked), "F11", checkable=True)
+        self.act_narration = action(lambda checked=False: self._on_narration_toggled(checked), checkable=True)
+        self.act_narration.setChecked(True)
 
     def _build_form(self) -> None:
         self.form_dock = QDockWidget(self)
@@ -437,6 +442,18 @@ class MainWindow(QMainWindow):
         timeline.addWidget(self.step_label)
         timeline.addWidget(self.badge)
         layout.addLayout(timeline)
+        # The selected step in words (View > Step narration): a fixed number of lines, so a new step's
+        # text never changes the grid's height (which would lay every panel out again).
+        self.narration = QLabel()
+        self.narration.setObjectName("narration")
+        self.narration.setTextFormat(Qt.TextFormat.RichText)
+        self.narration.setWordWrap(True)
+        self.narration.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self._narration_lines = 0  # set by _update_narration from the window's height
+        # Its text sets no width: on one line, unwrapped, a long sentence had widened the window.
+        self.narration.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.narration.installEventFilter(self)  # a new width may fit more or less of it
+        layout.addWidget(self.narration)
 
         self.grid = QSplitter(Qt.Orientation.Vertical)
         self.grid.setObjectName("panel_grid")
@@ -565,7 +582,14 @@ class MainWindow(QMainWindow):
             text = self.tr("Every panel is hidden: show some in the View menu")
         self.no_panels_label.setText(text)
 
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._update_narration()  # its lines follow the window's height
+
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if obj is self.narration and event.type() == QEvent.Type.Resize:
+            self._update_narration()
+            return False
         if obj is self and event.type() == QEvent.Type.Paint:
             self.removeEventFilter(self)  # the window is on screen: now build the panels
             QTimer.singleShot(0, self.install_panels)
@@ -613,6 +637,7 @@ class MainWindow(QMainWindow):
         self.view_menu = bar.addMenu("")
         self.view_menu.addAction(self.act_present)
         self.view_menu.addSeparator()
+        self.view_menu.addAction(self.act_narration)
         self.view_menu.addAction(self.form_dock.toggleViewAction())
         self.view_menu.addAction(self.toolbar.toggleViewAction())
         self.view_menu.addSeparator()
@@ -686,6 +711,9 @@ class MainWindow(QMainWindow):
             self.act_memory: (self.tr("Memory calculator..."),
                               self.tr("What a model's KV cache costs at scale, computed from its config")),
             self.act_reset_layout: (self.tr("Reset layout"), ""),
+            self.act_narration: (self.tr("Step &narration"),
+                                 self.tr("The selected step in words, under the timeline: what each engine "
+                                         "computed, read from its cache and moved")),
             self.act_present: (self.tr("&Presentation mode"),
                                self.tr("Full screen for the panels: the inputs and the status bar hidden")),
         }
@@ -1193,6 +1221,49 @@ class MainWindow(QMainWindow):
                 phase = self.tr("prefill") if trace.phase == "prefill" else self.tr("decode")
                 break
         self.step_label.setText(self.tr("step {0} / {1}  {2}").format(self._selected, n - 1, phase))
+        self._update_narration()
+
+    def _update_narration(self) -> None:
+        """The selected step in words, in the lines the window gives it (two from NARRATION_TALL_PX
+        of height, else one): the whole, else without the bytes sentence (the bytes panel has them),
+        else that shortened to fit. The full text is the tooltip."""
+        if self.narration.isHidden():
+            return
+        lines = 2 if self.height() >= NARRATION_TALL_PX else 1
+        if lines != self._narration_lines:
+            self._narration_lines = lines
+            self.narration.setWordWrap(lines > 1)
+            self.narration.setFixedHeight(lines * self.narration.fontMetrics().lineSpacing() + 4)
+        if not self._panels_installed or not self.history.n_steps():
+            self.narration.clear()
+            return
+        from kvviz.ui.narration import describe
+
+        full = describe(self.history, self._selected)
+        self.narration.setToolTip(full)
+        text = next((t for t in (full, describe(self.history, self._selected, traffic=False))
+                     if self._narration_fits(t, lines)), None)
+        if text is None:  # not even the K/V sentence: its words, cut to the line
+            plain = QTextDocumentFragment.fromHtml(describe(self.history, self._selected, traffic=False))
+            text = html.escape(self.narration.fontMetrics().elidedText(
+                plain.toPlainText(), Qt.TextElideMode.ElideRight, self.narration.contentsRect().width()))
+        if text != self.narration.text():
+            self.narration.setText(text)
+
+    def _narration_fits(self, text: str, lines: int) -> bool:
+        document = QTextDocument()
+        document.setDocumentMargin(0)
+        document.setDefaultFont(self.narration.font())
+        document.setHtml(text)
+        width = self.narration.contentsRect().width()
+        if lines == 1:
+            return document.idealWidth() <= width
+        document.setTextWidth(width)
+        return document.size().height() <= self.narration.contentsRect().height()
+
+    def _on_narration_toggled(self, checked: bool) -> None:
+        self.narration.setVisible(checked)
+        self._update_narration()
 
     def _update_memory(self) -> None:
         for key in self.history.engines:
@@ -1493,6 +1564,7 @@ class MainWindow(QMainWindow):
             s.setValue("window/grid_panels", checked)
             for i, row in enumerate(rows):
                 s.setValue(f"window/row{i}", row)
+        s.setValue("view/narration", self.act_narration.isChecked())
         s.setValue("view/hidden_panels", ",".join(k for k, a in self.panel_actions.items() if not a.isChecked()))
         s.sync()
 
@@ -1518,6 +1590,8 @@ class MainWindow(QMainWindow):
         self.layer_spin.setValue(s.value("trace/layer", 0, type=int))
         self.head_spin.setValue(s.value("trace/head", 0, type=int))
         self.speed_spin.setValue(s.value("transport/speed", self.speed_spin.value(), type=int))
+        self.act_narration.setChecked(s.value("view/narration", True, type=bool))
+        self.narration.setVisible(self.act_narration.isChecked())
         self._default_state = self.saveState()
         if s.contains("window/geometry"):
             self.restoreGeometry(s.value("window/geometry"))

@@ -23,6 +23,7 @@ __all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_ste
            "step_of_position", "token_label", "view_point"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
+_LABEL_PITCH_PX = 16  # a byte axis gives each tick label at least this many pixels of its length
 
 
 def canvas() -> pg.GraphicsLayoutWidget:
@@ -66,6 +67,15 @@ class BytesAxis(pg.AxisItem):
         top = max(abs(minVal), abs(maxVal))
         unit = next((s for _u, s in _UNITS if top >= s), 1)
         levels = super().tickSpacing(minVal / unit, maxVal / unit, size)
+        # A short axis: no more labels than fit one above the other ("8 MiB 6 MiB 4 MiB 2 MiB" had
+        # overlapped in 50 px); the major spacing grows by 2, 5, 10 x until they fit.
+        room = max(1, int(size // _LABEL_PITCH_PX))
+        span = (maxVal - minVal) / unit
+        if levels and span / levels[0][0] > room:
+            # The widest spacing still inside the range: a tick (and its label) stays on the axis.
+            wider = [levels[0][0] * f for f in (2, 2.5, 5, 10, 20, 50) if levels[0][0] * f <= span]
+            if wider:
+                levels = [(next((m for m in wider if span / m <= room), wider[-1]), 0.0)]
         return [(spacing * unit, offset * unit) for spacing, offset in levels if spacing * unit >= 1]
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)

@@ -130,6 +130,10 @@ class SeriesPanel(Panel):
             # items in the canvas (the cache memory's block pool) keep their share.
             self._canvas.ci.layout.setRowPreferredHeight(row, 1000)
         on_left_click(self._canvas.scene(), self._on_clicked)
+        self._left_names: dict[str, tuple[str, str | None, float]] = {}  # plot -> (name, units, full width)
+        self._short_names: set[str] = set()  # plots whose y axis shows only its unit
+        for plot in self._plots.values():
+            plot.getViewBox().sigResized.connect(self._fit_left_names)
         for series_spec in self._specs:
             marker = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=1))
             marker.setZValue(60)
@@ -148,9 +152,15 @@ class SeriesPanel(Panel):
     def retranslate(self) -> None:
         self._log.setText(self.tr("log scale"))
         last_row = max((p.row for p in self._plot_specs), default=0)
+        self._left_names.clear()
+        self._short_names.clear()  # style_plot sets each full name again
         for spec in self.plot_specs():
-            style.style_plot(self._plots[spec.key], title=spec.title, left=spec.left,
+            plot = self._plots[spec.key]
+            style.style_plot(plot, title=spec.title, left=spec.left,
                              bottom=self.tr("step") if spec.row == last_row else "", left_units=spec.left_units)
+            # The full name's length, to tell whether it fits beside its plot (see _fit_left_names).
+            self._left_names[spec.key] = (spec.left, spec.left_units, plot.getAxis("left").label.boundingRect().width())
+        self._fit_left_names()
         self.setToolTip(self.help_text())
         if self._shown is not None:
             self._marked = None
@@ -303,6 +313,27 @@ class SeriesPanel(Panel):
                     ys.append(np.log10(y[k]) if log else y[k])
                     brushes.append(_brush(style.engine_color(engine, order)))
             self._markers[spec.key].setData(x=xs, y=ys, brush=brushes)
+
+    def _fit_left_names(self, *_args) -> None:
+        """A y-axis name longer than its plot is tall runs into the next plot's (two stacked plots in
+        a short panel): there the axis gives only its unit ("ms"), or nothing; the full name again
+        when the plot is tall enough."""
+        for key, (name, units, width) in self._left_names.items():
+            plot = self._plots[key]
+            short = width > plot.getViewBox().height()
+            if short == (key in self._short_names):
+                continue
+            axis = plot.getAxis("left")
+            if short:
+                self._short_names.add(key)
+                if units:
+                    plot.setLabel("left", units, **{"font-size": style.LABEL_SIZE, "color": style.PLOT_FOREGROUND})
+                else:
+                    axis.showLabel(False)
+            else:
+                self._short_names.discard(key)
+                plot.setLabel("left", name, units=units, **{"font-size": style.LABEL_SIZE,
+                                                            "color": style.PLOT_FOREGROUND})
 
     def _on_clicked(self, scene_pos) -> None:
         if not self._engines:
