@@ -588,6 +588,37 @@ def test_step_narration_follows_the_selected_step_without_moving_the_grid(qtbot,
     assert not again.act_narration.isChecked() and again.narration.isHidden()
 
 
+def test_step_narration_is_told_a_few_times_a_second_while_a_run_streams(qtbot, open_window):
+    """Each telling is a text layout, and 30 sentences a second cannot be read: while a run streams in,
+    at most one every NARRATION_STREAM_MS; the run's last step is told when it ends."""
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    from kvviz.ui.main_window import NARRATION_STREAM_MS
+
+    window = open_window()
+    window.set_engines(("concat", "static"))
+    window.tokens_spin.setValue(600)
+    window.speed_spin.setValue(0)
+    seen: list[tuple[float, str]] = []
+
+    def poll() -> None:
+        text = window.narration.text()
+        if window.state.value == "running" and (not seen or seen[-1][1] != text):
+            seen.append((time.perf_counter(), text))
+
+    probe = QTimer()
+    probe.timeout.connect(poll)
+    probe.start(5)
+    t0 = time.perf_counter()
+    run_to_end(qtbot, window)
+    probe.stop()
+    running_s = time.perf_counter() - t0
+    assert len(seen) <= running_s / (NARRATION_STREAM_MS / 1000) + 2, (len(seen), running_s)
+    qtbot.waitUntil(lambda: "Step 599," in window.narration.text())
+
+
 def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_path):
     path = tmp_path / "present.ini"
     window = open_window(settings=settings_at(path))

@@ -78,6 +78,7 @@ ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing 
 THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
 PANEL_MIN_SIZE = (140, 110)
 NARRATION_TALL_PX = 900  # from this window height the step narration gets two lines, below it one
+NARRATION_STREAM_MS = 250  # while a run streams in, the narration is told again at most this often
 SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
 DTYPES = ("auto", "fp32", "bf16", "fp16")
 
@@ -449,7 +450,11 @@ class MainWindow(QMainWindow):
         self.narration.setTextFormat(Qt.TextFormat.RichText)
         self.narration.setWordWrap(True)
         self.narration.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self._narration_lines = 0  # set by _update_narration from the window's height
+        self._narration_lines = 0  # set by _narrate from the window's height
+        self._narration_timer = QTimer(self)
+        self._narration_timer.setSingleShot(True)
+        self._narration_timer.setInterval(NARRATION_STREAM_MS)
+        self._narration_timer.timeout.connect(lambda: self._narrate())
         # Its text sets no width: on one line, unwrapped, a long sentence had widened the window.
         self.narration.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.narration.installEventFilter(self)  # a new width may fit more or less of it
@@ -1226,9 +1231,18 @@ class MainWindow(QMainWindow):
     def _update_narration(self) -> None:
         """The selected step in words, in the lines the window gives it (two from NARRATION_TALL_PX
         of height, else one): the whole, else without the bytes sentence (the bytes panel has them),
-        else that shortened to fit. The full text is the tooltip."""
+        else that shortened to fit. The full text is the tooltip. While a run streams in, at most
+        every NARRATION_STREAM_MS: faster than that it cannot be read, and each is a text layout."""
         if self.narration.isHidden():
             return
+        if self.state is RunState.RUNNING:
+            if not self._narration_timer.isActive():
+                self._narration_timer.start()
+            return
+        self._narration_timer.stop()
+        self._narrate()
+
+    def _narrate(self) -> None:
         lines = 2 if self.height() >= NARRATION_TALL_PX else 1
         if lines != self._narration_lines:
             self._narration_lines = lines
@@ -1279,6 +1293,7 @@ class MainWindow(QMainWindow):
         self.state = state
         self._update_pause_text()
         self._update_state_label()
+        self._update_narration()  # paused or done: told at once again
 
     def _update_pause_text(self) -> None:
         self.act_pause.setText(self.tr("&Resume") if self.state is RunState.PAUSED else self.tr("&Pause"))
