@@ -1211,8 +1211,8 @@
         <translation>gather 拷贝 {bytes}</translation>
     </message>
     <message>
-        <source>Cache traffic: {moves}.</source>
-        <translation>缓存数据搬运：{moves}。</translation>
+        <source>{work} Cache traffic: {moves}.</source>
+        <translation>{work}缓存数据搬运：{moves}。</translation>
     </message>
 </context>
 <context>

@@ -450,6 +450,7 @@ class MainWindow(QMainWindow):
         self.narration.setTextFormat(Qt.TextFormat.RichText)
         self.narration.setWordWrap(True)
         self.narration.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.narration.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # for notes
         self._narration_lines = 0  # set by _narrate from the window's height
         self._narration_timer = QTimer(self)
         self._narration_timer.setSingleShot(True)

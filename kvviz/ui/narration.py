@@ -82,6 +82,6 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
             (_tr("gathered {bytes}"), trace.bytes_gathered)) if n]
         if verbs:
             moved.append(f"{_engine_html(engine, order, color)} {_names(verbs)}")
-    if moved and traffic:
-        text += " " + _tr("Cache traffic: {moves}.").format(moves=_tr("; ").join(moved))
+    if moved and traffic:  # one template with what precedes it: Chinese puts no space between sentences
+        text = _tr("{work} Cache traffic: {moves}.").format(work=text, moves=_tr("; ").join(moved))
     return text
