@@ -581,6 +581,10 @@ def test_step_narration_follows_the_selected_step_without_moving_the_grid(qtbot,
     window.resize(1300, 1000)  # tall: two lines, the bytes too where they fit
     qtbot.waitUntil(lambda: window.narration.height() >= 2 * line)
     assert window.narration.heightForWidth(window.narration.width()) <= window.narration.height()
+    window.select_step(10)
+    qtbot.mouseClick(window.narration, Qt.MouseButton.LeftButton)  # selectable, for notes: the keys still work
+    qtbot.keyClick(window.focusWidget() or window, Qt.Key.Key_Left)
+    assert window.selected_step == 9
     window.act_narration.trigger()  # View > Step narration: off
     assert window.narration.isHidden() and window.grid.geometry().top() <= grid_top
     window.close()
