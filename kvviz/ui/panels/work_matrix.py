@@ -369,7 +369,9 @@ class WorkMatrixPanel(Panel):
             # Name the frame when the rows it holds are too thin to see (long sequences).
             rows_px = (trace.pos_stop - trace.pos_start) * view.plot.getViewBox().height() / max(trace.pos_stop, 1)
             view.row_label.setPos(trace.pos_stop, trace.pos_start)
-            view.row_label.setVisible(rows_px < 6)
+            # ... where it fits beside the frame: in a narrow view its right-aligned text was cut.
+            fits = view.row_label.boundingRect().width() < view.plot.getViewBox().width()
+            view.row_label.setVisible(rows_px < 6 and fits)
             self._set_title(view, engine, order, trace, prev_stop)
             for line in (view.prompt_v, view.prompt_h):
                 line.setPos(n_prompt)
