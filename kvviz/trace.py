@@ -79,6 +79,11 @@ class StepTrace:
     def computed_positions(self) -> int:
         return self.pos_stop - self.pos_start
 
+    def recomputed_positions(self, prev_stop: int) -> int:
+        """Of the positions computed this step, those an earlier step had computed already (naive's
+        waste); `prev_stop` is the end of the positions the engine's earlier steps computed."""
+        return max(0, min(prev_stop, self.pos_stop) - self.pos_start)
+
     @property
     def mask(self) -> np.ndarray | None:
         """The bool mask attention applied this step, [q_len, kv_len]."""

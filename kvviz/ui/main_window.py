@@ -1254,14 +1254,14 @@ class MainWindow(QMainWindow):
             return
         from kvviz.ui.narration import describe
 
-        full = describe(self.history, self._selected)
-        self.narration.setToolTip(full)
-        text = next((t for t in (full, describe(self.history, self._selected, traffic=False))
-                     if self._narration_fits(t, lines)), None)
-        if text is None:  # not even the K/V sentence: its words, cut to the line
-            plain = QTextDocumentFragment.fromHtml(describe(self.history, self._selected, traffic=False))
-            text = html.escape(self.narration.fontMetrics().elidedText(
-                plain.toPlainText(), Qt.TextElideMode.ElideRight, self.narration.contentsRect().width()))
+        text = describe(self.history, self._selected)
+        self.narration.setToolTip(text)
+        if not self._narration_fits(text, lines):
+            text = describe(self.history, self._selected, traffic=False)
+            if not self._narration_fits(text, lines):  # not even the K/V sentence: its words, cut to the line
+                plain = QTextDocumentFragment.fromHtml(text).toPlainText()
+                text = html.escape(self.narration.fontMetrics().elidedText(
+                    plain, Qt.TextElideMode.ElideRight, self.narration.contentsRect().width()))
         if text != self.narration.text():
             self.narration.setText(text)
 

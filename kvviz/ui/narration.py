@@ -30,13 +30,6 @@ def _engine_html(engine: str, order: int, color) -> str:
     return f'<b style="color:{color(engine, order)}">{html.escape(engine)}</b>'
 
 
-def _work(trace: StepTrace, prev_stop: int) -> tuple[int, int, int]:
-    """(positions computed, of them computed before by an earlier step, positions read from the cache)."""
-    computed = trace.pos_stop - trace.pos_start
-    again = max(0, min(prev_stop, trace.pos_stop) - trace.pos_start)
-    return computed, again, trace.pos_start
-
-
 def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True) -> str:
     """Rich text: the step's K/V work per group of engines that did the same, then (with traffic) the
     bytes each engine's cache moved. `color(engine, order)` names the engine's colour (default: style's)."""
@@ -55,7 +48,7 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
     if first.phase == "prefill":
         groups: dict[tuple, list[str]] = {}
         for engine, order, trace, _prev_stop in steps:
-            groups.setdefault((trace.pos_stop - trace.pos_start,), []).append(_engine_html(engine, order, color))
+            groups.setdefault((trace.computed_positions,), []).append(_engine_html(engine, order, color))
         parts = []
         for (n,), names in groups.items():
             who = _tr("every engine") if len(names) == len(steps) and len(steps) > 1 else _names(names)
@@ -65,7 +58,8 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
     else:
         groups = {}
         for engine, order, trace, prev_stop in steps:
-            groups.setdefault(_work(trace, prev_stop), []).append(_engine_html(engine, order, color))
+            work = (trace.computed_positions, trace.recomputed_positions(prev_stop), trace.pos_start)  # read: cached
+            groups.setdefault(work, []).append(_engine_html(engine, order, color))
         parts = []
         for (computed, again, cached), names in groups.items():
             if again:

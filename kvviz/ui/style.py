@@ -53,6 +53,7 @@ SAMPLES_PER_PIXEL = 0.5
 
 TITLE_SIZE = "11pt"
 LABEL_SIZE = "10pt"
+LABEL_STYLE = {"font-size": LABEL_SIZE, "color": PLOT_FOREGROUND}  # an axis name's look (setLabel's keywords)
 TICK_POINT_SIZE = 9
 
 
@@ -162,7 +163,7 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
         # grid lines each frame cost ~2 ms per axis, most of a streaming plot's repaint.
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         if text:
-            plot.setLabel(name, text, units=units, **{"font-size": LABEL_SIZE, "color": PLOT_FOREGROUND})
+            plot.setLabel(name, text, units=units, **LABEL_STYLE)
         # "ms" stays ms, never "kms"; and without it every range change re-sets the label's HTML
         # (48 times in a four-engine work matrix's first draw of a run).
         axis.enableAutoSIPrefix(False)

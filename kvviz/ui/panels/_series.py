@@ -327,13 +327,12 @@ class SeriesPanel(Panel):
             if short:
                 self._short_names.add(key)
                 if units:
-                    plot.setLabel("left", units, **{"font-size": style.LABEL_SIZE, "color": style.PLOT_FOREGROUND})
+                    plot.setLabel("left", units, **style.LABEL_STYLE)
                 else:
                     axis.showLabel(False)
             else:
                 self._short_names.discard(key)
-                plot.setLabel("left", name, units=units, **{"font-size": style.LABEL_SIZE,
-                                                            "color": style.PLOT_FOREGROUND})
+                plot.setLabel("left", name, units=units, **style.LABEL_STYLE)
 
     def _on_clicked(self, scene_pos) -> None:
         if not self._engines:

@@ -139,8 +139,7 @@ class CacheMemoryPanel(SeriesPanel):
     def retranslate(self) -> None:
         if not hasattr(self, "_block_legend"):
             return  # SeriesPanel.__init__ calls it before this panel's own items exist
-        self._tokens_axis.setLabel(self.tr("capacity (tokens)"), **{"font-size": style.LABEL_SIZE,
-                                                                      "color": style.PLOT_FOREGROUND})
+        self._tokens_axis.setLabel(self.tr("capacity (tokens)"), **style.LABEL_STYLE)
         self._set_block_legend(*self._block_counts)
         self._pool_key = ()
         super().retranslate()

@@ -413,9 +413,7 @@ class WorkMatrixPanel(Panel):
         view.image.setRect(0, 0, extent, extent)
 
     def _set_title(self, view: _EngineView, engine: str, order: int, trace: StepTrace, prev_stop: int) -> None:
-        rows = trace.pos_stop - trace.pos_start
-        again = max(0, min(prev_stop, trace.pos_stop) - trace.pos_start)
-        cached = trace.pos_start
+        rows, again, cached = trace.computed_positions, trace.recomputed_positions(prev_stop), trace.pos_start
         # Short: four of these share a small panel, and a title sets its plot's minimum width.
         if trace.phase == "prefill":
             detail = self.tr("prefill, {rows} rows").format(rows=rows)
