@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import re
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
@@ -331,36 +332,113 @@ def _write_gif(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
     return len(palettes)
 
 
-def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
-    import imageio_ffmpeg
+def _ffmpeg_failed(stderr: bytes, code: int | None = None) -> OSError:
+    """ffmpeg's own last lines are the useful part (a full disk: `No space left on device`)."""
+    text = " ".join(stderr.decode("utf-8", "replace").split())[-300:]
+    lower = text.lower()
+    if "no space left" in lower or "disk quota" in lower:
+        return OSError(errno.ENOSPC, "No space left on device")
+    status = f" (exit status {code})" if code else ""
+    return OSError(errno.EIO, f"ffmpeg failed{status}: {text or 'no message'}")
 
-    ffmpeg_exe()
-    count = 0
-    writer = None
-    size: tuple[int, int] | None = None
+
+def mp4_boxes(path: str | Path) -> dict[str, int]:
+    """The top-level boxes of an MP4 file, name -> size; ValueError unless the boxes tile the whole file
+    (a file cut short by a full disk, or missing its index, fails here)."""
+    path = Path(path)
+    total = path.stat().st_size
+    boxes: dict[str, int] = {}
+    with open(path, "rb") as fh:
+        at = 0
+        while at < total:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise ValueError(f"{path}: the file ends inside a box header at byte {at}")
+            size, name = int.from_bytes(head[:4], "big"), head[4:].decode("latin-1")
+            header = 8
+            if size == 1:  # a 64-bit size follows
+                big = fh.read(8)
+                if len(big) < 8:
+                    raise ValueError(f"{path}: the file ends inside a box header at byte {at}")
+                size, header = int.from_bytes(big, "big"), 16
+            elif size == 0:  # to the end of the file
+                size = total - at
+            if size < header or at + size > total:
+                raise ValueError(f"{path}: box {name!r} at byte {at} runs past the end of the file")
+            boxes[name] = boxes.get(name, 0) + size
+            at += size
+            fh.seek(at)
+    return boxes
+
+
+def probe_mp4(path: str | Path, frames: int) -> None:
+    """Raise OSError unless `path` is a complete MP4 holding `frames` video frames: its boxes tile the
+    file with ftyp, moov and mdat present, and ffmpeg reads back the frame count (packets copied, not
+    decoded: a fraction of the encoding time)."""
+    import subprocess
+
+    path = Path(path)
     try:
-        for frame in frames:
-            frame = _even(frame)
-            if writer is None:
-                size = frame.shape[:2]
-                writer = imageio_ffmpeg.write_frames(
-                    str(tmp), (size[1], size[0]), fps=fps, codec="libx264", pix_fmt_in="rgb24",
-                    pix_fmt_out="yuv420p", quality=8, macro_block_size=2, ffmpeg_log_level="error",
-                    output_params=["-movflags", "+faststart", "-f", "mp4"])
-                writer.send(None)
-            writer.send(np.ascontiguousarray(_fit(frame, size)))
-            count += 1
-        if not count:
-            raise ValueError("no frames to write")
-    except (BrokenPipeError, RuntimeError) as exc:
-        # ffmpeg died (a full disk, usually): its own message is the useful part
-        raise OSError(errno.EIO, f"ffmpeg failed: {' '.join(str(exc).split())[:300]}") from None
-    finally:
-        if writer is not None:
-            try:
-                writer.close()
-            except (BrokenPipeError, RuntimeError, OSError) as exc:
-                raise OSError(errno.EIO, f"ffmpeg failed: {' '.join(str(exc).split())[:300]}") from None
+        boxes = mp4_boxes(path)
+    except ValueError as exc:
+        raise OSError(errno.EIO, f"the encoder left an incomplete file: {exc}") from None
+    absent = [b for b in ("ftyp", "moov", "mdat") if b not in boxes]
+    if absent:
+        raise OSError(errno.EIO, f"the encoder left an incomplete file (no {', '.join(absent)} box)")
+    proc = subprocess.run([ffmpeg_exe(), "-nostdin", "-hide_banner", "-i", str(path), "-map", "0:v:0",
+                           "-c", "copy", "-f", "null", "-"], capture_output=True, timeout=120)
+    out = proc.stderr.decode("utf-8", "replace")
+    counts = [int(m) for m in re.findall(r"frame=\s*(\d+)", out)]
+    if proc.returncode != 0 or not counts:
+        raise _ffmpeg_failed(proc.stderr, proc.returncode)
+    if counts[-1] != frames:
+        raise OSError(errno.EIO, f"the encoder wrote {counts[-1]} frames of {frames}")
+
+
+def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
+    """H.264 through ffmpeg, whose exit status is checked and whose file is read back (probe_mp4):
+    ffmpeg can fail writing the index at the end, after every frame was accepted."""
+    import subprocess
+    from fractions import Fraction
+
+    exe = ffmpeg_exe()
+    count = 0
+    proc: subprocess.Popen | None = None
+    size: tuple[int, int] | None = None
+    with tempfile.TemporaryFile() as log:
+        try:
+            for frame in frames:
+                frame = _even(frame)
+                if proc is None:
+                    size = frame.shape[:2]
+                    rate = str(Fraction(fps).limit_denominator())
+                    proc = subprocess.Popen(
+                        [exe, "-y", "-nostdin", "-v", "error", "-f", "rawvideo", "-vcodec", "rawvideo",
+                         "-s", f"{size[1]}x{size[0]}", "-pix_fmt", "rgb24", "-r", rate, "-i", "-", "-an",
+                         "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "10", "-movflags", "+faststart",
+                         "-f", "mp4", str(tmp)],
+                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log)
+                try:
+                    proc.stdin.write(np.ascontiguousarray(_fit(frame, size)).tobytes())
+                except (BrokenPipeError, OSError):
+                    proc.wait(timeout=60)
+                    log.seek(0)
+                    raise _ffmpeg_failed(log.read(), proc.returncode) from None
+                count += 1
+            if not count:
+                raise ValueError("no frames to write")
+            proc.stdin.close()
+            code = proc.wait(timeout=600)
+            if code != 0:
+                log.seek(0)
+                raise _ffmpeg_failed(log.read(), code)
+        finally:
+            if proc is not None and proc.poll() is None:  # cancelled, or an error: ffmpeg must not linger
+                proc.kill()
+                proc.wait()
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())  # a full disk shows here too, before the rename
+    probe_mp4(tmp, count)
     return count
 
 
