@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-DEFAULT_PROMPT = "The key and value of a token never change once computed, so"
+from kvviz.format import DEFAULT_PROMPT, fmt_bytes
 
 
 def add_model_args(parser, *, tokens_default=(10, 30, 50)) -> None:
@@ -62,13 +62,6 @@ class Cell:
         """Median step latency over the last 10% of steps (at least one)."""
         n = max(1, len(self.step_ms) // 10)
         return statistics.median(self.step_ms[-n:])
-
-
-def fmt_bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def setup(args):

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvviz.bench import DEFAULT_PROMPT, fmt_bytes
+from kvviz.format import DEFAULT_PROMPT, fmt_bytes
 
 # The chapter's tiny shape as a Llama with grouped-query attention (4 query heads share 2 KV heads).
 RANDOM_LLAMA = dict(vocab_size=512, hidden_size=128, intermediate_size=512, num_hidden_layers=2,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.config import DTYPE_BYTES, ModelConfig, canonical_dtype
+from kvviz.format import fmt_bytes, fmt_ms
 
 DEFAULT_TOKENS = (100, 500, 1000)
 DEFAULT_BANDWIDTH_GBPS = 2000.0  # an A100's HBM: about 2 TB/s, as the chapter takes it
@@ -326,17 +327,7 @@ def configure(parser) -> None:
     parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
 
 
-def fmt_ms(ms: float) -> str:
-    """A duration given in ms, in the unit that keeps it readable (ms, µs or ns)."""
-    if ms >= 1:
-        return f"{ms:,.1f} ms"
-    if ms >= 1e-3:
-        return f"{ms * 1e3:.1f} µs"
-    return f"{ms * 1e6:.0f} ns"
-
-
 def format_report(report: MemoryReport) -> list[str]:
-    from kvviz.bench import fmt_bytes
 
     c = report.config
     lines = [

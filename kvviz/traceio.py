@@ -313,7 +313,7 @@ def summary_csv(traces: Mapping[str, Sequence[StepTrace]]) -> str:
 
 
 def summary_markdown(traces: Mapping[str, Sequence[StepTrace]]) -> str:
-    from kvviz.bench import fmt_bytes
+    from kvviz.format import fmt_bytes
 
     head = ("engine", "new tokens", "total ms", "tokens/s", "speedup vs naive", "K/V projections", "copied",
             "written", "gathered", "peak cache", "same tokens as naive")

@@ -150,10 +150,6 @@ def test_cli_json(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
 
 
-def test_fmt_ms():
-    assert [memory.fmt_ms(x) for x in (28.643328, 0.2838528, 0.0000507)] == ["28.6 ms", "283.9 µs", "51 ns"]
-
-
 def test_cli_options(capsys):
     assert main(["memory", "--model", "70b-class", "--tokens", "100", "--bandwidth-gbps", "1000",
                  "--block-size", "32"]) == 0

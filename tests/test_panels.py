@@ -288,7 +288,7 @@ def test_narration_tells_a_step_from_its_traces(qtbot, history):
     the bytes its cache moved, every figure read from the traces."""
     import re
 
-    from kvviz.bench import fmt_bytes
+    from kvviz.format import fmt_bytes
     from kvviz.ui.narration import describe
 
     def plain(step, **kw):

@@ -319,9 +319,9 @@ def test_a_checkpoint_folder_runs_in_the_window(qtbot, open_window, tmp_path, ar
     """Model > Open checkpoint... picks a folder; a run of two engines on it agrees, the status bar's
     figures come from its config (GQA Llama: 2 of 4 heads cached; GPT-2: every head)."""
     from kvviz.config import ModelConfig
+    from kvviz.format import fmt_bytes, fmt_count_short
     from kvviz.models import build_decoder
     from kvviz.models.hf import save_hf_checkpoint, train_tokenizer_json
-    from kvviz.ui.main_window import fmt_bytes, format_count
 
     kv_heads = 2 if arch == "llama" else 4
     cfg = ModelConfig(name=arch, arch=arch, vocab_size=300, d_model=64, n_layer=2, n_head=4, n_kv_head=kv_heads,
@@ -339,7 +339,7 @@ def test_a_checkpoint_folder_runs_in_the_window(qtbot, open_window, tmp_path, ar
     assert window.badge.text() == "identical" and window.history.n_steps() == 6
     per_token = 2 * 2 * kv_heads * 16 * 4  # layers x (K, V) x KV heads x head_dim x fp32
     assert window.status_kv.text() == f"KV {fmt_bytes(per_token)} per token"
-    assert window.status_params.text() == f"{format_count(cfg.param_count())} parameters"
+    assert window.status_params.text() == f"{fmt_count_short(cfg.param_count())} parameters"
 
 
 def test_a_narrow_window_clips_no_plot(qtbot, open_window):

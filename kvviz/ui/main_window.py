@@ -59,8 +59,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kvviz.bench import fmt_bytes
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
+from kvviz.format import DEFAULT_PROMPT, fmt_bytes, fmt_count_short
 from kvviz.trace import StepTrace
 from kvviz.ui.app import ZOOM_KEY, ZOOMS, zoom_in_effect
 from kvviz.ui.history import RunHistory, RunInfo
@@ -92,14 +92,6 @@ class RunState(Enum):
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("MainWindow", text)
-
-
-def format_count(n: int) -> str:
-    if n >= 1_000_000_000:
-        return f"{n / 1e9:.2f} B"
-    if n >= 100_000:
-        return f"{n / 1e6:.2f} M"
-    return f"{n:,}"
 
 
 class PanelFrame(QFrame):
@@ -1327,7 +1319,7 @@ class MainWindow(QMainWindow):
                 self.state is not RunState.IDLE or self._form_matches(info)):
             self.status_device.setText(self.tr("device {0}, {1}").format(info.device, info.dtype))
             self.status_model.setText(self.tr("model {0}").format(info.model_name))
-            self.status_params.setText(self.tr("{0} parameters").format(format_count(info.param_count)))
+            self.status_params.setText(self.tr("{0} parameters").format(fmt_count_short(info.param_count)))
             self.status_kv.setText(self.tr("KV {0} per token").format(fmt_bytes(info.kv_bytes_per_token)))
             return
         device = self.current_device()
@@ -1340,7 +1332,7 @@ class MainWindow(QMainWindow):
             self.status_kv.setText("")
             return
         cfg = choice.config
-        self.status_params.setText(self.tr("{0} parameters").format(format_count(cfg.param_count())))
+        self.status_params.setText(self.tr("{0} parameters").format(fmt_count_short(cfg.param_count())))
         self.status_kv.setText(self.tr("KV {0} per token").format(fmt_bytes(cfg.kv_bytes_per_token(dtype))))
 
     def _form_matches(self, info: RunInfo) -> bool:
@@ -1586,8 +1578,6 @@ class MainWindow(QMainWindow):
 
     def _restore_settings(self) -> None:
         s = self.settings
-        from kvviz.bench import DEFAULT_PROMPT
-
         self.prompt_edit.setPlainText(s.value("run/prompt", DEFAULT_PROMPT, type=str))
         for key in ("model", "device", "engines"):
             if s.contains(f"run/{key}"):

@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz import memory
-from kvviz.bench import fmt_bytes
 from kvviz.config import ModelConfig
+from kvviz.format import fmt_bytes, fmt_ms
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
 CUSTOM = "custom"
@@ -244,8 +244,8 @@ class MemoryDialog(QDialog):
         self.table.setRowCount(len(r.lengths))
         for row, f in enumerate(r.lengths):
             cells = [(str(f.tokens), None), (fmt_bytes(f.cache_bytes), f.cache_bytes),
-                     (fmt_bytes(f.step_copy_bytes), f.step_copy_bytes), (memory.fmt_ms(f.step_copy_ms), None),
-                     (fmt_bytes(f.total_copy_bytes), f.total_copy_bytes), (memory.fmt_ms(f.copy_ms), None),
+                     (fmt_bytes(f.step_copy_bytes), f.step_copy_bytes), (fmt_ms(f.step_copy_ms), None),
+                     (fmt_bytes(f.total_copy_bytes), f.total_copy_bytes), (fmt_ms(f.copy_ms), None),
                      (str(f.blocks), f.paged_bytes), (str(f.wasted_slots), None),
                      (fmt_bytes(f.wasted_bytes), f.wasted_bytes)]
             for col, (text, exact) in enumerate(cells):

@@ -10,7 +10,7 @@ import html
 
 from PySide6.QtCore import QCoreApplication
 
-from kvviz.bench import fmt_bytes
+from kvviz.format import fmt_bytes
 from kvviz.trace import StepTrace
 from kvviz.ui.history import RunHistory
 

@@ -10,7 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from kvviz.bench import DEFAULT_PROMPT, add_model_args
+from kvviz.bench import add_model_args
+from kvviz.format import DEFAULT_PROMPT
 
 
 def configure(parser) -> None:

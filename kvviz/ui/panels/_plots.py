@@ -14,11 +14,10 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import QLabel
 
-from kvviz.bench import fmt_bytes
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fmt_bytes", "legend_row",
+__all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "legend_row",
            "on_left_click", "positions", "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line",
            "step_of_position", "token_label", "view_point"]
 

@@ -4,8 +4,8 @@ Reads StepTrace.bytes_copied and bytes_gathered only.
 """
 from __future__ import annotations
 
+from kvviz.format import fmt_bytes
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import fmt_bytes
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 

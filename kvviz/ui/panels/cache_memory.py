@@ -12,10 +12,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent
 
+from kvviz.format import fmt_bytes
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import engine_step, fmt_bytes, legend_row, positions, set_legend
+from kvviz.ui.panels._plots import engine_step, legend_row, positions, set_legend
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 # Slot kinds in the block pool.
