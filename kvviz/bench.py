@@ -9,33 +9,25 @@ import sys
 import time
 from dataclasses import dataclass
 
-from kvviz.format import DEFAULT_PROMPT, fmt_bytes
+from kvviz.format import fmt_bytes
+from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model
 
 
-def add_model_args(parser, *, tokens_default=(10, 30, 50)) -> None:
-    """Arguments shared by commands that run engines (bench, export, shot)."""
-    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt text (default: a sentence)")
-    parser.add_argument("--model", default="tiny", help="preset name or model folder (default: tiny)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
-    parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else the model's)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
-    parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    parser.add_argument("--top-k", type=int, default=None)
-    parser.add_argument("--top-p", type=float, default=None)
-    parser.add_argument("--block-size", type=int, default=16, help="paged cache block size in tokens")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+def add_model_args(parser) -> None:
+    """Arguments shared by commands that run engines (bench, export, shot): kvviz.options, one set of bounds."""
+    add_run_options(parser)
 
 
 def configure(parser) -> None:
     add_model_args(parser)
-    parser.add_argument("--tokens", type=int, nargs="+", default=[10, 30, 50], help="new-token counts")
+    add_tokens(parser, [10, 30, 50], many=True, help_text="new-token counts")
     parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list")
-    parser.add_argument("--repeat", type=int, default=3, help="timed repeats per cell (median reported)")
+    add_repeat(parser, 3)
     parser.add_argument("--trace", choices=("off", "masks", "full"), default="off",
                         help="what each step copies out: nothing, masks, or masks + layer 0 head 0 weights")
     parser.add_argument("--trace-overhead", action="store_true",
                         help="also time tracing off against full tracing, interleaved, at the largest --tokens")
-    parser.add_argument("--json", dest="json_path", default=None, help="also write results as JSON")
+    add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
 @dataclass
@@ -76,12 +68,8 @@ def setup(args):
     from kvviz.devices import resolve_device, resolve_dtype
     from kvviz.models.presets import load_model, load_tokenizer, preset_warning
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    if args.threads is not None:  # bounds: kvviz.options, at parse time
         torch.set_num_threads(args.threads)
-    if args.block_size < 1:
-        raise ValueError(f"--block-size must be at least 1, got {args.block_size}")
     sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if not args.prompt:
         raise ValueError("the prompt is empty")
@@ -109,19 +97,17 @@ def run_once(model, key, prompt_ids, n, sampling, trace, block_size):
 
 def run(args) -> int:
     from kvviz.config import TraceOptions
-    from kvviz.engines import parse_engines, validate_request
+    from kvviz.engines import parse_engines
+    from kvviz.fileio import check_writable
 
     engines = parse_engines(args.engines)
-    for n in args.tokens:
-        if n < 1:
-            raise ValueError(f"--tokens must be at least 1, got {n}")
-    if args.repeat < 1:
-        raise ValueError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.json_path:  # before the run: a refused path must not cost a whole benchmark
+        check_writable(args.json_path, "--json")
     model, tokenizer, sampling, device = setup(args)
     cfg = model.cfg
     prompt_ids = tokenizer.encode(args.prompt)
     for n in args.tokens:
-        validate_request(cfg.max_seq_len, len(prompt_ids), n)
+        check_against_model(cfg, len(prompt_ids), n, block_size=args.block_size, top_k=args.top_k)
     trace = {"off": TraceOptions(masks=False),
              "masks": TraceOptions(masks=True),
              "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
@@ -195,7 +181,7 @@ def run(args) -> int:
             overhead.append(dict(engine=key, new_tokens=n, off_wall_ms=off, full_wall_ms=full, overhead_pct=pct))
             print(f"  {key:<7} off {off:9.1f} ms   full {full:9.1f} ms   {pct:+.1f}%")
     if args.json_path:
-        from kvviz.fileio import atomic_write_text
+        from kvviz.fileio import write_output
 
         doc = {
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
@@ -208,5 +194,5 @@ def run(args) -> int:
                              peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
                              tail_step_ms=c.tail_step_ms, step_ms=c.step_ms) for c in cells],
         }
-        atomic_write_text(args.json_path, json.dumps(doc, indent=1) + "\n")
+        write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
     return 0 if identical else 1

@@ -14,7 +14,8 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("kvviz.ui.app", "open the desktop app (the default)"),
     "bench": ("kvviz.bench", "time the engines and compare their tokens (the chapter's table)"),
-    "models": ("kvviz.models.listing", "list the model presets"),
+    "models": ("kvviz.models.listing", "list the presets and the cached checkpoints (Hugging Face, ModelScope)"),
+    "download": ("kvviz.download", "fetch what kvviz reads of a Hub checkpoint (ORG/NAME) into the HF cache"),
     "hfbench": ("kvviz.hfbench", "decode speed of kvviz beside transformers' generate on the same checkpoint"),
     "memory": ("kvviz.memory", "what a model's KV cache costs: bytes per token, cat copies, paged blocks"),
     "shot": ("kvviz.ui.shot", "run the app offscreen and save a screenshot of the window (PNG)"),
@@ -49,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["gui", *argv]
-    args = build_parser(argv[0]).parse_args(argv)
+    try:
+        args = build_parser(argv[0]).parse_args(argv)
+    except SystemExit as exc:  # argparse's one-line refusal (2) or --help (0), as a return code
+        return exc.code if isinstance(exc.code, int) else 2
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)

@@ -148,12 +148,14 @@ class SamplingConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not (self.temperature >= 0):
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.top_k is not None and self.top_k < 1:
-            raise ValueError(f"top-k must be >= 1, got {self.top_k}")
-        if self.top_p is not None and not (0 < self.top_p <= 1):
-            raise ValueError(f"top-p must be in (0, 1], got {self.top_p}")
+        from kvviz.options import check_value  # the one table of bounds, shared with every command
+
+        check_value("temperature", self.temperature, "temperature")
+        if self.top_k is not None:
+            check_value("top_k", self.top_k, "top-k")
+        if self.top_p is not None:
+            check_value("top_p", self.top_p, "top-p")
+        check_value("seed", self.seed, "seed")
 
     @property
     def greedy(self) -> bool:
@@ -180,3 +182,12 @@ class RunConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     trace: TraceOptions = field(default_factory=TraceOptions)
     block_size: int = 16
+
+    def __post_init__(self) -> None:
+        """The bounds that need no model (kvviz.options.BOUNDS); the model's own (context, vocabulary)
+        are checked by kvviz.options.check_against_model when the run starts."""
+        from kvviz.options import check_run_config
+
+        problems = check_run_config(self)
+        if problems:
+            raise ValueError(problems[0])

@@ -8,11 +8,10 @@ live in kvviz.ui.headless; this module only parses and checks.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
 from kvviz.bench import add_model_args
+from kvviz.options import add_tokens
 
 DEFAULT_ENGINES = "naive,concat,static,paged"
 
@@ -21,7 +20,7 @@ def configure(parser) -> None:
     add_model_args(parser)
     parser.set_defaults(model=None)  # the app's default: tiny when its weights are trained, else tiny-random
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files (made if missing)")
-    parser.add_argument("--tokens", type=int, default=20, help="new tokens (default: 20)")
+    add_tokens(parser, 20)
     parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"comma list (default: {DEFAULT_ENGINES})")
     parser.add_argument("--panels", default="window",
                         help="comma list of what to draw: `window` and/or panel keys (token_stream, work_matrix, "
@@ -69,17 +68,17 @@ def parse_steps(text: str | None) -> tuple[int | None, int | None]:
 
 
 def prepare_out(folder: str) -> Path:
-    """Make --out if needed and prove a file can be created there."""
+    """Make --out if needed and prove a file of one block can be written there (a full disk shows)."""
+    from kvviz.fileio import check_writable
+
     out = Path(folder).expanduser()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".kvviz-probe-", dir=out)
     except OSError as exc:
         raise ValueError(f"cannot write in --out {out}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.unlink(probe)
+    check_writable(out / "decode", "--out")
     return out
 
 
@@ -105,8 +104,6 @@ def build_job(args):
     from kvviz.ui.i18n import normalize  # Qt's module, but importing it starts no application
 
     lang = normalize(args.lang)
-    if args.tokens < 1:
-        raise ValueError(f"--tokens must be at least 1, got {args.tokens}")
     if not (math.isfinite(args.scale) and 0.25 <= args.scale <= 8):
         raise ValueError(f"--scale must be between 0.25 and 8, got {args.scale}")
     top_fps = 50 if "gif" in animations else 120
@@ -114,8 +111,6 @@ def build_job(args):
         raise ValueError(f"--fps must be between 0.1 and {top_fps}, got {args.fps}")
     if args.step is not None and args.step < 0:
         raise ValueError(f"--step must be 0 or more, got {args.step}")
-    if args.block_size < 1:
-        raise ValueError(f"--block-size must be at least 1, got {args.block_size}")
     if "mp4" in animations:
         from kvviz.ui.exporters import ffmpeg_exe
 

@@ -33,3 +33,65 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+PROBE_BYTES = 4096  # one file-system block: a full disk refuses it, an empty file would not show that
+
+
+def check_writable(path: str | Path, label: str = "") -> Path:
+    """Raise ValueError (one line) unless a file can be written at `path`: not a folder, its folder exists
+    and takes a file of one block (made, synced and removed, so a read-only mount, a refused folder or a
+    full disk shows up before any work). Call it before a run for every output path."""
+    path = Path(path).expanduser()
+    name = f"{label} {path}" if label else str(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {name}: it is a folder")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise ValueError(f"cannot write {name}: the folder {parent} {what}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"cannot write {name}: no permission to replace it")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+    except OSError as exc:
+        raise ValueError(f"cannot write {name}: {_why(exc, parent)}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(b"\0" * PROBE_BYTES)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise ValueError(f"cannot write {name}: {_why(exc, parent)}") from None
+    finally:
+        Path(probe).unlink(missing_ok=True)
+    return path
+
+
+def write_output(path: str | Path, text: str, label: str = "") -> Path:
+    """Atomically write `text` (synced before the rename); any OSError becomes one-line ValueError and
+    leaves no partial file, the old file (if any) untouched."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    path = Path(path).expanduser()
+    try:
+        return atomic_write(path, write)
+    except OSError as exc:
+        name = f"{label} {path}" if label else str(path)
+        raise ValueError(f"cannot write {name}: {_why(exc, path.parent)}") from None
+
+
+def _why(exc: OSError, folder: Path) -> str:
+    import errno
+
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"no permission to write in {folder}"
+    if exc.errno == errno.EROFS:
+        return f"{folder} is on a read-only file system"
+    return exc.strerror or str(exc)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvviz.format import DEFAULT_PROMPT, fmt_bytes
+from kvviz.options import add_output, add_repeat, add_seed, add_threads, add_tokens, check_against_model, nonempty_text
 
 # The chapter's tiny shape as a Llama with grouped-query attention (4 query heads share 2 KV heads).
 RANDOM_LLAMA = dict(vocab_size=512, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
@@ -25,14 +26,15 @@ RANDOM_LLAMA = dict(vocab_size=512, hidden_size=128, intermediate_size=512, num_
 def configure(parser) -> None:
     parser.add_argument("--model", default=None,
                         help="a local Llama/Qwen2/Qwen3/GPT-2 checkpoint folder (default: a tiny random Llama)")
-    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="prompt text (default: a sentence)")
-    parser.add_argument("--tokens", type=int, default=100, help="new tokens per run (default 100)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed repeats per side (median reported)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--prompt", type=nonempty_text, default=DEFAULT_PROMPT,
+                        help="prompt text (default: a sentence)")
+    add_tokens(parser, 100)
+    add_repeat(parser, 5)
+    add_threads(parser, default=1)
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
     parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else fp32)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random checkpoint's weights")
-    parser.add_argument("--json", dest="json_path", default=None, help="also write results as JSON")
+    add_seed(parser, "seed of the random checkpoint's weights")
+    add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
 @dataclass
@@ -128,17 +130,13 @@ def run(args) -> int:
     import torch
 
     from kvviz.devices import resolve_device, resolve_dtype
-    from kvviz.engines import validate_request
+    from kvviz.fileio import check_writable
     from kvviz.models.hf import check_folder, load_hf_model, load_hf_tokenizer, read_hf_config
 
     if args.tokens < 2:
         raise ValueError(f"--tokens must be at least 2 (one prefill, then decode), got {args.tokens}")
-    if args.repeat < 1:
-        raise ValueError(f"--repeat must be at least 1, got {args.repeat}")
-    if args.threads < 1:
-        raise ValueError(f"--threads must be at least 1, got {args.threads}")
-    if not args.prompt:
-        raise ValueError("the prompt is empty")
+    if args.json_path:  # before the run: a refused path must not cost a whole benchmark
+        check_writable(args.json_path, "--json")
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     transformers = _import_transformers()
@@ -151,7 +149,7 @@ def run(args) -> int:
         cfg = read_hf_config(folder)
         dtype = resolve_dtype(None if args.dtype == "auto" else args.dtype, device, "float32")
         prompt_ids = load_hf_tokenizer(folder, cfg).encode(args.prompt)
-        validate_request(cfg.max_seq_len, len(prompt_ids), args.tokens)
+        check_against_model(cfg, len(prompt_ids), args.tokens)
         model = load_hf_model(folder).to(device=device, dtype=dtype)
         hf_model = transformers.AutoModelForCausalLM.from_pretrained(
             folder, local_files_only=True, attn_implementation="sdpa").to(device=device, dtype=dtype).eval()
@@ -199,7 +197,7 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     print(f"decode speed, kvviz / transformers: {ratio:.2f}x")
     print("tokens identical: " + ("yes" if identical else "NO"))
     if args.json_path:
-        from kvviz.fileio import atomic_write_text
+        from kvviz.fileio import write_output
 
         doc = {"checkpoint": label, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
                "threads": torch.get_num_threads(), "transformers": hf_version, "prompt_tokens": len(prompt_ids),
@@ -207,5 +205,5 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
                "sides": [dict(name=s.name, total_ms=s.total_ms, prefill_ms=s.prefill_ms,
                               decode_tokens_per_s=s.decode_tokens_per_s, peak_device_bytes=s.peak_device_bytes,
                               runs_ms=full[s.name], prefill_runs_ms=prefill[s.name]) for s in results]}
-        atomic_write_text(args.json_path, json.dumps(doc, indent=1) + "\n")
+        write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
     return 0 if identical else 1

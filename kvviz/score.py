@@ -9,18 +9,20 @@ import math
 import sys
 from pathlib import Path
 
+from kvviz.options import add_threads, bounded
+
 DEFAULT_CONTEXT = 512  # used when a model folder records no trained context
 
 
 def configure(parser) -> None:
     parser.add_argument("file", help="a UTF-8 text file")
     parser.add_argument("--model", default="tiny", help="preset name or model folder (default: tiny)")
-    parser.add_argument("--context", type=int, default=None,
+    parser.add_argument("--context", type=bounded("context"), default=None,
                         help="window length in tokens (default: the model's trained context, else "
                              f"{DEFAULT_CONTEXT}, capped at its maximum)")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--batch-size", type=int, default=8, help="windows per forward (default 8)")
+    add_threads(parser)
+    parser.add_argument("--batch-size", type=bounded("batch_size"), default=8, help="windows per forward (default 8)")
 
 
 def read_text(path: str | Path) -> str:
@@ -104,14 +106,8 @@ def run(args) -> int:
     from kvviz.devices import resolve_device
     from kvviz.models.presets import load_model, load_tokenizer, preset_warning
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    if args.threads is not None:  # bounds: kvviz.options, at parse time
         torch.set_num_threads(args.threads)
-    if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if args.context is not None and args.context < 1:
-        raise ValueError(f"--context must be at least 1, got {args.context}")
     text = read_text(args.file)
     device = resolve_device(args.device)
     warning = preset_warning(args.model)

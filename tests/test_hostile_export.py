@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -124,7 +124,8 @@ class EngineSession:
         import torch
 
         from kvviz.devices import resolve_device
-        from kvviz.engines import make_engine, validate_request
+        from kvviz.engines import make_engine
+        from kvviz.options import check_against_model
 
         self.end()
         rc = req.run
@@ -137,7 +138,8 @@ class EngineSession:
         model, tokenizer, loaded = self._load(req.model, device, req.dtype)
         cfg = model.cfg
         prompt_ids = tokenizer.encode(rc.prompt)
-        validate_request(cfg.max_seq_len, len(prompt_ids), rc.max_new_tokens)
+        check_against_model(cfg, len(prompt_ids), rc.max_new_tokens, block_size=rc.block_size,
+                            top_k=rc.sampling.top_k)
         trace = rc.trace
         if trace.weights_layer is not None:
             if not 0 <= trace.weights_layer < cfg.n_layer:

@@ -1,0 +1,185 @@
+"""The options every engine-running command shares, with one table of bounds: `kvviz bench`, `export`,
+`shot`, `hfbench` and `score` parse them here, and the app's run form reads the same table.
+
+A value outside its bounds is refused where it is parsed (argparse's one line, exit 2), so no command
+accepts, clamps or refuses differently from another. Bounds that depend on the model (the context, the
+vocabulary, the layer count) are checked by `check_against_model` once the config is read and before
+anything is allocated. Stdlib only: no torch, no Qt.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from kvviz.format import DEFAULT_PROMPT
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Inclusive range of one option; `low_open` makes the low end exclusive (top-p > 0)."""
+
+    low: float
+    high: float
+    integer: bool = True
+    low_open: bool = False
+    why: str = ""  # where the high end comes from, said in the refusal
+
+    def holds(self, value: Any) -> bool:
+        if self.integer:
+            if not isinstance(value, int) or isinstance(value, bool):
+                return False
+        elif not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        return above and value <= self.high
+
+    def describe(self) -> str:
+        fmt = (lambda v: f"{int(v):,}") if self.integer else (lambda v: f"{v:g}")
+        low = f"more than {fmt(self.low)}" if self.low_open else f"at least {fmt(self.low)}"
+        return f"{low} and at most {fmt(self.high)}" + (f" ({self.why})" if self.why else "")
+
+
+# Largest paged-cache block: the run form's limit; a larger block than the run's context is refused too.
+BLOCK_SIZE_MAX = 4096
+CPU_COUNT = os.cpu_count() or 1
+
+BOUNDS: dict[str, Bound] = {
+    "tokens": Bound(1, 1_000_000, why="and no more than the model's context less the prompt"),
+    "temperature": Bound(0.0, 10.0, integer=False, why="0 is greedy; above 10 sampling is uniform noise"),
+    "top_k": Bound(1, 1_000_000, why="and no more than the model's vocabulary"),
+    "top_p": Bound(0.0, 1.0, integer=False, low_open=True),
+    "seed": Bound(0, 2**31 - 1),
+    "threads": Bound(1, 4 * CPU_COUNT, why=f"four per core of this machine's {CPU_COUNT}"),
+    "block_size": Bound(1, BLOCK_SIZE_MAX, why="and no more than the model's context"),
+    "repeat": Bound(1, 1000),
+    "batch_size": Bound(1, 4096),
+    "context": Bound(1, 1_000_000, why="and no more than the model's context"),
+    "layer": Bound(-1, 1023, why="and below the model's layer count; -1: no weights"),
+    "head": Bound(0, 1023, why="and below the model's head count"),
+}
+
+
+def option_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def check_value(key: str, value: Any, label: str | None = None) -> Any:
+    """`value` if BOUNDS[key] holds it, else ValueError naming the option and its bounds."""
+    bound = BOUNDS[key]
+    if not bound.holds(value):
+        raise ValueError(f"{label or option_name(key)} must be {bound.describe()}, got {value!r}")
+    return value
+
+
+def _parse_number(key: str, text: str) -> int | float:
+    bound = BOUNDS[key]
+    try:
+        value: int | float = int(text, 10) if bound.integer else float(text)
+    except ValueError:
+        kind = "a whole number" if bound.integer else "a number"
+        raise argparse.ArgumentTypeError(f"{kind} expected, got {text!r}") from None
+    if not bound.holds(value):
+        raise argparse.ArgumentTypeError(f"must be {bound.describe()}, got {text}")
+    return value
+
+
+def bounded(key: str):
+    """An argparse `type` that refuses values outside BOUNDS[key] (argparse: one line, exit 2)."""
+    def parse(text: str) -> int | float:
+        return _parse_number(key, text)
+
+    parse.__name__ = key.replace("_", "-")  # argparse names the type in some messages
+    return parse
+
+
+def nonempty_text(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the prompt is empty")
+    return text
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by commands that run engines (bench, export, shot)."""
+    parser.add_argument("--prompt", type=nonempty_text, default=DEFAULT_PROMPT,
+                        help="prompt text (default: a sentence)")
+    parser.add_argument("--model", default="tiny", help="preset name or model folder (default: tiny)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
+    parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else the model's)")
+    add_seed(parser, "sampling seed")
+    parser.add_argument("--temperature", type=bounded("temperature"), default=0.0, help="0 = greedy (default)")
+    parser.add_argument("--top-k", type=bounded("top_k"), default=None)
+    parser.add_argument("--top-p", type=bounded("top_p"), default=None)
+    parser.add_argument("--block-size", type=bounded("block_size"), default=16,
+                        help=f"paged cache block size in tokens (at most {BLOCK_SIZE_MAX} and the model's context)")
+    add_threads(parser)
+
+
+def add_threads(parser: argparse.ArgumentParser, default: int | None = None) -> None:
+    parser.add_argument("--threads", type=bounded("threads"), default=default,
+                        help="torch CPU threads" + (f" (default {default})" if default else ""))
+
+
+def add_seed(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help=help_text)
+
+
+def add_tokens(parser: argparse.ArgumentParser, default, *, many: bool = False, help_text: str = "") -> None:
+    parser.add_argument("--tokens", type=bounded("tokens"), default=default, nargs="+" if many else None,
+                        help=help_text or f"new tokens (default {default})")
+
+
+def add_repeat(parser: argparse.ArgumentParser, default: int) -> None:
+    parser.add_argument("--repeat", type=bounded("repeat"), default=default,
+                        help="timed repeats (median reported)")
+
+
+def add_output(parser: argparse.ArgumentParser, flag: str, dest: str, help_text: str) -> None:
+    parser.add_argument(flag, dest=dest, default=None, metavar="FILE", help=help_text)
+
+
+def check_against_model(cfg, n_prompt: int, new_tokens: int, *, block_size: int | None = None,
+                        top_k: int | None = None, layer: int | None = None, head: int | None = None) -> None:
+    """The bounds that depend on the model: the context, the vocabulary, its layers and heads.
+    `cfg` is a ModelConfig (or anything with max_seq_len, vocab_size, n_layer, n_head)."""
+    if n_prompt < 1:
+        raise ValueError("the prompt is empty")
+    check_value("tokens", new_tokens, "new tokens")
+    if n_prompt + new_tokens > cfg.max_seq_len:
+        raise ValueError(f"prompt ({n_prompt} tokens) + new tokens ({new_tokens}) = {n_prompt + new_tokens} "
+                         f"exceeds the model's context of {cfg.max_seq_len}")
+    if block_size is not None:
+        check_value("block_size", block_size, "block size")
+        if block_size > cfg.max_seq_len:
+            raise ValueError(f"block size {block_size} is larger than the model's context of {cfg.max_seq_len} "
+                             f"tokens (one block would never fill)")
+    if top_k is not None:
+        check_value("top_k", top_k, "top-k")
+        if top_k > cfg.vocab_size:
+            raise ValueError(f"top-k {top_k} is more than the model's vocabulary of {cfg.vocab_size}")
+    if layer is not None and layer >= 0 and layer >= cfg.n_layer:
+        raise ValueError(f"attention layer {layer} is outside 0..{cfg.n_layer - 1}")
+    if head is not None and head >= cfg.n_head:
+        raise ValueError(f"attention head {head} is outside 0..{cfg.n_head - 1}")
+
+
+def check_run_config(run) -> list[str]:
+    """Every problem with a RunConfig that needs no model, one line each (empty: fine). For the app's
+    form: the same bounds the commands apply at parse time."""
+    problems = []
+    if not run.prompt.strip():
+        problems.append("the prompt is empty")
+    checks = [("tokens", run.max_new_tokens, "new tokens"), ("block_size", run.block_size, "block size"),
+              ("temperature", run.sampling.temperature, "temperature"), ("seed", run.sampling.seed, "seed")]
+    if run.sampling.top_k is not None:
+        checks.append(("top_k", run.sampling.top_k, "top-k"))
+    if run.sampling.top_p is not None:
+        checks.append(("top_p", run.sampling.top_p, "top-p"))
+    for key, value, label in checks:
+        try:
+            check_value(key, value, label)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
