@@ -176,6 +176,153 @@ def info_from_dict(doc: Any) -> RunInfo:
     return RunInfo(**kw)
 
 
+# -- meaning: what a real run can produce ----------------------------------------------------------
+# A saved run is checked against what kvviz's engines can produce, so a panel never has to draw
+# something no run makes (a negative byte count, a 100,000-character token, a block of 10^9 tokens).
+ENGINES = ("naive", "concat", "static", "paged")  # kvviz.engines.ENGINE_KEYS (a test keeps them equal)
+MAX_DEPTH = 8  # doc > engines > [] > step > array > shape > []: 7 levels in a file kvviz writes
+MAX_TOKEN_CHARS = 256  # one id decodes to a few bytes: the longest tokens of real vocabularies are < 256
+MAX_TOKEN_ID = (1 << 24) - 1  # vocabularies are < 2^18 tokens; 16M leaves room and bounds any table
+MAX_TEXT_CHARS = 1 << 22  # the prompt: 4 Mi characters, far past any model's context of text
+MAX_MODEL_DIM = 1 << 16  # layers, heads, head_dim: far past any published model
+MAX_PARAMS = 10**13
+MAX_BYTES = 1 << 50  # a byte count on one step or one device: a pebibyte
+
+
+def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
+    """ValueError if `doc` nests lists/objects deeper than `limit` (iterative: no recursion to exhaust)."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > limit:
+                raise ValueError(f"not a kvviz trace: the JSON nests more than {limit} levels deep")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def _check_text(value: str, what: str, limit: int) -> None:
+    if len(value) > limit:
+        raise ValueError(f"{what} is {len(value):,} characters, more than {limit:,} (no tokenizer makes that)")
+    for ch in value:
+        if "\ud800" <= ch <= "\udfff":
+            raise ValueError(f"{what} holds a lone surrogate (U+{ord(ch):04X}), which no tokenizer decodes to")
+
+
+def _check_range(value: int | float, what: str, low: float, high: float) -> None:
+    if not (low <= value <= high):  # NaN fails both
+        raise ValueError(f"{what} is {value!r}, outside {low:,}..{high:,}")
+
+
+def check_info(info: RunInfo) -> None:
+    """The run's description: sizes within a real model's, texts within a tokenizer's."""
+    from kvviz.options import BLOCK_SIZE_MAX, BOUNDS
+
+    _check_text(info.prompt, "info.prompt", MAX_TEXT_CHARS)
+    for key in ("run_id", "model_name", "device", "dtype"):
+        _check_text(getattr(info, key), f"info.{key}", 4096)
+    if len(info.prompt_ids) > MAX_TEXT_CHARS:
+        raise ValueError(f"info.prompt_ids holds {len(info.prompt_ids):,} ids, more than {MAX_TEXT_CHARS:,}")
+    for i in info.prompt_ids:
+        if not _is_int(i) or not 0 <= i <= MAX_TOKEN_ID:
+            raise ValueError(f"info.prompt_ids holds {i!r}, not a token id (0..{MAX_TOKEN_ID:,})")
+    if info.prompt_labels and len(info.prompt_labels) != len(info.prompt_ids):
+        raise ValueError(f"info.prompt_labels has {len(info.prompt_labels)} labels for "
+                         f"{len(info.prompt_ids)} prompt ids")
+    for label in info.prompt_labels:
+        if not isinstance(label, str):
+            raise ValueError(f"info.prompt_labels holds {label!r}, not a string")
+        _check_text(label, "a prompt label", MAX_TOKEN_CHARS)
+    for name in info.engines:
+        if name not in ENGINES:
+            raise ValueError(f"info.engines names {name!r}, not an engine kvviz runs ({', '.join(ENGINES)})")
+    _check_range(info.max_new_tokens, "info.max_new_tokens", 0, BOUNDS["tokens"].high)
+    for key in ("n_layer", "n_head", "n_kv_head", "head_dim"):
+        _check_range(getattr(info, key), f"info.{key}", 0, MAX_MODEL_DIM)
+    _check_range(info.param_count, "info.param_count", 0, MAX_PARAMS)
+    _check_range(info.kv_bytes_per_token, "info.kv_bytes_per_token", 0,
+                 2 * 4 * MAX_MODEL_DIM * MAX_MODEL_DIM)
+    _check_range(info.block_size, "info.block_size", 1, BLOCK_SIZE_MAX)
+
+
+def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
+    """One engine's steps against the rules every engine's records keep: step k computes positions up
+    to n_prompt + k, the mask says the same, caches hold no more than the run's length (rounded up to
+    a block), byte counts fit the cache, the text fits a token."""
+    from kvviz.options import BLOCK_SIZE_MAX, BOUNDS
+
+    if name not in ENGINES:
+        raise ValueError(f"engine {name!r} is not one kvviz runs ({', '.join(ENGINES)})")
+    if not steps:
+        return
+    if len(steps) > BOUNDS["tokens"].high or (info.max_new_tokens and len(steps) > info.max_new_tokens):
+        raise ValueError(f"engine {name!r} has {len(steps):,} steps, more than the run asked for "
+                         f"({info.max_new_tokens or int(BOUNDS['tokens'].high):,})")
+    n_prompt = len(info.prompt_ids) or steps[0].pos_stop
+    _check_range(n_prompt, f"engine {name!r}: the prompt's length", 1, MAX_TEXT_CHARS)
+    length = n_prompt + max(len(steps), info.max_new_tokens)  # the longest sequence the run could hold
+    kv_bytes = info.kv_bytes_per_token
+    for t in steps:
+        where = f"engine {name!r}, step {t.step}"
+        if t.phase != ("prefill" if t.step == 0 else "decode"):
+            raise ValueError(f"{where}: phase {t.phase!r}, but step 0 is the prefill and the rest decode")
+        block = t.block_size if t.block_size is not None else 1
+        _check_range(block, f"{where}: block_size", 1, BLOCK_SIZE_MAX)
+        room = length + block - 1  # a cache's capacity: the run's length rounded up to a whole block
+        for key in ("token_id",):
+            _check_range(getattr(t, key), f"{where}: {key}", 0, MAX_TOKEN_ID)
+        _check_text(t.token_text, f"{where}: token_text", MAX_TOKEN_CHARS)
+        _check_text(t.run_id, f"{where}: run_id", 4096)
+        if t.pos_stop != n_prompt + t.step:
+            raise ValueError(f"{where}: pos_stop {t.pos_stop}, but step {t.step} of a {n_prompt}-token prompt "
+                             f"computes up to position {n_prompt + t.step}")
+        _check_range(t.pos_start, f"{where}: pos_start", 0, t.pos_stop - 1)
+        _check_range(t.cache_capacity, f"{where}: cache_capacity", 0, room)
+        _check_range(t.cache_len, f"{where}: cache_len", 0, min(t.pos_stop, max(t.cache_capacity, 0)))
+        top_bytes = room * kv_bytes if kv_bytes else MAX_BYTES
+        for key in ("cache_bytes", "bytes_copied", "bytes_written", "bytes_gathered"):
+            _check_range(getattr(t, key), f"{where}: {key}", 0, top_bytes)
+        _check_range(t.kv_projections, f"{where}: kv_projections", 0,
+                     t.computed_positions * (info.n_layer or MAX_MODEL_DIM))
+        _check_range(t.latency_ms, f"{where}: latency_ms", 0.0, 3.6e6)  # an hour for one step
+        if t.device_mem_bytes is not None:
+            _check_range(t.device_mem_bytes, f"{where}: device_mem_bytes", 0, MAX_BYTES)
+        expected = (t.computed_positions, t.pos_stop, t.pos_start)
+        if t.mask_spec is not None:
+            got = (t.mask_spec.q_len, t.mask_spec.kv_len, t.mask_spec.past_len)
+            if got != expected:
+                raise ValueError(f"{where}: mask {list(got)} disagrees with positions {t.pos_start}..{t.pos_stop} "
+                                 f"(expected {list(expected)})")
+        if t.attn_weights is not None:
+            if t.attn_weights.shape != expected[:2]:
+                raise ValueError(f"{where}: attn_weights of shape {list(t.attn_weights.shape)}, the positions "
+                                 f"make {list(expected[:2])}")
+            if t.weights_layer is None:
+                raise ValueError(f"{where}: attn_weights without weights_layer")
+            w = t.attn_weights
+            if w.size and not (np.isfinite(w).all() and w.min() >= 0.0 and w.max() <= 1.0 + 1e-3):
+                raise ValueError(f"{where}: attn_weights outside 0..1 (softmax weights never are)")
+        for key, count in (("weights_layer", info.n_layer), ("weights_head", info.n_head)):
+            value = getattr(t, key)
+            if value is not None:
+                _check_range(value, f"{where}: {key}", 0, (count or MAX_MODEL_DIM) - 1)
+        if t.logits is not None and not (t.logits.ndim == 1 and 1 <= t.logits.size <= MAX_TOKEN_ID + 1):
+            raise ValueError(f"{where}: logits of shape {list(t.logits.shape)}, not one row of a vocabulary")
+        if t.block_table is not None:
+            if t.block_size is None:
+                raise ValueError(f"{where}: a block_table without a block_size")
+            n_blocks = -(-room // block)
+            if len(t.block_table) > n_blocks:
+                raise ValueError(f"{where}: {len(t.block_table)} blocks, more than the run's {n_blocks}")
+            for b in t.block_table:
+                _check_range(b, f"{where}: a block number", 0, n_blocks - 1)
+
+
+def check_meaning(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]]) -> None:
+    check_info(info)
+    for name, steps in traces.items():
+        check_steps(info, name, steps)
+
+
 def run_from_dict(doc: Any) -> SavedRun:
     if not isinstance(doc, dict):
         raise ValueError(f"not a kvviz trace (the JSON is a {type(doc).__name__}, not an object)")
@@ -213,6 +360,7 @@ def run_from_dict(doc: Any) -> SavedRun:
                 raise ValueError(f"engine {name!r}: step {t.step} is at place {i}")
             steps.append(t)
         traces[name] = steps
+    check_meaning(info, traces)
     return SavedRun(info, traces)
 
 
@@ -221,12 +369,16 @@ def loads_run(text: str) -> SavedRun:
         raise ValueError("the file is empty")
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"not a kvviz trace: JSON nested deeper than Python reads (a trace nests "
+                         f"{MAX_DEPTH} levels at most)") from None
     except json.JSONDecodeError as exc:
         # kvviz writes one value per line, so a file that fails on its last line of many was cut short.
         on_last_line = "\n" in text[: exc.pos] and "\n" not in text[exc.pos:]
         if on_last_line or exc.pos >= len(text.rstrip()):
             raise ValueError(f"the JSON ends early at line {exc.lineno}: the file is truncated") from None
         raise ValueError(f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    check_depth(doc)
     return run_from_dict(doc)
 
 

@@ -546,18 +546,18 @@ def test_open_trace_during_a_run_stops_it_and_replays_once_it_ended(qapp, run_js
         busy.close()
 
 
-def test_ffmpeg_dying_mid_video_is_a_message_and_leaves_nothing(window, actions, tmp_path, monkeypatch):
-    import imageio_ffmpeg
-
-    def dying_writer(path, *args, **kwargs):
-        with open(path, "wb") as fh:
-            fh.write(b"\0" * 100)  # ffmpeg had started the file
-        yield
-        yield
-        raise BrokenPipeError("[Errno 32] Broken pipe\n\nFFMPEG STDERR OUTPUT:\nNo space left on device")
-
-    monkeypatch.setattr(imageio_ffmpeg, "write_frames", dying_writer)
-    monkeypatch.setattr("kvviz.ui.exporters.ffmpeg_exe", lambda: "ffmpeg")
-    assert actions.export_animation(["latency"], str(tmp_path / "v.mp4"), "mp4", 4) == 0
-    assert "ffmpeg failed" in window.error_text() and "No space left" in window.error_text()
-    assert leftovers(tmp_path) == []
+@pytest.mark.parametrize("message, words", [("No space left on device", "the disk is full"),
+                                             ("Error writing trailer: Input/output error", "ffmpeg failed")])
+def test_ffmpeg_dying_mid_video_is_a_message_and_leaves_nothing(window, actions, tmp_path, monkeypatch, message,
+                                                                words):
+    fake = tmp_path / "bin" / "ffmpeg"  # starts the file, reads some frames, then fails as a full disk makes it
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\nfor last; do :; done\nprintf '%100s' > \"$last\"\nhead -c 1000 > /dev/null\n"
+                    f"echo '{message}' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr("kvviz.ui.exporters.ffmpeg_exe", lambda: str(fake))
+    out = tmp_path / "out"
+    out.mkdir()
+    assert actions.export_animation(["latency"], str(out / "v.mp4"), "mp4", 4) == 0
+    assert words in window.error_text() and "\n" not in window.error_text()
+    assert leftovers(out) == []

@@ -395,6 +395,15 @@ def probe_mp4(path: str | Path, frames: int) -> None:
         raise OSError(errno.EIO, f"the encoder wrote {counts[-1]} frames of {frames}")
 
 
+def _start_ffmpeg(cmd: list[str], log):
+    import subprocess
+
+    try:
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log)
+    except OSError as exc:  # not the target's fault: say it is ffmpeg that could not run
+        raise OSError(errno.EIO, f"ffmpeg could not start ({cmd[0]}: {exc.strerror or exc})") from None
+
+
 def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
     """H.264 through ffmpeg, whose exit status is checked and whose file is read back (probe_mp4):
     ffmpeg can fail writing the index at the end, after every frame was accepted."""
@@ -412,12 +421,12 @@ def _write_mp4(tmp: Path, frames: Iterable[np.ndarray], fps: float) -> int:
                 if proc is None:
                     size = frame.shape[:2]
                     rate = str(Fraction(fps).limit_denominator())
-                    proc = subprocess.Popen(
+                    proc = _start_ffmpeg(
                         [exe, "-y", "-nostdin", "-v", "error", "-f", "rawvideo", "-vcodec", "rawvideo",
                          "-s", f"{size[1]}x{size[0]}", "-pix_fmt", "rgb24", "-r", rate, "-i", "-", "-an",
                          "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "10", "-movflags", "+faststart",
                          "-f", "mp4", str(tmp)],
-                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log)
+                        log)
                 try:
                     proc.stdin.write(np.ascontiguousarray(_fit(frame, size)).tobytes())
                 except (BrokenPipeError, OSError):
