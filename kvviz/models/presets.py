@@ -48,6 +48,9 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+OTHER_NAMES = "(or a folder path, or a cached hub id ORG/NAME)"  # what else --model accepts
+
+
 def preset_warning(name_or_path: str) -> str:
     """What a command prints to stderr before loading this preset, its size derived from its config;
     empty for folders and presets without a warning."""
@@ -59,15 +62,27 @@ def preset_warning(name_or_path: str) -> str:
 
 def preset_config(name: str) -> ModelConfig:
     if name not in PRESETS:
-        raise ValueError(f"unknown model {name!r}; presets: {', '.join(PRESETS)} (or a folder path)")
+        raise ValueError(f"unknown model {name!r}; presets: {', '.join(PRESETS)} {OTHER_NAMES}")
     preset = PRESETS[name]
     if preset.trained and (TINY_DIR / "config.json").is_file():
         return ModelConfig.load_json(TINY_DIR / "config.json")
     return preset.config
 
 
+def resolve_name(name_or_path: str) -> str:
+    """The one place a model name is resolved: a preset name or a folder path comes back as given, a hub
+    id (`ORG/NAME`, `ORG/NAME@REVISION`) as its snapshot folder in the Hugging Face or ModelScope cache
+    (offline; a ValueError of one line when no cache holds it complete)."""
+    from kvviz.models.hub import looks_like_hub_id, resolve_hub_id
+
+    if name_or_path in PRESETS or not looks_like_hub_id(name_or_path):
+        return name_or_path
+    return str(resolve_hub_id(name_or_path))
+
+
 def build_model(name_or_path: str, *, seed: int = 0) -> nn.Module:
-    """A model on the CPU in fp32: a preset by name, or a folder (kvviz or Hugging Face format)."""
+    """A model on the CPU in fp32: a preset by name, a folder (kvviz or Hugging Face format), or a hub id."""
+    name_or_path = resolve_name(name_or_path)
     if name_or_path in PRESETS:
         preset = PRESETS[name_or_path]
         if preset.trained:
@@ -89,7 +104,7 @@ def build_model(name_or_path: str, *, seed: int = 0) -> nn.Module:
         return load_hf_model(path)
     if path.exists():
         raise ValueError(f"{path}: a model is a folder (config.json + weights), not a file")
-    raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} (or a folder path)")
+    raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} {OTHER_NAMES}")
 
 
 def _is_kvviz_config(path: Path) -> bool:
@@ -115,11 +130,12 @@ def load_tokenizer(name_or_path: str):
     """Byte tokenizer for presets and kvviz folders; tokenizer.json for Hugging Face folders."""
     from kvviz.tokenizer import ByteTokenizer
 
+    name_or_path = resolve_name(name_or_path)
     if name_or_path in PRESETS:
         return ByteTokenizer()
     path = Path(name_or_path)
     if not path.is_dir():
-        raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} (or a folder path)")
+        raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} {OTHER_NAMES}")
     if (path / "model.safetensors").is_file() and _is_kvviz_config(path / "config.json"):
         return ByteTokenizer()
     from kvviz.models.hf import load_hf_tokenizer
