@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QLabel
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "legend_row",
-           "on_left_click", "positions", "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line",
-           "step_of_position", "token_label", "view_point"]
+__all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fit_matrix", "legend_row",
+           "matrix_plot", "on_left_click", "positions", "sequence_labels", "series", "set_legend", "set_token_ticks",
+           "step_line", "step_of_position", "token_label", "view_point"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 _LABEL_PITCH_PX = 16  # a byte axis gives each tick label at least this many pixels of its length
@@ -246,6 +246,25 @@ def align_left_axes(plots: list[pg.PlotItem]) -> None:
         axis._updateWidth = wrap(axis, axis._updateWidth)
     for axis in axes:
         axis._updateWidth()
+
+
+def matrix_plot(plot: pg.PlotItem) -> None:
+    """A plot that shows one matrix image whole: its panel sets the range at every draw (fit_matrix),
+    never pyqtgraph's auto-range, and the mouse neither pans nor zooms it. An auto-range state was
+    the matrix's only hold on its view: once anything set a range (the idle warm-up laid the plots
+    out for the model's longest run), every later run was drawn as a thumbnail in the top-left."""
+    vb = plot.getViewBox()
+    vb.disableAutoRange()
+    vb.setMouseEnabled(x=False, y=False)
+
+
+def fit_matrix(plot: pg.PlotItem, width: float, height: float) -> None:
+    """The view shows data [0, width] x [0, height] (an aspect-locked view centres it), whatever
+    range it held before; no range change, and no tick relayout, when it already does."""
+    vb = plot.getViewBox()
+    target = [[0.0, float(width)], [0.0, float(height)]]
+    if vb.state["targetRange"] != target or any(vb.state["autoRange"]):
+        vb.setRange(xRange=target[0], yRange=target[1], padding=0)
 
 
 def on_left_click(scene, handler) -> None:

@@ -19,6 +19,8 @@ from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
     canvas,
     engine_step,
+    fit_matrix,
+    matrix_plot,
     on_left_click,
     pool_blocks,
     sequence_labels,
@@ -281,7 +283,7 @@ class AttentionPanel(Panel):
         self._plot.setMenuEnabled(False)
         self._plot.invertY(True)
         self._plot.setAspectLocked(True)
-        self._plot.getViewBox().setDefaultPadding(0.0)
+        matrix_plot(self._plot)  # the range is the drawn matrix's, set at every draw
         self._image = pg.ImageItem(axisOrder="row-major")
         self._plot.addItem(self._image)
         self._outline = QGraphicsRectItem()
@@ -422,6 +424,7 @@ class AttentionPanel(Panel):
         codes = to_codes(pooled, top, 1)
         self._image.setImage(codes, autoLevels=False, levels=None, lut=_LUT)
         self._image.setRect(0, 0, codes.shape[1] * factor, codes.shape[0] * factor)
+        fit_matrix(self._plot, codes.shape[1] * factor, codes.shape[0] * factor)
         self._colorbar.setLevels((0.0, top))
         self._outline.setRect(QRectF(0, current.pos_start, n, current.pos_stop - current.pos_start))
         self._outline.show()

@@ -19,7 +19,9 @@ from kvviz.ui.panels._plots import (
     TraceColumns,
     canvas,
     engine_step,
+    fit_matrix,
     legend_row,
+    matrix_plot,
     on_left_click,
     pool_blocks,
     scenes_in,
@@ -161,6 +163,7 @@ class _EngineView:
         self.n_prompt = 0
         self.factor = 1
         self.drawn: tuple = ()  # (trace id, prev_stop, factor) of the image shown
+        self.extent = 0  # positions the image spans (a pooled image's padding included)
 
     @property
     def kinds(self) -> np.ndarray:
@@ -294,7 +297,7 @@ class WorkMatrixPanel(Panel):
                 # nothing out again.
                 self._title(view, engine, order, "&nbsp;")
                 top = max(positions, 1)
-                view.plot.getViewBox().setRange(xRange=(0, top), yRange=(0, top), padding=0)
+                fit_matrix(view.plot, top, top)  # each draw fits the view to its own matrix again
             settle(scenes_in(self))
             self.clear()
         return False
@@ -303,8 +306,9 @@ class WorkMatrixPanel(Panel):
         plot = pg.PlotItem(enableMenu=False)
         plot.hideButtons()
         plot.invertY(True)
-        # Not aspect-locked: the grid of engines fills the panel and the axes start at 0.
-        plot.getViewBox().setDefaultPadding(0.0)
+        # Not aspect-locked: the grid of engines fills the panel and the axes start at 0. The range is
+        # the drawn matrix's, set at every draw (see _draw_image).
+        matrix_plot(plot)
         style.style_plot(plot)  # unnamed axes: the panel names them once for the grid (see _relayout)
         plot.showGrid(x=False, y=False)
         view = _EngineView(plot)
@@ -391,12 +395,19 @@ class WorkMatrixPanel(Panel):
 
     def _draw_image(self, view: _EngineView) -> None:
         trace, prev_stop = view.step
-        n = trace.pos_stop
         factor = view.factor = self._pool_factor(view)
         drawn = (id(trace), prev_stop, factor)
-        if drawn == view.drawn:
-            return
-        view.drawn = drawn
+        if drawn != view.drawn:
+            view.drawn = drawn
+            view.extent = self._set_image(view, trace, prev_stop, factor)
+        # The view shows the matrix drawn, whatever range it held (the warm-up's longest run, the
+        # last run's): left to auto-range, the warm-up's range stayed and a run became a thumbnail.
+        fit_matrix(view.plot, view.extent, view.extent)
+
+    @staticmethod
+    def _set_image(view: _EngineView, trace: StepTrace, prev_stop: int, factor: int) -> int:
+        """Give the view's image the step's cells; returns the positions it spans."""
+        n = trace.pos_stop
         extent = n
         pooled = pooled_kinds(trace, prev_stop, factor) if factor > 1 else None
         if pooled is not None:
@@ -411,6 +422,7 @@ class WorkMatrixPanel(Panel):
             extent = shown.shape[0] * factor  # the padding pool_max added stays outside the sequence
         view.image.setImage(shown, autoLevels=False, levels=None, lut=_LUT)
         view.image.setRect(0, 0, extent, extent)
+        return extent
 
     def _set_title(self, view: _EngineView, engine: str, order: int, trace: StepTrace, prev_stop: int) -> None:
         rows, again, cached = trace.computed_positions, trace.recomputed_positions(prev_stop), trace.pos_start

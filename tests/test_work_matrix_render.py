@@ -1,0 +1,255 @@
+"""The work matrix (and the attention map) as pixels: each engine's matrix fills its view after the
+window has sat idle, at 8 and 200 tokens, while scrubbing, with the panel alone and in an export.
+
+The window's idle ticks warm the panels up (kvviz.ui.main_window._warm_up_one): the work matrix laid
+its plots out for the model's longest run then, and that range stayed, so a run drew its matrices as
+a few pixels in the top-left of 0..max_seq_len (issue 12, items 1 and 2). Grabs are saved to
+/tmp/kvviz_panels/ for a human to look at.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QApplication
+
+from kvviz.trace import MaskSpec, StepTrace
+from kvviz.ui import style
+from kvviz.ui.history import RunHistory, RunInfo
+
+ENGINES = ("naive", "concat", "static", "paged")
+GRAB_DIR = Path("/tmp/kvviz_panels")
+# The cells' colours, and the frame drawn around the rows a step computed (all of naive's: its edges).
+CELL_RGB = np.array([[QColor(c).red(), QColor(c).green(), QColor(c).blue()]
+                     for c in [*style.CELL_COLORS.values(), style.STEP_OUTLINE]])
+
+
+# -- pixels ----------------------------------------------------------------------------------------
+def to_array(image: QImage) -> np.ndarray:
+    """uint8 [height, width, 3] RGB."""
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
+    rows = np.frombuffer(image.constBits(), dtype=np.uint8, count=image.sizeInBytes())
+    return rows.reshape(image.height(), image.bytesPerLine())[:, : image.width() * 3].reshape(
+        image.height(), image.width(), 3).copy()
+
+
+def near(pixels: np.ndarray, colour: str | np.ndarray, tol: int = 24) -> np.ndarray:
+    rgb = np.array([QColor(colour).red(), QColor(colour).green(), QColor(colour).blue()]) \
+        if isinstance(colour, str) else colour
+    return np.abs(pixels.astype(int) - rgb).sum(axis=-1) <= tol
+
+
+def view_pixels(plot: pg.PlotItem, name: str, item=None) -> np.ndarray:
+    """The pixels of the plot's data area (its ViewBox), or of another of its items, as the screen
+    shows them once the layouts the draw asked for have settled (as the event loop settles them)."""
+    for _ in range(3):
+        QApplication.processEvents()
+    item = item or plot.getViewBox()
+    view = next(v for v in QApplication.allWidgets() if isinstance(v, pg.GraphicsView) and v.scene() is item.scene())
+    image = view.grab().toImage()
+    GRAB_DIR.mkdir(parents=True, exist_ok=True)
+    image.save(str(GRAB_DIR / f"{name}.png"))
+    ratio = image.devicePixelRatio()
+    rect = view.mapFromScene(item.sceneBoundingRect()).boundingRect()
+    pixels = to_array(image)
+    top, left = round(rect.top() * ratio), round(rect.left() * ratio)
+    return pixels[top: top + round(rect.height() * ratio), left: left + round(rect.width() * ratio)]
+
+
+def matrix_extent(pixels: np.ndarray) -> tuple[float, float]:
+    """(width, height) of the box holding every pixel of the matrix, as fractions of the view's."""
+    cell = np.zeros(pixels.shape[:2], dtype=bool)
+    for rgb in CELL_RGB:
+        cell |= near(pixels, rgb, 6)
+    ys, xs = np.nonzero(cell)
+    if not len(xs):
+        return 0.0, 0.0
+    h, w = cell.shape
+    return (xs.max() - xs.min() + 1) / w, (ys.max() - ys.min() + 1) / h
+
+
+def assert_fills(panel, engines, name: str) -> None:
+    """Each engine's matrix spans its view (the last pixel column and row may be the view's edge);
+    naive's recomputed triangle is drawn (about half the view, less the rows computed new)."""
+    for engine in engines:
+        plot = panel._views[engine].plot
+        pixels = view_pixels(plot, f"{name}-{engine}")
+        w, h = matrix_extent(pixels)
+        assert w >= 0.97 and h >= 0.97, f"{engine}: the matrix spans {w:.0%} x {h:.0%} of its view ({name})"
+        if engine == "naive":
+            red = near(pixels, style.CELL_COLORS["recomputed"]).mean()
+            assert red >= 0.3, f"naive: {red:.1%} of its view is recomputed red ({name})"
+        # Positions numbered along the outer bottom axis: numbers across it, not the one "0" that a
+        # matrix drawn in a far-off range's corner left.
+        if panel._views[engine].outer[0]:
+            axis = view_pixels(plot, f"{name}-{engine}-axis", plot.getAxis("bottom"))
+            below_ticks = axis[len(axis) // 2:]  # the axis line and tick marks run along its top
+            text = near(below_ticks, style.PLOT_FOREGROUND, 200).any(axis=0).mean()
+            assert text >= 0.15, f"{engine}: {text:.0%} of the bottom axis's columns hold tick text ({name})"
+
+
+# -- the panel alone, warmed up as the idle window does ---------------------------------------------
+def synthetic_history(n_prompt: int, new: int, engines: tuple[str, ...]) -> RunHistory:
+    """Steps as naive (every row again) and a cache (one new row) record them, with uniform attention
+    weights over the keys each row sees; no model needed."""
+    info = RunInfo(run_id="s", prompt_ids=tuple(range(n_prompt)), engines=engines, max_new_tokens=new)
+    hist = RunHistory()
+    hist.reset(info)
+    for step in range(new):
+        for engine in engines:
+            stop = n_prompt + step
+            start = 0 if engine == "naive" or step == 0 else stop - 1
+            hist.add(StepTrace(run_id="s", engine=engine, step=step, phase="prefill" if step == 0 else "decode",
+                               token_id=65, token_text="A", pos_start=start, pos_stop=stop, cache_len=stop,
+                               cache_capacity=stop, cache_bytes=0, bytes_copied=0, bytes_written=0,
+                               bytes_gathered=0, kv_projections=stop - start, latency_ms=1.0,
+                               mask_spec=MaskSpec(q_len=stop - start, kv_len=stop, past_len=start),
+                               attn_weights=uniform_weights(start, stop), weights_layer=0, weights_head=0))
+    return hist
+
+
+def uniform_weights(start: int, stop: int) -> np.ndarray:
+    """float32 [stop - start, stop]: row i spreads its weight evenly over keys 0..i."""
+    rows = np.arange(start, stop)[:, None]
+    return np.where(np.arange(stop)[None, :] <= rows, 1.0 / (rows + 1), 0.0).astype(np.float32)
+
+
+@pytest.mark.parametrize("engines", [ENGINES, ("naive", "concat")])
+@pytest.mark.parametrize("new", [8, 200])
+def test_a_warmed_up_work_matrix_draws_each_run_across_its_views(qtbot, engines, new):
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    panel = WorkMatrixPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+    # What the idle window's ticks do before the first run (4096: the `wide` preset's longest run).
+    while panel.warm_up(ENGINES, 4096):
+        pass
+    hist = synthetic_history(13, new, engines)
+    last = hist.n_steps() - 1
+    panel.show_step(hist, last)
+    assert_fills(panel, engines, f"warmed-{len(engines)}-{new}-last")
+    panel.show_step(hist, last // 2)  # scrubbing back: the shorter sequence fills the view too
+    assert_fills(panel, engines, f"warmed-{len(engines)}-{new}-mid")
+    panel.resize(600, 400)  # and after a resize
+    qtbot.waitUntil(lambda: panel._views[engines[0]].plot.getViewBox().width() < 300)
+    panel.show_step(hist, last)
+    assert_fills(panel, engines, f"warmed-{len(engines)}-{new}-small")
+
+
+def attention_extent(plot: pg.PlotItem, name: str) -> tuple[float, float]:
+    """(width, height) of the box holding the attention map's drawn pixels, as fractions of the
+    square side its aspect-locked view gives it."""
+    pixels = view_pixels(plot, name)
+    # Neither the background nor the axes' lines and tick marks along the view's edges.
+    drawn = ~near(pixels, style.PLOT_BACKGROUND, 12) & ~near(pixels, style.PLOT_FOREGROUND, 30)
+    ys, xs = np.nonzero(drawn)
+    if not len(xs):
+        return 0.0, 0.0
+    side = min(drawn.shape)
+    return (xs.max() - xs.min() + 1) / side, (ys.max() - ys.min() + 1) / side
+
+
+def wheel_over(plot: pg.PlotItem, turns: int) -> None:
+    """Turn the mouse wheel over the plot's data area (away from the user: zoom out)."""
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QWheelEvent
+
+    vb = plot.getViewBox()
+    view = next(v for v in QApplication.allWidgets() if isinstance(v, pg.GraphicsView) and v.scene() is vb.scene())
+    centre = view.mapFromScene(vb.sceneBoundingRect().center())
+    for _ in range(turns):
+        QApplication.sendEvent(view.viewport(), QWheelEvent(
+            QPointF(centre), QPointF(view.mapToGlobal(centre)), QPoint(0, 0), QPoint(0, -240),
+            Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False))
+
+
+def test_a_wheel_over_a_matrix_leaves_it_whole(qtbot):
+    """The panels own their matrices' ranges: a mouse wheel over a view (which turned pyqtgraph's
+    auto-range off) does not leave the matrix zoomed off its view for the steps after."""
+    from kvviz.ui.panels.attention import AttentionPanel
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    hist = synthetic_history(13, 30, ("naive", "concat"))
+    panel = WorkMatrixPanel()
+    attention = AttentionPanel()
+    for widget in (panel, attention):
+        qtbot.addWidget(widget)
+        widget.resize(900, 600)
+        widget.show()
+        qtbot.waitExposed(widget)
+        widget.show_step(hist, 10)
+    wheel_over(panel._views["naive"].plot, 5)
+    wheel_over(attention.export_items()[0], 5)
+    panel.show_step(hist, 29)
+    assert_fills(panel, ("naive", "concat"), "wheel")
+    attention.show_step(hist, 29)
+    w, h = attention_extent(attention.export_items()[0], "wheel-attention")
+    assert 0.97 <= w <= 1.03 and 0.97 <= h <= 1.03, f"attention: the map spans {w:.0%} x {h:.0%} of its square"
+
+
+# -- the real window, left idle before Run ----------------------------------------------------------
+@pytest.fixture
+def idle_window(qtbot, tmp_path, torch_cpu):
+    """A shown window whose idle ticks have warmed every panel up (what ~20 s of a window left open
+    before Run did), tiny-random selected."""
+    from kvviz.ui import app
+
+    window = app.create_window(QSettings(str(tmp_path / "kvviz.ini"), QSettings.Format.IniFormat), isolate=False)
+    qtbot.addWidget(window)
+    window.resize(1500, 920)
+    window.show()
+    qtbot.waitUntil(lambda: window.env is not None, timeout=90_000)
+    window.set_model("tiny-random")
+    window.torch_threads = 1
+    window.speed_spin.setValue(0)
+    qtbot.waitUntil(lambda: not window._warming, timeout=30_000)  # every panel warmed up while idle
+    assert all(v.plot.opacity() == 0 for v in window.panels["work_matrix"]._views.values())  # laid out ahead
+    return window
+
+
+def run_to_end(qtbot, window, engines, tokens: int) -> None:
+    window.prompt_edit.setPlainText("A cache is a promise")
+    window.set_engines(engines)
+    window.tokens_spin.setValue(tokens)
+    with qtbot.waitSignal(window.run_finished, timeout=300_000):
+        qtbot.mouseClick(window.run_button, Qt.MouseButton.LeftButton)
+    window.refresh()
+
+
+def test_an_idle_window_then_run_draws_every_matrix(qtbot, idle_window):
+    window = idle_window
+    run_to_end(qtbot, window, ENGINES, 6)
+    assert_fills(window.panels["work_matrix"], ENGINES, "idle-window")
+    # The attention map (aspect locked) fills the square its view holds, warmed up as well.
+    w, h = attention_extent(window.panels["attention"].export_items()[0], "idle-window-attention")
+    assert 0.97 <= w <= 1.03 and 0.97 <= h <= 1.03, f"attention: the map spans {w:.0%} x {h:.0%} of its square"
+
+
+def test_a_200_token_run_fills_the_views_when_scrubbed_alone_and_exported(qtbot, idle_window, tmp_path):
+    from kvviz.ui.export_actions import export_image
+
+    window = idle_window
+    engines = ("naive", "concat")
+    run_to_end(qtbot, window, engines, 200)
+    panel = window.panels["work_matrix"]
+    assert_fills(panel, engines, "long-last")
+    window.select_step(100)  # scrubbing
+    window.refresh()
+    assert_fills(panel, engines, "long-step100")
+    window.show_alone("work_matrix")  # Ctrl+2: the panel alone
+    qtbot.waitUntil(lambda: panel._views["naive"].plot.getViewBox().width() > 400)
+    window.refresh()
+    assert_fills(panel, engines, "long-alone")
+    vb = panel._views["naive"].plot.getViewBox()
+    area = vb.width() * vb.height()
+    path = export_image(window, "work_matrix", "png", tmp_path / "wm.png", step=150)
+    exported = to_array(QImage(str(path)))
+    red = near(exported, style.CELL_COLORS["recomputed"]).sum()
+    assert red >= 0.3 * area, f"export: {red} recomputed pixels, the naive view holds {area:.0f}"
