@@ -132,6 +132,7 @@ def run(args) -> int:
     from kvviz.devices import resolve_device, resolve_dtype
     from kvviz.fileio import check_writable
     from kvviz.models.hf import check_folder, load_hf_model, load_hf_tokenizer, read_hf_config
+    from kvviz.models.presets import resolve_name
 
     if args.tokens < 2:
         raise ValueError(f"--tokens must be at least 2 (one prefill, then decode), got {args.tokens}")
@@ -145,7 +146,7 @@ def run(args) -> int:
             folder = build_random_llama(Path(tmp), args.seed)
             label = "random Llama (built with transformers)"
         else:
-            folder, label = check_folder(args.model), args.model
+            folder, label = check_folder(resolve_name(args.model)), args.model
         cfg = read_hf_config(folder)
         dtype = resolve_dtype(None if args.dtype == "auto" else args.dtype, device, "float32")
         prompt_ids = load_hf_tokenizer(folder, cfg).encode(args.prompt)

@@ -277,10 +277,12 @@ def chapter_comparison(cfg: ModelConfig, tokens: Sequence[int], *, dtype: str | 
 
 # -- resolving a model -------------------------------------------------------------------------
 def resolve_config(name_or_path: str) -> ModelConfig:
-    """A calculator preset, a model preset, a kvviz model folder or a Hugging Face folder."""
+    """A calculator preset, a model preset, a kvviz model folder, a Hugging Face folder or a cached hub id."""
     if name_or_path in MEMORY_PRESETS:
         return MEMORY_PRESETS[name_or_path].config
-    path = Path(name_or_path)
+    from kvviz.models.hub import looks_like_hub_id, resolve_hub_id
+
+    path = resolve_hub_id(name_or_path) if looks_like_hub_id(name_or_path) else Path(name_or_path)
     if path.is_dir():
         config = path / "config.json"
         if not config.is_file():
