@@ -27,6 +27,13 @@ def canonical_dtype(name: str) -> str:
     return DTYPE_ALIASES[key]
 
 
+ARCHS = ("kvviz", "llama", "qwen2", "qwen3", "gpt2")
+# The largest value each shape field may take: past every published model, and small enough that the
+# figures derived from them stay finite (a config is read before any weight is).
+SHAPE_LIMITS = {"vocab_size": 1 << 24, "d_model": 1 << 20, "n_layer": 4096, "n_head": 4096, "n_kv_head": 4096,
+                "head_dim": 4096, "d_ff": 1 << 20, "max_seq_len": 1 << 24}
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Shape of a decoder-only transformer: the Llama family (the shipped tiny model is one too), or
@@ -52,11 +59,24 @@ class ModelConfig:
     tokenizer: str = "bytes"  # bytes | tokenizer.json
 
     def __post_init__(self) -> None:
-        for key in ("vocab_size", "d_model", "n_layer", "n_head", "n_kv_head", "head_dim", "d_ff",
-                    "max_seq_len"):
+        for key, top in SHAPE_LIMITS.items():
             value = getattr(self, key)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"model config: {key} must be a positive integer, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"model config: {key} must be a positive integer, got {str(value)[:40]!r}")
+            if value > top:
+                raise ValueError(f"model config: {key} is {value:,}, more than any real model's ({top:,})")
+        for key, kind in (("name", str), ("arch", str), ("dtype", str), ("tokenizer", str), ("qk_norm", bool),
+                          ("qkv_bias", bool), ("tie_embeddings", bool)):
+            if not isinstance(getattr(self, key), kind):
+                raise ValueError(f"model config: {key} must be a {kind.__name__}, got {getattr(self, key)!r}")
+        if self.arch not in ARCHS:
+            raise ValueError(f"model config: arch {self.arch!r} is not one of {', '.join(ARCHS)}")
+        for key, low, high in (("rope_theta", 1e-6, 1e12), ("norm_eps", 0.0, 1.0)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ValueError(f"model config: {key} must be a number in {low:g}..{high:g}, got {value!r}")
+        if self.rope_scaling is not None and not isinstance(self.rope_scaling, dict):
+            raise ValueError(f"model config: rope_scaling must be an object or null, got {self.rope_scaling!r}")
         if self.n_head % self.n_kv_head:
             raise ValueError(
                 f"model config: n_head ({self.n_head}) must be a multiple of n_kv_head ({self.n_kv_head})")
@@ -123,13 +143,12 @@ class ModelConfig:
 
     @classmethod
     def load_json(cls, path: str | Path) -> ModelConfig:
+        from kvviz.fileio import read_json
+
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError(f"{path}: config file not found") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        if not path.exists():
+            raise ValueError(f"{path}: config file not found")
+        data = read_json(path, max_depth=3, max_bytes=1 << 20)  # {"rope_scaling": {...}}: 2 levels
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a JSON object")
         try:

@@ -9,6 +9,11 @@ import sys
 OOM_HINT = "try fewer new tokens, one engine at a time, --dtype bf16, a smaller model, or --device cpu"
 
 
+class InsufficientMemory(MemoryError):
+    """Refused before allocating: what a load or a run needs is more than the machine has free. The
+    message says both figures; the CLI prints it as one line with exit code 1, as for out of memory."""
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """A device allocator ran out: torch.OutOfMemoryError (CUDA), or the RuntimeError MPS raises."""
     torch = sys.modules.get("torch")
@@ -34,6 +39,8 @@ def _device_memory() -> str:
 
 def friendly_error(exc: BaseException) -> str:
     """One line, no traceback: the message of a ValueError as it is, a clear word for the rest."""
+    if isinstance(exc, InsufficientMemory):
+        return f"{exc}; {OOM_HINT}"
     if is_out_of_memory(exc):
         return f"out of device memory{_device_memory()}; {OOM_HINT}"
     if isinstance(exc, ValueError):

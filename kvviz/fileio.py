@@ -95,3 +95,54 @@ def _why(exc: OSError, folder: Path) -> str:
     if exc.errno == errno.EROFS:
         return f"{folder} is on a read-only file system"
     return exc.strerror or str(exc)
+
+
+def check_depth(doc, limit: int, what: str) -> None:
+    """ValueError if `doc` nests lists/objects deeper than `limit` (iterative: no recursion to exhaust).
+    Every JSON file kvviz reads has a known, shallow shape; deeper nesting is never data it reads."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > limit:
+                raise ValueError(f"{what}: the JSON nests more than {limit} levels deep")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def read_json(path: str | Path, max_depth: int, max_bytes: int = 64 << 20):
+    """A small JSON file kvviz reads (a config, an index): one-line ValueError naming the file for a
+    missing file, a file too large for its kind, bad UTF-8 or JSON, or nesting past `max_depth`."""
+    import json
+
+    path = Path(path)
+    try:
+        text = read_bytes(path, max_bytes).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{path}: the JSON nests deeper than Python reads") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    check_depth(doc, max_depth, str(path))
+    return doc
+
+
+def read_bytes(path: str | Path, max_bytes: int, kind: str = "file") -> bytes:
+    """The file's bytes; one-line ValueError naming it when missing, a folder, unreadable, or larger than
+    any file of its `kind` (so a huge file is refused before it is read)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise IsADirectoryError
+        if size > max_bytes:
+            raise ValueError(f"{path}: {size:,} bytes, more than a {kind} holds ({max_bytes:,})")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: a folder, not a {kind}") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kvviz.fileio import atomic_write_text
+from kvviz.fileio import atomic_write_text, check_depth, read_bytes
 from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
 from kvviz.ui.history import RunInfo  # a plain dataclass: importing it imports no Qt
 
@@ -187,17 +187,7 @@ MAX_TEXT_CHARS = 1 << 22  # the prompt: 4 Mi characters, far past any model's co
 MAX_MODEL_DIM = 1 << 16  # layers, heads, head_dim: far past any published model
 MAX_PARAMS = 10**13
 MAX_BYTES = 1 << 50  # a byte count on one step or one device: a pebibyte
-
-
-def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
-    """ValueError if `doc` nests lists/objects deeper than `limit` (iterative: no recursion to exhaust)."""
-    stack = [(doc, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, (list, dict)):
-            if depth > limit:
-                raise ValueError(f"not a kvviz trace: the JSON nests more than {limit} levels deep")
-            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+MAX_TRACE_BYTES = 4 << 30  # a file past 4 GiB is no trace kvviz wrote that a window could hold
 
 
 def _check_text(value: str, what: str, limit: int) -> None:
@@ -378,21 +368,14 @@ def loads_run(text: str) -> SavedRun:
         if on_last_line or exc.pos >= len(text.rstrip()):
             raise ValueError(f"the JSON ends early at line {exc.lineno}: the file is truncated") from None
         raise ValueError(f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    check_depth(doc)
+    check_depth(doc, MAX_DEPTH, "not a kvviz trace")
     return run_from_dict(doc)
 
 
 def load_run(path: str | Path) -> SavedRun:
     """Read a saved run; ValueError with one line naming the file for anything wrong."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: a folder, not a trace file") from None
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    raw = read_bytes(path, MAX_TRACE_BYTES, "trace file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -15,13 +15,16 @@ import torch
 from torch import nn
 
 from kvviz.config import DTYPE_ALIASES, ModelConfig
+from kvviz.fileio import read_json
 from kvviz.models import build_decoder
-from kvviz.models.io import load_into, load_state
+from kvviz.models.io import inside, load_into, load_state, plan_load, read_safetensors_header
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 INDEX_NAME = "model.safetensors.index.json"
 TOKENIZER_NAME = "tokenizer.json"
+CONFIG_DEPTH = 8  # config.json: rope_parameters, text_config and the like nest 2-3 levels
+INDEX_DEPTH = 3  # {"metadata": {...}, "weight_map": {name: file}}
 
 # model_type -> kvviz arch, and the class names that mark the same thing in `architectures`.
 SUPPORTED: dict[str, str] = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
@@ -46,11 +49,11 @@ OTHER_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt"
 def missing_files(folder: Path, *, tokenizer: bool = True) -> list[str]:
     """The files a checkpoint folder needs and lacks (shards named in an index count too)."""
     missing = [] if (folder / CONFIG_NAME).is_file() else [CONFIG_NAME]
+    for name in (CONFIG_NAME, WEIGHTS_NAME, INDEX_NAME, TOKENIZER_NAME):
+        if (folder / name).exists() or (folder / name).is_symlink():
+            inside(folder, name, str(folder))  # a link out of the folder is refused, not followed
     if (folder / INDEX_NAME).is_file():
-        try:
-            shards = sorted(set(_read_json(folder / INDEX_NAME)["weight_map"].values()))
-        except (KeyError, TypeError, AttributeError):
-            raise ValueError(f"{folder / INDEX_NAME}: no weight_map in the index") from None
+        shards = sorted(set(read_weight_map(folder).values()))
         missing += [s for s in shards if not (folder / s).is_file()]
     elif not (folder / WEIGHTS_NAME).is_file():
         other = [name for name in OTHER_WEIGHTS if (folder / name).is_file()]
@@ -72,13 +75,80 @@ def check_folder(folder: str | Path, *, tokenizer: bool = True) -> Path:
     return folder
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+def _read_json(path: Path, max_depth: int = CONFIG_DEPTH) -> Any:
+    """config.json or the index, bounded in size and nesting (fileio.read_json)."""
+    return read_json(path, max_depth, max_bytes=64 << 20)
+
+
+def read_weight_map(folder: Path) -> dict[str, str]:
+    """The index's weight_map, every entry a tensor name -> a shard file inside `folder` (an index is
+    untrusted: `../`, absolute paths and links out of the folder are refused)."""
+    path = folder / INDEX_NAME
+    doc = _read_json(path, INDEX_DEPTH)
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ValueError(f"{path}: no weight_map in the index (an object of tensor name -> shard file)")
+    for name, shard in weight_map.items():
+        if not isinstance(shard, str):
+            raise ValueError(f"{path}: weight_map[{name!r}] is {shard!r}, not a file name")
+        inside(folder, shard, str(path))
+        if not shard.endswith(".safetensors"):
+            raise ValueError(f"{path}: weight_map[{name!r}] names {shard!r}, not a .safetensors file")
+    return weight_map
+
+
+# The schema of every config.json field kvviz reads: name -> (accepted kinds, low, high). Anything else in
+# the file is left alone; a field read here with another type or out of range is refused by name.
+_INT, _NUM, _BOOL, _STR, _DICT, _LIST = "a whole number", "a number", "true or false", "a string", "an object", \
+    "a list"
+MAX_DIM = 1 << 20  # no published model has a dimension, head count or vocabulary past a million
+CONFIG_SCHEMA: dict[str, tuple[str, float, float]] = {
+    "model_type": (_STR, 0, 0), "architectures": (_LIST, 0, 0),
+    "vocab_size": (_INT, 1, 1 << 24), "hidden_size": (_INT, 1, MAX_DIM), "n_embd": (_INT, 1, MAX_DIM),
+    "num_hidden_layers": (_INT, 1, 4096), "n_layer": (_INT, 1, 4096),
+    "num_attention_heads": (_INT, 1, 4096), "n_head": (_INT, 1, 4096), "num_key_value_heads": (_INT, 1, 4096),
+    "head_dim": (_INT, 1, 4096), "intermediate_size": (_INT, 1, MAX_DIM), "n_inner": (_INT, 1, MAX_DIM),
+    "max_position_embeddings": (_INT, 1, 1 << 24), "n_positions": (_INT, 1, 1 << 24), "n_ctx": (_INT, 1, 1 << 24),
+    "rms_norm_eps": (_NUM, 0, 1), "layer_norm_epsilon": (_NUM, 0, 1), "rope_theta": (_NUM, 1e-6, 1e12),
+    "partial_rotary_factor": (_NUM, 0, 1), "tie_word_embeddings": (_BOOL, 0, 0),
+    "rope_parameters": (_DICT, 0, 0), "rope_scaling": (_DICT, 0, 0), "dtype": (_STR, 0, 0),
+    "torch_dtype": (_STR, 0, 0), "hidden_act": (_STR, 0, 0), "activation_function": (_STR, 0, 0),
+    "attention_bias": (_BOOL, 0, 0), "mlp_bias": (_BOOL, 0, 0), "use_sliding_window": (_BOOL, 0, 0),
+    "layer_types": (_LIST, 0, 0), "scale_attn_weights": (_BOOL, 0, 0),
+    "scale_attn_by_inverse_layer_idx": (_BOOL, 0, 0), "add_cross_attention": (_BOOL, 0, 0),
+}
+ROPE_SCHEMA: dict[str, tuple[str, float, float]] = {
+    "rope_type": (_STR, 0, 0), "type": (_STR, 0, 0), "rope_theta": (_NUM, 1e-6, 1e12),
+    "factor": (_NUM, 1e-3, 1e6), "original_max_position_embeddings": (_INT, 1, 1 << 24),
+    "low_freq_factor": (_NUM, 0, 1e6), "high_freq_factor": (_NUM, 0, 1e6), "partial_rotary_factor": (_NUM, 0, 1),
+}
+
+
+def _kind_holds(kind: str, value: Any) -> bool:
+    import math
+
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _NUM:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, {_BOOL: bool, _STR: str, _DICT: dict, _LIST: list}[kind])
+
+
+def check_schema(data: dict[str, Any], schema: dict[str, tuple[str, float, float]], where: str) -> None:
+    """Each field of `schema` present and not null in `data` has its kind and lies in its range."""
+    for key, (kind, low, high) in schema.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if not _kind_holds(kind, value):
+            raise ValueError(f"{where}: {key} must be {kind}, got {str(value)[:60]!r}")
+        if kind in (_INT, _NUM) and not low <= value <= high:
+            raise ValueError(f"{where}: {key} is {value:,}, outside {low:g}..{high:g}")
+        if kind == _LIST and not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{where}: {key} must be a list of strings")
+    for key in ("rope_parameters", "rope_scaling"):
+        if isinstance(data.get(key), dict) and schema is CONFIG_SCHEMA:
+            check_schema(data[key], ROPE_SCHEMA, f"{where}: {key}")
 
 
 def _arch(data: dict[str, Any], path: Path) -> str:
@@ -148,6 +218,7 @@ def read_hf_config(folder: str | Path) -> ModelConfig:
     data = _read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")
+    check_schema(data, CONFIG_SCHEMA, str(path))
     arch = _arch(data, path)
     if arch == "gpt2":
         return _gpt2_config(data, folder, path)
@@ -210,12 +281,37 @@ def _gpt2_config(data: dict[str, Any], folder: Path, path: Path) -> ModelConfig:
 def read_hf_state(folder: Path) -> tuple[dict[str, torch.Tensor], Path]:
     """Every tensor of a single or sharded safetensors checkpoint, and the file to blame for a mismatch."""
     if (folder / INDEX_NAME).is_file():
-        weight_map = _read_json(folder / INDEX_NAME)["weight_map"]
+        weight_map = read_weight_map(folder)
         state: dict[str, torch.Tensor] = {}
         for shard in sorted(set(weight_map.values())):
             state.update(load_state(folder / shard))
         return state, folder / INDEX_NAME
     return load_state(folder / WEIGHTS_NAME), folder / WEIGHTS_NAME
+
+
+def read_hf_shapes(folder: Path) -> tuple[dict[str, tuple[int, ...]], int, Path]:
+    """Every tensor's shape from the safetensors headers (nothing else read), the files' total bytes,
+    and the file to blame for a mismatch. A sharded index must name exactly the tensors its shards hold."""
+    if (folder / INDEX_NAME).is_file():
+        weight_map = read_weight_map(folder)
+        shapes: dict[str, tuple[int, ...]] = {}
+        total = 0
+        for shard in sorted(set(weight_map.values())):
+            path = inside(folder, shard, str(folder / INDEX_NAME))
+            header = read_safetensors_header(path)
+            total += path.stat().st_size
+            for name, (_, shape) in header.items():
+                if weight_map.get(name) != shard:
+                    raise ValueError(f"{folder / INDEX_NAME}: {shard} holds {name!r}, which the index files "
+                                     f"under {weight_map.get(name)!r}")
+                shapes[name] = shape
+        absent = sorted(set(weight_map) - set(shapes))
+        if absent:
+            raise ValueError(f"{folder / INDEX_NAME}: names {absent[0]!r}, which its shard does not hold")
+        return shapes, total, folder / INDEX_NAME
+    path = inside(folder, WEIGHTS_NAME, str(folder))
+    header = read_safetensors_header(path)
+    return {k: shape for k, (_, shape) in header.items()}, path.stat().st_size, path
 
 
 def _derived_buffer(name: str, arch: str) -> bool:
@@ -229,8 +325,7 @@ def _derived_buffer(name: str, arch: str) -> bool:
 def to_kvviz_names(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Path) -> dict[str, torch.Tensor]:
     """`model.layers.0...` -> `layers.0...` (`transformer.h.0...` -> `h.0...`, Conv1D weights
     transposed); a tied head's saved copy and derived buffers are dropped."""
-    prefix = "transformer." if cfg.arch == "gpt2" else "model."
-    out = {name.removeprefix(prefix): tensor for name, tensor in state.items() if not _derived_buffer(name, cfg.arch)}
+    out = {_kvviz_name(name, cfg): tensor for name, tensor in state.items() if not _derived_buffer(name, cfg.arch)}
     if cfg.arch == "gpt2":
         out = {name: t.t() if name.endswith(GPT2_CONV1D) and t.dim() == 2 else t for name, t in out.items()}
     embed_name = "wte.weight" if cfg.arch == "gpt2" else "embed_tokens.weight"
@@ -244,10 +339,34 @@ def to_kvviz_names(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Pat
     return out
 
 
+def _kvviz_name(name: str, cfg: ModelConfig) -> str:
+    return name.removeprefix("transformer." if cfg.arch == "gpt2" else "model.")
+
+
+def kvviz_shapes(shapes: dict[str, tuple[int, ...]], cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """to_kvviz_names on shapes alone: the names the model will hold, Conv1D shapes transposed, a tied
+    head's copy and derived buffers dropped."""
+    out = {}
+    for name, shape in shapes.items():
+        if _derived_buffer(name, cfg.arch):
+            continue
+        new = _kvviz_name(name, cfg)
+        if cfg.arch == "gpt2" and new.endswith(GPT2_CONV1D) and len(shape) == 2:
+            shape = shape[::-1]
+        out[new] = shape
+    if cfg.tie_embeddings:
+        out.pop("lm_head.weight", None)
+    return out
+
+
 def load_hf_model(folder: str | Path) -> nn.Module:
-    """A Hugging Face-format Llama / Qwen2 / Qwen3 / GPT-2 folder as a kvviz model, fp32 on the CPU."""
+    """A Hugging Face-format Llama / Qwen2 / Qwen3 / GPT-2 folder as a kvviz model, fp32 on the CPU.
+    The config is checked against the weights' headers and the machine's memory before anything is
+    allocated (models.io.plan_load)."""
     folder = check_folder(folder, tokenizer=False)
     cfg = read_hf_config(folder)
+    shapes, file_bytes, source = read_hf_shapes(folder)
+    plan_load(cfg, kvviz_shapes(shapes, cfg), file_bytes, source)
     state, source = read_hf_state(folder)
     state = {k: v.float() for k, v in to_kvviz_names(state, cfg, source).items()}
     # Built on the meta device and then given uninitialised storage: random init of a real model's
@@ -268,6 +387,12 @@ def load_hf_tokenizer(folder: str | Path, cfg: ModelConfig | None = None):
     if tok.vocab_size > cfg.vocab_size:
         raise ValueError(f"{folder / TOKENIZER_NAME}: {tok.vocab_size} tokens, more than the model's "
                          f"vocab_size of {cfg.vocab_size}")
+    from kvviz.traceio import MAX_TOKEN_CHARS
+
+    longest = max(tok._tok.get_vocab(with_added_tokens=True), key=len, default="")
+    if len(longest) > MAX_TOKEN_CHARS:  # a trace could not hold its text, and a panel could not draw it
+        raise ValueError(f"{folder / TOKENIZER_NAME}: a token of {len(longest):,} characters, more than "
+                         f"{MAX_TOKEN_CHARS} (no real vocabulary has one)")
     return tok
 
 

@@ -38,19 +38,7 @@ def load_state(path: Path) -> dict[str, torch.Tensor]:
 
 def load_into(model: nn.Module, state: dict[str, torch.Tensor], source: Path) -> nn.Module:
     """Copy `state` into `model`, refusing missing, unexpected or mis-shaped tensors by name."""
-    own = model.state_dict()
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    if missing:
-        raise ValueError(f"{source}: weights do not match the config: missing {', '.join(missing[:3])}"
-                         + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
-    if unexpected:
-        raise ValueError(f"{source}: weights do not match the config: unexpected {', '.join(unexpected[:3])}"
-                         + (f" and {len(unexpected) - 3} more" if len(unexpected) > 3 else ""))
-    for name, tensor in state.items():
-        if tuple(tensor.shape) != tuple(own[name].shape):
-            raise ValueError(f"{source}: weights do not match the config: {name} has shape "
-                             f"{tuple(tensor.shape)}, the config implies {tuple(own[name].shape)}")
+    check_shapes(model, {k: tuple(v.shape) for k, v in state.items()}, source)
     model.load_state_dict(state, strict=True)
     return model
 
@@ -60,7 +48,161 @@ def load_model_folder(folder: str | Path) -> nn.Module:
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"{folder}: no such model folder")
-    cfg = ModelConfig.load_json(folder / CONFIG_NAME)
-    state = load_state(folder / WEIGHTS_NAME)
+    cfg = ModelConfig.load_json(inside(folder, CONFIG_NAME, str(folder)))
+    weights = inside(folder, WEIGHTS_NAME, str(folder))
+    header = read_safetensors_header(weights)
+    plan_load(cfg, {k: shape for k, (_, shape) in header.items()}, weights.stat().st_size, weights)
+    state = load_state(weights)
     model = build_decoder(cfg)
     return load_into(model, {k: v.float() for k, v in state.items()}, folder / WEIGHTS_NAME)
+
+
+# -- checks before anything is allocated ---------------------------------------------------------------
+SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                      "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit on the JSON header
+
+
+def inside(folder: Path, name: str, what: str) -> Path:
+    """`folder / name` if `name` is a plain relative path that stays inside `folder` once links are
+    followed; ValueError otherwise. Every path a checkpoint's own files name goes through here."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise ValueError(f"{what}: {name!r} is not a file name")
+    rel = Path(name)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"{what}: {name!r} points outside the checkpoint folder")
+    path = folder / rel
+    root = folder.resolve()
+    # A Hugging Face cache snapshot (.../snapshots/<commit>/) is links into its repo's blobs/ folder.
+    roots = (root, root.parent.parent / "blobs") if root.parent.name == "snapshots" else (root,)
+    if not any(path.resolve().is_relative_to(r) for r in roots):
+        raise ValueError(f"{what}: {name!r} is a link to {path.resolve()}, outside the checkpoint folder")
+    return path
+
+
+def read_safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (dtype, shape) from a safetensors file's header, reading nothing else: every tensor's byte
+    range is checked to lie inside the file and to match its shape, so a lying header is refused here."""
+    import json
+
+    from kvviz.fileio import check_depth
+
+    if not path.is_file():
+        raise ValueError(f"{path}: weights file not found")
+    total = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{path}: not a readable safetensors file (shorter than its 8-byte header length)")
+        n = int.from_bytes(head, "little")
+        if n > min(MAX_HEADER_BYTES, total - 8):
+            raise ValueError(f"{path}: not a readable safetensors file (a header of {n:,} bytes in a "
+                             f"{total:,}-byte file)")
+        raw = fh.read(n)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+        check_depth(doc, 4, "its header")  # {name: {"shape": [..]}}: 3 levels
+    except RecursionError:
+        raise ValueError(f"{path}: not a readable safetensors file (its header nests too deeply)") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable safetensors file (its header is not JSON: {exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a readable safetensors file ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: not a readable safetensors file (its header is not a JSON object)")
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
+    data_bytes = total - 8 - n
+    for name, entry in doc.items():
+        if name == "__metadata__":
+            continue
+        ok = isinstance(entry, dict) and entry.get("dtype") in SAFETENSORS_DTYPES \
+            and isinstance(entry.get("shape"), list) and isinstance(entry.get("data_offsets"), list) \
+            and len(entry["data_offsets"]) == 2 \
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                    for v in [*entry["shape"], *entry["data_offsets"]])
+        if not ok:
+            raise ValueError(f"{path}: tensor {name!r} has a malformed header entry")
+        start, stop = entry["data_offsets"]
+        size = SAFETENSORS_DTYPES[entry["dtype"]]
+        for d in entry["shape"]:
+            size *= d
+        if not start <= stop <= data_bytes or stop - start != size:
+            raise ValueError(f"{path}: tensor {name!r} of shape {entry['shape']} claims bytes {start}..{stop} "
+                             f"of {data_bytes:,}")
+        out[name] = (entry["dtype"], tuple(entry["shape"]))
+    return out
+
+
+def check_layer_count(cfg: ModelConfig, names, source: Path, marker: str) -> None:
+    """The config's layer count against the layers the weights hold (`marker` precedes the index:
+    `layers.` or `h.`), before a model of that many layers is built."""
+    found = set()
+    for name in names:
+        head, sep, rest = name.partition(marker)
+        if sep and (not head or head.endswith(".")):
+            index = rest.split(".", 1)[0]
+            if index.isdigit():
+                found.add(int(index))
+    if len(found) != cfg.n_layer or (found and max(found) != cfg.n_layer - 1):
+        raise ValueError(f"{source}: weights do not match the config: the config says {cfg.n_layer:,} layers, "
+                         f"the weights hold {len(found)}")
+
+
+def check_shapes(model: nn.Module, shapes: dict[str, tuple[int, ...]], source: Path) -> None:
+    """A model built on the meta device (no storage) against the weights' header shapes, by name."""
+    own = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    missing = sorted(set(own) - set(shapes))
+    unexpected = sorted(set(shapes) - set(own))
+    if missing:
+        raise ValueError(f"{source}: weights do not match the config: missing {', '.join(missing[:3])}"
+                         + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
+    if unexpected:
+        raise ValueError(f"{source}: weights do not match the config: unexpected {', '.join(unexpected[:3])}"
+                         + (f" and {len(unexpected) - 3} more" if len(unexpected) > 3 else ""))
+    for name, shape in shapes.items():
+        if shape != own[name]:
+            raise ValueError(f"{source}: weights do not match the config: {name} has shape {shape}, "
+                             f"the config implies {own[name]}")
+
+
+def available_ram() -> int | None:
+    """Bytes the kernel says a new allocation can have (MemAvailable), or None where it cannot tell."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(need: int, what: str, available: int | None = None) -> None:
+    """Raise InsufficientMemory (exit 1, one line) if `need` bytes exceed what the machine has free."""
+    from kvviz.errors import InsufficientMemory
+    from kvviz.format import fmt_bytes
+
+    have = available_ram() if available is None else available
+    if have is not None and need > have:
+        raise InsufficientMemory(f"{what} needs {fmt_bytes(need)} of memory to load, {fmt_bytes(have)} is available")
+
+
+def load_bytes_needed(model: nn.Module, file_bytes: int) -> int:
+    """Peak host bytes of a load: the file's tensors read whole, their fp32 copies, the fp32 model."""
+    numel = sum(t.numel() for t in model.state_dict().values())
+    return file_bytes + 2 * 4 * numel
+
+
+def plan_load(cfg: ModelConfig, shapes: dict[str, tuple[int, ...]], file_bytes: int, source: Path) -> None:
+    """Everything that can be said about a load before a byte is allocated: the layer count, every
+    tensor's shape (a model built on the meta device), the memory it will take."""
+    check_layer_count(cfg, shapes, source, "h." if cfg.arch == "gpt2" else "layers.")
+    with torch.device("meta"):
+        model = build_decoder(cfg)
+    check_shapes(model, shapes, source)
+    check_memory(load_bytes_needed(model, file_bytes), f"{cfg.name} ({cfg.param_count() / 1e6:,.1f} M parameters)")
