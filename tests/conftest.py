@@ -59,3 +59,26 @@ def watch_engines(monkeypatch):
         return lambda: monkeypatch.setattr(kvviz.engines, "make_engine", real)
 
     return watch
+
+
+def settings_at(path):
+    from PySide6.QtCore import QSettings
+
+    return QSettings(str(path), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def open_window(qtbot, tmp_path, torch_cpu):
+    """open_window(isolate=False, settings=None): a shown MainWindow whose model list has arrived."""
+    from kvviz.ui import app
+
+    def make(*, isolate: bool = False, settings=None):
+        window = app.create_window(settings or settings_at(tmp_path / "kvviz.ini"), isolate=isolate)
+        qtbot.addWidget(window)  # closed at the end of the test: the worker's thread is stopped
+        window.show()
+        qtbot.waitUntil(lambda: window.env is not None, timeout=90_000)
+        window.set_model("tiny-random")
+        window.torch_threads = 1
+        return window
+
+    return make

@@ -10,34 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
 from kvviz.trace import RunSummary
+from tests.conftest import settings_at
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("naive", "concat", "static", "paged")
 PROMPT = "A cache is a promise"
-
-
-def settings_at(path: Path) -> QSettings:
-    return QSettings(str(path), QSettings.Format.IniFormat)
-
-
-@pytest.fixture
-def open_window(qtbot, tmp_path, torch_cpu):
-    """open_window(isolate=False, settings=None): a shown MainWindow whose model list has arrived."""
-    from kvviz.ui import app
-
-    def make(*, isolate: bool = False, settings: QSettings | None = None):
-        window = app.create_window(settings or settings_at(tmp_path / "kvviz.ini"), isolate=isolate)
-        qtbot.addWidget(window)  # closed at the end of the test: the worker's thread is stopped
-        window.show()
-        qtbot.waitUntil(lambda: window.env is not None, timeout=90_000)
-        window.set_model("tiny-random")
-        window.torch_threads = 1
-        return window
-
-    return make
 
 
 def type_prompt(qtbot, window, text: str) -> None:

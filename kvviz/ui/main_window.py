@@ -30,6 +30,8 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QTextDocument, QTextDocumentFragment
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -41,9 +43,11 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QMainWindow,
     QMessageBox,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -53,14 +57,16 @@ from PySide6.QtWidgets import (
     QStyle,
     QTableWidget,
     QTableWidgetItem,
+    QTextEdit,
     QToolBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from kvviz import estimate
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
-from kvviz.format import DEFAULT_PROMPT, fmt_bytes, fmt_count_short
+from kvviz.format import DEFAULT_PROMPT, fmt_bytes, fmt_count_short, fmt_ms
 from kvviz.trace import StepTrace
 from kvviz.ui.app import ZOOM_KEY, ZOOMS, zoom_in_effect
 from kvviz.ui.history import RunHistory, RunInfo
@@ -69,11 +75,7 @@ from kvviz.ui.panels import PANELS
 from kvviz.ui.panels.base import Panel
 
 REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
-# While steps stream in, a tick draws one panel (the next in turn): Qt paints what a panel drew after
-# the tick returns, so several panels per tick stacked their paints into one long stall (measured:
-# longest steady-state gap 148 ms at the 99th percentile with 25 ms here, 53 ms with one panel).
-PAINT_BUDGET_S = 0.0
-PAINT_REST = 3.0  # while steps stream in, a draw that took t waits PAINT_REST * t before the next
+PAINT_REST = 3.0  # while steps stream in, a frame that took t waits PAINT_REST * t before the next
 ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
 THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
 PANEL_MIN_SIZE = (140, 110)
@@ -81,6 +83,7 @@ NARRATION_TALL_PX = 900  # from this window height the step narration gets two l
 NARRATION_STREAM_MS = 250  # while a run streams in, the narration is told again at most this often
 SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
 DTYPES = ("auto", "fp32", "bf16", "fp16")
+SLOW_RUN_S = 10.0  # a run estimated to take longer is announced before it starts
 
 
 class RunState(Enum):
@@ -92,6 +95,18 @@ class RunState(Enum):
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("MainWindow", text)
+
+
+def edits_text(widget: QWidget | None) -> bool:
+    """Whether the widget (or the field it is part of) takes typed keys: a text box, a spin box, a combo.
+    Such a field keeps Space, arrows and letters; anything else leaves them to the transport."""
+    while widget is not None:
+        if isinstance(widget, (QLineEdit, QAbstractSpinBox, QComboBox)):
+            return True
+        if isinstance(widget, (QTextEdit, QPlainTextEdit)):
+            return not widget.isReadOnly()
+        widget = widget.parentWidget()
+    return False
 
 
 class PanelFrame(QFrame):
@@ -176,16 +191,17 @@ class MainWindow(QMainWindow):
         self._seen_version = -1
         self._painted: tuple[int, int] = (-1, -1)  # (history version, step) of the last draw
         self._panel_painted: dict[str, tuple[int, int]] = {}  # the same, per panel
-        self._paint_next = 0  # the panel the next budgeted draw starts with
         self._paint_resume_at = 0.0  # perf_counter time before which a streaming run is not drawn
-        self._last_drawn: dict[str, float] = {}  # what the last timer tick drew: panel -> show_step seconds
-        self._panel_cost: dict[str, float] = {}  # per panel, show_step + rendering, smoothed (seconds)
+        self._drew_last_tick = False
         self._warming: list[str] = []  # panels whose warm_up may have work left
         self._stale: set[str] = set()  # panels still showing the previous run (cleared when next drawn)
         self._panel_scenes: dict[str, list] = {}  # the pyqtgraph scenes in each panel's frame
         self._user_selected = False  # the user picked a step: draw it at the next tick, rest or not
         self._last_tick_end = 0.0
-        self._last_run_info: RunInfo | None = None
+        self._fits: dict[tuple[str, str, str], dict[str, estimate.LatencyFit]] = {}  # measured, per model
+        self._flops_per_s: float | None = None  # this machine's matrix rate, probed when first needed
+        self._status_run: RunInfo | None = None  # the run the status bar describes
+        self._own_info: RunInfo | None = None  # the RunInfo of the last run this window ran
         self._wanted: dict[str, str] = {}  # picker choices restored before the environment arrives
         self.panels: dict[str, Panel] = {}
         self.frames: dict[str, PanelFrame] = {}
@@ -228,6 +244,7 @@ class MainWindow(QMainWindow):
         app = QCoreApplication.instance()
         if app is not None:  # quitting without closing this window still stops the thread first
             app.aboutToQuit.connect(self.shutdown_worker)
+            app.installEventFilter(self)  # clicks anywhere in the window: see give_keys_to_transport
         # Asked once the event loop runs, so torch's import in the worker does not delay the first paint.
         QTimer.singleShot(0, self.environment_requested.emit)
 
@@ -372,6 +389,13 @@ class MainWindow(QMainWindow):
         self.run_button = QPushButton()
         self.run_button.clicked.connect(lambda: self.start_run())
         outer.addWidget(self.run_button)
+        # How long the form's run will take, when that is long enough to matter (see _update_estimate).
+        self.estimate_label = QLabel()
+        self.estimate_label.setObjectName("estimate")
+        self.estimate_label.setWordWrap(True)
+        self.estimate_label.setStyleSheet("color: #5f5f5f;")
+        self.estimate_label.hide()
+        outer.addWidget(self.estimate_label)
         outer.addStretch(1)
 
         scroll = QScrollArea()
@@ -395,6 +419,12 @@ class MainWindow(QMainWindow):
 
     def _build_central(self) -> None:
         central = QWidget()
+        # Where the transport's keys go: a click on the timeline, a panel or a plot (none of which
+        # edits text) and a Run give it the focus, so Space, arrows and N reach the shortcuts instead
+        # of the prompt or a spin box, which would take them as typing (see give_keys_to_transport).
+        central.setObjectName("panel_area")
+        central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.panel_area = central
         layout = QVBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.setSpacing(4)
@@ -433,6 +463,19 @@ class MainWindow(QMainWindow):
         timeline.addWidget(self.timeline_label)
         timeline.addWidget(self.timeline, 1)
         timeline.addWidget(self.step_label)
+        # Where the eye is while a run is asked for: the model loading (busy), then steps done and time left.
+        self.progress = QProgressBar()
+        self.progress.setObjectName("run_progress")
+        self.progress.setMaximumWidth(260)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        timeline.addWidget(self.progress)
+        # The panels show a run the form no longer describes (another model, device or dtype, a replay).
+        self.shown_run_label = QLabel()
+        self.shown_run_label.setObjectName("shown_run")
+        self.shown_run_label.setStyleSheet("background: #fff4ce; color: #5c4400; padding: 2px 6px; border-radius: 4px;")
+        self.shown_run_label.hide()
+        timeline.addWidget(self.shown_run_label)
         timeline.addWidget(self.badge)
         layout.addLayout(timeline)
         # The selected step in words (View > Step narration): a fixed number of lines, so a new step's
@@ -580,11 +623,34 @@ class MainWindow(QMainWindow):
             text = self.tr("Every panel is hidden: show some in the View menu")
         self.no_panels_label.setText(text)
 
+    def _reactivate(self) -> None:
+        if self.isVisible() and QApplication.activeWindow() is None:
+            self.activateWindow()
+
+    def give_keys_to_transport(self) -> None:
+        """Space, the arrows, N, Home and End act on the run: the focus leaves any field for the panel
+        area. A field's text is never touched; clicking back into it gives it its keys again."""
+        if not self.panel_area.hasFocus():
+            self.panel_area.setFocus(Qt.FocusReason.OtherFocusReason)
+
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
         self._update_narration()  # its lines follow the window's height
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.MouseButtonPress:
+            if (isinstance(obj, QWidget) and obj.window() is self and self.panel_area.isAncestorOf(obj)
+                    and not edits_text(obj)):
+                # After the click is handled (a point picked, a check box toggled): Qt gives the focus
+                # before any filter sees the press, and a plot or a label would keep the prompt's.
+                QTimer.singleShot(0, self.give_keys_to_transport)
+            return False
+        if (event.type() == QEvent.Type.Hide and isinstance(obj, QDialog) and obj.isWindow()
+                and obj.parentWidget() is not None and obj.parentWidget().window() is self):
+            # A dialog of this window closed (About, a file dialog, the shortcuts table): without a
+            # window manager to activate the window again, its shortcuts stayed dead until a click.
+            QTimer.singleShot(0, self._reactivate)
+            return False
         if obj is self.narration and event.type() == QEvent.Type.Resize:
             self._update_narration()
             return False
@@ -790,6 +856,13 @@ class MainWindow(QMainWindow):
         scrollbar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         self.form_dock.setMinimumWidth(self._form_body.minimumSizeHint().width() + scrollbar + 8)
 
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if not event.spontaneous():
+            # Typed keys reach a new window at once, with no window manager to give it the focus
+            # (a bare X server, a kiosk) as with one.
+            QTimer.singleShot(0, self._reactivate)
+
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.LanguageChange:
             self.retranslate_ui()
@@ -868,7 +941,7 @@ class MainWindow(QMainWindow):
         if info.run_id != self.run_id:
             return
         self.history.reset(info)
-        self._last_run_info = info
+        self._own_info = info  # a history holding another RunInfo is a replayed trace
         # Each panel forgets the last run when it is next drawn, not all at once here: eight panels
         # cleared together repainted in one ~60 ms frame as the run's steps began to stream in.
         self._stale = set(self.panels)
@@ -913,16 +986,13 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(
                 self.tr("finished: {0} steps").format(n) if n >= total else
                 self.tr("stopped after {0} of {1} steps").format(n, total), 10_000)
-        # The final step is drawn before anyone waiting on run_finished looks: one panel per turn of
-        # the event loop (all eight in one go stalled the window ~50 ms as the run ended).
-        if n == 0:
-            self._repaint()
-        self._finish_drawing(run_id)
-
-    def _finish_drawing(self, run_id: str) -> None:
-        if self.history.info.run_id == run_id and self._repaint(budget_s=0.0, rest=False):
-            QTimer.singleShot(0, self, lambda: self._finish_drawing(run_id))
-            return
+        info = self.history.info
+        if info.run_id == run_id:
+            # What this run measured, per engine: the next run's estimate on this model starts from it.
+            key = (info.model_name, info.device, info.dtype)
+            self._fits[key] = {**self._fits.get(key, {}), **estimate.fit_history(self.history.traces)}
+            self._repaint()  # the final step, one frame, before anyone waiting looks
+        self._update_estimate()
         self.run_finished.emit(run_id)
 
     def shutdown_worker(self) -> None:
@@ -955,9 +1025,14 @@ class MainWindow(QMainWindow):
         self.clear_error()
         self.run_id = request.run_id
         self._start_paused = paused
+        found = self.form_estimate_ms()
+        if found is not None and found[0] >= SLOW_RUN_S * 1000:
+            self.statusBar().showMessage(self.tr("This run will take about {0}; the bar beside the timeline "
+                                                 "shows the time left.").format(fmt_ms(found[0])), 15_000)
         self._set_state(RunState.LOADING)
         self._save_form()
         self.run_requested.emit(request)
+        self.give_keys_to_transport()  # Ctrl+R from the prompt, then Space pauses: no other click
         return True
 
     def build_request(self, *, paused: bool = False) -> RunRequest:
@@ -1058,22 +1133,19 @@ class MainWindow(QMainWindow):
     @Slot(int)
     def _on_speed_spin_value_changed(self, value: int) -> None:
         self.speed_requested.emit(float(value))
+        self._update_estimate()
 
     # ------------------------------------------------------------------ painting
     @Slot()
     def _on_repaint_timer_timeout(self) -> None:
         now = time.perf_counter()
-        if self._last_drawn:
+        if self._drew_last_tick:
             # The thread was busy past the timer's period: mostly rendering what the last tick drew
-            # (pyqtgraph paints in the event loop, after show_step returns). Charge it to those
-            # panels' costs, and rest in proportion.
+            # (pyqtgraph paints in the event loop, after show_step returns). Rest in proportion.
             lag = max(0.0, now - self._last_tick_end - REPAINT_MS / 1000.0)
-            for key, shown_s in self._last_drawn.items():
-                cost = shown_s + lag / len(self._last_drawn)
-                self._panel_cost[key] = 0.7 * self._panel_cost.get(key, cost) + 0.3 * cost
             self._paint_resume_at = max(self._paint_resume_at, now + PAINT_REST * lag)
-        self._last_drawn = self._repaint(budget_s=PAINT_BUDGET_S)
-        if not self._last_drawn and self.state is RunState.IDLE and self._warming:
+        self._drew_last_tick = bool(self._repaint(timed=True))
+        if not self._drew_last_tick and self.state is RunState.IDLE and self._warming:
             self._warm_up_one()
         self._last_tick_end = time.perf_counter()
 
@@ -1099,16 +1171,19 @@ class MainWindow(QMainWindow):
         """Draw every visible panel at the selected step now (tests, screenshots, the end of a run)."""
         self._repaint()
 
-    def _repaint(self, budget_s: float | None = None, rest: bool = True) -> dict[str, float]:
-        """Bring the visible panels up to the history and the selected step; a panel already showing
-        both is not drawn again. Returns {panel: seconds its show_step took} for those drawn.
+    def _repaint(self, *, timed: bool = False) -> dict[str, float]:
+        """Bring the visible panels, the timeline, the step label and the badge up to the history and
+        the selected step, all in one go: a frame shows one step everywhere (panels drawn in turn, one
+        per tick, had shown steps 71, 82 and 86 at once while a run streamed in). A panel already
+        showing the step is not drawn again. Returns {panel: seconds its show_step took}.
 
-        With a budget (the timer), a tick draws panels in turn while their estimated cost (show_step
-        plus the rendering that follows) fits the budget, at least one, and the rest wait for the
-        next tick; so one tick never stalls the thread for much more than its dearest panel. While a
-        run streams in, painting then rests PAINT_REST times as long as it took, leaving the GUI
-        thread responsive and the CPU to the engines. A step the user selects is drawn at once."""
+        Timed (the repaint timer): while a run streams in, painting then rests PAINT_REST times as
+        long as the frame took, so the frame rate follows the panels' cost, the GUI thread stays
+        responsive between frames and the CPU goes to the engines. A step the user selects is drawn at once."""
         started = time.perf_counter()
+        user = self._user_selected
+        if timed and started < self._paint_resume_at and not user:
+            return {}
         version = self.history.version
         n = self.history.n_steps()
         if version != self._seen_version:
@@ -1122,35 +1197,27 @@ class MainWindow(QMainWindow):
             self._update_badge()
             self._update_step_label()
             self._update_memory()
+            self._update_progress()
+            if self.history.info is not self._status_run:  # a new run shown (or a trace replayed)
+                self._update_status()
         if n == 0:
-            if budget_s is None:  # a run that ended before its first step: forget the last one
+            if not timed:  # a run that ended before its first step: forget the last one
                 for key in sorted(self._stale):
                     self.panels[key].clear()
                 self._stale.clear()
             return {}
         target = (version, self._selected)
-        user = self._user_selected
-        if budget_s is not None and rest and started < self._paint_resume_at and not user:
-            return {}
         self._user_selected = False
-        keys = list(self.panels)
-        order = keys[self._paint_next:] + keys[:self._paint_next]
         drawn: dict[str, float] = {}
-        planned = 0.0
-        for key in order:
+        for key in self.panels:
             if self._panel_painted.get(key) == target or self.frames[key].isHidden():
                 continue
-            cost = self._panel_cost.get(key, 0.0)
-            if budget_s is not None and drawn and not user and planned + cost > budget_s:
-                self._paint_next = keys.index(key)
-                break
             t = time.perf_counter()
             self._draw_panel(key)
             drawn[key] = time.perf_counter() - t
-            planned += max(cost, drawn[key])
             self._panel_painted[key] = target
         self._painted = target
-        if drawn and budget_s is not None and rest and not user:
+        if drawn and timed and not user:
             self._paint_resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
         return drawn
 
@@ -1286,6 +1353,8 @@ class MainWindow(QMainWindow):
         self.state = state
         self._update_pause_text()
         self._update_state_label()
+        self._update_progress()
+        self._update_status()
         self._update_narration()  # paused or done: told at once again
 
     def _update_pause_text(self) -> None:
@@ -1311,17 +1380,20 @@ class MainWindow(QMainWindow):
         return self.error_label.text() if self.error_frame.isVisibleTo(self) else ""
 
     def _update_status(self) -> None:
-        """Device, model, parameter count, KV bytes per token: the run's if it matches the form,
-        else the form's selection, derived from the model's config."""
-        info = self._last_run_info
-        model = self.current_model()
-        if info is not None and info.model_name == model and (
-                self.state is not RunState.IDLE or self._form_matches(info)):
-            self.status_device.setText(self.tr("device {0}, {1}").format(info.device, info.dtype))
+        """Device, model, parameter count, KV bytes per token of what the panels show: the run drawn
+        (a replayed trace's model too), else the form's selection, from the model's config. A run the
+        form no longer describes is marked beside the timeline."""
+        info = self.history.info
+        self._status_run = info
+        if info.run_id and info.model_name:
+            self.status_device.setText(self.tr("device {0}, {1}").format(info.device or "-", info.dtype or "-"))
             self.status_model.setText(self.tr("model {0}").format(info.model_name))
             self.status_params.setText(self.tr("{0} parameters").format(fmt_count_short(info.param_count)))
             self.status_kv.setText(self.tr("KV {0} per token").format(fmt_bytes(info.kv_bytes_per_token)))
+            self._update_shown_run_mark(info)
             return
+        self.shown_run_label.hide()
+        model = self.current_model()
         device = self.current_device()
         dtype = self._form_dtype()
         self.status_device.setText(self.tr("device {0}, {1}").format(device or "-", dtype or "-"))
@@ -1334,6 +1406,103 @@ class MainWindow(QMainWindow):
         cfg = choice.config
         self.status_params.setText(self.tr("{0} parameters").format(fmt_count_short(cfg.param_count())))
         self.status_kv.setText(self.tr("KV {0} per token").format(fmt_bytes(cfg.kv_bytes_per_token(dtype))))
+
+    def _update_shown_run_mark(self, info: RunInfo) -> None:
+        replay = info is not self._own_info
+        differs = self.state is RunState.IDLE and self.env is not None and not (
+            info.model_name == self.current_model() and self._form_matches(info))
+        if replay:
+            text = self.tr("replay: {0}").format(info.model_name)
+            tip = self.tr("The panels show a saved run of {0} ({1}, {2}); Run starts a new one from the form.")
+        elif differs:
+            text = self.tr("last run: {0}").format(info.model_name)
+            tip = self.tr("The panels show the last run, of {0} ({1}, {2}); the form now asks for another "
+                          "model, device or dtype: Run to see it.")
+        else:
+            self.shown_run_label.hide()
+            return
+        self.shown_run_label.setText(text)
+        self.shown_run_label.setToolTip(tip.format(info.model_name, info.device, info.dtype))
+        self.shown_run_label.show()
+
+    def _update_progress(self) -> None:
+        """The busy bar while the model loads; steps done and time left while the run goes on."""
+        bar = self.progress
+        if self.state is RunState.IDLE:
+            bar.hide()
+            return
+        if self.state is RunState.LOADING:
+            bar.setRange(0, 0)
+            bar.setFormat(self.tr("loading {0}...").format(self.current_model()))
+            bar.setToolTip(self.tr("Loading the model (PyTorch reads its weights)"))
+            bar.show()
+            return
+        info = self.history.info
+        total = max(1, info.max_new_tokens)
+        n = min(self.history.n_steps(), total)
+        bar.setRange(0, total)
+        bar.setValue(n)
+        text = self.tr("{0} / {1} steps").format(n, total)
+        if self.state is RunState.PAUSED:
+            text = self.tr("{0}, paused").format(text)
+        elif (left := self.time_left_ms()) is not None:
+            text = self.tr("{0}, about {1} left").format(text, fmt_ms(left))
+        bar.setFormat(text.replace("%", "%%"))
+        bar.setToolTip(self.tr("Time left from this run's measured step times (and the Speed control)"))
+        bar.show()
+
+    def time_left_ms(self) -> float | None:
+        """The run's remaining rounds, from its own steps' latencies (None before it has decode steps)."""
+        info = self.history.info
+        fits = estimate.fit_history(self.history.traces)
+        if not fits or not any(t.phase == "decode" for steps in self.history.traces.values() for t in steps[-1:]):
+            return None
+        return estimate.run_ms(fits, len(info.prompt_ids), info.max_new_tokens, from_step=self.history.n_steps(),
+                               steps_per_s=float(self.speed_spin.value()))
+
+    def machine_flops_per_s(self) -> float:
+        if self._flops_per_s is None:
+            self._flops_per_s = estimate.probe_flops_per_s()
+        return self._flops_per_s
+
+    def form_estimate_ms(self) -> tuple[float, bool] | None:
+        """(ms, measured) for the run the form describes: from the last run of this model, device and
+        dtype where it measured every checked engine, never below what the config's arithmetic needs
+        at this machine's measured matrix rate. None when the model's config is not read yet."""
+        choice = self.models.get(self.current_model())
+        engines = self.checked_engines()
+        if choice is None or choice.config is None or not engines:
+            return None
+        cfg = choice.config
+        # The byte tokenizer: a token per UTF-8 byte; another tokenizer makes no more tokens than bytes.
+        prompt_len = max(1, len(self.prompt_edit.toPlainText().encode("utf-8")))
+        n_new = self.tokens_spin.value()
+        speed = float(self.speed_spin.value())
+        from_config = estimate.config_fits(cfg, engines, self.machine_flops_per_s())
+        measured = self._fits.get((self.current_model(), self.current_device(), self._form_dtype()), {})
+        fits = {e: measured.get(e, from_config[e]) for e in engines}
+        ms = max(estimate.run_ms(fits, prompt_len, n_new, steps_per_s=speed),
+                 estimate.run_ms(from_config, prompt_len, n_new, steps_per_s=speed))
+        return ms, all(e in measured for e in engines)
+
+    def _update_estimate(self) -> None:
+        """Under the Run button, before a run that will take more than SLOW_RUN_S: about how long."""
+        found = self.form_estimate_ms() if self.state is RunState.IDLE and not self._form_problem() else None
+        if found is None or found[0] < SLOW_RUN_S * 1000:
+            self.estimate_label.hide()
+            return
+        ms, measured = found
+        speed = self.speed_spin.value()
+        paced = speed > 0 and self.tokens_spin.value() * 1000.0 / speed >= 0.9 * ms
+        if paced:
+            why = self.tr("at {0} steps/s (the Speed control; 0 runs as fast as possible)").format(speed)
+        elif measured:
+            why = self.tr("from the step times of the last run of this model here")
+        else:
+            why = self.tr("at least: from the model's size and this machine's measured {0:.0f} GFLOP/s").format(
+                self.machine_flops_per_s() / 1e9)
+        self.estimate_label.setText(self.tr("This run will take about {0} ({1}).").format(fmt_ms(ms), why))
+        self.estimate_label.show()
 
     def _form_matches(self, info: RunInfo) -> bool:
         return info.device == self.current_device() and info.dtype == self._form_dtype()
@@ -1498,6 +1667,7 @@ class MainWindow(QMainWindow):
         self.top_p_spin.setEnabled(not self.greedy_check.isChecked())
         self._validate_form()
         self._update_status()
+        self._update_estimate()
 
     @Slot()
     def _on_model_changed(self, *_args) -> None:
@@ -1700,6 +1870,9 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ closing
     def closeEvent(self, event: QCloseEvent) -> None:
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
         self.set_presentation(False)  # what is saved is the window as it was before presenting
         self.save_settings()
         self._repaint_timer.stop()
