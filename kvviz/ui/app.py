@@ -2,7 +2,8 @@
 
 One of the two ui modules that may reach the engines: it hands the window a RunWorker, which imports
 torch in its own thread, so the window shows before torch is loaded. Qt is imported only after the
-display check, so a machine with no display gets a one-line hint instead of Qt aborting.
+display checks (a display at all; on X11, the xcb plugin's system libraries and the X server, see
+kvviz.ui.xcb), so a machine without them gets a one-line hint instead of Qt aborting.
 """
 from __future__ import annotations
 
@@ -114,6 +115,12 @@ def run(args) -> int:
     zoom = check_zoom(args.zoom) if args.zoom is not None else None
     if not has_display():
         print(NO_DISPLAY_HINT, file=sys.stderr)
+        return 2
+    from kvviz.ui import xcb
+
+    problem = xcb.problem()
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     from PySide6.QtCore import QSettings, QTimer
 
