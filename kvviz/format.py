@@ -24,6 +24,38 @@ def fmt_bytes(n: float) -> str:
     return f"{value:,.1f} {_BYTE_UNITS[-1]}"
 
 
+def _three_figures(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 99.95 else f"{value:.1f}" if abs(value) >= 9.995 else f"{value:.2f}"
+
+
+def byte_unit(n: float) -> tuple[str, int]:
+    """(unit, bytes in it): the largest binary unit that `n` bytes fill at least once (B below 1 KiB)."""
+    unit, size = "B", 1
+    for name in _BYTE_UNITS:
+        if abs(n) < size * 1024:
+            break
+        unit, size = name, size * 1024
+    return unit, size
+
+
+def duration_unit(ms: float) -> tuple[str, float]:
+    """(unit, ms in it) for a column of durations up to `ms`: ms below a second, then s, min, h."""
+    for unit, size, top in _DURATIONS[1:]:
+        if ms < size * top:
+            return unit, size
+    return "h", 3.6e6
+
+
+def fmt_figure(value: float) -> str:
+    """A figure in a column whose unit is named once: three significant figures ("0.25", "6.91",
+    "156", "4,123"), "0" for nothing, "<0.01" for a trace of it."""
+    if value == 0:
+        return "0"
+    if abs(value) < 0.01:
+        return "<0.01"
+    return f"{value:,.0f}" if abs(value) >= 99.95 else _three_figures(value)
+
+
 def fmt_count(n: int) -> str:
     """A whole count with thousands separators: 4152060 -> "4,152,060"."""
     return f"{int(n):,}"

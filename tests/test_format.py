@@ -6,7 +6,16 @@ import sys
 
 import pytest
 
-from kvviz.format import DEFAULT_PROMPT, fmt_bytes, fmt_count, fmt_count_short, fmt_ms
+from kvviz.format import (
+    DEFAULT_PROMPT,
+    byte_unit,
+    duration_unit,
+    fmt_bytes,
+    fmt_count,
+    fmt_count_short,
+    fmt_figure,
+    fmt_ms,
+)
 
 
 @pytest.mark.parametrize(("n", "text"), [
@@ -24,6 +33,17 @@ from kvviz.format import DEFAULT_PROMPT, fmt_bytes, fmt_count, fmt_count_short, 
 ])
 def test_fmt_bytes(n, text):
     assert fmt_bytes(n) == text
+
+
+def test_units_named_once_for_a_column():
+    """A column of figures names its unit once (the summary's rows): the unit of its largest figure,
+    and each figure to three significant figures in it."""
+    assert [byte_unit(n) for n in (0, 1023, 1024, 7_247_757, 3 * 2**60)] == [
+        ("B", 1), ("B", 1), ("KiB", 1024), ("MiB", 2**20), ("PiB", 2**50)]
+    assert [duration_unit(ms)[0] for ms in (0.5, 999.9, 4_800, 1_407_364.1, 9e6)] == ["ms", "ms", "s", "min", "h"]
+    # 7,247,757 B / 2**20 = 6.912 MiB; 16,420 B / 2**20 = 0.01566; 512 B / 2**20 = 0.00049
+    assert [fmt_figure(n / 2**20) for n in (0, 512, 16_420, 7_247_757)] == ["0", "<0.01", "0.02", "6.91"]
+    assert [fmt_figure(x) for x in (0.25, 15.66, 156.4, 4123.2)] == ["0.25", "15.7", "156", "4,123"]
 
 
 def test_counts():

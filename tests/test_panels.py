@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
 
 from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
 from kvviz.ui.history import RunHistory, RunInfo
@@ -843,3 +843,153 @@ def test_a_pale_legend_square_is_drawn_as_an_outline():
         assert style.OUTLINE_SQUARE[0] in html and pale not in html
     html = style.swatch_html(style.CELL_COLORS["masked"], "x")
     assert style.SWATCH_MARKS["square"] in html and style.CELL_COLORS["masked"] in html
+
+
+# -- whitespace tokens -----------------------------------------------------------------------------
+def blank_history(history: RunHistory, texts: dict[int, str]) -> RunHistory:
+    """The run with each engine's token at step s replaced by texts[s] (spaces, a tab...)."""
+    import dataclasses
+
+    blank = RunHistory()
+    blank.reset(history.info)
+    for step in range(NEW_TOKENS):
+        for engine in ENGINES:
+            trace = history.at(engine, step)
+            blank.add(dataclasses.replace(trace, token_text=texts[step]) if step in texts else trace)
+    return blank
+
+
+def token_pixels(panel, engine_index: int, step: int) -> np.ndarray:
+    """RGB pixels [h, w, 3] of the viewport where the token of `step` is drawn (its line's height)."""
+    from PySide6.QtGui import QImage
+
+    view = panel._view
+    block = view.document().findBlockByNumber(engine_index)
+    start, ends = panel._token_ends[engine_index]
+    first = block.position() + (start if step == 0 else int(ends[step - 1]))
+    cursor = view.textCursor()
+    cursor.setPosition(first)
+    left = view.cursorRect(cursor)
+    cursor.setPosition(block.position() + int(ends[step]))
+    right = view.cursorRect(cursor)
+    assert left.top() == right.top(), "the token is on one line"
+    image = view.viewport().grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    ratio = image.devicePixelRatio()
+    arr = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(image.height(), image.bytesPerLine())
+    arr = arr[:, : image.width() * 4].reshape(image.height(), image.width(), 4)[..., 2::-1]
+    y0, y1 = round(left.top() * ratio), round(left.bottom() * ratio)
+    x0, x1 = round((left.left() + 1) * ratio), round(right.left() * ratio)
+    return arr[y0:y1, x0:x1].astype(int)
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "   "])
+def test_a_whitespace_token_is_drawn_as_a_mark_and_highlighted(qtbot, history, blank):
+    """A step that wrote only whitespace shows a mark (a space: a middle dot, a tab: an arrow) in
+    the highlight, drawn darker than the highlight: before, the highlight held nothing to see."""
+    from PySide6.QtGui import QColor
+
+    from kvviz.ui import style
+
+    panel = make_panel(qtbot, "token_stream")
+    panel.show_step(blank_history(history, {DECODE_STEP: blank, DECODE_STEP - 1: "a"}), DECODE_STEP)
+    qtbot.wait(20)
+    assert panel.highlighted("naive") == blank  # the real text behind the mark
+    pixels = token_pixels(panel, 0, DECODE_STEP)
+    highlight = np.array(QColor(style.HIGHLIGHT).getRgb()[:3])
+    assert pixels.shape[1] >= 4
+    assert (np.abs(pixels - highlight).sum(axis=2) < 30).mean() > 0.4  # the token is highlighted
+    assert (np.abs(pixels - highlight).sum(axis=2) > 120).sum() >= 2  # and a mark is drawn in it
+    panel.grab().save(str(GRAB_DIR / f"token_stream_blank_{ord(blank[0])}.png"))
+
+
+def test_whitespace_marks_copy_and_tooltip_as_the_real_text(qtbot, history):
+    """Copy gives the tokens as typed (the marks become spaces, tabs and newlines again); the token
+    under the pointer is named with its real text."""
+    panel = make_panel(qtbot, "token_stream")
+    blank = blank_history(history, {1: " ", 2: "\t", 3: "  \n"})
+    panel.show_step(blank, NEW_TOKENS - 1)
+    view = panel._view
+    view.selectAll()
+    copied = view.createMimeDataFromSelection().text()
+    for engine in ENGINES:
+        assert panel.plain_text(engine) in copied
+    assert "\u00b7" not in copied and "\u2192" not in copied and "\u200b" not in copied
+    # token_at: the second token of naive's block is a space, and is found as one
+    start, ends = panel._token_ends[0]
+    cursor = view.textCursor()
+    cursor.setPosition(view.document().findBlockByNumber(0).position() + int(ends[0]))
+    rect = view.cursorRect(cursor)
+    assert panel.token_at(QPointF(rect.center().x() + 2, rect.center().y())) == ("naive", 1, " ")
+
+
+# -- layout at the window's sizes ------------------------------------------------------------------
+# Panel sizes in the first-launch 1500x920 window and a 1280x720 one (the grid's 4 x 2 cells, measured
+# in the window with the Inputs dock shown).
+WINDOW_PANEL_SIZES = {"1280x720": (224, 256), "1500x920": (279, 349)}
+
+
+def wide_history(history: RunHistory) -> RunHistory:
+    """The run with figures as wide as a real one's: seconds of step time, naive's K/V count in the
+    ten thousands (10,560: a 60-token run of the tiny preset made 10,620) and byte counts of a bigger
+    model's cache (x 4,000: MiB and GiB)."""
+    import dataclasses
+
+    wide = RunHistory()
+    wide.reset(history.info)
+    for step in range(NEW_TOKENS):
+        for engine in ENGINES:
+            t = history.at(engine, step)
+            wide.add(dataclasses.replace(
+                t, latency_ms=t.latency_ms * 0 + 151.17 * (1 + ENGINES.index(engine)),
+                kv_projections=t.kv_projections * 40, bytes_copied=t.bytes_copied * 4000,
+                bytes_written=t.bytes_written * 4000, bytes_gathered=t.bytes_gathered * 4000,
+                cache_bytes=t.cache_bytes * 4000))
+    return wide
+
+
+@pytest.fixture(params=["en", "zh_CN"])
+def language(request, qapp):
+    from kvviz.ui import i18n
+
+    i18n.set_language(request.param)
+    yield request.param
+    i18n.set_language("en")
+
+
+def colour_pixels(image, colour: str, tolerance: int = 40) -> int:
+    from PySide6.QtGui import QColor, QImage
+
+    image = image.convertToFormat(QImage.Format.Format_RGB32)
+    arr = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(image.height(), image.bytesPerLine())
+    rgb = arr[:, : image.width() * 4].reshape(image.height(), image.width(), 4)[..., 2::-1].astype(int)
+    want = np.array(QColor(colour).getRgb()[:3])
+    return int((np.abs(rgb - want).sum(axis=2) < tolerance).sum())
+
+
+@pytest.mark.parametrize("window", WINDOW_PANEL_SIZES)
+def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot, history, window, language):
+    """At the first-launch 1500x920 window and at 1280x720 the summary's four engine columns are all
+    on screen, no horizontal scrollbar: each engine's name is drawn in its colour (static and paged
+    had been behind a scrollbar)."""
+    from PySide6.QtGui import QFontMetrics
+
+    from kvviz.ui import style
+
+    panel = make_panel(qtbot, "summary")
+    panel.retranslate()
+    panel.resize(*WINDOW_PANEL_SIZES[window])
+    panel.show_step(wide_history(history), NEW_TOKENS - 1)
+    qtbot.wait(50)
+    table = panel._table
+    assert not table.horizontalScrollBar().isVisible()
+    header = table.horizontalHeader()
+    for col in range(table.columnCount()):
+        assert header.sectionViewportPosition(col) + header.sectionSize(col) <= table.viewport().width()
+    for row in range(table.rowCount()):  # every figure whole (a column narrower than its text elides it)
+        for col in range(table.columnCount()):
+            item = table.item(row, col)
+            assert QFontMetrics(item.font()).horizontalAdvance(item.text()) + 6 < header.sectionSize(col), item.text()
+    image = table.grab().toImage()
+    image.save(str(GRAB_DIR / f"summary_{window}_{language}.png"))
+    for engine in ENGINES:
+        assert colour_pixels(image, style.engine_color(engine)) > 15, engine

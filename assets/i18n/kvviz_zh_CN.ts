@@ -849,6 +849,10 @@
         <translation>已停止：完成 {0} / {1} 步</translation>
     </message>
     <message>
+        <source>This run will take about {0}; the bar beside the timeline shows the time left.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>one engine</source>
         <translation>单个引擎</translation>
     </message>
@@ -921,6 +925,62 @@
         <translation>参数量：加载后读取</translation>
     </message>
     <message>
+        <source>replay: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The panels show a saved run of {0} ({1}, {2}); Run starts a new one from the form.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>last run: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The panels show the last run, of {0} ({1}, {2}); the form now asks for another model, device or dtype: Run to see it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>loading {0}...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loading the model (PyTorch reads its weights)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} / {1} steps</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}, paused</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}, about {1} left</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Time left from this run&apos;s measured step times (and the Speed control)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>at {0} steps/s (the Speed control; 0 runs as fast as possible)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>from the step times of the last run of this model here</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>at least: from the model&apos;s size and this machine&apos;s measured {0:.0f} GFLOP/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This run will take about {0} ({1}).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Show a step</source>
         <translation>显示某一步</translation>
     </message>
@@ -963,6 +1023,10 @@
     <message>
         <source>About kvviz</source>
         <translation>关于 kvviz</translation>
+    </message>
+    <message>
+        <source>kvviz {0}</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>
@@ -1229,8 +1293,8 @@
 <context>
     <name>RecomputePanel</name>
     <message>
-        <source>times computed (per layer)</source>
-        <translation>计算次数（每层）</translation>
+        <source>times computed</source>
+        <translation>计算次数</translation>
     </message>
     <message>
         <source>token position</source>
@@ -1245,8 +1309,8 @@
         <translation>重算次数</translation>
     </message>
     <message>
-        <source>K_i and V_i depend only on token i and the frozen weights, so they never change once computed. Naive decoding recomputes them at every step: the earliest positions have been computed once per step so far. A cache computes each position exactly once.</source>
-        <translation>K_i 和 V_i 只取决于 token i 和固定不变的权重，所以一旦算出就永远不会改变。朴素解码每一步都重算它们：最早的位置到目前为止每步都被算了一遍。有了缓存，每个位置只算一次。</translation>
+        <source>K_i and V_i depend only on token i and the frozen weights, so they never change once computed. Naive decoding recomputes them at every step: the earliest positions have been computed once per step so far. A cache computes each position exactly once. The curve counts one layer (every layer computes the same); the legend counts K/V over all layers (token × layer), as the summary does.</source>
+        <translation>K_i 和 V_i 只取决于 token i 和固定不变的权重，所以一旦算出就永远不会改变。朴素解码每一步都重算它们：最早的位置到目前为止每步都被算了一遍。有了缓存，每个位置只算一次。曲线按一层计数（每层算的都一样）；图例与汇总一样，按所有层计数 K/V（token × 层）。</translation>
     </message>
     <message>
         <source>{engine}: {total} K/V computed</source>
@@ -1280,8 +1344,20 @@
         <translation>naive：未记录注意力权重，这么长的运行需要超过 {0} MiB 来保存它们</translation>
     </message>
     <message>
+        <source>the engine process had ended (exit code {0})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}; a new one was started and the model loaded again</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>the engine process did not start (exit code {0})</source>
         <translation>引擎进程未能启动（退出码 {0}）</translation>
+    </message>
+    <message>
+        <source>the engine process did not answer Stop within {0:g} s and was ended</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>the engine process ended unexpectedly (exit code {0}{1})</source>
@@ -1338,6 +1414,16 @@
         <translation>缓存峰值</translation>
     </message>
     <message>
+        <source>{name}
+({unit})</source>
+        <translation>{name}
+（{unit}）</translation>
+    </message>
+    <message>
+        <source>{name} ({unit})</source>
+        <translation>{name}（{unit}）</translation>
+    </message>
+    <message>
         <source>Sum of step latencies (forward, cache update and sampling)</source>
         <translation>各步延迟之和（前向、缓存更新和采样）</translation>
     </message>
@@ -1382,16 +1468,20 @@
         <translation>第 0–{step} 步累计（{n} 个新 token）</translation>
     </message>
     <message>
-        <source>{v:.1f} ms</source>
-        <translation>{v:.1f} 毫秒</translation>
-    </message>
-    <message>
-        <source>Work saved: naive computed &lt;b&gt;{naive:,}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached:,}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
-        <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive:,}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached:,}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
+        <source>Work saved: naive computed &lt;b&gt;{naive}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
+        <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
     </message>
 </context>
 <context>
     <name>TokenStreamPanel</name>
+    <message>
+        <source>prompt</source>
+        <translation>提示词</translation>
+    </message>
+    <message>
+        <source>step {step}</source>
+        <translation>第 {step} 步</translation>
+    </message>
     <message>
         <source>Type a prompt and press Run (Ctrl+R): each engine&apos;s tokens appear here, one per step.</source>
         <translation>输入 prompt 后按“运行”（Ctrl+R）：每个引擎生成的 token 会在这里逐步出现。</translation>

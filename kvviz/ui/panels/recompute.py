@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout
 
+from kvviz.format import fmt_count
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
@@ -67,7 +68,7 @@ class RecomputePanel(Panel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._canvas = canvas()
-        self._plot = self._canvas.addPlot()
+        self._plot = self._canvas.addPlot(axisItems={"left": WholeAxis("left"), "bottom": WholeAxis("bottom")})
         self._plot.hideButtons()
         self._plot.disableAutoRange()  # show_step moves the ranges, only when the counts outgrow them
         self._legend = legend_row()
@@ -82,7 +83,7 @@ class RecomputePanel(Panel):
         layout.addWidget(self._canvas, 1)
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._counts: dict[str, np.ndarray] = {}
-        self._columns = TraceColumns(("pos_start", "pos_stop"))
+        self._columns = TraceColumns(("pos_start", "pos_stop", "kv_projections"))
         self._drawn: dict[str, tuple] = {}  # engine -> what its curve shows (steps read, step)
         self._range: tuple = ()
         self._shown: tuple[RunHistory, int] | None = None
@@ -100,7 +101,7 @@ class RecomputePanel(Panel):
             self.step_picked.emit(step)
 
     def retranslate(self) -> None:
-        style.style_plot(self._plot, left=self.tr("times computed (per layer)"), bottom=self.tr("token position"))
+        style.style_plot(self._plot, left=self.tr("times computed"), bottom=self.tr("token position"))
         self._prompt_line.label.setFormat(self.tr("end of prompt"))
         self.setToolTip(self.help_text())
         if self._shown is not None:
@@ -113,7 +114,16 @@ class RecomputePanel(Panel):
         return self.tr(
             "K_i and V_i depend only on token i and the frozen weights, so they never change once "
             "computed. Naive decoding recomputes them at every step: the earliest positions have been "
-            "computed once per step so far. A cache computes each position exactly once.")
+            "computed once per step so far. A cache computes each position exactly once. The curve "
+            "counts one layer (every layer computes the same); the legend counts K/V over all layers "
+            "(token \u00d7 layer), as the summary does.")
+
+    def kv_computed(self, history: RunHistory, engine: str, step: int) -> int:
+        """K/V projections (token x layer) the engine made up to `step`, as the legend gives them: the
+        summary's "K/V computed" figure. The curve counts one layer (each computes the same), so its
+        area is this over the model's layers."""
+        k = engine_step(history, engine, step)
+        return int(self._columns.totals(history, engine, "kv_projections")[k]) if k >= 0 else 0
 
     def counts(self, engine: str) -> np.ndarray:
         """Times each position's K/V had been computed by the selected step, as drawn."""
@@ -164,7 +174,8 @@ class RecomputePanel(Panel):
             n_max = max(n_max, len(self._counts[engine]))
         set_legend(self._legend, [
             (style.engine_color(e, i), self.tr("{engine}: {total} K/V computed").format(
-                engine=e, total=int(self._counts[e].sum())), "dashed" if style.ENGINE_DASH.get(e) else "line")
+                engine=e, total=fmt_count(self.kv_computed(history, e, step))),
+             "dashed" if style.ENGINE_DASH.get(e) else "line")
             for i, e in enumerate(engines)])
         n_prompt = len(history.info.prompt_ids)
         self._prompt_line.setPos(n_prompt)
@@ -180,6 +191,15 @@ class RecomputePanel(Panel):
 
     def export_items(self) -> list:
         return [self._plot]
+
+
+class WholeAxis(pg.AxisItem):
+    """Ticks on whole numbers only: counts and positions have no 0.5 between 0 and 1."""
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
+        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size)
+                  if spacing >= 1 and float(spacing).is_integer()]
+        return levels or [(1.0, 0.0)]
 
 
 def _headroom(value: float) -> float:

@@ -7,17 +7,29 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QStyledItemDelegate,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+)
 
+from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure
 from kvviz.trace import RunSummary, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel
 
-# Column keys (stable, used by table_values) and, where the best value is set in bold, whether a
+# The best figure of a row is tinted (bold had widened each column by ~4 pixels, past a narrow panel).
+_BEST = QBrush(QColor("#cfe8c8"))
+_NO_TINT = QBrush()
+# Column keys (stable, used by table_values) and, where the best value is tinted, whether a
 # larger value is better. Byte columns get no "best": naive's 0 B is no win, it pays in compute.
 COLUMNS: tuple[tuple[str, bool | None], ...] = (
     ("total_ms", False),
@@ -31,29 +43,47 @@ COLUMNS: tuple[tuple[str, bool | None], ...] = (
 )
 
 
+class _TightDelegate(QStyledItemDelegate):
+    """Cells as wide as their figure, its margins and the grid line (the style's own hint took ~4 more)."""
+
+    def sizeHint(self, option, index) -> QSize:  # noqa: N802 (Qt override)
+        hint = super().sizeHint(option, index)
+        font = index.data(Qt.ItemDataRole.FontRole) or option.font
+        return QSize(QFontMetrics(font).horizontalAdvance(index.data() or "") + 9, hint.height())  # margins, grid
+
+
+TABLE_POINTS = 9.0  # the table's type size where it fits; smaller, down to MIN_POINTS, where it does not
+MIN_POINTS = 7.0
+ONE_LINE_POINTS = 8.0
+_SIZES = ([(False, TABLE_POINTS - 0.5 * i) for i in range(int((TABLE_POINTS - ONE_LINE_POINTS) * 2) + 1)]
+          + [(True, TABLE_POINTS - 0.5 * i) for i in range(int((TABLE_POINTS - MIN_POINTS) * 2) + 1)])
+
+
 class SummaryPanel(Panel):
     key = "summary"
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self._units: dict[str, tuple[str, float]] = {}  # row key -> (unit, its size) where the row has one
+        self._two_lines = False  # the units under the rows' names (a narrow panel)
         self._heading = QLabel()
         self._heading.setStyleSheet(f"color: {style.PLOT_FOREGROUND}; font-weight: bold")
         self._heading.setWordWrap(True)  # "Totals over steps 0-5 (6 new tokens)" is wider than a narrow panel
         # Metrics down, engines across: fits a narrow panel and reads as a comparison per metric.
         self._table = QTableWidget(len(COLUMNS), 0)
         self._table.setVerticalHeaderLabels(self._headers())
+        self._table.setItemDelegate(_TightDelegate(self._table))
         self._table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self._table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self._table.setAlternatingRowColors(True)
         self._table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        font = self._table.font()
-        font.setPointSize(9)
-        self._table.setFont(font)
+        self._points = TABLE_POINTS
+        self._set_points(TABLE_POINTS)
         # Columns as wide as their figures (a narrow panel scrolls rather than wrapping "10.1 ms").
         self._table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self._table.setWordWrap(False)
         self._table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        self._table.horizontalHeader().setMinimumSectionSize(50)
+        self._table.horizontalHeader().setMinimumSectionSize(24)
         self._table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self._table.verticalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         for i, tip in enumerate(self._header_tips()):
@@ -80,8 +110,22 @@ class SummaryPanel(Panel):
             self.show_step(*self._shown)  # the heading, figures with units and the note
 
     def _headers(self) -> list[str]:
-        return [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
-                self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache")]
+        """The rows' names, with the unit of a time or byte row: after it, or under it where the
+        table is too narrow for both on one line."""
+        names = [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
+                 self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache")]
+        if self._two_lines:  # a word a line
+            names = [name.replace(" ", "\n") for name in names]
+        unit = self.tr("{name}\n({unit})") if self._two_lines else self.tr("{name} ({unit})")
+        return [unit.format(name=name, unit=self._units[key][0]) if key in self._units
+                else name for name, (key, _higher) in zip(names, COLUMNS)]
+
+    def _set_headers(self) -> None:
+        labels = self._headers()
+        if [self._table.verticalHeaderItem(r).text() for r in range(len(labels))] != labels:
+            self._table.setVerticalHeaderLabels(labels)
+            for i, tip in enumerate(self._header_tips()):
+                self._table.verticalHeaderItem(i).setToolTip(tip)
 
     def _header_tips(self) -> list[str]:
         return [
@@ -112,6 +156,8 @@ class SummaryPanel(Panel):
     def clear(self) -> None:
         self._table.setColumnCount(0)
         self._values.clear()
+        self._units = {}
+        self._table.setVerticalHeaderLabels(self._headers())
         self._heading.setText("")
         self._note.setText("")
         self._shown = None
@@ -139,8 +185,23 @@ class SummaryPanel(Panel):
         shown = min(step, history.n_steps() - 1)
         self._heading.setText(self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
             step=shown, n=shown + 1))
+        self._units = self._row_units()
+        self._set_headers()
         self._fill(engines)
         self._note.setText(self._work_note(summaries))
+
+    def _row_units(self) -> dict[str, tuple[str, float]]:
+        """Per time or byte row, the unit its figures are given in (named once, in the row's label,
+        so four engines' columns fit a narrow panel): the largest figure's."""
+        units: dict[str, tuple[str, float]] = {}
+        for key, _higher in COLUMNS:
+            values = [v[key] for v in self._values.values() if v[key] is not None and not _nan(v[key])]
+            top = max((abs(x) for x in values), default=0)
+            if key == "total_ms":
+                units[key] = duration_unit(top)
+            elif key.endswith("bytes") or key.startswith("bytes"):
+                units[key] = byte_unit(top)
+        return units
 
     def _fill(self, engines: list[str]) -> None:
         table = self._table
@@ -151,8 +212,8 @@ class SummaryPanel(Panel):
         vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         table.setColumnCount(len(engines))
         table.setHorizontalHeaderLabels(engines)
-        bold = QFont()
-        bold.setBold(True)
+        bold = self._font(True)
+        plain = self._font(False)
         best: dict[str, float] = {}
         for key, higher in COLUMNS:
             if higher is None:
@@ -174,21 +235,76 @@ class SummaryPanel(Panel):
                 text = self._format(key, value)
                 if item.text() != text:
                     item.setText(text)
-                font = bold if key in best and value == best[key] else QFont()
-                if item.font() != font:
-                    item.setFont(font)
+                if item.font() != plain:
+                    item.setFont(plain)
+                tint = _BEST if key in best and value == best[key] else _NO_TINT
+                if item.background() != tint:
+                    item.setBackground(tint)
         vh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self._fit()
 
-    def _fit(self) -> None:
-        """Columns share the width where the figures fit, else keep their width and scroll; the table
-        is as tall as its rows so the note sits right under the figures."""
+    def _font(self, bold: bool) -> QFont:
+        font = QFont(self._table.font())
+        font.setBold(bold)
+        return font
+
+    def _set_points(self, points: float) -> None:
+        """The table's type size, its cells' and engine names' fonts with it (an item's own font
+        does not follow the table's)."""
+        self._points = points
+        font = self._table.font()
+        font.setPointSizeF(points)
+        self._table.setFont(font)
+        self._table.verticalHeader().setFont(font)
+        self._table.horizontalHeader().setFont(font)
+        for col in range(self._table.columnCount()):
+            header = self._table.horizontalHeaderItem(col)
+            if header is not None:
+                header.setFont(self._font(True))
+            for row in range(self._table.rowCount()):
+                item = self._table.item(row, col)
+                if item is not None:
+                    item.setFont(self._font(False))
+
+    def _need(self) -> int:
+        """The width the table takes with every column as wide as its figures."""
         table = self._table
         header = table.horizontalHeader()
-        need = table.verticalHeader().width() + 2 * table.frameWidth()
-        need += sum(max(header.sectionSizeHint(c), table.sizeHintForColumn(c)) for c in range(table.columnCount()))
-        fits = need <= table.width()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch if fits else QHeaderView.ResizeMode.ResizeToContents)
+        need = table.verticalHeader().sizeHint().width() + 2 * table.frameWidth()
+        columns = range(table.columnCount())
+        return need + sum(max(header.sectionSizeHint(c), table.sizeHintForColumn(c)) for c in columns)
+
+    def _fit(self) -> None:
+        """Columns share the width where the figures fit; where they do not, the type gets smaller
+        (to MIN_POINTS) until they do, and only past that the columns keep their width and scroll.
+        The table is as tall as its rows so the note sits right under the figures."""
+        table = self._table
+        header = table.horizontalHeader()
+        room = table.width()
+        need = self._need()
+        if need > room or (self._points < TABLE_POINTS or self._two_lines) and need < 0.85 * room:
+            # The largest type that fits: on one line down to ONE_LINE_POINTS, then with the rows'
+            # names and units a word a line, down to MIN_POINTS.
+            for two_lines, points in _SIZES if self._units else [s for s in _SIZES if not s[0]]:
+                if (two_lines, points) != (self._two_lines, self._points):
+                    if two_lines != self._two_lines:
+                        self._two_lines = two_lines
+                        self._set_headers()
+                    self._set_points(points)
+                    need = self._need()
+                if need <= room:
+                    break
+        fits = need <= room
+        if fits:  # each column its figures' width and an equal share of the room left (Stretch gave
+            # equal widths, and a wide column, naive's K/V count, was elided)
+            header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+            n = table.columnCount()
+            widths = [max(header.sectionSizeHint(c), table.sizeHintForColumn(c)) for c in range(n)]
+            spare = table.viewport().width() - sum(widths) if table.viewport().width() > 0 else room - need
+            for c, width in enumerate(widths):
+                header.resizeSection(c, width + max(0, spare) // n + (1 if c < max(0, spare) % n else 0))
+        else:
+            header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         height = header.height() + 2 * table.frameWidth()
         height += sum(table.rowHeight(r) for r in range(table.rowCount()))
         if not fits:
@@ -203,15 +319,13 @@ class SummaryPanel(Panel):
     def _format(self, key: str, value) -> str:
         if value is None or _nan(value):
             return "\u2014"
-        if key == "total_ms":
-            return self.tr("{v:.1f} ms").format(v=value)
+        if key in self._units:
+            return fmt_figure(value / self._units[key][1])
         if key == "tokens_per_s":
-            return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+            return fmt_figure(value)
         if key == "speedup_vs_naive":
             return f"{value:.2f}\u00d7"
-        if key == "kv_projections":
-            return f"{value:,}"
-        return _short_bytes(value)
+        return fmt_count(value)
 
     def _work_note(self, summaries: dict[str, RunSummary]) -> str:
         naive = summaries.get("naive")
@@ -221,19 +335,10 @@ class SummaryPanel(Panel):
         fewest = min(cached, key=lambda s: s.kv_projections)
         ratio = naive.kv_projections / fewest.kv_projections
         return self.tr(
-            "Work saved: naive computed <b>{naive:,}</b> K/V projections so far, a cache "
-            "<b>{cached:,}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never "
-            "changed.").format(naive=naive.kv_projections, cached=fewest.kv_projections, ratio=ratio)
-
-
-def _short_bytes(n: int) -> str:
-    """Three significant figures: 366 KiB, 12.0 KiB, 1.50 MiB (narrow columns)."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}" if value >= 10 \
-                else f"{value:.2f} {unit}"
-    return f"{int(n)} B"
+            "Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache "
+            "<b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never "
+            "changed.").format(naive=fmt_count(naive.kv_projections), cached=fmt_count(fewest.kv_projections),
+                               ratio=ratio)
 
 
 def _nan(value) -> bool:
