@@ -99,17 +99,22 @@ def missing_libraries(plugin: Path) -> tuple[list[str], str]:
     error = _load(str(plugin))
     if error is None:
         return [], ""
-    missing = []
     first = _library_in(error)
-    if "undefined symbol" not in error and not first.startswith(("libQt6", "libqxcb", "libicu")):
-        missing.append(first)  # else PySide6's own files are broken: no system package mends that
+    own = "undefined symbol" in error or first.startswith(("libQt6", "libqxcb", "libicu"))
+    # PySide6's own files broken (no system package mends that): only the system libraries are named
+    return unloadable([] if own else [first]), error
+
+
+def unloadable(missing: list[str]) -> list[str]:
+    """missing plus every library the known ones fail on (the file the loader names: a library that
+    needs a missing one names that one), in XCB_LIBRARIES' order."""
+    missing = list(missing)
     for soname in XCB_LIBRARIES:
         failed = _load(soname)
         if failed is not None and _library_in(failed) not in missing:
             missing.append(_library_in(failed))
     order = list(XCB_LIBRARIES)
-    missing.sort(key=lambda m: order.index(m) if m in order else len(order))
-    return missing, error
+    return sorted(missing, key=lambda m: order.index(m) if m in order else len(order))
 
 
 def install_hint(missing: list[str]) -> str:
@@ -180,3 +185,16 @@ def problem(environ=None, platform: str | None = None) -> str | None:
         return f"kvviz: Qt's xcb platform plugin does not load ({error}): reinstall PySide6; {OFFSCREEN_HINT}"
     why = display_error(environ.get("DISPLAY"))
     return f"kvviz: {why}; {OFFSCREEN_HINT}" if why else None
+
+
+def missing_packages(distro: str) -> list[str]:
+    """The packages (distro 'debian' or 'fedora') holding the xcb plugin's system libraries that do not
+    load here, without PySide6: what `.ci/run` installs before PySide6 is."""
+    column = ("debian", "fedora").index(distro)
+    return list(dict.fromkeys(XCB_LIBRARIES[m][column] for m in unloadable([]) if m in XCB_LIBRARIES))
+
+
+if __name__ == "__main__":  # python -m kvviz.ui.xcb --packages debian
+    if sys.argv[1:2] != ["--packages"] or len(sys.argv) != 3 or sys.argv[2] not in ("debian", "fedora"):
+        sys.exit("usage: python -m kvviz.ui.xcb --packages debian|fedora")
+    print(" ".join(missing_packages(sys.argv[2])))
