@@ -217,3 +217,27 @@ def test_installing_twice_adds_nothing(qapp, tmp_path, english):
         assert i18n.install_language_menu(window) is menu and len(menu.menu.actions()) == len(i18n.LANGUAGES)
     finally:
         window.close()
+
+
+def test_an_open_shortcuts_table_and_the_form_follow_a_switch(qapp, tmp_path, english):
+    """The Prompt label and the phase names are Chinese in Chinese; an open Keyboard shortcuts table is
+    filled again in the new language (it had kept the old one)."""
+    from PySide6.QtWidgets import QApplication, QTableWidget
+
+    from kvviz.ui import i18n
+
+    i18n.set_language("en")
+    window, _actions = _window(tmp_path)
+    try:
+        window.show_shortcuts()
+        table = window.shortcuts_dialog.findChild(QTableWidget)
+        assert table.horizontalHeaderItem(0).text() == "Action" and table.item(0, 0).text() == "Run"
+        i18n.set_language("zh_CN")
+        QApplication.processEvents()
+        assert window.prompt_label.text() == "提示词"
+        assert window.shortcuts_dialog.windowTitle() == "键盘快捷键"
+        assert table.horizontalHeaderItem(0).text() != "Action" and table.item(0, 0).text() != "Run"
+        assert [table.item(i, 0).text() for i in range(table.rowCount())] == [t for t, _ in window.shortcut_rows()]
+        assert QApplication.translate("MainWindow", "decode") == "解码"
+    finally:
+        window.close()

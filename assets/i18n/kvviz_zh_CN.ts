@@ -385,11 +385,11 @@
     </message>
     <message>
         <source>prefill</source>
-        <translation>Prefill</translation>
+        <translation>预填充</translation>
     </message>
     <message>
         <source>decode</source>
-        <translation>Decode</translation>
+        <translation>解码</translation>
     </message>
     <message>
         <source>step {0} of {1} · {2}</source>
@@ -654,7 +654,7 @@
     </message>
     <message>
         <source>Prompt</source>
-        <translation>Prompt</translation>
+        <translation>提示词</translation>
     </message>
     <message>
         <source>Type a prompt, then Run (Ctrl+R)</source>
@@ -850,7 +850,7 @@
     </message>
     <message>
         <source>This run will take about {0}; the bar beside the timeline shows the time left.</source>
-        <translation type="unfinished"></translation>
+        <translation>这次运行大约需要 {0}；时间轴旁的进度条显示剩余时间。</translation>
     </message>
     <message>
         <source>one engine</source>
@@ -870,11 +870,11 @@
     </message>
     <message>
         <source>prefill</source>
-        <translation>Prefill</translation>
+        <translation>预填充</translation>
     </message>
     <message>
         <source>decode</source>
-        <translation>Decode</translation>
+        <translation>解码</translation>
     </message>
     <message>
         <source>step {0} / {1}  {2}</source>
@@ -926,59 +926,59 @@
     </message>
     <message>
         <source>replay: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>回放：{0}</translation>
     </message>
     <message>
         <source>The panels show a saved run of {0} ({1}, {2}); Run starts a new one from the form.</source>
-        <translation type="unfinished"></translation>
+        <translation>面板显示的是已保存的 {0} 运行（{1}，{2}）；点击“运行”按表单开始新的运行。</translation>
     </message>
     <message>
         <source>last run: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>上次运行：{0}</translation>
     </message>
     <message>
         <source>The panels show the last run, of {0} ({1}, {2}); the form now asks for another model, device or dtype: Run to see it.</source>
-        <translation type="unfinished"></translation>
+        <translation>面板显示的是上次 {0} 的运行（{1}，{2}）；表单现在选择了另一个模型、设备或数据类型：点击“运行”查看。</translation>
     </message>
     <message>
         <source>loading {0}...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载 {0}……</translation>
     </message>
     <message>
         <source>Loading the model (PyTorch reads its weights)</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载模型（PyTorch 读取权重）</translation>
     </message>
     <message>
         <source>{0} / {1} steps</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} / {1} 步</translation>
     </message>
     <message>
         <source>{0}, paused</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}，已暂停</translation>
     </message>
     <message>
         <source>{0}, about {1} left</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}，约剩 {1}</translation>
     </message>
     <message>
         <source>Time left from this run&apos;s measured step times (and the Speed control)</source>
-        <translation type="unfinished"></translation>
+        <translation>剩余时间由本次运行实测的每步耗时（及速度设置）估算</translation>
     </message>
     <message>
         <source>at {0} steps/s (the Speed control; 0 runs as fast as possible)</source>
-        <translation type="unfinished"></translation>
+        <translation>按每秒 {0} 步（速度设置；0 表示尽可能快）</translation>
     </message>
     <message>
         <source>from the step times of the last run of this model here</source>
-        <translation type="unfinished"></translation>
+        <translation>根据本机上次运行该模型时的每步耗时</translation>
     </message>
     <message>
         <source>at least: from the model&apos;s size and this machine&apos;s measured {0:.0f} GFLOP/s</source>
-        <translation type="unfinished"></translation>
+        <translation>至少：根据模型规模和本机实测的 {0:.0f} GFLOP/s</translation>
     </message>
     <message>
         <source>This run will take about {0} ({1}).</source>
-        <translation type="unfinished"></translation>
+        <translation>这次运行大约需要 {0}（{1}）。</translation>
     </message>
     <message>
         <source>Show a step</source>
@@ -1026,7 +1026,7 @@
     </message>
     <message>
         <source>kvviz {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>kvviz {0}</translation>
     </message>
     <message>
         <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>

@@ -286,8 +286,10 @@ class MainWindow(QMainWindow):
     def _build_form(self) -> None:
         self.form_dock = QDockWidget(self)
         self.form_dock.setObjectName("inputs_dock")
+        # Closable: View > Inputs (its toggle action) is greyed out on a dock that cannot be closed.
         self.form_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                                   | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+                                   | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                                   | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         body = QWidget()
         outer = QVBoxLayout(body)
         form = QFormLayout()
@@ -853,6 +855,8 @@ class MainWindow(QMainWindow):
         self._update_badge()
         self._update_step_label()
         self._update_status()
+        if self.shortcuts_dialog is not None:
+            self._fill_shortcuts()
         scrollbar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
         self.form_dock.setMinimumWidth(self._form_body.minimumSizeHint().width() + scrollbar + 8)
 
@@ -1555,6 +1559,7 @@ class MainWindow(QMainWindow):
         """Help > Keyboard shortcuts (F1): a table to keep open beside the window, not modal."""
         if self.shortcuts_dialog is None:
             dialog = self.shortcuts_dialog = QDialog(self)
+            dialog.setWindowFlag(Qt.WindowType.WindowContextHelpButtonHint, False)
             dialog.setObjectName("shortcuts_dialog")
             table = QTableWidget(0, 2, dialog)
             table.setObjectName("shortcuts_table")
@@ -1566,6 +1571,12 @@ class MainWindow(QMainWindow):
             layout = QVBoxLayout(dialog)
             layout.addWidget(table)
             dialog.resize(460, 560)
+        self._fill_shortcuts()
+        self.shortcuts_dialog.show()
+        self.shortcuts_dialog.raise_()
+
+    def _fill_shortcuts(self) -> None:
+        """The shortcuts table's rows and titles in the current language (again after a switch)."""
         dialog = self.shortcuts_dialog
         table = dialog.findChild(QTableWidget, "shortcuts_table")
         rows = self.shortcut_rows()
@@ -1577,13 +1588,13 @@ class MainWindow(QMainWindow):
             table.setItem(i, 1, QTableWidgetItem(keys))
         table.resizeColumnToContents(0)
         table.resizeRowsToContents()
-        dialog.show()
-        dialog.raise_()
 
     def _show_about(self) -> None:
+        from kvviz import __version__
+
         env = self.env
         extra = self.tr("PyTorch {0}, {1} CPU thread(s)").format(env.torch_version, env.threads) if env else ""
-        QMessageBox.about(self, self.tr("About kvviz"), self.tr(
+        QMessageBox.about(self, self.tr("About kvviz"), self.tr("kvviz {0}").format(__version__) + "\n\n" + self.tr(
             "kvviz makes a transformer's KV cache visible: type a prompt, pick engines and watch "
             "decode step by step.") + ("\n\n" + extra if extra else ""))
 
