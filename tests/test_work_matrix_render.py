@@ -93,6 +93,14 @@ def assert_fills(panel, engines, name: str) -> None:
 
 
 # -- the panel alone, warmed up as the idle window does ---------------------------------------------
+def shown(qtbot, panel, width: int, height: int):
+    qtbot.addWidget(panel)
+    panel.resize(width, height)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
 def synthetic_history(n_prompt: int, new: int, engines: tuple[str, ...]) -> RunHistory:
     """Steps as naive (every row again) and a cache (one new row) record them, with uniform attention
     weights over the keys each row sees; no model needed."""
@@ -123,11 +131,7 @@ def uniform_weights(start: int, stop: int) -> np.ndarray:
 def test_a_warmed_up_work_matrix_draws_each_run_across_its_views(qtbot, engines, new):
     from kvviz.ui.panels.work_matrix import WorkMatrixPanel
 
-    panel = WorkMatrixPanel()
-    qtbot.addWidget(panel)
-    panel.resize(900, 600)
-    panel.show()
-    qtbot.waitExposed(panel)
+    panel = shown(qtbot, WorkMatrixPanel(), 900, 600)
     # What the idle window's ticks do before the first run (4096: the `wide` preset's longest run).
     while panel.warm_up(ENGINES, 4096):
         pass
@@ -141,6 +145,59 @@ def test_a_warmed_up_work_matrix_draws_each_run_across_its_views(qtbot, engines,
     qtbot.waitUntil(lambda: panel._views[engines[0]].plot.getViewBox().width() < 300)
     panel.show_step(hist, last)
     assert_fills(panel, engines, f"warmed-{len(engines)}-{new}-small")
+
+
+def test_a_grid_of_matrices_fills_a_panel_that_grew(qtbot):
+    """A panel too short for two rows lays its four matrices out 1x4, and 2x2 once it grows (Ctrl+2
+    gives it the grid): the matrices then reach across the whole panel, not two thirds of it."""
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    panel = shown(qtbot, WorkMatrixPanel(), 300, 200)
+    hist = synthetic_history(13, 20, ENGINES)
+    panel.show_step(hist, 19)
+    assert panel._cols == 4  # 1x4 in a short panel
+    panel.resize(940, 600)
+    qtbot.waitUntil(lambda: panel._cols == 2)
+    panel.show_step(hist, 19)
+    for _ in range(3):
+        QApplication.processEvents()
+    view = panel.findChild(pg.GraphicsView)
+    image = view.grab().toImage()
+    GRAB_DIR.mkdir(parents=True, exist_ok=True)
+    image.save(str(GRAB_DIR / "grown-grid.png"))
+    pixels = to_array(image)
+    cell = np.zeros(pixels.shape[:2], dtype=bool)
+    for rgb in CELL_RGB:
+        cell |= near(pixels, rgb, 6)
+    right = np.nonzero(cell.any(axis=0))[0].max() + 1
+    assert right >= 0.97 * pixels.shape[1], f"the matrices end at {right} of {pixels.shape[1]} pixels"
+    assert_fills(panel, ENGINES, "grown-grid")
+
+
+def label_pixels(panel, engine: str, name: str) -> int:
+    """Pixels of the frame's colour in the right half of the view, above the frame's band at its
+    bottom and clear of the tick marks along its edges: the right-aligned 'this step' label's text."""
+    pixels = view_pixels(panel._views[engine].plot, name)
+    pixels = pixels[3:-8, pixels.shape[1] // 2: -3]
+    return int(near(pixels, style.STEP_OUTLINE, 120).sum())  # glyphs' cores; not the #606060 prompt lines
+
+
+def test_the_this_step_label_is_drawn_only_where_it_leaves_the_matrix_visible(qtbot):
+    """In a view three times its height or more the label names the one-pixel frame; in a shorter
+    one (each of a 2x2 grid at 1280x720 is ~25 px) it would cover half the matrix: not drawn."""
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    panel = shown(qtbot, WorkMatrixPanel(), 900, 600)
+    hist = synthetic_history(13, 200, ENGINES)
+    panel.show_step(hist, 199)
+    assert label_pixels(panel, "concat", "label-tall") > 20
+    panel.resize(280, 300)
+    vb = panel._views["concat"].plot.getViewBox()
+    qtbot.waitUntil(lambda: vb.height() < 40)
+    panel.show_step(hist, 199)
+    assert 24 < vb.height() < 3 * panel._views["concat"].row_label.boundingRect().height()
+    assert label_pixels(panel, "concat", "label-short") == 0
+    assert_fills(panel, ENGINES, "label-short")
 
 
 def attention_extent(plot: pg.PlotItem, name: str) -> tuple[float, float]:
@@ -177,13 +234,8 @@ def test_a_wheel_over_a_matrix_leaves_it_whole(qtbot):
     from kvviz.ui.panels.work_matrix import WorkMatrixPanel
 
     hist = synthetic_history(13, 30, ("naive", "concat"))
-    panel = WorkMatrixPanel()
-    attention = AttentionPanel()
+    panel, attention = shown(qtbot, WorkMatrixPanel(), 900, 600), shown(qtbot, AttentionPanel(), 900, 600)
     for widget in (panel, attention):
-        qtbot.addWidget(widget)
-        widget.resize(900, 600)
-        widget.show()
-        qtbot.waitExposed(widget)
         widget.show_step(hist, 10)
     wheel_over(panel._views["naive"].plot, 5)
     wheel_over(attention.export_items()[0], 5)

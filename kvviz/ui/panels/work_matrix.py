@@ -326,7 +326,7 @@ class WorkMatrixPanel(Panel):
         cols = max(range(1, n + 1), key=lambda c: (min(w / c, h / math.ceil(n / c)), -c))
         if cols == self._cols and not force:
             return
-        self._cols = cols
+        old, self._cols = self._cols, cols
         layout = self._canvas.ci
         for item in [*(v.plot for v in self._views.values()), self._x_name, self._y_name]:
             if item in layout.items:
@@ -341,9 +341,11 @@ class WorkMatrixPanel(Panel):
             self._update_ticks(view)
         layout.addItem(self._x_name, row=rows, col=1, rowspan=1, colspan=cols)
         grid = layout.layout
-        for col in range(1, max(cols, grid.columnCount()) + 1):
+        for col in range(1, max(cols, old, grid.columnCount()) + 1):
             # Equal matrices, however wide each plot's axis is (a plot's own preferred width would
             # give the one with numbers the wider matrix); columns a smaller grid leaves empty: none.
+            # An empty column keeps the width it was given (columnCount counts only those holding
+            # items): a 1x4 grid's fourth column, left at 1000, took a third of a later 2x2 grid's width.
             grid.setColumnPreferredWidth(col, 1000 if col <= cols else 0)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
@@ -370,17 +372,24 @@ class WorkMatrixPanel(Panel):
             view.labels = sequence_labels(history, engine, trace.pos_stop)
             self._draw_image(view)
             view.outline.setRect(QRectF(0, trace.pos_start, trace.pos_stop, trace.pos_stop - trace.pos_start))
-            # Name the frame when the rows it holds are too thin to see (long sequences).
-            rows_px = (trace.pos_stop - trace.pos_start) * view.plot.getViewBox().height() / max(trace.pos_stop, 1)
-            view.row_label.setPos(trace.pos_stop, trace.pos_start)
-            # ... where it fits beside the frame: in a narrow view its right-aligned text was cut.
-            fits = view.row_label.boundingRect().width() < view.plot.getViewBox().width()
-            view.row_label.setVisible(rows_px < 6 and fits)
+            self._place_label(view)
             self._set_title(view, engine, order, trace, prev_stop)
             for line in (view.prompt_v, view.prompt_h):
                 line.setPos(n_prompt)
                 line.setVisible(0 < n_prompt < trace.pos_stop)
             self._update_ticks(view)
+
+    @staticmethod
+    def _place_label(view: _EngineView) -> None:
+        """Name the frame when the rows it holds are too thin to see (long sequences), where the
+        label fits beside it: in a narrow view its right-aligned text was cut, and in a short one (a
+        2x2 grid at 1280x720) it covered half the matrix it names a row of."""
+        trace = view.step[0]
+        vb, label = view.plot.getViewBox(), view.row_label.boundingRect()
+        rows_px = (trace.pos_stop - trace.pos_start) * vb.height() / max(trace.pos_stop, 1)
+        view.row_label.setPos(trace.pos_stop, trace.pos_start)
+        fits = label.width() < vb.width() and label.height() <= vb.height() / 3
+        view.row_label.setVisible(rows_px < 6 and fits)
 
     @staticmethod
     def _pool_factor(view: _EngineView) -> int:
@@ -445,8 +454,10 @@ class WorkMatrixPanel(Panel):
 
     def _on_resized(self, view: _EngineView) -> None:
         self._update_ticks(view)
-        if view.step is not None and self._pool_factor(view) != view.factor:
-            self._draw_image(view)
+        if view.step is not None:
+            if self._pool_factor(view) != view.factor:
+                self._draw_image(view)
+            self._place_label(view)
 
     def export_items(self) -> list:
         return [v.plot for v in self._views.values()]
