@@ -777,18 +777,17 @@ def test_legend_keeps_entries_whole_until_one_alone_is_too_wide(qtbot):
     assert "naive" in label.text().replace("\u2060", "")
 
 
-def test_cache_memory_places_its_pool_by_the_canvas_shape(qtbot, history):
-    """The block pool sits beside the plot when the canvas is wide, under it when tall, decided by
-    the canvas's own shape: the legends gaining lines in the first draw shrink the canvas without
-    resizing the panel (a short panel had kept the pool under a plot squeezed to nothing)."""
+def test_cache_memory_places_its_pool_by_the_panel_shape(qtbot, history):
+    """The block pool sits beside the plot unless the panel is tall, decided by the panel's shape
+    (the canvas's shape followed the legends' line count, which differs between languages)."""
     panel = make_panel(qtbot, "cache_memory")
     panel.resize(300, 300)
     panel.show()
     canvas = panel._canvas
     qtbot.waitUntil(lambda: canvas.height() > 0)
-    assert canvas.width() < 1.3 * canvas.height() and panel._side_by_side is False  # empty legend: tall
+    assert panel._side_by_side is True  # before any run, and with the legends filled
     panel.show_step(history, DECODE_STEP)
-    qtbot.waitUntil(lambda: canvas.width() > 1.3 * canvas.height())  # the legend took the height
+    qtbot.wait(20)
     assert panel._side_by_side is True
     # Beside the pool, a 300-pixel panel's plot has no room for the tokens axis as well (its two axes
     # took ~125 px of the plot's ~175): hidden; the legend gives each capacity in tokens.
@@ -796,8 +795,7 @@ def test_cache_memory_places_its_pool_by_the_canvas_shape(qtbot, history):
     legend = panel._legend.text().replace("\u2060", "").replace("\xa0", " ")
     assert re.search(r"static: [\d.]+ KiB, \d+ tokens", legend), legend
     panel.resize(300, 900)
-    qtbot.waitUntil(lambda: canvas.height() > 1.3 * canvas.width())
-    assert panel._side_by_side is False
+    qtbot.waitUntil(lambda: panel._side_by_side is False)
     assert panel._tokens_axis.isVisible()  # under the pool, the plot has the canvas's width
     # Under the plot, the pool keeps a share of the height (the plots' equal-rows rule of the
     # latency and bytes panels had once given the plot all of it, the pool a 20-pixel strip).
@@ -993,3 +991,69 @@ def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot,
     image.save(str(GRAB_DIR / f"summary_{window}_{language}.png"))
     for engine in ENGINES:
         assert colour_pixels(image, style.engine_color(engine)) > 15, engine
+
+
+def label_rects(axis) -> list:
+    """Scene rectangles of the tick labels an axis draws (as its paint draws them)."""
+    from PySide6.QtGui import QPainter, QPicture
+
+    picture = QPicture()
+    painter = QPainter(picture)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [axis.mapRectToScene(rect) for rect, _flags, _text in specs[2]] if specs else []
+
+
+@pytest.mark.parametrize("window", WINDOW_PANEL_SIZES)
+def test_cache_memory_lays_out_alike_in_english_and_chinese(qtbot, history, window, language):
+    """At the window's panel sizes, in English and Chinese alike: the pool beside the plot, no tokens
+    axis, the pool's note in the legend (as the grid's title it ran over "resident K/V"), step
+    labels apart ("50 100150"), and the pool drawn (its colours' pixels)."""
+    from kvviz.ui import style
+
+    panel = make_panel(qtbot, "cache_memory")
+    panel.retranslate()
+    panel.resize(*WINDOW_PANEL_SIZES[window])
+    panel.show_step(wide_history(history), NEW_TOKENS - 1)
+    qtbot.wait(50)
+    assert panel._side_by_side is True and not panel._tokens_axis.isVisible()
+    assert panel._grid.titleLabel.text == ""
+    assert "paged" in panel._block_legend.text().replace("\u2060", "")
+    plot = panel.export_items()[0]
+    for axis in (plot.getAxis("bottom"), plot.getAxis("left")):
+        rects = sorted(label_rects(axis), key=lambda r: (r.left(), r.top()))
+        for a, b in zip(rects, rects[1:]):
+            assert not a.intersects(b), (axis.orientation, a, b)
+    image = panel.grab().toImage()
+    image.save(str(GRAB_DIR / f"cache_memory_{window}_{language}.png"))
+    assert len(label_rects(plot.getAxis("bottom"))) >= (2 if window == "1500x920" else 1)
+    assert colour_pixels(image, style.BLOCK_COLORS["used"], 10) > 100
+
+
+def test_whole_number_axis_keeps_labels_apart_and_whole(qtbot):
+    """A step / position / count axis: labels never run together in a narrow plot (steps 0-150 in
+    ~100 pixels had read "50 100150"), ticks only on whole numbers (a count of 0-1.5 had ticked 0.5),
+    and no SI prefix on steps."""
+    import pyqtgraph as pg
+
+    from kvviz.ui.panels._series import WholeAxis
+
+    canvas = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(canvas)
+    plot = canvas.addPlot(axisItems={"bottom": WholeAxis("bottom"), "left": WholeAxis("left")})
+    canvas.resize(150, 160)
+    canvas.show()
+    plot.setRange(xRange=(0, 150), yRange=(0, 1.5), padding=0)
+    qtbot.wait(50)
+    bottom = sorted(label_rects(plot.getAxis("bottom")), key=lambda r: r.left())
+    assert len(bottom) >= 2
+    for a, b in zip(bottom, bottom[1:]):
+        assert a.right() < b.left(), (a, b)
+    left = plot.getAxis("left")
+    ticks = [v for _spacing, values in left.tickValues(0, 1.5, left.height()) for v in values]
+    assert ticks and all(float(v).is_integer() for v in ticks), ticks
+    plot.setRange(xRange=(0, 60_000), padding=0)
+    qtbot.wait(20)
+    assert plot.getAxis("bottom").autoSIPrefixScale == 1.0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QVBoxLayout
 
 from kvviz.ui import style
@@ -32,6 +33,32 @@ from kvviz.ui.panels._plots import (
     view_point,
 )
 from kvviz.ui.panels.base import Panel
+
+
+class WholeAxis(pg.AxisItem):
+    """An axis of whole numbers (steps, positions, counts): ticks only on whole numbers (no 0.5
+    between 0 and 1), spaced so their labels never run together ("50 100150" in a narrow plot), and
+    no SI prefix (a step axis had read "20000 40000" for steps 20 and 40)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.enableAutoSIPrefix(False)
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
+        span = maxVal - minVal
+        if span <= 0 or size <= 0:
+            return [(1.0, 0.0)]
+        metrics = QFontMetrics(self.style["tickFont"] or style.tick_font())
+        if self.orientation in ("bottom", "top"):
+            widest = max(len(str(int(abs(v)))) + (v < 0) for v in (minVal, maxVal))
+            pitch = metrics.horizontalAdvance("8" * widest) + 12  # a label and a gap
+        else:
+            pitch = metrics.height() + 6
+        least = max(1.0, span * pitch / size)  # data units between two labels that fit
+        power = 10.0 ** math.floor(math.log10(least))
+        major = next(m * power for m in (1, 2, 5, 10) if m * power >= least)
+        minor = next((major / d for d in (5, 2) if (major / d).is_integer()), None)
+        return [(major, 0.0)] + ([(minor, 0.0)] if minor else [])
 
 
 @dataclass(frozen=True)
@@ -104,6 +131,7 @@ class SeriesPanel(Panel):
         first: pg.PlotItem | None = None
         for spec in self._plot_specs:
             axis = {"left": BytesAxis("left")} if spec.byte_units else {}
+            axis["bottom"] = WholeAxis("bottom")  # steps
             plot = self._canvas.addPlot(row=spec.row, col=spec.col, axisItems=axis)
             plot.hideButtons()
             plot.setDownsampling(auto=True, mode="peak")

@@ -22,6 +22,7 @@ from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 # Slot kinds in the block pool.
 FREE, USED, NEW, WASTED = range(4)
 _GAP = 4  # display only: the space between blocks
+SIDE_BY_SIDE = 0.6  # the pool beside the plot in a panel at least this wide for its height
 TOKENS_AXIS_ROOM = 110  # plot pixels the data must keep for the right-hand tokens axis to be shown
 _LUT = style.lookup_table([style.BLOCK_COLORS[k] for k in ("free", "used", "new", "wasted")]
                           + [style.PLOT_BACKGROUND])
@@ -122,9 +123,12 @@ class CacheMemoryPanel(SeriesPanel):
         self._grid.getViewBox().sigRangeChanged.connect(self._update_labels)
         self._side_by_side: bool | None = None
         self._place_grid()
-        # The canvas changes shape without the panel resizing too (the legends above and below it
-        # gain or lose lines): its own resizes decide the grid's place.
+        # The canvas's resizes (the panel's, and the legends above and below it gaining or losing
+        # lines) place the grid and decide the tokens axis.
         self._canvas.installEventFilter(self)
+        # The block legend's first entry says whose pool the grid is, its size and the block table
+        # (or that no engine has one): as the grid's title it had run over the plot's title beside it.
+        self._pool_entry: tuple = ()
         self._block_legend = legend_row()
         self.layout().addWidget(self._block_legend)
         self._pool = np.zeros((0, 0), dtype=np.uint8)
@@ -152,6 +156,7 @@ class CacheMemoryPanel(SeriesPanel):
             return "" if n is None else f" ({n})"
 
         set_legend(self._block_legend, [
+            *self._pool_entry,
             (style.BLOCK_COLORS["used"], self.tr("slot holding K/V") + count(used)),
             (style.BLOCK_COLORS["new"], self.tr("written this step")),
             (style.BLOCK_COLORS["wasted"], self.tr("reserved, empty") + count(wasted)),
@@ -167,10 +172,12 @@ class CacheMemoryPanel(SeriesPanel):
             text.setVisible(i < self._n_labelled and block_on_screen >= 30)
 
     def _place_grid(self) -> None:
-        """The block pool beside the plot in a wide panel, under it in a narrow one; the tokens axis
-        only where the plot's data keeps TOKENS_AXIS_ROOM pixels beside both axes (the legend gives
-        each engine's capacity in tokens as well)."""
-        side = self._canvas.width() > 1.3 * self._canvas.height()
+        """The block pool beside the plot unless the panel is tall (narrower than SIDE_BY_SIDE of its
+        height), under it then; the tokens axis only where the plot's data keeps TOKENS_AXIS_ROOM
+        pixels beside both axes (the legend gives each engine's capacity in tokens as well).
+        Decided by the panel's shape, not the canvas's: the legends above and below the canvas take
+        more or fewer lines in another language, and the pool had gone under the plot in Chinese."""
+        side = self.width() >= SIDE_BY_SIDE * self.height()
         share = self._canvas.width() * (0.6 if side else 1.0)  # the plot's column (stretch 3:2 beside)
         axes = self._plots["memory"].getAxis("left").fixedWidth + self._tokens_axis.fixedWidth  # shown or not
         tokens_axis = share - axes >= TOKENS_AXIS_ROOM
@@ -227,7 +234,7 @@ class CacheMemoryPanel(SeriesPanel):
     # -- drawing ------------------------------------------------------------------------------
     def clear(self) -> None:
         super().clear()
-        if hasattr(self, "_image"):
+        if hasattr(self, "_block_legend"):
             self._held.setData([], [])
             self._held_y = np.zeros(0)
             self._held_key = ()
@@ -235,7 +242,8 @@ class CacheMemoryPanel(SeriesPanel):
             self._image.clear()
             for text in self._texts:
                 text.hide()
-            self._grid.setTitle("")
+            self._pool_entry = ()
+            self._set_block_legend(None, None)
             self._pool = np.zeros((0, 0), dtype=np.uint8)
             self._table = ()
 
@@ -266,7 +274,8 @@ class CacheMemoryPanel(SeriesPanel):
             self._pool_key = ()
             for text in self._texts:
                 text.hide()
-            self._grid.setTitle(self.tr("no paged engine: no block table"), size="9pt", color=style.MUTED_TEXT)
+            self._pool_entry = ((style.MUTED_TEXT, self.tr("no paged engine: no block table"), "square"),)
+            self._set_block_legend(None, None)
             return
         engine = paged[0]
         trace = history.traces[engine][engine_step(history, engine, step)]
@@ -303,15 +312,14 @@ class CacheMemoryPanel(SeriesPanel):
         self._update_labels()
         used = int(np.isin(kinds, (USED, NEW)).sum())
         wasted = int((kinds == WASTED).sum())
-        self._set_block_legend(used, wasted)
         order = list(history.engines).index(engine)
         shown = self._table[:6]
         table = ", ".join(str(b) for b in shown) + (", \u2026" if len(self._table) > len(shown) else "")
-        self._grid.setTitle(
-            f'<span style="color:{style.engine_color(engine, order)}; font-weight:bold">{engine}</span> '
-            f'<span style="color:{style.PLOT_FOREGROUND}">'
-            + self.tr("pool {n} \u00d7 {size} slots").format(n=n_pool, size=size)
-            + "<br>" + self.tr("block table [{table}]").format(table=table) + "</span>", size="9pt")
+        self._pool_entry = ((style.engine_color(engine, order),
+                             f"{engine} " + self.tr("pool {n} \u00d7 {size} slots").format(n=n_pool, size=size)
+                             + ", " + self.tr("block table [{table}]").format(table=table),
+                             "dashed" if style.ENGINE_DASH.get(engine) else "line"),)
+        self._set_block_legend(used, wasted)
 
     def export_items(self) -> list:
         return [*super().export_items(), self._grid]

@@ -26,6 +26,7 @@ from kvviz.ui.panels._plots import (
     step_of_position,
     view_point,
 )
+from kvviz.ui.panels._series import WholeAxis
 from kvviz.ui.panels.base import Panel
 
 
@@ -191,15 +192,6 @@ class RecomputePanel(Panel):
 
     def export_items(self) -> list:
         return [self._plot]
-
-
-class WholeAxis(pg.AxisItem):
-    """Ticks on whole numbers only: counts and positions have no 0.5 between 0 and 1."""
-
-    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
-        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size)
-                  if spacing >= 1 and float(spacing).is_integer()]
-        return levels or [(1.0, 0.0)]
 
 
 def _headroom(value: float) -> float:
