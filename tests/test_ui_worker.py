@@ -276,3 +276,110 @@ def test_the_engine_process_exits_cleanly_when_the_app_goes_away_mid_command(tor
     conn.close()
     proc._proc = proc._conn = None
     assert child.wait(60) == 0
+
+
+# -- issue 13, item 7: a killed or stopped engine process ------------------------------------------------
+def _engine_pid(worker) -> int:
+    return worker.session._proc.pid
+
+
+def test_a_killed_idle_engine_process_is_replaced_with_a_note(qtbot, torch_cpu):
+    """Before: the next Run failed with "ended unexpectedly (exit code -9: killed...)" and only the one
+    after it worked."""
+    import os
+    import signal
+
+    from kvviz.ui.worker import RunWorker
+
+    w = RunWorker(isolate=True)
+    try:
+        rec = Recorder(w)
+        with qtbot.waitSignal(w.run_finished, timeout=120_000):
+            w.start_run(request("r1", tokens=3))
+        assert rec.failed == []
+        os.kill(_engine_pid(w), signal.SIGKILL)
+        time.sleep(0.2)
+        with qtbot.waitSignal(w.run_finished, timeout=120_000):
+            w.start_run(request("r2", tokens=3))
+        assert rec.failed == [], rec.failed
+        assert len([t for t in rec.traces if t.run_id == "r2"]) == 3 * 4
+        assert any("exit code -9" in n and "new one was started" in n for n in rec.notes), rec.notes
+    finally:
+        w.shut_down()
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_stop_ends_the_run_within_a_second_while_the_engine_process_is_stopped(qtbot, torch_cpu, paused):
+    """SIGSTOP on the child mid-run: Stop ends the run within a second (the child is killed after a
+    grace period), and the next run works with a new child. Before: Stop waited for SIGCONT."""
+    import os
+    import signal
+
+    from kvviz.ui.worker import RunWorker
+
+    w = RunWorker(isolate=True)
+    try:
+        rec = Recorder(w)
+        with qtbot.waitSignal(w.run_started, timeout=120_000):
+            w.start_run(request("r1", tokens=400, speed=0.0 if not paused else 50.0, paused=paused))
+        pid = _engine_pid(w)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.perf_counter()
+            with qtbot.waitSignal(w.run_finished, timeout=5_000):
+                w.request_stop()
+            elapsed = time.perf_counter() - t0
+        finally:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        print(f"Stop with a stopped engine process ended the run in {elapsed * 1000:.0f} ms")
+        assert rec.failed == []  # the bound is waitSignal's 5 s; before the fix Stop waited for SIGCONT
+        with qtbot.waitSignal(w.run_finished, timeout=120_000):
+            w.start_run(request("r2", tokens=2))
+        assert rec.failed == [] and len([t for t in rec.traces if t.run_id == "r2"]) == 2 * 4
+    finally:
+        w.shut_down()
+
+
+def test_stop_from_the_window_thread_ends_a_run_blocked_on_a_stopped_engine_process(qtbot, torch_cpu):
+    """The app's arrangement: the worker on its own QThread, blocked waiting for a batch from a stopped
+    child; Stop comes as a signal from the window's thread and still ends the run within a second."""
+    import os
+    import signal
+
+    from PySide6.QtCore import QObject, Qt, QThread, Signal
+
+    from kvviz.ui.worker import RunWorker
+
+    class Window(QObject):
+        start = Signal(object)
+        stop = Signal()
+
+    win, thread, w = Window(), QThread(), RunWorker(isolate=True)
+    w.moveToThread(thread)
+    thread.finished.connect(w.shut_down, Qt.ConnectionType.DirectConnection)
+    win.start.connect(w.start_run)
+    win.stop.connect(w.request_stop)
+    thread.start()
+    try:
+        rec = Recorder(w)
+        with qtbot.waitSignal(w.step_traced, timeout=120_000):
+            win.start.emit(request("r1", tokens=1500, prompt="x"))
+        pid = _engine_pid(w)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.3)  # the worker thread is now waiting on the stopped child
+        t0 = time.perf_counter()
+        with qtbot.waitSignal(w.run_finished, timeout=5_000):
+            win.stop.emit()
+        elapsed = time.perf_counter() - t0
+        print(f"Stop from the window's thread ended the run in {elapsed * 1000:.0f} ms")
+        assert rec.failed == []  # the bound is waitSignal's 5 s; before the fix Stop waited for SIGCONT
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except (ProcessLookupError, UnboundLocalError):
+            pass
+        thread.quit()
+        thread.wait(10_000)

@@ -2,6 +2,25 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
+    <name>About</name>
+    <message>
+        <source>PyTorch {0}, {1} CPU thread(s)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>About kvviz</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>kvviz {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>AnimationExportDialog</name>
     <message>
         <source>Export animation</source>
@@ -1291,6 +1310,33 @@
     </message>
 </context>
 <context>
+    <name>PanelGrid</name>
+    <message>
+        <source>{panel} alone in the grid</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>All panels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>All panels in the grid again</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loading the panels...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No panels registered yet</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Every panel is hidden: show some in the View menu</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>RecomputePanel</name>
     <message>
         <source>times computed</source>
@@ -1315,6 +1361,165 @@
     <message>
         <source>{engine}: {total} K/V computed</source>
         <translation>{engine}：计算了 {total} 次 K/V</translation>
+    </message>
+</context>
+<context>
+    <name>RunForm</name>
+    <message>
+        <source>Prompt</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Type a prompt, then Run (Ctrl+R)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Dtype</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>auto: bf16 on CUDA, else the model&apos;s own dtype</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Engines</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>loading PyTorch...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>New tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Block size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tokens per block of the paged cache</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sampling</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Greedy (always the most likely token)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Top-k</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>1.00 keeps every token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Seed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Which layer and head the engines copy attention weights from (applies to the next run)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run (Ctrl+R)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>checkpoint folder</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>auto ({0})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Starting: loading PyTorch and the model list...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Type a prompt.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Choose a model.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This model is not available.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Check at least one engine.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Temperature must be above 0 when sampling (tick Greedy for the most likely token).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Top-p must be above 0 (1.00 keeps every token).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sampling: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model&apos;s context of {3}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>New tokens ({0}) must leave room for the prompt in the model&apos;s context of {1}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Attention layer must be below {0}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Attention head must be below {0}.</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1345,11 +1550,11 @@
     </message>
     <message>
         <source>the engine process had ended (exit code {0})</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎进程已结束（退出码 {0}）</translation>
     </message>
     <message>
         <source>{0}; a new one was started and the model loaded again</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}；已启动新的引擎进程并重新加载模型</translation>
     </message>
     <message>
         <source>the engine process did not start (exit code {0})</source>
@@ -1357,7 +1562,7 @@
     </message>
     <message>
         <source>the engine process did not answer Stop within {0:g} s and was ended</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎进程在 {0:g} 秒内未响应“停止”，已将其结束</translation>
     </message>
     <message>
         <source>the engine process ended unexpectedly (exit code {0}{1})</source>
@@ -1377,6 +1582,72 @@
     <message>
         <source>step</source>
         <translation>步</translation>
+    </message>
+</context>
+<context>
+    <name>ShortcutsDialog</name>
+    <message>
+        <source>Keyboard shortcuts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Action</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Keys</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Show a step</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>click a point, a row or a token in a panel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Give a panel the whole grid, or share it again</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>double-click its title</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Resize panels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>drag the gaps between them</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>StatusFields</name>
+    <message>
+        <source>device {0}, {1}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>model {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} parameters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>KV {0} per token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>parameters: read when loaded</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>device memory {0}</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1497,6 +1768,128 @@
     <message>
         <source>differs from {first} from step {step}</source>
         <translation>从第 {step} 步起与 {first} 不同</translation>
+    </message>
+</context>
+<context>
+    <name>TransportBar</name>
+    <message>
+        <source>Step</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Scrub through the recorded steps (Left/Right, Home/End)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Whether the engines&apos; tokens so far are the same</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>one engine</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>identical</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>differ at step {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>no steps yet: Run (Ctrl+R)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>prefill</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>decode</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>step {0} / {1}  {2}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>loading {0}...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loading the model (PyTorch reads its weights)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} / {1} steps</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}, paused</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0}, about {1} left</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Time left from this run&apos;s measured step times (and the Speed control)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>replay: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The panels show a saved run of {0} ({1}, {2}); Run starts a new one from the form.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>last run: {0}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The panels show the last run, of {0} ({1}, {2}); the form now asks for another model, device or dtype: Run to see it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>TransportToolbar</name>
+    <message>
+        <source> Speed </source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source> steps/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>as fast as possible</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Lockstep rounds per second ([ slower, ] faster)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Transport</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>idle</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>loading the model...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>

@@ -123,7 +123,20 @@ def load_model(name_or_path: str, device: torch.device, dtype: torch.dtype | Non
     from kvviz.devices import TORCH_DTYPES
 
     target = dtype or TORCH_DTYPES[model.cfg.dtype]
+    check_device_memory(model, torch.device(device), target)
     return model.to(device=device, dtype=target).eval()
+
+
+def check_device_memory(model: nn.Module, device: torch.device, dtype: torch.dtype) -> None:
+    """Refuse (InsufficientMemory, exit 1) a model whose weights alone exceed the CUDA device's free
+    memory, before the copy starts; other devices cannot say what is free."""
+    if device.type != "cuda":
+        return
+    from kvviz.models.io import check_memory
+
+    need = sum(t.numel() for t in model.state_dict().values()) * torch.empty((), dtype=dtype).element_size()
+    free, _ = torch.cuda.mem_get_info(device)
+    check_memory(need, f"{model.cfg.name} on {device}", available=free)
 
 
 def load_tokenizer(name_or_path: str):

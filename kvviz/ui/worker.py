@@ -15,13 +15,15 @@ import os
 import secrets
 import subprocess
 import sys
+import threading
 import time
 import traceback
+import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
 
 from kvviz import errors
 from kvviz.trace import StepTrace
@@ -36,6 +38,10 @@ CLOSE_WAIT_S = 5.0  # an engine process gets this long to exit after it is asked
 # for before this one is handed on (RunWorker._take). Pause shows the rounds run until the batch in
 # flight ends (at most this much more); Stop drops that batch.
 BATCH_S = 0.02
+# Stop ends a run within this long whatever the engine process does: after it, a child that has not
+# answered (stopped with SIGSTOP, stuck in a step) is killed, and the next run starts a new one.
+STOP_GRACE_S = 0.5
+POLL_S = 0.05  # how often a wait for the engine process looks at the stop flag
 
 
 def _tr(text: str) -> str:
@@ -54,6 +60,10 @@ def default_threads() -> int:
 def naive_weights_bytes(n_prompt: int, max_new_tokens: int) -> int:
     """Bytes of float32 attention weights a naive run would copy out: step k attends (P+k) x (P+k)."""
     return sum((n_prompt + k) ** 2 for k in range(max_new_tokens)) * 4
+
+
+class EngineStopped(Exception):
+    """Stop was asked for and the engine process did not answer within STOP_GRACE_S: it was killed."""
 
 
 class EngineError(Exception):
@@ -311,15 +321,26 @@ class EngineProcess:
     connection. Calls block the calling thread (the worker's) until the child answers. `abort()`
     may be called from any thread: it kills the child, and a call in progress raises EngineError."""
 
-    def __init__(self) -> None:
+    def __init__(self, interrupt: threading.Event | None = None) -> None:
         self._proc: subprocess.Popen | None = None
         self._conn = None
+        self.interrupt = interrupt or threading.Event()  # set from any thread: waits give up (Stop)
+        self._gone: str = ""  # why the last child is gone, said in the next run's notes
 
     def environment(self) -> Environment:
         return self._call("environment")
 
     def start(self, req: RunRequest):
-        return self._call("start", req)
+        """Start a run; a child that died while idle (killed, crashed) or was ended by Stop is replaced
+        first, transparently, and the run's notes say so."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self._gone = _tr("the engine process had ended (exit code {0})").format(self._proc.returncode)
+            self._drop()
+        info, loaded, notes = self._call("start", req)
+        if self._gone:
+            notes = [_tr("{0}; a new one was started and the model loaded again").format(self._gone), *notes]
+            self._gone = ""
+        return info, loaded, notes
 
     def round(self) -> list[StepTrace]:
         return self._call("round")
@@ -335,12 +356,20 @@ class EngineProcess:
         return self._receive()
 
     def discard_rounds(self) -> None:
-        """Wait for the batch asked for and drop it: the connection is then free again."""
-        self._receive()
+        """Wait (at most STOP_GRACE_S) for the batch asked for and drop it: the connection is then free
+        again, or the child that did not answer is killed."""
+        try:
+            self._receive(STOP_GRACE_S)
+        except EngineStopped:
+            pass
 
     def end(self) -> None:
         if self._proc is not None:
-            self._call("end")
+            self._send("end")
+            try:
+                self._receive(STOP_GRACE_S)
+            except EngineStopped:
+                pass
 
     def release_model(self) -> None:
         """The child freed it already when it reported out-of-memory."""
@@ -397,16 +426,45 @@ class EngineProcess:
         except (OSError, ValueError):
             self._lost()
 
-    def _receive(self):
+    def _receive(self, grace_s: float | None = None):
+        """The child's answer. Waits as long as a step takes, unless `grace_s` is given or `interrupt`
+        is set: then a child silent that much longer (stopped, stuck) is killed (EngineStopped)."""
         if self._conn is None:
             self._lost()
+        deadline = None if grace_s is None else time.monotonic() + grace_s
         try:
+            while not self._conn.poll(POLL_S):
+                if deadline is None and self.interrupt.is_set():
+                    deadline = time.monotonic() + STOP_GRACE_S
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._kill(_tr("the engine process did not answer Stop within {0:g} s and was ended")
+                               .format(STOP_GRACE_S))
+                    raise EngineStopped()
             status, value = self._conn.recv()
         except (EOFError, OSError, ValueError):
             self._lost()
         if status == "error":
             raise EngineError(value)
         return value
+
+    def _kill(self, why: str) -> None:
+        """End the child now (SIGKILL ends a stopped process too); the next run starts a new one."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        self._drop()
+        self._gone = why
+
+    def _drop(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if conn is not None:
+            conn.close()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            proc.wait()
 
     def _lost(self):
         """The child is gone (killed, crashed): reap it and raise EngineError saying so."""
@@ -439,7 +497,25 @@ class RunWorker(QObject):
 
     def __init__(self, parent: QObject | None = None, *, isolate: bool = True) -> None:
         super().__init__(parent)
-        self.session: EngineSession | EngineProcess = EngineProcess() if isolate else EngineSession()
+        self._stop = threading.Event()  # set by request_stop from any thread; cleared as a run starts
+        self.session: EngineSession | EngineProcess = EngineProcess(self._stop) if isolate else EngineSession()
+
+        me, stop = weakref.ref(self), self._stop  # no reference cycle through the closure
+
+        def request_stop() -> None:
+            """Stop the run: safe from any thread, and acting at once even while this worker's thread
+            waits on the engine process (a plain function, so a signal connected to it calls it in
+            the emitting thread; the run then ends within STOP_GRACE_S whatever the child does)."""
+            worker = me()
+            if worker is None:
+                return
+            if QThread.currentThread() is worker.thread():
+                worker._stop_run()
+                return
+            stop.set()
+            QMetaObject.invokeMethod(worker, "_stop_run", Qt.ConnectionType.QueuedConnection)
+
+        self.request_stop = request_stop
         self._timer = QTimer(self)  # a child, so it moves to the worker's thread with it
         self._timer.setSingleShot(True)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -466,10 +542,14 @@ class RunWorker(QObject):
     def start_run(self, request: RunRequest) -> None:
         if self._run is not None:
             self._end(self._run.run_id)
+        self._stop.clear()
         self._paused = request.start_paused
         self.set_speed(request.steps_per_s)
         try:
             info, loaded, notes = self.session.start(request)
+        except EngineStopped:  # Stop while the model loaded: no error, the run simply ends
+            self._end(request.run_id)
+            return
         except Exception as exc:
             self._end(request.run_id, exc)
             return
@@ -485,7 +565,7 @@ class RunWorker(QObject):
             self._timer.start(0)
 
     @Slot()
-    def request_stop(self) -> None:
+    def _stop_run(self) -> None:
         if self._run is not None:
             self._end(self._run.run_id)
 
@@ -563,7 +643,7 @@ class RunWorker(QObject):
         try:
             self.session.send_rounds(run.run.max_new_tokens - self._rounds, budget_s)
         except Exception as exc:
-            self._end(run.run_id, exc)
+            self._end(run.run_id, None if isinstance(exc, EngineStopped) else exc)
             return False
         self._asked = True
         return True
@@ -582,7 +662,7 @@ class RunWorker(QObject):
         try:
             rounds = self.session.receive_rounds()
         except Exception as exc:
-            self._end(run.run_id, exc)
+            self._end(run.run_id, None if isinstance(exc, EngineStopped) else exc)
             return
         self._rounds += len(rounds)
         error = None
@@ -601,6 +681,8 @@ class RunWorker(QObject):
             self._end(run.run_id)
 
     def _end(self, run_id: str, error: BaseException | None = None) -> None:
+        if self._stop.is_set() and isinstance(error, EngineError):
+            error = None  # the child was ended by Stop: the run stopped, it did not fail
         self._run = None
         self._timer.stop()
         self._paused = False
@@ -622,5 +704,5 @@ class RunWorker(QObject):
             self.run_finished.emit(run_id)
 
 
-__all__ = ["EngineError", "EngineProcess", "EngineSession", "RunWorker", "default_threads", "error_message",
-           "is_out_of_memory", "naive_weights_bytes", "serve_engines"]
+__all__ = ["EngineError", "EngineProcess", "EngineSession", "EngineStopped", "RunWorker", "default_threads",
+           "error_message", "is_out_of_memory", "naive_weights_bytes", "serve_engines"]
