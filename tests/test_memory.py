@@ -222,7 +222,7 @@ def test_memory_dialog_shows_the_figures(qtbot):
     assert "4,096 B" in dialog.per_layer_label.text()
     table = dialog.table
     cell = {(r, c): table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())}
-    assert [cell[(r, 0)] for r in range(3)] == ["100", "500", "1000"]
+    assert [cell[(r, 0)] for r in range(3)] == ["100", "500", "1,000"]  # counts with separators, as everywhere
     assert table.item(0, 2).toolTip() == "32,440,320 B"  # step copy at 100: 99 x 327,680
     assert table.item(2, 4).toolTip() == "163,676,160,000 B"  # total at 1000: 499,500 x 327,680
     assert cell[(2, 5)] == "81.8 ms" and (cell[(2, 6)], cell[(2, 7)]) == ("63", "8")
@@ -251,6 +251,39 @@ def test_memory_dialog_shows_the_figures(qtbot):
     dialog.set_preset("mine")
     assert "768 B" in dialog.per_token_label.text()
     assert dialog.model_combo.itemData(dialog.model_combo.count() - 1) == "custom"
+
+
+def test_memory_dialog_drops_a_stale_note_and_rescales_large_figures(qtbot):
+    """Lengths past the context window give a note; typing an invalid length then leaves no note (it
+    had stayed beside the error). Long runs of a large model read in PiB and hours, not
+    '2621420.0 GiB' and '1,407,364.1 ms'."""
+    import re
+
+    from kvviz.ui.memory_dialog import MemoryDialog
+
+    dialog = MemoryDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.set_preset("70b-class")
+    dialog.chapter_check.setChecked(True)
+    dialog.set_lengths([1_000_000])
+    assert "beyond the model's context window" in dialog.notes_label.text() and dialog.notes_label.isVisible()
+    table = dialog.table
+    cells = [table.item(0, c).text() for c in range(table.columnCount())]
+    # total copy at 1,000,000 tokens: 999,999 x 1,000,000 / 2 x 327,680 B = 1.64e17 B = 145.5 PiB
+    assert cells[4] == "145.5 PiB", cells
+    for text in cells[1:6:1]:
+        number, unit = text.split(" ")
+        assert unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "ns", "µs", "ms", "s", "min", "h"), text
+        if unit != "PiB":  # the last unit takes any size
+            assert float(number.replace(",", "")) < 1024, text
+    assert re.fullmatch(r"[\d.]+ (s|min|h)", cells[5]), cells[5]  # the copies' time: not thousands of ms
+    dialog.lengths_edit.setText("1000000, x")
+    assert dialog.report() is None and "'x'" in dialog.error_label.text()
+    assert dialog.notes_label.isHidden() and dialog.notes_label.text() == ""
+    assert dialog.chapter_text.toPlainText() == "" and dialog.per_token_label.text() == ""
+    dialog.lengths_edit.setText("100")
+    assert dialog.notes_label.isHidden() and "327,680 B" in dialog.per_token_label.text()
 
 
 def test_memory_dialog_imports_no_torch():

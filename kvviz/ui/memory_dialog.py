@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from kvviz import memory
 from kvviz.config import ModelConfig
-from kvviz.format import fmt_bytes, fmt_ms
+from kvviz.format import fmt_bytes, fmt_count, fmt_ms
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
 CUSTOM = "custom"
@@ -225,10 +225,17 @@ class MemoryDialog(QDialog):
                                     bandwidth_gbps=self.bandwidth_spin.value(), block_size=self.block_spin.value(),
                                     prompt_tokens=self.prompt_spin.value())
         except ValueError as exc:
+            # Nothing of the last good input stays: its notes ("beyond the model's context window")
+            # and chapter table had stayed beside the error, as if they held for the text now typed.
             self._report = None
             self.error_label.setText(str(exc))
             self.error_label.show()
             self.table.setRowCount(0)
+            self.per_layer_label.clear()
+            self.per_token_label.clear()
+            self.notes_label.clear()
+            self.notes_label.hide()
+            self.chapter_text.clear()
             return
         self._report = report
         self.error_label.hide()
@@ -237,22 +244,22 @@ class MemoryDialog(QDialog):
     def _show(self, r: memory.MemoryReport) -> None:
         c = r.config
         self.per_layer_label.setText(self.tr("KV per token per layer: 2 × {0} × {1} × {2} B = {3} B ({4})").format(
-            c.n_kv_head, c.head_dim, r.dtype_bytes, f"{r.bytes_per_token_per_layer:,}",
+            c.n_kv_head, c.head_dim, r.dtype_bytes, fmt_count(r.bytes_per_token_per_layer),
             fmt_bytes(r.bytes_per_token_per_layer)))
         self.per_token_label.setText(self.tr("KV per token, {0} layers: {1} B ({2})").format(
-            c.n_layer, f"{r.bytes_per_token:,}", fmt_bytes(r.bytes_per_token)))
+            c.n_layer, fmt_count(r.bytes_per_token), fmt_bytes(r.bytes_per_token)))
         self.table.setRowCount(len(r.lengths))
         for row, f in enumerate(r.lengths):
-            cells = [(str(f.tokens), None), (fmt_bytes(f.cache_bytes), f.cache_bytes),
+            cells = [(fmt_count(f.tokens), None), (fmt_bytes(f.cache_bytes), f.cache_bytes),
                      (fmt_bytes(f.step_copy_bytes), f.step_copy_bytes), (fmt_ms(f.step_copy_ms), None),
                      (fmt_bytes(f.total_copy_bytes), f.total_copy_bytes), (fmt_ms(f.copy_ms), None),
-                     (str(f.blocks), f.paged_bytes), (str(f.wasted_slots), None),
+                     (fmt_count(f.blocks), f.paged_bytes), (fmt_count(f.wasted_slots), None),
                      (fmt_bytes(f.wasted_bytes), f.wasted_bytes)]
             for col, (text, exact) in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if exact is not None:
-                    item.setToolTip(f"{exact:,} B")
+                    item.setToolTip(f"{fmt_count(exact)} B")
                 self.table.setItem(row, col, item)
         self.notes_label.setText("\n".join(r.notes))
         self.notes_label.setVisible(bool(r.notes))
