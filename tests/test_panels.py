@@ -605,7 +605,7 @@ def test_panel_texts_follow_a_language_switch(qtbot, history):
     """Texts a panel sets once (axis labels, plot titles, checkboxes) are set again in the new language
     when the panel's frame is retranslated, as the window does on QEvent.LanguageChange."""
     from kvviz.ui import i18n
-    from kvviz.ui.main_window import PanelFrame
+    from kvviz.ui.grid import PanelFrame
 
     latency, attention = make_panel(qtbot, "latency"), make_panel(qtbot, "attention")
     frames = [PanelFrame(latency), PanelFrame(attention)]
@@ -1057,3 +1057,26 @@ def test_whole_number_axis_keeps_labels_apart_and_whole(qtbot):
     plot.setRange(xRange=(0, 60_000), padding=0)
     qtbot.wait(20)
     assert plot.getAxis("bottom").autoSIPrefixScale == 1.0
+
+
+def test_recompute_legend_and_summary_give_one_k_v_figure(qtbot, history):
+    """'K/V computed' is one figure in one unit (token x layer) in the recompute legend and in the
+    summary, printed alike (the legend had given the per-layer sum, 3,140 against 6,280, and
+    without separators: 2076030 against 4,152,060)."""
+    from kvviz.format import fmt_count
+    from kvviz.ui.panels.summary import COLUMNS
+
+    recompute = make_panel(qtbot, "recompute")
+    summary = make_panel(qtbot, "summary")
+    wide = wide_history(history)  # counts in the thousands: separators show
+    recompute.show_step(wide, DECODE_STEP)
+    summary.show_step(wide, DECODE_STEP)
+    legend = recompute._legend.text().replace("\u2060", "").replace("\xa0", " ")
+    table = summary._table
+    row = [key for key, _higher in COLUMNS].index("kv_projections")
+    for col, engine in enumerate(ENGINES):
+        figure = summary.table_values()[engine]["kv_projections"]
+        assert figure == sum(t.kv_projections for t in wide.traces[engine][: DECODE_STEP + 1])
+        assert f"{engine}: {fmt_count(figure)} K/V computed" in legend, (engine, legend)
+        assert table.item(row, col).text() == fmt_count(figure)
+    assert "," in fmt_count(summary.table_values()["naive"]["kv_projections"])

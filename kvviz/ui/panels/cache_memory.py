@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent
 
-from kvviz.format import fmt_bytes
+from kvviz.format import fmt_bytes, fmt_count
 from kvviz.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
@@ -221,7 +221,7 @@ class CacheMemoryPanel(SeriesPanel):
         if trace is None:
             return engine
         return self.tr("{engine}: {bytes}, {cap} tokens").format(
-            engine=engine, bytes=fmt_bytes(trace.cache_bytes), cap=trace.cache_capacity)
+            engine=engine, bytes=fmt_bytes(trace.cache_bytes), cap=fmt_count(trace.cache_capacity))
 
     # -- data ---------------------------------------------------------------------------------
     def pool(self) -> np.ndarray:
