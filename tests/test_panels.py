@@ -987,6 +987,12 @@ def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot,
         for col in range(table.columnCount()):
             item = table.item(row, col)
             assert QFontMetrics(item.font()).horizontalAdvance(item.text()) + 6 < header.sectionSize(col), item.text()
+    # The table whole inside the panel, and the note (where shown) under it, not over its last rows.
+    assert table.geometry().bottom() <= panel.height()
+    note = panel._note
+    assert not note.isVisible() or note.geometry().top() > table.geometry().bottom()
+    assert not note.isVisible() or note.geometry().top() + note.heightForWidth(note.width()) <= panel.height()
+    panel.grab().save(str(GRAB_DIR / f"summary_panel_{window}_{language}.png"))
     image = table.grab().toImage()
     image.save(str(GRAB_DIR / f"summary_{window}_{language}.png"))
     for engine in ENGINES:

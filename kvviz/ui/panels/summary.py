@@ -187,8 +187,8 @@ class SummaryPanel(Panel):
             step=shown, n=shown + 1))
         self._units = self._row_units()
         self._set_headers()
-        self._fill(engines)
         self._note.setText(self._work_note(summaries))
+        self._fill(engines)
 
     def _row_units(self) -> dict[str, tuple[str, float]]:
         """Per time or byte row, the unit its figures are given in (named once, in the row's label,
@@ -310,6 +310,19 @@ class SummaryPanel(Panel):
         if not fits:
             height += table.horizontalScrollBar().sizeHint().height()
         table.setFixedHeight(height + 2)
+        self._fit_note(height + 2)
+
+    def _fit_note(self, table_height: int) -> None:
+        """The note under the table only where the panel has the height for it: in a short panel
+        (a 1280x720 window) it had been drawn over the table's last rows."""
+        layout = self.layout()
+        margins = layout.contentsMargins()
+        width = self.width() - margins.left() - margins.right()
+        room = self.height() - margins.top() - margins.bottom() - table_height - 2 * layout.spacing()
+        room -= self._heading.heightForWidth(width) if self._heading.text() else 0
+        fits = bool(self._note.text()) and self._note.heightForWidth(width) <= room
+        if fits != self._note.isVisibleTo(self):
+            self._note.setVisible(fits)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
