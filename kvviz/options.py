@@ -105,7 +105,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by commands that run engines (bench, export, shot)."""
     parser.add_argument("--prompt", type=nonempty_text, default=DEFAULT_PROMPT,
                         help="prompt text (default: a sentence)")
-    parser.add_argument("--model", default="tiny", help="preset name or model folder (default: tiny)")
+    parser.add_argument("--model", default="tiny",
+                        help="preset name, model folder, or cached hub id ORG/NAME[@REV] (default: tiny)")
     parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
     parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else the model's)")
     add_seed(parser, "sampling seed")

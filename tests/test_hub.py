@@ -81,7 +81,7 @@ def test_every_command_takes_a_cached_id(checkpoint, caches, monkeypatch, capsys
     assert rc == 0, err
     rc, out, err = run_cli(capsys, "memory", "--model", REPO, "--tokens", "100")
     assert rc == 0, err
-    assert "2 layers, 2 KV heads of 16, float32" in out and "KV per token, 2 layers: 512 B" in out
+    assert "model org/tiny: 2 layers, 2 KV heads of 16, float32" in out and "KV per token, 2 layers: 512 B" in out
     text = tmp_path / "t.txt"
     text.write_text("The key and value of a token never change.\n")
     rc, out, err = run_cli(capsys, "score", "--model", REPO, str(text))

@@ -17,6 +17,7 @@ from torch import nn
 from kvviz.config import DTYPE_ALIASES, ModelConfig
 from kvviz.fileio import read_json
 from kvviz.models import build_decoder
+from kvviz.models.hub import checkpoint_name
 from kvviz.models.io import inside, load_into, load_state, plan_load, read_safetensors_header
 
 CONFIG_NAME = "config.json"
@@ -237,7 +238,7 @@ def read_hf_config(folder: str | Path) -> ModelConfig:
         head_dim = data["hidden_size"] // n_head
     try:
         return ModelConfig(
-            name=folder.resolve().name, arch=arch, vocab_size=data["vocab_size"], d_model=data["hidden_size"],
+            name=checkpoint_name(folder), arch=arch, vocab_size=data["vocab_size"], d_model=data["hidden_size"],
             n_layer=data["num_hidden_layers"], n_head=n_head,
             n_kv_head=data.get("num_key_value_heads") or n_head, head_dim=head_dim,
             d_ff=data["intermediate_size"],
@@ -267,7 +268,7 @@ def _gpt2_config(data: dict[str, Any], folder: Path, path: Path) -> ModelConfig:
         raise ValueError(f"{path}: n_embd {d} is not a multiple of n_head {n_head}")
     try:
         return ModelConfig(
-            name=folder.resolve().name, arch="gpt2", vocab_size=data["vocab_size"], d_model=d,
+            name=checkpoint_name(folder), arch="gpt2", vocab_size=data["vocab_size"], d_model=d,
             n_layer=data["n_layer"], n_head=n_head, n_kv_head=n_head, head_dim=d // n_head,
             d_ff=data.get("n_inner") or 4 * d,
             max_seq_len=data.get("n_positions") or data.get("n_ctx") or DEFAULT_MAX_POSITIONS["gpt2"],

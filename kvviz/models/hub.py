@@ -88,6 +88,16 @@ def _modelscope_candidates(root: Path, hub_id: HubId) -> list[Path]:
     return [base / hub_id.org / name for base in (root / "models", root) for name in names]
 
 
+def checkpoint_name(folder: str | Path) -> str:
+    """What a checkpoint is called in figures: ORG/NAME for a Hugging Face cache snapshot
+    (.../models--ORG--NAME/snapshots/<commit>), the folder's own name otherwise."""
+    folder = Path(folder).resolve()
+    repo = folder.parent.parent.name
+    if folder.parent.name == "snapshots" and repo.startswith("models--"):
+        return repo.removeprefix("models--").replace("--", "/", 1)
+    return folder.name
+
+
 # -- resolving one id ---------------------------------------------------------------------------
 
 def _check_readable(folder: Path) -> None:
