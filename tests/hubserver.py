@@ -24,6 +24,15 @@ class Repo:
         return Repo({p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}, **kwargs)
 
 
+def keep_hub_client_local(monkeypatch) -> None:
+    """huggingface_hub fetches a registry of AI agents once per process from the endpoint it read at import
+    (huggingface.co unless HF_ENDPOINT was set then), to name the caller in its user agent: give it an empty
+    one, so no test makes that request to the internet."""
+    from huggingface_hub.utils import _detect_agent
+
+    monkeypatch.setattr(_detect_agent, "_registry", {"standardEnvVars": [], "harnesses": {}})
+
+
 def etag(name: str, data: bytes) -> str:
     """The Hub's ETag: the sha256 for LFS files (weights), the git blob sha1 for the rest."""
     if name.endswith(".safetensors"):

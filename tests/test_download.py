@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from hubserver import HubServer, Repo
+from hubserver import HubServer, Repo, keep_hub_client_local
 
 from kvviz.cli import main
 
@@ -70,11 +70,12 @@ def error_lines(err: str) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def quiet_hub_logger():
-    """huggingface_hub's logger keeps the stderr of the test that first used it; a later test's warning
-    (a retry) would go to that closed stream."""
+def quiet_local_hub_client(monkeypatch):
+    """No request to the internet (see keep_hub_client_local); and huggingface_hub's logger keeps the stderr
+    of the test that first used it, so a later test's warning (a retry) would go to that closed stream."""
     from huggingface_hub.utils import logging as hf_logging
 
+    keep_hub_client_local(monkeypatch)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     yield
@@ -97,6 +98,8 @@ def test_download_fetches_only_what_kvviz_reads_config_first(checkpoint, cache, 
         assert data == (checkpoint / name).read_bytes()
     gets = [path.rsplit("/", 1)[1] for method, path, _ in server.log if method == "GET" and "/resolve/" in path]
     assert gets[0] == "config.json" and set(gets) == set(files)  # README and pytorch_model.bin never asked for
+    assert {path.split("/")[1] for _, path, _ in server.log} <= {"api", "org"}
+    assert [path for _, path, _ in server.log if path.startswith("/api/")] == ["/api/models/org/tiny"]
     assert Path(out.strip()) == next(cache.glob("models--org--tiny/snapshots/*"))
     assert "3 files" in err and "322.9 KiB" in err
     assert not list(cache.rglob("*.kvviz-partial")) and not list(cache.rglob("*.incomplete"))

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hubserver import HubServer, Repo
+from hubserver import HubServer, Repo, keep_hub_client_local
 
 from kvviz.cli import main
 
@@ -33,6 +33,7 @@ def checkpoint(tmp_path_factory) -> Path:
 def caches(tmp_path, monkeypatch) -> tuple[Path, Path]:
     hf, ms = tmp_path / "hf", tmp_path / "ms"
     monkeypatch.setenv("HF_HUB_CACHE", str(hf))
+    keep_hub_client_local(monkeypatch)
     monkeypatch.setenv("MODELSCOPE_CACHE", str(ms))
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens: any request would fail
     monkeypatch.delenv("HF_HOME", raising=False)
