@@ -999,8 +999,8 @@ def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot,
         assert colour_pixels(image, style.engine_color(engine)) > 15, engine
 
 
-def label_rects(axis) -> list:
-    """Scene rectangles of the tick labels an axis draws (as its paint draws them)."""
+def text_specs(axis) -> list:
+    """(rect, flags, text) of each tick label an axis draws (as its paint draws them)."""
     from PySide6.QtGui import QPainter, QPicture
 
     picture = QPicture()
@@ -1009,7 +1009,16 @@ def label_rects(axis) -> list:
         specs = axis.generateDrawSpecs(painter)
     finally:
         painter.end()
-    return [axis.mapRectToScene(rect) for rect, _flags, _text in specs[2]] if specs else []
+    return specs[2] if specs else []
+
+
+def label_rects(axis) -> list:
+    """Scene rectangles of the tick labels an axis draws."""
+    return [axis.mapRectToScene(rect) for rect, _flags, _text in text_specs(axis)]
+
+
+def tick_texts(axis) -> list[str]:
+    return [text for _rect, _flags, text in text_specs(axis)]
 
 
 @pytest.mark.parametrize("window", WINDOW_PANEL_SIZES)
@@ -1060,9 +1069,15 @@ def test_whole_number_axis_keeps_labels_apart_and_whole(qtbot):
     left = plot.getAxis("left")
     ticks = [v for _spacing, values in left.tickValues(0, 1.5, left.height()) for v in values]
     assert ticks and all(float(v).is_integer() for v in ticks), ticks
-    plot.setRange(xRange=(0, 60_000), padding=0)
+    # The prefix turned off (style_plot does, at each retranslate) while the range is within 0..1,
+    # as before a run: pyqtgraph kept a x1000 scale, and steps 20 and 40 read "20000", "40000".
+    plot.setLabel("bottom", "step")
+    plot.setRange(xRange=(0, 0.06), padding=0)
+    plot.getAxis("bottom").enableAutoSIPrefix(False)
+    plot.setRange(xRange=(0, 60), padding=0)
     qtbot.wait(20)
     assert plot.getAxis("bottom").autoSIPrefixScale == 1.0
+    assert "20" in tick_texts(plot.getAxis("bottom"))
 
 
 def test_recompute_legend_and_summary_give_one_k_v_figure(qtbot, history):

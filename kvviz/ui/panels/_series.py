@@ -44,6 +44,16 @@ class WholeAxis(pg.AxisItem):
         super().__init__(*args, **kwargs)
         self.enableAutoSIPrefix(False)
 
+    def updateAutoSIPrefix(self) -> None:  # noqa: N802 (pyqtgraph override)
+        # pyqtgraph works out a scale even with the prefix off, from the range of the moment (x1000
+        # for a range within 0..1, as before a run), and keeps it: steps 20 and 40 read 20000 and 40000.
+        if self.autoSIPrefix:
+            super().updateAutoSIPrefix()
+            return
+        self.autoSIPrefixScale = 1.0
+        self.labelUnitPrefix = ""
+        self._updateLabel()
+
     def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph override)
         span = maxVal - minVal
         if span <= 0 or size <= 0:
