@@ -289,3 +289,33 @@ def test_a_disk_filling_up_mid_download_is_one_line_and_no_partial_blob(checkpoi
     assert WEIGHTS not in snapshot_files(small_disk / "hf")
     assert not [p for p in (small_disk / "hf").rglob("blobs/*") if not p.name.endswith((".kvviz-partial",))
                 and p.stat().st_size == (checkpoint / WEIGHTS).stat().st_size]
+
+
+def test_a_sharded_repo_fetches_only_the_shards_its_index_names(checkpoint, cache, monkeypatch, capsys, tmp_path):
+    """As in Mistral's repos: shards, their index, and a consolidated.safetensors kvviz does not read."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from kvviz.models.presets import load_model
+
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(checkpoint / name, sharded / name)
+    state = load_file(str(checkpoint / WEIGHTS))
+    names = sorted(state)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for shard, keys in shards.items():
+        save_file({k: state[k] for k in keys}, str(sharded / shard), metadata={"format": "pt"})
+    index = {"metadata": {}, "weight_map": {k: shard for shard, keys in shards.items() for k in keys}}
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
+    shutil.copy(checkpoint / WEIGHTS, sharded / "consolidated.safetensors")
+    with serve(sharded, monkeypatch) as server:
+        rc, out, err = run_cli(capsys, "download", REPO)
+    assert rc == 0, err
+    assert server.requested("consolidated.safetensors") == []
+    assert sorted(snapshot_files(cache)) == sorted(["config.json", "tokenizer.json", "model.safetensors.index.json",
+                                                    *shards])
+    by_id = load_model(REPO, torch.device("cpu")).state_dict()
+    by_folder = load_model(str(checkpoint), torch.device("cpu")).state_dict()
+    assert all(torch.equal(by_id[k], by_folder[k]) for k in by_folder)

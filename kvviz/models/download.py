@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import os
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvviz.models.hub import NEEDED_PATTERNS, HubId, hf_cache_dir, parse_hub_id
 
+INDEX_NAME = "model.safetensors.index.json"  # as kvviz.models.hf names it (not imported: that imports torch)
 PARTIAL_SUFFIX = ".kvviz-partial"  # beside the blob it becomes: same disk, so the final move is a rename
 _SHA256 = 64  # an LFS file's ETag is the sha256 of its content, 64 hex digits
 
@@ -152,10 +154,31 @@ def plan_download(model_id: str, *, cache_dir: str | Path | None = None) -> Down
     if "tokenizer.json" not in names:
         raise ValueError(f"{hub_id}: the repo has no tokenizer.json; kvviz reads only that tokenizer format")
     # config.json first, then the tokenizer and the index, then the weights
-    order = {"config.json": 0, "tokenizer.json": 1, "model.safetensors.index.json": 2}
+    order = {"config.json": 0, "tokenizer.json": 1, INDEX_NAME: 2}
     files.sort(key=lambda f: (order.get(f.name, 3), f.name))
-    return DownloadPlan(hub_id, info.sha, tuple(files), endpoint,
+    plan = DownloadPlan(hub_id, info.sha, tuple(files), endpoint,
                         Path(cache_dir) if cache_dir is not None else hf_cache_dir())
+    if INDEX_NAME in names:  # only the shards the index names (a repo may also hold consolidated.safetensors)
+        shards = _index_shards(plan)
+        absent = sorted(shards - names)
+        if absent:
+            raise ValueError(f"{hub_id}: {INDEX_NAME} names {absent[0]}, which the repo does not hold")
+        plan = replace(plan, files=tuple(f for f in plan.files
+                                         if not f.name.endswith(".safetensors") or f.name in shards))
+    return plan
+
+
+def _index_shards(plan: DownloadPlan) -> set[str]:
+    """The shard files the repo's index names (the index itself is fetched into the cache to read it)."""
+    try:
+        path = _link(plan, INDEX_NAME, plan.commit)
+    except Exception as exc:  # huggingface_hub's HTTP and connection errors
+        raise _server_error(exc, plan.hub_id, plan.endpoint) from None
+    try:
+        weight_map = json.loads(path.read_text(encoding="utf-8"))["weight_map"]
+        return {str(v) for v in weight_map.values()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ValueError(f"{plan.hub_id}: {INDEX_NAME} on {plan.endpoint} is not an index (no weight_map)") from None
 
 
 # -- the cache, through huggingface_hub's own functions ------------------------------------------
