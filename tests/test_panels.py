@@ -1101,3 +1101,20 @@ def test_recompute_legend_and_summary_give_one_k_v_figure(qtbot, history):
         assert f"{engine}: {fmt_count(figure)} K/V computed" in legend, (engine, legend)
         assert table.item(row, col).text() == fmt_count(figure)
     assert "," in fmt_count(summary.table_values()["naive"]["kv_projections"])
+
+
+@pytest.mark.parametrize("key", ["latency", "bytes", "cache_memory"])
+def test_axes_keep_their_figures_after_a_language_switch(qtbot, history, key):
+    """Switching the language re-styles each plot, which turns pyqtgraph's SI prefix off again: its
+    figures must stay the data's (pyqtgraph worked out a scale from the range of the moment and
+    kept it: a 0-5000 ms axis would read 0-5)."""
+    panel = make_panel(qtbot, key)
+    panel.show_step(wide_history(history), NEW_TOKENS - 1)
+    qtbot.wait(20)
+    before = {k: (tick_texts(p.getAxis("left")), tick_texts(p.getAxis("bottom"))) for k, p in panel._plots.items()}
+    panel.retranslate()
+    qtbot.wait(20)
+    after = {k: (tick_texts(p.getAxis("left")), tick_texts(p.getAxis("bottom"))) for k, p in panel._plots.items()}
+    assert after == before
+    for plot in panel._plots.values():
+        assert plot.getAxis("left").autoSIPrefixScale == plot.getAxis("bottom").autoSIPrefixScale == 1.0

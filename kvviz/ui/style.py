@@ -167,6 +167,10 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
         # "ms" stays ms, never "kms"; and without it every range change re-sets the label's HTML
         # (48 times in a four-engine work matrix's first draw of a run).
         axis.enableAutoSIPrefix(False)
+        # pyqtgraph still works out a scale here, from the range of the moment, and keeps it (a
+        # 0-5000 ms axis re-styled by a language switch read 0-5): no scale.
+        axis.autoSIPrefixScale, axis.labelUnitPrefix = 1.0, ""
+        axis._updateLabel()
     plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
 
 
