@@ -6,6 +6,7 @@ failure into one line (exit code 2), an interruption into a note on how to resum
 from __future__ import annotations
 
 import errno
+import logging
 import sys
 
 from kvviz.format import fmt_bytes
@@ -53,10 +54,28 @@ class _Printer:
         self.file = p.file
         self.stream.flush()
 
+    def note(self, text: str) -> None:
+        """A line of its own (a retry huggingface_hub reports), the progress line redrawn after it."""
+        self.stream.write(("\r" + text.ljust(self.width) if self.tty else text) + "\n")
+        self.width = 0
+        self.stream.flush()
+
     def end(self) -> None:
         if self.tty and self.width:
             self.stream.write("\n")
             self.stream.flush()
+
+
+class _NoteHandler(logging.Handler):
+    """huggingface_hub's warnings (a dropped connection it resumes, a retried request), one line each."""
+
+    def __init__(self, printer: _Printer) -> None:
+        super().__init__(logging.WARNING)
+        self.printer = printer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lines = record.getMessage().strip().splitlines()
+        self.printer.note("huggingface_hub: " + (" ".join(lines[:1] + lines[-1:]) if len(lines) > 1 else lines[0]))
 
 
 def run(args) -> int:
@@ -68,6 +87,9 @@ def run(args) -> int:
           f"{fmt_bytes(plan.total_bytes)} ({fmt_bytes(need)} to fetch) into {plan.cache_dir}", file=sys.stderr)
     check_disk_space(plan)
     printer = _Printer(sys.stderr)
+    hub_logger = logging.getLogger("huggingface_hub")
+    saved = hub_logger.handlers[:], hub_logger.propagate
+    hub_logger.handlers, hub_logger.propagate = [_NoteHandler(printer)], False
     try:
         folder = download(plan, progress=printer, report_every_s=REPORT_EVERY_S)
     except (KeyboardInterrupt, DownloadCancelled):
@@ -85,6 +107,8 @@ def run(args) -> int:
     except ValueError:
         printer.end()
         raise
+    finally:
+        hub_logger.handlers, hub_logger.propagate = saved
     printer.end()
     print(folder)
     return 0

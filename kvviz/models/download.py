@@ -231,6 +231,22 @@ def check_disk_space(plan: DownloadPlan) -> None:
 
 # -- fetching ------------------------------------------------------------------------------------
 
+class _SilentBar:
+    """A `tqdm_class` that draws nothing: the small files fetched whole are counted by the caller."""
+
+    def __init__(self, **_kwargs) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: int) -> None:
+        pass
+
+
 class _Meter:
     """Counts bytes for the progress callback; raises DownloadCancelled when the flag is set."""
 
@@ -263,16 +279,7 @@ class _Meter:
         """A class huggingface_hub's http_get accepts as `tqdm_class`: it only counts."""
         meter = self
 
-        class _Bar:
-            def __init__(self, **_kwargs) -> None:
-                pass
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc) -> None:
-                return None
-
+        class _Bar(_SilentBar):
             def update(self, n: int) -> None:
                 meter.add(n, fetched=True)
 
@@ -321,11 +328,12 @@ def _fetch_blob(plan: DownloadPlan, name: str, meter: _Meter) -> None:
 
 
 def _link(plan: DownloadPlan, name: str, revision: str) -> Path:
-    """huggingface_hub finds the blob in place and makes the snapshot's link and the ref."""
+    """huggingface_hub finds the blob in place and makes the snapshot's link and the ref (a small file
+    not yet there, it fetches whole)."""
     from huggingface_hub import hf_hub_download
 
     return Path(hf_hub_download(plan.hub_id.repo_id, name, revision=revision, cache_dir=plan.cache_dir,
-                                endpoint=plan.endpoint, token=_token()))
+                                endpoint=plan.endpoint, token=_token(), tqdm_class=_SilentBar))
 
 
 def download(plan: DownloadPlan, *, progress: ProgressCallback | None = None,
