@@ -109,12 +109,6 @@ def soak_runs(n_runs: int, tokens: int, model: str) -> None:
 
     if window.env is None and not wait(window.environment_ready, 120):
         sys.exit("soak: the model list did not arrive in 120 s")
-    window.form.set_model(model)
-    window.form.set_engines(ENGINES)
-    window.form.prompt_edit.setPlainText(PROMPT)
-    window.form.tokens_spin.setValue(tokens)
-    window.toolbar.speed_spin.setValue(0)
-    window.torch_threads = 1
     settle(1.0)
     print(f"{n_runs} runs of {'+'.join(ENGINES)}, {tokens} tokens, {model}, platform "
           f"{qt.platformName()}: RSS after each run (MiB)", flush=True)
@@ -153,12 +147,6 @@ def close_child(after: int, how: str, tokens: int, model: str) -> None:
         window = create(*args, **kwargs)
 
         def go() -> None:
-            window.form.set_model(model)
-            window.form.set_engines(ENGINES)
-            window.form.prompt_edit.setPlainText(PROMPT)
-            window.form.tokens_spin.setValue(tokens)
-            window.toolbar.speed_spin.setValue(0)
-            window.torch_threads = 1
             if not window.start_run():
                 print("REFUSED", window.validation_text(), flush=True)
                 QTimer.singleShot(0, window.close)
