@@ -160,4 +160,7 @@ class HubServer:
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
         if body:
-            h.wfile.write(data)
+            try:
+                h.wfile.write(data)
+            except ConnectionError:  # the client stopped reading (a cancel, Ctrl+C): what a server sees then
+                h.close_connection = True

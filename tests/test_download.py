@@ -161,6 +161,8 @@ def test_cancel_keeps_the_partial_file_and_the_next_download_resumes_it(checkpoi
     assert last.done_bytes == last.total_bytes == sum(p.stat().st_size for p in folder.iterdir())
     assert last.fetched_bytes == (checkpoint / WEIGHTS).stat().st_size - kept
     assert [p.file_index for p in seen][0] == 1 and seen[0].n_files == 3
+    assert seen[0].eta_s is None  # no time left is guessed from config.json's few bytes
+    assert last.eta_s == 0.0 and last.rate_bytes_per_s > 0
 
 
 def test_ctrl_c_on_the_command_line_then_resume(checkpoint, cache, monkeypatch, capsys, small_chunks):

@@ -68,8 +68,12 @@ class DownloadProgress:
 
     @property
     def eta_s(self) -> float | None:
-        rate = self.rate_bytes_per_s
-        return (self.total_bytes - self.done_bytes) / rate if rate > 0 else None
+        """None until a MiB (or a hundredth of what is left) has come: the small files first fetched
+        say little about the pace of the weights."""
+        left = self.total_bytes - self.done_bytes
+        if self.fetched_bytes < min(1 << 20, max(left, 1) / 100) or self.rate_bytes_per_s <= 0:
+            return None
+        return left / self.rate_bytes_per_s
 
 
 ProgressCallback = Callable[[DownloadProgress], None]
