@@ -158,7 +158,8 @@ def resolve_hub_id(text: str) -> Path:
     found = find_cached(hub_id)
     if found is None:
         where = searched_caches() if not hub_id.revision else f"the Hugging Face cache ({hf_cache_dir()})"
-        raise ValueError(f"{hub_id}: not in any cache (searched {where}); fetch it with `kvviz download {hub_id}`")
+        raise ValueError(f"{hub_id}: no such folder, and not in any cache (searched {where}); "
+                         f"fetch it with `kvviz download {hub_id}`")
     folder, source = found
     from kvviz.models.hf import missing_files
 
