@@ -101,9 +101,9 @@ def shown(qtbot, panel, width: int, height: int):
     return panel
 
 
-def synthetic_history(n_prompt: int, new: int, engines: tuple[str, ...]) -> RunHistory:
+def synthetic_history(n_prompt: int, new: int, engines: tuple[str, ...], weights: bool = False) -> RunHistory:
     """Steps as naive (every row again) and a cache (one new row) record them, with uniform attention
-    weights over the keys each row sees; no model needed."""
+    weights over the keys each row sees if asked; no model needed."""
     info = RunInfo(run_id="s", prompt_ids=tuple(range(n_prompt)), engines=engines, max_new_tokens=new)
     hist = RunHistory()
     hist.reset(info)
@@ -116,7 +116,8 @@ def synthetic_history(n_prompt: int, new: int, engines: tuple[str, ...]) -> RunH
                                cache_capacity=stop, cache_bytes=0, bytes_copied=0, bytes_written=0,
                                bytes_gathered=0, kv_projections=stop - start, latency_ms=1.0,
                                mask_spec=MaskSpec(q_len=stop - start, kv_len=stop, past_len=start),
-                               attn_weights=uniform_weights(start, stop), weights_layer=0, weights_head=0))
+                               attn_weights=uniform_weights(start, stop) if weights else None,
+                               weights_layer=0, weights_head=0))
     return hist
 
 
@@ -127,7 +128,7 @@ def uniform_weights(start: int, stop: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("engines", [ENGINES, ("naive", "concat")])
-@pytest.mark.parametrize("new", [8, 200])
+@pytest.mark.parametrize("new", [8, 200, 2000])
 def test_a_warmed_up_work_matrix_draws_each_run_across_its_views(qtbot, engines, new):
     from kvviz.ui.panels.work_matrix import WorkMatrixPanel
 
@@ -233,7 +234,7 @@ def test_a_wheel_over_a_matrix_leaves_it_whole(qtbot):
     from kvviz.ui.panels.attention import AttentionPanel
     from kvviz.ui.panels.work_matrix import WorkMatrixPanel
 
-    hist = synthetic_history(13, 30, ("naive", "concat"))
+    hist = synthetic_history(13, 30, ("naive", "concat"), weights=True)
     panel, attention = shown(qtbot, WorkMatrixPanel(), 900, 600), shown(qtbot, AttentionPanel(), 900, 600)
     for widget in (panel, attention):
         widget.show_step(hist, 10)
