@@ -58,14 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except (UsageError, ValueError) as exc:
-        print(f"kvviz {args.command}: error: {exc}", file=sys.stderr)
+        from kvviz.errors import one_line
+
+        print(f"kvviz {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except (MemoryError, RuntimeError) as exc:
-        from kvviz.errors import friendly_error, is_out_of_memory
+        from kvviz.errors import friendly_error, is_out_of_memory, one_line
 
         if not (isinstance(exc, MemoryError) or is_out_of_memory(exc)):
             raise
-        print(f"kvviz {args.command}: error: {friendly_error(exc)}", file=sys.stderr)
+        print(f"kvviz {args.command}: error: {one_line(friendly_error(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"kvviz {args.command}: interrupted", file=sys.stderr)

@@ -37,6 +37,13 @@ def _device_memory() -> str:
     return f" ({used / gib:.1f} GiB allocated by kvviz, {free / gib:.1f} GiB free of {total / gib:.1f} GiB)"
 
 
+def one_line(text: str, limit: int = 400) -> str:
+    """`text` as one line of at most `limit` characters: a hostile file's value echoed in a message
+    (a 100,000-character token, a name with newlines) must not become the message."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def friendly_error(exc: BaseException) -> str:
     """One line, no traceback: the message of a ValueError as it is, a clear word for the rest."""
     if isinstance(exc, InsufficientMemory):

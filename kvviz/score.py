@@ -96,7 +96,7 @@ def trained_context(name_or_path: str) -> int | None:
         return None
     try:
         value = json.loads((folder / "training.json").read_text(encoding="utf-8")).get("context")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, int) and value > 0 else None
 

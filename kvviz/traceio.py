@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
 from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
 from kvviz.ui.history import RunInfo  # a plain dataclass: importing it imports no Qt
@@ -301,8 +302,12 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
             if t.block_size is None:
                 raise ValueError(f"{where}: a block_table without a block_size")
             n_blocks = -(-room // block)
-            if len(t.block_table) > n_blocks:
-                raise ValueError(f"{where}: {len(t.block_table)} blocks, more than the run's {n_blocks}")
+            held = -(-t.cache_len // block)  # the blocks the cached tokens fill
+            if len(t.block_table) != held:
+                raise ValueError(f"{where}: {len(t.block_table)} blocks in the table for {t.cache_len} tokens "
+                                 f"in blocks of {block} ({held} expected)")
+            if len(set(t.block_table)) != len(t.block_table):
+                raise ValueError(f"{where}: a block appears twice in the block table")
             for b in t.block_table:
                 _check_range(b, f"{where}: a block number", 0, n_blocks - 1)
 
@@ -369,7 +374,10 @@ def loads_run(text: str) -> SavedRun:
             raise ValueError(f"the JSON ends early at line {exc.lineno}: the file is truncated") from None
         raise ValueError(f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     check_depth(doc, MAX_DEPTH, "not a kvviz trace")
-    return run_from_dict(doc)
+    try:
+        return run_from_dict(doc)
+    except ValueError as exc:  # a hostile value echoed in the message is cut to one short line
+        raise ValueError(one_line(str(exc))) from None
 
 
 def load_run(path: str | Path) -> SavedRun:

@@ -172,8 +172,8 @@ def _rope(data: dict[str, Any], path: Path) -> tuple[float, dict[str, Any] | Non
     params = data.get("rope_parameters") or data.get("rope_scaling") or {}
     if not isinstance(params, dict):
         raise ValueError(f"{path}: rope_parameters must be an object, got {params!r}")
-    theta = params.get("rope_theta", data.get("rope_theta", 10000.0))
-    kind = params.get("rope_type", params.get("type", "default"))
+    theta = next((v for v in (params.get("rope_theta"), data.get("rope_theta")) if v is not None), 10000.0)
+    kind = params.get("rope_type") or params.get("type") or "default"
     if kind not in ROPE_TYPES:
         raise ValueError(f"{path}: unsupported rope scaling {kind!r}; kvviz reads {', '.join(ROPE_TYPES)}")
     factor = params.get("partial_rotary_factor", data.get("partial_rotary_factor", 1.0))
@@ -378,22 +378,60 @@ def load_hf_model(folder: str | Path) -> nn.Module:
     return load_into(model, state, source).eval()
 
 
+TOKENIZER_DEPTH = 16  # normalizer and pre-tokenizer sequences nest a few levels; merges are pairs
+
+
+def check_tokenizer_json(path: Path) -> None:
+    """The fields of tokenizer.json that the `tokenizers` library trusts (it panics on some, e.g. a
+    100,000-character subword prefix): typed and bounded here before it reads the file."""
+    try:
+        _check_tokenizer_doc(_read_json(path, TOKENIZER_DEPTH))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a valid tokenizer.json ({str(exc).removeprefix(f'{path}: ')})") from None
+
+
+def _check_tokenizer_doc(doc: Any) -> None:
+    from kvviz.traceio import MAX_TOKEN_CHARS
+
+    model = doc.get("model") if isinstance(doc, dict) else None
+    if not isinstance(model, dict) or not isinstance(model.get("type", "BPE"), str):
+        raise ValueError("no 'model' object with a type")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix", "unk_token"):
+        value = model.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_TOKEN_CHARS):
+            raise ValueError(f"model.{key} must be a string of at most {MAX_TOKEN_CHARS} characters")
+    vocab = model.get("vocab") or {}
+    if not isinstance(vocab, (dict, list)):
+        raise ValueError("model.vocab must be an object or a list")
+    tokens = vocab if isinstance(vocab, dict) else [v[0] if isinstance(v, list) and v else v for v in vocab]
+    added = doc.get("added_tokens") or []
+    if not isinstance(added, list):
+        raise ValueError("added_tokens must be a list")
+    tokens = [*tokens, *(a.get("content") if isinstance(a, dict) else a for a in added)]
+    for token in tokens:
+        if not isinstance(token, str):
+            raise ValueError(f"a token that is not a string: {str(token)[:40]!r}")
+        if len(token) > MAX_TOKEN_CHARS:  # a trace could not hold its text, nor a panel draw it
+            raise ValueError(f"a token of {len(token):,} characters, more than {MAX_TOKEN_CHARS} "
+                             f"(no real vocabulary has one)")
+
+
 def load_hf_tokenizer(folder: str | Path, cfg: ModelConfig | None = None):
     """The folder's tokenizer.json; refuses one whose ids would fall outside the model's vocabulary."""
     from kvviz.tokenizer import HFTokenizer
 
     folder = check_folder(folder)
-    tok = HFTokenizer(folder / TOKENIZER_NAME)
+    check_tokenizer_json(folder / TOKENIZER_NAME)
+    try:
+        tok = HFTokenizer(folder / TOKENIZER_NAME)
+    except (KeyboardInterrupt, SystemExit, ValueError):
+        raise
+    except BaseException as exc:  # the Rust library panics on some malformed files (pyo3 PanicException)
+        raise ValueError(f"{folder / TOKENIZER_NAME}: not a valid tokenizer.json ({type(exc).__name__})") from None
     cfg = cfg or read_hf_config(folder)
     if tok.vocab_size > cfg.vocab_size:
         raise ValueError(f"{folder / TOKENIZER_NAME}: {tok.vocab_size} tokens, more than the model's "
                          f"vocab_size of {cfg.vocab_size}")
-    from kvviz.traceio import MAX_TOKEN_CHARS
-
-    longest = max(tok._tok.get_vocab(with_added_tokens=True), key=len, default="")
-    if len(longest) > MAX_TOKEN_CHARS:  # a trace could not hold its text, and a panel could not draw it
-        raise ValueError(f"{folder / TOKENIZER_NAME}: a token of {len(longest):,} characters, more than "
-                         f"{MAX_TOKEN_CHARS} (no real vocabulary has one)")
     return tok
 
 

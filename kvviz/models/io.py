@@ -115,7 +115,8 @@ def read_safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]
     for name, entry in doc.items():
         if name == "__metadata__":
             continue
-        ok = isinstance(entry, dict) and entry.get("dtype") in SAFETENSORS_DTYPES \
+        ok = isinstance(entry, dict) and isinstance(entry.get("dtype"), str) \
+            and entry["dtype"] in SAFETENSORS_DTYPES \
             and isinstance(entry.get("shape"), list) and isinstance(entry.get("data_offsets"), list) \
             and len(entry["data_offsets"]) == 2 \
             and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0

@@ -108,11 +108,11 @@ def build_model(name_or_path: str, *, seed: int = 0) -> nn.Module:
 
 
 def _is_kvviz_config(path: Path) -> bool:
-    import json
+    from kvviz.fileio import read_json
 
-    try:
-        return ModelConfig.is_own_schema(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+    try:  # a config too deep or too large for either schema is refused by the reader that follows
+        return ModelConfig.is_own_schema(read_json(path, max_depth=3, max_bytes=1 << 20))
+    except ValueError:
         return False
 
 

@@ -79,11 +79,11 @@ def error_message(exc: BaseException) -> str:
     """One line for the window: what went wrong, and for out-of-memory what to try instead."""
     if isinstance(exc, EngineError):
         text = str(exc)
-    elif isinstance(exc, MemoryError):
+    elif isinstance(exc, MemoryError) and not isinstance(exc, errors.InsufficientMemory):
         text = _tr("out of memory; {0}").format(errors.OOM_HINT)
     else:
-        text = " ".join(errors.friendly_error(exc).strip().splitlines()[:1]) or type(exc).__name__
-    return text if len(text) <= 400 else text[:397] + "..."
+        text = errors.friendly_error(exc).strip() or type(exc).__name__
+    return errors.one_line(text)
 
 
 # -- the engines, without Qt ----------------------------------------------------------------------
