@@ -273,13 +273,18 @@ def _load_checkpoint(folder: Path):
     return model, tok
 
 
-def test_every_config_field_mutated(checkpoint, tmp_path):
-    hf, _ = checkpoint
-    base = json.loads((hf / "config.json").read_text())
-    folder = _copy_folder(hf, tmp_path / "c")
+def _fuzz_config(kind: str, src: Path, folder: Path, keep=lambda doc: True) -> None:
+    """Every field of src's config.json mutated, each variant loaded from a copy of the folder."""
+    base = json.loads((src / "config.json").read_text())
+    folder = _copy_folder(src, folder)
     for label, doc in variants(base):
         (folder / "config.json").write_text(dumps(doc))
-        judge("config.json", label, lambda: _load_checkpoint(folder))
+        if keep(doc):
+            judge(kind, label, lambda: _load_checkpoint(folder))
+
+
+def test_every_config_field_mutated(checkpoint, tmp_path):
+    _fuzz_config("config.json", checkpoint[0], tmp_path / "c")
 
 
 @pytest.mark.parametrize("key", ["hidden_size", "vocab_size", "intermediate_size", "num_hidden_layers"])
@@ -303,14 +308,9 @@ def test_a_model_larger_than_memory_says_how_much_it_needs(checkpoint, monkeypat
 
 
 def test_every_kvviz_config_field_mutated(checkpoint, tmp_path):
-    _, own = checkpoint
-    base = json.loads((own / "config.json").read_text())
-    folder = _copy_folder(own, tmp_path / "k")
-    for label, doc in variants(base):
-        (folder / "config.json").write_text(dumps(doc))
-        if not (isinstance(doc, dict) and "d_model" in doc):
-            continue  # no longer kvviz's schema: read as a Hugging Face folder, fuzzed above
-        judge("kvviz config.json", label, lambda: _load_checkpoint(folder))
+    # a variant no longer in kvviz's schema is read as a Hugging Face folder, fuzzed above
+    _fuzz_config("kvviz config.json", checkpoint[1], tmp_path / "k",
+                 keep=lambda doc: isinstance(doc, dict) and "d_model" in doc)
 
 
 def _sharded(hf: Path, dst: Path) -> tuple[Path, dict]:
