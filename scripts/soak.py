@@ -177,7 +177,7 @@ def close_once(i: int, after: int, how: str, model: str) -> tuple[list[str], flo
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
                             cwd=ROOT, start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=300)
+        out, err = proc.communicate(timeout=600)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
@@ -208,12 +208,9 @@ def soak_closes(n: int, model: str, jobs: int = 1, seed: int = 0) -> bool:
     with ThreadPoolExecutor(jobs) as pool:
         for (i, after, how), (problems, took) in zip(plan, pool.map(lambda p: close_once(*p, model), plan)):
             seconds.append(took)
-            if problems:
-                print(f"close {i + 1} ({how} after step {after}): {'; '.join(problems)}", flush=True)
-            else:
-                clean += 1
-            if (i + 1) % 10 == 0:
-                print(f"  {i + 1} closes, {clean} clean", flush=True)
+            clean += not problems
+            print(f"close {i + 1} ({how} after step {after}, {took:.0f} s): {'; '.join(problems) or 'clean'}",
+                  flush=True)
     print(f"closes: {clean}/{n} clean (exit code 0, closed mid-run, no process of the app's session left); "
           f"start to exit {sorted(seconds)[len(seconds) // 2]:.1f} s median", flush=True)
     return clean == n
