@@ -269,6 +269,14 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
         _check_range(t.pos_start, f"{where}: pos_start", 0, t.pos_stop - 1)
         _check_range(t.cache_capacity, f"{where}: cache_capacity", 0, room)
         _check_range(t.cache_len, f"{where}: cache_len", 0, min(t.pos_stop, max(t.cache_capacity, 0)))
+        if t.run_id != steps[0].run_id or (info.run_id and t.run_id != info.run_id):
+            raise ValueError(f"{where}: run_id {t.run_id!r} is not the run's ({info.run_id or steps[0].run_id!r})")
+        # the cache's bytes are its capacity's (panels divide one by the other)
+        if kv_bytes and t.cache_bytes != t.cache_capacity * kv_bytes:
+            raise ValueError(f"{where}: cache_bytes {t.cache_bytes:,} for a capacity of {t.cache_capacity} tokens "
+                             f"at {kv_bytes:,} bytes each")
+        if (t.cache_bytes == 0) != (t.cache_capacity == 0):
+            raise ValueError(f"{where}: cache_bytes {t.cache_bytes:,} with a capacity of {t.cache_capacity} tokens")
         top_bytes = room * kv_bytes if kv_bytes else MAX_BYTES
         for key in ("cache_bytes", "bytes_copied", "bytes_written", "bytes_gathered"):
             _check_range(getattr(t, key), f"{where}: {key}", 0, top_bytes)

@@ -488,3 +488,35 @@ def test_bench_json_onto_a_full_disk_is_refused_before_the_run(tmp_path, capsys,
         assert sorted(p.name for p in where.iterdir()) == ["filler"]
     finally:
         subprocess.run(["umount", str(where)])
+
+
+def test_accepted_traces_open_in_the_window_and_every_panel_draws(trace_doc, tmp_path, qapp):
+    """The window's File > Open path on a sample of the accepted variants (every 12th; all 192 were run by
+    hand): the trace opens, and every panel draws its last step without an error on its frame. Found:
+    a zero cache_bytes with a non-zero capacity divided by zero in the cache memory panel; refused now."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_export import make_window
+
+    from kvviz.ui.export_actions import WINDOW, draw_step, settle
+
+    accepted = []
+    for label, doc in variants(trace_doc, lambda p: len(p) > 2 and p[-1] == "data"):
+        try:
+            traceio.loads_run(dumps(doc))
+        except ValueError:
+            continue
+        accepted.append((label, doc))
+    window, actions = make_window(tmp_path / "settings")
+    try:
+        for label, doc in accepted[::12]:
+            path = tmp_path / "variant.kvviz.json"
+            path.write_text(dumps(doc))
+            assert actions.open_trace(str(path)), (label, window.error_text())
+            settle()
+            draw_step(window, window.history.n_steps() - 1, [WINDOW])
+            broken = {k: f.error for k, f in window.grid.frames.items() if f.error}
+            assert not broken, (label, broken)
+            COUNTS.setdefault("trace opened in the window", Counter())["tried"] += 1
+            COUNTS["trace opened in the window"]["accepted"] += 1
+    finally:
+        window.close()
