@@ -921,9 +921,9 @@ def test_whitespace_marks_copy_and_tooltip_as_the_real_text(qtbot, history):
 
 
 # -- layout at the window's sizes ------------------------------------------------------------------
-# Panel sizes in the first-launch 1500x920 window and a 1280x720 one (the grid's 4 x 2 cells, measured
+# Panel sizes in the first-launch 1500x920 window, a 1280x720 and a 1920x1080 one (the grid's 4 x 2 cells, measured
 # in the window with the Inputs dock shown).
-WINDOW_PANEL_SIZES = {"1280x720": (224, 256), "1500x920": (279, 349)}
+WINDOW_PANEL_SIZES = {"1280x720": (224, 256), "1500x920": (279, 349), "1920x1080": (384, 445)}
 
 
 def wide_history(history: RunHistory) -> RunHistory:
@@ -974,9 +974,10 @@ def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot,
     from kvviz.ui import style
 
     panel = make_panel(qtbot, "summary")
+    panel.show_step(wide_history(history), NEW_TOKENS - 1)  # drawn first, then resized, as in the window
+    qtbot.wait(20)
     panel.retranslate()
     panel.resize(*WINDOW_PANEL_SIZES[window])
-    panel.show_step(wide_history(history), NEW_TOKENS - 1)
     qtbot.wait(50)
     table = panel._table
     assert not table.horizontalScrollBar().isVisible()
@@ -989,6 +990,8 @@ def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot,
             assert QFontMetrics(item.font()).horizontalAdvance(item.text()) + 6 < header.sectionSize(col), item.text()
     # The table whole inside the panel, and the note (where shown) under it, not over its last rows.
     assert table.geometry().bottom() <= panel.height()
+    rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+    assert table.horizontalHeader().height() + rows <= table.viewport().height() + table.horizontalHeader().height()
     note = panel._note
     assert not note.isVisible() or note.geometry().top() > table.geometry().bottom()
     assert not note.isVisible() or note.geometry().top() + note.heightForWidth(note.width()) <= panel.height()

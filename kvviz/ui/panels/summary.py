@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -95,6 +95,7 @@ class SummaryPanel(Panel):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self._heading)
         layout.addWidget(self._table)
+        self._table.installEventFilter(self)
         layout.addWidget(self._note)
         layout.addStretch(1)
         self._values: dict[str, dict[str, float | int | None]] = {}
@@ -305,6 +306,9 @@ class SummaryPanel(Panel):
                 header.resizeSection(c, width + max(0, spare) // n + (1 if c < max(0, spare) % n else 0))
         else:
             header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Rows fitted to the type now (left to the next layout pass, the last row had been hidden
+        # under the note after the type changed).
+        table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
         height = header.height() + 2 * table.frameWidth()
         height += sum(table.rowHeight(r) for r in range(table.rowCount()))
         if not fits:
@@ -328,6 +332,14 @@ class SummaryPanel(Panel):
         super().resizeEvent(event)
         if self._table.columnCount():
             self._fit()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        # The table's own width decides the columns: it settles after the panel's resize (the
+        # heading above it rewraps), and a fit made at the panel's resize had cut the last column.
+        if (watched is self._table and event.type() == QEvent.Type.Resize and self._table.columnCount()
+                and event.size().width() != event.oldSize().width()):
+            self._fit()
+        return super().eventFilter(watched, event)
 
     def _format(self, key: str, value) -> str:
         if value is None or _nan(value):
