@@ -104,11 +104,11 @@ def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
     # A user reads the window before clicking Run: idle ticks in which panels warm up (half a second).
     QTimer.singleShot(500, loop.quit)
     loop.exec()
-    window.set_model(model)
-    window.set_engines(engines)
-    window.prompt_edit.setPlainText(PROMPT)
-    window.tokens_spin.setValue(tokens)
-    window.speed_spin.setValue(0)
+    window.form.set_model(model)
+    window.form.set_engines(engines)
+    window.form.prompt_edit.setPlainText(PROMPT)
+    window.form.tokens_spin.setValue(tokens)
+    window.toolbar.speed_spin.setValue(0)
     window.torch_threads = 1
     gaps: list[float] = []
     last = [0.0]
@@ -134,14 +134,14 @@ def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
 
     window._repaint = timed_repaint
     draws: dict[str, list[float]] = {}
-    draw_panel = window._draw_panel
+    draw_panel = window.grid.draw_panel
 
-    def timed_draw(key):
+    def timed_draw(key, history, step):
         t = time.perf_counter()
-        draw_panel(key)
+        draw_panel(key, history, step)
         draws.setdefault(key, []).append((time.perf_counter() - t) * 1000.0)
 
-    window._draw_panel = timed_draw
+    window.grid.draw_panel = timed_draw
     window.run_finished.connect(lambda _rid: running.__setitem__(0, False))
     window.run_failed.connect(lambda _rid, msg: print("run failed:", msg, file=sys.stderr))
     window.run_finished.connect(loop.quit)
@@ -162,13 +162,13 @@ def measure_run(model: str, tokens: int, engines: tuple[str, ...]) -> dict:
         result[key] = steps
     # Each panel's own cost near the end of the run: show_step, then rendering its frame.
     history, n = window.history, window.history.n_steps()
-    for key, panel in window.panels.items():
+    for key, panel in window.grid.panels.items():
         draw, render = [], []
         for step in range(max(0, n - 5), n):
             t = time.perf_counter()
             panel.show_step(history, step)
             t1 = time.perf_counter()
-            window.frames[key].grab()
+            window.grid.frames[key].grab()
             draw.append((t1 - t) * 1000.0)
             render.append((time.perf_counter() - t1) * 1000.0)
         result["panels"][key] = (statistics.median(draw), statistics.median(render))

@@ -53,9 +53,9 @@ def main() -> int:
         window.show()
         if not _wait(window.environment_ready, 120):
             raise SystemExit("the engines did not start")
-        window.set_model(args.model)
-        window.tokens_spin.setValue(args.tokens)
-        window.speed_spin.setValue(0)
+        window.form.set_model(args.model)
+        window.form.tokens_spin.setValue(args.tokens)
+        window.toolbar.speed_spin.setValue(0)
         window.torch_threads = 1
         if not window.start_run() or not _wait(window.run_finished, 300):
             raise SystemExit(f"the run did not finish: {window.validation_text() or window.error_text()}")
@@ -66,7 +66,7 @@ def main() -> int:
             present = "present" in options
             hide = [k for opt in options if opt != "present" for k in opt.split(",") if k]
             window.set_presentation(False)
-            for key, act in window.panel_actions.items():
+            for key, act in window.grid.panel_actions.items():
                 act.setChecked(key not in hide)
             window.resize(width, height)
             if present:
@@ -78,9 +78,9 @@ def main() -> int:
                 window.grab()
                 time.sleep(0.02)
             cells = []
-            for key, panel in window.panels.items():
+            for key, panel in window.grid.panels.items():
                 areas = plot_areas(panel)
-                if window.frames[key].isHidden() or not areas:
+                if window.grid.frames[key].isHidden() or not areas:
                     continue
                 w, h = (max if key in LARGEST else min)(areas, key=lambda a: a[0] * a[1])
                 cells.append(f"{key} {w}x{h}")

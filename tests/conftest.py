@@ -77,7 +77,7 @@ def open_window(qtbot, tmp_path, torch_cpu):
         qtbot.addWidget(window)  # closed at the end of the test: the worker's thread is stopped
         window.show()
         qtbot.waitUntil(lambda: window.env is not None, timeout=90_000)
-        window.set_model("tiny-random")
+        window.form.set_model("tiny-random")
         window.torch_threads = 1
         return window
 

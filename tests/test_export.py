@@ -113,7 +113,7 @@ def make_window(tmp_path: Path):
 
     from kvviz.ui import app
     from kvviz.ui.export_actions import install_export_actions
-    from kvviz.ui.main_window import MainWindow
+    from kvviz.ui.window import MainWindow
 
     app.ensure_app()
     worker = _fake_worker()
@@ -173,18 +173,18 @@ def test_open_trace_replays_every_step_in_the_panels(window, history, qtbot):
     assert window.history.n_steps() == NEW_TOKENS
     for k in ENGINES:
         assert window.history.token_ids(k) == history.token_ids(k)
-    qtbot.waitUntil(lambda: window.timeline.maximum() == NEW_TOKENS - 1)
+    qtbot.waitUntil(lambda: window.transport.timeline.maximum() == NEW_TOKENS - 1)
     assert window.replay_message.startswith(f"Replaying run.json: {NEW_TOKENS} steps of naive, concat")
     step = 5
     draw_step(window, step, [WINDOW])
     n = len(PROMPT) + step  # positions whose K/V exist at decode step 5
-    matrix = window.panels["work_matrix"]
+    matrix = window.grid.panels["work_matrix"]
     for engine in ENGINES:
         kinds = matrix.cell_kinds(engine)
         assert kinds.shape == (n, n)
         assert (kinds == COMPUTED).sum() == 1
     assert (matrix.cell_kinds("naive") == RECOMPUTED).sum() == n * (n + 1) // 2 - 1
-    attention = window.panels["attention"]
+    attention = window.grid.panels["attention"]
     attention.set_engine("static")
     draw_step(window, step, [WINDOW])
     expected = history.at("static", step).attn_weights
@@ -225,7 +225,7 @@ def test_panel_png_at_scale(window, tmp_path, key):
 
     from kvviz.ui.export_actions import export_image
 
-    frame = window.frames[key]
+    frame = window.grid.frames[key]
     path = export_image(window, key, "png", tmp_path / f"{key}.png", scale=1.5)
     image = QImage(str(path))
     assert (image.width(), image.height()) == (round(frame.width() * 1.5), round(frame.height() * 1.5))
@@ -459,7 +459,7 @@ def test_image_dialog_flow_writes_the_chosen_file(window, actions, tmp_path, mon
     monkeypatch.setattr(ImageExportDialog, "exec", accept)
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(tmp_path / "r.png"), "")))
     actions.act_image.trigger()
-    frame = window.frames["recompute"]
+    frame = window.grid.frames["recompute"]
     image = QImage(str(tmp_path / "r.png"))
     assert (image.width(), image.height()) == (2 * frame.width(), 2 * frame.height())
     assert "Saved" in window.statusBar().currentMessage()
@@ -529,7 +529,7 @@ def test_kvviz_export_unwritable_out_is_exit_2(tmp_path, capsys, where):
 
 
 def test_open_trace_during_a_run_stops_it_and_replays_once_it_ended(qapp, run_json, tmp_path):
-    from kvviz.ui.main_window import RunState
+    from kvviz.ui.transport import RunState
 
     busy, actions = make_window(tmp_path)
     stops = []

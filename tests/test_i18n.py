@@ -111,7 +111,7 @@ def _window(tmp_path):
     from PySide6.QtCore import QObject, QSettings, Signal
 
     from kvviz.ui.export_actions import install_export_actions
-    from kvviz.ui.main_window import MainWindow
+    from kvviz.ui.window import MainWindow
 
     class IdleWorker(QObject):
         environment_listed, model_loaded, run_started, step_traced = (Signal(object) for _ in range(4))
@@ -145,7 +145,7 @@ def test_language_menu_switches_at_run_time_and_is_remembered(qapp, tmp_path, en
         assert window.file_menu.title() == "文件(&F)"
         assert window.windowTitle() == "kvviz：一步一步看懂 KV Cache"
         assert actions.act_image.text() == "图片(&I)..."  # the export actions follow the switch too
-        assert window.frames["work_matrix"].header.text() == "工作矩阵"
+        assert window.grid.frames["work_matrix"].header.text() == "工作矩阵"
         assert menu.actions["zh_CN"].isChecked() and not menu.actions["en"].isChecked()
         window.settings.sync()
         assert QSettings(window.settings.fileName(), QSettings.Format.IniFormat).value(i18n.SETTINGS_KEY) == "zh_CN"
@@ -234,10 +234,10 @@ def test_an_open_shortcuts_table_and_the_form_follow_a_switch(qapp, tmp_path, en
         assert table.horizontalHeaderItem(0).text() == "Action" and table.item(0, 0).text() == "Run"
         i18n.set_language("zh_CN")
         QApplication.processEvents()
-        assert window.prompt_label.text() == "提示词"
+        assert window.form.prompt_label.text() == "提示词"
         assert window.shortcuts_dialog.windowTitle() == "键盘快捷键"
         assert table.horizontalHeaderItem(0).text() != "Action" and table.item(0, 0).text() != "Run"
         assert [table.item(i, 0).text() for i in range(table.rowCount())] == [t for t, _ in window.shortcut_rows()]
-        assert QApplication.translate("MainWindow", "decode") == "解码"
+        assert QApplication.translate("TransportBar", "decode") == "解码"
     finally:
         window.close()

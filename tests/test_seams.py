@@ -56,4 +56,4 @@ def test_trace_and_history_import_without_torch_or_qt():
 
 def test_the_window_module_loads_without_pyqtgraph():
     """The window is shown before the panels (and pyqtgraph, most of a launch's time) are imported."""
-    assert_imports_none_of("kvviz.ui.main_window, kvviz.ui.app", ("torch", "pyqtgraph"))
+    assert_imports_none_of("kvviz.ui.window, kvviz.ui.app", ("torch", "pyqtgraph"))

@@ -21,27 +21,27 @@ PROMPT = "A cache is a promise"
 
 
 def type_prompt(qtbot, window, text: str) -> None:
-    window.prompt_edit.clear()
-    qtbot.keyClicks(window.prompt_edit, text)
+    window.form.prompt_edit.clear()
+    qtbot.keyClicks(window.form.prompt_edit, text)
 
 
 def run_to_end(qtbot, window, timeout=120_000):
     with qtbot.waitSignal(window.run_finished, timeout=timeout):
-        qtbot.mouseClick(window.run_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.form.run_button, Qt.MouseButton.LeftButton)
 
 
 def test_compare_run_of_all_four_engines(qtbot, open_window):
     window = open_window(isolate=True)  # the app's own worker: engines in a child process
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(ENGINES)
-    window.tokens_spin.setValue(40)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(ENGINES)
+    window.form.tokens_spin.setValue(40)
+    window.toolbar.speed_spin.setValue(0)
     seen = []
     window.step_traced.connect(seen.append)
     run_to_end(qtbot, window)
 
     assert window.error_text() == ""
-    assert window.badge.text() == "identical"
+    assert window.transport.badge.text() == "identical"
     assert window.history.n_steps() == 40
     assert window.history.info.prompt == PROMPT
     # Lockstep: step k of every engine before step k+1 of any.
@@ -49,7 +49,7 @@ def test_compare_run_of_all_four_engines(qtbot, open_window):
 
     # The summary panel shows the traces' totals.
     own = {e: RunSummary.from_traces([t for t in seen if t.engine == e]) for e in ENGINES}
-    shown = window.panels["summary"].table_values()
+    shown = window.grid.panels["summary"].table_values()
     for e in ENGINES:
         assert shown[e]["total_ms"] == pytest.approx(own[e].total_ms)
         for key in ("kv_projections", "bytes_copied", "bytes_written", "bytes_gathered", "peak_cache_bytes"):
@@ -62,7 +62,7 @@ def test_compare_run_of_all_four_engines(qtbot, open_window):
     step = 25
     window.select_step(step)
     window.refresh()
-    matrix = window.panels["work_matrix"]
+    matrix = window.grid.panels["work_matrix"]
     n = len(window.history.info.prompt_ids) + step
     for engine in ENGINES:
         kinds = matrix.cell_kinds(engine)
@@ -77,8 +77,9 @@ def test_compare_run_of_all_four_engines(qtbot, open_window):
     # The status bar: device, model, parameters and KV bytes per token, from the config.
     info = window.history.info
     assert info.kv_bytes_per_token == 2 * info.n_layer * info.n_kv_head * info.head_dim * 4
-    status = " ".join(w.text() for w in (window.status_device, window.status_model, window.status_params,
-                                         window.status_kv))
+    fields = window.status_fields
+    status = " ".join(w.text() for w in (fields.device, fields.model, fields.params,
+                                         window.status_fields.kv))
     assert "cpu" in status and "tiny-random" in status and "parameters" in status
     assert "2.0 KiB per token" in status
 
@@ -86,22 +87,22 @@ def test_compare_run_of_all_four_engines(qtbot, open_window):
 def test_timeline_scrubs_back_and_every_panel_follows(qtbot, open_window):
     window = open_window()
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(("naive", "concat"))
-    window.tokens_spin.setValue(12)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("naive", "concat"))
+    window.form.tokens_spin.setValue(12)
+    window.toolbar.speed_spin.setValue(0)
     run_to_end(qtbot, window)
-    assert window.selected_step == 11 and window.timeline.maximum() == 11
+    assert window.selected_step == 11 and window.transport.timeline.maximum() == 11
     window.scrub(-4)
-    assert window.selected_step == 7 and window.timeline.value() == 7
+    assert window.selected_step == 7 and window.transport.timeline.value() == 7
     window.refresh()
     n = len(window.history.info.prompt_ids) + 7
-    assert window.panels["work_matrix"].cell_kinds("concat").shape == (n, n)
-    assert window.panels["summary"].table_values()["concat"]["kv_projections"] == \
+    assert window.grid.panels["work_matrix"].cell_kinds("concat").shape == (n, n)
+    assert window.grid.panels["summary"].table_values()["concat"]["kv_projections"] == \
         RunSummary.from_traces(window.history.upto("concat", 7)).kv_projections
-    assert "step 7 / 11" in window.step_label.text()
-    assert window.panels["attention"].weights().shape == (n, n)  # its rows folded again from step 0
+    assert "step 7 / 11" in window.transport.step_label.text()
+    assert window.grid.panels["attention"].weights().shape == (n, n)  # its rows folded again from step 0
     window.act_first.trigger()
-    assert window.selected_step == 0 and "prefill" in window.step_label.text()
+    assert window.selected_step == 0 and "prefill" in window.transport.step_label.text()
     window.act_next.trigger()
     assert window.selected_step == 1
     window.act_last.trigger()
@@ -109,15 +110,15 @@ def test_timeline_scrubs_back_and_every_panel_follows(qtbot, open_window):
     window.act_next.trigger()  # at the end of a finished run: nothing more to show
     assert window.selected_step == 11
     window.refresh()
-    assert {k: f.error for k, f in window.frames.items() if f.error} == {}  # no panel failed on the way
+    assert {k: f.error for k, f in window.grid.frames.items() if f.error} == {}  # no panel failed on the way
 
 
 def test_pause_step_resume_and_stop(qtbot, open_window):
     window = open_window()
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(("concat", "static"))
-    window.tokens_spin.setValue(300)
-    window.speed_spin.setValue(25)
+    window.form.set_engines(("concat", "static"))
+    window.form.tokens_spin.setValue(300)
+    window.toolbar.speed_spin.setValue(25)
     assert window.start_run()
     qtbot.waitUntil(lambda: window.history.n_steps() >= 3, timeout=30_000)
     window.act_pause.trigger()
@@ -148,16 +149,16 @@ def test_pause_step_resume_and_stop(qtbot, open_window):
     window.refresh()
     assert window.selected_step == 1
     # And the window is usable for the next run.
-    window.tokens_spin.setValue(4)
-    window.speed_spin.setValue(0)
+    window.form.tokens_spin.setValue(4)
+    window.toolbar.speed_spin.setValue(0)
     run_to_end(qtbot, window)
     assert window.history.n_steps() == 4
 
 
 def test_step_from_idle_starts_a_paused_run(qtbot, open_window):
     window = open_window()
-    window.set_engines(("concat",))
-    window.tokens_spin.setValue(50)
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(50)
     window.act_step.trigger()
     qtbot.waitUntil(lambda: window.history.n_steps() == 1, timeout=30_000)
     assert window.state.value == "paused"
@@ -176,12 +177,12 @@ def test_shortcuts_cover_the_transport(open_window):
     assert keys[window.act_step] == "N" and keys[window.act_stop] == "Esc"
     assert keys[window.act_prev] == "Left" and keys[window.act_next] == "Right"
     assert all(keys.values())
-    window.speed_spin.setValue(20)
+    window.toolbar.speed_spin.setValue(20)
     window.act_faster.trigger()
-    assert window.speed_spin.value() == 50
+    assert window.toolbar.speed_spin.value() == 50
     window.act_slower.trigger()
     window.act_slower.trigger()
-    assert window.speed_spin.value() == 10
+    assert window.toolbar.speed_spin.value() == 10
 
 
 def test_the_form_refuses_bad_input_with_a_reason(qtbot, open_window):
@@ -192,26 +193,26 @@ def test_the_form_refuses_bad_input_with_a_reason(qtbot, open_window):
     def refused(reason_part: str) -> None:
         assert not window.start_run()
         assert reason_part in window.validation_text()
-        assert window.validation_label.isVisibleTo(window)
-        assert not window.run_button.isEnabled()
+        assert window.form.validation_label.isVisibleTo(window)
+        assert not window.form.run_button.isEnabled()
 
-    window.prompt_edit.setPlainText("   ")
+    window.form.prompt_edit.setPlainText("   ")
     refused("Type a prompt")
-    window.prompt_edit.setPlainText("ok")
-    window.set_engines(())
+    window.form.prompt_edit.setPlainText("ok")
+    window.form.set_engines(())
     refused("at least one engine")
-    window.set_engines(("concat",))
-    window.tokens_spin.setValue(2047)
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(2047)
     refused("exceeds the model's context of 2048")
-    window.tokens_spin.setValue(10)
-    window.greedy_check.setChecked(False)
-    window.temperature_spin.setValue(0.0)
+    window.form.tokens_spin.setValue(10)
+    window.form.greedy_check.setChecked(False)
+    window.form.temperature_spin.setValue(0.0)
     refused("Temperature must be above 0")
-    window.temperature_spin.setValue(0.7)
-    window.top_p_spin.setValue(0.0)
+    window.form.temperature_spin.setValue(0.7)
+    window.form.top_p_spin.setValue(0.0)
     refused("Top-p must be above 0")
-    window.top_p_spin.setValue(0.9)
-    assert window.validation_text() == "" and window.run_button.isEnabled()
+    window.form.top_p_spin.setValue(0.9)
+    assert window.validation_text() == "" and window.form.run_button.isEnabled()
     assert asked == []
 
 
@@ -222,9 +223,9 @@ def test_a_worker_failure_is_shown_and_the_steps_so_far_stay(qtbot, open_window,
 
     unwatch = watch_engines(fail)
     window = open_window()
-    window.set_engines(("naive", "concat"))
-    window.tokens_spin.setValue(20)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("naive", "concat"))
+    window.form.tokens_spin.setValue(20)
+    window.toolbar.speed_spin.setValue(0)
     with qtbot.waitSignal(window.run_failed, timeout=60_000) as failed:
         window.start_run()
     qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
@@ -236,7 +237,7 @@ def test_a_worker_failure_is_shown_and_the_steps_so_far_stay(qtbot, open_window,
     assert window.selected_step == 2
     # The app stays usable: the next run clears the message and runs.
     unwatch()
-    window.tokens_spin.setValue(3)
+    window.form.tokens_spin.setValue(3)
     run_to_end(qtbot, window)
     assert window.error_text() == "" and window.history.n_steps() == 3
 
@@ -250,9 +251,9 @@ def test_out_of_device_memory_is_one_line_and_the_app_stays_up(qtbot, open_windo
 
     unwatch = watch_engines(run_out)
     window = open_window()
-    window.set_engines(("concat",))
-    window.tokens_spin.setValue(10)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(10)
+    window.toolbar.speed_spin.setValue(0)
     with qtbot.waitSignal(window.run_failed, timeout=60_000) as failed:
         window.start_run()
     qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
@@ -260,7 +261,7 @@ def test_out_of_device_memory_is_one_line_and_the_app_stays_up(qtbot, open_windo
     assert message.startswith("out of device memory") and "\n" not in message and "--dtype bf16" in message
     assert message in window.error_text() and window.history.n_steps() == 3
     unwatch()
-    window.tokens_spin.setValue(3)
+    window.form.tokens_spin.setValue(3)
     run_to_end(qtbot, window)
     assert window.error_text() == "" and window.history.n_steps() == 3
 
@@ -271,23 +272,23 @@ def test_device_memory_in_the_status_bar(qtbot, open_window, monkeypatch):
     import kvviz.engines.base
 
     window = open_window()
-    window.set_engines(("static",))
-    window.tokens_spin.setValue(4)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("static",))
+    window.form.tokens_spin.setValue(4)
+    window.toolbar.speed_spin.setValue(0)
     run_to_end(qtbot, window)
     window.refresh()
-    assert window.status_mem.isHidden()
+    assert window.status_fields.mem.isHidden()
     monkeypatch.setattr(kvviz.engines.base, "allocated_bytes", lambda device: 3 * (1 << 30) + 123 * (1 << 20))
     run_to_end(qtbot, window)
     window.refresh()
-    assert not window.status_mem.isHidden() and window.status_mem.text() == "device memory 3.1 GiB"
+    assert not window.status_fields.mem.isHidden() and window.status_fields.mem.text() == "device memory 3.1 GiB"
 
 
 def test_a_missing_checkpoint_is_a_message_not_a_crash(qtbot, open_window, tmp_path):
     window = open_window()
     missing = str(tmp_path / "no-such-checkpoint")
-    window.set_model(missing)
-    assert window.current_model() == missing
+    window.form.set_model(missing)
+    assert window.form.current_model() == missing
     with qtbot.waitSignal(window.run_failed, timeout=60_000):
         assert window.start_run()
     assert "no-such-checkpoint" in window.error_text()
@@ -309,17 +310,17 @@ def test_a_checkpoint_folder_runs_in_the_window(qtbot, open_window, tmp_path, ar
     folder = save_hf_checkpoint(build_decoder(cfg).init_weights(0), tmp_path / arch,
                                 tokenizer_json=train_tokenizer_json(300))
     window = open_window()
-    window.set_model(str(folder))
+    window.form.set_model(str(folder))
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(("concat", "paged"))
-    window.tokens_spin.setValue(6)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("concat", "paged"))
+    window.form.tokens_spin.setValue(6)
+    window.toolbar.speed_spin.setValue(0)
     run_to_end(qtbot, window)
     assert window.error_text() == ""
-    assert window.badge.text() == "identical" and window.history.n_steps() == 6
+    assert window.transport.badge.text() == "identical" and window.history.n_steps() == 6
     per_token = 2 * 2 * kv_heads * 16 * 4  # layers x (K, V) x KV heads x head_dim x fp32
-    assert window.status_kv.text() == f"KV {fmt_bytes(per_token)} per token"
-    assert window.status_params.text() == f"{fmt_count_short(cfg.param_count())} parameters"
+    assert window.status_fields.kv.text() == f"KV {fmt_bytes(per_token)} per token"
+    assert window.status_fields.params.text() == f"{fmt_count_short(cfg.param_count())} parameters"
 
 
 def test_a_narrow_window_clips_no_plot(qtbot, open_window):
@@ -330,14 +331,14 @@ def test_a_narrow_window_clips_no_plot(qtbot, open_window):
     import pyqtgraph as pg
     from PySide6.QtWidgets import QLabel, QTableWidget
 
-    from kvviz.ui.main_window import PanelFrame
+    from kvviz.ui.grid import PanelFrame
 
     window = open_window()
     window.resize(1300, 760)
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(ENGINES)
-    window.tokens_spin.setValue(20)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(ENGINES)
+    window.form.tokens_spin.setValue(20)
+    window.toolbar.speed_spin.setValue(0)
     run_to_end(qtbot, window)
     window.select_step(5)
     for _ in range(3):
@@ -354,67 +355,68 @@ def test_a_narrow_window_clips_no_plot(qtbot, open_window):
         assert width <= panel.width(), panel.key
         for canvas in panel.findChildren(pg.GraphicsLayoutWidget):
             assert canvas.ci.geometry().width() <= canvas.width() + 1, (panel.key, canvas.ci.geometry().width())
-    title = window.panels["attention"]._plot.titleLabel
+    title = window.grid.panels["attention"]._plot.titleLabel
     drawn = title.item.boundingRect().width() * title.item.scale()
     assert "layer 0, head 0, step 5" in title.text and drawn <= title.width() + 1  # fits: shrunk if need be
-    assert window.panels["bytes"]._log.parent() is not window.panels["bytes"]  # in the frame's title row
+    assert window.grid.panels["bytes"]._log.parent() is not window.grid.panels["bytes"]  # in the frame's title row
 
 
 def test_settings_survive_a_restart(qtbot, open_window, tmp_path):
     path = tmp_path / "restart.ini"
     first = open_window(settings=settings_at(path))
     type_prompt(qtbot, first, "Remember me")
-    first.set_engines(("static", "paged"))
-    first.tokens_spin.setValue(77)
-    first.speed_spin.setValue(5)
-    first.block_spin.setValue(8)
-    first.greedy_check.setChecked(False)
-    first.top_k_spin.setValue(12)
-    first.seed_spin.setValue(42)
+    first.form.set_engines(("static", "paged"))
+    first.form.tokens_spin.setValue(77)
+    first.toolbar.speed_spin.setValue(5)
+    first.form.block_spin.setValue(8)
+    first.form.greedy_check.setChecked(False)
+    first.form.top_k_spin.setValue(12)
+    first.form.seed_spin.setValue(42)
     first.resize(first.minimumWidth(), 640)  # the offscreen screen is 800 pixels: stay inside it
-    hidden = list(first.panel_actions)[1]
-    first.panel_actions[hidden].setChecked(False)
+    hidden = list(first.grid.panel_actions)[1]
+    first.grid.panel_actions[hidden].setChecked(False)
     first.toolbar.hide()
-    first.add_model_path(str(tmp_path / "ckpt"))
-    first.set_model("tiny-random")
+    first.form.add_model_path(str(tmp_path / "ckpt"))
+    first.form.set_model("tiny-random")
     size = first.size()
     first.close()
 
     second = open_window(settings=settings_at(path))
-    assert second.prompt_edit.toPlainText() == "Remember me"
-    assert second.checked_engines() == ("static", "paged")
-    assert second.tokens_spin.value() == 77 and second.speed_spin.value() == 5 and second.block_spin.value() == 8
-    assert not second.greedy_check.isChecked() and second.top_k_spin.value() == 12
-    assert second.seed_spin.value() == 42
+    assert second.form.prompt_edit.toPlainText() == "Remember me"
+    assert second.form.checked_engines() == ("static", "paged")
+    assert second.form.tokens_spin.value() == 77 and second.toolbar.speed_spin.value() == 5
+    assert second.form.block_spin.value() == 8
+    assert not second.form.greedy_check.isChecked() and second.form.top_k_spin.value() == 12
+    assert second.form.seed_spin.value() == 42
     # The height shows the geometry came back (the default is 920); the width is not compared, since
     # restoreGeometry fits a window to its screen and the offscreen screen is narrower than the window.
     assert second.height() == size.height() != 920
-    assert second.frames[hidden].isHidden() and not second.panel_actions[hidden].isChecked()
+    assert second.grid.frames[hidden].isHidden() and not second.grid.panel_actions[hidden].isChecked()
     assert second.toolbar.isHidden()
-    assert second.model_combo.findData(str(tmp_path / "ckpt")) >= 0
+    assert second.form.model_combo.findData(str(tmp_path / "ckpt")) >= 0
 
 
 def test_every_registered_panel_is_laid_out_with_its_help(open_window):
     from kvviz.ui.panels import PANELS
 
     window = open_window()
-    assert list(window.panels) == [k for k, _ in PANELS]
-    assert window.panel_load_errors == []
-    for key, frame in window.frames.items():
-        help_text = window.panels[key].help_text()
+    assert list(window.grid.panels) == [k for k, _ in PANELS]
+    assert window.grid.panel_load_errors == []
+    for key, frame in window.grid.frames.items():
+        help_text = window.grid.panels[key].help_text()
         assert help_text != "" and frame.toolTip().startswith(help_text) and "Double-click" in frame.toolTip()
-        assert ("Click a point" in frame.toolTip()) == window.panels[key].picks_steps
-        assert frame.header.text() == window.panels[key].title()
-    key = next(iter(window.frames))
-    window.toggle_focus(key)
-    assert [k for k, f in window.frames.items() if not f.isHidden()] == [key]
-    window.toggle_focus(key)
-    assert all(not f.isHidden() for f in window.frames.values())
+        assert ("Click a point" in frame.toolTip()) == window.grid.panels[key].picks_steps
+        assert frame.header.text() == window.grid.panels[key].title()
+    key = next(iter(window.grid.frames))
+    window.grid.toggle_focus(key)
+    assert [k for k, f in window.grid.frames.items() if not f.isHidden()] == [key]
+    window.grid.toggle_focus(key)
+    assert all(not f.isHidden() for f in window.grid.frames.values())
 
 
 def grid_rows(window) -> list[list[str]]:
     """The panels each shown row of the grid holds, left to right."""
-    return [[row.widget(i).panel.key for i in range(row.count())] for row in window.rows if not row.isHidden()]
+    return [[row.widget(i).panel.key for i in range(row.count())] for row in window.grid.rows if not row.isHidden()]
 
 
 def test_hidden_panels_give_the_others_their_room(qtbot, open_window, tmp_path):
@@ -424,41 +426,41 @@ def test_hidden_panels_give_the_others_their_room(qtbot, open_window, tmp_path):
     path = tmp_path / "grid.ini"
     window = open_window(settings=settings_at(path))
     window.resize(1300, 760)
-    keys = list(window.panel_actions)
+    keys = list(window.grid.panel_actions)
     assert grid_rows(window) == [keys[:4], keys[4:]]
-    window.panel_actions[keys[1]].setChecked(False)
-    window.panel_actions[keys[6]].setChecked(False)
+    window.grid.panel_actions[keys[1]].setChecked(False)
+    window.grid.panel_actions[keys[6]].setChecked(False)
     shown = [k for k in keys if k not in (keys[1], keys[6])]
     assert grid_rows(window) == [shown[:3], shown[3:]]
     qtbot.wait(10)
-    widths = [window.frames[k].width() for k in shown]
-    assert min(widths) > 1.2 * (window.rows[0].width() / 4)  # wider than a cell of four columns
-    window.rows[0].setSizes([500, 200, 200])
-    dragged = window.rows[0].sizes()
+    widths = [window.grid.frames[k].width() for k in shown]
+    assert min(widths) > 1.2 * (window.grid.rows[0].width() / 4)  # wider than a cell of four columns
+    window.grid.rows[0].setSizes([500, 200, 200])
+    dragged = window.grid.rows[0].sizes()
     for k in keys[3:]:
-        window.panel_actions[k].setChecked(False)
+        window.grid.panel_actions[k].setChecked(False)
     assert grid_rows(window) == [[keys[0], keys[2]]]
-    assert window.frames[keys[3]].isHidden() and not window.frames[keys[3]].isVisibleTo(window)
-    window.toggle_focus(keys[0])
-    assert grid_rows(window) == [[keys[0]]] and window.frames[keys[2]].isHidden()
-    window.toggle_focus(keys[0])
+    assert window.grid.frames[keys[3]].isHidden() and not window.grid.frames[keys[3]].isVisibleTo(window)
+    window.grid.toggle_focus(keys[0])
+    assert grid_rows(window) == [[keys[0]]] and window.grid.frames[keys[2]].isHidden()
+    window.grid.toggle_focus(keys[0])
     for k in keys[3:]:
         if k != keys[6]:
-            window.panel_actions[k].setChecked(True)
-    assert grid_rows(window) == [shown[:3], shown[3:]] and window.rows[0].sizes() == dragged
+            window.grid.panel_actions[k].setChecked(True)
+    assert grid_rows(window) == [shown[:3], shown[3:]] and window.grid.rows[0].sizes() == dragged
     window.close()
 
     again = open_window(settings=settings_at(path))
     again.resize(1300, 760)
     assert grid_rows(again) == [shown[:3], shown[3:]]
-    assert again.rows[0].sizes() == dragged or abs(again.rows[0].sizes()[0] - dragged[0]) <= 2
-    for act in again.panel_actions.values():
+    assert again.grid.rows[0].sizes() == dragged or abs(again.grid.rows[0].sizes()[0] - dragged[0]) <= 2
+    for act in again.grid.panel_actions.values():
         act.setChecked(False)
-    assert grid_rows(again) == [] and not again.no_panels_label.isHidden()
-    assert "View" in again.no_panels_label.text()
+    assert grid_rows(again) == [] and not again.grid.no_panels_label.isHidden()
+    assert "View" in again.grid.no_panels_label.text()
     again.act_reset_layout.trigger()
-    assert grid_rows(again) == [keys[:4], keys[4:]] and again.no_panels_label.isHidden()
-    assert max(again.rows[0].sizes()) - min(again.rows[0].sizes()) <= 1  # equal columns again
+    assert grid_rows(again) == [keys[:4], keys[4:]] and again.grid.no_panels_label.isHidden()
+    assert max(again.grid.rows[0].sizes()) - min(again.grid.rows[0].sizes()) <= 1  # equal columns again
 
 
 def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window):
@@ -466,16 +468,16 @@ def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window
     the run goes on, and every panel shown at the end shows the newest step."""
     window = open_window()
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(ENGINES)
-    window.tokens_spin.setValue(150)
-    window.speed_spin.setValue(50)
-    keys = list(window.panel_actions)
-    moves = [lambda: window.panel_actions[keys[0]].setChecked(False),
-             lambda: window.toggle_focus(keys[3]),
+    window.form.set_engines(ENGINES)
+    window.form.tokens_spin.setValue(150)
+    window.toolbar.speed_spin.setValue(50)
+    keys = list(window.grid.panel_actions)
+    moves = [lambda: window.grid.panel_actions[keys[0]].setChecked(False),
+             lambda: window.grid.toggle_focus(keys[3]),
              lambda: window.set_presentation(True, full_screen=False),
-             lambda: window.toggle_focus(keys[3]),
-             lambda: window.panel_actions[keys[5]].setChecked(False),
-             lambda: window.panel_actions[keys[0]].setChecked(True),
+             lambda: window.grid.toggle_focus(keys[3]),
+             lambda: window.grid.panel_actions[keys[5]].setChecked(False),
+             lambda: window.grid.panel_actions[keys[0]].setChecked(True),
              lambda: window.set_presentation(False)]
     with qtbot.waitSignal(window.run_started, timeout=60_000):
         window.start_run()
@@ -487,13 +489,14 @@ def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window
     for _ in range(3):
         qtbot.wait(20)
         window.refresh()
-    assert window.error_text() == "" and window.history.n_steps() == 150 and window.badge.text() == "identical"
+    assert window.error_text() == "" and window.history.n_steps() == 150
+    assert window.transport.badge.text() == "identical"
     assert grid_rows(window) == [[k for k in keys if k != keys[5]][:4], [k for k in keys if k != keys[5]][4:]]
     newest = (window.history.version, window.selected_step)
     assert window.selected_step == 149
-    for key in window.shown_panels():
-        assert window._panel_painted.get(key) == newest, key
-    assert window.panels["summary"].table_values()["concat"]["kv_projections"] > 0
+    for key in window.grid.shown_panels():
+        assert window.grid.painted.get(key) == newest, key
+    assert window.grid.panels["summary"].table_values()["concat"]["kv_projections"] > 0
 
 
 def test_a_click_in_a_panel_shows_that_step_in_the_window(qtbot, open_window):
@@ -502,31 +505,32 @@ def test_a_click_in_a_panel_shows_that_step_in_the_window(qtbot, open_window):
     window = open_window()
     window.resize(1400, 900)
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(("naive", "concat"))
-    window.tokens_spin.setValue(20)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("naive", "concat"))
+    window.form.tokens_spin.setValue(20)
+    window.toolbar.speed_spin.setValue(0)
     run_to_end(qtbot, window)
     assert window.selected_step == 19
-    plot = window.panels["latency"].export_items()[0]
+    plot = window.grid.panels["latency"].export_items()[0]
     vb = plot.getViewBox()
     view = plot.scene().views()[0]
     point = view.mapFromScene(vb.mapViewToScene(QPointF(7.1, sum(vb.viewRange()[1]) / 2)))
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)
-    assert window.selected_step == 7 and window.timeline.value() == 7
-    qtbot.waitUntil(lambda: window._panel_painted.get("summary") == (window.history.version, 7))
-    assert "0–7" in window.panels["summary"]._heading.text() or "0-7" in window.panels["summary"]._heading.text()
+    assert window.selected_step == 7 and window.transport.timeline.value() == 7
+    qtbot.waitUntil(lambda: window.grid.painted.get("summary") == (window.history.version, 7))
+    heading = window.grid.panels["summary"]._heading.text()
+    assert "0–7" in heading or "0-7" in heading
 
 
 def test_ctrl_and_a_number_shows_one_panel_alone(qtbot, open_window):
     window = open_window()
-    keys = list(window.panel_actions)
+    keys = list(window.grid.panel_actions)
     qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
     assert grid_rows(window) == [[keys[1]]]
     qtbot.keyClick(window, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
     assert grid_rows(window) == [keys[:4], keys[4:]]
-    window.panel_actions[keys[4]].setChecked(False)  # hidden in View: Ctrl+5 shows it, alone
+    window.grid.panel_actions[keys[4]].setChecked(False)  # hidden in View: Ctrl+5 shows it, alone
     qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
-    assert grid_rows(window) == [[keys[4]]] and window.panel_actions[keys[4]].isChecked()
+    assert grid_rows(window) == [[keys[4]]] and window.grid.panel_actions[keys[4]].isChecked()
     qtbot.keyClick(window, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
     assert len(sum(grid_rows(window), [])) == 8
     rows = dict(window.shortcut_rows())
@@ -537,39 +541,42 @@ def test_step_narration_follows_the_selected_step_without_moving_the_grid(qtbot,
     path = tmp_path / "narration.ini"
     window = open_window(settings=settings_at(path))
     window.resize(1300, 800)
-    assert window.narration.text() == "" and window.act_narration.isChecked()
+    assert window.transport.narration.text() == "" and window.act_narration.isChecked()
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(ENGINES)
-    window.tokens_spin.setValue(20)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(ENGINES)
+    window.form.tokens_spin.setValue(20)
+    window.toolbar.speed_spin.setValue(0)
     run_to_end(qtbot, window)
     grid_top = window.grid.geometry().top()
     texts = []
     for step in (0, 5, 19):
         window.select_step(step)
-        qtbot.waitUntil(lambda s=step: f"Step {s}," in window.narration.text())
-        texts.append(window.narration.text())
+        qtbot.waitUntil(lambda s=step: f"Step {s}," in window.transport.narration.text())
+        texts.append(window.transport.narration.text())
         assert window.grid.geometry().top() == grid_top  # two lines, always: the grid never moves
     assert "prefill" in texts[0] and "decode" in texts[1] and "again though unchanged" in texts[2]
     # 800 px tall: one line, and what it shows fits it (the bytes sentence left to the tooltip)
-    line = window.narration.fontMetrics().lineSpacing()
-    assert window.narration.height() < 2 * line and window.narration.sizeHint().width() <= window.narration.width()
-    assert "Cache traffic" in window.narration.toolTip()
+    line = window.transport.narration.fontMetrics().lineSpacing()
+    narration = window.transport.narration
+    assert narration.height() < 2 * line and narration.sizeHint().width() <= narration.width()
+    assert "Cache traffic" in window.transport.narration.toolTip()
     window.resize(1000, 700)  # a long sentence on one line sets no width (it had widened the window)
     qtbot.waitUntil(lambda: window.width() == 1000)
     assert window.minimumSizeHint().width() < 1000
     window.resize(1300, 1000)  # tall: two lines, the bytes too where they fit
-    qtbot.waitUntil(lambda: window.narration.height() >= 2 * line)
-    assert window.narration.heightForWidth(window.narration.width()) <= window.narration.height()
+    qtbot.waitUntil(lambda: window.transport.narration.height() >= 2 * line)
+    narration = window.transport.narration
+    assert narration.heightForWidth(narration.width()) <= narration.height()
     window.select_step(10)
-    qtbot.mouseClick(window.narration, Qt.MouseButton.LeftButton)  # selectable, for notes: the keys still work
+    # selectable, for notes: the keys still work
+    qtbot.mouseClick(window.transport.narration, Qt.MouseButton.LeftButton)
     qtbot.keyClick(window.focusWidget() or window, Qt.Key.Key_Left)
     assert window.selected_step == 9
     window.act_narration.trigger()  # View > Step narration: off
-    assert window.narration.isHidden() and window.grid.geometry().top() <= grid_top
+    assert window.transport.narration.isHidden() and window.grid.geometry().top() <= grid_top
     window.close()
     again = open_window(settings=settings_at(path))
-    assert not again.act_narration.isChecked() and again.narration.isHidden()
+    assert not again.act_narration.isChecked() and again.transport.narration.isHidden()
 
 
 def test_step_narration_is_told_a_few_times_a_second_while_a_run_streams(qtbot, open_window):
@@ -579,16 +586,16 @@ def test_step_narration_is_told_a_few_times_a_second_while_a_run_streams(qtbot, 
 
     from PySide6.QtCore import QTimer
 
-    from kvviz.ui.main_window import NARRATION_STREAM_MS
+    from kvviz.ui.transport import NARRATION_STREAM_MS
 
     window = open_window()
-    window.set_engines(("concat", "static"))
-    window.tokens_spin.setValue(600)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("concat", "static"))
+    window.form.tokens_spin.setValue(600)
+    window.toolbar.speed_spin.setValue(0)
     seen: list[tuple[float, str]] = []
 
     def poll() -> None:
-        text = window.narration.text()
+        text = window.transport.narration.text()
         if window.state.value == "running" and (not seen or seen[-1][1] != text):
             seen.append((time.perf_counter(), text))
 
@@ -600,7 +607,7 @@ def test_step_narration_is_told_a_few_times_a_second_while_a_run_streams(qtbot, 
     probe.stop()
     running_s = time.perf_counter() - t0
     assert len(seen) <= running_s / (NARRATION_STREAM_MS / 1000) + 2, (len(seen), running_s)
-    qtbot.waitUntil(lambda: "Step 599," in window.narration.text())
+    qtbot.waitUntil(lambda: "Step 599," in window.transport.narration.text())
 
 
 def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_path):
@@ -612,7 +619,7 @@ def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_p
     assert window.presenting() and window.act_present.isChecked()
     assert window.isFullScreen()
     assert window.form_dock.isHidden() and window.statusBar().isHidden()
-    assert not window.timeline.isHidden() and not window.menuBar().isHidden()
+    assert not window.transport.timeline.isHidden() and not window.menuBar().isHidden()
     qtbot.waitUntil(lambda: window.grid.width() >= window.width() - 20)  # the panels get the width
     assert window.focusWidget() is None or not window.form_dock.isAncestorOf(window.focusWidget())
     window.close()  # closed while presenting: what is saved is the window from before
@@ -646,11 +653,11 @@ def test_closing_mid_run_stops_the_worker_cleanly(tmp_path):
         window = app.create_window(QSettings({str(tmp_path / 'c.ini')!r}, QSettings.Format.IniFormat))
         window.show()
         def go():
-            window.prompt_edit.setPlainText("Close me")
-            window.set_model("tiny-random")
-            window.set_engines(("naive", "concat", "static", "paged"))
-            window.tokens_spin.setValue(2000)
-            window.speed_spin.setValue(0)
+            window.form.prompt_edit.setPlainText("Close me")
+            window.form.set_model("tiny-random")
+            window.form.set_engines(("naive", "concat", "static", "paged"))
+            window.form.tokens_spin.setValue(2000)
+            window.toolbar.speed_spin.setValue(0)
             window.torch_threads = 1
             assert window.start_run(), window.validation_text()
         def close_when_running(trace):
@@ -717,15 +724,15 @@ def test_zoom_is_qt_scale_factor_set_before_the_app(tmp_path):
     code = f"""
     import os
     from PySide6.QtCore import QSettings
-    from kvviz.ui import app
+    from kvviz.ui import app, zoom
     settings = QSettings({str(ini)!r}, QSettings.Format.IniFormat)
-    percent = app.saved_zoom(settings)
-    app.apply_zoom(percent)
+    percent = zoom.saved_zoom(settings)
+    zoom.apply_zoom(percent)
     qt = app.ensure_app()
     from PySide6.QtWidgets import QLabel
     label = QLabel("zoomed")
     label.show()
-    print(percent, label.devicePixelRatioF(), app.zoom_in_effect())
+    print(percent, label.devicePixelRatioF(), zoom.zoom_in_effect())
     """
     proc = run_script(code)
     assert proc.returncode == 0, proc.stderr
@@ -742,9 +749,9 @@ def test_zoom_is_qt_scale_factor_set_before_the_app(tmp_path):
 
 def test_escape_leaves_presentation_mode_before_it_stops_a_run(qtbot, open_window):
     window = open_window()
-    window.set_engines(("concat",))
-    window.tokens_spin.setValue(500)
-    window.speed_spin.setValue(5)
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(500)
+    window.toolbar.speed_spin.setValue(5)
     with qtbot.waitSignal(window.run_started, timeout=60_000):
         window.start_run()
     qtbot.keyClick(window, Qt.Key.Key_F11)
@@ -778,10 +785,10 @@ def test_view_zoom_is_saved_for_the_next_start(qtbot, open_window, tmp_path):
 def test_view_zoom_can_restart_the_app_at_once(qtbot, open_window, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from kvviz.ui import main_window
+    from kvviz.ui import window as window_module
 
     started = []
-    monkeypatch.setattr(main_window.QProcess, "startDetached",
+    monkeypatch.setattr(window_module.QProcess, "startDetached",
                         staticmethod(lambda program, args: started.append([program, *args]) or True))
     path = tmp_path / "restart.ini"
     window = open_window(settings=settings_at(path))
@@ -796,7 +803,7 @@ def test_view_zoom_can_restart_the_app_at_once(qtbot, open_window, tmp_path, mon
 
 
 def test_a_restart_drops_the_zoom_given_on_the_command_line():
-    from kvviz.ui.app import restart_command
+    from kvviz.ui.zoom import restart_command
 
     assert restart_command(["py", "-m", "kvviz", "--zoom", "150", "--settings", "s.ini"]) == [
         "py", "-m", "kvviz", "--settings", "s.ini"]
@@ -833,15 +840,15 @@ def test_help_lists_every_shortcut_from_the_actions_themselves(qtbot, open_windo
 def test_keys_reach_the_transport_but_not_while_typing(qtbot, open_window):
     window = open_window()
     window.activateWindow()
-    window.set_engines(("concat",))
-    window.tokens_spin.setValue(30)
-    window.prompt_edit.setFocus()
-    window.prompt_edit.setPlainText("ab")
-    window.prompt_edit.moveCursor(window.prompt_edit.textCursor().MoveOperation.End)
-    qtbot.keyClick(window.prompt_edit, Qt.Key.Key_Space)
-    qtbot.keyClick(window.prompt_edit, Qt.Key.Key_N)
-    assert window.prompt_edit.toPlainText() == "ab n" and window.state.value == "idle"
-    window.timeline.setFocus()
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(30)
+    window.form.prompt_edit.setFocus()
+    window.form.prompt_edit.setPlainText("ab")
+    window.form.prompt_edit.moveCursor(window.form.prompt_edit.textCursor().MoveOperation.End)
+    qtbot.keyClick(window.form.prompt_edit, Qt.Key.Key_Space)
+    qtbot.keyClick(window.form.prompt_edit, Qt.Key.Key_N)
+    assert window.form.prompt_edit.toPlainText() == "ab n" and window.state.value == "idle"
+    window.transport.timeline.setFocus()
     qtbot.keyClick(window, Qt.Key.Key_N)  # Step from idle: a paused run, one step in
     qtbot.waitUntil(lambda: window.history.n_steps() == 1, timeout=30_000)
     qtbot.keyClick(window, Qt.Key.Key_Right)  # at the newest step of a paused run: one more
@@ -871,21 +878,21 @@ def test_idle_ticks_build_the_work_matrix_plots_that_a_run_then_uses(qtbot, open
 
     attention._spare.clear()
     window = open_window()
-    panel = window.panels["work_matrix"]
-    qtbot.waitUntil(lambda: not window._warming, timeout=10_000)  # every panel warmed up
+    panel = window.grid.panels["work_matrix"]
+    qtbot.waitUntil(lambda: not window.grid.warming, timeout=10_000)  # every panel warmed up
     # Every engine's plot built, and those of a run of all four laid out (transparent until it draws).
     assert tuple(panel._views) == ENGINES and all(v.plot.opacity() == 0 for v in panel._views.values())
     built = {e: v.plot for e, v in panel._views.items()}
-    positions = window.models["tiny-random"].config.max_seq_len
+    positions = window.form.models["tiny-random"].config.max_seq_len
     warmed = [b for b in attention._spare if b.size == positions * positions]
     assert len(warmed) == 1  # the attention weights' buffer for the longest run, pages faulted in
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(("concat", "paged"))
-    window.tokens_spin.setValue(3)
+    window.form.set_engines(("concat", "paged"))
+    window.form.tokens_spin.setValue(3)
     run_to_end(qtbot, window)
     assert panel.export_items() == [built["concat"], built["paged"]]
-    assert all(acc.buf.base is warmed[0] for acc in window.panels["attention"]._acc.values())
-    window.set_engines(ENGINES)
+    assert all(acc.buf.base is warmed[0] for acc in window.grid.panels["attention"]._acc.values())
+    window.form.set_engines(ENGINES)
     run_to_end(qtbot, window)
     assert panel.export_items() == [built[e] for e in ENGINES]  # the same four plots again
     assert all(p.isVisible() and p.opacity() == 1 for p in panel.export_items())

@@ -10,9 +10,9 @@ from tests.test_ui_window import PROMPT, type_prompt
 
 
 def long_run(window, tokens: int = 400, speed: int = 20) -> None:
-    window.set_engines(("naive", "concat"))
-    window.tokens_spin.setValue(tokens)
-    window.speed_spin.setValue(speed)
+    window.form.set_engines(("naive", "concat"))
+    window.form.tokens_spin.setValue(tokens)
+    window.toolbar.speed_spin.setValue(speed)
 
 
 def test_after_ctrl_r_in_the_prompt_space_and_arrows_drive_the_run(qtbot, open_window):
@@ -20,8 +20,8 @@ def test_after_ctrl_r_in_the_prompt_space_and_arrows_drive_the_run(qtbot, open_w
     window.activateWindow()
     long_run(window)
     type_prompt(qtbot, window, PROMPT)
-    window.prompt_edit.setFocus()
-    qtbot.keyClick(window.prompt_edit, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    window.form.prompt_edit.setFocus()
+    qtbot.keyClick(window.form.prompt_edit, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: window.history.n_steps() >= 5, timeout=60_000)
     focused = QApplication.focusWidget()
     assert focused is window.panel_area  # Run took the keys out of the prompt
@@ -34,7 +34,7 @@ def test_after_ctrl_r_in_the_prompt_space_and_arrows_drive_the_run(qtbot, open_w
     assert window.selected_step == at - 2
     qtbot.keyClick(focused, Qt.Key.Key_Home)
     assert window.selected_step == 0
-    assert window.prompt_edit.toPlainText() == PROMPT  # nothing typed into it
+    assert window.form.prompt_edit.toPlainText() == PROMPT  # nothing typed into it
     qtbot.keyClick(focused, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
 
@@ -44,14 +44,14 @@ def test_run_from_a_spin_box_leaves_its_value_alone(qtbot, open_window):
     window = open_window()
     window.activateWindow()
     long_run(window)
-    window.block_spin.setValue(16)
-    window.block_spin.setFocus()
-    window.block_spin.selectAll()
-    qtbot.keyClick(window.block_spin, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    window.form.block_spin.setValue(16)
+    window.form.block_spin.setFocus()
+    window.form.block_spin.selectAll()
+    qtbot.keyClick(window.form.block_spin, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: window.history.n_steps() >= 3, timeout=60_000)
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: window.state.value == "paused", timeout=5_000)
-    assert window.block_spin.value() == 16 and window.block_spin.text() == "16"
+    assert window.form.block_spin.value() == 16 and window.form.block_spin.text() == "16"
     window.stop_run()
     qtbot.waitUntil(lambda: window.state.value == "idle", timeout=10_000)
 
@@ -59,26 +59,26 @@ def test_run_from_a_spin_box_leaves_its_value_alone(qtbot, open_window):
 def test_a_click_on_the_timeline_or_a_plot_gives_the_keys_to_the_transport(qtbot, open_window):
     window = open_window()
     window.activateWindow()
-    window.set_engines(("concat",))
-    window.tokens_spin.setValue(12)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(12)
+    window.toolbar.speed_spin.setValue(0)
     type_prompt(qtbot, window, PROMPT)
     with qtbot.waitSignal(window.run_finished, timeout=60_000):
         window.start_run()
-    for target in (window.timeline, window.frames["latency"], window.panels["recompute"]):
-        window.prompt_edit.setFocus()
-        assert QApplication.focusWidget() is window.prompt_edit
+    for target in (window.transport.timeline, window.grid.frames["latency"], window.grid.panels["recompute"]):
+        window.form.prompt_edit.setFocus()
+        assert QApplication.focusWidget() is window.form.prompt_edit
         qtbot.mouseClick(target, Qt.MouseButton.LeftButton, pos=target.rect().center())
         qtbot.waitUntil(lambda: QApplication.focusWidget() is window.panel_area, timeout=2_000)
         window.select_step(5)
         qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Left)
         assert window.selected_step == 4, target
-        assert window.prompt_edit.toPlainText() == PROMPT
+        assert window.form.prompt_edit.toPlainText() == PROMPT
     # A field being edited keeps its keys: a click into the prompt, then Space types a space.
-    qtbot.mouseClick(window.prompt_edit.viewport(), Qt.MouseButton.LeftButton)
-    window.prompt_edit.moveCursor(window.prompt_edit.textCursor().MoveOperation.End)
-    qtbot.keyClick(window.prompt_edit, Qt.Key.Key_Space)
-    assert window.prompt_edit.toPlainText() == PROMPT + " "
+    qtbot.mouseClick(window.form.prompt_edit.viewport(), Qt.MouseButton.LeftButton)
+    window.form.prompt_edit.moveCursor(window.form.prompt_edit.textCursor().MoveOperation.End)
+    qtbot.keyClick(window.form.prompt_edit, Qt.Key.Key_Space)
+    assert window.form.prompt_edit.toPlainText() == PROMPT + " "
 
 
 def test_the_shortcuts_work_again_after_a_modal_dialog_closes(qtbot, open_window):
@@ -104,7 +104,7 @@ def test_a_frame_shows_one_step_in_every_panel_while_a_run_streams(qtbot, open_w
     long_run(window, tokens=tokens, speed=speed)
     type_prompt(qtbot, window, PROMPT)
     drawn: dict[str, int] = {}
-    for key, panel in window.panels.items():
+    for key, panel in window.grid.panels.items():
         real = panel.show_step
 
         def recording(history, step, key=key, real=real):
@@ -115,9 +115,9 @@ def test_a_frame_shows_one_step_in_every_panel_while_a_run_streams(qtbot, open_w
     samples: list[tuple] = []
 
     def sample():
-        if window.history.n_steps() and len(drawn) == len(window.panels):
-            label = window.step_label.text().split()
-            samples.append((window.timeline.value(), int(label[1]), frozenset(drawn.values())))
+        if window.history.n_steps() and len(drawn) == len(window.grid.panels):
+            label = window.transport.step_label.text().split()
+            samples.append((window.transport.timeline.value(), int(label[1]), frozenset(drawn.values())))
 
     sampler = QTimer()
     sampler.timeout.connect(sample)

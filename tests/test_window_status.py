@@ -10,15 +10,16 @@ from tests.test_ui_window import PROMPT, type_prompt
 
 
 def status_text(window) -> str:
-    return " ".join(w.text() for w in (window.status_device, window.status_model, window.status_params,
-                                       window.status_kv))
+    fields = window.status_fields
+    return " ".join(w.text() for w in (fields.device, fields.model, fields.params,
+                                       window.status_fields.kv))
 
 
 def short_run(qtbot, window, engines=("concat",), tokens=4):
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(engines)
-    window.tokens_spin.setValue(tokens)
-    window.speed_spin.setValue(0)
+    window.form.set_engines(engines)
+    window.form.tokens_spin.setValue(tokens)
+    window.toolbar.speed_spin.setValue(0)
     with qtbot.waitSignal(window.run_finished, timeout=60_000):
         window.start_run()
 
@@ -26,38 +27,39 @@ def short_run(qtbot, window, engines=("concat",), tokens=4):
 def test_the_status_bar_describes_the_run_shown_not_the_form(qtbot, open_window, tmp_path):
     window = open_window()
     short_run(qtbot, window)
-    assert "model tiny-random" in status_text(window) and window.shown_run_label.isHidden()
+    assert "model tiny-random" in status_text(window) and window.transport.shown_run_label.isHidden()
     saved = tmp_path / "run.json"
     saved.write_text(traceio.dumps_run(window.history.info, window.history.traces))
-    window.set_model("tiny")  # another preset in the form: the panels still show tiny-random's run
+    window.form.set_model("tiny")  # another preset in the form: the panels still show tiny-random's run
     assert "model tiny-random" in status_text(window)
-    assert window.shown_run_label.isVisibleTo(window) and "tiny-random" in window.shown_run_label.text()
-    window.set_model("tiny-random")
-    assert window.shown_run_label.isHidden()
-    window.set_model("tiny")
+    mark = window.transport.shown_run_label
+    assert mark.isVisibleTo(window) and "tiny-random" in mark.text()
+    window.form.set_model("tiny-random")
+    assert window.transport.shown_run_label.isHidden()
+    window.form.set_model("tiny")
     from kvviz.ui.export_actions import install_export_actions
 
     assert install_export_actions(window).open_trace(str(saved))
     qtbot.waitUntil(lambda: window.history.n_steps() == 4)
     window.refresh()
     assert "model tiny-random" in status_text(window)  # the trace's model, not the form's "tiny"
-    assert window.shown_run_label.text().startswith("replay")
+    assert window.transport.shown_run_label.text().startswith("replay")
 
 
 def test_loading_is_a_busy_bar_then_steps_and_time_left(qtbot, open_window):
     window = open_window()
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(("naive", "concat"))
-    window.tokens_spin.setValue(300)
-    window.speed_spin.setValue(50)
+    window.form.set_engines(("naive", "concat"))
+    window.form.tokens_spin.setValue(300)
+    window.toolbar.speed_spin.setValue(50)
     seen: list[tuple[int, int, str]] = []
     sampler = QTimer()
-    sampler.timeout.connect(lambda: seen.append((window.progress.minimum(), window.progress.maximum(),
-                                                 window.progress.text() if window.progress.isVisibleTo(window)
-                                                 else "")))
+    bar = window.transport.progress
+    sampler.timeout.connect(lambda: seen.append((bar.minimum(), bar.maximum(),
+                                                 bar.text() if bar.isVisibleTo(window) else "")))
     window.start_run()
-    assert window.progress.isVisibleTo(window) and window.progress.maximum() == 0  # busy: the model loads
-    assert "loading tiny-random" in window.progress.format()
+    assert bar.isVisibleTo(window) and bar.maximum() == 0  # busy: the model loads
+    assert "loading tiny-random" in window.transport.progress.format()
     sampler.start(50)
     qtbot.waitUntil(lambda: window.history.n_steps() >= 60, timeout=60_000)
     window.stop_run()
@@ -66,29 +68,29 @@ def test_loading_is_a_busy_bar_then_steps_and_time_left(qtbot, open_window):
     counting = [text for lo, hi, text in seen if hi == 300 and "left" in text]
     assert counting, seen[-5:]
     assert "/ 300 steps" in counting[-1]
-    assert window.progress.isHidden()
+    assert window.transport.progress.isHidden()
 
 
 def test_a_long_run_is_announced_with_how_long_it_will_take(qtbot, open_window):
     window = open_window()
     type_prompt(qtbot, window, PROMPT)
-    window.set_engines(("naive",))
-    window.speed_spin.setValue(0)
-    window.tokens_spin.setValue(5)
-    assert window.estimate_label.isHidden()
-    window.speed_spin.setValue(1)  # 1 step/s: 60 steps take a minute whatever the model
-    window.tokens_spin.setValue(60)
-    assert window.estimate_label.isVisibleTo(window)
-    assert "1.0 min" in window.estimate_label.text() and "Speed" in window.estimate_label.text()
-    window.speed_spin.setValue(0)
-    window.tokens_spin.setValue(5)
-    assert window.estimate_label.isHidden()
+    window.form.set_engines(("naive",))
+    window.toolbar.speed_spin.setValue(0)
+    window.form.tokens_spin.setValue(5)
+    assert window.form.estimate_label.isHidden()
+    window.toolbar.speed_spin.setValue(1)  # 1 step/s: 60 steps take a minute whatever the model
+    window.form.tokens_spin.setValue(60)
+    assert window.form.estimate_label.isVisibleTo(window)
+    assert "1.0 min" in window.form.estimate_label.text() and "Speed" in window.form.estimate_label.text()
+    window.toolbar.speed_spin.setValue(0)
+    window.form.tokens_spin.setValue(5)
+    assert window.form.estimate_label.isHidden()
     short_run(qtbot, window, engines=("naive",), tokens=30)
     measured, from_run = window.form_estimate_ms()
     assert from_run and measured > 0
     # Measured on this model, 100x the steps: announced, and said to come from the last run.
-    window.tokens_spin.setValue(2000)
+    window.form.tokens_spin.setValue(2000)
     ms, from_run = window.form_estimate_ms()
     assert from_run and ms > 30 * measured
     if ms >= 10_000:
-        assert "last run" in window.estimate_label.text()
+        assert "last run" in window.form.estimate_label.text()

@@ -1,7 +1,7 @@
 """The work matrix (and the attention map) as pixels: each engine's matrix fills its view after the
 window has sat idle, at 8 and 200 tokens, while scrubbing, with the panel alone and in an export.
 
-The window's idle ticks warm the panels up (kvviz.ui.main_window._warm_up_one): the work matrix laid
+The window's idle ticks warm the panels up (kvviz.ui.window._warm_up_one): the work matrix laid
 its plots out for the model's longest run then, and that range stayed, so a run drew its matrices as
 a few pixels in the top-left of 0..max_seq_len (issue 12, items 1 and 2). Grabs are saved to
 /tmp/kvviz_panels/ for a human to look at.
@@ -259,29 +259,29 @@ def idle_window(qtbot, tmp_path, torch_cpu):
     window.resize(1500, 920)
     window.show()
     qtbot.waitUntil(lambda: window.env is not None, timeout=90_000)
-    window.set_model("tiny-random")
+    window.form.set_model("tiny-random")
     window.torch_threads = 1
-    window.speed_spin.setValue(0)
-    qtbot.waitUntil(lambda: not window._warming, timeout=30_000)  # every panel warmed up while idle
-    assert all(v.plot.opacity() == 0 for v in window.panels["work_matrix"]._views.values())  # laid out ahead
+    window.toolbar.speed_spin.setValue(0)
+    qtbot.waitUntil(lambda: not window.grid.warming, timeout=30_000)  # every panel warmed up while idle
+    assert all(v.plot.opacity() == 0 for v in window.grid.panels["work_matrix"]._views.values())  # laid out ahead
     return window
 
 
 def run_to_end(qtbot, window, engines, tokens: int) -> None:
-    window.prompt_edit.setPlainText("A cache is a promise")
-    window.set_engines(engines)
-    window.tokens_spin.setValue(tokens)
+    window.form.prompt_edit.setPlainText("A cache is a promise")
+    window.form.set_engines(engines)
+    window.form.tokens_spin.setValue(tokens)
     with qtbot.waitSignal(window.run_finished, timeout=300_000):
-        qtbot.mouseClick(window.run_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.form.run_button, Qt.MouseButton.LeftButton)
     window.refresh()
 
 
 def test_an_idle_window_then_run_draws_every_matrix(qtbot, idle_window):
     window = idle_window
     run_to_end(qtbot, window, ENGINES, 6)
-    assert_fills(window.panels["work_matrix"], ENGINES, "idle-window")
+    assert_fills(window.grid.panels["work_matrix"], ENGINES, "idle-window")
     # The attention map (aspect locked) fills the square its view holds, warmed up as well.
-    w, h = attention_extent(window.panels["attention"].export_items()[0], "idle-window-attention")
+    w, h = attention_extent(window.grid.panels["attention"].export_items()[0], "idle-window-attention")
     assert 0.97 <= w <= 1.03 and 0.97 <= h <= 1.03, f"attention: the map spans {w:.0%} x {h:.0%} of its square"
 
 
@@ -291,12 +291,12 @@ def test_a_200_token_run_fills_the_views_when_scrubbed_alone_and_exported(qtbot,
     window = idle_window
     engines = ("naive", "concat")
     run_to_end(qtbot, window, engines, 200)
-    panel = window.panels["work_matrix"]
+    panel = window.grid.panels["work_matrix"]
     assert_fills(panel, engines, "long-last")
     window.select_step(100)  # scrubbing
     window.refresh()
     assert_fills(panel, engines, "long-step100")
-    window.show_alone("work_matrix")  # Ctrl+2: the panel alone
+    window.grid.show_alone("work_matrix")  # Ctrl+2: the panel alone
     qtbot.waitUntil(lambda: panel._views["naive"].plot.getViewBox().width() > 400)
     window.refresh()
     assert_fills(panel, engines, "long-alone")

@@ -78,21 +78,21 @@ class Driver:
             from PySide6.QtWidgets import QApplication
 
             focus = QApplication.focusWidget()
-            say({"state": w.state.value, "selected_step": w.selected_step, "timeline": w.timeline.value(),
-                 "n_steps": w.history.n_steps(), "prompt": w.prompt_edit.toPlainText(),
-                 "focus": "prompt" if focus is w.prompt_edit else type(focus).__name__ if focus else None,
+            say({"state": w.state.value, "selected_step": w.selected_step, "timeline": w.transport.timeline.value(),
+                 "n_steps": w.history.n_steps(), "prompt": w.form.prompt_edit.toPlainText(),
+                 "focus": "prompt" if focus is w.form.prompt_edit else type(focus).__name__ if focus else None,
                  "active": w.isActiveWindow(), "window_id": int(w.winId())})
         elif word == "rects":
-            rects = {"prompt": global_rect(w.prompt_edit.viewport())}
-            for key, frame in w.frames.items():
+            rects = {"prompt": global_rect(w.form.prompt_edit.viewport())}
+            for key, frame in w.grid.frames.items():
                 rects[key] = {"frame": global_rect(frame), "plots": plot_rects(frame.panel)}
             say(rects)
         elif word == "grab":
             shot = w.screen().grabWindow(0)  # the X root window: what the server shows, not a re-render
             say({"grabbed": arg if shot.save(arg) else None})
         elif word == "speed":
-            w.speed_spin.setValue(int(arg))
-            say({"speed": w.speed_spin.value()})
+            w.toolbar.speed_spin.setValue(int(arg))
+            say({"speed": w.toolbar.speed_spin.value()})
         else:
             say({"error": f"unknown question {question!r}"})
 

@@ -5,19 +5,19 @@
     <name>About</name>
     <message>
         <source>PyTorch {0}, {1} CPU thread(s)</source>
-        <translation type="unfinished"></translation>
+        <translation>PyTorch {0}，{1} 个 CPU 线程</translation>
     </message>
     <message>
         <source>About kvviz</source>
-        <translation type="unfinished"></translation>
+        <translation>关于 kvviz</translation>
     </message>
     <message>
         <source>kvviz {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>kvviz {0}</translation>
     </message>
     <message>
         <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>
-        <translation type="unfinished"></translation>
+        <translation>kvviz 让 Transformer 的 KV Cache 变得可见：输入 prompt，选择引擎，一步一步观看 Decode 过程。</translation>
     </message>
 </context>
 <context>
@@ -528,18 +528,6 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <source>Loading the panels...</source>
-        <translation>正在加载面板...</translation>
-    </message>
-    <message>
-        <source>No panels registered yet</source>
-        <translation>尚未注册任何面板</translation>
-    </message>
-    <message>
-        <source>Every panel is hidden: show some in the View menu</source>
-        <translation>所有面板都已隐藏：请在“视图”菜单中选择要显示的面板</translation>
-    </message>
-    <message>
         <source>kvviz: the KV cache, step by step</source>
         <translation>kvviz：一步一步看懂 KV Cache</translation>
     </message>
@@ -672,148 +660,8 @@
         <translation>输入</translation>
     </message>
     <message>
-        <source>Prompt</source>
-        <translation>提示词</translation>
-    </message>
-    <message>
-        <source>Type a prompt, then Run (Ctrl+R)</source>
-        <translation>输入 prompt，然后运行 (Ctrl+R)</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>Device</source>
-        <translation>设备</translation>
-    </message>
-    <message>
-        <source>Dtype</source>
-        <translation>数据类型</translation>
-    </message>
-    <message>
-        <source>auto</source>
-        <translation>自动</translation>
-    </message>
-    <message>
-        <source>auto: bf16 on CUDA, else the model&apos;s own dtype</source>
-        <translation>自动：CUDA 上用 bf16，否则用模型自身的数据类型</translation>
-    </message>
-    <message>
-        <source>Engines</source>
-        <translation>引擎</translation>
-    </message>
-    <message>
-        <source>loading PyTorch...</source>
-        <translation>正在加载 PyTorch...</translation>
-    </message>
-    <message>
-        <source>New tokens</source>
-        <translation>新 token 数</translation>
-    </message>
-    <message>
-        <source>Block size</source>
-        <translation>块大小</translation>
-    </message>
-    <message>
-        <source>Tokens per block of the paged cache</source>
-        <translation>分页缓存每个块容纳的 token 数</translation>
-    </message>
-    <message>
-        <source>Sampling</source>
-        <translation>采样</translation>
-    </message>
-    <message>
-        <source>Greedy (always the most likely token)</source>
-        <translation>贪心（总是选概率最高的 token）</translation>
-    </message>
-    <message>
-        <source>Temperature</source>
-        <translation>温度</translation>
-    </message>
-    <message>
-        <source>Top-k</source>
-        <translation>Top-k</translation>
-    </message>
-    <message>
-        <source>off</source>
-        <translation>关闭</translation>
-    </message>
-    <message>
-        <source>Top-p</source>
-        <translation>Top-p</translation>
-    </message>
-    <message>
-        <source>1.00 keeps every token</source>
-        <translation>1.00 表示保留所有 token</translation>
-    </message>
-    <message>
-        <source>Seed</source>
-        <translation>随机种子</translation>
-    </message>
-    <message>
-        <source>Attention</source>
-        <translation>注意力</translation>
-    </message>
-    <message>
-        <source>layer</source>
-        <translation>层</translation>
-    </message>
-    <message>
-        <source>head</source>
-        <translation>头</translation>
-    </message>
-    <message>
-        <source>Which layer and head the engines copy attention weights from (applies to the next run)</source>
-        <translation>引擎从哪一层、哪个头复制注意力权重（下次运行时生效）</translation>
-    </message>
-    <message>
-        <source>Run (Ctrl+R)</source>
-        <translation>运行 (Ctrl+R)</translation>
-    </message>
-    <message>
-        <source>Step</source>
-        <translation>步</translation>
-    </message>
-    <message>
-        <source>Scrub through the recorded steps (Left/Right, Home/End)</source>
-        <translation>拖动浏览已记录的步骤（←/→，Home/End）</translation>
-    </message>
-    <message>
-        <source>Whether the engines&apos; tokens so far are the same</source>
-        <translation>各引擎到目前为止生成的 token 是否相同</translation>
-    </message>
-    <message>
-        <source> Speed </source>
-        <translation> 速度 </translation>
-    </message>
-    <message>
-        <source> steps/s</source>
-        <translation> 步/秒</translation>
-    </message>
-    <message>
-        <source>as fast as possible</source>
-        <translation>尽可能快</translation>
-    </message>
-    <message>
-        <source>Lockstep rounds per second ([ slower, ] faster)</source>
-        <translation>每秒同步推进的轮数（[ 减慢，] 加快）</translation>
-    </message>
-    <message>
-        <source>{panel} alone in the grid</source>
-        <translation>只显示“{panel}”面板</translation>
-    </message>
-    <message>
         <source>Panel &amp;alone</source>
         <translation>单独显示面板(&amp;A)</translation>
-    </message>
-    <message>
-        <source>All panels</source>
-        <translation>全部面板</translation>
-    </message>
-    <message>
-        <source>All panels in the grid again</source>
-        <translation>重新显示全部面板</translation>
     </message>
     <message>
         <source>&amp;File</source>
@@ -848,18 +696,6 @@
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <source>Transport</source>
-        <translation>运行控制</translation>
-    </message>
-    <message>
-        <source>checkpoint folder</source>
-        <translation>检查点文件夹</translation>
-    </message>
-    <message>
-        <source>auto ({0})</source>
-        <translation>自动（{0}）</translation>
-    </message>
-    <message>
         <source>finished: {0} steps</source>
         <translation>完成：共 {0} 步</translation>
     </message>
@@ -872,116 +708,8 @@
         <translation>这次运行大约需要 {0}；时间轴旁的进度条显示剩余时间。</translation>
     </message>
     <message>
-        <source>one engine</source>
-        <translation>单个引擎</translation>
-    </message>
-    <message>
-        <source>identical</source>
-        <translation>完全一致</translation>
-    </message>
-    <message>
-        <source>differ at step {0}</source>
-        <translation>第 {0} 步出现差异</translation>
-    </message>
-    <message>
-        <source>no steps yet: Run (Ctrl+R)</source>
-        <translation>还没有步骤：运行（Ctrl+R）</translation>
-    </message>
-    <message>
-        <source>prefill</source>
-        <translation>预填充</translation>
-    </message>
-    <message>
-        <source>decode</source>
-        <translation>解码</translation>
-    </message>
-    <message>
-        <source>step {0} / {1}  {2}</source>
-        <translation>第 {0} / {1} 步  {2}</translation>
-    </message>
-    <message>
-        <source>device memory {0}</source>
-        <translation>设备内存 {0}</translation>
-    </message>
-    <message>
         <source>&amp;Resume</source>
         <translation>继续(&amp;R)</translation>
-    </message>
-    <message>
-        <source>idle</source>
-        <translation>空闲</translation>
-    </message>
-    <message>
-        <source>loading the model...</source>
-        <translation>正在加载模型...</translation>
-    </message>
-    <message>
-        <source>running</source>
-        <translation>运行中</translation>
-    </message>
-    <message>
-        <source>paused</source>
-        <translation>已暂停</translation>
-    </message>
-    <message>
-        <source>device {0}, {1}</source>
-        <translation>设备 {0}，{1}</translation>
-    </message>
-    <message>
-        <source>model {0}</source>
-        <translation>模型 {0}</translation>
-    </message>
-    <message>
-        <source>{0} parameters</source>
-        <translation>{0} 参数</translation>
-    </message>
-    <message>
-        <source>KV {0} per token</source>
-        <translation>每个 token 的 KV：{0}</translation>
-    </message>
-    <message>
-        <source>parameters: read when loaded</source>
-        <translation>参数量：加载后读取</translation>
-    </message>
-    <message>
-        <source>replay: {0}</source>
-        <translation>回放：{0}</translation>
-    </message>
-    <message>
-        <source>The panels show a saved run of {0} ({1}, {2}); Run starts a new one from the form.</source>
-        <translation>面板显示的是已保存的 {0} 运行（{1}，{2}）；点击“运行”按表单开始新的运行。</translation>
-    </message>
-    <message>
-        <source>last run: {0}</source>
-        <translation>上次运行：{0}</translation>
-    </message>
-    <message>
-        <source>The panels show the last run, of {0} ({1}, {2}); the form now asks for another model, device or dtype: Run to see it.</source>
-        <translation>面板显示的是上次 {0} 的运行（{1}，{2}）；表单现在选择了另一个模型、设备或数据类型：点击“运行”查看。</translation>
-    </message>
-    <message>
-        <source>loading {0}...</source>
-        <translation>正在加载 {0}……</translation>
-    </message>
-    <message>
-        <source>Loading the model (PyTorch reads its weights)</source>
-        <translation>正在加载模型（PyTorch 读取权重）</translation>
-    </message>
-    <message>
-        <source>{0} / {1} steps</source>
-        <translation>{0} / {1} 步</translation>
-    </message>
-    <message>
-        <source>{0}, paused</source>
-        <translation>{0}，已暂停</translation>
-    </message>
-    <message>
-        <source>{0}, about {1} left</source>
-        <translation>{0}，约剩 {1}</translation>
-    </message>
-    <message>
-        <source>Time left from this run&apos;s measured step times (and the Speed control)</source>
-        <translation>剩余时间由本次运行实测的每步耗时（及速度设置）估算</translation>
     </message>
     <message>
         <source>at {0} steps/s (the Speed control; 0 runs as fast as possible)</source>
@@ -992,112 +720,12 @@
         <translation>根据本机上次运行该模型时的每步耗时</translation>
     </message>
     <message>
-        <source>at least: from the model&apos;s size and this machine&apos;s measured {0:.0f} GFLOP/s</source>
-        <translation>至少：根据模型规模和本机实测的 {0:.0f} GFLOP/s</translation>
+        <source>at least: from the model&apos;s size and this machine&apos;s measured {0:.3g} GFLOP/s</source>
+        <translation>至少：根据模型规模和本机实测的 {0:.3g} GFLOP/s</translation>
     </message>
     <message>
         <source>This run will take about {0} ({1}).</source>
         <translation>这次运行大约需要 {0}（{1}）。</translation>
-    </message>
-    <message>
-        <source>Show a step</source>
-        <translation>显示某一步</translation>
-    </message>
-    <message>
-        <source>click a point, a row or a token in a panel</source>
-        <translation>在面板中单击一个点、一行或一个 token</translation>
-    </message>
-    <message>
-        <source>Give a panel the whole grid, or share it again</source>
-        <translation>让一个面板占满网格，或恢复共享</translation>
-    </message>
-    <message>
-        <source>double-click its title</source>
-        <translation>双击面板标题</translation>
-    </message>
-    <message>
-        <source>Resize panels</source>
-        <translation>调整面板大小</translation>
-    </message>
-    <message>
-        <source>drag the gaps between them</source>
-        <translation>拖动面板之间的间隙</translation>
-    </message>
-    <message>
-        <source>Keyboard shortcuts</source>
-        <translation>键盘快捷键</translation>
-    </message>
-    <message>
-        <source>Action</source>
-        <translation>操作</translation>
-    </message>
-    <message>
-        <source>Keys</source>
-        <translation>按键</translation>
-    </message>
-    <message>
-        <source>PyTorch {0}, {1} CPU thread(s)</source>
-        <translation>PyTorch {0}，{1} 个 CPU 线程</translation>
-    </message>
-    <message>
-        <source>About kvviz</source>
-        <translation>关于 kvviz</translation>
-    </message>
-    <message>
-        <source>kvviz {0}</source>
-        <translation>kvviz {0}</translation>
-    </message>
-    <message>
-        <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>
-        <translation>kvviz 让 Transformer 的 KV Cache 变得可见：输入 prompt，选择引擎，一步一步观看 Decode 过程。</translation>
-    </message>
-    <message>
-        <source>Starting: loading PyTorch and the model list...</source>
-        <translation>正在启动：加载 PyTorch 和模型列表...</translation>
-    </message>
-    <message>
-        <source>Type a prompt.</source>
-        <translation>请输入 prompt。</translation>
-    </message>
-    <message>
-        <source>Choose a model.</source>
-        <translation>请选择模型。</translation>
-    </message>
-    <message>
-        <source>This model is not available.</source>
-        <translation>该模型不可用。</translation>
-    </message>
-    <message>
-        <source>Check at least one engine.</source>
-        <translation>请至少勾选一个引擎。</translation>
-    </message>
-    <message>
-        <source>Temperature must be above 0 when sampling (tick Greedy for the most likely token).</source>
-        <translation>采样时温度必须大于 0（要总选概率最高的 token，请勾选“贪心”）。</translation>
-    </message>
-    <message>
-        <source>Top-p must be above 0 (1.00 keeps every token).</source>
-        <translation>Top-p 必须大于 0（1.00 表示保留所有 token）。</translation>
-    </message>
-    <message>
-        <source>Sampling: {0}</source>
-        <translation>采样：{0}</translation>
-    </message>
-    <message>
-        <source>The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model&apos;s context of {3}.</source>
-        <translation>prompt（{0} 个 token）+ 新 token（{1} 个）= {2}，超出了模型的上下文长度 {3}。</translation>
-    </message>
-    <message>
-        <source>New tokens ({0}) must leave room for the prompt in the model&apos;s context of {1}.</source>
-        <translation>新 token 数（{0}）必须为 prompt 留出空间，模型的上下文长度为 {1}。</translation>
-    </message>
-    <message>
-        <source>Attention layer must be below {0}.</source>
-        <translation>注意力层必须小于 {0}。</translation>
-    </message>
-    <message>
-        <source>Attention head must be below {0}.</source>
-        <translation>注意力头必须小于 {0}。</translation>
     </message>
     <message>
         <source>Open checkpoint folder</source>
@@ -1313,27 +941,27 @@
     <name>PanelGrid</name>
     <message>
         <source>{panel} alone in the grid</source>
-        <translation type="unfinished"></translation>
+        <translation>只显示“{panel}”面板</translation>
     </message>
     <message>
         <source>All panels</source>
-        <translation type="unfinished"></translation>
+        <translation>全部面板</translation>
     </message>
     <message>
         <source>All panels in the grid again</source>
-        <translation type="unfinished"></translation>
+        <translation>重新显示全部面板</translation>
     </message>
     <message>
         <source>Loading the panels...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载面板...</translation>
     </message>
     <message>
         <source>No panels registered yet</source>
-        <translation type="unfinished"></translation>
+        <translation>尚未注册任何面板</translation>
     </message>
     <message>
         <source>Every panel is hidden: show some in the View menu</source>
-        <translation type="unfinished"></translation>
+        <translation>所有面板都已隐藏：请在“视图”菜单中选择要显示的面板</translation>
     </message>
 </context>
 <context>
@@ -1367,159 +995,159 @@
     <name>RunForm</name>
     <message>
         <source>Prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>提示词</translation>
     </message>
     <message>
         <source>Type a prompt, then Run (Ctrl+R)</source>
-        <translation type="unfinished"></translation>
+        <translation>输入 prompt，然后运行 (Ctrl+R)</translation>
     </message>
     <message>
         <source>Model</source>
-        <translation type="unfinished"></translation>
+        <translation>模型</translation>
     </message>
     <message>
         <source>Device</source>
-        <translation type="unfinished"></translation>
+        <translation>设备</translation>
     </message>
     <message>
         <source>Dtype</source>
-        <translation type="unfinished"></translation>
+        <translation>数据类型</translation>
     </message>
     <message>
         <source>auto</source>
-        <translation type="unfinished"></translation>
+        <translation>自动</translation>
     </message>
     <message>
         <source>auto: bf16 on CUDA, else the model&apos;s own dtype</source>
-        <translation type="unfinished"></translation>
+        <translation>自动：CUDA 上用 bf16，否则用模型自身的数据类型</translation>
     </message>
     <message>
         <source>Engines</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎</translation>
     </message>
     <message>
         <source>loading PyTorch...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载 PyTorch...</translation>
     </message>
     <message>
         <source>New tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>新 token 数</translation>
     </message>
     <message>
         <source>Block size</source>
-        <translation type="unfinished"></translation>
+        <translation>块大小</translation>
     </message>
     <message>
         <source>Tokens per block of the paged cache</source>
-        <translation type="unfinished"></translation>
+        <translation>分页缓存每个块容纳的 token 数</translation>
     </message>
     <message>
         <source>Sampling</source>
-        <translation type="unfinished"></translation>
+        <translation>采样</translation>
     </message>
     <message>
         <source>Greedy (always the most likely token)</source>
-        <translation type="unfinished"></translation>
+        <translation>贪心（总是选概率最高的 token）</translation>
     </message>
     <message>
         <source>Temperature</source>
-        <translation type="unfinished"></translation>
+        <translation>温度</translation>
     </message>
     <message>
         <source>Top-k</source>
-        <translation type="unfinished"></translation>
+        <translation>Top-k</translation>
     </message>
     <message>
         <source>off</source>
-        <translation type="unfinished"></translation>
+        <translation>关闭</translation>
     </message>
     <message>
         <source>Top-p</source>
-        <translation type="unfinished"></translation>
+        <translation>Top-p</translation>
     </message>
     <message>
         <source>1.00 keeps every token</source>
-        <translation type="unfinished"></translation>
+        <translation>1.00 表示保留所有 token</translation>
     </message>
     <message>
         <source>Seed</source>
-        <translation type="unfinished"></translation>
+        <translation>随机种子</translation>
     </message>
     <message>
         <source>Attention</source>
-        <translation type="unfinished"></translation>
+        <translation>注意力</translation>
     </message>
     <message>
         <source>layer</source>
-        <translation type="unfinished"></translation>
+        <translation>层</translation>
     </message>
     <message>
         <source>head</source>
-        <translation type="unfinished"></translation>
+        <translation>头</translation>
     </message>
     <message>
         <source>Which layer and head the engines copy attention weights from (applies to the next run)</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎从哪一层、哪个头复制注意力权重（下次运行时生效）</translation>
     </message>
     <message>
         <source>Run (Ctrl+R)</source>
-        <translation type="unfinished"></translation>
+        <translation>运行 (Ctrl+R)</translation>
     </message>
     <message>
         <source>checkpoint folder</source>
-        <translation type="unfinished"></translation>
+        <translation>检查点文件夹</translation>
     </message>
     <message>
         <source>auto ({0})</source>
-        <translation type="unfinished"></translation>
+        <translation>自动（{0}）</translation>
     </message>
     <message>
         <source>Starting: loading PyTorch and the model list...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在启动：加载 PyTorch 和模型列表...</translation>
     </message>
     <message>
         <source>Type a prompt.</source>
-        <translation type="unfinished"></translation>
+        <translation>请输入 prompt。</translation>
     </message>
     <message>
         <source>Choose a model.</source>
-        <translation type="unfinished"></translation>
+        <translation>请选择模型。</translation>
     </message>
     <message>
         <source>This model is not available.</source>
-        <translation type="unfinished"></translation>
+        <translation>该模型不可用。</translation>
     </message>
     <message>
         <source>Check at least one engine.</source>
-        <translation type="unfinished"></translation>
+        <translation>请至少勾选一个引擎。</translation>
     </message>
     <message>
         <source>Temperature must be above 0 when sampling (tick Greedy for the most likely token).</source>
-        <translation type="unfinished"></translation>
+        <translation>采样时温度必须大于 0（要总选概率最高的 token，请勾选“贪心”）。</translation>
     </message>
     <message>
         <source>Top-p must be above 0 (1.00 keeps every token).</source>
-        <translation type="unfinished"></translation>
+        <translation>Top-p 必须大于 0（1.00 表示保留所有 token）。</translation>
     </message>
     <message>
         <source>Sampling: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>采样：{0}</translation>
     </message>
     <message>
         <source>The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model&apos;s context of {3}.</source>
-        <translation type="unfinished"></translation>
+        <translation>prompt（{0} 个 token）+ 新 token（{1} 个）= {2}，超出了模型的上下文长度 {3}。</translation>
     </message>
     <message>
         <source>New tokens ({0}) must leave room for the prompt in the model&apos;s context of {1}.</source>
-        <translation type="unfinished"></translation>
+        <translation>新 token 数（{0}）必须为 prompt 留出空间，模型的上下文长度为 {1}。</translation>
     </message>
     <message>
         <source>Attention layer must be below {0}.</source>
-        <translation type="unfinished"></translation>
+        <translation>注意力层必须小于 {0}。</translation>
     </message>
     <message>
         <source>Attention head must be below {0}.</source>
-        <translation type="unfinished"></translation>
+        <translation>注意力头必须小于 {0}。</translation>
     </message>
 </context>
 <context>
@@ -1588,66 +1216,66 @@
     <name>ShortcutsDialog</name>
     <message>
         <source>Keyboard shortcuts</source>
-        <translation type="unfinished"></translation>
+        <translation>键盘快捷键</translation>
     </message>
     <message>
         <source>Action</source>
-        <translation type="unfinished"></translation>
+        <translation>操作</translation>
     </message>
     <message>
         <source>Keys</source>
-        <translation type="unfinished"></translation>
+        <translation>按键</translation>
     </message>
     <message>
         <source>Show a step</source>
-        <translation type="unfinished"></translation>
+        <translation>显示某一步</translation>
     </message>
     <message>
         <source>click a point, a row or a token in a panel</source>
-        <translation type="unfinished"></translation>
+        <translation>在面板中单击一个点、一行或一个 token</translation>
     </message>
     <message>
         <source>Give a panel the whole grid, or share it again</source>
-        <translation type="unfinished"></translation>
+        <translation>让一个面板占满网格，或恢复共享</translation>
     </message>
     <message>
         <source>double-click its title</source>
-        <translation type="unfinished"></translation>
+        <translation>双击面板标题</translation>
     </message>
     <message>
         <source>Resize panels</source>
-        <translation type="unfinished"></translation>
+        <translation>调整面板大小</translation>
     </message>
     <message>
         <source>drag the gaps between them</source>
-        <translation type="unfinished"></translation>
+        <translation>拖动面板之间的间隙</translation>
     </message>
 </context>
 <context>
     <name>StatusFields</name>
     <message>
         <source>device {0}, {1}</source>
-        <translation type="unfinished"></translation>
+        <translation>设备 {0}，{1}</translation>
     </message>
     <message>
         <source>model {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>模型 {0}</translation>
     </message>
     <message>
         <source>{0} parameters</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 参数</translation>
     </message>
     <message>
         <source>KV {0} per token</source>
-        <translation type="unfinished"></translation>
+        <translation>每个 token 的 KV：{0}</translation>
     </message>
     <message>
         <source>parameters: read when loaded</source>
-        <translation type="unfinished"></translation>
+        <translation>参数量：加载后读取</translation>
     </message>
     <message>
         <source>device memory {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>设备内存 {0}</translation>
     </message>
 </context>
 <context>
@@ -1774,122 +1402,122 @@
     <name>TransportBar</name>
     <message>
         <source>Step</source>
-        <translation type="unfinished"></translation>
+        <translation>步</translation>
     </message>
     <message>
         <source>Scrub through the recorded steps (Left/Right, Home/End)</source>
-        <translation type="unfinished"></translation>
+        <translation>拖动浏览已记录的步骤（←/→，Home/End）</translation>
     </message>
     <message>
         <source>Whether the engines&apos; tokens so far are the same</source>
-        <translation type="unfinished"></translation>
+        <translation>各引擎到目前为止生成的 token 是否相同</translation>
     </message>
     <message>
         <source>one engine</source>
-        <translation type="unfinished"></translation>
+        <translation>单个引擎</translation>
     </message>
     <message>
         <source>identical</source>
-        <translation type="unfinished"></translation>
+        <translation>完全一致</translation>
     </message>
     <message>
         <source>differ at step {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>第 {0} 步出现差异</translation>
     </message>
     <message>
         <source>no steps yet: Run (Ctrl+R)</source>
-        <translation type="unfinished"></translation>
+        <translation>还没有步骤：运行（Ctrl+R）</translation>
     </message>
     <message>
         <source>prefill</source>
-        <translation type="unfinished"></translation>
+        <translation>预填充</translation>
     </message>
     <message>
         <source>decode</source>
-        <translation type="unfinished"></translation>
+        <translation>解码</translation>
     </message>
     <message>
         <source>step {0} / {1}  {2}</source>
-        <translation type="unfinished"></translation>
+        <translation>第 {0} / {1} 步  {2}</translation>
     </message>
     <message>
         <source>loading {0}...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载 {0}……</translation>
     </message>
     <message>
         <source>Loading the model (PyTorch reads its weights)</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载模型（PyTorch 读取权重）</translation>
     </message>
     <message>
         <source>{0} / {1} steps</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} / {1} 步</translation>
     </message>
     <message>
         <source>{0}, paused</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}，已暂停</translation>
     </message>
     <message>
         <source>{0}, about {1} left</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}，约剩 {1}</translation>
     </message>
     <message>
         <source>Time left from this run&apos;s measured step times (and the Speed control)</source>
-        <translation type="unfinished"></translation>
+        <translation>剩余时间由本次运行实测的每步耗时（及速度设置）估算</translation>
     </message>
     <message>
         <source>replay: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>回放：{0}</translation>
     </message>
     <message>
         <source>The panels show a saved run of {0} ({1}, {2}); Run starts a new one from the form.</source>
-        <translation type="unfinished"></translation>
+        <translation>面板显示的是已保存的 {0} 运行（{1}，{2}）；点击“运行”按表单开始新的运行。</translation>
     </message>
     <message>
         <source>last run: {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>上次运行：{0}</translation>
     </message>
     <message>
         <source>The panels show the last run, of {0} ({1}, {2}); the form now asks for another model, device or dtype: Run to see it.</source>
-        <translation type="unfinished"></translation>
+        <translation>面板显示的是上次 {0} 的运行（{1}，{2}）；表单现在选择了另一个模型、设备或数据类型：点击“运行”查看。</translation>
     </message>
 </context>
 <context>
     <name>TransportToolbar</name>
     <message>
         <source> Speed </source>
-        <translation type="unfinished"></translation>
+        <translation> 速度 </translation>
     </message>
     <message>
         <source> steps/s</source>
-        <translation type="unfinished"></translation>
+        <translation> 步/秒</translation>
     </message>
     <message>
         <source>as fast as possible</source>
-        <translation type="unfinished"></translation>
+        <translation>尽可能快</translation>
     </message>
     <message>
         <source>Lockstep rounds per second ([ slower, ] faster)</source>
-        <translation type="unfinished"></translation>
+        <translation>每秒同步推进的轮数（[ 减慢，] 加快）</translation>
     </message>
     <message>
         <source>Transport</source>
-        <translation type="unfinished"></translation>
+        <translation>运行控制</translation>
     </message>
     <message>
         <source>idle</source>
-        <translation type="unfinished"></translation>
+        <translation>空闲</translation>
     </message>
     <message>
         <source>loading the model...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在加载模型...</translation>
     </message>
     <message>
         <source>running</source>
-        <translation type="unfinished"></translation>
+        <translation>运行中</translation>
     </message>
     <message>
         <source>paused</source>
-        <translation type="unfinished"></translation>
+        <translation>已暂停</translation>
     </message>
 </context>
 <context>

@@ -11,15 +11,12 @@ import os
 import signal
 import sys
 
+from kvviz.ui.zoom import apply_zoom, check_zoom, restart_command, saved_zoom
+
 ORGANIZATION = "kvviz"
 APPLICATION = "kvviz"
 NO_DISPLAY_HINT = ("kvviz: no display (DISPLAY / WAYLAND_DISPLAY unset): use `kvviz shot --out FILE.png`, "
                    "or set QT_QPA_PLATFORM=offscreen")
-
-
-ZOOMS = (100, 125, 150, 175, 200)  # View > Zoom's choices, percent
-ZOOM_RANGE = (50, 300)
-ZOOM_KEY = "view/zoom"
 
 
 def configure(parser) -> None:
@@ -28,53 +25,6 @@ def configure(parser) -> None:
     parser.add_argument("--zoom", type=int, metavar="PERCENT",
                         help="text and plots at this size, e.g. 150 on a projector (default: View > Zoom's "
                              "choice, saved; 100)")
-
-
-def check_zoom(percent: int, option: str = "--zoom") -> int:
-    lo, hi = ZOOM_RANGE
-    if not lo <= percent <= hi:
-        raise ValueError(f"{option} {percent} is outside {lo}..{hi} (percent)")
-    return percent
-
-
-def saved_zoom(settings) -> int:
-    """View > Zoom's saved choice (100 when none, or when the saved value is not a usable percent)."""
-    try:
-        percent = int(settings.value(ZOOM_KEY, 100))
-    except (TypeError, ValueError):
-        return 100
-    return percent if ZOOM_RANGE[0] <= percent <= ZOOM_RANGE[1] else 100
-
-
-def apply_zoom(percent: int) -> None:
-    """Scale everything the app draws (text, plots, widgets) by percent/100, through Qt's own scale
-    factor: it must be set before the QApplication exists. A QT_SCALE_FACTOR the user set wins."""
-    if percent != 100 and "QT_SCALE_FACTOR" not in os.environ:
-        os.environ["QT_SCALE_FACTOR"] = f"{percent / 100:g}"
-
-
-def restart_command(argv: list[str] | None = None) -> list[str]:
-    """The command line that started this process (sys.orig_argv: `kvviz`, `python -m kvviz` or
-    `python main.py`), less any --zoom, so a restart opens at the zoom View > Zoom saved."""
-    if argv is None:  # this interpreter by its full path ("python" on the command line may be another)
-        argv = [sys.executable, *sys.orig_argv[1:]]
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--zoom":
-            skip = True
-        elif not arg.startswith("--zoom="):
-            out.append(arg)
-    return out
-
-
-def zoom_in_effect() -> int:
-    """The zoom this process draws at, percent (Qt's scale factor)."""
-    try:
-        return round(float(os.environ.get("QT_SCALE_FACTOR", "1")) * 100)
-    except ValueError:
-        return 100
 
 
 def has_display(environ=None, platform: str | None = None) -> bool:
@@ -105,7 +55,7 @@ def create_window(settings=None, *, isolate: bool = True, defer_panels: bool = F
     but the engines then share the interpreter lock with painting). defer_panels builds the panels
     after the first paint, so the window appears before pyqtgraph is imported."""
     ensure_app()
-    from kvviz.ui.main_window import MainWindow
+    from kvviz.ui.window import MainWindow
     from kvviz.ui.worker import RunWorker
 
     return MainWindow(RunWorker(isolate=isolate), settings, defer_panels=defer_panels)

@@ -60,18 +60,18 @@ def _tr(text: str) -> str:
 # -- what can be exported ---------------------------------------------------------------------------------
 def target_keys(window: QMainWindow, visible_only: bool = False) -> list[str]:
     """WINDOW, then the panel keys in the window's order (only those shown, if asked)."""
-    keys = [k for k, f in window.frames.items() if not visible_only or f.isVisibleTo(window)]
+    keys = [k for k, f in window.grid.frames.items() if not visible_only or f.isVisibleTo(window)]
     return [WINDOW, *keys]
 
 
 def target_title(window: QMainWindow, key: str) -> str:
-    return _tr("Whole window") if key == WINDOW else window.frames[key].panel.title()
+    return _tr("Whole window") if key == WINDOW else window.grid.frames[key].panel.title()
 
 
 def target_widget(window: QMainWindow, key: str) -> QWidget:
     if key == WINDOW:
         return window
-    frame = window.frames.get(key)
+    frame = window.grid.frames.get(key)
     if frame is None:
         raise ValueError(_tr("unknown panel {0!r}; choose from {1}").format(key, ", ".join(target_keys(window))))
     if not frame.isVisibleTo(window):
@@ -97,12 +97,12 @@ def draw_step(window: QMainWindow, step: int, keys: list[str]) -> int:
     """Select `step` and draw, now rather than at the next repaint tick, the panels `keys` show."""
     window.select_step(step)
     step = window.selected_step
-    panel_keys = list(window.panels) if WINDOW in keys else [k for k in keys if k in window.panels]
+    panel_keys = list(window.grid.panels) if WINDOW in keys else [k for k in keys if k in window.grid.panels]
     for key in panel_keys:
         try:
-            window.panels[key].show_step(window.history, step)
+            window.grid.panels[key].show_step(window.history, step)
         except Exception as exc:  # a broken panel is reported on its frame, as the window does
-            frame = window.frames.get(key)
+            frame = window.grid.frames.get(key)
             if frame is not None and not frame.error:
                 frame.show_error(f"{type(exc).__name__}: {exc}")
     settle()
@@ -237,9 +237,9 @@ def replay_run(window: QMainWindow, saved: traceio.SavedRun, source: str = "") -
     for steps in saved.traces.values():
         for trace in steps:
             history.add(trace)
-    for panel in window.panels.values():
+    for panel in window.grid.panels.values():
         panel.clear()
-    for frame in window.frames.values():
+    for frame in window.grid.frames.values():
         if frame.error:
             frame.error = ""
             frame.retranslate()
@@ -310,7 +310,7 @@ class ImageExportDialog(QDialog):
     def _update(self, *_args) -> None:
         key, fmt, scale = self.values()
         self.scale_spin.setEnabled(fmt != "svg")
-        widget = self._window if key == WINDOW else self._window.frames[key]
+        widget = self._window if key == WINDOW else self._window.grid.frames[key]
         if fmt == "svg":
             self.size_label.setText(self.tr("{0} × {1} (vector, any size)").format(widget.width(), widget.height()))
         else:

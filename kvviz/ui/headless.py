@@ -127,31 +127,32 @@ def wait_for(signal, timeout_s: float | None = None) -> bool:
 
 def fill_form(window, job: ExportJob) -> None:
     """Set the window's form from the job; ValueError (a usage error) for what the form refuses."""
-    unknown = [e for e in job.engines if e not in window.engine_checks]
+    unknown = [e for e in job.engines if e not in window.form.engine_checks]
     if unknown:
-        raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(window.engine_checks)}")
-    window.prompt_edit.setPlainText(job.prompt)
-    window.set_model(job.model or window.env.default_model)
-    for combo, value, what in ((window.device_combo, job.device, "device"), (window.dtype_combo, job.dtype, "dtype")):
+        raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(window.form.engine_checks)}")
+    window.form.prompt_edit.setPlainText(job.prompt)
+    window.form.set_model(job.model or window.env.default_model)
+    form = window.form
+    for combo, value, what in ((form.device_combo, job.device, "device"), (form.dtype_combo, job.dtype, "dtype")):
         index = combo.findData(value)
         if index < 0:
             choices = ", ".join(combo.itemData(i) for i in range(combo.count()))
             raise ValueError(f"{what} {value!r} is not available here; choose from {choices}")
         combo.setCurrentIndex(index)
-    window.set_engines(job.engines)
-    for option, spin, value in (("--tokens", window.tokens_spin, job.tokens),
-                                ("--block-size", window.block_spin, job.block_size)):
+    window.form.set_engines(job.engines)
+    for option, spin, value in (("--tokens", window.form.tokens_spin, job.tokens),
+                                ("--block-size", window.form.block_spin, job.block_size)):
         spin.setValue(value)
         if spin.value() != value:  # a spin box clamps silently: say so instead
             raise ValueError(f"{option} {value} is outside {spin.minimum()}..{spin.maximum()}")
     greedy = job.temperature <= 0
-    window.greedy_check.setChecked(greedy)
+    window.form.greedy_check.setChecked(greedy)
     if not greedy:
-        window.temperature_spin.setValue(job.temperature)
-        window.top_k_spin.setValue(job.top_k or 0)
-        window.top_p_spin.setValue(1.0 if job.top_p is None else job.top_p)
-    window.seed_spin.setValue(job.seed)
-    window.speed_spin.setValue(0)  # as fast as possible
+        window.form.temperature_spin.setValue(job.temperature)
+        window.form.top_k_spin.setValue(job.top_k or 0)
+        window.form.top_p_spin.setValue(1.0 if job.top_p is None else job.top_p)
+    window.form.seed_spin.setValue(job.seed)
+    window.toolbar.speed_spin.setValue(0)  # as fast as possible
     window.torch_threads = job.threads
     reason = window.validation_text()
     if reason:
@@ -197,17 +198,17 @@ def write_outputs(window, job: ExportJob, progress: ProgressLine) -> None:
             path = export_image(window, WINDOW, fmt, out / f"window.{fmt}", job.scale, step)
             note(path, f"{time.perf_counter() - t0:.2f} s")
     if panels and WINDOW not in job.panels:
-        for key, act in window.panel_actions.items():  # only the chosen panels share the grid
+        for key, act in window.grid.panel_actions.items():  # only the chosen panels share the grid
             act.setChecked(key in panels)
         settle()
     for key in panels if job.images else []:
-        window.toggle_focus(key)  # the panel alone gets the whole grid: larger and easier to read
+        window.grid.toggle_focus(key)  # the panel alone gets the whole grid: larger and easier to read
         settle()
         for fmt in job.images:
             t0 = time.perf_counter()
             path = export_image(window, key, fmt, out / f"{key}.{fmt}", job.scale, step)
             note(path, f"{time.perf_counter() - t0:.2f} s")
-        window.toggle_focus(key)
+        window.grid.toggle_focus(key)
         settle()
     targets = [WINDOW] if WINDOW in job.panels else panels
     stem = "decode" if targets == [WINDOW] or len(targets) > 1 else f"decode-{targets[0]}"

@@ -80,7 +80,7 @@ def run(args) -> int:
     engines = parse_engine_list(args.engines)
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
-    from kvviz.ui.app import apply_zoom, check_zoom
+    from kvviz.ui.zoom import apply_zoom, check_zoom
 
     zoom = check_zoom(args.zoom)
     if "QT_SCALE_FACTOR" in os.environ and zoom != 100:
@@ -152,7 +152,7 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
     mode = f", zoom {round(ratio * 100)}%" if ratio != 1 else ""
     mode += ", presentation mode" if window.presenting() else ""
     print(f"kvviz shot: wrote {out} ({size[0]}x{size[1]}{mode}, step {step} of {n}, engines {','.join(engines)}: "
-          f"{window.badge.text()}; panels {','.join(window.shown_panels())})")
+          f"{window.transport.badge.text()}; panels {','.join(window.grid.shown_panels())})")
     return 0
 
 
@@ -162,40 +162,40 @@ def _fill_form(window, args, engines) -> None:
     unknown = [e for e in engines if e not in known]
     if unknown:
         raise ValueError(f"unknown engine {unknown[0]!r}; choose from {', '.join(known)}")
-    window.prompt_edit.setPlainText(args.prompt)
-    window.set_model(args.model or env.default_model)
+    window.form.prompt_edit.setPlainText(args.prompt)
+    window.form.set_model(args.model or env.default_model)
     device = (args.device or "auto").strip().lower()
-    if window.device_combo.findData(device) < 0:
+    if window.form.device_combo.findData(device) < 0:
         raise ValueError(f"device {device!r} is not available here; choose {', '.join(env.devices)}")
-    window.device_combo.setCurrentIndex(window.device_combo.findData(device))
+    window.form.device_combo.setCurrentIndex(window.form.device_combo.findData(device))
     dtype = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(args.dtype, args.dtype)
-    if window.dtype_combo.findData(dtype) < 0:
+    if window.form.dtype_combo.findData(dtype) < 0:
         raise ValueError(f"unknown dtype {args.dtype!r}; choose auto, fp32, bf16 or fp16")
-    window.dtype_combo.setCurrentIndex(window.dtype_combo.findData(dtype))
-    window.set_engines(engines)
+    window.form.dtype_combo.setCurrentIndex(window.form.dtype_combo.findData(dtype))
+    window.form.set_engines(engines)
     hide = [k.strip() for k in args.hide.split(",") if k.strip()]
-    unknown = [k for k in hide if k not in window.panel_actions]
+    unknown = [k for k in hide if k not in window.grid.panel_actions]
     if unknown:
-        raise ValueError(f"unknown panel {unknown[0]!r}; choose from {', '.join(window.panel_actions)}")
+        raise ValueError(f"unknown panel {unknown[0]!r}; choose from {', '.join(window.grid.panel_actions)}")
     for key in hide:
-        window.panel_actions[key].setChecked(False)
-    window.greedy_check.setChecked(args.temperature == 0)
+        window.grid.panel_actions[key].setChecked(False)
+    window.form.greedy_check.setChecked(args.temperature == 0)
     if args.top_k is not None and args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
     if args.top_p is not None and not 0 < args.top_p <= 1:
         raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
     if args.layer < 0 or args.head < 0:
         raise ValueError("--layer and --head must be 0 or more")
-    for option, spin, value in (("--tokens", window.tokens_spin, args.tokens),
-                                ("--block-size", window.block_spin, args.block_size),
-                                ("--temperature", window.temperature_spin, args.temperature),
-                                ("--top-k", window.top_k_spin, args.top_k or 0),
-                                ("--top-p", window.top_p_spin, 1.0 if args.top_p is None else args.top_p),
-                                ("--seed", window.seed_spin, args.seed),
-                                ("--layer", window.layer_spin, args.layer),
-                                ("--head", window.head_spin, args.head)):
+    for option, spin, value in (("--tokens", window.form.tokens_spin, args.tokens),
+                                ("--block-size", window.form.block_spin, args.block_size),
+                                ("--temperature", window.form.temperature_spin, args.temperature),
+                                ("--top-k", window.form.top_k_spin, args.top_k or 0),
+                                ("--top-p", window.form.top_p_spin, 1.0 if args.top_p is None else args.top_p),
+                                ("--seed", window.form.seed_spin, args.seed),
+                                ("--layer", window.form.layer_spin, args.layer),
+                                ("--head", window.form.head_spin, args.head)):
         spin.setValue(value)
         if abs(spin.value() - value) > 1e-9:  # a spin box clamps silently: say so instead
             raise ValueError(f"{option} {value} is outside {spin.minimum():g}..{spin.maximum():g} for this model")
-    window.speed_spin.setValue(0)
+    window.toolbar.speed_spin.setValue(0)
     window.torch_threads = args.threads

@@ -1,0 +1,1 @@
+"""The window's dialogs: the KV memory calculator, the keyboard shortcuts table, About."""

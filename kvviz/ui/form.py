@@ -1,0 +1,436 @@
+"""The run form (the Inputs dock's body): prompt, model, device, dtype, engines, lengths, sampling and
+the traced attention head; what it offers (from the worker's Environment), the first reason it
+cannot run, the RunConfig it describes, and its saved values.
+
+It knows no panels, no transport and no worker: the window asks it for a RunConfig and shows it the
+Environment.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, QSettings, Qt, Signal, Slot
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
+from kvviz.format import DEFAULT_PROMPT
+from kvviz.ui.messages import Environment, ModelChoice
+from kvviz.ui.qtutil import blocked
+
+DTYPES = ("auto", "fp32", "bf16", "fp16")
+
+
+class RunForm(QWidget):
+    """Read `checked_engines()`, `current_model()`, `current_device()`, `dtype()`, `build_run()`;
+    `problem()` is the first reason it cannot run ("" when it can)."""
+
+    changed = Signal()  # any field changed: validation, the status bar and the estimate follow
+    run_clicked = Signal()
+
+    def __init__(self, settings: QSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self.env: Environment | None = None
+        self.models: dict[str, ModelChoice] = {}
+        self.engine_checks: dict[str, QCheckBox] = {}
+        self._engine_help: dict[str, str] = {}  # engine key -> one-line help, from the environment
+        self._wanted: dict[str, str] = {}  # picker choices restored before the environment arrives
+        outer = QVBoxLayout(self)
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form = form
+
+        self.prompt_edit = QPlainTextEdit()
+        self.prompt_edit.setObjectName("prompt")
+        self.prompt_edit.setFixedHeight(84)
+        self.prompt_edit.setTabChangesFocus(True)
+        self.model_combo = QComboBox()
+        self.model_combo.setObjectName("model")
+        self.model_combo.setMinimumContentsLength(12)
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.open_button = QToolButton()
+        model_row = QHBoxLayout()
+        model_row.setContentsMargins(0, 0, 0, 0)
+        model_row.addWidget(self.model_combo, 1)
+        model_row.addWidget(self.open_button)
+        self.device_combo = QComboBox()
+        self.device_combo.setObjectName("device")
+        self.dtype_combo = QComboBox()
+        self.dtype_combo.setObjectName("dtype")
+        for key in DTYPES:
+            self.dtype_combo.addItem(key, key)
+        self.engine_box = QGroupBox()
+        self.engine_layout = QVBoxLayout(self.engine_box)
+        self.engine_layout.setContentsMargins(6, 4, 6, 4)
+        self.engine_placeholder = QLabel()
+        self.engine_layout.addWidget(self.engine_placeholder)
+        self.tokens_spin = QSpinBox()
+        self.tokens_spin.setObjectName("max_new_tokens")
+        self.tokens_spin.setRange(1, 1_000_000)
+        self.tokens_spin.setValue(40)
+        self.block_spin = QSpinBox()
+        self.block_spin.setObjectName("block_size")
+        self.block_spin.setRange(1, 4096)
+        self.block_spin.setValue(16)
+
+        self.sampling_box = QGroupBox()
+        sform = QFormLayout(self.sampling_box)
+        self.greedy_check = QCheckBox()
+        self.greedy_check.setChecked(True)
+        self.temperature_spin = QDoubleSpinBox()
+        self.temperature_spin.setRange(0.0, 10.0)
+        self.temperature_spin.setSingleStep(0.1)
+        self.temperature_spin.setValue(0.8)
+        self.top_k_spin = QSpinBox()
+        self.top_k_spin.setRange(0, 1_000_000)
+        self.top_p_spin = QDoubleSpinBox()
+        self.top_p_spin.setRange(0.0, 1.0)
+        self.top_p_spin.setSingleStep(0.05)
+        self.top_p_spin.setValue(1.0)
+        self.seed_spin = QSpinBox()
+        self.seed_spin.setRange(0, 2**31 - 1)
+        self.temperature_label, self.top_k_label, self.top_p_label, self.seed_label = (QLabel() for _ in range(4))
+        sform.addRow(self.greedy_check)
+        sform.addRow(self.temperature_label, self.temperature_spin)
+        sform.addRow(self.top_k_label, self.top_k_spin)
+        sform.addRow(self.top_p_label, self.top_p_spin)
+        sform.addRow(self.seed_label, self.seed_spin)
+
+        self.layer_spin = QSpinBox()
+        self.layer_spin.setObjectName("weights_layer")
+        self.layer_spin.setRange(-1, 1)
+        self.layer_spin.setValue(0)
+        self.head_spin = QSpinBox()
+        self.head_spin.setObjectName("weights_head")
+        self.head_spin.setRange(0, 3)
+        attn_row = QHBoxLayout()
+        attn_row.setContentsMargins(0, 0, 0, 0)
+        self.layer_label, self.head_label = QLabel(), QLabel()
+        attn_row.addWidget(self.layer_label)
+        attn_row.addWidget(self.layer_spin, 1)
+        attn_row.addWidget(self.head_label)
+        attn_row.addWidget(self.head_spin, 1)
+
+        self.prompt_label, self.model_label, self.device_label, self.dtype_label = (QLabel() for _ in range(4))
+        self.tokens_label, self.attention_label, self.block_label = QLabel(), QLabel(), QLabel()
+        form.addRow(self.prompt_label)
+        form.addRow(self.prompt_edit)
+        form.addRow(self.model_label, model_row)
+        form.addRow(self.device_label, self.device_combo)
+        form.addRow(self.dtype_label, self.dtype_combo)
+        form.addRow(self.engine_box)
+        form.addRow(self.tokens_label, self.tokens_spin)
+        form.addRow(self.block_label, self.block_spin)
+        form.addRow(self.sampling_box)
+        form.addRow(self.attention_label, attn_row)
+        outer.addLayout(form)
+
+        self.validation_label = QLabel()
+        self.validation_label.setObjectName("validation")
+        self.validation_label.setWordWrap(True)
+        self.validation_label.setStyleSheet("color: #b00020;")
+        outer.addWidget(self.validation_label)
+        self.run_button = QPushButton()
+        self.run_button.clicked.connect(self.run_clicked)
+        outer.addWidget(self.run_button)
+        # How long the form's run will take, when that is long enough to matter (the window says).
+        self.estimate_label = QLabel()
+        self.estimate_label.setObjectName("estimate")
+        self.estimate_label.setWordWrap(True)
+        self.estimate_label.setStyleSheet("color: #5f5f5f;")
+        self.estimate_label.hide()
+        outer.addWidget(self.estimate_label)
+        outer.addStretch(1)
+
+        for widget, signal in ((self.prompt_edit, "textChanged"), (self.model_combo, "currentIndexChanged"),
+                               (self.device_combo, "currentIndexChanged"), (self.dtype_combo, "currentIndexChanged"),
+                               (self.tokens_spin, "valueChanged"), (self.block_spin, "valueChanged"),
+                               (self.greedy_check, "toggled"),
+                               (self.temperature_spin, "valueChanged"), (self.top_k_spin, "valueChanged"),
+                               (self.top_p_spin, "valueChanged"), (self.seed_spin, "valueChanged"),
+                               (self.layer_spin, "valueChanged"), (self.head_spin, "valueChanged")):
+            getattr(widget, signal).connect(self._on_changed)
+        self.model_combo.currentIndexChanged.connect(self._on_model_changed)
+
+    def set_open_action(self, act: QAction) -> None:
+        """The "..." beside the model picker: Model > Open checkpoint."""
+        self.open_button.setDefaultAction(act)
+        self.open_button.setText("...")
+
+    def retranslate(self) -> None:
+        self.open_button.setText("...")
+        self.prompt_label.setText(self.tr("Prompt"))
+        self.prompt_edit.setPlaceholderText(self.tr("Type a prompt, then Run (Ctrl+R)"))
+        self.model_label.setText(self.tr("Model"))
+        self.device_label.setText(self.tr("Device"))
+        self.dtype_label.setText(self.tr("Dtype"))
+        self.dtype_combo.setItemText(0, self.tr("auto"))
+        self.dtype_combo.setToolTip(self.tr("auto: bf16 on CUDA, else the model's own dtype"))
+        self.engine_box.setTitle(self.tr("Engines"))
+        self.engine_placeholder.setText(self.tr("loading PyTorch..."))
+        for key, box in self.engine_checks.items():
+            box.setText(key)
+            box.setToolTip(QCoreApplication.translate("engines", self._engine_help.get(key, "")))
+        self.tokens_label.setText(self.tr("New tokens"))
+        self.block_label.setText(self.tr("Block size"))
+        self.block_spin.setToolTip(self.tr("Tokens per block of the paged cache"))
+        self.sampling_box.setTitle(self.tr("Sampling"))
+        self.greedy_check.setText(self.tr("Greedy (always the most likely token)"))
+        self.temperature_label.setText(self.tr("Temperature"))
+        self.top_k_label.setText(self.tr("Top-k"))
+        self.top_k_spin.setSpecialValueText(self.tr("off"))
+        self.top_p_label.setText(self.tr("Top-p"))
+        self.top_p_spin.setToolTip(self.tr("1.00 keeps every token"))
+        self.seed_label.setText(self.tr("Seed"))
+        self.attention_label.setText(self.tr("Attention"))
+        self.layer_label.setText(self.tr("layer"))
+        self.head_label.setText(self.tr("head"))
+        self.layer_spin.setSpecialValueText(self.tr("off"))
+        tip = self.tr("Which layer and head the engines copy attention weights from (applies to the next run)")
+        self.layer_spin.setToolTip(tip)
+        self.head_spin.setToolTip(tip)
+        self.run_button.setText(self.tr("Run (Ctrl+R)"))
+
+    # ------------------------------------------------------------------ what it offers
+    def set_environment(self, env: Environment) -> None:
+        """The models, devices and engines the worker listed; the saved choices picked among them."""
+        self.env = env
+        self._engine_help = dict(env.engines)
+        self.models = {m.name: m for m in env.models}
+        for path in self._saved_list("models/checkpoints"):
+            self.models.setdefault(path, ModelChoice(name=path, description=self.tr("checkpoint folder")))
+        with blocked(self.model_combo):
+            self.model_combo.clear()
+            for choice in self.models.values():
+                self._add_model_item(choice)
+        wanted = self._wanted.get("model")
+        if wanted in self.models and not self.models[wanted].available:
+            wanted = None  # e.g. the trained model's weights went away: fall back to the default
+        self._select_combo(self.model_combo, wanted, fallback=env.default_model)
+        with blocked(self.device_combo):
+            self.device_combo.clear()
+            for dev in env.devices:
+                label = self.tr("auto ({0})").format(env.auto_device) if dev == "auto" else dev
+                self.device_combo.addItem(label, dev)
+        self._select_combo(self.device_combo, self._wanted.get("device"), fallback="auto")
+        self.engine_placeholder.hide()
+        wanted = self._wanted.get("engines")
+        checked = set(wanted.split(",")) if wanted is not None else {k for k, _ in env.engines}
+        for key, _ in env.engines:
+            box = QCheckBox(key)
+            box.setObjectName(f"engine_{key}")
+            box.setChecked(key in checked)
+            box.toggled.connect(self._on_changed)
+            self.engine_layout.addWidget(box)
+            self.engine_checks[key] = box
+        self.retranslate()
+        self._on_model_changed()
+
+    def _add_model_item(self, choice: ModelChoice) -> None:
+        self.model_combo.addItem(choice.name, choice.name)
+        index = self.model_combo.count() - 1
+        tip = "\n".join(t for t in (choice.description, choice.warning, choice.reason) if t)
+        self.model_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
+
+    def model_loaded(self, choice: ModelChoice) -> None:
+        """The worker read a model's config (a checkpoint folder's, first known when it loads)."""
+        old = self.models.get(choice.name)
+        if old is None or old.config is None:
+            self.models[choice.name] = ModelChoice(name=choice.name, description=old.description if old else "",
+                                                   config=choice.config)
+            self._on_model_changed()
+
+    def add_model_path(self, path: str) -> None:
+        """Add a model folder to the picker; the worker reads and loads it when a run starts."""
+        if path not in self.models:
+            self.models[path] = ModelChoice(name=path, description=self.tr("checkpoint folder"))
+        if self.model_combo.findData(path) < 0:
+            self._add_model_item(self.models[path])
+        paths = self._saved_list("models/checkpoints")
+        if path not in paths:
+            self.settings.setValue("models/checkpoints", "\n".join([*paths, path]))
+
+    @staticmethod
+    def _select_combo(combo: QComboBox, wanted: str | None, fallback: str) -> None:
+        index = combo.findData(wanted) if wanted else -1
+        if index < 0 or not (combo.model().flags(combo.model().index(index, 0)) & Qt.ItemFlag.ItemIsEnabled):
+            index = combo.findData(fallback)
+        combo.setCurrentIndex(max(index, 0))
+
+    def _saved_list(self, key: str) -> list[str]:
+        text = self.settings.value(key, "", type=str)
+        return [p for p in text.split("\n") if p]
+
+    # ------------------------------------------------------------------ what it describes
+    def checked_engines(self) -> tuple[str, ...]:
+        return tuple(k for k, box in self.engine_checks.items() if box.isChecked())
+
+    def set_engines(self, engines) -> None:
+        for key, box in self.engine_checks.items():
+            box.setChecked(key in set(engines))
+
+    def set_model(self, name: str) -> None:
+        if self.model_combo.findData(name) < 0:
+            self.add_model_path(name)
+        self.model_combo.setCurrentIndex(self.model_combo.findData(name))
+
+    def current_model(self) -> str:
+        return self.model_combo.currentData() or ""
+
+    def model_choice(self) -> ModelChoice | None:
+        return self.models.get(self.current_model())
+
+    def current_device(self) -> str:
+        dev = self.device_combo.currentData() or ""
+        if dev == "auto" and self.env is not None:
+            return self.env.auto_device
+        return dev
+
+    def dtype(self) -> str:
+        """The dtype a run would use: what `resolve_dtype` picks for "auto", from the config."""
+        choice = self.model_choice()
+        picked = self.dtype_combo.currentData() or "auto"
+        if picked != "auto":
+            return canonical_dtype(picked)
+        if self.current_device().startswith("cuda"):
+            return "bfloat16"
+        return choice.config.dtype if choice is not None and choice.config is not None else ""
+
+    def sampling(self) -> SamplingConfig:
+        if self.greedy_check.isChecked():
+            return SamplingConfig(temperature=0.0, seed=self.seed_spin.value())
+        top_k = self.top_k_spin.value() or None
+        top_p = self.top_p_spin.value()
+        return SamplingConfig(temperature=self.temperature_spin.value(), top_k=top_k,
+                              top_p=None if top_p >= 1.0 else top_p, seed=self.seed_spin.value())
+
+    def build_run(self) -> RunConfig:
+        layer = self.layer_spin.value()
+        return RunConfig(
+            prompt=self.prompt_edit.toPlainText(),
+            max_new_tokens=self.tokens_spin.value(),
+            engines=self.checked_engines(),
+            sampling=self.sampling(),
+            block_size=self.block_spin.value(),
+            trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
+                               weights_head=self.head_spin.value()),
+        )
+
+    def validation_text(self) -> str:
+        return self.validation_label.text()
+
+    def show_problem(self, reason: str) -> None:
+        """The first reason the form cannot run, under the form (hidden when there is none)."""
+        self.validation_label.setText(reason)
+        self.validation_label.setVisible(bool(reason))
+        self.run_button.setEnabled(not reason)
+
+    def problem(self) -> str:
+        if self.env is None:
+            return self.tr("Starting: loading PyTorch and the model list...")
+        prompt = self.prompt_edit.toPlainText()
+        if not prompt.strip():
+            return self.tr("Type a prompt.")
+        choice = self.model_choice()
+        if choice is None:
+            return self.tr("Choose a model.")
+        if not choice.available:
+            return choice.reason or self.tr("This model is not available.")
+        if not self.checked_engines():
+            return self.tr("Check at least one engine.")
+        greedy = self.greedy_check.isChecked()
+        if not greedy and self.temperature_spin.value() <= 0:
+            return self.tr("Temperature must be above 0 when sampling (tick Greedy for the most likely token).")
+        if not greedy and self.top_p_spin.value() <= 0:
+            return self.tr("Top-p must be above 0 (1.00 keeps every token).")
+        try:
+            self.sampling()
+        except ValueError as exc:
+            return self.tr("Sampling: {0}").format(exc)
+        cfg = choice.config
+        if cfg is not None:
+            n_new = self.tokens_spin.value()
+            if cfg.tokenizer == "bytes":
+                n_prompt = len(prompt.encode("utf-8"))  # the byte tokenizer: one token per UTF-8 byte
+                if n_prompt + n_new > cfg.max_seq_len:
+                    return self.tr("The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model's "
+                                   "context of {3}.").format(n_prompt, n_new, n_prompt + n_new, cfg.max_seq_len)
+            elif n_new >= cfg.max_seq_len:
+                return self.tr("New tokens ({0}) must leave room for the prompt in the model's context of "
+                               "{1}.").format(n_new, cfg.max_seq_len)
+            if self.layer_spin.value() >= cfg.n_layer:
+                return self.tr("Attention layer must be below {0}.").format(cfg.n_layer)
+            if self.head_spin.value() >= cfg.n_head:
+                return self.tr("Attention head must be below {0}.").format(cfg.n_head)
+        return ""
+
+    @Slot()
+    def _on_changed(self, *_args) -> None:
+        self.temperature_spin.setEnabled(not self.greedy_check.isChecked())
+        self.top_k_spin.setEnabled(not self.greedy_check.isChecked())
+        self.top_p_spin.setEnabled(not self.greedy_check.isChecked())
+        self.changed.emit()
+
+    @Slot()
+    def _on_model_changed(self, *_args) -> None:
+        choice = self.model_choice()
+        if choice is not None and choice.config is not None:
+            cfg = choice.config
+            self.layer_spin.setMaximum(cfg.n_layer - 1)
+            self.head_spin.setMaximum(cfg.n_head - 1)
+        else:  # a checkpoint not read yet: the worker checks the range when it loads it
+            self.layer_spin.setMaximum(255)
+            self.head_spin.setMaximum(255)
+        self._on_changed()
+
+    # ------------------------------------------------------------------ saved values
+    def save(self, settings: QSettings) -> None:
+        s = settings
+        s.setValue("run/prompt", self.prompt_edit.toPlainText())
+        if self.env is not None:
+            s.setValue("run/model", self.current_model())
+            s.setValue("run/device", self.device_combo.currentData() or "auto")
+            s.setValue("run/engines", ",".join(self.checked_engines()))
+        s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
+        s.setValue("run/tokens", self.tokens_spin.value())
+        s.setValue("run/block_size", self.block_spin.value())
+        s.setValue("sampling/greedy", self.greedy_check.isChecked())
+        s.setValue("sampling/temperature", self.temperature_spin.value())
+        s.setValue("sampling/top_k", self.top_k_spin.value())
+        s.setValue("sampling/top_p", self.top_p_spin.value())
+        s.setValue("sampling/seed", self.seed_spin.value())
+        s.setValue("trace/layer", self.layer_spin.value())
+        s.setValue("trace/head", self.head_spin.value())
+
+    def restore(self, settings: QSettings) -> None:
+        s = settings
+        self.prompt_edit.setPlainText(s.value("run/prompt", DEFAULT_PROMPT, type=str))
+        for key in ("model", "device", "engines"):
+            if s.contains(f"run/{key}"):
+                self._wanted[key] = s.value(f"run/{key}", "", type=str)
+        index = self.dtype_combo.findData(s.value("run/dtype", "auto", type=str))
+        self.dtype_combo.setCurrentIndex(max(index, 0))
+        self.tokens_spin.setValue(s.value("run/tokens", self.tokens_spin.value(), type=int))
+        self.block_spin.setValue(s.value("run/block_size", self.block_spin.value(), type=int))
+        self.greedy_check.setChecked(s.value("sampling/greedy", True, type=bool))
+        self.temperature_spin.setValue(s.value("sampling/temperature", self.temperature_spin.value(), type=float))
+        self.top_k_spin.setValue(s.value("sampling/top_k", 0, type=int))
+        self.top_p_spin.setValue(s.value("sampling/top_p", 1.0, type=float))
+        self.seed_spin.setValue(s.value("sampling/seed", 0, type=int))
+        self.layer_spin.setMaximum(255)
+        self.head_spin.setMaximum(255)
+        self.layer_spin.setValue(s.value("trace/layer", 0, type=int))
+        self.head_spin.setValue(s.value("trace/head", 0, type=int))

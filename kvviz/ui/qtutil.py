@@ -1,0 +1,32 @@
+"""Small Qt helpers the window's parts share: silencing a widget's signals for a programmatic change,
+and telling a field that takes typed keys from one that leaves them to the transport's shortcuts."""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLineEdit, QPlainTextEdit, QTextEdit, QWidget
+
+
+class blocked:  # noqa: N801 (used as a statement: `with blocked(widget):`)
+    """`with blocked(widget):` silences its signals for a programmatic change."""
+
+    def __init__(self, obj: QObject) -> None:
+        self.obj = obj
+
+    def __enter__(self) -> QObject:
+        self._old = self.obj.blockSignals(True)
+        return self.obj
+
+    def __exit__(self, *exc) -> None:
+        self.obj.blockSignals(self._old)
+
+
+def edits_text(widget: QWidget | None) -> bool:
+    """Whether the widget (or the field it is part of) takes typed keys: a text box, a spin box, a combo.
+    Such a field keeps Space, arrows and letters; anything else leaves them to the transport."""
+    while widget is not None:
+        if isinstance(widget, (QLineEdit, QAbstractSpinBox, QComboBox)):
+            return True
+        if isinstance(widget, (QTextEdit, QPlainTextEdit)):
+            return not widget.isReadOnly()
+        widget = widget.parentWidget()
+    return False

@@ -1,0 +1,298 @@
+"""The transport: the run's state, the toolbar (Run, Pause, Step, Stop, speed), the timeline row (the
+slider, the step label, the progress bar, the shown run's mark, the identical/differ badge) and the
+step narration under it. What a run does with them (start, pause, scrub) is the window's.
+
+It reads a RunHistory and the selected step; it knows no panels, no form and no worker.
+"""
+from __future__ import annotations
+
+import html
+import math
+from enum import Enum
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QTextDocument, QTextDocumentFragment
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QSizePolicy,
+    QSlider,
+    QSpinBox,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kvviz.format import fmt_ms
+from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.ui.qtutil import blocked
+
+NARRATION_TALL_PX = 900  # from this window height the step narration gets two lines, below it one
+NARRATION_STREAM_MS = 250  # while a run streams in, the narration is told again at most this often
+SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
+
+
+class RunState(Enum):
+    IDLE = "idle"
+    LOADING = "loading"  # asked for a run, the worker is loading the model
+    RUNNING = "running"
+    PAUSED = "paused"
+
+
+class TransportToolbar(QToolBar):
+    """Run, Pause, Step and Stop (the window's actions), the speed control and the run's state."""
+
+    speed_changed = Signal(int)  # steps per second; 0 = as fast as possible
+
+    def __init__(self, actions: tuple[QAction, ...], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("transport")
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for act in actions:
+            self.addAction(act)
+        self.addSeparator()
+        self.speed_label = QLabel()
+        self.speed_spin = QSpinBox()
+        self.speed_spin.setObjectName("speed")
+        self.speed_spin.setRange(0, 1000)
+        self.speed_spin.setValue(20)
+        self.speed_spin.valueChanged.connect(self.speed_changed)
+        self.addWidget(self.speed_label)
+        self.addWidget(self.speed_spin)
+        self.addSeparator()
+        self.state_label = QLabel()
+        self.state_label.setObjectName("run_state")
+        self.addWidget(self.state_label)
+
+    def retranslate(self) -> None:
+        self.speed_label.setText(self.tr(" Speed "))
+        self.speed_spin.setSuffix(self.tr(" steps/s"))
+        self.speed_spin.setSpecialValueText(self.tr("as fast as possible"))
+        self.speed_spin.setToolTip(self.tr("Lockstep rounds per second ([ slower, ] faster)"))
+        self.toggleViewAction().setText(self.tr("Transport"))
+        self.setWindowTitle(self.tr("Transport"))
+
+    def show_state(self, state: RunState) -> None:
+        self.state_label.setText({
+            RunState.IDLE: self.tr("idle"), RunState.LOADING: self.tr("loading the model..."),
+            RunState.RUNNING: self.tr("running"), RunState.PAUSED: self.tr("paused"),
+        }[state])
+
+    def change_speed(self, direction: int) -> None:
+        """One rung of SPEED_LADDER faster (+1) or slower (-1)."""
+        ordered = [v if v else math.inf for v in SPEED_LADDER]
+        value = self.speed_spin.value()
+        current = value if value else math.inf
+        if direction > 0:
+            nxt = next((v for v in ordered if v > current), ordered[-1])
+        else:
+            nxt = next((v for v in reversed(ordered) if v < current), ordered[0])
+        self.speed_spin.setValue(0 if nxt == math.inf else int(nxt))
+
+
+class TransportBar(QWidget):
+    """The timeline row and the step narration. The window sets `selected` and `state` and calls the
+    update methods when the history or the selection changed."""
+
+    step_chosen = Signal(int)  # the user moved the slider
+
+    def __init__(self, history: RunHistory, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.history = history
+        self.selected = 0
+        self.state = RunState.IDLE
+        self.narrating = False  # the panels exist: there is a step to tell
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        timeline = QHBoxLayout()
+        self.timeline_label = QLabel()
+        self.timeline = QSlider(Qt.Orientation.Horizontal)
+        self.timeline.setObjectName("timeline")
+        self.timeline.setRange(0, 0)
+        self.timeline.setPageStep(10)
+        self.timeline.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Left/Right belong to the window's shortcuts
+        self.timeline.valueChanged.connect(self.step_chosen)
+        self.step_label = QLabel()
+        self.step_label.setMinimumWidth(150)
+        # Where the eye is while a run is asked for: the model loading (busy), then steps done and time left.
+        self.progress = QProgressBar()
+        self.progress.setObjectName("run_progress")
+        self.progress.setMaximumWidth(260)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        # The panels show a run the form no longer describes (another model, device or dtype, a replay).
+        self.shown_run_label = QLabel()
+        self.shown_run_label.setObjectName("shown_run")
+        self.shown_run_label.setStyleSheet("background: #fff4ce; color: #5c4400; padding: 2px 6px; border-radius: 4px;")
+        self.shown_run_label.hide()
+        self.badge = QLabel()
+        self.badge.setObjectName("badge")
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.badge.setMinimumWidth(120)
+        for widget, stretch in ((self.timeline_label, 0), (self.timeline, 1), (self.step_label, 0),
+                                (self.progress, 0), (self.shown_run_label, 0), (self.badge, 0)):
+            timeline.addWidget(widget, stretch)
+        layout.addLayout(timeline)
+        # The selected step in words (View > Step narration): a fixed number of lines, so a new step's
+        # text never changes the grid's height (which would lay every panel out again).
+        self.narration = QLabel()
+        self.narration.setObjectName("narration")
+        self.narration.setTextFormat(Qt.TextFormat.RichText)
+        self.narration.setWordWrap(True)
+        self.narration.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.narration.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # for notes
+        self._narration_lines = 0  # set by narrate from the window's height
+        self._narration_timer = QTimer(self)
+        self._narration_timer.setSingleShot(True)
+        self._narration_timer.setInterval(NARRATION_STREAM_MS)
+        self._narration_timer.timeout.connect(lambda: self.narrate())
+        # Its text sets no width: on one line, unwrapped, a long sentence had widened the window.
+        self.narration.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.narration.installEventFilter(self)  # a new width may fit more or less of it
+        layout.addWidget(self.narration)
+
+    def retranslate(self) -> None:
+        self.timeline_label.setText(self.tr("Step"))
+        self.timeline.setToolTip(self.tr("Scrub through the recorded steps (Left/Right, Home/End)"))
+        self.badge.setToolTip(self.tr("Whether the engines' tokens so far are the same"))
+        self.update_badge()
+        self.update_step_label()
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if obj is self.narration and event.type() == QEvent.Type.Resize:
+            self.update_narration()
+        return False
+
+    def set_steps(self, n: int, selected: int) -> None:
+        """The slider's range and position, silently (the window chose them)."""
+        self.selected = selected
+        with blocked(self.timeline):
+            self.timeline.setMaximum(max(0, n - 1))
+            self.timeline.setValue(selected)
+
+    def update_badge(self) -> None:
+        with_steps = [k for k, v in self.history.traces.items() if v]
+        if len(with_steps) < 2:
+            text, colors = (self.tr("one engine") if with_steps else ""), ""
+        elif (k := self.history.divergence()) is None:
+            text, colors = self.tr("identical"), "background: #d7f0db; color: #1b5e20;"
+        else:
+            text, colors = self.tr("differ at step {0}").format(k), "background: #fdecea; color: #b00020;"
+        # The same padding in every state, set only when it changes: a badge that gained padding as
+        # the first steps arrived grew the timeline row by 3 px, which resized and repainted every
+        # panel at once (a 100 ms stall in a compare run); a style set again re-polishes it.
+        style = colors + " padding: 2px 6px; border-radius: 4px;"
+        if self.badge.text() != text:
+            self.badge.setText(text)
+        if self.badge.styleSheet() != style:
+            self.badge.setStyleSheet(style)
+
+    def update_step_label(self) -> None:
+        n = self.history.n_steps()
+        if not n:
+            self.step_label.setText(self.tr("no steps yet: Run (Ctrl+R)"))
+            return
+        phase = ""
+        for key in self.history.engines:
+            trace = self.history.at(key, self.selected)
+            if trace is not None:
+                phase = self.tr("prefill") if trace.phase == "prefill" else self.tr("decode")
+                break
+        self.step_label.setText(self.tr("step {0} / {1}  {2}").format(self.selected, n - 1, phase))
+        self.update_narration()
+
+    def update_progress(self, model: str, left_ms: float | None) -> None:
+        """The busy bar while the model loads; steps done and time left while the run goes on."""
+        bar = self.progress
+        if self.state is RunState.IDLE:
+            bar.hide()
+            return
+        if self.state is RunState.LOADING:
+            bar.setRange(0, 0)
+            bar.setFormat(self.tr("loading {0}...").format(model))
+            bar.setToolTip(self.tr("Loading the model (PyTorch reads its weights)"))
+            bar.show()
+            return
+        total = max(1, self.history.info.max_new_tokens)
+        n = min(self.history.n_steps(), total)
+        bar.setRange(0, total)
+        bar.setValue(n)
+        text = self.tr("{0} / {1} steps").format(n, total)
+        if self.state is RunState.PAUSED:
+            text = self.tr("{0}, paused").format(text)
+        elif left_ms is not None:
+            text = self.tr("{0}, about {1} left").format(text, fmt_ms(left_ms))
+        bar.setFormat(text.replace("%", "%%"))
+        bar.setToolTip(self.tr("Time left from this run's measured step times (and the Speed control)"))
+        bar.show()
+
+    def mark_shown_run(self, info: RunInfo | None, *, replay: bool = False) -> None:
+        """Beside the timeline: the panels show a replayed trace, or a run the form no longer
+        describes (None: they show what the form describes, or nothing)."""
+        if info is None:
+            self.shown_run_label.hide()
+            return
+        if replay:
+            text = self.tr("replay: {0}").format(info.model_name)
+            tip = self.tr("The panels show a saved run of {0} ({1}, {2}); Run starts a new one from the form.")
+        else:
+            text = self.tr("last run: {0}").format(info.model_name)
+            tip = self.tr("The panels show the last run, of {0} ({1}, {2}); the form now asks for another "
+                          "model, device or dtype: Run to see it.")
+        self.shown_run_label.setText(text)
+        self.shown_run_label.setToolTip(tip.format(info.model_name, info.device, info.dtype))
+        self.shown_run_label.show()
+
+    # ------------------------------------------------------------------ narration
+    def update_narration(self) -> None:
+        """The selected step in words, in the lines the window gives it (two from NARRATION_TALL_PX
+        of height, else one): the whole, else without the bytes sentence (the bytes panel has them),
+        else that shortened to fit. The full text is the tooltip. While a run streams in, at most
+        every NARRATION_STREAM_MS: faster than that it cannot be read, and each is a text layout."""
+        if self.narration.isHidden():
+            return
+        if self.state is RunState.RUNNING:
+            if not self._narration_timer.isActive():
+                self._narration_timer.start()
+            return
+        self._narration_timer.stop()
+        self.narrate()
+
+    def narrate(self) -> None:
+        lines = 2 if self.window().height() >= NARRATION_TALL_PX else 1
+        if lines != self._narration_lines:
+            self._narration_lines = lines
+            self.narration.setWordWrap(lines > 1)
+            self.narration.setFixedHeight(lines * self.narration.fontMetrics().lineSpacing() + 4)
+        if not self.narrating or not self.history.n_steps():
+            self.narration.clear()
+            return
+        from kvviz.ui.narration import describe
+
+        text = describe(self.history, self.selected)
+        self.narration.setToolTip(text)
+        if not self._narration_fits(text, lines):
+            text = describe(self.history, self.selected, traffic=False)
+            if not self._narration_fits(text, lines):  # not even the K/V sentence: its words, cut to the line
+                plain = QTextDocumentFragment.fromHtml(text).toPlainText()
+                text = html.escape(self.narration.fontMetrics().elidedText(
+                    plain, Qt.TextElideMode.ElideRight, self.narration.contentsRect().width()))
+        if text != self.narration.text():
+            self.narration.setText(text)
+
+    def _narration_fits(self, text: str, lines: int) -> bool:
+        document = QTextDocument()
+        document.setDocumentMargin(0)
+        document.setDefaultFont(self.narration.font())
+        document.setHtml(text)
+        width = self.narration.contentsRect().width()
+        if lines == 1:
+            return document.idealWidth() <= width
+        document.setTextWidth(width)
+        return document.size().height() <= self.narration.contentsRect().height()
+
+    def show_narration(self, shown: bool) -> None:
+        self.narration.setVisible(shown)
+        self.update_narration()

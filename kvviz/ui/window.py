@@ -1,0 +1,960 @@
+"""The main window: composes the run form (Inputs dock), the transport (toolbar, timeline, narration),
+the panel grid, the menus, the dialogs and the status bar, and wires their signals to the run worker.
+
+No torch, no engines, no models: the window talks to a run worker (handed in by the app) through
+signals, learns the presets, devices and engines from the Environment the worker lists, and
+repaints the panels from the history on a timer, never from the worker's signals.
+"""
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import uuid
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QProcess, QSettings, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QDockWidget,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QScrollArea,
+    QStyle,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kvviz import estimate
+from kvviz.format import fmt_ms
+from kvviz.ui.form import RunForm
+from kvviz.ui.grid import PanelGrid
+from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.ui.messages import Environment, ModelChoice, RunRequest
+from kvviz.ui.qtutil import blocked, edits_text
+from kvviz.ui.status import StatusFields
+from kvviz.ui.transport import RunState, TransportBar, TransportToolbar
+from kvviz.ui.zoom import ZOOM_KEY, ZOOMS, zoom_in_effect
+
+REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
+PAINT_REST = 3.0  # while steps stream in, a frame that took t waits PAINT_REST * t before the next
+ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
+THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
+SLOW_RUN_S = 10.0  # a run estimated to take longer is announced before it starts
+
+
+class MainWindow(QMainWindow):
+    """Drive with `form`, the transport actions and `select_step`; read `history`, `grid`,
+    `transport`, `error_text()`."""
+
+    # Re-emitted in the GUI thread, after the history took the record: tests and tools wait on these.
+    environment_ready = Signal()
+    panels_ready = Signal()
+    run_started = Signal(object)  # RunInfo
+    step_traced = Signal(object)  # StepTrace
+    run_failed = Signal(str, str)  # run_id, message
+    run_finished = Signal(str)  # run_id
+    # Requests to the worker, queued into its thread.
+    environment_requested = Signal()
+    run_requested = Signal(object)  # RunRequest
+    stop_requested = Signal()
+    pause_requested = Signal(bool)
+    step_requested = Signal()
+    speed_requested = Signal(float)
+
+    def __init__(self, worker: QObject, settings: QSettings | None = None, parent: QWidget | None = None,
+                 *, defer_panels: bool = False) -> None:
+        super().__init__(parent)
+        self.setObjectName("MainWindow")
+        self.settings = settings if settings is not None else QSettings()
+        self.history = RunHistory()
+        self.state = RunState.IDLE
+        self.run_id = ""  # the run this window asked for last
+        self._start_paused = False
+        self._selected = 0
+        self._follow = True  # the timeline follows the newest step until the user scrubs back
+        self._seen_version = -1
+        self._paint_resume_at = 0.0  # perf_counter time before which a streaming run is not drawn
+        self._drew_last_tick = False
+        self._user_selected = False  # the user picked a step: draw it at the next tick, rest or not
+        self._last_tick_end = 0.0
+        self._fits: dict[tuple[str, str, str], dict[str, estimate.LatencyFit]] = {}  # measured, per model
+        self._flops_per_s: float | None = None  # this machine's matrix rate, probed when first needed
+        self._status_run: RunInfo | None = None  # the run the status bar describes
+        self._own_info: RunInfo | None = None  # the RunInfo of the last run this window ran
+        self.torch_threads: int | None = None  # None: the worker's default (every core but one)
+        self.shortcuts_dialog = None  # Help > Keyboard shortcuts, made when first asked for
+        self.restart_argv: list[str] | None = None  # the app's command line, set by `kvviz` (app.run)
+        self.zoom_note: QMessageBox | None = None  # View > Zoom's note that a new zoom applies next start
+        self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
+
+        self._build_actions()
+        self.form = RunForm(self.settings)
+        self.form.set_open_action(self.act_open)
+        self.form.changed.connect(self._on_form_changed)
+        self.form.run_clicked.connect(lambda: self.start_run())
+        self._build_dock()
+        self.grid = PanelGrid(self.settings)
+        self.grid.step_picked.connect(self.select_step)
+        self.grid.installed.connect(self._on_panels_installed)
+        self.transport = TransportBar(self.history)
+        self.transport.step_chosen.connect(self._on_timeline_value_changed)
+        self._build_central()
+        self.toolbar = TransportToolbar((self.act_run, self.act_pause, self.act_step, self.act_stop))
+        self.toolbar.speed_changed.connect(self._on_speed_changed)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        self._build_menus()
+        self.status_fields = StatusFields(self.statusBar())
+        self.retranslate_ui()
+        self._restore_settings()
+        self._validate_form()
+
+        if defer_panels:
+            self.installEventFilter(self)
+        else:
+            self.grid.install()
+        self._repaint_timer = QTimer(self)
+        self._repaint_timer.setInterval(REPAINT_MS)
+        self._repaint_timer.timeout.connect(self._on_repaint_timer_timeout)
+        self._repaint_timer.start()
+
+        self._worker = worker
+        self._thread = QThread(self)
+        self._thread.setObjectName("kvviz-run-worker")
+        worker.moveToThread(self._thread)
+        self._connect_worker(worker)
+        self._thread.start()
+        app = QCoreApplication.instance()
+        if app is not None:  # quitting without closing this window still stops the thread first
+            app.aboutToQuit.connect(self.shutdown_worker)
+            app.installEventFilter(self)  # clicks anywhere in the window: see give_keys_to_transport
+        # Asked once the event loop runs, so torch's import in the worker does not delay the first paint.
+        QTimer.singleShot(0, self.environment_requested.emit)
+
+    # ------------------------------------------------------------------ construction
+    def _build_actions(self) -> None:
+        def action(slot, *keys: str | QKeySequence.StandardKey, checkable: bool = False) -> QAction:
+            act = QAction(self)
+            sequences = {QKeySequence(k).toString(): QKeySequence(k) for k in keys}  # a key given twice: once
+            act.setShortcuts(list(sequences.values()))
+            act.setCheckable(checkable)
+            act.triggered.connect(slot)
+            self.addAction(act)  # shortcuts work even with the menu bar hidden
+            return act
+
+        self.act_run = action(lambda: self.start_run(), "Ctrl+R", "F5")
+        self.act_pause = action(lambda: self.toggle_pause(), "Space")
+        self.act_step = action(lambda: self.step_once(), "N")
+        self.act_stop = action(lambda: self.stop_run(), "Esc")
+        self.act_prev = action(lambda: self.scrub(-1), "Left")
+        self.act_next = action(lambda: self.next_step(), "Right")
+        self.act_back10 = action(lambda: self.scrub(-10), "PgUp")
+        self.act_fwd10 = action(lambda: self.scrub(10), "PgDown")
+        self.act_first = action(lambda: self.select_step(0), "Home")
+        self.act_last = action(lambda: self.follow_live(), "End")
+        self.act_faster = action(lambda: self.toolbar.change_speed(+1), "]")
+        self.act_slower = action(lambda: self.toolbar.change_speed(-1), "[")
+        self.act_open = action(lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open)
+        self.act_focus_prompt = action(lambda: self.form.prompt_edit.setFocus(), "Ctrl+L")
+        # Ctrl+Q as well: the platform's Quit key is not Ctrl+Q everywhere (offscreen: none)
+        self.act_quit = action(lambda: self.close(), QKeySequence.StandardKey.Quit, "Ctrl+Q")
+        self.act_about = action(lambda: self._show_about())
+        self.act_shortcuts = action(lambda: self.show_shortcuts(), QKeySequence.StandardKey.HelpContents, "Ctrl+/")
+        self.act_memory = action(lambda: self.show_memory_calculator(), "Ctrl+M")
+        self.act_reset_layout = action(lambda: self._reset_layout())
+        self.act_present = action(lambda checked=False: self.set_presentation(checked), "F11", checkable=True)
+        self.act_narration = action(lambda checked=False: self.transport.show_narration(checked), checkable=True)
+        self.act_narration.setChecked(True)
+
+    def _build_dock(self) -> None:
+        self.form_dock = QDockWidget(self)
+        self.form_dock.setObjectName("inputs_dock")
+        # Closable: View > Inputs (its toggle action) is greyed out on a dock that cannot be closed.
+        self.form_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                                   | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                                   | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(self.form)
+        self.form_dock.setWidget(scroll)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.form_dock)
+
+    def _build_central(self) -> None:
+        central = QWidget()
+        # Where the transport's keys go: a click on the timeline, a panel or a plot (none of which
+        # edits text) and a Run give it the focus, so Space, arrows and N reach the shortcuts instead
+        # of the prompt or a spin box, which would take them as typing (see give_keys_to_transport).
+        central.setObjectName("panel_area")
+        central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.panel_area = central
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(4)
+
+        self.error_frame = QFrame()
+        self.error_frame.setStyleSheet("QFrame { background: #fdecea; border: 1px solid #b00020; }")
+        err_layout = QHBoxLayout(self.error_frame)
+        err_layout.setContentsMargins(6, 2, 6, 2)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.setStyleSheet("color: #b00020; border: none;")
+        self.error_close = QToolButton()
+        self.error_close.setText("×")
+        self.error_close.clicked.connect(self.clear_error)
+        err_layout.addWidget(self.error_label, 1)
+        err_layout.addWidget(self.error_close)
+        self.error_frame.hide()
+        layout.addWidget(self.error_frame)
+        layout.addWidget(self.transport)
+        layout.addWidget(self.grid, 1)
+        self.setCentralWidget(central)
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        self.export_menu = self.file_menu.addMenu("")
+        self.add_export_actions(self.export_menu)
+        self.export_menu.menuAction().setEnabled(not self.export_menu.isEmpty())
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.act_quit)
+
+        self.model_menu = bar.addMenu("")
+        self.model_menu.addAction(self.act_open)
+        self.model_menu.addAction(self.act_memory)
+
+        self.run_menu = bar.addMenu("")
+        for act in (self.act_run, self.act_pause, self.act_step, self.act_stop, None, self.act_faster,
+                    self.act_slower, None, self.act_prev, self.act_next, self.act_back10, self.act_fwd10,
+                    self.act_first, self.act_last):
+            if act is None:
+                self.run_menu.addSeparator()
+            else:
+                self.run_menu.addAction(act)
+
+        self.view_menu = bar.addMenu("")
+        self.view_menu.addAction(self.act_present)
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(self.act_narration)
+        self.view_menu.addAction(self.form_dock.toggleViewAction())
+        self.view_menu.addAction(self.toolbar.toggleViewAction())
+        self.view_menu.addSeparator()
+        self._panel_actions_end = self.view_menu.addSeparator()  # panel toggles go above this
+        # Ctrl+1..9: one panel alone in the grid (as a double-click on its title); Ctrl+0: all again.
+        self.alone_menu = self.view_menu.addMenu("")
+        self.addAction(self.grid.act_all_panels)
+        self.alone_menu.addAction(self.grid.act_all_panels)
+        self.alone_menu.addSeparator()
+        self.view_menu.addAction(self.act_reset_layout)
+        self.zoom_menu = self.view_menu.addMenu("")
+        self.zoom_group = QActionGroup(self)
+        self.zoom_group.setExclusive(True)
+        for percent in sorted({*ZOOMS, zoom_in_effect()}):
+            act = QAction(f"{percent}%", self, checkable=True, checked=percent == zoom_in_effect())
+            act.setData(percent)
+            self.zoom_group.addAction(act)
+            self.zoom_menu.addAction(act)
+        self.zoom_group.triggered.connect(lambda act: self.choose_zoom(int(act.data())))
+        self.language_menu = self.view_menu.addMenu("")
+        self.language_group = QActionGroup(self)
+        self.language_group.setExclusive(True)
+        self.act_english = QAction("English", self, checkable=True, checked=True)
+        self.act_english.setData("en")
+        self.language_group.addAction(self.act_english)
+        self.language_menu.addAction(self.act_english)
+
+        self.help_menu = bar.addMenu("")
+        self.help_menu.addAction(self.act_shortcuts)
+        self.help_menu.addAction(self.act_about)
+
+    def install_panels(self) -> None:
+        """Build the panels (once). Deferred past the first paint when the app starts, since
+        pyqtgraph's import is most of a launch's time."""
+        self.grid.install()
+
+    def _on_panels_installed(self) -> None:
+        for key, act in self.grid.panel_actions.items():
+            self.view_menu.insertAction(self._panel_actions_end, act)
+            alone = self.grid.alone_actions[key]
+            self.addAction(alone)  # shortcuts work with the menu bar hidden
+            self.alone_menu.addAction(alone)
+        self.transport.narrating = True
+        self.retranslate_ui()
+        self.panels_ready.emit()
+
+    def add_export_actions(self, menu) -> None:
+        """Hook for File > Export (screenshots, data, animations): add actions to `menu`."""
+
+    def retranslate_ui(self) -> None:
+        """Every visible string, so a language switch (View > Language) can re-run it."""
+        self.setWindowTitle(self.tr("kvviz: the KV cache, step by step"))
+        texts = {
+            self.act_run: (self.tr("&Run"), self.tr("Start a compare run of the checked engines")),
+            self.act_pause: (self.tr("&Pause"), self.tr("Pause or resume the run")),
+            self.act_step: (self.tr("&Step"), self.tr("Run one step of every engine, then pause")),
+            self.act_stop: (self.tr("S&top"), self.tr("Stop the run; its steps stay viewable")),
+            self.act_prev: (self.tr("Previous step"), self.tr("Show the step before")),
+            self.act_next: (self.tr("Next step"),
+                            self.tr("Show the step after; at the newest step of a paused run, compute one more")),
+            self.act_back10: (self.tr("Back 10 steps"), ""),
+            self.act_fwd10: (self.tr("Forward 10 steps"), ""),
+            self.act_first: (self.tr("First step"), ""),
+            self.act_last: (self.tr("Newest step (follow the run)"), ""),
+            self.act_faster: (self.tr("Faster"), ""),
+            self.act_slower: (self.tr("Slower"), ""),
+            self.act_open: (self.tr("Open checkpoint..."),
+                            self.tr("Add a model folder (config.json and weights) to the model picker")),
+            self.act_focus_prompt: (self.tr("Edit prompt"), ""),
+            self.act_quit: (self.tr("&Quit"), ""),
+            self.act_about: (self.tr("&About kvviz"), ""),
+            self.act_shortcuts: (self.tr("&Keyboard shortcuts"), ""),
+            self.act_memory: (self.tr("Memory calculator..."),
+                              self.tr("What a model's KV cache costs at scale, computed from its config")),
+            self.act_reset_layout: (self.tr("Reset layout"), ""),
+            self.act_narration: (self.tr("Step &narration"),
+                                 self.tr("The selected step in words, under the timeline: what each engine "
+                                         "computed, read from its cache and moved")),
+            self.act_present: (self.tr("&Presentation mode"),
+                               self.tr("Full screen for the panels: the inputs and the status bar hidden")),
+        }
+        for act, (text, tip) in texts.items():
+            act.setText(text)
+            act.setProperty("tip", tip or text)
+            self._set_action_tip(act)
+        self._update_pause_text()
+        self.form.retranslate()
+        self.form_dock.setWindowTitle(self.tr("Inputs"))
+        self.transport.retranslate()
+        self.toolbar.retranslate()
+        self.grid.retranslate()
+        self.alone_menu.setTitle(self.tr("Panel &alone"))
+        self.file_menu.setTitle(self.tr("&File"))
+        self.export_menu.setTitle(self.tr("&Export"))
+        self.model_menu.setTitle(self.tr("&Model"))
+        self.run_menu.setTitle(self.tr("&Run"))
+        self.view_menu.setTitle(self.tr("&View"))
+        self.language_menu.setTitle(self.tr("&Language"))
+        self.zoom_menu.setTitle(self.tr("&Zoom"))
+        self.zoom_menu.setToolTip(self.tr("Text and plots larger or smaller, from the next start"))
+        self.help_menu.setTitle(self.tr("&Help"))
+        self.form_dock.toggleViewAction().setText(self.tr("Inputs"))
+        self.toolbar.show_state(self.state)
+        if hasattr(self, "status_fields"):
+            self._update_status()
+        if self.shortcuts_dialog is not None:
+            self.shortcuts_dialog.fill()
+        scrollbar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.form_dock.setMinimumWidth(self.form.minimumSizeHint().width() + scrollbar + 8)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+            self._validate_form()
+        super().changeEvent(event)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if not event.spontaneous():
+            # Typed keys reach a new window at once, with no window manager to give it the focus
+            # (a bare X server, a kiosk) as with one.
+            QTimer.singleShot(0, self._reactivate)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self.transport.update_narration()  # its lines follow the window's height
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.MouseButtonPress:
+            if (isinstance(obj, QWidget) and obj.window() is self and self.panel_area.isAncestorOf(obj)
+                    and not edits_text(obj)):
+                # After the click is handled (a point picked, a check box toggled): Qt gives the focus
+                # before any filter sees the press, and a plot or a label would keep the prompt's.
+                QTimer.singleShot(0, self.give_keys_to_transport)
+            return False
+        if (event.type() == QEvent.Type.Hide and isinstance(obj, QDialog) and obj.isWindow()
+                and obj.parentWidget() is not None and obj.parentWidget().window() is self):
+            # A dialog of this window closed (About, a file dialog, the shortcuts table): without a
+            # window manager to activate the window again, its shortcuts stayed dead until a click.
+            QTimer.singleShot(0, self._reactivate)
+            return False
+        if obj is self and event.type() == QEvent.Type.Paint:
+            self.removeEventFilter(self)  # the window is on screen: now build the panels
+            QTimer.singleShot(0, self.install_panels)
+        return False
+
+    def _reactivate(self) -> None:
+        if self.isVisible() and QApplication.activeWindow() is None:
+            self.activateWindow()
+
+    def give_keys_to_transport(self) -> None:
+        """Space, the arrows, N, Home and End act on the run: the focus leaves any field for the panel
+        area. A field's text is never touched; clicking back into it gives it its keys again."""
+        if not self.panel_area.hasFocus():
+            self.panel_area.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    # ------------------------------------------------------------------ the worker
+    def _connect_worker(self, worker: QObject) -> None:
+        self.environment_requested.connect(worker.list_environment)
+        self.run_requested.connect(worker.start_run)
+        self.stop_requested.connect(worker.request_stop)
+        self.pause_requested.connect(worker.set_paused)
+        self.step_requested.connect(worker.request_step)
+        self.speed_requested.connect(worker.set_speed)
+        worker.environment_listed.connect(self._on_environment_listed)
+        worker.model_loaded.connect(self._on_model_loaded)
+        worker.run_started.connect(self._on_run_started)
+        worker.run_noted.connect(self._on_run_noted)
+        worker.step_traced.connect(self._on_step_traced)
+        worker.run_failed.connect(self._on_run_failed)
+        worker.run_finished.connect(self._on_run_finished)
+        # Direct: runs in the worker's thread as it ends, so the worker's timer is stopped there.
+        self._thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
+
+    @property
+    def env(self) -> Environment | None:
+        return self.form.env
+
+    @Slot(object)
+    def _on_environment_listed(self, env: Environment) -> None:
+        self.form.set_environment(env)
+        self.retranslate_ui()
+        self.environment_ready.emit()
+
+    @Slot(object)
+    def _on_model_loaded(self, choice: ModelChoice) -> None:
+        self.form.model_loaded(choice)
+
+    @Slot(object)
+    def _on_run_started(self, info: RunInfo) -> None:
+        if info.run_id != self.run_id:
+            return
+        self.history.reset(info)
+        self._own_info = info  # a history holding another RunInfo is a replayed trace
+        self.grid.forget_run()
+        self._selected = 0
+        self._follow = True
+        self._set_state(RunState.PAUSED if self._start_paused else RunState.RUNNING)
+        self.run_started.emit(info)
+
+    @Slot(str, str)
+    def _on_run_noted(self, run_id: str, note: str) -> None:
+        if run_id == self.run_id:
+            self.statusBar().showMessage(note, 15_000)
+
+    @Slot(object)
+    def _on_step_traced(self, trace) -> None:
+        if trace.run_id != self.history.info.run_id:
+            return  # a late record of an earlier run
+        self.history.add(trace)
+        self.step_traced.emit(trace)
+
+    @Slot(str, str)
+    def _on_run_failed(self, run_id: str, message: str) -> None:
+        if run_id not in ("", self.run_id):
+            return
+        self.show_error(message)
+        self.run_failed.emit(run_id, message)
+
+    @Slot(str)
+    def _on_run_finished(self, run_id: str) -> None:
+        if run_id != self.run_id:
+            return
+        self._set_state(RunState.IDLE)
+        n = self.history.n_steps() if self.history.info.run_id == run_id else 0
+        if n:
+            total = self.history.info.max_new_tokens
+            self.statusBar().showMessage(
+                self.tr("finished: {0} steps").format(n) if n >= total else
+                self.tr("stopped after {0} of {1} steps").format(n, total), 10_000)
+        info = self.history.info
+        if info.run_id == run_id:
+            # What this run measured, per engine: the next run's estimate on this model starts from it.
+            key = (info.model_name, info.device, info.dtype)
+            self._fits[key] = {**self._fits.get(key, {}), **estimate.fit_history(self.history.traces)}
+            self._repaint()  # the final step, one frame, before anyone waiting looks
+        self._update_estimate()
+        self.run_finished.emit(run_id)
+
+    def shutdown_worker(self) -> None:
+        """Stop the run and the worker's thread, waiting for a step or model load in progress to end."""
+        if not self._thread.isRunning():
+            return
+        self.stop_requested.emit()
+        self._thread.quit()
+        if self._thread.wait(ABORT_AFTER_MS):
+            return
+        # A long step or model load holds the thread: end the engine process, if there is one.
+        abort = getattr(self._worker, "abort", None)
+        if abort is not None:
+            abort()
+        if not self._thread.wait(THREAD_WAIT_MS):
+            print("kvviz: still waiting for the worker thread to finish its step...", file=sys.stderr)
+            self._thread.wait()
+
+    # ------------------------------------------------------------------ transport
+    def start_run(self, *, paused: bool = False) -> bool:
+        """Ask the worker for a run of the form's settings; False (with the reason shown) if refused."""
+        reason = self._validate_form()
+        if reason:
+            self.statusBar().showMessage(reason, 10_000)
+            return False
+        self.grid.install()
+        request = self.build_request(paused=paused)
+        if self.state is not RunState.IDLE:
+            self.stop_requested.emit()
+        self.clear_error()
+        self.run_id = request.run_id
+        self._start_paused = paused
+        found = self.form_estimate_ms()
+        if found is not None and found[0] >= SLOW_RUN_S * 1000:
+            self.statusBar().showMessage(self.tr("This run will take about {0}; the bar beside the timeline "
+                                                 "shows the time left.").format(fmt_ms(found[0])), 15_000)
+        self._set_state(RunState.LOADING)
+        self._save_form()
+        self.run_requested.emit(request)
+        self.give_keys_to_transport()  # Ctrl+R from the prompt, then Space pauses: no other click
+        return True
+
+    def build_request(self, *, paused: bool = False) -> RunRequest:
+        return RunRequest(run_id=uuid.uuid4().hex[:8], model=self.form.current_model(), run=self.form.build_run(),
+                          device=self.form.device_combo.currentData() or "auto",
+                          dtype=self.form.dtype_combo.currentData() or "auto",
+                          steps_per_s=float(self.toolbar.speed_spin.value()), start_paused=paused,
+                          threads=self.torch_threads)
+
+    def toggle_pause(self) -> None:
+        if self.state is RunState.RUNNING:
+            self._set_state(RunState.PAUSED)
+            self.pause_requested.emit(True)
+        elif self.state is RunState.PAUSED:
+            self._set_state(RunState.RUNNING)
+            self._follow = True
+            self.pause_requested.emit(False)
+
+    def set_paused(self, paused: bool) -> None:
+        if paused != (self.state is RunState.PAUSED):
+            self.toggle_pause()
+
+    def step_once(self) -> None:
+        """One lockstep round: from idle it starts a paused run; a running run pauses first."""
+        if self.state is RunState.IDLE:
+            self.start_run(paused=True)
+            return
+        if self.state is RunState.RUNNING:
+            self.toggle_pause()
+        if self.state is RunState.PAUSED:
+            self._follow = True
+            self.step_requested.emit()
+
+    def stop_run(self) -> None:
+        if self.state is not RunState.IDLE:
+            self.stop_requested.emit()
+
+    @Slot(int)
+    def _on_speed_changed(self, value: int) -> None:
+        self.speed_requested.emit(float(value))
+        self._update_estimate()
+
+    # ------------------------------------------------------------------ timeline
+    @property
+    def selected_step(self) -> int:
+        return self._selected
+
+    def select_step(self, step: int) -> None:
+        n = self.history.n_steps()
+        self._selected = max(0, min(step, n - 1)) if n else 0
+        self._follow = n > 0 and self._selected == n - 1 and self.state is not RunState.IDLE
+        self._user_selected = True
+        self.transport.set_steps(n, self._selected)
+        self.transport.update_step_label()
+
+    def scrub(self, delta: int) -> None:
+        self.select_step(self._selected + delta)
+        if delta < 0:
+            self._follow = False
+
+    def next_step(self) -> None:
+        """Right: the step after; at the newest step of a paused run, compute one more."""
+        n = self.history.n_steps()
+        at_newest = self._selected >= n - 1 or (self._follow and self.state is not RunState.IDLE)
+        if at_newest and self.state is RunState.PAUSED:
+            self.step_once()
+        elif self._selected < n - 1:
+            self.scrub(1)
+
+    def follow_live(self) -> None:
+        self.select_step(self.history.n_steps() - 1)
+        self._follow = True
+
+    @Slot(int)
+    def _on_timeline_value_changed(self, value: int) -> None:
+        self._selected = value
+        self.transport.selected = value
+        self._follow = value == self.transport.timeline.maximum() and self.state is not RunState.IDLE
+        self._user_selected = True
+        self.transport.update_step_label()
+
+    # ------------------------------------------------------------------ painting
+    @Slot()
+    def _on_repaint_timer_timeout(self) -> None:
+        now = time.perf_counter()
+        if self._drew_last_tick:
+            # The thread was busy past the timer's period: mostly rendering what the last tick drew
+            # (pyqtgraph paints in the event loop, after show_step returns). Rest in proportion.
+            lag = max(0.0, now - self._last_tick_end - REPAINT_MS / 1000.0)
+            self._paint_resume_at = max(self._paint_resume_at, now + PAINT_REST * lag)
+        self._drew_last_tick = bool(self._repaint(timed=True))
+        if not self._drew_last_tick and self.state is RunState.IDLE and self.grid.warming:
+            self._warm_up_one()
+        self._last_tick_end = time.perf_counter()
+
+    def _warm_up_one(self) -> None:
+        """One piece of a panel's warm-up for the engines this app offers, on an idle tick."""
+        if self.env is None:
+            return  # the engines are not known yet
+        keys = tuple(k for k, _ in self.env.engines)
+        choice = self.form.model_choice()
+        positions = choice.config.max_seq_len if choice is not None and choice.config is not None else 0
+        if self.grid.warm_up_one(keys, positions):
+            return
+        # Warmed up: the ~200,000 objects Qt, pyqtgraph and the panels made so far live as long as
+        # the app. Out of the collector's way, a full collection during a run scans only the run's
+        # own objects (measured: 50-130 ms stalls mid-run before, 3-4 ms after).
+        gc.collect()
+        gc.freeze()
+
+    def refresh(self) -> None:
+        """Draw every visible panel at the selected step now (tests, screenshots, the end of a run)."""
+        self._repaint()
+
+    def _repaint(self, *, timed: bool = False) -> dict[str, float]:
+        """Bring the visible panels, the timeline, the step label and the badge up to the history and
+        the selected step, all in one go: a frame shows one step everywhere (panels drawn in turn, one
+        per tick, had shown steps 71, 82 and 86 at once while a run streamed in). A panel already
+        showing the step is not drawn again. Returns {panel: seconds its show_step took}.
+
+        Timed (the repaint timer): while a run streams in, painting then rests PAINT_REST times as
+        long as the frame took, so the frame rate follows the panels' cost, the GUI thread stays
+        responsive between frames and the CPU goes to the engines. A step the user selects is drawn at once."""
+        started = time.perf_counter()
+        user = self._user_selected
+        if timed and started < self._paint_resume_at and not user:
+            return {}
+        version = self.history.version
+        n = self.history.n_steps()
+        if version != self._seen_version:
+            self._seen_version = version
+            if self._follow and n:
+                self._selected = n - 1
+            self._selected = min(self._selected, max(0, n - 1))
+            self.transport.set_steps(n, self._selected)
+            self.transport.update_badge()
+            self.transport.update_step_label()
+            self.status_fields.show_memory(self.history)
+            self._update_progress()
+            if self.history.info is not self._status_run:  # a new run shown (or a trace replayed)
+                self._update_status()
+        if n == 0:
+            if not timed:  # a run that ended before its first step: forget the last one
+                self.grid.clear_stale()
+            return {}
+        self._user_selected = False
+        drawn = self.grid.draw(self.history, self._selected, (version, self._selected))
+        if drawn and timed and not user:
+            self._paint_resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
+        return drawn
+
+    # ------------------------------------------------------------------ state, errors, status
+    def _set_state(self, state: RunState) -> None:
+        self.state = state
+        self.transport.state = state
+        self._update_pause_text()
+        self.toolbar.show_state(state)
+        self._update_progress()
+        self._update_status()
+        self.transport.update_narration()  # paused or done: told at once again
+
+    def _update_pause_text(self) -> None:
+        self.act_pause.setText(self.tr("&Resume") if self.state is RunState.PAUSED else self.tr("&Pause"))
+        self.act_pause.setEnabled(self.state in (RunState.RUNNING, RunState.PAUSED))
+        self.act_stop.setEnabled(self.state is not RunState.IDLE)
+
+    def show_error(self, message: str) -> None:
+        self.error_label.setText(message)
+        self.error_frame.show()
+
+    def clear_error(self) -> None:
+        self.error_label.clear()
+        self.error_frame.hide()
+
+    def error_text(self) -> str:
+        return self.error_label.text() if self.error_frame.isVisibleTo(self) else ""
+
+    def _update_status(self) -> None:
+        """Device, model, parameter count, KV bytes per token of what the panels show: the run drawn
+        (a replayed trace's model too), else the form's selection, from the model's config. A run the
+        form no longer describes is marked beside the timeline."""
+        info = self.history.info
+        self._status_run = info
+        if info.run_id and info.model_name:
+            self.status_fields.show_run(info)
+            replay = info is not self._own_info
+            differs = self.state is RunState.IDLE and self.env is not None and not (
+                info.model_name == self.form.current_model() and self._form_matches(info))
+            self.transport.mark_shown_run(info if replay or differs else None, replay=replay)
+            return
+        self.transport.mark_shown_run(None)
+        choice = self.form.model_choice()
+        self.status_fields.show_choice(self.form.current_model(), self.form.current_device(), self.form.dtype(),
+                                       choice.config if choice is not None else None)
+
+    def _form_matches(self, info: RunInfo) -> bool:
+        return info.device == self.form.current_device() and info.dtype == self.form.dtype()
+
+    def _update_progress(self) -> None:
+        self.transport.update_progress(self.form.current_model(),
+                                       self.time_left_ms() if self.state is RunState.RUNNING else None)
+
+    def time_left_ms(self) -> float | None:
+        """The run's remaining rounds, from its own steps' latencies (None before it has decode steps)."""
+        info = self.history.info
+        fits = estimate.fit_history(self.history.traces)
+        if not fits or not any(t.phase == "decode" for steps in self.history.traces.values() for t in steps[-1:]):
+            return None
+        return estimate.run_ms(fits, len(info.prompt_ids), info.max_new_tokens, from_step=self.history.n_steps(),
+                               steps_per_s=float(self.toolbar.speed_spin.value()))
+
+    def machine_flops_per_s(self) -> float:
+        if self._flops_per_s is None:
+            self._flops_per_s = estimate.probe_flops_per_s()
+        return self._flops_per_s
+
+    def form_estimate_ms(self) -> tuple[float, bool] | None:
+        """(ms, measured) for the run the form describes: from the last run of this model, device and
+        dtype where it measured every checked engine, never below what the config's arithmetic needs
+        at this machine's measured matrix rate. None when the model's config is not read yet."""
+        choice = self.form.model_choice()
+        engines = self.form.checked_engines()
+        if choice is None or choice.config is None or not engines:
+            return None
+        cfg = choice.config
+        # The byte tokenizer: a token per UTF-8 byte; another tokenizer makes no more tokens than bytes.
+        prompt_len = max(1, len(self.form.prompt_edit.toPlainText().encode("utf-8")))
+        n_new = self.form.tokens_spin.value()
+        speed = float(self.toolbar.speed_spin.value())
+        from_config = estimate.config_fits(cfg, engines, self.machine_flops_per_s())
+        measured = self._fits.get((self.form.current_model(), self.form.current_device(), self.form.dtype()), {})
+        fits = {e: measured.get(e, from_config[e]) for e in engines}
+        ms = max(estimate.run_ms(fits, prompt_len, n_new, steps_per_s=speed),
+                 estimate.run_ms(from_config, prompt_len, n_new, steps_per_s=speed))
+        return ms, all(e in measured for e in engines)
+
+    def _update_estimate(self) -> None:
+        """Under the Run button, before a run that will take more than SLOW_RUN_S: about how long."""
+        label = self.form.estimate_label
+        found = self.form_estimate_ms() if self.state is RunState.IDLE and not self.form.problem() else None
+        if found is None or found[0] < SLOW_RUN_S * 1000:
+            label.hide()
+            return
+        ms, measured = found
+        speed = self.toolbar.speed_spin.value()
+        paced = speed > 0 and self.form.tokens_spin.value() * 1000.0 / speed >= 0.9 * ms
+        if paced:
+            why = self.tr("at {0} steps/s (the Speed control; 0 runs as fast as possible)").format(speed)
+        elif measured:
+            why = self.tr("from the step times of the last run of this model here")
+        else:
+            why = self.tr("at least: from the model's size and this machine's measured {0:.3g} GFLOP/s").format(
+                self.machine_flops_per_s() / 1e9)
+        label.setText(self.tr("This run will take about {0} ({1}).").format(fmt_ms(ms), why))
+        label.show()
+
+    # ------------------------------------------------------------------ dialogs
+    def show_memory_calculator(self) -> None:
+        """The KV memory calculator (non-modal; one instance, raised when asked again)."""
+        from kvviz.ui.memory_dialog import MemoryDialog
+
+        if getattr(self, "_memory_dialog", None) is None:
+            self._memory_dialog = MemoryDialog(self)
+        self._memory_dialog.show()
+        self._memory_dialog.raise_()
+        self._memory_dialog.activateWindow()
+
+    def shortcut_rows(self) -> list[tuple[str, str]]:
+        from kvviz.ui.dialogs.shortcuts import shortcut_rows
+
+        return shortcut_rows(self)
+
+    def show_shortcuts(self) -> None:
+        """Help > Keyboard shortcuts (F1): a table to keep open beside the window, not modal."""
+        from kvviz.ui.dialogs.shortcuts import ShortcutsDialog
+
+        if self.shortcuts_dialog is None:
+            self.shortcuts_dialog = ShortcutsDialog(self)
+        self.shortcuts_dialog.fill()
+        self.shortcuts_dialog.show()
+        self.shortcuts_dialog.raise_()
+
+    def _show_about(self) -> None:
+        from kvviz.ui.dialogs.about import show_about
+
+        show_about(self, self.env)
+
+    # ------------------------------------------------------------------ the form
+    def validation_text(self) -> str:
+        return self.form.validation_text()
+
+    def _validate_form(self) -> str:
+        """The first reason the form cannot run, shown under the form ("" when it can)."""
+        reason = self.form.problem()
+        self.form.show_problem(reason)
+        self.act_run.setEnabled(not reason)
+        self.act_step.setEnabled(not reason or self.state is not RunState.IDLE)
+        return reason
+
+    @Slot()
+    def _on_form_changed(self) -> None:
+        self._validate_form()
+        self._update_status()
+        self._update_estimate()
+
+    def open_checkpoint(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, self.tr("Open checkpoint folder"))
+        if path:
+            self.form.set_model(path)
+
+    # ------------------------------------------------------------------ settings
+    def _save_form(self) -> None:
+        self.form.save(self.settings)
+        self.settings.setValue("transport/speed", self.toolbar.speed_spin.value())
+
+    def save_settings(self) -> None:
+        self._save_form()
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        self.grid.save(s)
+        s.setValue("view/narration", self.act_narration.isChecked())
+        s.sync()
+
+    def _restore_settings(self) -> None:
+        s = self.settings
+        self.form.restore(s)
+        self.toolbar.speed_spin.setValue(s.value("transport/speed", self.toolbar.speed_spin.value(), type=int))
+        self.act_narration.setChecked(s.value("view/narration", True, type=bool))
+        self.transport.narration.setVisible(self.act_narration.isChecked())
+        self._default_state = self.saveState()
+        if s.contains("window/geometry"):
+            self.restoreGeometry(s.value("window/geometry"))
+        else:
+            self.resize(1500, 920)
+        if s.contains("window/state"):
+            self.restoreState(s.value("window/state"))
+
+    # ------------------------------------------------------------------ presentation, zoom, layout
+    @staticmethod
+    def _set_action_tip(act: QAction) -> None:
+        """The action's tooltip (the "tip" property retranslate_ui set) with its keys, as they are now."""
+        keys = ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in act.shortcuts())
+        tip = act.property("tip") or act.text()
+        act.setToolTip(f"{tip} ({keys})" if keys else tip)
+
+    def _give_escape_to_presentation(self, presenting: bool) -> None:
+        """In presentation mode Esc leaves it, as it leaves full screen everywhere else (a teacher's
+        Esc had stopped the run instead); Stop keeps its button and menu item. Esc is Stop's again after."""
+        escape = QKeySequence(Qt.Key.Key_Escape)
+        stop = [k for k in self.act_stop.shortcuts() if k != escape]
+        present = [k for k in self.act_present.shortcuts() if k != escape]
+        self.act_stop.setShortcuts(stop if presenting else [escape, *stop])
+        self.act_present.setShortcuts([*present, escape] if presenting else present)
+        for act in (self.act_stop, self.act_present):
+            self._set_action_tip(act)
+
+    def set_presentation(self, on: bool, *, full_screen: bool = True) -> None:
+        """Presentation mode (F11): the panels get the screen. Full screen, the Inputs dock and the
+        status bar hidden; the menus, the transport and the timeline stay, so a run can be started,
+        paused and scrubbed. Leaving it puts back what was shown before and the window's own state."""
+        with blocked(self.act_present):
+            self.act_present.setChecked(on)
+        if on == (self._presenting is not None):
+            return
+        if on:
+            self._presenting = (self.saveState(), self.windowState(), full_screen)
+            self.form_dock.hide()
+            self.statusBar().hide()
+            self.setFocus()  # not a box of the form's neighbours: Space, arrows and F11 reach the window
+            if full_screen:
+                self.setWindowState(self.windowState() | Qt.WindowState.WindowFullScreen)
+        else:
+            state, window_state, was_full = self._presenting
+            self._presenting = None
+            if was_full:
+                self.setWindowState(window_state)
+            self.restoreState(state)
+            self.statusBar().show()
+        self._give_escape_to_presentation(on)
+
+    def presenting(self) -> bool:
+        return self._presenting is not None
+
+    def choose_zoom(self, percent: int) -> None:
+        """View > Zoom: saved, and applied from the next start (Qt's scale factor is fixed at launch)."""
+        self.settings.setValue(ZOOM_KEY, percent)
+        for act in self.zoom_group.actions():
+            with blocked(act):
+                act.setChecked(act.data() == percent)
+        now = zoom_in_effect()
+        if percent == now:
+            return
+        self.zoom_note = note = QMessageBox(QMessageBox.Icon.Information, self.tr("Zoom"), self.tr(
+            "kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all "
+            "scale, as on a projector.").format(percent=percent, now=now), QMessageBox.StandardButton.NoButton,
+            self)
+        if self.restart_argv:
+            restart = note.addButton(self.tr("Restart now"), QMessageBox.ButtonRole.AcceptRole)
+            restart.setToolTip(self.tr("Close kvviz and open it again at the new zoom (the steps shown are not kept)"))
+            restart.clicked.connect(self.restart)
+        note.addButton(self.tr("Later") if self.restart_argv else self.tr("OK"), QMessageBox.ButtonRole.RejectRole)
+        note.open()  # not modal to the app: the run goes on
+
+    def restart(self) -> bool:
+        """Open kvviz again with the command line that started it, then close this window (its
+        settings saved, its worker stopped). False, and nothing closed, if it cannot be started."""
+        if not self.restart_argv:
+            return False
+        program, *args = self.restart_argv
+        self.save_settings()  # the new process reads them
+        if not QProcess.startDetached(program, args):
+            self.show_error(self.tr("Could not start kvviz again: {command}").format(
+                command=" ".join(self.restart_argv)))
+            return False
+        self.close()
+        return True
+
+    def _reset_layout(self) -> None:
+        self.set_presentation(False)
+        self.restoreState(self._default_state)
+        self.form_dock.show()
+        self.toolbar.show()
+        self.grid.reset()
+
+    # ------------------------------------------------------------------ closing
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
+        self.set_presentation(False)  # what is saved is the window as it was before presenting
+        self.save_settings()
+        self._repaint_timer.stop()
+        self.shutdown_worker()
+        gc.unfreeze()  # what the window held may be collected again (see _warm_up_one)
+        super().closeEvent(event)
