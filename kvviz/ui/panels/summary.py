@@ -96,6 +96,9 @@ class SummaryPanel(Panel):
         layout.addWidget(self._heading)
         layout.addWidget(self._table)
         self._table.installEventFilter(self)
+        # As tall as its rows (see _fit): a vertical scrollbar, shown while a fit settles, had
+        # narrowed the view and brought a horizontal one with it.
+        self._table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout.addWidget(self._note)
         layout.addStretch(1)
         self._values: dict[str, dict[str, float | int | None]] = {}
@@ -301,15 +304,19 @@ class SummaryPanel(Panel):
             header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
             n = table.columnCount()
             widths = [max(header.sectionSizeHint(c), table.sizeHintForColumn(c)) for c in range(n)]
-            spare = table.viewport().width() - sum(widths) if table.viewport().width() > 0 else room - need
+            spare = room - need  # need: these widths, the row names' and the frame
             for c, width in enumerate(widths):
                 header.resizeSection(c, width + max(0, spare) // n + (1 if c < max(0, spare) % n else 0))
         else:
             header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Where the columns fit, no scrollbar: one shown while the row names' width settled had
+        # covered the last row.
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff if fits
+                                           else Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         # Rows fitted to the type now (left to the next layout pass, the last row had been hidden
         # under the note after the type changed).
         table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
-        height = header.height() + 2 * table.frameWidth()
+        height = max(header.height(), header.sizeHint().height()) + 2 * table.frameWidth()
         height += sum(table.rowHeight(r) for r in range(table.rowCount()))
         if not fits:
             height += table.horizontalScrollBar().sizeHint().height()
