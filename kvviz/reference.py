@@ -1,0 +1,190 @@
+"""A bare decode loop: what kvviz's engines cost measured against plain PyTorch doing the same work.
+
+`bare_generate` runs the Llama-family rule (RMSNorm, RoPE, fused QKV, SDPA, SwiGLU) over a kvviz
+Transformer's own weight tensors, with one cache rule written out inline (concat: `torch.cat`;
+static: a preallocated buffer written in place; paged: a shuffled block pool, written with
+`index_copy_` and gathered with `index_select`), greedy argmax, and nothing else: no engine, no
+cache object, no trace, no sampler. It knows nothing of tracing or of the app; the bench times it
+beside the engines. GPT-2 models have no bare loop here.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from kvviz.devices import synchronize
+
+RULES = ("concat", "static", "paged")
+
+
+def supports(model) -> bool:
+    return model.cfg.arch != "gpt2"
+
+
+def _layer_weights(model):
+    out = []
+    for block in model.layers:
+        a = block.self_attn
+        out.append((block.input_layernorm.weight, a.qkv_proj.weight, a.qkv_proj.bias,
+                    None if a.q_norm is None else a.q_norm.weight, None if a.k_norm is None else a.k_norm.weight,
+                    a.o_proj.weight, block.post_attention_layernorm.weight, block.mlp.gate_up_proj.weight,
+                    block.mlp.down_proj.weight))
+    return out
+
+
+def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str = "concat",
+                  *, block_size: int = 16, seed: int = 0) -> tuple[list[int], list[float]]:
+    """Greedy tokens and each step's milliseconds (forward + cache write + argmax, device synchronised,
+    as the engines' StepTimer counts them). Prefill is step 0, as in the engines."""
+    if rule not in RULES:
+        raise ValueError(f"unknown cache rule {rule!r}; choose from {', '.join(RULES)}")
+    if not supports(model):
+        raise ValueError(f"no bare loop for {model.cfg.arch} models")
+    cfg = model.cfg
+    H, KV, D, eps = cfg.n_head, cfg.n_kv_head, cfg.head_dim, cfg.norm_eps
+    param = model.embed_tokens.weight
+    device, dtype = param.device, param.dtype
+    total = len(prompt_ids) + max_new_tokens
+    cos_all, sin_all = model._rope(total, device)
+    emb = model.embed_tokens.weight
+    head = emb if model.lm_head is None else model.lm_head.weight
+    final_norm = model.norm.weight
+    layers = _layer_weights(model)
+    low = dtype != torch.float32
+    gqa = H != KV
+
+    def norm(x, w):
+        if not low:
+            return F.rms_norm(x, (x.shape[-1],), w, eps)
+        return (F.rms_norm(x.float(), (x.shape[-1],), None, eps) * w.float()).to(x.dtype)
+
+    def rot(x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+
+    # the cache, one rule, kept in plain lists
+    n_layer = len(layers)
+    if rule == "static":
+        shape = (1, KV, total, D)
+        kbuf = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layer)]
+        vbuf = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layer)]
+    elif rule == "paged":
+        n_blocks = -(-total // block_size)
+        shape = (n_blocks, block_size, KV, D)
+        kbuf = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layer)]
+        vbuf = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layer)]
+        order = torch.randperm(n_blocks, generator=torch.Generator().manual_seed(seed)).tolist()
+        free, table = order[::-1], []
+    else:
+        kbuf, vbuf = [None] * n_layer, [None] * n_layer
+
+    ids = [int(i) for i in prompt_ids]
+    tokens: list[int] = []
+    step_ms: list[float] = []
+    past = 0
+    for step in range(max_new_tokens):
+        synchronize(device)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            new = ids if step == 0 else ids[-1:]
+            T = len(new)
+            stop = past + T
+            if rule == "paged":
+                while len(table) * block_size < stop:
+                    table.append(free.pop())
+                pos = torch.arange(past, stop)
+                tab = torch.tensor(table)
+                slots = (tab[pos // block_size] * block_size + pos % block_size).to(device)
+                gather = tab.to(device)
+            x = F.embedding(torch.tensor([new], device=device), emb)  # (1, T, C)
+            cos, sin = cos_all[past:stop], sin_all[past:stop]
+            for li, (ln1, wqkv, bqkv, qn, kn, wo, ln2, wgu, wdown) in enumerate(layers):
+                h = norm(x, ln1)
+                qkv = F.linear(h, wqkv, bqkv).view(1, T, H + 2 * KV, D)
+                if qn is not None:
+                    q = norm(qkv[:, :, :H], qn).transpose(1, 2)  # (1, H, T, D)
+                    k = norm(qkv[:, :, H:H + KV], kn).transpose(1, 2)  # (1, KV, T, D)
+                    q = q * cos + rot(q) * sin
+                    k = k * cos + rot(k) * sin
+                else:
+                    qk = qkv[:, :, :H + KV].transpose(1, 2)  # (1, H+KV, T, D)
+                    qk = qk * cos + rot(qk) * sin
+                    q, k = qk[:, :H], qk[:, H:]
+                v = qkv[:, :, H + KV:].transpose(1, 2)  # (1, KV, T, D)
+                if rule == "concat":
+                    if kbuf[li] is not None:
+                        k = torch.cat([kbuf[li], k], dim=2)  # (1, KV, past + T, D)
+                        v = torch.cat([vbuf[li], v], dim=2)
+                    kbuf[li], vbuf[li] = k, v
+                elif rule == "static":
+                    kbuf[li][:, :, past:stop].copy_(k)
+                    vbuf[li][:, :, past:stop].copy_(v)
+                    k, v = kbuf[li][:, :, :stop], vbuf[li][:, :, :stop]
+                else:
+                    kp, vp = kbuf[li], vbuf[li]
+                    kp.view(-1, KV, D).index_copy_(0, slots, k[0].transpose(0, 1))  # (T, KV, D)
+                    vp.view(-1, KV, D).index_copy_(0, slots, v[0].transpose(0, 1))
+                    n_used = len(table)
+                    k = kp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]
+                    v = vp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1, enable_gqa=gqa)
+                x = x + F.linear(y.transpose(1, 2).reshape(1, T, H * D), wo)
+                gate, up = F.linear(norm(x, ln2), wgu).chunk(2, dim=-1)
+                x = x + F.linear(F.silu(gate) * up, wdown)
+            logits = F.linear(norm(x[:, -1:], final_norm), head)  # (1, 1, V)
+            token = int(logits[0, -1].argmax())
+            synchronize(device)
+        step_ms.append((time.perf_counter() - t0) * 1000.0)
+        tokens.append(token)
+        ids.append(token)
+        past = stop
+    return tokens, step_ms
+
+
+# -- kvviz against the bare loop ----------------------------------------------------------------
+TRACE_MODES = ("off", "full")  # off: nothing copied out; full: the app's default (masks + layer 0 head 0)
+
+
+def trace_options(mode: str):
+    from kvviz.config import TraceOptions
+
+    if mode == "off":
+        return TraceOptions(masks=False)
+    if mode == "full":
+        return TraceOptions(masks=True, weights_layer=0, weights_head=0)
+    raise ValueError(f"unknown trace mode {mode!r}; choose from {', '.join(TRACE_MODES)}")
+
+
+def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int = 5, block_size: int = 16,
+            modes: Sequence[str] = TRACE_MODES) -> dict:
+    """kvviz's `rule` engine (once per trace mode) and the bare loop, interleaved `repeat` times, each
+    timed by the wall clock around the whole generation (trace records included). Medians; the
+    ratio is bare time / kvviz time, i.e. kvviz's tokens/s as a fraction of the bare loop's."""
+    from kvviz.config import SamplingConfig
+    from kvviz.engines import make_engine
+
+    options = {m: trace_options(m) for m in modes}
+    walls: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
+    tokens: dict[str, list[int]] = {}
+    for _ in range(repeat):
+        synchronize(model.embed_tokens.weight.device)
+        t0 = time.perf_counter()
+        bare_tokens, _ = bare_generate(model, prompt_ids, n, rule, block_size=block_size)
+        walls["bare"].append((time.perf_counter() - t0) * 1000.0)
+        tokens["bare"] = bare_tokens
+        for mode, opts in options.items():
+            engine = make_engine(rule, model, block_size=block_size)
+            t0 = time.perf_counter()
+            traces = list(engine.generate(prompt_ids, n, SamplingConfig(), opts))
+            walls[mode].append((time.perf_counter() - t0) * 1000.0)
+            tokens[mode] = [t.token_id for t in traces]
+            del traces
+    import statistics
+
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    return dict(engine=rule, new_tokens=n, repeat=repeat, bare_ms=med["bare"],
+                kvviz_ms={m: med[m] for m in modes}, ratio={m: med["bare"] / med[m] for m in modes},
+                same_tokens=all(tokens[m] == tokens["bare"] for m in modes))
