@@ -1,10 +1,131 @@
-"""Tokenizers: bytes for the shipped model (any Unicode text encodes), tokenizer.json for checkpoints.
+"""Tokenizers: bytes for the shipped model (any Unicode text encodes), tokenizer.json for checkpoints; and
+the grouping of token labels into text as people read it (a character split over several tokens drawn once).
 
-No torch, no Qt.
+A token's label is its text, or `<xx>` per byte where the token holds part of a character (lossless for
+the byte model). No torch, no Qt.
 """
 from __future__ import annotations
 
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+_ESCAPE = re.compile(r"<([0-9a-f]{2})>")
+
+
+def escape_bytes(data: bytes) -> str:
+    """`data` as text, each byte that is not part of a whole UTF-8 character as `<xx>`."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    return "".join(f"<{ord(c) - 0xDC00:02x}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+
+
+def label_bytes(label: str) -> bytes:
+    """The bytes a token label stands for: its text as UTF-8, each `<xx>` as that byte, `\\n` as a newline."""
+    label = label.replace("\\n", "\n")
+    out, at = bytearray(), 0
+    for match in _ESCAPE.finditer(label):
+        out += label[at:match.start()].encode("utf-8", errors="surrogatepass") + bytes([int(match.group(1), 16)])
+        at = match.end()
+    out += label[at:].encode("utf-8", errors="surrogatepass")
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class TextGroup:
+    """Tokens [start, stop) and the text they make together: one token, or several that split a character
+    (or a cluster a reader sees as one, such as an emoji sequence or a letter and its accent)."""
+
+    start: int
+    stop: int
+    text: str
+    pieces: tuple[bytes, ...]  # each token's bytes
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+    def describe(self, ids: Sequence[int] | None = None) -> str:
+        """One line for a tooltip: the tokens' ids (when known) and bytes."""
+        parts = []
+        for i, piece in enumerate(self.pieces):
+            hexed = " ".join(f"{b:02x}" for b in piece)
+            parts.append(f"{ids[i]}: {hexed}" if ids is not None and i < len(ids) else hexed)
+        return f"{len(self.pieces)} tokens: " + "; ".join(parts) if len(self.pieces) > 1 else parts[0]
+
+
+def _joins_previous(ch: str, prev: str, regional_run: int) -> bool:
+    """True when `ch` continues the cluster `prev` ends (a simplified extended grapheme cluster rule):
+    marks, joiners, variation selectors, skin tones, tags, the second of two regional indicators, and
+    whatever follows a zero-width joiner."""
+    cp = ord(ch)
+    if prev == "\u200d" or cp == 0x200D:
+        return True
+    if unicodedata.category(ch) in ("Mn", "Mc", "Me"):
+        return True
+    if 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x1F3FB <= cp <= 0x1F3FF or 0xE0020 <= cp <= 0xE007F:
+        return True
+    return 0x1F1E6 <= cp <= 0x1F1FF and regional_run % 2 == 1
+
+
+def group_labels(labels: Sequence[str]) -> list[TextGroup]:
+    """Consecutive tokens grouped so that each group ends where a character (a cluster a reader sees as one)
+    ends. A group's text is what its bytes decode to; bytes that do not decode stay `<xx>`, and so does an
+    unfinished character at the end."""
+    pieces = [label_bytes(label) for label in labels]
+    groups: list[TextGroup] = []
+    start, pending = 0, b""
+    regional = 0
+    for i, piece in enumerate(pieces):
+        pending += piece
+        nxt = pieces[i + 1] if i + 1 < len(pieces) else None
+        if nxt is not None and _incomplete_tail(pending):
+            continue
+        text = _visible(escape_bytes(pending))
+        if nxt is not None:
+            head = (nxt + b"".join(pieces[i + 2:i + 5])).decode("utf-8", errors="ignore")[:1]
+            run = regional
+            for ch in text:
+                run = run + 1 if 0x1F1E6 <= ord(ch) <= 0x1F1FF else 0
+            if head and text and _joins_previous(head, text[-1], run):
+                continue
+        for ch in text:
+            regional = regional + 1 if 0x1F1E6 <= ord(ch) <= 0x1F1FF else 0
+        groups.append(TextGroup(start, i + 1, text, tuple(pieces[start:i + 1])))
+        start, pending = i + 1, b""
+    return groups
+
+
+def _visible(text: str) -> str:
+    """Control characters other than tab, newline and carriage return as `<xx>`: they decode but draw nothing."""
+    return "".join(f"<{ord(c):02x}>" if unicodedata.category(c) == "Cc" and c not in "\t\n\r" else c
+                   for c in text)
+
+
+def _incomplete_tail(data: bytes) -> bool:
+    """True when `data` ends part-way through a UTF-8 character that the next bytes may finish."""
+    for back in range(1, min(4, len(data)) + 1):
+        lead = data[-back]
+        if lead & 0xC0 == 0x80:
+            continue  # a continuation byte: look further back
+        need = 2 if lead & 0xE0 == 0xC0 else 3 if lead & 0xF0 == 0xE0 else 4 if lead & 0xF8 == 0xF0 else 1
+        return need > back and need > 1
+    return False
+
+
+def display_labels(labels: Sequence[str], rest: str = "") -> list[str]:
+    """One label per token as a reader sees the text: a group's text on its first token, `rest` on the others."""
+    out: list[str] = []
+    for group in group_labels(labels):
+        out.append(group.text)
+        out.extend([rest] * (group.size - 1))
+    return out
+
+
+def readable(labels: Sequence[str]) -> str:
+    """The text the tokens make together."""
+    return "".join(group.text for group in group_labels(labels))
 
 
 class ByteTokenizer:
@@ -19,7 +140,8 @@ class ByteTokenizer:
         return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
 
     def token_text(self, token_id: int) -> str:
-        """A label for one token: the character for printable ASCII, else the byte in hex."""
+        """A label for one token: the character for printable ASCII, else the byte in hex (group_labels
+        draws the bytes of one character as that character)."""
         if 32 <= token_id < 127:
             return chr(token_id)
         if token_id == 10:
@@ -43,6 +165,7 @@ class HFTokenizer:
         except Exception as exc:  # the library raises a bare Exception on bad files
             raise ValueError(f"{path}: not a valid tokenizer.json ({exc})") from None
         self.vocab_size = self._tok.get_vocab_size()
+        self._byte_level = type(self._tok.decoder).__name__ == "ByteLevel"
 
     def encode(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids
@@ -51,5 +174,38 @@ class HFTokenizer:
         return self._tok.decode(list(ids), skip_special_tokens=False)
 
     def token_text(self, token_id: int) -> str:
+        """The token's text; where it holds part of a character, that part's bytes as `<xx>`."""
         text = self._tok.decode([token_id], skip_special_tokens=False)
+        if "\ufffd" in text:
+            raw = self.token_bytes(token_id)
+            if raw is not None:
+                text = escape_bytes(raw)
         return text.replace("\n", "\\n") if text else f"<{token_id}>"
+
+    def token_bytes(self, token_id: int) -> bytes | None:
+        """The bytes a token stands for, where the vocabulary says (byte-level BPE, `<0xXX>` byte fallback)."""
+        piece = self._tok.id_to_token(token_id)
+        if piece is None:
+            return None
+        match = re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", piece)
+        if match:
+            return bytes([int(match.group(1), 16)])
+        if self._byte_level:
+            table = _byte_decoder()
+            if all(c in table for c in piece):
+                return bytes(table[c] for c in piece)
+        return None
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, character to byte (the printable bytes stand for themselves)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
+            *range(ord("\u00ae"), ord("\u00ff") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars

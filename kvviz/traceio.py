@@ -22,6 +22,7 @@ import numpy as np
 
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
+from kvviz.tokenizer import display_labels, label_bytes
 from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
 from kvviz.ui.history import RunInfo  # a plain dataclass: importing it imports no Qt
 
@@ -403,20 +404,24 @@ def load_run(path: str | Path) -> SavedRun:
 
 
 # -- CSV and Markdown --------------------------------------------------------------------------
-STEP_COLUMNS = ("run_id", "engine", "step", "phase", "token_id", "token_text", "pos_start", "pos_stop",
-                "cache_len", "cache_capacity", "cache_bytes", "bytes_copied", "bytes_written", "bytes_gathered",
-                "kv_projections", "latency_ms", "q_len", "kv_len", "past_len", "weights_layer", "weights_head",
-                "block_size", "blocks", "device_mem_bytes")
+STEP_COLUMNS = ("run_id", "engine", "step", "phase", "token_id", "token_text", "token_bytes", "pos_start",
+                "pos_stop", "cache_len", "cache_capacity", "cache_bytes", "bytes_copied", "bytes_written",
+                "bytes_gathered", "kv_projections", "latency_ms", "q_len", "kv_len", "past_len", "weights_layer",
+                "weights_head", "block_size", "blocks", "device_mem_bytes")
 SUMMARY_COLUMNS = ("engine", "new_tokens", "total_ms", "tokens_per_s", "speedup_vs_naive", "kv_projections",
                    "bytes_copied", "bytes_written", "bytes_gathered", "peak_cache_bytes", "same_tokens_as_naive")
 
 
 def step_rows(traces: Mapping[str, Sequence[StepTrace]]) -> list[dict[str, Any]]:
-    """One row per engine and step, scalar fields only (the mask as its three numbers)."""
+    """One row per engine and step, scalar fields only (the mask as its three numbers). token_text is the
+    text as people read it: a character split over several tokens is written once, on its first token (the
+    others empty); token_bytes is each token's own bytes in hex."""
     rows = []
     for steps in traces.values():
-        for t in steps:
+        readable = display_labels([t.token_text for t in steps])
+        for t, text in zip(steps, readable):
             row = {k: getattr(t, k) for k in STEP_COLUMNS if hasattr(t, k)}
+            row.update(token_text=text, token_bytes=label_bytes(t.token_text).hex(" "))
             m = t.mask_spec
             row.update(q_len=m.q_len if m else None, kv_len=m.kv_len if m else None,
                        past_len=m.past_len if m else None,
