@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.config import DTYPE_BYTES, ModelConfig, canonical_dtype
-from kvviz.format import fmt_bytes, fmt_ms
+from kvviz.format import fmt_bytes, fmt_count, fmt_ms
+from kvviz.wall import WallShape
 
 DEFAULT_TOKENS = (100, 500, 1000)
 DEFAULT_BANDWIDTH_GBPS = 2000.0  # an A100's HBM: about 2 TB/s, as the chapter takes it
@@ -141,6 +142,8 @@ class MemoryReport:
     prompt_tokens: int
     lengths: tuple[LengthFigures, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    decode_weights_bytes: int = 0  # weights a decode step reads (kvviz.wall): every matrix once, one row
+    crossover_tokens: int = 0  # the attended length from which a decode step reads more K/V than weights
 
     @property
     def dtype_bytes(self) -> int:
@@ -156,6 +159,7 @@ class MemoryReport:
             "bandwidth_gbps": self.bandwidth_gbps, "bandwidth_bytes_per_s": self.bandwidth_gbps * 1e9,
             "block_size": self.block_size, "prompt_tokens": self.prompt_tokens,
             "lengths": [asdict(f) for f in self.lengths],
+            "decode_weights_bytes": self.decode_weights_bytes, "crossover_tokens": self.crossover_tokens,
             "notes": list(self.notes),
         }
 
@@ -184,9 +188,11 @@ def compute(cfg: ModelConfig, tokens: Iterable[int] = DEFAULT_TOKENS, *, dtype: 
             tokens=n, cache_bytes=n * bpt, step_copy_bytes=step, step_copy_ms=copy_ms(step, bandwidth_gbps),
             total_copy_bytes=total, copy_ms=copy_ms(total, bandwidth_gbps), blocks=blocks,
             wasted_slots=wasted, wasted_bytes=wasted * bpt, paged_bytes=blocks * block_size * bpt))
+    wall = WallShape.from_config(cfg, dtype)
     return MemoryReport(model=cfg.name, config=cfg, dtype=dtype, bytes_per_token_per_layer=per_layer,
                         bytes_per_token=bpt, bandwidth_gbps=float(bandwidth_gbps), block_size=block_size,
-                        prompt_tokens=prompt_tokens, lengths=tuple(rows), notes=tuple(notes_for(cfg, tokens)))
+                        prompt_tokens=prompt_tokens, lengths=tuple(rows), notes=tuple(notes_for(cfg, tokens)),
+                        decode_weights_bytes=wall.decode(1).weights_bytes, crossover_tokens=wall.crossover())
 
 
 def is_qwen3_06b(cfg: ModelConfig) -> bool:
@@ -348,8 +354,14 @@ def format_report(report: MemoryReport) -> list[str]:
         lines.append(f"{f.tokens:>7} {fmt_bytes(f.cache_bytes):>10} {fmt_bytes(f.step_copy_bytes):>10} "
                      f"{fmt_ms(f.step_copy_ms):>9} {fmt_bytes(f.total_copy_bytes):>11} {fmt_ms(f.copy_ms):>10} "
                      f"{f.blocks:>7} {f.wasted_slots:>7} {fmt_bytes(f.wasted_bytes):>10}")
+    lines.append(crossover_line(report))
     lines += [f"note: {n}" for n in report.notes]
     return lines
+
+
+def crossover_line(report: MemoryReport) -> str:
+    return (f"a decode step reads {fmt_bytes(report.decode_weights_bytes)} of weights; from "
+            f"{fmt_count(report.crossover_tokens)} tokens on it reads more K/V than weights")
 
 
 def run(args) -> int:

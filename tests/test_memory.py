@@ -291,3 +291,27 @@ def test_memory_dialog_imports_no_torch():
             "if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_the_crossover_length_in_the_report_and_the_dialog(qtbot):
+    """Qwen3-0.6B in bf16: 1,192,101,888 B of weights per decode step over 114,688 B of K/V per token
+    is 10,394.3: from 10,395 tokens the K/V read is the larger (worked by hand in tests/test_wall.py)."""
+    from kvviz.ui.memory_dialog import MemoryDialog
+
+    report = memory.compute(memory.MEMORY_PRESETS["qwen3-0.6b"].config, [100])
+    assert (report.decode_weights_bytes, report.crossover_tokens) == (1_192_101_888, 10_395)
+    assert report.to_dict()["crossover_tokens"] == 10_395
+    assert memory.format_report(report)[-2] == ("a decode step reads 1.1 GiB of weights; from 10,395 tokens on "
+                                                "it reads more K/V than weights")
+    # fp32 doubles both sides: the crossover stays
+    assert memory.compute(memory.MEMORY_PRESETS["qwen3-0.6b"].config, [100], dtype="fp32").crossover_tokens == 10_395
+    dialog = MemoryDialog()
+    qtbot.addWidget(dialog)
+    dialog.set_preset("qwen3-0.6b")
+    assert "10,395 tokens" in dialog.crossover_label.text() and "1.1 GiB" in dialog.crossover_label.text()
+    # 4 KV heads, so 8 query heads: q, o, k and v shrink by 3 x 1024 x 1024 a layer -> 507,969,536
+    # elements read whole, 1,015,941,120 B with the token's row, over 57,344 B a token = 17,716.3
+    dialog.kv_heads_spin.setValue(4)
+    assert "17,717 tokens" in dialog.crossover_label.text() and "968.9 MiB" in dialog.crossover_label.text()
+    dialog.lengths_edit.setText("x")
+    assert dialog.crossover_label.text() == ""

@@ -532,6 +532,30 @@
         <translation>kvviz：一步一步看懂 KV Cache</translation>
     </message>
     <message>
+        <source>Inputs</source>
+        <translation>输入</translation>
+    </message>
+    <message>
+        <source>finished: {0} steps</source>
+        <translation>完成：共 {0} 步</translation>
+    </message>
+    <message>
+        <source>stopped after {0} of {1} steps</source>
+        <translation>已停止：完成 {0} / {1} 步</translation>
+    </message>
+    <message>
+        <source>This run will take about {0}; the bar beside the timeline shows the time left.</source>
+        <translation>这次运行大约需要 {0}；时间轴旁的进度条显示剩余时间。</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>继续(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Open checkpoint folder</source>
+        <translation>打开检查点文件夹</translation>
+    </message>
+    <message>
         <source>&amp;Run</source>
         <translation>运行(&amp;R)</translation>
     </message>
@@ -656,10 +680,6 @@
         <translation>面板全屏显示：隐藏输入区和状态栏</translation>
     </message>
     <message>
-        <source>Inputs</source>
-        <translation>输入</translation>
-    </message>
-    <message>
         <source>Panel &amp;alone</source>
         <translation>单独显示面板(&amp;A)</translation>
     </message>
@@ -696,22 +716,6 @@
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <source>finished: {0} steps</source>
-        <translation>完成：共 {0} 步</translation>
-    </message>
-    <message>
-        <source>stopped after {0} of {1} steps</source>
-        <translation>已停止：完成 {0} / {1} 步</translation>
-    </message>
-    <message>
-        <source>This run will take about {0}; the bar beside the timeline shows the time left.</source>
-        <translation>这次运行大约需要 {0}；时间轴旁的进度条显示剩余时间。</translation>
-    </message>
-    <message>
-        <source>&amp;Resume</source>
-        <translation>继续(&amp;R)</translation>
-    </message>
-    <message>
         <source>at {0} steps/s (the Speed control; 0 runs as fast as possible)</source>
         <translation>按每秒 {0} 步（速度设置；0 表示尽可能快）</translation>
     </message>
@@ -726,10 +730,6 @@
     <message>
         <source>This run will take about {0} ({1}).</source>
         <translation>这次运行大约需要 {0}（{1}）。</translation>
-    </message>
-    <message>
-        <source>Open checkpoint folder</source>
-        <translation>打开检查点文件夹</translation>
     </message>
     <message>
         <source>Zoom</source>
@@ -869,6 +869,10 @@
     <message>
         <source>KV per token, {0} layers: {1} B ({2})</source>
         <translation>每个 token 的 KV（{0} 层）：{1} B（{2}）</translation>
+    </message>
+    <message>
+        <source>A decode step reads {0} of weights ({1}, d_model, d_ff, vocab included); from {2} tokens on it reads more K/V than weights: the cache, not the model, then dominates the step</source>
+        <translation>每个解码步读取 {0} 权重（{1}，含 d_model、d_ff、词表）；从 {2} 个 token 起，它读取的 K/V 多于权重：此后主导这一步的是缓存，而不是模型</translation>
     </message>
 </context>
 <context>
@@ -1592,6 +1596,18 @@
     <message>
         <source>fixed-size blocks from a pool, a block table per sequence</source>
         <translation>从块池分配固定大小的块，每个序列一张块表</translation>
+    </message>
+    <message>
+        <source>only the last W tokens kept (Mistral): memory stops at W, older tokens are dropped</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the first S tokens kept for ever plus the last W - S (StreamingLLM)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>K/V stored as int8 with a scale per token and head, dequantised for attention</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 </TS>

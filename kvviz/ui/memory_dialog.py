@@ -87,7 +87,9 @@ class MemoryDialog(QDialog):
 
         self.per_layer_label = QLabel()
         self.per_token_label = QLabel()
-        for label in (self.per_layer_label, self.per_token_label):
+        self.crossover_label = QLabel()  # where the K/V read overtakes the weights read (kvviz.wall)
+        self.crossover_label.setWordWrap(True)
+        for label in (self.per_layer_label, self.per_token_label, self.crossover_label):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_label = QLabel()
         self.error_label.setStyleSheet("color: #c62828")
@@ -121,6 +123,7 @@ class MemoryDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.per_layer_label)
         layout.addWidget(self.per_token_label)
+        layout.addWidget(self.crossover_label)
         layout.addWidget(self.error_label)
         layout.addWidget(self.table)
         layout.addWidget(self.notes_label)
@@ -233,6 +236,7 @@ class MemoryDialog(QDialog):
             self.table.setRowCount(0)
             self.per_layer_label.clear()
             self.per_token_label.clear()
+            self.crossover_label.clear()
             self.notes_label.clear()
             self.notes_label.hide()
             self.chapter_text.clear()
@@ -248,6 +252,10 @@ class MemoryDialog(QDialog):
             fmt_bytes(r.bytes_per_token_per_layer)))
         self.per_token_label.setText(self.tr("KV per token, {0} layers: {1} B ({2})").format(
             c.n_layer, fmt_count(r.bytes_per_token), fmt_bytes(r.bytes_per_token)))
+        self.crossover_label.setText(self.tr(
+            "A decode step reads {0} of weights ({1}, d_model, d_ff, vocab included); from {2} tokens on it "
+            "reads more K/V than weights: the cache, not the model, then dominates the step").format(
+            fmt_bytes(r.decode_weights_bytes), c.name, fmt_count(r.crossover_tokens)))
         self.table.setRowCount(len(r.lengths))
         for row, f in enumerate(r.lengths):
             cells = [(fmt_count(f.tokens), None), (fmt_bytes(f.cache_bytes), f.cache_bytes),
