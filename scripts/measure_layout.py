@@ -65,12 +65,12 @@ def main() -> int:
             width, height = parse_size(size)
             present = "present" in options
             hide = [k for opt in options if opt != "present" for k in opt.split(",") if k]
-            window.set_presentation(False)
+            window.presentation.set(False)
             for key, act in window.grid.panel_actions.items():
                 act.setChecked(key not in hide)
             window.resize(width, height)
             if present:
-                window.set_presentation(True, full_screen=False)  # full screen would take the screen's size
+                window.presentation.set(True, full_screen=False)  # full screen would take the screen's size
             window.select_step(args.tokens // 2)
             for _ in range(6):  # layouts settle, the panels draw, Qt paints (a grab paints it all)
                 qt_app.processEvents()

@@ -474,11 +474,11 @@ def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window
     keys = list(window.grid.panel_actions)
     moves = [lambda: window.grid.panel_actions[keys[0]].setChecked(False),
              lambda: window.grid.toggle_focus(keys[3]),
-             lambda: window.set_presentation(True, full_screen=False),
+             lambda: window.presentation.set(True, full_screen=False),
              lambda: window.grid.toggle_focus(keys[3]),
              lambda: window.grid.panel_actions[keys[5]].setChecked(False),
              lambda: window.grid.panel_actions[keys[0]].setChecked(True),
-             lambda: window.set_presentation(False)]
+             lambda: window.presentation.set(False)]
     with qtbot.waitSignal(window.run_started, timeout=60_000):
         window.start_run()
     for move in moves:
@@ -616,7 +616,7 @@ def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_p
     window.toolbar.hide()  # a choice of the user's that presenting must not undo
     assert window.grid.width() < window.width() - 200  # the Inputs dock beside it
     window.act_present.trigger()  # F11
-    assert window.presenting() and window.act_present.isChecked()
+    assert window.presentation.active() and window.act_present.isChecked()
     assert window.isFullScreen()
     assert window.form_dock.isHidden() and window.statusBar().isHidden()
     assert not window.transport.timeline.isHidden() and not window.menuBar().isHidden()
@@ -625,16 +625,16 @@ def test_presentation_mode_gives_the_panels_the_screen(qtbot, open_window, tmp_p
     window.close()  # closed while presenting: what is saved is the window from before
 
     again = open_window(settings=settings_at(path))
-    assert not again.presenting() and not again.isFullScreen()
+    assert not again.presentation.active() and not again.isFullScreen()
     assert not again.form_dock.isHidden() and not again.statusBar().isHidden() and again.toolbar.isHidden()
     again.act_present.trigger()
     again.act_present.trigger()  # F11 again: back
-    assert not again.presenting() and not again.act_present.isChecked() and not again.isFullScreen()
+    assert not again.presentation.active() and not again.act_present.isChecked() and not again.isFullScreen()
     assert not again.form_dock.isHidden() and not again.statusBar().isHidden() and again.toolbar.isHidden()
     again.form_dock.hide()
-    again.set_presentation(True, full_screen=False)
+    again.presentation.set(True, full_screen=False)
     assert not again.isFullScreen() and again.form_dock.isHidden()
-    again.set_presentation(False)
+    again.presentation.set(False)
     assert again.form_dock.isHidden()  # hidden before presenting: still hidden
 
 
@@ -755,9 +755,10 @@ def test_escape_leaves_presentation_mode_before_it_stops_a_run(qtbot, open_windo
     with qtbot.waitSignal(window.run_started, timeout=60_000):
         window.start_run()
     qtbot.keyClick(window, Qt.Key.Key_F11)
-    assert window.presenting() and "Esc" in window.act_present.toolTip() and "Esc" not in window.act_stop.toolTip()
+    assert window.presentation.active()
+    assert "Esc" in window.act_present.toolTip() and "Esc" not in window.act_stop.toolTip()
     qtbot.keyClick(window, Qt.Key.Key_Escape)
-    assert not window.presenting() and window.state.value == "running"  # the run goes on
+    assert not window.presentation.active() and window.state.value == "running"  # the run goes on
     assert "Esc" in window.act_stop.toolTip() and "Esc" not in window.act_present.toolTip()
     qtbot.keyClick(window, Qt.Key.Key_Escape)  # out of presentation mode, Esc is Stop again
     qtbot.waitUntil(lambda: window.state.value == "idle", timeout=30_000)
@@ -773,29 +774,29 @@ def test_view_zoom_is_saved_for_the_next_start(qtbot, open_window, tmp_path):
     window.zoom_group.actions()[2].trigger()  # 150%
     window.settings.sync()
     assert settings_at(path).value("view/zoom", type=int) == 150
-    assert window.zoom_note is not None and window.zoom_note.isVisible()
-    assert "150%" in window.zoom_note.text() and "next start" in window.zoom_note.text()
+    assert window.presentation.zoom_note is not None and window.presentation.zoom_note.isVisible()
+    assert "150%" in window.presentation.zoom_note.text() and "next start" in window.presentation.zoom_note.text()
     assert window.zoom_group.checkedAction().data() == 150
-    assert [b.text() for b in window.zoom_note.buttons()] == ["OK"]  # not started by `kvviz`: no restart
-    window.zoom_note.close()
-    window.choose_zoom(100)  # the zoom in effect: saved, nothing to tell
-    assert settings_at(path).value("view/zoom", type=int) == 100 and not window.zoom_note.isVisible()
+    assert [b.text() for b in window.presentation.zoom_note.buttons()] == ["OK"]  # not started by `kvviz`: no restart
+    window.presentation.zoom_note.close()
+    window.presentation.choose_zoom(100)  # the zoom in effect: saved, nothing to tell
+    assert settings_at(path).value("view/zoom", type=int) == 100 and not window.presentation.zoom_note.isVisible()
 
 
 def test_view_zoom_can_restart_the_app_at_once(qtbot, open_window, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from kvviz.ui import window as window_module
+    from kvviz.ui import presentation as presentation_module
 
     started = []
-    monkeypatch.setattr(window_module.QProcess, "startDetached",
+    monkeypatch.setattr(presentation_module.QProcess, "startDetached",
                         staticmethod(lambda program, args: started.append([program, *args]) or True))
     path = tmp_path / "restart.ini"
     window = open_window(settings=settings_at(path))
     window.restart_argv = ["/usr/bin/python3", "-m", "kvviz", "--settings", str(path)]
-    window.choose_zoom(175)
-    restart = next(b for b in window.zoom_note.buttons()
-                   if window.zoom_note.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole)
+    window.presentation.choose_zoom(175)
+    restart = next(b for b in window.presentation.zoom_note.buttons()
+                   if window.presentation.zoom_note.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole)
     assert restart.text() == "Restart now"
     restart.click()
     assert started == [window.restart_argv]

@@ -132,7 +132,7 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
         raise ValueError(f"--step {args.step} is outside the run's {n} steps")
     window.select_step(step)
     if args.presentation:
-        window.set_presentation(True, full_screen=False)  # full screen would take the screen's size
+        window.presentation.set(True, full_screen=False)  # full screen would take the screen's size
     for _ in range(3):  # layouts settle, then the panels draw the step, then Qt paints them
         qt_app.processEvents()
         window.refresh()
@@ -150,7 +150,7 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
     except OSError as exc:
         raise ValueError(f"{out}: {exc.strerror or exc}") from None
     mode = f", zoom {round(ratio * 100)}%" if ratio != 1 else ""
-    mode += ", presentation mode" if window.presenting() else ""
+    mode += ", presentation mode" if window.presentation.active() else ""
     print(f"kvviz shot: wrote {out} ({size[0]}x{size[1]}{mode}, step {step} of {n}, engines {','.join(engines)}: "
           f"{window.transport.badge.text()}; panels {','.join(window.grid.shown_panels())})")
     return 0

@@ -12,8 +12,8 @@ import sys
 import time
 import uuid
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QProcess, QSettings, Qt, QThread, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QScrollArea,
     QStyle,
     QToolButton,
@@ -31,16 +30,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kvviz import estimate
 from kvviz.format import fmt_ms
+from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
+from kvviz.ui.estimates import RunEstimates
 from kvviz.ui.form import RunForm
 from kvviz.ui.grid import PanelGrid
 from kvviz.ui.history import RunHistory, RunInfo
 from kvviz.ui.messages import Environment, ModelChoice, RunRequest
-from kvviz.ui.qtutil import blocked, edits_text
+from kvviz.ui.presentation import Presentation
+from kvviz.ui.qtutil import edits_text
 from kvviz.ui.status import StatusFields
 from kvviz.ui.transport import RunState, TransportBar, TransportToolbar
-from kvviz.ui.zoom import ZOOM_KEY, ZOOMS, zoom_in_effect
 
 REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
 PAINT_REST = 3.0  # while steps stream in, a frame that took t waits PAINT_REST * t before the next
@@ -84,17 +84,15 @@ class MainWindow(QMainWindow):
         self._drew_last_tick = False
         self._user_selected = False  # the user picked a step: draw it at the next tick, rest or not
         self._last_tick_end = 0.0
-        self._fits: dict[tuple[str, str, str], dict[str, estimate.LatencyFit]] = {}  # measured, per model
-        self._flops_per_s: float | None = None  # this machine's matrix rate, probed when first needed
+        self.estimates = RunEstimates()  # how long a run takes: measured per model, or from the config
         self._status_run: RunInfo | None = None  # the run the status bar describes
         self._own_info: RunInfo | None = None  # the RunInfo of the last run this window ran
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
         self.shortcuts_dialog = None  # Help > Keyboard shortcuts, made when first asked for
         self.restart_argv: list[str] | None = None  # the app's command line, set by `kvviz` (app.run)
-        self.zoom_note: QMessageBox | None = None  # View > Zoom's note that a new zoom applies next start
-        self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
 
-        self._build_actions()
+        self.presentation = Presentation(self)  # F11 and View > Zoom: the app on a projector
+        build_actions(self)
         self.form = RunForm(self.settings)
         self.form.set_open_action(self.act_open)
         self.form.changed.connect(self._on_form_changed)
@@ -109,7 +107,7 @@ class MainWindow(QMainWindow):
         self.toolbar = TransportToolbar((self.act_run, self.act_pause, self.act_step, self.act_stop))
         self.toolbar.speed_changed.connect(self._on_speed_changed)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
-        self._build_menus()
+        build_menus(self)
         self.status_fields = StatusFields(self.statusBar())
         self.retranslate_ui()
         self._restore_settings()
@@ -138,40 +136,6 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self.environment_requested.emit)
 
     # ------------------------------------------------------------------ construction
-    def _build_actions(self) -> None:
-        def action(slot, *keys: str | QKeySequence.StandardKey, checkable: bool = False) -> QAction:
-            act = QAction(self)
-            sequences = {QKeySequence(k).toString(): QKeySequence(k) for k in keys}  # a key given twice: once
-            act.setShortcuts(list(sequences.values()))
-            act.setCheckable(checkable)
-            act.triggered.connect(slot)
-            self.addAction(act)  # shortcuts work even with the menu bar hidden
-            return act
-
-        self.act_run = action(lambda: self.start_run(), "Ctrl+R", "F5")
-        self.act_pause = action(lambda: self.toggle_pause(), "Space")
-        self.act_step = action(lambda: self.step_once(), "N")
-        self.act_stop = action(lambda: self.stop_run(), "Esc")
-        self.act_prev = action(lambda: self.scrub(-1), "Left")
-        self.act_next = action(lambda: self.next_step(), "Right")
-        self.act_back10 = action(lambda: self.scrub(-10), "PgUp")
-        self.act_fwd10 = action(lambda: self.scrub(10), "PgDown")
-        self.act_first = action(lambda: self.select_step(0), "Home")
-        self.act_last = action(lambda: self.follow_live(), "End")
-        self.act_faster = action(lambda: self.toolbar.change_speed(+1), "]")
-        self.act_slower = action(lambda: self.toolbar.change_speed(-1), "[")
-        self.act_open = action(lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open)
-        self.act_focus_prompt = action(lambda: self.form.prompt_edit.setFocus(), "Ctrl+L")
-        # Ctrl+Q as well: the platform's Quit key is not Ctrl+Q everywhere (offscreen: none)
-        self.act_quit = action(lambda: self.close(), QKeySequence.StandardKey.Quit, "Ctrl+Q")
-        self.act_about = action(lambda: self._show_about())
-        self.act_shortcuts = action(lambda: self.show_shortcuts(), QKeySequence.StandardKey.HelpContents, "Ctrl+/")
-        self.act_memory = action(lambda: self.show_memory_calculator(), "Ctrl+M")
-        self.act_reset_layout = action(lambda: self._reset_layout())
-        self.act_present = action(lambda checked=False: self.set_presentation(checked), "F11", checkable=True)
-        self.act_narration = action(lambda checked=False: self.transport.show_narration(checked), checkable=True)
-        self.act_narration.setChecked(True)
-
     def _build_dock(self) -> None:
         self.form_dock = QDockWidget(self)
         self.form_dock.setObjectName("inputs_dock")
@@ -219,63 +183,6 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.grid, 1)
         self.setCentralWidget(central)
 
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
-        self.file_menu = bar.addMenu("")
-        self.export_menu = self.file_menu.addMenu("")
-        self.add_export_actions(self.export_menu)
-        self.export_menu.menuAction().setEnabled(not self.export_menu.isEmpty())
-        self.file_menu.addSeparator()
-        self.file_menu.addAction(self.act_quit)
-
-        self.model_menu = bar.addMenu("")
-        self.model_menu.addAction(self.act_open)
-        self.model_menu.addAction(self.act_memory)
-
-        self.run_menu = bar.addMenu("")
-        for act in (self.act_run, self.act_pause, self.act_step, self.act_stop, None, self.act_faster,
-                    self.act_slower, None, self.act_prev, self.act_next, self.act_back10, self.act_fwd10,
-                    self.act_first, self.act_last):
-            if act is None:
-                self.run_menu.addSeparator()
-            else:
-                self.run_menu.addAction(act)
-
-        self.view_menu = bar.addMenu("")
-        self.view_menu.addAction(self.act_present)
-        self.view_menu.addSeparator()
-        self.view_menu.addAction(self.act_narration)
-        self.view_menu.addAction(self.form_dock.toggleViewAction())
-        self.view_menu.addAction(self.toolbar.toggleViewAction())
-        self.view_menu.addSeparator()
-        self._panel_actions_end = self.view_menu.addSeparator()  # panel toggles go above this
-        # Ctrl+1..9: one panel alone in the grid (as a double-click on its title); Ctrl+0: all again.
-        self.alone_menu = self.view_menu.addMenu("")
-        self.addAction(self.grid.act_all_panels)
-        self.alone_menu.addAction(self.grid.act_all_panels)
-        self.alone_menu.addSeparator()
-        self.view_menu.addAction(self.act_reset_layout)
-        self.zoom_menu = self.view_menu.addMenu("")
-        self.zoom_group = QActionGroup(self)
-        self.zoom_group.setExclusive(True)
-        for percent in sorted({*ZOOMS, zoom_in_effect()}):
-            act = QAction(f"{percent}%", self, checkable=True, checked=percent == zoom_in_effect())
-            act.setData(percent)
-            self.zoom_group.addAction(act)
-            self.zoom_menu.addAction(act)
-        self.zoom_group.triggered.connect(lambda act: self.choose_zoom(int(act.data())))
-        self.language_menu = self.view_menu.addMenu("")
-        self.language_group = QActionGroup(self)
-        self.language_group.setExclusive(True)
-        self.act_english = QAction("English", self, checkable=True, checked=True)
-        self.act_english.setData("en")
-        self.language_group.addAction(self.act_english)
-        self.language_menu.addAction(self.act_english)
-
-        self.help_menu = bar.addMenu("")
-        self.help_menu.addAction(self.act_shortcuts)
-        self.help_menu.addAction(self.act_about)
-
     def install_panels(self) -> None:
         """Build the panels (once). Deferred past the first paint when the app starts, since
         pyqtgraph's import is most of a launch's time."""
@@ -297,55 +204,13 @@ class MainWindow(QMainWindow):
     def retranslate_ui(self) -> None:
         """Every visible string, so a language switch (View > Language) can re-run it."""
         self.setWindowTitle(self.tr("kvviz: the KV cache, step by step"))
-        texts = {
-            self.act_run: (self.tr("&Run"), self.tr("Start a compare run of the checked engines")),
-            self.act_pause: (self.tr("&Pause"), self.tr("Pause or resume the run")),
-            self.act_step: (self.tr("&Step"), self.tr("Run one step of every engine, then pause")),
-            self.act_stop: (self.tr("S&top"), self.tr("Stop the run; its steps stay viewable")),
-            self.act_prev: (self.tr("Previous step"), self.tr("Show the step before")),
-            self.act_next: (self.tr("Next step"),
-                            self.tr("Show the step after; at the newest step of a paused run, compute one more")),
-            self.act_back10: (self.tr("Back 10 steps"), ""),
-            self.act_fwd10: (self.tr("Forward 10 steps"), ""),
-            self.act_first: (self.tr("First step"), ""),
-            self.act_last: (self.tr("Newest step (follow the run)"), ""),
-            self.act_faster: (self.tr("Faster"), ""),
-            self.act_slower: (self.tr("Slower"), ""),
-            self.act_open: (self.tr("Open checkpoint..."),
-                            self.tr("Add a model folder (config.json and weights) to the model picker")),
-            self.act_focus_prompt: (self.tr("Edit prompt"), ""),
-            self.act_quit: (self.tr("&Quit"), ""),
-            self.act_about: (self.tr("&About kvviz"), ""),
-            self.act_shortcuts: (self.tr("&Keyboard shortcuts"), ""),
-            self.act_memory: (self.tr("Memory calculator..."),
-                              self.tr("What a model's KV cache costs at scale, computed from its config")),
-            self.act_reset_layout: (self.tr("Reset layout"), ""),
-            self.act_narration: (self.tr("Step &narration"),
-                                 self.tr("The selected step in words, under the timeline: what each engine "
-                                         "computed, read from its cache and moved")),
-            self.act_present: (self.tr("&Presentation mode"),
-                               self.tr("Full screen for the panels: the inputs and the status bar hidden")),
-        }
-        for act, (text, tip) in texts.items():
-            act.setText(text)
-            act.setProperty("tip", tip or text)
-            self._set_action_tip(act)
+        retranslate_actions(self)
         self._update_pause_text()
         self.form.retranslate()
         self.form_dock.setWindowTitle(self.tr("Inputs"))
         self.transport.retranslate()
         self.toolbar.retranslate()
         self.grid.retranslate()
-        self.alone_menu.setTitle(self.tr("Panel &alone"))
-        self.file_menu.setTitle(self.tr("&File"))
-        self.export_menu.setTitle(self.tr("&Export"))
-        self.model_menu.setTitle(self.tr("&Model"))
-        self.run_menu.setTitle(self.tr("&Run"))
-        self.view_menu.setTitle(self.tr("&View"))
-        self.language_menu.setTitle(self.tr("&Language"))
-        self.zoom_menu.setTitle(self.tr("&Zoom"))
-        self.zoom_menu.setToolTip(self.tr("Text and plots larger or smaller, from the next start"))
-        self.help_menu.setTitle(self.tr("&Help"))
         self.form_dock.toggleViewAction().setText(self.tr("Inputs"))
         self.toolbar.show_state(self.state)
         if hasattr(self, "status_fields"):
@@ -478,8 +343,7 @@ class MainWindow(QMainWindow):
         info = self.history.info
         if info.run_id == run_id:
             # What this run measured, per engine: the next run's estimate on this model starts from it.
-            key = (info.model_name, info.device, info.dtype)
-            self._fits[key] = {**self._fits.get(key, {}), **estimate.fit_history(self.history.traces)}
+            self.estimates.record(self.history)
             self._repaint()  # the final step, one frame, before anyone waiting looks
         self._update_estimate()
         self.run_finished.emit(run_id)
@@ -722,61 +586,19 @@ class MainWindow(QMainWindow):
 
     def _update_progress(self) -> None:
         self.transport.update_progress(self.form.current_model(),
-                                       self.time_left_ms() if self.state is RunState.RUNNING else None)
-
-    def time_left_ms(self) -> float | None:
-        """The run's remaining rounds, from its own steps' latencies (None before it has decode steps)."""
-        info = self.history.info
-        fits = estimate.fit_history(self.history.traces)
-        if not fits or not any(t.phase == "decode" for steps in self.history.traces.values() for t in steps[-1:]):
-            return None
-        return estimate.run_ms(fits, len(info.prompt_ids), info.max_new_tokens, from_step=self.history.n_steps(),
-                               steps_per_s=float(self.toolbar.speed_spin.value()))
-
-    def machine_flops_per_s(self) -> float:
-        if self._flops_per_s is None:
-            self._flops_per_s = estimate.probe_flops_per_s()
-        return self._flops_per_s
+                                       self.estimates.left_ms(self.history, float(self.toolbar.speed_spin.value()))
+                                       if self.state is RunState.RUNNING else None)
 
     def form_estimate_ms(self) -> tuple[float, bool] | None:
-        """(ms, measured) for the run the form describes: from the last run of this model, device and
-        dtype where it measured every checked engine, never below what the config's arithmetic needs
-        at this machine's measured matrix rate. None when the model's config is not read yet."""
-        choice = self.form.model_choice()
-        engines = self.form.checked_engines()
-        if choice is None or choice.config is None or not engines:
-            return None
-        cfg = choice.config
-        # The byte tokenizer: a token per UTF-8 byte; another tokenizer makes no more tokens than bytes.
-        prompt_len = max(1, len(self.form.prompt_edit.toPlainText().encode("utf-8")))
-        n_new = self.form.tokens_spin.value()
-        speed = float(self.toolbar.speed_spin.value())
-        from_config = estimate.config_fits(cfg, engines, self.machine_flops_per_s())
-        measured = self._fits.get((self.form.current_model(), self.form.current_device(), self.form.dtype()), {})
-        fits = {e: measured.get(e, from_config[e]) for e in engines}
-        ms = max(estimate.run_ms(fits, prompt_len, n_new, steps_per_s=speed),
-                 estimate.run_ms(from_config, prompt_len, n_new, steps_per_s=speed))
-        return ms, all(e in measured for e in engines)
+        return self.estimates.form_ms(self.form, float(self.toolbar.speed_spin.value()))
 
     def _update_estimate(self) -> None:
         """Under the Run button, before a run that will take more than SLOW_RUN_S: about how long."""
         label = self.form.estimate_label
-        found = self.form_estimate_ms() if self.state is RunState.IDLE and not self.form.problem() else None
-        if found is None or found[0] < SLOW_RUN_S * 1000:
-            label.hide()
-            return
-        ms, measured = found
-        speed = self.toolbar.speed_spin.value()
-        paced = speed > 0 and self.form.tokens_spin.value() * 1000.0 / speed >= 0.9 * ms
-        if paced:
-            why = self.tr("at {0} steps/s (the Speed control; 0 runs as fast as possible)").format(speed)
-        elif measured:
-            why = self.tr("from the step times of the last run of this model here")
-        else:
-            why = self.tr("at least: from the model's size and this machine's measured {0:.3g} GFLOP/s").format(
-                self.machine_flops_per_s() / 1e9)
-        label.setText(self.tr("This run will take about {0} ({1}).").format(fmt_ms(ms), why))
-        label.show()
+        note = self.estimates.note(self.form, self.toolbar.speed_spin.value(), SLOW_RUN_S) if (
+            self.state is RunState.IDLE and not self.form.problem()) else ""
+        label.setText(note)
+        label.setVisible(bool(note))
 
     # ------------------------------------------------------------------ dialogs
     def show_memory_calculator(self) -> None:
@@ -861,87 +683,8 @@ class MainWindow(QMainWindow):
             self.restoreState(s.value("window/state"))
 
     # ------------------------------------------------------------------ presentation, zoom, layout
-    @staticmethod
-    def _set_action_tip(act: QAction) -> None:
-        """The action's tooltip (the "tip" property retranslate_ui set) with its keys, as they are now."""
-        keys = ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in act.shortcuts())
-        tip = act.property("tip") or act.text()
-        act.setToolTip(f"{tip} ({keys})" if keys else tip)
-
-    def _give_escape_to_presentation(self, presenting: bool) -> None:
-        """In presentation mode Esc leaves it, as it leaves full screen everywhere else (a teacher's
-        Esc had stopped the run instead); Stop keeps its button and menu item. Esc is Stop's again after."""
-        escape = QKeySequence(Qt.Key.Key_Escape)
-        stop = [k for k in self.act_stop.shortcuts() if k != escape]
-        present = [k for k in self.act_present.shortcuts() if k != escape]
-        self.act_stop.setShortcuts(stop if presenting else [escape, *stop])
-        self.act_present.setShortcuts([*present, escape] if presenting else present)
-        for act in (self.act_stop, self.act_present):
-            self._set_action_tip(act)
-
-    def set_presentation(self, on: bool, *, full_screen: bool = True) -> None:
-        """Presentation mode (F11): the panels get the screen. Full screen, the Inputs dock and the
-        status bar hidden; the menus, the transport and the timeline stay, so a run can be started,
-        paused and scrubbed. Leaving it puts back what was shown before and the window's own state."""
-        with blocked(self.act_present):
-            self.act_present.setChecked(on)
-        if on == (self._presenting is not None):
-            return
-        if on:
-            self._presenting = (self.saveState(), self.windowState(), full_screen)
-            self.form_dock.hide()
-            self.statusBar().hide()
-            self.setFocus()  # not a box of the form's neighbours: Space, arrows and F11 reach the window
-            if full_screen:
-                self.setWindowState(self.windowState() | Qt.WindowState.WindowFullScreen)
-        else:
-            state, window_state, was_full = self._presenting
-            self._presenting = None
-            if was_full:
-                self.setWindowState(window_state)
-            self.restoreState(state)
-            self.statusBar().show()
-        self._give_escape_to_presentation(on)
-
-    def presenting(self) -> bool:
-        return self._presenting is not None
-
-    def choose_zoom(self, percent: int) -> None:
-        """View > Zoom: saved, and applied from the next start (Qt's scale factor is fixed at launch)."""
-        self.settings.setValue(ZOOM_KEY, percent)
-        for act in self.zoom_group.actions():
-            with blocked(act):
-                act.setChecked(act.data() == percent)
-        now = zoom_in_effect()
-        if percent == now:
-            return
-        self.zoom_note = note = QMessageBox(QMessageBox.Icon.Information, self.tr("Zoom"), self.tr(
-            "kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all "
-            "scale, as on a projector.").format(percent=percent, now=now), QMessageBox.StandardButton.NoButton,
-            self)
-        if self.restart_argv:
-            restart = note.addButton(self.tr("Restart now"), QMessageBox.ButtonRole.AcceptRole)
-            restart.setToolTip(self.tr("Close kvviz and open it again at the new zoom (the steps shown are not kept)"))
-            restart.clicked.connect(self.restart)
-        note.addButton(self.tr("Later") if self.restart_argv else self.tr("OK"), QMessageBox.ButtonRole.RejectRole)
-        note.open()  # not modal to the app: the run goes on
-
-    def restart(self) -> bool:
-        """Open kvviz again with the command line that started it, then close this window (its
-        settings saved, its worker stopped). False, and nothing closed, if it cannot be started."""
-        if not self.restart_argv:
-            return False
-        program, *args = self.restart_argv
-        self.save_settings()  # the new process reads them
-        if not QProcess.startDetached(program, args):
-            self.show_error(self.tr("Could not start kvviz again: {command}").format(
-                command=" ".join(self.restart_argv)))
-            return False
-        self.close()
-        return True
-
     def _reset_layout(self) -> None:
-        self.set_presentation(False)
+        self.presentation.set(False)
         self.restoreState(self._default_state)
         self.form_dock.show()
         self.toolbar.show()
@@ -952,7 +695,7 @@ class MainWindow(QMainWindow):
         app = QCoreApplication.instance()
         if app is not None:
             app.removeEventFilter(self)
-        self.set_presentation(False)  # what is saved is the window as it was before presenting
+        self.presentation.set(False)  # what is saved is the window as it was before presenting
         self.save_settings()
         self._repaint_timer.stop()
         self.shutdown_worker()

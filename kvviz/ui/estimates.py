@@ -1,0 +1,76 @@
+"""How long the form's run will take and how much of a run is left, for the window to show: the
+latency fits each finished run measured (per model, device and dtype), this machine's probed matrix
+rate, and the sentence under the Run button. The arithmetic is kvviz.estimate's (no Qt there)."""
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication
+
+from kvviz import estimate
+from kvviz.format import fmt_ms
+from kvviz.ui.form import RunForm
+from kvviz.ui.history import RunHistory
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("MainWindow", text)
+
+
+class RunEstimates:
+    def __init__(self) -> None:
+        self.fits: dict[tuple[str, str, str], dict[str, estimate.LatencyFit]] = {}  # measured, per model
+        self._flops_per_s: float | None = None  # this machine's matrix rate, probed when first needed
+
+    def record(self, history: RunHistory) -> None:
+        """What a finished run measured, per engine: the next run's estimate on this model starts from it."""
+        info = history.info
+        key = (info.model_name, info.device, info.dtype)
+        self.fits[key] = {**self.fits.get(key, {}), **estimate.fit_history(history.traces)}
+
+    def machine_flops_per_s(self) -> float:
+        if self._flops_per_s is None:
+            self._flops_per_s = estimate.probe_flops_per_s()
+        return self._flops_per_s
+
+    @staticmethod
+    def left_ms(history: RunHistory, steps_per_s: float) -> float | None:
+        """The run's remaining rounds, from its own steps' latencies (None before it has decode steps)."""
+        info = history.info
+        fits = estimate.fit_history(history.traces)
+        if not fits or not any(t.phase == "decode" for steps in history.traces.values() for t in steps[-1:]):
+            return None
+        return estimate.run_ms(fits, len(info.prompt_ids), info.max_new_tokens, from_step=history.n_steps(),
+                               steps_per_s=steps_per_s)
+
+    def form_ms(self, form: RunForm, steps_per_s: float) -> tuple[float, bool] | None:
+        """(ms, measured) for the run the form describes: from the last run of this model, device and
+        dtype where it measured every checked engine, never below what the config's arithmetic needs
+        at this machine's measured matrix rate. None when the model's config is not read yet."""
+        choice = form.model_choice()
+        engines = form.checked_engines()
+        if choice is None or choice.config is None or not engines:
+            return None
+        # The byte tokenizer: a token per UTF-8 byte; another tokenizer makes no more tokens than bytes.
+        prompt_len = max(1, len(form.prompt_edit.toPlainText().encode("utf-8")))
+        n_new = form.tokens_spin.value()
+        from_config = estimate.config_fits(choice.config, engines, self.machine_flops_per_s())
+        measured = self.fits.get((form.current_model(), form.current_device(), form.dtype()), {})
+        fits = {e: measured.get(e, from_config[e]) for e in engines}
+        ms = max(estimate.run_ms(fits, prompt_len, n_new, steps_per_s=steps_per_s),
+                 estimate.run_ms(from_config, prompt_len, n_new, steps_per_s=steps_per_s))
+        return ms, all(e in measured for e in engines)
+
+    def note(self, form: RunForm, steps_per_s: int, slow_s: float) -> str:
+        """The sentence under the Run button for a run longer than slow_s ("" for a shorter one)."""
+        found = self.form_ms(form, float(steps_per_s))
+        if found is None or found[0] < slow_s * 1000:
+            return ""
+        ms, measured = found
+        paced = steps_per_s > 0 and form.tokens_spin.value() * 1000.0 / steps_per_s >= 0.9 * ms
+        if paced:
+            why = _tr("at {0} steps/s (the Speed control; 0 runs as fast as possible)").format(steps_per_s)
+        elif measured:
+            why = _tr("from the step times of the last run of this model here")
+        else:
+            why = _tr("at least: from the model's size and this machine's measured {0:.3g} GFLOP/s").format(
+                self.machine_flops_per_s() / 1e9)
+        return _tr("This run will take about {0} ({1}).").format(fmt_ms(ms), why)
