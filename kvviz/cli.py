@@ -13,15 +13,15 @@ import sys
 # name -> (module, one-line help). A new command is a module plus one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("kvviz.ui.app", "open the desktop app (the default)"),
-    "bench": ("kvviz.bench", "time the engines and compare their tokens (the chapter's table)"),
-    "models": ("kvviz.models.listing", "list the presets and the cached checkpoints (Hugging Face, ModelScope)"),
-    "download": ("kvviz.download", "fetch what kvviz reads of a Hub checkpoint (ORG/NAME) into the HF cache"),
-    "hfbench": ("kvviz.hfbench", "decode speed of kvviz beside transformers' generate on the same checkpoint"),
-    "memory": ("kvviz.memory", "what a model's KV cache costs: bytes per token, cat copies, paged blocks"),
+    "bench": ("kvviz.commands.bench", "time the engines and compare their tokens (the chapter's table)"),
+    "models": ("kvviz.commands.models", "list the presets and the cached checkpoints (Hugging Face, ModelScope)"),
+    "download": ("kvviz.commands.download", "fetch what kvviz reads of a Hub checkpoint (ORG/NAME) into the HF cache"),
+    "hfbench": ("kvviz.commands.hfbench", "decode speed of kvviz beside transformers' generate on the same checkpoint"),
+    "memory": ("kvviz.commands.memory", "what a model's KV cache costs: bytes per token, cat copies, paged blocks"),
     "shot": ("kvviz.ui.shot", "run the app offscreen and save a screenshot of the window (PNG)"),
-    "export": ("kvviz.export", "run offscreen and write screenshots, animations and data for slides and notes"),
-    "train": ("kvviz.train", "train the default model on Python's docs (pydoc_data.topics)"),
-    "score": ("kvviz.score", "bits per byte of a model on a UTF-8 text file"),
+    "export": ("kvviz.commands.export", "run offscreen; write screenshots, animations and data for slides and notes"),
+    "train": ("kvviz.commands.train", "train the default model on Python's docs (pydoc_data.topics)"),
+    "score": ("kvviz.commands.score", "bits per byte of a model on a UTF-8 text file"),
 }
 
 

@@ -93,7 +93,7 @@ import os
 
 import torch
 
-from kvviz.bench import DEFAULT_PROMPT, fmt_bytes
+from kvviz.format import DEFAULT_PROMPT, fmt_bytes
 from kvviz.config import SamplingConfig, TraceOptions
 from kvviz.devices import resolve_device, resolve_dtype
 from kvviz.engines import ENGINE_KEYS, make_engine

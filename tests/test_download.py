@@ -50,7 +50,8 @@ def small_chunks(monkeypatch):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 16 * 1024)
-    monkeypatch.setattr("kvviz.download.REPORT_EVERY_S", 0.0)  # every chunk reported, so a test can stop at one
+    # every chunk reported, so a test can stop at one
+    monkeypatch.setattr("kvviz.commands.download.REPORT_EVERY_S", 0.0)
 
 
 def serve(checkpoint: Path, monkeypatch, **kwargs) -> HubServer:
@@ -166,7 +167,7 @@ def test_cancel_keeps_the_partial_file_and_the_next_download_resumes_it(checkpoi
 
 
 def test_ctrl_c_on_the_command_line_then_resume(checkpoint, cache, monkeypatch, capsys, small_chunks):
-    import kvviz.download as command
+    import kvviz.commands.download as command
 
     calls = {"n": 0}
     draw = command._Printer.__call__
@@ -265,7 +266,7 @@ def test_too_little_disk_space_is_refused_before_fetching(checkpoint, small_disk
 
 def test_a_disk_filling_up_mid_download_is_one_line_and_no_partial_blob(checkpoint, small_disk, monkeypatch,
                                                                         capsys, small_chunks):
-    import kvviz.download as command
+    import kvviz.commands.download as command
 
     monkeypatch.setenv("HF_HUB_CACHE", str(small_disk / "hf"))
     draw = command._Printer.__call__

@@ -9,6 +9,7 @@ import pytest
 
 from kvviz import memory
 from kvviz.cli import main
+from kvviz.commands import memory as memory_command
 from kvviz.config import ModelConfig
 
 # Worked by hand, per token per layer = 2 (K and V) x KV heads x head_dim x bytes per element:
@@ -301,7 +302,7 @@ def test_the_crossover_length_in_the_report_and_the_dialog(qtbot):
     report = memory.compute(memory.MEMORY_PRESETS["qwen3-0.6b"].config, [100])
     assert (report.decode_weights_bytes, report.crossover_tokens) == (1_192_101_888, 10_395)
     assert report.to_dict()["crossover_tokens"] == 10_395
-    assert memory.format_report(report)[-2] == ("a decode step reads 1.1 GiB of weights; from 10,395 tokens on "
+    assert memory_command.format_report(report)[-2] == ("a decode step reads 1.1 GiB of weights; from 10,395 tokens on "
                                                 "it reads more K/V than weights")
     # fp32 doubles both sides: the crossover stays
     assert memory.compute(memory.MEMORY_PRESETS["qwen3-0.6b"].config, [100], dtype="fp32").crossover_tokens == 10_395

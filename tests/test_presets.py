@@ -155,7 +155,7 @@ def test_score_prints_bits_per_byte_and_counts(torch_cpu, tmp_path, capsys):
 
 
 def test_trained_model_scores_english_far_better_than_random(torch_cpu, tmp_path, capsys):
-    from kvviz.train import corpus_bytes
+    from kvviz.commands.train import corpus_bytes
 
     corpus = corpus_bytes()
     data = TECHNICAL.encode()

@@ -10,14 +10,14 @@ from kvviz.config import ModelConfig
 
 
 def _slice(torch_cpu, n_train: int = 20_000, n_val: int = 2_000):
-    from kvviz.train import corpus_bytes, split_corpus
+    from kvviz.commands.train import corpus_bytes, split_corpus
 
     train_ids, val_ids = split_corpus(corpus_bytes(), 0.05)
     return train_ids[:n_train], val_ids[:n_val]
 
 
 def test_corpus_split_holds_out_the_tail(torch_cpu):
-    from kvviz.train import corpus_bytes, split_corpus
+    from kvviz.commands.train import corpus_bytes, split_corpus
 
     data = corpus_bytes()
     assert len(data) > 400_000  # pydoc_data.topics is about 465 KB
@@ -30,7 +30,7 @@ def test_corpus_split_holds_out_the_tail(torch_cpu):
 
 
 def test_lr_schedule_warms_up_then_decays(torch_cpu):
-    from kvviz.train import lr_at
+    from kvviz.commands.train import lr_at
 
     rates = [lr_at(s, 100, 1e-3, 10) for s in range(100)]
     assert rates[0] == pytest.approx(1e-4)
@@ -40,9 +40,9 @@ def test_lr_schedule_warms_up_then_decays(torch_cpu):
 
 
 def test_short_run_lowers_loss_and_is_deterministic(torch_cpu):
+    from kvviz.commands.score import mean_nats
+    from kvviz.commands.train import init_for_training, train
     from kvviz.models.transformer import Transformer
-    from kvviz.score import mean_nats
-    from kvviz.train import init_for_training, train
 
     train_ids, val_ids = _slice(torch_cpu)
     cfg = ModelConfig(name="tiny")
@@ -63,7 +63,7 @@ def test_short_run_lowers_loss_and_is_deterministic(torch_cpu):
 
 
 def test_time_limit_stops_early(torch_cpu):
-    from kvviz.train import train
+    from kvviz.commands.train import train
 
     train_ids, val_ids = _slice(torch_cpu, n_val=300)
     _, figures = train(ModelConfig(name="tiny"), train_ids, val_ids, steps=1000, batch_size=2, context=32,

@@ -10,13 +10,13 @@ import os
 import sys
 from pathlib import Path
 
-from kvviz.bench import add_model_args
 from kvviz.format import DEFAULT_PROMPT
+from kvviz.options import add_run_options
 
 
 def configure(parser) -> None:
     parser.add_argument("--out", required=True, metavar="FILE.png", help="where to write the PNG")
-    add_model_args(parser)
+    add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
     parser.set_defaults(model=None)
     parser.add_argument("--tokens", type=int, default=40, help="new tokens (default 40)")
     parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list (default: all four)")

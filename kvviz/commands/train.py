@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from kvviz.commands.score import bits_per_byte, mean_nats
 from kvviz.config import ModelConfig
 from kvviz.models.transformer import Transformer
-from kvviz.score import bits_per_byte, mean_nats
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "assets" / "tiny"
 RECORD_NAME = "training.json"

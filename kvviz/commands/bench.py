@@ -13,13 +13,8 @@ from kvviz.format import fmt_bytes
 from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model
 
 
-def add_model_args(parser) -> None:
-    """Arguments shared by commands that run engines (bench, export, shot): kvviz.options, one set of bounds."""
-    add_run_options(parser)
-
-
 def configure(parser) -> None:
-    add_model_args(parser)
+    add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
     add_tokens(parser, [10, 30, 50], many=True, help_text="new-token counts")
     parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list")
     add_repeat(parser, 3)

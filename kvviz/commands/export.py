@@ -10,14 +10,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from kvviz.bench import add_model_args
-from kvviz.options import add_tokens
+from kvviz.options import add_run_options, add_tokens
 
 DEFAULT_ENGINES = "naive,concat,static,paged"
 
 
 def configure(parser) -> None:
-    add_model_args(parser)
+    add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
     parser.set_defaults(model=None)  # the app's default: tiny when its weights are trained, else tiny-random
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files (made if missing)")
     add_tokens(parser, 20)

@@ -1,0 +1,97 @@
+"""`kvviz memory`: what a model's KV cache costs, printed from kvviz.memory's figures (bytes per token,
+what torch.cat copies per step and in total, the copy time at a bandwidth, paged blocks and waste)."""
+from __future__ import annotations
+
+import json
+import math
+
+from kvviz.format import fmt_bytes, fmt_count, fmt_ms
+from kvviz.memory import (
+    DEFAULT_BANDWIDTH_GBPS,
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_TOKENS,
+    MEMORY_PRESETS,
+    MemoryReport,
+    chapter_comparison,
+    compute,
+    resolve_config,
+)
+
+
+def configure(parser) -> None:
+    parser.add_argument("--model", default="qwen3-0.6b",
+                        help=f"a preset ({', '.join(MEMORY_PRESETS)}, or a model preset such as tiny) "
+                             "or a model folder (default: qwen3-0.6b)")
+    parser.add_argument("--tokens", type=int, nargs="+", default=list(DEFAULT_TOKENS),
+                        help="cache lengths n (default: 100 500 1000)")
+    parser.add_argument("--dtype", default=None, help="fp32, bf16 or fp16 (default: the config's)")
+    parser.add_argument("--bandwidth-gbps", type=float, default=DEFAULT_BANDWIDTH_GBPS,
+                        help="memory bandwidth in GB/s, 1 GB = 10^9 B (default: 2000, an A100's ~2 TB/s)")
+    parser.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE,
+                        help="paged cache block size in tokens (default: 16)")
+    parser.add_argument("--prompt-tokens", type=int, default=0,
+                        help="tokens written by one prefill before decoding (copies nothing; default 0)")
+    parser.add_argument("--compare-chapter", action="store_true",
+                        help="also print the chapter's copy table in its own convention")
+    parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
+
+
+def format_report(report: MemoryReport) -> list[str]:
+
+    c = report.config
+    lines = [
+        f"model {report.model}: {c.n_layer} layers, {c.n_kv_head} KV heads of {c.head_dim}, "
+        f"{report.dtype} ({report.dtype_bytes} B)",
+        f"KV per token per layer: 2 x {c.n_kv_head} x {c.head_dim} x {report.dtype_bytes} B = "
+        f"{report.bytes_per_token_per_layer:,} B ({fmt_bytes(report.bytes_per_token_per_layer)})",
+        f"KV per token, {c.n_layer} layers: {report.bytes_per_token:,} B ({fmt_bytes(report.bytes_per_token)})",
+        f"concat copy time at {report.bandwidth_gbps:g} GB/s (1 GB = 10^9 B, each byte once); "
+        f"paged blocks of {report.block_size} tokens; sizes in KiB/MiB/GiB (2^10/2^20/2^30 B)"
+        + (f"; prompt of {report.prompt_tokens} tokens prefilled" if report.prompt_tokens else ""),
+        f"{'tokens':>7} {'KV cache':>10} {'step copy':>10} {'its time':>9} {'total copy':>11} {'its time':>10} "
+        f"{'blocks':>7} {'wasted':>7} {'wasted B':>10}",
+    ]
+    for f in report.lengths:
+        lines.append(f"{f.tokens:>7} {fmt_bytes(f.cache_bytes):>10} {fmt_bytes(f.step_copy_bytes):>10} "
+                     f"{fmt_ms(f.step_copy_ms):>9} {fmt_bytes(f.total_copy_bytes):>11} {fmt_ms(f.copy_ms):>10} "
+                     f"{f.blocks:>7} {f.wasted_slots:>7} {fmt_bytes(f.wasted_bytes):>10}")
+    lines.append(crossover_line(report))
+    lines += [f"note: {n}" for n in report.notes]
+    return lines
+
+
+def crossover_line(report: MemoryReport) -> str:
+    return (f"a decode step reads {fmt_bytes(report.decode_weights_bytes)} of weights; from "
+            f"{fmt_count(report.crossover_tokens)} tokens on it reads more K/V than weights")
+
+
+def run(args) -> int:
+    if args.prompt_tokens < 0:
+        raise ValueError(f"--prompt-tokens must be at least 0, got {args.prompt_tokens}")
+    for n in args.tokens:
+        if n < 1:
+            raise ValueError(f"--tokens must be at least 1, got {n}")
+    if not (math.isfinite(args.bandwidth_gbps) and args.bandwidth_gbps > 0):
+        raise ValueError(f"--bandwidth-gbps must be a positive number, got {args.bandwidth_gbps}")
+    if args.block_size < 1:
+        raise ValueError(f"--block-size must be at least 1, got {args.block_size}")
+    cfg = resolve_config(args.model)
+    report = compute(cfg, args.tokens, dtype=args.dtype, bandwidth_gbps=args.bandwidth_gbps,
+                     block_size=args.block_size, prompt_tokens=args.prompt_tokens)
+    for line in format_report(report):
+        print(line)
+    doc = report.to_dict()
+    if args.compare_chapter:
+        lines = chapter_comparison(cfg, args.tokens, dtype=report.dtype, bandwidth_gbps=args.bandwidth_gbps)
+        print()
+        for line in lines:
+            print(line)
+        doc["chapter_comparison"] = lines
+    if args.json_path:
+        from kvviz.fileio import atomic_write_text
+
+        try:
+            atomic_write_text(args.json_path, json.dumps(doc, indent=1) + "\n")
+        except OSError as exc:
+            raise ValueError(f"cannot write {args.json_path}: {exc.strerror or exc}") from None
+    return 0
