@@ -213,6 +213,65 @@
     </message>
 </context>
 <context>
+    <name>DownloadDialog</name>
+    <message>
+        <source>Download model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ORG/NAME or ORG/NAME@REVISION, e.g. Qwen/Qwen3-0.6B</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>From {0} (set HF_ENDPOINT for a mirror) into the Hugging Face cache. Only config.json, tokenizer.json and the safetensors weights are fetched.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Model id:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Asking the server what {0} holds...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancelling...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{done} of {total} ({share:.0f}%), {rate}/s, {left} left</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>File {index} of {n}: {file}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Done: {0} is in the model box.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{id} from {endpoint}: {n} files, {total} ({fetch} to fetch)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cancelled: {kept} of {total} kept; Download resumes from there.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The disk filled up; free some space and press Download to resume.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>ExportActions</name>
     <message>
         <source>&amp;Image...</source>
@@ -914,6 +973,10 @@
         <translation>第 {step} 步，decode：{work}。</translation>
     </message>
     <message>
+        <source>{work} {wall}</source>
+        <translation>{work}{wall}</translation>
+    </message>
+    <message>
         <source>copied {bytes}</source>
         <translation>复制 {bytes}</translation>
     </message>
@@ -928,6 +991,18 @@
     <message>
         <source>{work} Cache traffic: {moves}.</source>
         <translation>{work}缓存数据搬运：{moves}。</translation>
+    </message>
+    <message>
+        <source>{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s</source>
+        <translation>{engine} 在 {ms} 内读取了 {weights} 权重和 {kv} K/V，{gbps} GB/s</translation>
+    </message>
+    <message>
+        <source>{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine&apos;s copy bandwidth</source>
+        <translation>{engine} 在 {ms} 内读取了 {weights} 权重和 {kv} K/V，{gbps} GB/s，为本机复制带宽的 {pct}%</translation>
+    </message>
+    <message>
+        <source>{reads}.</source>
+        <translation>{reads}。</translation>
     </message>
 </context>
 <context>
@@ -1257,6 +1332,22 @@
 </context>
 <context>
     <name>StatusFields</name>
+    <message>
+        <source>copy {0} GB/s ({1})</source>
+        <translation>复制 {0} GB/s（{1}）</translation>
+    </message>
+    <message>
+        <source>copy {0} GB/s of {1} GB/s peak ({2})</source>
+        <translation>复制 {0} GB/s，峰值 {1} GB/s（{2}）</translation>
+    </message>
+    <message>
+        <source>copy {0} GB/s (cpu)</source>
+        <translation>复制 {0} GB/s（cpu）</translation>
+    </message>
+    <message>
+        <source>Memory copy bandwidth, bytes read plus bytes written per second (1 GB = 10^9 B): the ceiling a decode step runs against, since every step reads every weight and the K/V it attends over</source>
+        <translation>内存复制带宽：每秒读取加写入的字节数（1 GB = 10^9 B）。这是解码步的上限，因为每一步都要读取全部权重以及它所关注的 K/V</translation>
+    </message>
     <message>
         <source>device {0}, {1}</source>
         <translation>设备 {0}，{1}</translation>

@@ -1,0 +1,71 @@
+"""The memory wall in the app: the status bar's copy bandwidth and the narration's bytes read, from
+RunInfo and the traces alone (figures worked by hand)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from PySide6.QtWidgets import QStatusBar
+
+from kvviz.trace import StepTrace
+from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.wall import WallShape
+
+WIDE = dict(weights_read_bytes=109_611_008, embed_row_bytes=2_048, kv_bytes_per_token=32_768)
+
+
+def wide_history(copy_gbps=16.0, latency_ms=20.0, engines=("concat",), **info) -> RunHistory:
+    hist = RunHistory()
+    hist.reset(RunInfo(run_id="w", model_name="wide", device="cpu", dtype="float32", engines=engines,
+                       prompt_ids=tuple(range(8)), max_new_tokens=1893, copy_gbps=copy_gbps,
+                       **{**WIDE, **info}))
+    for engine in engines:
+        for step in range(3):
+            stop = 1898 + step if step else 8
+            start = 0 if step == 0 or engine == "naive" else stop - 1
+            hist.add(StepTrace(run_id="w", engine=engine, step=step, phase="prefill" if step == 0 else "decode",
+                               token_id=65, token_text="A", pos_start=start, pos_stop=stop, cache_len=stop,
+                               cache_capacity=stop, cache_bytes=0, bytes_copied=0, bytes_written=0,
+                               bytes_gathered=0, kv_projections=1, latency_ms=latency_ms))
+    return hist
+
+
+def test_narration_tells_the_bytes_read_and_the_bandwidth(qapp):
+    from kvviz.ui.narration import describe
+
+    # step 2 of concat on wide attends over 1,900 positions: weights 109,611,008 + 2,048 = 109,613,056 B
+    # (104.5 MiB), K/V 1,900 x 32,768 = 62,259,200 B (59.4 MiB); 171,872,256 B in 20 ms = 8.59 GB/s,
+    # 53.7% of 16 GB/s
+    text = describe(wide_history(), 2, color=lambda e, i: "#000")
+    assert ("read 104.5 MiB of weights and 59.4 MiB of K/V in 20.0 ms, 8.59 GB/s, 54% of this machine's copy "
+            "bandwidth.") in text
+    assert WallShape(109_611_008, 2_048, 32_768).step(1899, 1900).gbps(20.0) == pytest.approx(8.5936128)
+    # no copy figure recorded: the bytes and the rate, no percentage
+    assert "GB/s." in describe(wide_history(copy_gbps=0.0), 2, color=lambda e, i: "#000")
+    for bad in (math.nan, math.inf, -5.0):
+        assert "% of" not in describe(wide_history(copy_gbps=bad), 2, color=lambda e, i: "#000")
+    # a trace saved before these figures: the sentence is left out, nothing else changes
+    old = wide_history(weights_read_bytes=0, embed_row_bytes=0)
+    assert "of weights" not in describe(old, 2, color=lambda e, i: "#000")
+    # naive computes every position again: its rows too (1,900 x 2,048 B more than one row)
+    both = describe(wide_history(engines=("naive", "concat")), 2, color=lambda e, i: "#000")
+    assert "naive</b> read 108.2 MiB of weights" in both and "concat</b> read 104.5 MiB of weights" in both
+
+
+def test_status_bar_shows_the_copy_bandwidth(qtbot, monkeypatch):
+    from kvviz import bandwidth
+    from kvviz.ui.status import StatusFields
+
+    monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 15.67, 1, 1))
+    bar = QStatusBar()
+    qtbot.addWidget(bar)
+    fields = StatusFields(bar)
+    qtbot.waitUntil(lambda: fields.bandwidth.text() == "copy 15.7 GB/s (cpu)")
+    fields.show_run(RunInfo(device="cuda:0", copy_gbps=3950.4, peak_gbps=4800.0))
+    assert fields.bandwidth.text() == "copy 3,950 GB/s of 4,800 GB/s peak (cuda:0)"
+    fields.show_run(RunInfo(device="cpu", copy_gbps=12.34))
+    assert fields.bandwidth.text() == "copy 12.3 GB/s (cpu)"
+    fields.show_run(RunInfo(device="cpu", copy_gbps=math.nan))  # a hostile trace: this machine's figure
+    assert fields.bandwidth.text() == "copy 15.7 GB/s (cpu)"
+    fields.show_choice("tiny", "cpu", "float32", None)
+    assert fields.bandwidth.text() == "copy 15.7 GB/s (cpu)"
