@@ -201,6 +201,9 @@ class RunConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     trace: TraceOptions = field(default_factory=TraceOptions)
     block_size: int = 16
+    window: int = 32  # W of the window and sinks caches (kvviz.options.WINDOW_DEFAULT), sinks included
+    sinks: int = 4  # S of the sinks cache (kvviz.options.SINKS_DEFAULT)
+    residual: int | None = None  # R of the int8 cache: newest tokens kept in full precision
 
     def __post_init__(self) -> None:
         """The bounds that need no model (kvviz.options.BOUNDS); the model's own (context, vocabulary)

@@ -42,6 +42,11 @@ class Bound:
         return f"{low} and at most {fmt(self.high)}" + (f" ({self.why})" if self.why else "")
 
 
+# The approximate caches' defaults: a window of W tokens (sinks included), S sink tokens; int8 keeps
+# no full-precision residual unless --residual R is given.
+WINDOW_DEFAULT = 32
+SINKS_DEFAULT = 4
+
 # Largest paged-cache block: the run form's limit; a larger block than the run's context is refused too.
 BLOCK_SIZE_MAX = 4096
 CPU_COUNT = os.cpu_count() or 1
@@ -59,6 +64,9 @@ BOUNDS: dict[str, Bound] = {
     "context": Bound(1, 1_000_000, why="and no more than the model's context"),
     "layer": Bound(-1, 1023, why="and below the model's layer count; -1: no weights"),
     "head": Bound(0, 1023, why="and below the model's head count"),
+    "window": Bound(1, 1_000_000, why="and no more than the run's tokens"),
+    "sinks": Bound(1, 1_000_000, why="and fewer than the window"),
+    "residual": Bound(1, 1_000_000, why="and no more than the run's tokens"),
 }
 
 
@@ -115,7 +123,38 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=bounded("top_p"), default=None)
     parser.add_argument("--block-size", type=bounded("block_size"), default=16,
                         help=f"paged cache block size in tokens (at most {BLOCK_SIZE_MAX} and the model's context)")
+    add_cache_options(parser)
     add_threads(parser)
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    """W, S and R of the approximate caches (used only when window, sinks or int8 run)."""
+    parser.add_argument("--window", type=bounded("window"), default=WINDOW_DEFAULT, metavar="W",
+                        help=f"window and sinks caches: tokens kept, sinks included (default {WINDOW_DEFAULT})")
+    parser.add_argument("--sinks", type=bounded("sinks"), default=SINKS_DEFAULT, metavar="S",
+                        help=f"sinks cache: first tokens kept for ever, fewer than W (default {SINKS_DEFAULT})")
+    parser.add_argument("--residual", type=bounded("residual"), default=None, metavar="R",
+                        help="int8 cache: newest tokens kept in full precision (default none)")
+
+
+def check_cache_settings(engines, n_prompt: int, new_tokens: int, window: int, sinks: int,
+                         residual: int | None) -> None:
+    """W, S, R against the engines that use them and the run's length (tokens stored: the prompt and
+    every new token but the last). One ValueError line; settings of engines not run are not checked."""
+    stored = n_prompt + new_tokens - 1
+    run = f"the run stores {stored:,} tokens (prompt {n_prompt:,} + new {new_tokens:,} - 1)"
+    if {"window", "sinks"} & set(engines):
+        check_value("window", window, "window")
+        if window > stored:
+            raise ValueError(f"window {window:,} is larger than the run: {run}, so it would drop nothing")
+    if "sinks" in engines:
+        check_value("sinks", sinks, "sinks")
+        if sinks >= window:
+            raise ValueError(f"sinks ({sinks:,}) must be fewer than the window ({window:,}): the window counts them")
+    if "int8" in engines and residual is not None:
+        check_value("residual", residual, "residual")
+        if residual > stored:
+            raise ValueError(f"residual {residual:,} is larger than the run: {run}")
 
 
 def add_threads(parser: argparse.ArgumentParser, default: int | None = None) -> None:
@@ -178,9 +217,18 @@ def check_run_config(run) -> list[str]:
         checks.append(("top_k", run.sampling.top_k, "top-k"))
     if run.sampling.top_p is not None:
         checks.append(("top_p", run.sampling.top_p, "top-p"))
+    engines = getattr(run, "engines", ())
+    if {"window", "sinks"} & set(engines):
+        checks.append(("window", run.window, "window"))
+    if "sinks" in engines:
+        checks.append(("sinks", run.sinks, "sinks"))
+    if "int8" in engines and run.residual is not None:
+        checks.append(("residual", run.residual, "residual"))
     for key, value, label in checks:
         try:
             check_value(key, value, label)
         except ValueError as exc:
             problems.append(str(exc))
+    if "sinks" in engines and not problems and run.sinks >= run.window:
+        problems.append(f"sinks ({run.sinks:,}) must be fewer than the window ({run.window:,}): the window counts them")
     return problems

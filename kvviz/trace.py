@@ -25,16 +25,39 @@ class MaskSpec:
     q_len: int
     kv_len: int
     past_len: int
+    # A bounded cache's rule (window / sinks caches): a query at position i also needs j > i - window,
+    # unless j is one of the first `sinks` positions. None: the chapter's mask, nothing evicted.
+    window: int | None = None
+    sinks: int = 0
 
     def __post_init__(self) -> None:
         if self.past_len + self.q_len != self.kv_len:
             raise ValueError(f"mask: past_len {self.past_len} + q_len {self.q_len} != kv_len {self.kv_len}")
+        if self.window is not None and (self.window < 1 or self.sinks < 0):
+            raise ValueError(f"mask: window {self.window} must be >= 1 and sinks {self.sinks} >= 0")
 
     def to_numpy(self) -> np.ndarray:
-        """Bool [q_len, kv_len]: True where query row i may attend to key column j."""
+        """Bool [q_len, kv_len] over absolute positions: True where query row i may attend to key j."""
         rows = np.arange(self.q_len)[:, None] + self.past_len
         cols = np.arange(self.kv_len)[None, :]
-        return cols <= rows
+        allowed = cols <= rows
+        if self.window is not None:
+            allowed &= (rows - cols < self.window) | (cols < self.sinks)
+        return allowed
+
+    def evicted(self) -> np.ndarray:
+        """Positions before kv_len that the cache no longer holds after this step (never read again)."""
+        if self.window is None:
+            return np.zeros(0, dtype=np.int64)
+        held = held_positions(self.kv_len, self.window, self.sinks)
+        return np.setdiff1d(np.arange(self.kv_len), held)
+
+
+def held_positions(n: int, window: int, sinks: int = 0) -> np.ndarray:
+    """Positions a window cache holds once n tokens are stored: the first `sinks`, then the last `window`."""
+    first = np.arange(min(sinks, n))
+    last = np.arange(max(sinks, n - window), n)
+    return np.concatenate([first, last]).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -65,10 +88,28 @@ class StepTrace:
     block_table: tuple[int, ...] | None = None
     block_size: int | None = None
     device_mem_bytes: int | None = None  # allocator's view, where the device reports one
+    window: int | None = None  # W of a window/sinks cache: the slots it holds, sinks included
+    sinks: int = 0  # S of a sinks cache: the first S positions, kept for ever
+    residual: int | None = None  # R of an int8 cache: the newest R tokens kept in full precision
+
+    @property
+    def held(self) -> np.ndarray | None:
+        """Absolute positions the cache holds after this step (None: every position it has seen)."""
+        if self.window is None:
+            return None
+        return held_positions(self.pos_stop, self.window - self.sinks, self.sinks)
+
+    @property
+    def evicted(self) -> np.ndarray:
+        """Positions dropped by this step or earlier: evicted, never read again."""
+        held = self.held
+        return np.zeros(0, dtype=np.int64) if held is None else np.setdiff1d(np.arange(self.pos_stop), held)
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {self.phase!r}")
+        if self.window is not None and not 0 <= self.sinks < self.window:
+            raise ValueError(f"sinks {self.sinks} must be at least 0 and fewer than the window {self.window}")
 
     @property
     def new_tokens(self) -> int:

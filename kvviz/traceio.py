@@ -36,7 +36,8 @@ _SCALAR_ORDER = ("run_id", "step", "phase", "token_id", "token_text", "pos_start
 _INT_FIELDS = ("step", "token_id", "pos_start", "pos_stop", "cache_len", "cache_capacity", "cache_bytes",
                "bytes_copied", "bytes_written", "bytes_gathered", "kv_projections")
 _STR_FIELDS = ("run_id", "phase", "token_text")
-_OPTIONAL_INT_FIELDS = ("weights_layer", "weights_head", "block_size", "device_mem_bytes")
+_OPTIONAL_INT_FIELDS = ("weights_layer", "weights_head", "block_size", "device_mem_bytes", "window", "sinks",
+                        "residual")  # window, sinks, residual: the approximate caches' W, S, R
 _ARRAY_FIELDS = ("attn_weights", "logits")
 
 
@@ -128,11 +129,13 @@ def decode_step(doc: Any, engine: str) -> StepTrace:
     kw["latency_ms"] = float(_field(doc, "latency_ms", _is_number, "a number"))
     for key in _OPTIONAL_INT_FIELDS:
         kw[key] = _field(doc, key, _is_int, "a whole number", optional=True)
+    kw["sinks"] = kw["sinks"] or 0
     mask = doc.get("mask")
     if mask is not None:
         if not (isinstance(mask, list) and len(mask) == 3 and all(_is_int(v) and v >= 0 for v in mask)):
             raise ValueError(f"mask must be [q_len, kv_len, past_len], got {mask!r}")
-        kw["mask_spec"] = MaskSpec(*mask)
+        bounded = kw["window"] is not None
+        kw["mask_spec"] = MaskSpec(*mask, window=kw["window"] - kw["sinks"] if bounded else None, sinks=kw["sinks"])
     for key in _ARRAY_FIELDS:
         if doc.get(key) is not None:
             try:
@@ -181,7 +184,8 @@ def info_from_dict(doc: Any) -> RunInfo:
 # -- meaning: what a real run can produce ----------------------------------------------------------
 # A saved run is checked against what kvviz's engines can produce, so a panel never has to draw
 # something no run makes (a negative byte count, a 100,000-character token, a block of 10^9 tokens).
-ENGINES = ("naive", "concat", "static", "paged")  # kvviz.engines.ENGINE_KEYS (a test keeps them equal)
+# kvviz.engines.ENGINE_KEYS (a test keeps them equal)
+ENGINES = ("naive", "concat", "static", "paged", "window", "sinks", "int8")
 MAX_DEPTH = 8  # doc > engines > [] > step > array > shape > []: 7 levels in a file kvviz writes
 MAX_TOKEN_CHARS = 256  # one id decodes to a few bytes: the longest tokens of real vocabularies are < 256
 MAX_TOKEN_ID = (1 << 24) - 1  # vocabularies are < 2^18 tokens; 16M leaves room and bounds any table
@@ -273,7 +277,11 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
         if t.run_id != steps[0].run_id or (info.run_id and t.run_id != info.run_id):
             raise ValueError(f"{where}: run_id {t.run_id!r} is not the run's ({info.run_id or steps[0].run_id!r})")
         # the cache's bytes are its capacity's (panels divide one by the other)
-        if kv_bytes and t.cache_bytes != t.cache_capacity * kv_bytes:
+        if t.window is not None:
+            _check_range(t.window, f"{where}: window", 1, room)
+        quantised = name == "int8"  # int8 payload and scales: fewer bytes than its capacity at full precision
+        if kv_bytes and (t.cache_bytes > t.cache_capacity * kv_bytes if quantised
+                         else t.cache_bytes != t.cache_capacity * kv_bytes):
             raise ValueError(f"{where}: cache_bytes {t.cache_bytes:,} for a capacity of {t.cache_capacity} tokens "
                              f"at {kv_bytes:,} bytes each")
         if (t.cache_bytes == 0) != (t.cache_capacity == 0):

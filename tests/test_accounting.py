@@ -49,7 +49,9 @@ class OpBytes(TorchDispatchMode):
         return out
 
 
-@pytest.mark.parametrize("key", list(CACHES))
+# int8's update also quantises and dequantises (arithmetic, not moves): its bytes are checked against
+# hand counts and the tensors it holds in test_approx_caches.py
+@pytest.mark.parametrize("key", [k for k in CACHES if k != "int8"])
 @pytest.mark.parametrize("block_size", [4, 16])
 def test_counters_equal_observed_op_bytes(tiny_random, byte_tokenizer, key, block_size, monkeypatch):
     observed: list[OpBytes] = []
@@ -64,7 +66,7 @@ def test_counters_equal_observed_op_bytes(tiny_random, byte_tokenizer, key, bloc
 
     monkeypatch.setattr(cls, "update", watched)
     ids = byte_tokenizer.encode("count the bytes")
-    traces = list(make_engine(key, tiny_random, block_size=block_size).generate(
+    traces = list(make_engine(key, tiny_random, block_size=block_size, window=9, sinks=3).generate(
         ids, 40, trace=TraceOptions(masks=False)))
     assert len(observed) == len(traces)
     for t, ops in zip(traces, observed):

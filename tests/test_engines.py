@@ -1,4 +1,6 @@
-"""Every engine in the registry against the naive engine: same tokens, logits within 1e-4."""
+"""Every exact engine in the registry against the naive engine: same tokens, logits within 1e-4. The
+approximate ones (window, sinks, int8) are checked against their own rules in test_approx_caches.py
+and share the structural tests here."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvviz.config import SamplingConfig, TraceOptions
-from kvviz.engines import ENGINE_KEYS, make_engine
+from kvviz.engines import APPROXIMATE_KEYS, ENGINE_KEYS, EXACT_KEYS, make_engine
 
-CACHED = [k for k in ENGINE_KEYS if k != "naive"]
+CACHED = [k for k in EXACT_KEYS if k != "naive"]
 
 
 def run(model, key, ids, n, sampling=None, trace=None, **kw):
@@ -59,7 +61,7 @@ def test_property_all_engines_agree(tiny_random, byte_tokenizer, prompt, n, temp
     sampling = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     trace = TraceOptions(masks=False)
     results = {k: [t.token_id for t in run(tiny_random, k, ids, n, sampling, trace, block_size=block_size)]
-               for k in ENGINE_KEYS}
+               for k in EXACT_KEYS}
     assert all(len(v) == n for v in results.values())
     assert all(v == results["naive"] for v in results.values()), results
 
@@ -82,7 +84,8 @@ def test_step_structure(tiny_random, byte_tokenizer, key):
             q = 7 if t.step == 0 else 1
             assert (t.pos_start, t.pos_stop) == (L - q, L)
             assert t.kv_projections == q * n_layer
-            assert t.cache_len == L
+            held = L if key not in ("window", "sinks") else min(L, t.window)
+            assert t.cache_len == held and len(t.evicted) == L - held
             assert t.mask.shape == (q, L)
         assert t.attn_weights.shape == t.mask.shape
         np.testing.assert_allclose(t.attn_weights.sum(-1), 1.0, atol=1e-5)
@@ -100,12 +103,26 @@ def chapter_mask(seq_len: int, total_len: int) -> np.ndarray:
     return mask
 
 
-@pytest.mark.parametrize("key", ENGINE_KEYS)
+@pytest.mark.parametrize("key", EXACT_KEYS)
 def test_mask_is_the_chapters(tiny_random, byte_tokenizer, key):
     ids = byte_tokenizer.encode("mask!")
     for t in run(tiny_random, key, ids, 4):
         q, kv = t.mask.shape
         np.testing.assert_array_equal(t.mask, ~chapter_mask(q, kv))
+
+
+@pytest.mark.parametrize("key", APPROXIMATE_KEYS)
+def test_bounded_masks_are_the_chapters_less_what_was_evicted(tiny_random, key):
+    """W=5, S=2 on a 9-token prompt, by hand: the last query row sees 0, 1 (sinks) and 6, 7, 8."""
+    traces = run(tiny_random, key, list(range(65, 74)), 4, window=5, sinks=2)
+    for t in traces:
+        q, kv = t.mask.shape
+        chapter = ~chapter_mask(q, kv)
+        assert not (t.mask & ~chapter).any()  # never more than the chapter's
+        if key == "int8":
+            np.testing.assert_array_equal(t.mask, chapter)  # approximates values, drops nothing
+    last_row = {"window": [4, 5, 6, 7, 8], "sinks": [0, 1, 6, 7, 8], "int8": list(range(9))}[key]
+    assert list(np.flatnonzero(traces[0].mask[-1])) == last_row
 
 
 def test_trace_arrays_are_copies(tiny_random, byte_tokenizer):

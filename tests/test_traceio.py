@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from kvviz import traceio
-from kvviz.trace import StepTrace
+from kvviz.trace import StepTrace, first_divergence
 from kvviz.ui.history import RunHistory, RunInfo
 
-ENGINES = ("naive", "concat", "static", "paged")
+ENGINES = ("naive", "concat", "static", "paged", "window", "sinks", "int8")
 PROMPT = [72, 101, 108, 108, 111]
 N_NEW = 6
 
@@ -28,9 +28,9 @@ def run(tiny_random):
     from kvviz.engines import make_engine
 
     opts = TraceOptions(weights_layer=0, weights_head=1, logits=True)
-    traces = {k: list(make_engine(k, tiny_random, block_size=4).generate(PROMPT, N_NEW, trace=opts, run_id="r1",
-                                                                        token_text=lambda i: chr(i)))
-              for k in ENGINES}
+    engines = {k: make_engine(k, tiny_random, block_size=4, window=4, sinks=1, residual=2) for k in ENGINES}
+    traces = {k: list(e.generate(PROMPT, N_NEW, trace=opts, run_id="r1", token_text=lambda i: chr(i)))
+              for k, e in engines.items()}
     cfg = tiny_random.cfg
     info = RunInfo(run_id="r1", model_name=cfg.name, device="cpu", dtype="float32", prompt="Hello",
                    prompt_ids=tuple(PROMPT), prompt_labels=tuple("Hello"), engines=ENGINES, max_new_tokens=N_NEW,
@@ -74,7 +74,9 @@ def test_json_round_trip_is_exact(run, tmp_path):
     for k in ENGINES:
         for step in loaded.traces[k]:
             history.add(step)
-    assert history.divergence() is None and history.n_steps() == N_NEW
+    # the approximate caches may part from the exact ones; the file keeps where
+    assert history.divergence() == first_divergence([t.token_id for t in traces[k]] for k in ENGINES)
+    assert history.n_steps() == N_NEW
 
 
 def test_json_layout(run):
@@ -120,7 +122,10 @@ def test_summary_csv_and_markdown(run, tmp_path):
     rows = list(csv.DictReader(io.StringIO(traceio.summary_csv(traces))))
     assert [r["engine"] for r in rows] == list(ENGINES)
     assert float(rows[0]["speedup_vs_naive"]) == 1.0
-    assert all(r["same_tokens_as_naive"] == "True" for r in rows)
+    naive = [t.token_id for t in traces["naive"]]
+    assert [r["same_tokens_as_naive"] for r in rows] == [str([t.token_id for t in traces[k]] == naive)
+                                                          for k in ENGINES]
+    assert all(r["same_tokens_as_naive"] == "True" for r in rows[:4])  # the exact ones
     assert int(rows[1]["bytes_copied"]) == sum(t.bytes_copied for t in traces["concat"])
     assert int(rows[0]["kv_projections"]) > int(rows[1]["kv_projections"])  # the work the cache saves
     md = traceio.save_summary_markdown(tmp_path / "summary.md", traces).read_text(encoding="utf-8")

@@ -9,9 +9,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from kvviz.config import ModelConfig
+from kvviz.trace import MaskSpec
 
 
 @dataclass
@@ -26,9 +28,14 @@ class KVCache(ABC):
 
     key: str = ""
     block_size: int | None = None  # tokens per block, for caches that allocate in blocks
+    # True: attention sees exactly what it would without a cache (same tokens as naive). False: the
+    # cache drops or approximates K/V (window, sinks, int8), and is tested against its own rule.
+    exact: bool = True
 
     def __init__(self, cfg: ModelConfig, *, max_len: int, device: torch.device, dtype: torch.dtype,
-                 batch: int = 1, block_size: int = 16, seed: int = 0) -> None:
+                 batch: int = 1, block_size: int = 16, seed: int = 0, window: int | None = None,
+                 sinks: int | None = None, residual: int | None = None) -> None:
+        # window, sinks, residual: settings of the approximate caches; the others ignore them
         self.cfg = cfg
         self.max_len = max_len
         self.device = device
@@ -55,6 +62,20 @@ class KVCache(ABC):
     def commit(self, n_new: int) -> None:
         """Every layer has stored the step's tokens: they now count."""
         self.seq_len += n_new
+
+    @property
+    def held_len(self) -> int:
+        """Positions whose K/V the cache holds now (all of them, unless it evicts)."""
+        return self.seq_len
+
+    def kv_positions(self, n_new: int) -> np.ndarray | None:
+        """Absolute position of each K/V row `update` will return for `n_new` new tokens, when that is
+        not simply 0..seq_len+n_new-1 in order (None). The model masks and places weights with it."""
+        return None
+
+    def mask_spec(self, n_new: int) -> MaskSpec:
+        """The rule attention applies over absolute positions (the chapter's causal mask here)."""
+        return MaskSpec(q_len=n_new, kv_len=self.seq_len + n_new, past_len=self.seq_len)
 
     @property
     @abstractmethod

@@ -13,14 +13,23 @@ ENGINE_HELP = {
     "concat": "the chapter's cache: torch.cat copies the whole history every step",
     "static": "preallocated to the run's length; new K/V written in place",
     "paged": "fixed-size blocks from a pool, a block table per sequence",
+    "window": "only the last W tokens kept (Mistral): memory stops at W, older tokens are dropped",
+    "sinks": "the first S tokens kept for ever plus the last W - S (StreamingLLM)",
+    "int8": "K/V stored as int8 with a scale per token and head, dequantised for attention",
 }
 
+EXACT_KEYS: tuple[str, ...] = ("naive", *(k for k, c in CACHES.items() if c.exact))
+APPROXIMATE_KEYS: tuple[str, ...] = tuple(k for k, c in CACHES.items() if not c.exact)
 
-def make_engine(key: str, model, *, block_size: int = 16) -> Engine:
+
+def make_engine(key: str, model, *, block_size: int = 16, window: int | None = None, sinks: int | None = None,
+                residual: int | None = None) -> Engine:
+    """`window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None)."""
     if key == "naive":
         return NaiveEngine(model, block_size=block_size)
     if key in CACHES:
-        return CachedEngine(model, cache_key=key, block_size=block_size)
+        return CachedEngine(model, cache_key=key, block_size=block_size,
+                            options=dict(window=window, sinks=sinks, residual=residual))
     raise ValueError(f"unknown engine {key!r}; choose from {', '.join(ENGINE_KEYS)}")
 
 
@@ -37,4 +46,5 @@ def parse_engines(text: str | list[str]) -> tuple[str, ...]:
     return tuple(items)
 
 
-__all__ = ["ENGINE_KEYS", "ENGINE_HELP", "Engine", "make_engine", "parse_engines", "validate_request"]
+__all__ = ["ENGINE_KEYS", "EXACT_KEYS", "APPROXIMATE_KEYS", "ENGINE_HELP", "Engine", "make_engine", "parse_engines",
+           "validate_request"]

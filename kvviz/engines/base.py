@@ -53,7 +53,7 @@ class Engine(ABC):
 
     def _cache_figures(self) -> dict:
         return dict(cache_len=0, cache_capacity=0, cache_bytes=0, bytes_copied=0, bytes_written=0,
-                    bytes_gathered=0, block_table=None, block_size=None)
+                    bytes_gathered=0, block_table=None, block_size=None, window=None, sinks=0, residual=None)
 
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
                  sampling: SamplingConfig | None = None, trace: TraceOptions | None = None,

@@ -1,6 +1,6 @@
 """Prefill then decode through a cache: the prompt in one forward, then one token per forward.
 
-Which cache (concat, static, paged) is the only difference between the cached engines.
+Which cache (concat, static, paged, window, sinks, int8) is the only difference between the cached engines.
 """
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from kvviz.engines.base import Engine
 
 
 class CachedEngine(Engine):
-    def __init__(self, model, *, cache_key: str, block_size: int = 16) -> None:
+    def __init__(self, model, *, cache_key: str, block_size: int = 16, options: dict | None = None) -> None:
         super().__init__(model, block_size=block_size)
         self.key = cache_key
         self.cache_cls = CACHES[cache_key]
+        self.options = options or {}  # window, sinks, residual: the approximate caches' settings
         self.cache: KVCache | None = None
 
     def _begin(self, prompt_ids, max_new_tokens, seed):
         # The run's length: the prompt plus every new token (the last is sampled, never stored).
         self.cache = self.cache_cls(self.cfg, max_len=len(prompt_ids) + max_new_tokens, device=self.device,
-                                    dtype=self.dtype, block_size=self.block_size, seed=seed)
+                                    dtype=self.dtype, block_size=self.block_size, seed=seed, **self.options)
 
     def _forward(self, ids, step, trace):
         cache = self.cache
@@ -34,7 +35,8 @@ class CachedEngine(Engine):
     def _cache_figures(self):
         c = self.cache
         counters = c.take_counters()
-        return dict(cache_len=c.seq_len, cache_capacity=c.capacity, cache_bytes=c.resident_bytes,
+        return dict(cache_len=c.held_len, cache_capacity=c.capacity, cache_bytes=c.resident_bytes,
                     bytes_copied=counters.copied, bytes_written=counters.written,
                     bytes_gathered=counters.gathered, block_table=c.block_table(),
-                    block_size=c.block_size)
+                    block_size=c.block_size, window=getattr(c, "window", None), sinks=getattr(c, "sinks", 0),
+                    residual=getattr(c, "residual", None) or None)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kvviz.config import ModelConfig
-from kvviz.models.transformer import ForwardResult, attend, causal_mask
+from kvviz.models.transformer import ForwardResult, attend, place_weights, step_mask
 
 
 class GPT2Attention(nn.Module):
@@ -95,7 +95,7 @@ class GPT2(nn.Module):
         past = cache.seq_len if cache is not None else 0
         if past + T > self.cfg.max_seq_len:
             raise ValueError(f"position {past + T - 1} is beyond GPT-2's {self.cfg.max_seq_len} learned positions")
-        mask, mask_tensor = causal_mask(T, past, ids.device)
+        mask, mask_tensor, kv_pos = step_mask(T, cache, ids.device)
         x = self.wte(ids) + self.wpe.weight[past:past + T]  # (B, T, C)
         weights = None
         for i, block in enumerate(self.h):
@@ -105,4 +105,5 @@ class GPT2(nn.Module):
         x = self.ln_f.forward(x if all_logits else x[:, -1:])
         head = self.wte.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(x, head)  # (B, T|1, V)
+        weights = place_weights(weights, kv_pos, mask.kv_len)
         return ForwardResult(logits=logits if all_logits else logits[:, -1], mask=mask, attn_weights=weights)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -102,6 +103,30 @@ def causal_mask(T: int, past: int, device: torch.device) -> tuple[MaskSpec, torc
     return mask, None
 
 
+def step_mask(T: int, cache, device: torch.device) -> tuple[MaskSpec, torch.Tensor | None, torch.Tensor | None]:
+    """The mask of this forward and, for a cache that holds only some positions (window, sinks), the
+    absolute position of each K/V row it returns (else None). The tensor is in the cache's row order."""
+    past = cache.seq_len if cache is not None else 0
+    kv_pos = None if cache is None else cache.kv_positions(T)
+    if kv_pos is None:
+        return (*causal_mask(T, past, device), None)
+    mask = cache.mask_spec(T)
+    allowed = mask.to_numpy()[:, kv_pos]  # (T, n_held)
+    causal = allowed.shape[0] == allowed.shape[1] and (allowed == np.tri(T, dtype=bool)).all()
+    tensor = None if (T == 1 and allowed.all()) or (causal and (kv_pos == np.arange(T)).all()) \
+        else torch.from_numpy(allowed).to(device)
+    return mask, tensor, torch.from_numpy(kv_pos).to(device)
+
+
+def place_weights(weights: torch.Tensor | None, kv_pos: torch.Tensor | None, kv_len: int) -> torch.Tensor | None:
+    """One head's weights over the cache's rows -> over absolute positions 0..kv_len (0 where evicted)."""
+    if weights is None or kv_pos is None:
+        return weights
+    full = weights.new_zeros(*weights.shape[:-1], kv_len)  # (B, T_q, kv_len)
+    full[..., kv_pos] = weights
+    return full
+
+
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache, layer_idx: int, mask: MaskSpec,
            mask_tensor: torch.Tensor | None, weights_head: int | None):
     """The chapter's cached attention: the new K/V go into the cache, the queries meet past + new.
@@ -113,16 +138,19 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache, layer_idx: 
     y = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask_tensor, is_causal=mask_tensor is None and T > 1, enable_gqa=H != k.shape[1])
     y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
-    weights = None if weights_head is None else head_weights(q, k, mask, weights_head)
+    weights = None if weights_head is None else head_weights(q, k, mask, weights_head, mask_tensor)
     return y, weights
 
 
-def head_weights(q: torch.Tensor, k: torch.Tensor, mask: MaskSpec, head: int) -> torch.Tensor:
+def head_weights(q: torch.Tensor, k: torch.Tensor, mask: MaskSpec, head: int,
+                 mask_tensor: torch.Tensor | None = None) -> torch.Tensor:
     """softmax(q k^T / sqrt(D)) of one query head, recomputed beside SDPA so that tracing never
     changes the numbers the model computes. (B, T_q, T_kv), float32."""
     kv_head = head // (q.shape[1] // k.shape[1])  # the KV head this query head shares
     scores = torch.matmul(q[:, head], k[:, kv_head].transpose(-1, -2)).float() / math.sqrt(q.shape[-1])
-    if mask.q_len > 1:
+    if mask_tensor is not None:
+        scores = scores.masked_fill(~mask_tensor, float("-inf"))
+    elif mask.q_len > 1:
         allowed = torch.from_numpy(mask.to_numpy()).to(scores.device)
         scores = scores.masked_fill(~allowed, float("-inf"))
     return scores.softmax(dim=-1)
@@ -240,7 +268,7 @@ class Transformer(nn.Module):
         """ids (B, T). With a cache, positions continue from its length and K/V are stored in it."""
         B, T = ids.shape
         past = cache.seq_len if cache is not None else 0
-        mask, mask_tensor = causal_mask(T, past, ids.device)
+        mask, mask_tensor, kv_pos = step_mask(T, cache, ids.device)
         cos_all, sin_all = self._rope(past + T, ids.device)
         cos, sin = cos_all[past:past + T], sin_all[past:past + T]  # (T, D)
         x = self.embed_tokens(ids)  # (B, T, C)
@@ -253,4 +281,5 @@ class Transformer(nn.Module):
         x = self.norm.forward(x if all_logits else x[:, -1:])
         head = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(x, head)  # (B, T|1, V)
+        weights = place_weights(weights, kv_pos, mask.kv_len)
         return ForwardResult(logits=logits if all_logits else logits[:, -1], mask=mask, attn_weights=weights)
