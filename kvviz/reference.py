@@ -1,11 +1,11 @@
 """A bare decode loop: what kvviz's engines cost measured against plain PyTorch doing the same work.
 
 `bare_generate` runs the Llama-family rule (RMSNorm, RoPE, fused QKV, SDPA, SwiGLU) over a kvviz
-Transformer's own weight tensors, with one cache rule written out inline (concat: `torch.cat`;
-static: a preallocated buffer written in place; paged: a shuffled block pool, written with
-`index_copy_` and gathered with `index_select`), greedy argmax, and nothing else: no engine, no
-cache object, no trace, no sampler. It knows nothing of tracing or of the app; the bench times it
-beside the engines. GPT-2 models have no bare loop here.
+Transformer's own weight tensors, with one cache rule written out inline (naive: none, the whole
+sequence every step; concat: `torch.cat`; static: a preallocated buffer written in place; paged: a
+shuffled block pool, written with `index_copy_` and gathered with `index_select`), greedy argmax, and
+nothing else: no engine, no cache object, no trace, no sampler. It knows nothing of tracing or of the
+app; the bench times it beside the engines. GPT-2 models have no bare loop here.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from kvviz.devices import synchronize
 
-RULES = ("concat", "static", "paged")
+RULES = ("naive", "concat", "static", "paged")
 
 
 def supports(model) -> bool:
@@ -78,7 +78,7 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
         vbuf = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layer)]
         order = torch.randperm(n_blocks, generator=torch.Generator().manual_seed(seed)).tolist()
         free, table = order[::-1], []
-    else:
+    else:  # concat grows these; naive keeps nothing
         kbuf, vbuf = [None] * n_layer, [None] * n_layer
 
     ids = [int(i) for i in prompt_ids]
@@ -89,7 +89,9 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
         synchronize(device)
         t0 = time.perf_counter()
         with torch.inference_mode():
-            new = ids if step == 0 else ids[-1:]
+            if rule == "naive":
+                past = 0  # nothing kept: every position again
+            new = ids if step == 0 or rule == "naive" else ids[-1:]
             T = len(new)
             stop = past + T
             if rule == "paged":
@@ -123,7 +125,7 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
                     kbuf[li][:, :, past:stop].copy_(k)
                     vbuf[li][:, :, past:stop].copy_(v)
                     k, v = kbuf[li][:, :, :stop], vbuf[li][:, :, :stop]
-                else:
+                elif rule == "paged":
                     kp, vp = kbuf[li], vbuf[li]
                     kp.view(-1, KV, D).index_copy_(0, slots, k[0].transpose(0, 1))  # (T, KV, D)
                     vp.view(-1, KV, D).index_copy_(0, slots, v[0].transpose(0, 1))
@@ -188,3 +190,33 @@ def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int 
     return dict(engine=rule, new_tokens=n, repeat=repeat, bare_ms=med["bare"],
                 kvviz_ms={m: med[m] for m in modes}, ratio={m: med["bare"] / med[m] for m in modes},
                 same_tokens=all(tokens[m] == tokens["bare"] for m in modes))
+
+
+TARGETS = {"off": 0.95, "full": 0.85}  # issue 16: kvviz/bare at least this, tracing off and full
+
+
+def reference_rows(model, prompt_ids: Sequence[int], tokens: Sequence[int], engines: Sequence[str], *,
+                   repeat: int, block_size: int = 16, out=print) -> list[dict]:
+    """`kvviz bench --reference`: compare() for every engine with a bare rule at every length, printed
+    as a table (one line a row, as it is measured) and returned as JSON-ready rows."""
+    keys = [e for e in engines if e in RULES]
+    skipped = [e for e in engines if e not in RULES]
+    out(f"kvviz against a bare loop (the same weights and cache rule, no engine, trace or sampler): wall time of "
+        f"the whole generation, trace records included, median of {repeat} interleaved; kvviz/bare = bare time / "
+        f"kvviz time; off = no tracing, full = the app's (masks + layer 0 head 0 weights)"
+        + (f"; no bare loop for {', '.join(skipped)}" if skipped else ""))
+    out(f"{'new':>5} {'engine':<7} {'bare ms':>9} {'off ms':>9} {'kvviz/bare':>10} {'full ms':>9} "
+        f"{'kvviz/bare':>10}  same tokens")
+    rows = []
+    for n in tokens:
+        for key in keys:
+            row = compare(model, prompt_ids, n, key, repeat=repeat, block_size=block_size)
+            rows.append(row)
+            out(f"{n:>5} {key:<7} {row['bare_ms']:>9.1f} {row['kvviz_ms']['off']:>9.1f} "
+                f"{row['ratio']['off']:>9.2f}x {row['kvviz_ms']['full']:>9.1f} {row['ratio']['full']:>9.2f}x  "
+                f"{'yes' if row['same_tokens'] else 'NO'}")
+    missed = [f"{r['engine']} at {r['new_tokens']} ({m} {r['ratio'][m]:.2f}x)" for r in rows
+              for m, least in TARGETS.items() if r["ratio"][m] < least]
+    out(f"targets: >= {TARGETS['off']}x off, >= {TARGETS['full']}x full: "
+        + ("met" if not missed else "missed by " + ", ".join(missed)))
+    return rows

@@ -86,10 +86,18 @@ class StepRead:
 
     def gbps(self, latency_ms: float) -> float:
         """Achieved bandwidth in GB/s (10^9 B/s): the bytes read over the step's time."""
-        if not latency_ms > 0:
-            return float("nan")
-        return self.total_bytes / (latency_ms * 1e-3) / 1e9
+        return achieved_gbps(self.total_bytes, latency_ms)
 
 
 def crossover_length(cfg: ModelConfig, dtype: str | None = None) -> int:
     return WallShape.from_config(cfg, dtype).crossover()
+
+
+def bytes_read(shape: WallShape, spans) -> int:
+    """The bytes a run's steps must read, summed: `spans` is each step's (pos_start, pos_stop)."""
+    return sum(shape.step(start, stop).total_bytes for start, stop in spans)
+
+
+def achieved_gbps(nbytes: int, ms: float) -> float:
+    """nbytes over ms, in GB/s (10^9 B/s); NaN for no time."""
+    return nbytes / (ms * 1e-3) / 1e9 if ms > 0 else float("nan")

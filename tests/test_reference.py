@@ -42,4 +42,4 @@ def test_bf16(models):
 
 def test_bad_rule(models):
     with pytest.raises(ValueError, match="unknown cache rule"):
-        bare_generate(models["gqa"], [1], 2, "naive")
+        bare_generate(models["gqa"], [1], 2, "window")

@@ -97,3 +97,12 @@ def test_bandwidth_and_bad_input():
         WallShape(0, 0, 0).crossover()
     assert not WallShape(0, 0, 0).known
     assert WallShape.from_config(ModelConfig(), "bf16").kv_bytes_per_token == 1024
+
+
+def test_a_run_reads_the_sum_of_its_steps():
+    from kvviz.wall import achieved_gbps, bytes_read
+
+    w = WallShape(weights_bytes=1000, row_bytes=10, kv_bytes_per_token=100)
+    # prefill of 3 (1030 + 300), then decodes at 4 and 5 (1010 + 400, 1010 + 500)
+    assert bytes_read(w, [(0, 3), (3, 4), (4, 5)]) == 1330 + 1410 + 1510
+    assert achieved_gbps(4250, 0.001) == pytest.approx(4.25) and math.isnan(achieved_gbps(1, 0))
