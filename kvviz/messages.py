@@ -34,6 +34,7 @@ class Environment:
     engines: tuple[tuple[str, str], ...]  # (key, one-line help), registry order
     torch_version: str = ""
     threads: int = 1
+    cached_models: tuple[ModelChoice, ...] = ()  # hub checkpoints found in the caches, openable or not
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,14 @@ class RunRequest:
     steps_per_s: float = 0.0  # 0: as fast as possible
     start_paused: bool = False  # Step from idle: run one lockstep round, then wait
     threads: int | None = None  # torch CPU threads; None leaves torch's choice
+
+
+def cached_choices(entries) -> tuple[ModelChoice, ...]:
+    """Model-box entries for the checkpoints kvviz.models.hub.list_cached_models found: the id as the name,
+    where it is and its size as the description, and for one kvviz cannot open, the reason it gives."""
+    from kvviz.format import fmt_bytes
+
+    return tuple(ModelChoice(name=e.model_id, description=f"{e.source}: {e.folder} ({fmt_bytes(e.size_bytes)})",
+                             config=e.config if isinstance(e.config, ModelConfig) else None,
+                             available=e.openable, reason=f"{e.model_id}: {e.problem}" if e.problem else "")
+                 for e in entries)

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
-from kvviz.ui.messages import Environment, ModelChoice
+from kvviz.messages import Environment, ModelChoice
 from kvviz.ui.qtutil import blocked
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")
@@ -209,12 +209,15 @@ class RunForm(QWidget):
         """The models, devices and engines the worker listed; the saved choices picked among them."""
         self.env = env
         self._engine_help = dict(env.engines)
-        self.models = {m.name: m for m in env.models}
+        self.models = {m.name: m for m in (*env.models, *env.cached_models)}
         for path in self._saved_list("models/checkpoints"):
             self.models.setdefault(path, ModelChoice(name=path, description=self.tr("checkpoint folder")))
+        cached = {m.name for m in env.cached_models}
         with blocked(self.model_combo):
             self.model_combo.clear()
             for choice in self.models.values():
+                if choice.name in cached and choice.name == env.cached_models[0].name:
+                    self.model_combo.insertSeparator(self.model_combo.count())  # presets above, caches below
                 self._add_model_item(choice)
         wanted = self._wanted.get("model")
         if wanted in self.models and not self.models[wanted].available:
@@ -252,6 +255,16 @@ class RunForm(QWidget):
             self.models[choice.name] = ModelChoice(name=choice.name, description=old.description if old else "",
                                                    config=choice.config)
             self._on_model_changed()
+
+    def add_downloaded(self, model_id: str, folder: str) -> None:
+        """A checkpoint Model > Download model fetched: offered by its id (it resolves from the cache) and chosen."""
+        if model_id not in self.models or not self.models[model_id].available:
+            self.models[model_id] = ModelChoice(name=model_id, description=f"Hugging Face: {folder}")
+            index = self.model_combo.findData(model_id)
+            if index >= 0:
+                self.model_combo.removeItem(index)
+            self._add_model_item(self.models[model_id])
+        self.model_combo.setCurrentIndex(self.model_combo.findData(model_id))
 
     def add_model_path(self, path: str) -> None:
         """Add a model folder to the picker; the worker reads and loads it when a run starts."""
