@@ -91,6 +91,10 @@ class StepTrace:
     window: int | None = None  # W of a window/sinks cache: the slots it holds, sinks included
     sinks: int = 0  # S of a sinks cache: the first S positions, kept for ever
     residual: int | None = None  # R of an int8 cache: the newest R tokens kept in full precision
+    # Quality beside cost (kvviz.quality): KL(exact || this) of the next-token distributions at this
+    # step, teacher-forced on the exact engine's tokens, and whether their top-1 tokens agree
+    kl_to_exact: float | None = None
+    top1_agrees: bool | None = None
 
     @property
     def held(self) -> np.ndarray | None:
@@ -145,6 +149,8 @@ class RunSummary:
     peak_cache_bytes: int
     token_ids: tuple[int, ...] = field(default_factory=tuple)
     step_ms: tuple[float, ...] = field(default_factory=tuple)
+    mean_kl: float | None = None  # mean KL(exact || this) per step, where the steps were measured
+    top1_agreement: float | None = None  # share of steps whose top-1 token is the exact engine's
 
     @property
     def tokens_per_s(self) -> float:
@@ -157,6 +163,7 @@ class RunSummary:
         engines = {t.engine for t in traces}
         if len(engines) != 1:
             raise ValueError(f"traces of several engines: {sorted(engines)}")
+        kl = [t.kl_to_exact for t in traces if t.kl_to_exact is not None]
         return cls(
             engine=traces[0].engine,
             new_tokens=len(traces),
@@ -168,6 +175,8 @@ class RunSummary:
             peak_cache_bytes=max(t.cache_bytes for t in traces),
             token_ids=tuple(t.token_id for t in traces),
             step_ms=tuple(t.latency_ms for t in traces),
+            mean_kl=float(np.mean(kl)) if kl else None,
+            top1_agreement=float(np.mean([t.top1_agrees for t in traces if t.top1_agrees is not None])) if kl else None,
         )
 
 

@@ -69,7 +69,7 @@ def encode_step(t: StepTrace, array_dtype: str = "float32") -> dict[str, Any]:
         value = getattr(t, key)
         if value is not None:
             doc[key] = encode_array(value, array_dtype)
-    for key in _OPTIONAL_INT_FIELDS:
+    for key in _OPTIONAL_INT_FIELDS + ("kl_to_exact", "top1_agrees"):
         if getattr(t, key) is not None:
             doc[key] = getattr(t, key)
     if t.block_table is not None:
@@ -130,6 +130,10 @@ def decode_step(doc: Any, engine: str) -> StepTrace:
     for key in _OPTIONAL_INT_FIELDS:
         kw[key] = _field(doc, key, _is_int, "a whole number", optional=True)
     kw["sinks"] = kw["sinks"] or 0
+    kl = _field(doc, "kl_to_exact", lambda v: _is_number(v) and 0 <= v < float("inf"), "a number >= 0",
+                optional=True)
+    kw["kl_to_exact"] = None if kl is None else float(kl)
+    kw["top1_agrees"] = _field(doc, "top1_agrees", lambda v: isinstance(v, bool), "true or false", optional=True)
     mask = doc.get("mask")
     if mask is not None:
         if not (isinstance(mask, list) and len(mask) == 3 and all(_is_int(v) and v >= 0 for v in mask)):

@@ -58,8 +58,13 @@ class Engine(ABC):
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
                  sampling: SamplingConfig | None = None, trace: TraceOptions | None = None,
                  run_id: str | None = None,
-                 token_text: Callable[[int], str] = str) -> Iterator[StepTrace]:
+                 token_text: Callable[[int], str] = str,
+                 forced_tokens: Sequence[int] | None = None) -> Iterator[StepTrace]:
+        """`forced_tokens`: teacher forcing: step k appends forced_tokens[k] instead of its own sample
+        (the quality measure feeds an approximate cache the exact engine's tokens this way)."""
         validate_request(self.cfg.max_seq_len, len(prompt_ids), max_new_tokens)
+        if forced_tokens is not None and len(forced_tokens) < max_new_tokens:
+            raise ValueError(f"{len(forced_tokens)} forced tokens for {max_new_tokens} steps")
         sampling = sampling or SamplingConfig()
         trace = trace or TraceOptions()
         if trace.weights_layer is not None and not (0 <= trace.weights_layer < self.cfg.n_layer):
@@ -75,7 +80,7 @@ class Engine(ABC):
             timer.start()
             with torch.inference_mode():
                 out, pos_start = self._forward(ids, step, trace)
-                token = sampler(out.logits[0])
+                token = sampler(out.logits[0]) if forced_tokens is None else int(forced_tokens[step])
             latency_ms = timer.stop()
             pos_stop = len(ids)
             ids.append(token)

@@ -1,0 +1,74 @@
+"""Quality beside cost: how far an engine's next-token distribution is from the exact cache's.
+
+Measured teacher-forced: the engine is fed the exact engine's tokens (not its own), so at step k both
+see the same context and the figures stay comparable after the free-running outputs part. Per step:
+KL(exact || engine) in nats and whether the top-1 tokens agree. The step where the engine's own
+free-running output first differs is `kvviz.trace.first_divergence`. No Qt; torch only through the
+engines.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvviz.config import TraceOptions
+from kvviz.trace import StepTrace, first_divergence
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    x = np.asarray(logits, dtype=np.float64)
+    x = x - x.max()
+    return x - np.log(np.exp(x).sum())
+
+
+def kl_divergence(p_logits: np.ndarray, q_logits: np.ndarray) -> float:
+    """KL(P || Q) in nats of the softmax distributions of two logit vectors (float64, never negative)."""
+    lp, lq = log_softmax(p_logits), log_softmax(q_logits)
+    return max(0.0, float((np.exp(lp) * (lp - lq)).sum()))
+
+
+@dataclass(frozen=True)
+class Quality:
+    """One engine's quality over a run, against the exact engine's."""
+
+    engine: str
+    kl: tuple[float, ...]  # per step, nats
+    top1: tuple[bool, ...]  # per step: same argmax as the exact engine
+    first_divergence: int | None  # first step its own (free-running) token differs; None: never
+
+    @property
+    def mean_kl(self) -> float:
+        return float(np.mean(self.kl)) if self.kl else float("nan")
+
+    @property
+    def top1_agreement(self) -> float:
+        return float(np.mean(self.top1)) if self.top1 else float("nan")
+
+
+def teacher_forced(engine, prompt_ids: Sequence[int], exact: Sequence[StepTrace]) -> Quality:
+    """Run `engine` fed the exact run's tokens; compare its logits with the exact run's (which must
+    carry logits: TraceOptions(logits=True)). The free-running divergence is left to `measure`."""
+    if not exact or exact[0].logits is None:
+        raise ValueError("the exact run must carry logits")
+    tokens = [t.token_id for t in exact]
+    kl, top1 = [], []
+    for mine, ref in zip(engine.generate(prompt_ids, len(tokens), trace=TraceOptions(masks=False, logits=True),
+                                         forced_tokens=tokens), exact):
+        kl.append(kl_divergence(ref.logits, mine.logits))
+        top1.append(bool(np.argmax(ref.logits) == np.argmax(mine.logits)))
+    return Quality(engine=engine.key, kl=tuple(kl), top1=tuple(top1), first_divergence=None)
+
+
+def measure(engine, prompt_ids: Sequence[int], exact: Sequence[StepTrace], own: Sequence[StepTrace]) -> Quality:
+    """Teacher-forced figures plus the first step where `own` (the engine's free-running run) differs."""
+    q = teacher_forced(engine, prompt_ids, exact)
+    div = first_divergence([[t.token_id for t in exact], [t.token_id for t in own]])
+    return dataclasses.replace(q, first_divergence=div)
+
+
+def annotate(traces: Sequence[StepTrace], quality: Quality) -> list[StepTrace]:
+    """The engine's traces with each step's KL and top-1 agreement filled in."""
+    return [dataclasses.replace(t, kl_to_exact=k, top1_agrees=a) for t, k, a in zip(traces, quality.kl, quality.top1)]
