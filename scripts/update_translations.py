@@ -30,6 +30,9 @@ from xml.sax.saxutils import escape
 ROOT = Path(__file__).resolve().parent.parent
 I18N = ROOT / "assets" / "i18n"
 UI = ROOT / "kvviz" / "ui"
+# Modules outside kvviz/ui whose `_tr` messages the app translates through a hook (no Qt there): the context
+# the Qt side translates them in.
+NO_QT_SOURCES = {ROOT / "kvviz" / "session.py": "RunWorker"}
 LANGUAGES = ("zh_CN",)  # the translations; English is the source
 SOURCE_LANGUAGE = "en"
 HELPER = re.compile(r"def _tr\([^)]*\)[^:]*:\s*(?:\"\"\"[\s\S]*?\"\"\"\s*)?return\s+QCoreApplication\.translate\(\s*"
@@ -105,6 +108,9 @@ def extract() -> list[Entry]:
         if match:  # `_tr("...")` calls: only the helper's spelling, so self.tr is not counted twice
             found += [Entry(Key(match.group(1), e.key.source, e.key.comment), numerus=e.numerus)
                       for e in _lupdate([path], ["-tr-function-alias", "tr=_tr"]) if not e.key.context]
+    for path, context in NO_QT_SOURCES.items():
+        found += [Entry(Key(context, e.key.source, e.key.comment), numerus=e.numerus)
+                  for e in _lupdate([path], ["-tr-function-alias", "tr=_tr"]) if not e.key.context]
     found += [Entry(k) for k in dynamic_keys()]
     unique = list({e.key: e for e in reversed(found)}.values())[::-1]
     contexts = sorted({e.key.context for e in unique})

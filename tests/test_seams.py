@@ -57,3 +57,10 @@ def test_trace_and_history_import_without_torch_or_qt():
 def test_the_window_module_loads_without_pyqtgraph():
     """The window is shown before the panels (and pyqtgraph, most of a launch's time) are imported."""
     assert_imports_none_of("kvviz.ui.window, kvviz.ui.app", ("torch", "pyqtgraph"))
+
+
+def test_the_engine_session_and_its_protocol_need_no_qt():
+    """kvviz.session (EngineSession, the engine process and its wire protocol) runs in a notebook or a
+    script: no Qt comes with it (issue 15: it had lived behind ui/worker.py's Qt import)."""
+    assert_imports_none_of("kvviz.session, kvviz.messages, kvviz.estimate, kvviz.format",
+                           ("PySide6", "pyqtgraph", "shiboken6"))

@@ -572,12 +572,24 @@
         <translation>时间</translation>
     </message>
     <message>
+        <source>weights + K/V read / step time</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>read</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Latency</source>
         <translation>延迟</translation>
     </message>
     <message>
-        <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow.</source>
-        <translation>图例给出每个引擎 Decode 步的平均耗时。第 0 步是 Prefill：对整个 prompt 做一次前向。之后，朴素引擎的每步耗时随序列变长而增加，因为它每次都重跑全部内容；而带缓存的引擎每步只输入 1 个 token。在很小的模型上，Python 开销主导了耗时，所以也要看省下的工作量（重算次数、字节数）：序列越长、模型越大，时间差距越明显。</translation>
+        <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow. Bottom: every step reads every weight once and the K/V of every position it attends over; those bytes over the step&apos;s time are the bandwidth it achieved, drawn against this machine&apos;s measured copy bandwidth (dashed): decode is bound by memory, not arithmetic.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>copy bandwidth {0} GB/s</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>{engine}: {ms:.2f} ms/step</source>

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.messages import Environment, ModelChoice
+from kvviz.options import CACHE_SETTINGS, SINKS_DEFAULT, WINDOW_DEFAULT
 from kvviz.ui.qtutil import blocked
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")
@@ -85,6 +86,15 @@ class RunForm(QWidget):
         self.block_spin.setObjectName("block_size")
         self.block_spin.setRange(1, 4096)
         self.block_spin.setValue(16)
+        # W, S, R of the approximate caches: shown while an engine that reads them is ticked
+        self.window_spin, self.sinks_spin, self.residual_spin = QSpinBox(), QSpinBox(), QSpinBox()
+        for spin, name, low, value in ((self.window_spin, "window", 1, WINDOW_DEFAULT),
+                                       (self.sinks_spin, "sinks", 1, SINKS_DEFAULT),
+                                       (self.residual_spin, "residual", 0, 0)):
+            spin.setObjectName(name)
+            spin.setRange(low, 1_000_000)
+            spin.setValue(value)
+        self.window_label, self.sinks_label, self.residual_label = QLabel(), QLabel(), QLabel()
 
         self.sampling_box = QGroupBox()
         sform = QFormLayout(self.sampling_box)
@@ -134,6 +144,9 @@ class RunForm(QWidget):
         form.addRow(self.engine_box)
         form.addRow(self.tokens_label, self.tokens_spin)
         form.addRow(self.block_label, self.block_spin)
+        form.addRow(self.window_label, self.window_spin)
+        form.addRow(self.sinks_label, self.sinks_spin)
+        form.addRow(self.residual_label, self.residual_spin)
         form.addRow(self.sampling_box)
         form.addRow(self.attention_label, attn_row)
         outer.addLayout(form)
@@ -187,6 +200,13 @@ class RunForm(QWidget):
         self.tokens_label.setText(self.tr("New tokens"))
         self.block_label.setText(self.tr("Block size"))
         self.block_spin.setToolTip(self.tr("Tokens per block of the paged cache"))
+        self.window_label.setText(self.tr("Window (W)"))
+        self.window_spin.setToolTip(self.tr("window and sinks caches: tokens kept, sinks included"))
+        self.sinks_label.setText(self.tr("Sinks (S)"))
+        self.sinks_spin.setToolTip(self.tr("sinks cache: the first tokens, kept for ever (fewer than W)"))
+        self.residual_label.setText(self.tr("Residual (R)"))
+        self.residual_spin.setToolTip(self.tr("int8 cache: the newest tokens kept in full precision"))
+        self.residual_spin.setSpecialValueText(self.tr("off"))
         self.sampling_box.setTitle(self.tr("Sampling"))
         self.greedy_check.setText(self.tr("Greedy (always the most likely token)"))
         self.temperature_label.setText(self.tr("Temperature"))
@@ -231,7 +251,9 @@ class RunForm(QWidget):
         self._select_combo(self.device_combo, self._wanted.get("device"), fallback="auto")
         self.engine_placeholder.hide()
         wanted = self._wanted.get("engines")
-        checked = set(wanted.split(",")) if wanted is not None else {k for k, _ in env.engines}
+        # by default the exact engines; the approximate ones (window, sinks, int8) when asked for
+        checked = set(wanted.split(",")) if wanted is not None else {k for k, _ in env.engines
+                                                                     if k not in CACHE_SETTINGS}
         for key, _ in env.engines:
             box = QCheckBox(key)
             box.setObjectName(f"engine_{key}")
@@ -338,6 +360,9 @@ class RunForm(QWidget):
             engines=self.checked_engines(),
             sampling=self.sampling(),
             block_size=self.block_spin.value(),
+            window=self.window_spin.value(),
+            sinks=self.sinks_spin.value(),
+            residual=self.residual_spin.value() or None,
             trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
                                weights_head=self.head_spin.value()),
         )
@@ -364,6 +389,9 @@ class RunForm(QWidget):
             return choice.reason or self.tr("This model is not available.")
         if not self.checked_engines():
             return self.tr("Check at least one engine.")
+        if "sinks" in self.checked_engines() and self.sinks_spin.value() >= self.window_spin.value():
+            return self.tr("Sinks ({0}) must be fewer than the window ({1}): the window counts them.").format(
+                self.sinks_spin.value(), self.window_spin.value())
         greedy = self.greedy_check.isChecked()
         if not greedy and self.temperature_spin.value() <= 0:
             return self.tr("Temperature must be above 0 when sampling (tick Greedy for the most likely token).")
@@ -384,6 +412,15 @@ class RunForm(QWidget):
             elif n_new >= cfg.max_seq_len:
                 return self.tr("New tokens ({0}) must leave room for the prompt in the model's context of "
                                "{1}.").format(n_new, cfg.max_seq_len)
+            if cfg.tokenizer == "bytes":
+                stored = n_prompt + n_new - 1  # the last new token is sampled, never stored
+                engines = self.checked_engines()
+                if {"window", "sinks"} & set(engines) and self.window_spin.value() > stored:
+                    return self.tr("Window ({0}) is larger than the run, which stores {1} tokens: it would drop "
+                                   "nothing.").format(self.window_spin.value(), stored)
+                if "int8" in engines and self.residual_spin.value() > stored:
+                    return self.tr("Residual ({0}) is larger than the run, which stores {1} tokens.").format(
+                        self.residual_spin.value(), stored)
             if self.layer_spin.value() >= cfg.n_layer:
                 return self.tr("Attention layer must be below {0}.").format(cfg.n_layer)
             if self.head_spin.value() >= cfg.n_head:
@@ -395,6 +432,12 @@ class RunForm(QWidget):
         self.temperature_spin.setEnabled(not self.greedy_check.isChecked())
         self.top_k_spin.setEnabled(not self.greedy_check.isChecked())
         self.top_p_spin.setEnabled(not self.greedy_check.isChecked())
+        used = {name for key in self.checked_engines() for name in CACHE_SETTINGS.get(key, ())}
+        for name, label, spin in (("window", self.window_label, self.window_spin),
+                                  ("sinks", self.sinks_label, self.sinks_spin),
+                                  ("residual", self.residual_label, self.residual_spin)):
+            label.setVisible(name in used)
+            spin.setVisible(name in used)
         self.changed.emit()
 
     @Slot()
@@ -420,6 +463,8 @@ class RunForm(QWidget):
         s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
         s.setValue("run/tokens", self.tokens_spin.value())
         s.setValue("run/block_size", self.block_spin.value())
+        for spin in (self.window_spin, self.sinks_spin, self.residual_spin):
+            s.setValue(f"run/{spin.objectName()}", spin.value())
         s.setValue("sampling/greedy", self.greedy_check.isChecked())
         s.setValue("sampling/temperature", self.temperature_spin.value())
         s.setValue("sampling/top_k", self.top_k_spin.value())
@@ -438,6 +483,8 @@ class RunForm(QWidget):
         self.dtype_combo.setCurrentIndex(max(index, 0))
         self.tokens_spin.setValue(s.value("run/tokens", self.tokens_spin.value(), type=int))
         self.block_spin.setValue(s.value("run/block_size", self.block_spin.value(), type=int))
+        for spin in (self.window_spin, self.sinks_spin, self.residual_spin):
+            spin.setValue(s.value(f"run/{spin.objectName()}", spin.value(), type=int))
         self.greedy_check.setChecked(s.value("sampling/greedy", True, type=bool))
         self.temperature_spin.setValue(s.value("sampling/temperature", self.temperature_spin.value(), type=float))
         self.top_k_spin.setValue(s.value("sampling/top_k", 0, type=int))

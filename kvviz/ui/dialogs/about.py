@@ -5,7 +5,7 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from kvviz import __version__
-from kvviz.ui.messages import Environment
+from kvviz.messages import Environment
 
 
 def _tr(text: str) -> str:

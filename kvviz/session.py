@@ -1,0 +1,498 @@
+"""The engine session: loads a model, sets up every engine's step generator and runs them in lockstep
+rounds; and the engine process, the same session in a child interpreter, with its wire protocol
+(commands in, ("ok", value) or ("error", one line) out). No Qt: kvviz.ui.worker is the Qt adapter
+around it, and a notebook or a script can drive either directly.
+
+Its messages go through `_tr`, which the Qt adapter points at Qt's translator (set_translator); here
+and in the engine process they stay English.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from kvviz import errors
+from kvviz.messages import Environment, ModelChoice, RunRequest, cached_choices
+from kvviz.trace import StepTrace
+from kvviz.ui.history import RunInfo
+
+# A naive engine's weights are [T, T] at every step, so a long run would hold T^3 floats in all.
+NAIVE_WEIGHTS_BUDGET_BYTES = 256 << 20
+CLOSE_WAIT_S = 5.0  # an engine process gets this long to exit after it is asked to
+# Running as fast as possible, the engine process runs rounds back to back for this long per batch:
+# one message per batch instead of a request and an answer per step, and the next batch is asked
+# for before this one is handed on (RunWorker._take). Pause shows the rounds run until the batch in
+# flight ends (at most this much more); Stop drops that batch.
+BATCH_S = 0.02
+# Stop ends a run within this long whatever the engine process does: after it, a child that has not
+# answered (stopped with SIGSTOP, stuck in a step) is killed, and the next run starts a new one.
+STOP_GRACE_S = 0.5
+POLL_S = 0.05  # how often a wait for the engine process looks at the stop flag
+
+
+_translate = str  # the Qt adapter sets Qt's translator (context "RunWorker") with set_translator
+
+
+def _tr(text: str) -> str:
+    return _translate(text)
+
+
+def set_translator(translate) -> None:
+    """Messages this module makes go through translate(text) from now on (the app: Qt's, "RunWorker")."""
+    global _translate
+    _translate = translate
+
+
+def default_threads() -> int:
+    """Torch CPU threads for a run: every core but one, which the GUI keeps for painting."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
+
+
+def _cached_models() -> tuple[ModelChoice, ...]:
+    """The hub checkpoints in the Hugging Face and ModelScope caches (offline); none if the caches cannot be read."""
+    from kvviz.models.hub import list_cached_models
+
+    try:
+        return cached_choices(list_cached_models())
+    except Exception:  # a cache kvviz cannot list must not keep the window from starting
+        return ()
+
+
+def naive_weights_bytes(n_prompt: int, max_new_tokens: int) -> int:
+    """Bytes of float32 attention weights a naive run would copy out: step k attends (P+k) x (P+k)."""
+    return sum((n_prompt + k) ** 2 for k in range(max_new_tokens)) * 4
+
+
+class EngineStopped(Exception):
+    """Stop was asked for and the engine process did not answer within STOP_GRACE_S: it was killed."""
+
+
+class EngineError(Exception):
+    """A failure reported by the engine process, already worded for the window."""
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A device allocator ran out (see kvviz.errors), or the host did (MemoryError)."""
+    return isinstance(exc, MemoryError) or errors.is_out_of_memory(exc)
+
+
+def error_message(exc: BaseException) -> str:
+    """One line for the window: what went wrong, and for out-of-memory what to try instead."""
+    if isinstance(exc, EngineError):
+        text = str(exc)
+    elif isinstance(exc, MemoryError) and not isinstance(exc, errors.InsufficientMemory):
+        text = _tr("out of memory; {0}").format(errors.OOM_HINT)
+    else:
+        text = errors.friendly_error(exc).strip() or type(exc).__name__
+    return errors.one_line(text)
+
+
+# -- the engines, without Qt ----------------------------------------------------------------------
+class EngineSession:
+    """Loads a model (kept while name, device and dtype stay the same) and runs one compare run's
+    engines in lockstep. No Qt: it runs in the engine process, or in the worker's thread."""
+
+    def __init__(self) -> None:
+        self._loaded: tuple[tuple[str, str, str], object, object] | None = None  # (key, model, tokenizer)
+        self._streams: dict[str, Iterator[StepTrace]] = {}
+        self._steps = 0
+        self._error: BaseException | None = None  # raised by the next round (see rounds)
+        self._asked: tuple[int, float] | None = None  # the batch send_rounds asked for
+
+    def environment(self) -> Environment:
+        import torch
+
+        from kvviz.devices import resolve_device
+        from kvviz.engines import ENGINE_HELP, ENGINE_KEYS
+        from kvviz.models.presets import PRESETS, TINY_DIR, preset_config
+
+        models = []
+        for name, preset in PRESETS.items():
+            available, reason = True, ""
+            if preset.trained and not (TINY_DIR / "model.safetensors").is_file():
+                available = False
+                reason = _tr("{0}: trained weights not found in {1} (run `kvviz train --out {1}`)").format(
+                    name, TINY_DIR)
+            models.append(ModelChoice(name=name, description=preset.description, config=preset_config(name),
+                                      warning=preset.warning, available=available, reason=reason))
+        trained = [m.name for m in models if m.available and PRESETS[m.name].trained]
+        default = trained[0] if trained else next(m.name for m in models if m.available)
+        devices = ["auto", "cpu"]
+        if torch.cuda.is_available():
+            n = torch.cuda.device_count()
+            devices += ["cuda"] + ([f"cuda:{i}" for i in range(n)] if n > 1 else [])
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            devices.append("mps")
+        return Environment(models=tuple(models), default_model=default, devices=tuple(devices),
+                           auto_device=str(resolve_device("auto")),
+                           engines=tuple((k, ENGINE_HELP.get(k, "")) for k in ENGINE_KEYS),
+                           torch_version=torch.__version__, threads=default_threads(),
+                           cached_models=_cached_models())
+
+    def start(self, req: RunRequest) -> tuple[RunInfo, ModelChoice | None, list[str]]:
+        """Load (or reuse) the model and set up every engine's step generator. Returns the run's
+        info, the loaded model's description when it was (re)loaded, and notes for the window."""
+        import torch
+
+        from kvviz.devices import resolve_device
+        from kvviz.engines import make_engine
+        from kvviz.options import check_against_model
+
+        self.end()
+        rc = req.run
+        if not rc.engines:
+            raise ValueError(_tr("choose at least one engine"))
+        threads = req.threads if req.threads is not None else default_threads()
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        device = resolve_device(req.device)
+        model, tokenizer, loaded = self._load(req.model, device, req.dtype)
+        cfg = model.cfg
+        prompt_ids = tokenizer.encode(rc.prompt)
+        check_against_model(cfg, len(prompt_ids), rc.max_new_tokens, block_size=rc.block_size,
+                            top_k=rc.sampling.top_k)
+        trace = rc.trace
+        if trace.weights_layer is not None:
+            if not 0 <= trace.weights_layer < cfg.n_layer:
+                raise ValueError(_tr("attention layer {0} is outside 0..{1}").format(
+                    trace.weights_layer, cfg.n_layer - 1))
+            if not 0 <= trace.weights_head < cfg.n_head:
+                raise ValueError(_tr("attention head {0} is outside 0..{1}").format(
+                    trace.weights_head, cfg.n_head - 1))
+        notes = []
+        for key in rc.engines:
+            options = trace
+            if key == "naive" and trace.weights_layer is not None and \
+                    naive_weights_bytes(len(prompt_ids), rc.max_new_tokens) > NAIVE_WEIGHTS_BUDGET_BYTES:
+                options = replace(trace, weights_layer=None)
+                notes.append(_tr("naive: attention weights not captured, a run this long would hold more "
+                                 "than {0} MiB of them").format(NAIVE_WEIGHTS_BUDGET_BYTES >> 20))
+            engine = make_engine(key, model, block_size=rc.block_size)
+            self._streams[key] = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
+                                                 run_id=req.run_id, token_text=tokenizer.token_text)
+        self._steps = rc.max_new_tokens
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        info = RunInfo(
+            run_id=req.run_id, model_name=req.model, device=str(device), dtype=dtype, prompt=rc.prompt,
+            prompt_ids=tuple(prompt_ids), prompt_labels=tuple(tokenizer.token_text(i) for i in prompt_ids),
+            engines=tuple(rc.engines), max_new_tokens=rc.max_new_tokens, n_layer=cfg.n_layer,
+            n_head=cfg.n_head, n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
+            param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
+            block_size=rc.block_size)
+        return info, loaded, notes
+
+    def round(self) -> list[StepTrace]:
+        """Step k of every engine, in the run's engine order."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        traces = []
+        for key, stream in self._streams.items():
+            try:
+                traces.append(next(stream))
+            except StopIteration:
+                raise RuntimeError(f"{key} stopped after {len(traces)} of {self._steps} steps") from None
+        return traces
+
+    def rounds(self, most: int, budget_s: float = 0.0) -> list[list[StepTrace]]:
+        """Rounds back to back, at least one and at most `most`, until `budget_s` has passed.
+
+        One call per batch, not per step: a step that follows another at once runs with warm caches
+        and no wake-up, as in `kvviz bench`. A failure after some rounds returns those; the next
+        call raises it, so no computed step is lost."""
+        done = [self.round()]
+        started = time.perf_counter()
+        while len(done) < most and time.perf_counter() - started < budget_s:
+            try:
+                done.append(self.round())
+            except Exception as exc:
+                self._error = exc
+                break
+        return done
+
+    def send_rounds(self, most: int, budget_s: float = 0.0) -> None:
+        """Ask for a batch of rounds (see rounds); receive_rounds() returns it. Here in the same
+        thread the batch runs when it is received; the engine process runs it meanwhile."""
+        self._asked = (most, budget_s)
+
+    def receive_rounds(self) -> list[list[StepTrace]]:
+        asked, self._asked = self._asked, None
+        if asked is None:
+            raise RuntimeError("receive_rounds() without send_rounds()")
+        return self.rounds(*asked)
+
+    def discard_rounds(self) -> None:
+        """Forget the batch asked for (nothing ran yet here)."""
+        self._asked = None
+
+    def end(self) -> None:
+        self._error = None
+        self._asked = None
+        streams, self._streams = self._streams, {}
+        for stream in streams.values():
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def release_model(self) -> None:
+        self.end()
+        self._loaded = None
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def close(self) -> None:
+        self.release_model()
+
+    def _load(self, name: str, device, dtype_name: str):
+        from kvviz.devices import resolve_dtype
+        from kvviz.models.presets import load_model, load_tokenizer
+
+        key = (name, str(device), dtype_name)
+        if self._loaded is not None and self._loaded[0] == key:
+            return self._loaded[1], self._loaded[2], None
+        self.release_model()  # free the previous model before the next one is loaded
+        tokenizer = load_tokenizer(name)
+        model = load_model(name, device, None)
+        dtype = resolve_dtype(None if dtype_name == "auto" else dtype_name, device, model.cfg.dtype)
+        model = model.to(dtype)
+        self._loaded = (key, model, tokenizer)
+        return model, tokenizer, ModelChoice(name=name, config=model.cfg)
+
+
+def _serve(conn) -> None:
+    """Answer ("ok", value) or ("error", one-line message) to each command until "close"."""
+    session = EngineSession()
+    commands = {
+        "environment": session.environment,
+        "start": session.start,
+        "round": session.round,
+        "rounds": session.rounds,
+        "end": session.end,
+    }
+    while True:
+        try:
+            command, args = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            break  # the app went away
+        if command == "close":
+            break
+        try:
+            try:
+                value = commands[command](*args)
+            except Exception as exc:
+                if not isinstance(exc, ValueError):
+                    traceback.print_exc()
+                if is_out_of_memory(exc):
+                    session.release_model()
+                else:
+                    session.end()
+                conn.send(("error", error_message(exc)))
+            else:
+                conn.send(("ok", value))
+        except (EOFError, OSError):
+            break  # the app went away while this command ran: nobody to answer
+    session.close()
+
+
+def serve_engines() -> None:
+    """The engine process's entry point: listen, print the address on stdout, serve one connection."""
+    from multiprocessing.connection import Listener
+
+    from kvviz.timing import steady_allocator
+
+    steady_allocator()  # as `kvviz bench` does (see kvviz.timing.steady_allocator)
+    authkey = bytes.fromhex(os.environ.pop(_KEY_VARIABLE))
+    with Listener(authkey=authkey) as listener:
+        print(json.dumps(listener.address), flush=True)
+        os.dup2(2, 1)  # later output goes to stderr: nobody reads this pipe after the address
+        conn = listener.accept()
+    _serve(conn)
+
+
+_KEY_VARIABLE = "KVVIZ_ENGINE_AUTHKEY"
+_ENTRY = "from kvviz.session import serve_engines; serve_engines()"
+
+
+class EngineProcess:
+    """An EngineSession in a child process, with the same methods.
+
+    The child is a fresh interpreter running `serve_engines` (not a multiprocessing fork or spawn,
+    which would re-import the caller's main script); it answers on an authenticated local
+    connection. Calls block the calling thread (the worker's) until the child answers. `abort()`
+    may be called from any thread: it kills the child, and a call in progress raises EngineError."""
+
+    def __init__(self, interrupt: threading.Event | None = None) -> None:
+        self._proc: subprocess.Popen | None = None
+        self._conn = None
+        self.interrupt = interrupt or threading.Event()  # set from any thread: waits give up (Stop)
+        self._gone: str = ""  # why the last child is gone, said in the next run's notes
+
+    def environment(self) -> Environment:
+        return self._call("environment")
+
+    def start(self, req: RunRequest):
+        """Start a run; a child that died while idle (killed, crashed) or was ended by Stop is replaced
+        first, transparently, and the run's notes say so."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self._gone = _tr("the engine process had ended (exit code {0})").format(self._proc.returncode)
+            self._drop()
+        info, loaded, notes = self._call("start", req)
+        if self._gone:
+            notes = [_tr("{0}; a new one was started and the model loaded again").format(self._gone), *notes]
+            self._gone = ""
+        return info, loaded, notes
+
+    def round(self) -> list[StepTrace]:
+        return self._call("round")
+
+    def rounds(self, most: int, budget_s: float = 0.0) -> list[list[StepTrace]]:
+        return self._call("rounds", most, budget_s)
+
+    def send_rounds(self, most: int, budget_s: float = 0.0) -> None:
+        """Ask for a batch without waiting: the child runs it while the caller handles the last."""
+        self._send("rounds", most, budget_s)
+
+    def receive_rounds(self) -> list[list[StepTrace]]:
+        return self._receive()
+
+    def discard_rounds(self) -> None:
+        """Wait (at most STOP_GRACE_S) for the batch asked for and drop it: the connection is then free
+        again, or the child that did not answer is killed."""
+        try:
+            self._receive(STOP_GRACE_S)
+        except EngineStopped:
+            pass
+
+    def end(self) -> None:
+        if self._proc is not None:
+            self._send("end")
+            try:
+                self._receive(STOP_GRACE_S)
+            except EngineStopped:
+                pass
+
+    def release_model(self) -> None:
+        """The child freed it already when it reported out-of-memory."""
+
+    def abort(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
+    def close(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if proc is None:
+            return
+        try:
+            if conn is not None:
+                conn.send(("close", ()))
+                conn.close()
+        except (OSError, ValueError):
+            pass
+        try:
+            proc.wait(CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(CLOSE_WAIT_S)
+
+    def _launch(self) -> None:
+        from multiprocessing.connection import Client
+
+        import kvviz
+
+        authkey = secrets.token_bytes(32)
+        root = str(Path(kvviz.__file__).resolve().parent.parent)
+        env = dict(os.environ, **{_KEY_VARIABLE: authkey.hex()})
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        self._proc = proc = subprocess.Popen([sys.executable, "-c", _ENTRY], stdout=subprocess.PIPE, env=env)
+        line = proc.stdout.readline()
+        proc.stdout.close()
+        if not line:
+            self._proc = None
+            raise EngineError(_tr("the engine process did not start (exit code {0})").format(proc.wait()))
+        address = json.loads(line)
+        self._conn = Client(tuple(address) if isinstance(address, list) else address, authkey=authkey)
+
+    def _call(self, command: str, *args):
+        self._send(command, *args)
+        return self._receive()
+
+    def _send(self, command: str, *args) -> None:
+        if self._proc is None:
+            self._launch()
+        try:
+            self._conn.send((command, args))
+        except (OSError, ValueError):
+            self._lost()
+
+    def _receive(self, grace_s: float | None = None):
+        """The child's answer. Waits as long as a step takes, unless `grace_s` is given or `interrupt`
+        is set: then a child silent that much longer (stopped, stuck) is killed (EngineStopped)."""
+        if self._conn is None:
+            self._lost()
+        deadline = None if grace_s is None else time.monotonic() + grace_s
+        try:
+            while not self._conn.poll(POLL_S):
+                if deadline is None and self.interrupt.is_set():
+                    deadline = time.monotonic() + STOP_GRACE_S
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._kill(_tr("the engine process did not answer Stop within {0:g} s and was ended")
+                               .format(STOP_GRACE_S))
+                    raise EngineStopped()
+            status, value = self._conn.recv()
+        except (EOFError, OSError, ValueError):
+            self._lost()
+        if status == "error":
+            raise EngineError(value)
+        return value
+
+    def _kill(self, why: str) -> None:
+        """End the child now (SIGKILL ends a stopped process too); the next run starts a new one."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        self._drop()
+        self._gone = why
+
+    def _drop(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if conn is not None:
+            conn.close()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            proc.wait()
+
+    def _lost(self):
+        """The child is gone (killed, crashed): reap it and raise EngineError saying so."""
+        proc, self._proc = self._proc, None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(CLOSE_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+        raise EngineError(_tr("the engine process ended unexpectedly (exit code {0}{1})").format(
+            code, _tr(": killed, perhaps out of memory") if code == -9 else "")) from None
