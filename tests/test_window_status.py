@@ -94,3 +94,32 @@ def test_a_long_run_is_announced_with_how_long_it_will_take(qtbot, open_window):
     assert from_run and ms > 30 * measured
     if ms >= 10_000:
         assert "last run" in window.form.estimate_label.text()
+
+
+def test_a_trace_opened_while_the_app_starts_leaves_it_able_to_run(qtbot, open_window, tmp_path):
+    """File > Open trace before the engine list (and the panels, as the app builds them after its first
+    paint) have arrived: the replay shows, and the window still
+    becomes ready to run (it had stayed at "loading PyTorch..." for good)."""
+    from kvviz.ui import app
+    from kvviz.ui.export_actions import install_export_actions
+    from tests.conftest import settings_at
+
+    first = open_window()
+    short_run(qtbot, first)
+    saved = tmp_path / "run.json"
+    saved.write_text(traceio.dumps_run(first.history.info, first.history.traces))
+    first.close()
+
+    window = app.create_window(settings_at(tmp_path / "second.ini"), isolate=False, defer_panels=True)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.env is None  # still starting: the engine list comes later
+    assert install_export_actions(window).open_trace(str(saved))
+    qtbot.waitUntil(lambda: window.env is not None, timeout=90_000)
+    window.form.set_model("tiny-random")
+    window.form.prompt_edit.setPlainText(PROMPT)
+    assert window.validation_text() == "" and window.act_run.isEnabled()
+    assert window.history.n_steps() == 4 and window.transport.shown_run_label.text().startswith("replay")
+    with qtbot.waitSignal(window.run_finished, timeout=60_000):
+        assert window.start_run()
+    assert window.error_text() == "" and window.history.n_steps() == window.form.tokens_spin.value()

@@ -28,10 +28,17 @@ from PySide6.QtWidgets import (
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.messages import Environment, ModelChoice
-from kvviz.options import CACHE_SETTINGS, SINKS_DEFAULT, WINDOW_DEFAULT
+from kvviz.options import BOUNDS, CACHE_SETTINGS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
 from kvviz.ui.qtutil import blocked
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")
+
+
+def _range(key: str) -> tuple:
+    """A field's range: the bounds every command applies (kvviz.options.BOUNDS), so the form and the
+    command line accept the same values."""
+    bound = BOUNDS[key]
+    return (int(bound.low), int(bound.high)) if bound.integer else (bound.low, bound.high)
 
 
 class RunForm(QWidget):
@@ -80,11 +87,11 @@ class RunForm(QWidget):
         self.engine_layout.addWidget(self.engine_placeholder)
         self.tokens_spin = QSpinBox()
         self.tokens_spin.setObjectName("max_new_tokens")
-        self.tokens_spin.setRange(1, 1_000_000)
+        self.tokens_spin.setRange(*_range("tokens"))
         self.tokens_spin.setValue(40)
         self.block_spin = QSpinBox()
         self.block_spin.setObjectName("block_size")
-        self.block_spin.setRange(1, 4096)
+        self.block_spin.setRange(*_range("block_size"))
         self.block_spin.setValue(16)
         # W, S, R of the approximate caches: shown while an engine that reads them is ticked
         self.window_spin, self.sinks_spin, self.residual_spin = QSpinBox(), QSpinBox(), QSpinBox()
@@ -101,17 +108,17 @@ class RunForm(QWidget):
         self.greedy_check = QCheckBox()
         self.greedy_check.setChecked(True)
         self.temperature_spin = QDoubleSpinBox()
-        self.temperature_spin.setRange(0.0, 10.0)
+        self.temperature_spin.setRange(*_range("temperature"))
         self.temperature_spin.setSingleStep(0.1)
         self.temperature_spin.setValue(0.8)
         self.top_k_spin = QSpinBox()
-        self.top_k_spin.setRange(0, 1_000_000)
+        self.top_k_spin.setRange(0, _range("top_k")[1])  # 0: off
         self.top_p_spin = QDoubleSpinBox()
-        self.top_p_spin.setRange(0.0, 1.0)
+        self.top_p_spin.setRange(*_range("top_p"))
         self.top_p_spin.setSingleStep(0.05)
         self.top_p_spin.setValue(1.0)
         self.seed_spin = QSpinBox()
-        self.seed_spin.setRange(0, 2**31 - 1)
+        self.seed_spin.setRange(*_range("seed"))
         self.temperature_label, self.top_k_label, self.top_p_label, self.seed_label = (QLabel() for _ in range(4))
         sform.addRow(self.greedy_check)
         sform.addRow(self.temperature_label, self.temperature_spin)
@@ -171,6 +178,8 @@ class RunForm(QWidget):
         for widget, signal in ((self.prompt_edit, "textChanged"), (self.model_combo, "currentIndexChanged"),
                                (self.device_combo, "currentIndexChanged"), (self.dtype_combo, "currentIndexChanged"),
                                (self.tokens_spin, "valueChanged"), (self.block_spin, "valueChanged"),
+                               (self.window_spin, "valueChanged"), (self.sinks_spin, "valueChanged"),
+                               (self.residual_spin, "valueChanged"),
                                (self.greedy_check, "toggled"),
                                (self.temperature_spin, "valueChanged"), (self.top_k_spin, "valueChanged"),
                                (self.top_p_spin, "valueChanged"), (self.seed_spin, "valueChanged"),
@@ -401,6 +410,9 @@ class RunForm(QWidget):
             self.sampling()
         except ValueError as exc:
             return self.tr("Sampling: {0}").format(exc)
+        shared = check_run_config(self.build_run())  # the commands' bounds, one set (kvviz.options)
+        if shared:
+            return shared[0][:1].upper() + shared[0][1:] + "."
         cfg = choice.config
         if cfg is not None:
             n_new = self.tokens_spin.value()
