@@ -46,6 +46,9 @@ class Bound:
 # no full-precision residual unless --residual R is given.
 WINDOW_DEFAULT = 32
 SINKS_DEFAULT = 4
+# Which settings each approximate cache reads (kvviz.engines.APPROXIMATE_KEYS; a test keeps them equal):
+# the run form shows a field only while an engine that reads it is ticked.
+CACHE_SETTINGS = {"window": ("window",), "sinks": ("window", "sinks"), "int8": ("residual",)}
 
 # Largest paged-cache block: the run form's limit; a larger block than the run's context is refused too.
 BLOCK_SIZE_MAX = 4096

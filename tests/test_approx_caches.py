@@ -56,7 +56,9 @@ def assert_same(traces, ref):
 
 
 def test_registry_tells_exact_from_approximate():
-    assert set(APPROXIMATE_KEYS) == {"window", "sinks", "int8"}
+    from kvviz.options import CACHE_SETTINGS
+
+    assert set(APPROXIMATE_KEYS) == {"window", "sinks", "int8"} == set(CACHE_SETTINGS)
     assert {"naive", "concat", "static", "paged"} <= set(EXACT_KEYS)
     assert not set(EXACT_KEYS) & set(APPROXIMATE_KEYS)
 

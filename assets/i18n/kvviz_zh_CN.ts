@@ -1133,6 +1133,34 @@
         <translation>分页缓存每个块容纳的 token 数</translation>
     </message>
     <message>
+        <source>Window (W)</source>
+        <translation>窗口 (W)</translation>
+    </message>
+    <message>
+        <source>window and sinks caches: tokens kept, sinks included</source>
+        <translation>window 与 sinks 缓存：保留的 token 数（含 sink）</translation>
+    </message>
+    <message>
+        <source>Sinks (S)</source>
+        <translation>Sink 数 (S)</translation>
+    </message>
+    <message>
+        <source>sinks cache: the first tokens, kept for ever (fewer than W)</source>
+        <translation>sinks 缓存：永久保留的开头 token（少于 W）</translation>
+    </message>
+    <message>
+        <source>Residual (R)</source>
+        <translation>残差 (R)</translation>
+    </message>
+    <message>
+        <source>int8 cache: the newest tokens kept in full precision</source>
+        <translation>int8 缓存：以全精度保留的最新 token</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关</translation>
+    </message>
+    <message>
         <source>Sampling</source>
         <translation>采样</translation>
     </message>
@@ -1147,10 +1175,6 @@
     <message>
         <source>Top-k</source>
         <translation>Top-k</translation>
-    </message>
-    <message>
-        <source>off</source>
-        <translation>关闭</translation>
     </message>
     <message>
         <source>Top-p</source>
@@ -1213,6 +1237,10 @@
         <translation>请至少勾选一个引擎。</translation>
     </message>
     <message>
+        <source>Sinks ({0}) must be fewer than the window ({1}): the window counts them.</source>
+        <translation>Sink 数（{0}）必须少于窗口（{1}）：窗口包含它们。</translation>
+    </message>
+    <message>
         <source>Temperature must be above 0 when sampling (tick Greedy for the most likely token).</source>
         <translation>采样时温度必须大于 0（要总选概率最高的 token，请勾选“贪心”）。</translation>
     </message>
@@ -1231,6 +1259,14 @@
     <message>
         <source>New tokens ({0}) must leave room for the prompt in the model&apos;s context of {1}.</source>
         <translation>新 token 数（{0}）必须为 prompt 留出空间，模型的上下文长度为 {1}。</translation>
+    </message>
+    <message>
+        <source>Window ({0}) is larger than the run, which stores {1} tokens: it would drop nothing.</source>
+        <translation>窗口（{0}）大于本次运行存储的 {1} 个 token：它不会丢弃任何内容。</translation>
+    </message>
+    <message>
+        <source>Residual ({0}) is larger than the run, which stores {1} tokens.</source>
+        <translation>残差（{0}）大于本次运行存储的 {1} 个 token。</translation>
     </message>
     <message>
         <source>Attention layer must be below {0}.</source>
@@ -1485,6 +1521,10 @@
         <translation>提示词</translation>
     </message>
     <message>
+        <source>steps {first}-{last}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>step {step}</source>
         <translation>第 {step} 步</translation>
     </message>
@@ -1497,8 +1537,8 @@
         <translation>token 流</translation>
     </message>
     <message>
-        <source>The prompt (grey) and the tokens each engine generated, one per step (alternating shades). The selected step&apos;s token is highlighted; later tokens are faded. Every engine should write exactly the same tokens: a KV cache is an optimisation and changes no math. A token that differs from the first engine&apos;s is underlined in red.</source>
-        <translation>prompt（灰色）以及每个引擎生成的 token，每步一个（深浅交替）。所选步的 token 高亮显示，之后的 token 变淡。所有引擎生成的 token 应当完全相同：KV Cache 只是优化，不改变数学结果。与第一个引擎不同的 token 会用红色下划线标出。</translation>
+        <source>The prompt (grey) and the tokens each engine generated, one per step (alternating shades). A character made of several tokens (bytes of one character, or pieces of it) is drawn once, shaded green or blue; its tooltip lists each token&apos;s id and bytes. The selected step&apos;s token is highlighted; later tokens are faded. Every engine should write exactly the same tokens: a KV cache is an optimisation and changes no math. A token that differs from the first engine&apos;s is underlined in red.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>differs from {first} from step {step}</source>
@@ -1702,15 +1742,15 @@
     </message>
     <message>
         <source>only the last W tokens kept (Mistral): memory stops at W, older tokens are dropped</source>
-        <translation type="unfinished"></translation>
+        <translation>只保留最近 W 个 token（Mistral）：内存止于 W，更早的 token 被丢弃</translation>
     </message>
     <message>
         <source>the first S tokens kept for ever plus the last W - S (StreamingLLM)</source>
-        <translation type="unfinished"></translation>
+        <translation>永久保留前 S 个 token，外加最近 W - S 个（StreamingLLM）</translation>
     </message>
     <message>
         <source>K/V stored as int8 with a scale per token and head, dequantised for attention</source>
-        <translation type="unfinished"></translation>
+        <translation>K/V 以 int8 存储，每个 token 和头一个缩放因子，注意力计算前反量化</translation>
     </message>
 </context>
 </TS>
