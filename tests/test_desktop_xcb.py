@@ -30,7 +30,6 @@ IDLE_S = 20  # the window left alone before the first key: a teacher reading it 
 PROMPT = "A cache is a promise"
 TOKENS = 30
 ENGINES = ("naive", "concat", "static", "paged")
-FOCUS_REASON = "lead is fixing focus"
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Qt's xcb platform is Linux's")
 
@@ -275,7 +274,6 @@ def test_the_typed_prompt_is_what_ran(first_run):
     assert state["state"] == "idle" and state["n_steps"] == TOKENS and state["selected_step"] == TOKENS - 1
 
 
-@pytest.mark.xfail(strict=False, reason=FOCUS_REASON)
 def test_left_and_right_scrub_after_run_and_leave_the_prompt(first_run):
     """After Ctrl+R from the prompt, Left and Right move the timeline without another click, and the
     prompt keeps its text."""
@@ -290,7 +288,6 @@ def test_left_and_right_scrub_after_run_and_leave_the_prompt(first_run):
     assert state["prompt"] == PROMPT
 
 
-@pytest.mark.xfail(strict=False, reason=FOCUS_REASON)
 def test_space_pauses_and_right_steps_a_streaming_run_typed_from_the_prompt(first_run):
     """A slow run started with Ctrl+R from the prompt: Space pauses it, Right steps it once, Left
     scrubs back, Space resumes; the prompt never receives a character."""
