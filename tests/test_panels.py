@@ -84,9 +84,9 @@ def panel_keys() -> list[str]:
     return [k for k, _ in PANELS]
 
 
-def test_registry_lists_the_eight_panels():
+def test_registry_lists_the_nine_panels():
     assert panel_keys() == ["token_stream", "work_matrix", "recompute", "attention", "latency", "bytes",
-                            "cache_memory", "summary"]
+                            "cache_memory", "quality", "summary"]
 
 
 @pytest.mark.parametrize("key", panel_keys())

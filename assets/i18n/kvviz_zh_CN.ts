@@ -1056,6 +1056,45 @@
     </message>
 </context>
 <context>
+    <name>QualityPanel</name>
+    <message>
+        <source>KL(exact || engine) per step</source>
+        <translation>每步 KL(精确 || 引擎)</translation>
+    </message>
+    <message>
+        <source>KL</source>
+        <translation>KL</translation>
+    </message>
+    <message>
+        <source>top-1 disagreements so far</source>
+        <translation>至今 top-1 不一致的步数</translation>
+    </message>
+    <message>
+        <source>steps</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Quality</source>
+        <translation>质量</translation>
+    </message>
+    <message>
+        <source>What an approximate cache costs in output quality. Each step, the engine is fed the exact engine&apos;s tokens (teacher forcing) and its next-token distribution is compared with the exact one: KL divergence in nats (0: the same distribution) and whether its most likely token is the same. Exact caches (naive, concat, static, paged) score 0 by construction. window and sinks drop old tokens, int8 rounds K and V; the legend also gives the step where the engine&apos;s own output first differs.</source>
+        <translation>近似缓存在输出质量上的代价。每一步都给引擎输入精确引擎的 token（teacher forcing），并将其下一个 token 的分布与精确分布比较：KL 散度（单位 nat，0 表示分布相同），以及最可能的 token 是否相同。精确缓存（naive、concat、static、paged）按构造得 0。window 和 sinks 丢弃旧 token，int8 对 K 和 V 取整；图例还给出引擎自身输出首次不同的步。</translation>
+    </message>
+    <message>
+        <source>{engine}: not measured (no exact engine in the run)</source>
+        <translation>{engine}：未测量（本次运行没有精确引擎）</translation>
+    </message>
+    <message>
+        <source>{engine}: mean KL {kl} nats, top-1 {agree}</source>
+        <translation>{engine}：平均 KL {kl} nat，top-1 {agree}</translation>
+    </message>
+    <message>
+        <source>, own output parts at step {0}</source>
+        <translation>，自身输出在第 {0} 步分叉</translation>
+    </message>
+</context>
+<context>
     <name>RecomputePanel</name>
     <message>
         <source>times computed</source>

@@ -10,5 +10,6 @@ PANELS: list[tuple[str, str]] = [
     ("latency", "kvviz.ui.panels.latency:LatencyPanel"),
     ("bytes", "kvviz.ui.panels.bytes:BytesPanel"),
     ("cache_memory", "kvviz.ui.panels.cache_memory:CacheMemoryPanel"),
+    ("quality", "kvviz.ui.panels.quality:QualityPanel"),
     ("summary", "kvviz.ui.panels.summary:SummaryPanel"),
 ]

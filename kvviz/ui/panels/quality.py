@@ -1,0 +1,87 @@
+"""Quality beside cost: how far each engine's next-token distribution is from the exact cache's.
+
+Reads StepTrace.kl_to_exact and top1_agrees (kvviz.quality: teacher-forced on the exact engine's
+tokens, so the figures stay comparable after the free-running outputs part) and the token ids (the
+step where an engine's own output first parts from the first exact engine's). An exact engine scores 0;
+a step not measured (no exact engine in the run) is a gap.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kvviz.ui.history import RunHistory
+from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
+
+EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (panels import no engines)
+
+
+def _kl(t) -> float:
+    if t.kl_to_exact is not None:
+        return t.kl_to_exact
+    return 0.0 if t.engine in EXACT else math.nan  # an exact engine is the reference itself
+
+
+def _misses(t) -> float:
+    return 1.0 if t.top1_agrees is False else 0.0
+
+
+class QualityPanel(SeriesPanel):
+    key = "quality"
+    extra_fields = (("top1_measured", lambda t: t.top1_agrees is not None or t.engine in EXACT),)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.columns.getters.update(kl=_kl, misses=_misses)  # computed series, as LatencyPanel's read_gbps
+
+    def plot_specs(self) -> list[PlotSpec]:
+        return [
+            PlotSpec("kl", self.tr("KL(exact || engine) per step"), self.tr("KL"), left_units="nats"),
+            PlotSpec("misses", self.tr("top-1 disagreements so far"), self.tr("steps"), row=1),
+        ]
+
+    def series_specs(self) -> list[SeriesSpec]:
+        return [
+            SeriesSpec("kl", "kl", "kl"),
+            SeriesSpec("misses", "misses", "misses", cumulative=True),
+        ]
+
+    def title(self) -> str:
+        return self.tr("Quality")
+
+    def help_text(self) -> str:
+        return self.tr(
+            "What an approximate cache costs in output quality. Each step, the engine is fed the exact "
+            "engine's tokens (teacher forcing) and its next-token distribution is compared with the exact "
+            "one: KL divergence in nats (0: the same distribution) and whether its most likely token is the "
+            "same. Exact caches (naive, concat, static, paged) score 0 by construction. window and sinks "
+            "drop old tokens, int8 rounds K and V; the legend also gives the step where the engine's own "
+            "output first differs.")
+
+    def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
+        if step < 0:
+            return engine
+        kl = self.columns.values(history, engine, "kl")[: step + 1]
+        measured = kl[~np.isnan(kl)]
+        if not measured.size:
+            return self.tr("{engine}: not measured (no exact engine in the run)").format(engine=engine)
+        seen = int(self.columns.totals(history, engine, "top1_measured")[step])
+        misses = int(self.columns.totals(history, engine, "misses")[step])
+        text = self.tr("{engine}: mean KL {kl} nats, top-1 {agree}").format(
+            engine=engine, kl=f"{measured.mean():.3g}", agree=f"{100 * (seen - misses) / max(seen, 1):.0f}%")
+        parted = self._parted(history, engine)
+        if parted is not None and parted <= step:
+            text += self.tr(", own output parts at step {0}").format(parted)
+        return text
+
+    @staticmethod
+    def _parted(history: RunHistory, engine: str) -> int | None:
+        """First step where the engine's own tokens differ from the first exact engine's."""
+        ref = next((e for e in history.traces if e in EXACT), None)
+        if ref is None or ref == engine:
+            return None
+        for a, b in zip(history.traces[ref], history.traces[engine]):
+            if a.token_id != b.token_id:
+                return a.step
+        return None

@@ -1,0 +1,63 @@
+"""The quality panel on a real run: exact engines at 0, an approximate one's KL drawn and told."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvviz.ui.history import RunHistory, RunInfo
+
+ENGINES = ("concat", "window", "int8")
+PROMPT = list(range(70, 90))
+N = 10
+
+
+@pytest.fixture(scope="module")
+def history(tiny_random):
+    from kvviz.config import TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.quality import annotate, measure
+
+    exact = list(make_engine("concat", tiny_random).generate(PROMPT, N, trace=TraceOptions(logits=True), run_id="q"))
+    traces = {"concat": exact}
+    for key in ("window", "int8"):
+        eng = make_engine(key, tiny_random, window=4)
+        own = list(eng.generate(PROMPT, N, run_id="q"))
+        traces[key] = annotate(own, measure(eng, PROMPT, exact, own))
+    cfg = tiny_random.cfg
+    hist = RunHistory()
+    hist.reset(RunInfo(run_id="q", model_name=cfg.name, prompt_ids=tuple(PROMPT), engines=ENGINES,
+                       max_new_tokens=N, n_layer=cfg.n_layer, n_head=cfg.n_head, n_kv_head=cfg.n_kv_head,
+                       head_dim=cfg.head_dim, kv_bytes_per_token=cfg.kv_bytes_per_token()))
+    for k in range(N):
+        for e in ENGINES:
+            hist.add(traces[e][k])
+    return hist, traces
+
+
+def test_quality_panel_draws_and_tells(qtbot, history):
+    from PySide6.QtGui import QImage
+    from PySide6.QtWidgets import QApplication
+
+    from kvviz.ui import style
+    from kvviz.ui.panels.quality import QualityPanel
+
+    hist, traces = history
+    panel = QualityPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    panel.show_step(hist, N - 1)
+    assert np.array_equal(panel.columns.values(hist, "concat", "kl"), np.zeros(N))  # exact: 0
+    np.testing.assert_allclose(panel.columns.values(hist, "window", "kl"), [t.kl_to_exact for t in traces["window"]])
+    legend = panel.legend_text("window", hist, N - 1)
+    mean = np.mean([t.kl_to_exact for t in traces["window"]])
+    assert f"{mean:.3g}" in legend and "top-1" in legend
+    QApplication.processEvents()
+    image = panel.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    arr = np.frombuffer(image.constBits(), dtype=np.uint32, count=image.sizeInBytes() // 4)
+    rgb = {((v >> 16) & 255, (v >> 8) & 255, v & 255) for v in np.unique(arr)}
+    for engine, order in (("window", 1), ("int8", 2)):
+        color = style.engine_color(engine, order).lstrip("#")
+        want = tuple(int(color[i:i + 2], 16) for i in (0, 2, 4))
+        assert want in rgb, (engine, want)  # its curve is on screen
+    panel.grab().save("/tmp/kvviz_panels/quality.png")
