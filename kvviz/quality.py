@@ -17,6 +17,8 @@ import numpy as np
 from kvviz.config import TraceOptions
 from kvviz.trace import StepTrace, first_divergence
 
+EXACT_ENGINES = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (a test keeps them equal)
+
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     x = np.asarray(logits, dtype=np.float64)
@@ -72,3 +74,42 @@ def measure(engine, prompt_ids: Sequence[int], exact: Sequence[StepTrace], own: 
 def annotate(traces: Sequence[StepTrace], quality: Quality) -> list[StepTrace]:
     """The engine's traces with each step's KL and top-1 agreement filled in."""
     return [dataclasses.replace(t, kl_to_exact=k, top1_agrees=a) for t, k, a in zip(traces, quality.kl, quality.top1)]
+
+
+def reference_key(engines: Sequence[str]) -> str | None:
+    """The run's reference for quality: its first exact engine, when it also runs an approximate one."""
+    if all(e in EXACT_ENGINES for e in engines):
+        return None
+    return next((e for e in engines if e in EXACT_ENGINES), None)
+
+
+class Shadows:
+    """Quality measured in lockstep with a run: one teacher-forced copy ("shadow") of each approximate
+    engine, fed the reference engine's token of each round after it. `annotate(round)` fills the
+    approximate engines' kl_to_exact and top1_agrees. The reference must run with logits; they are
+    dropped from its traces unless the run asked for them. The shadows' time is not in any trace."""
+
+    def __init__(self, engines: dict, prompt_ids: Sequence[int], n: int, reference: str, keep_logits: bool) -> None:
+        self.reference, self.keep_logits = reference, keep_logits
+        self.tokens: list[int] = []  # the reference's tokens so far: what the shadows are fed
+        opts = TraceOptions(masks=False, logits=True)
+        self.streams = {k: e.generate(prompt_ids, n, trace=opts, forced_tokens=self.tokens)
+                        for k, e in engines.items()}
+
+    def annotate(self, traces: Sequence[StepTrace]) -> list[StepTrace]:
+        ref = next(t for t in traces if t.engine == self.reference)
+        self.tokens.append(ref.token_id)
+        out = []
+        for t in traces:
+            if t.engine in self.streams:
+                mine = next(self.streams[t.engine])
+                t = dataclasses.replace(t, kl_to_exact=kl_divergence(ref.logits, mine.logits),
+                                        top1_agrees=bool(np.argmax(ref.logits) == np.argmax(mine.logits)))
+            elif t is ref and not self.keep_logits:
+                t = dataclasses.replace(t, logits=None)
+            out.append(t)
+        return out
+
+    def close(self) -> None:
+        for stream in self.streams.values():
+            stream.close()

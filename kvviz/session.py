@@ -109,6 +109,7 @@ class EngineSession:
         self._loaded: tuple[tuple[str, str, str], object, object] | None = None  # (key, model, tokenizer)
         self._streams: dict[str, Iterator[StepTrace]] = {}
         self._steps = 0
+        self._shadows = None  # kvviz.quality.Shadows: the approximate engines' quality, in lockstep
         self._error: BaseException | None = None  # raised by the next round (see rounds)
         self._asked: tuple[int, float] | None = None  # the batch send_rounds asked for
 
@@ -150,7 +151,8 @@ class EngineSession:
 
         from kvviz.devices import resolve_device
         from kvviz.engines import make_engine
-        from kvviz.options import check_against_model
+        from kvviz.options import check_against_model, check_cache_settings
+        from kvviz.quality import EXACT_ENGINES, Shadows, reference_key
 
         self.end()
         rc = req.run
@@ -165,6 +167,9 @@ class EngineSession:
         prompt_ids = tokenizer.encode(rc.prompt)
         check_against_model(cfg, len(prompt_ids), rc.max_new_tokens, block_size=rc.block_size,
                             top_k=rc.sampling.top_k)
+        check_cache_settings(rc.engines, len(prompt_ids), rc.max_new_tokens, rc.window, rc.sinks, rc.residual)
+        cache_opts = dict(block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual)
+        reference = reference_key(rc.engines)
         trace = rc.trace
         if trace.weights_layer is not None:
             if not 0 <= trace.weights_layer < cfg.n_layer:
@@ -181,10 +186,15 @@ class EngineSession:
                 options = replace(trace, weights_layer=None)
                 notes.append(_tr("naive: attention weights not captured, a run this long would hold more "
                                  "than {0} MiB of them").format(NAIVE_WEIGHTS_BUDGET_BYTES >> 20))
-            engine = make_engine(key, model, block_size=rc.block_size)
+            if key == reference:
+                options = replace(options, logits=True)  # the quality figures compare with its logits
+            engine = make_engine(key, model, **cache_opts)
             self._streams[key] = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
                                                  run_id=req.run_id, token_text=tokenizer.token_text)
         self._steps = rc.max_new_tokens
+        if reference is not None:
+            shadows = {k: make_engine(k, model, **cache_opts) for k in rc.engines if k not in EXACT_ENGINES}
+            self._shadows = Shadows(shadows, prompt_ids, rc.max_new_tokens, reference, keep_logits=trace.logits)
         dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         info = RunInfo(
             run_id=req.run_id, model_name=req.model, device=str(device), dtype=dtype, prompt=rc.prompt,
@@ -206,7 +216,7 @@ class EngineSession:
                 traces.append(next(stream))
             except StopIteration:
                 raise RuntimeError(f"{key} stopped after {len(traces)} of {self._steps} steps") from None
-        return traces
+        return traces if self._shadows is None else self._shadows.annotate(traces)
 
     def rounds(self, most: int, budget_s: float = 0.0) -> list[list[StepTrace]]:
         """Rounds back to back, at least one and at most `most`, until `budget_s` has passed.
@@ -243,6 +253,9 @@ class EngineSession:
         self._error = None
         self._asked = None
         streams, self._streams = self._streams, {}
+        shadows, self._shadows = self._shadows, None
+        if shadows is not None:
+            shadows.close()
         for stream in streams.values():
             close = getattr(stream, "close", None)
             if close is not None:

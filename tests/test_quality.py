@@ -97,3 +97,46 @@ def test_summary_and_trace_file_carry_quality(tiny_random, tmp_path):
     back = [traceio.decode_step(traceio.encode_step(t), "window") for t in marked]
     assert [t.kl_to_exact for t in back] == list(q.kl) and [t.top1_agrees for t in back] == list(q.top1)
     assert [t.mask_spec for t in back] == [t.mask_spec for t in marked]
+
+
+def test_shadows_in_lockstep_equal_the_separate_measure(tiny_random):
+    from kvviz.engines import EXACT_KEYS
+    from kvviz.quality import EXACT_ENGINES, Shadows, reference_key
+
+    assert set(EXACT_ENGINES) == set(EXACT_KEYS)
+    assert reference_key(("window", "static", "concat")) == "static"
+    assert reference_key(("concat", "paged")) is None and reference_key(("int8",)) is None
+    n, keys = 10, ("window", "concat", "int8")
+    streams = {k: make_engine(k, tiny_random, window=5).generate(
+        PROMPT, n, trace=TraceOptions(masks=False, logits=k == "concat")) for k in keys}
+    shadows = Shadows({k: make_engine(k, tiny_random, window=5) for k in ("window", "int8")}, PROMPT, n,
+                      "concat", keep_logits=False)
+    rounds = [shadows.annotate([next(streams[k]) for k in keys]) for _ in range(n)]
+    exact = exact_run(tiny_random, n)
+    for j, key in ((0, "window"), (2, "int8")):
+        eng = make_engine(key, tiny_random, window=5)
+        q = measure(eng, PROMPT, exact, list(eng.generate(PROMPT, n)))
+        np.testing.assert_allclose([r[j].kl_to_exact for r in rounds], q.kl, rtol=1e-6, atol=1e-12)
+        assert [r[j].top1_agrees for r in rounds] == list(q.top1)
+    assert all(r[1].logits is None and r[1].kl_to_exact is None for r in rounds)
+
+
+def test_engine_session_fills_quality_and_passes_w_s_r(torch_cpu):
+    from kvviz.config import RunConfig
+    from kvviz.messages import RunRequest
+    from kvviz.session import EngineSession
+
+    session = EngineSession()
+    run = RunConfig(prompt="The cache holds what it holds, no more.", max_new_tokens=6,
+                    engines=("concat", "window", "sinks", "int8"), window=8, sinks=2, residual=2)
+    session.start(RunRequest(run_id="s", model="tiny-random", run=run, device="cpu", dtype="auto", threads=1))
+    rounds = [session.round() for _ in range(6)]
+    session.end()
+    by = {t.engine: t for t in rounds[-1]}
+    assert by["concat"].logits is None and by["concat"].kl_to_exact is None  # logits not asked for: dropped
+    assert (by["window"].window, by["sinks"].window, by["sinks"].sinks, by["int8"].residual) == (8, 8, 2, 2)
+    assert by["window"].cache_len == 8 and all(r[1].kl_to_exact > 0 for r in rounds)
+    assert all(isinstance(r[3].top1_agrees, bool) for r in rounds)
+    with pytest.raises(ValueError, match="larger than the run"):
+        session.start(RunRequest(run_id="t", model="tiny-random", device="cpu", threads=1,
+                                 run=RunConfig(prompt="ab", max_new_tokens=3, engines=("window",), window=9)))

@@ -61,10 +61,9 @@ class Engine(ABC):
                  token_text: Callable[[int], str] = str,
                  forced_tokens: Sequence[int] | None = None) -> Iterator[StepTrace]:
         """`forced_tokens`: teacher forcing: step k appends forced_tokens[k] instead of its own sample
-        (the quality measure feeds an approximate cache the exact engine's tokens this way)."""
+        (the quality measure feeds an approximate cache the exact engine's tokens this way). It is read at
+        the end of each step, so a list that another run fills in lockstep will do."""
         validate_request(self.cfg.max_seq_len, len(prompt_ids), max_new_tokens)
-        if forced_tokens is not None and len(forced_tokens) < max_new_tokens:
-            raise ValueError(f"{len(forced_tokens)} forced tokens for {max_new_tokens} steps")
         sampling = sampling or SamplingConfig()
         trace = trace or TraceOptions()
         if trace.weights_layer is not None and not (0 <= trace.weights_layer < self.cfg.n_layer):
@@ -80,6 +79,8 @@ class Engine(ABC):
             timer.start()
             with torch.inference_mode():
                 out, pos_start = self._forward(ids, step, trace)
+                if forced_tokens is not None and step >= len(forced_tokens):
+                    raise ValueError(f"step {step}: only {len(forced_tokens)} forced tokens given")
                 token = sampler(out.logits[0]) if forced_tokens is None else int(forced_tokens[step])
             latency_ms = timer.stop()
             pos_stop = len(ids)
