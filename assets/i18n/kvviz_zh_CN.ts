@@ -17,7 +17,7 @@
     </message>
     <message>
         <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>
-        <translation>kvviz 让 Transformer 的 KV Cache 变得可见：输入 prompt，选择引擎，一步一步观看 Decode 过程。</translation>
+        <translation>kvviz 让 Transformer 的 KV Cache 变得可见：输入提示词，选择引擎，一步一步观看解码（decode）过程。</translation>
     </message>
 </context>
 <context>
@@ -847,7 +847,7 @@
     </message>
     <message>
         <source>Tokens written by one prefill before decoding: they copy nothing</source>
-        <translation>Decode 之前由一次 Prefill 写入的 token：它们不产生复制</translation>
+        <translation>解码之前由一次预填充（prefill）写入的 token：它们不产生复制</translation>
     </message>
     <message>
         <source>Model</source>
@@ -966,7 +966,7 @@
     </message>
     <message>
         <source>Step {step}, prefill: {work}.</source>
-        <translation>第 {step} 步，prefill：{work}。</translation>
+        <translation>第 {step} 步，预填充：{work}。</translation>
     </message>
     <message>
         <source>; </source>
@@ -982,7 +982,7 @@
     </message>
     <message>
         <source>Step {step}, decode: {work}.</source>
-        <translation>第 {step} 步，decode：{work}。</translation>
+        <translation>第 {step} 步，解码：{work}。</translation>
     </message>
     <message>
         <source>{work} {wall}</source>
@@ -1750,7 +1750,7 @@
     </message>
     <message>
         <source>prefill, {rows} rows</source>
-        <translation>Prefill，{rows} 行</translation>
+        <translation>预填充，{rows} 行</translation>
     </message>
     <message>
         <source>{rows} rows, {again} again</source>
