@@ -196,7 +196,8 @@ def test_work_matrix_names_its_axes_once_and_numbers_the_outer_plots(qtbot, hist
 def test_a_series_panel_numbers_its_shared_steps_under_the_lowest_plot(qtbot, history):
     panel = make_panel(qtbot, "latency")
     panel.show_step(history, DECODE_STEP)
-    upper, lower = panel.export_items()[:2]
+    items = panel.export_items()
+    upper, lower = items[0], items[-1]  # the top plot and the one that numbers the steps
     up, low = upper.getViewBox(), lower.getViewBox()
     assert up.linkedView(0) is low or low.linkedView(0) is up  # one x range: the steps
     assert not upper.getAxis("bottom").style["showValues"] and lower.getAxis("bottom").style["showValues"]
@@ -254,7 +255,10 @@ def test_a_click_on_a_token_picks_the_step_that_sampled_it(qtbot, history):
     panel.step_picked.connect(picked.append)
     view = panel._view
     document = view.document()
-    texts = {e: [t.token_text for t in history.traces[e]] for e in ENGINES}
+    from kvviz.tokenizer import display_labels
+
+    # as read: a character made of several tokens drawn once, on its first token
+    texts = {e: display_labels([t.token_text for t in history.traces[e]]) for e in ENGINES}
     for i, engine in enumerate(ENGINES):
         start, ends = panel._token_ends[i]
         block = document.findBlockByNumber(i)
@@ -489,11 +493,13 @@ def test_summary_values_equal_run_summary(qtbot, history, step):
 def test_token_stream_shows_text_so_far_and_highlights_the_step(qtbot, history):
     panel = make_panel(qtbot, "token_stream")
     panel.show_step(history, DECODE_STEP)
+    from kvviz.tokenizer import group_labels, readable
+
     for engine in ENGINES:
-        traces = history.traces[engine]
-        assert panel.plain_text(engine) == "".join(history.info.prompt_labels) + "".join(
-            t.token_text for t in traces[: DECODE_STEP + 1])
-        assert panel.highlighted(engine) == traces[DECODE_STEP].token_text
+        labels = [t.token_text for t in history.traces[engine]]
+        current = next(g for g in group_labels(labels) if g.start <= DECODE_STEP < g.stop)  # the step's character
+        assert panel.plain_text(engine) == readable(history.info.prompt_labels) + readable(labels[: current.stop])
+        assert panel.highlighted(engine) == current.text
 
 
 def test_token_stream_keeps_spaces_and_wraps_between_words(qtbot, tiny_random, byte_tokenizer):

@@ -69,3 +69,67 @@ def test_status_bar_shows_the_copy_bandwidth(qtbot, monkeypatch):
     assert fields.bandwidth.text() == "copy 15.7 GB/s (cpu)"
     fields.show_choice("tiny", "cpu", "float32", None)
     assert fields.bandwidth.text() == "copy 15.7 GB/s (cpu)"
+
+
+def _plot_pixels(panel, plot, colour: str, tol: int = 40) -> int:
+    """Pixels of `colour` inside the plot's view box, as drawn on screen."""
+    import numpy as np
+    from PySide6.QtGui import QColor, QImage
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()
+    view = panel._canvas
+    image = view.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    rect = view.mapFromScene(plot.getViewBox().sceneBoundingRect()).boundingRect()
+    ptr = image.constBits()
+    arr = np.frombuffer(ptr, np.uint8, image.sizeInBytes()).reshape(image.height(), image.bytesPerLine() // 4, 4)
+    area = arr[max(rect.top(), 0):rect.bottom(), max(rect.left(), 0):rect.right(), :3].astype(int)
+    c = QColor(colour)
+    want = np.array([c.blue(), c.green(), c.red()])
+    return int((np.abs(area - want).max(axis=2) <= tol).sum())
+
+
+def long_wide_history(copy_gbps=16.0, weights=True) -> RunHistory:
+    hist = RunHistory()
+    extra = WIDE if weights else dict(kv_bytes_per_token=32_768)
+    hist.reset(RunInfo(run_id="w", model_name="wide", device="cpu", dtype="float32", engines=("concat",),
+                       prompt_ids=tuple(range(8)), max_new_tokens=60, copy_gbps=copy_gbps, **extra))
+    for step in range(60):
+        stop = 8 + step
+        hist.add(StepTrace(run_id="w", engine="concat", step=step, phase="prefill" if step == 0 else "decode",
+                           token_id=65, token_text="A", pos_start=0 if step == 0 else stop - 1, pos_stop=stop,
+                           cache_len=stop, cache_capacity=stop, cache_bytes=0, bytes_copied=0, bytes_written=0,
+                           bytes_gathered=0, kv_projections=1, latency_ms=20.0 + step % 5))
+    return hist
+
+
+def test_latency_panel_draws_the_bandwidth_against_the_copy_line(qtbot):
+    from kvviz.ui import style
+    from kvviz.ui.panels.latency import COPY_LINE, LatencyPanel
+
+    panel = LatencyPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 700)
+    panel.show()
+    hist = long_wide_history()
+    panel.show_step(hist, 59)
+    plot = panel._plots["bandwidth"]
+    gbps = panel.curve("read_gbps", "concat")
+    # step 1 attends over 9 positions: 109,613,056 + 9 x 32,768 B in 21 ms
+    assert gbps[1] == pytest.approx((109_613_056 + 9 * 32_768) / 0.021 / 1e9)
+    qtbot.waitUntil(lambda: _plot_pixels(panel, plot, style.engine_color("concat", 0)) > 200)
+    assert _plot_pixels(panel, plot, COPY_LINE) > 200  # the dashed wall across the plot
+    assert "copy bandwidth 16.0 GB/s" in panel._copy_line.label.toPlainText()
+    assert plot.getViewBox().viewRange()[1][1] >= 16.0  # the wall is inside the range
+    # a trace without the figures: no curve and no wall, the other plots as before
+    panel.clear()
+    old = long_wide_history(copy_gbps=0.0, weights=False)
+    panel.show_step(old, 59)
+    qtbot.wait(50)
+    assert _plot_pixels(panel, plot, COPY_LINE) == 0
+    assert _plot_pixels(panel, plot, style.engine_color("concat", 0)) < 20
+    assert _plot_pixels(panel, panel._plots["step"], style.engine_color("concat", 0)) > 200
+    panel.set_log_scale(True)  # NaNs and the log axis together
+    panel.show_step(hist, 30)
+    qtbot.wait(50)
+    assert _plot_pixels(panel, plot, COPY_LINE) > 200

@@ -573,11 +573,11 @@
     </message>
     <message>
         <source>weights + K/V read / step time</source>
-        <translation type="unfinished"></translation>
+        <translation>读取的权重 + K/V / 每步耗时</translation>
     </message>
     <message>
         <source>read</source>
-        <translation type="unfinished"></translation>
+        <translation>读取</translation>
     </message>
     <message>
         <source>Latency</source>
@@ -585,11 +585,11 @@
     </message>
     <message>
         <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow. Bottom: every step reads every weight once and the K/V of every position it attends over; those bytes over the step&apos;s time are the bandwidth it achieved, drawn against this machine&apos;s measured copy bandwidth (dashed): decode is bound by memory, not arithmetic.</source>
-        <translation type="unfinished"></translation>
+        <translation>图例给出每个引擎 Decode 步的平均耗时。第 0 步是 Prefill：对整个 prompt 做一次前向。之后，朴素引擎的每步耗时随序列变长而增加，因为它每次都重跑全部内容；而带缓存的引擎每步只输入 1 个 token。在很小的模型上，Python 开销主导了耗时，所以也要看省下的工作量（重算次数、字节数）：序列越长、模型越大，时间差距越明显。下图：每一步都要把每个权重读一遍，并读取它所关注的每个位置的 K/V；这些字节除以该步耗时就是它达到的带宽，与本机实测的复制带宽（虚线）对照：Decode 受内存带宽限制，而不是算力。</translation>
     </message>
     <message>
         <source>copy bandwidth {0} GB/s</source>
-        <translation type="unfinished"></translation>
+        <translation>复制带宽 {0} GB/s</translation>
     </message>
     <message>
         <source>{engine}: {ms:.2f} ms/step</source>
@@ -1723,6 +1723,10 @@
     <message>
         <source>masked (future)</source>
         <translation>被掩码屏蔽（未来）</translation>
+    </message>
+    <message>
+        <source>evicted, never read again</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>not computed this step</source>

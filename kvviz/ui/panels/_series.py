@@ -346,7 +346,7 @@ class SeriesPanel(Panel):
             for order, engine in enumerate(engines):
                 k = engine_step(history, engine, step)
                 y = self._data[(spec.key, engine)]
-                if 0 <= k < len(y) and (not log or y[k] > 0):
+                if 0 <= k < len(y) and math.isfinite(y[k]) and (not log or y[k] > 0):  # NaN: not recorded
                     xs.append(k)
                     ys.append(np.log10(y[k]) if log else y[k])
                     brushes.append(_brush(style.engine_color(engine, order)))
