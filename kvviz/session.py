@@ -202,7 +202,7 @@ class EngineSession:
             engines=tuple(rc.engines), max_new_tokens=rc.max_new_tokens, n_layer=cfg.n_layer,
             n_head=cfg.n_head, n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
             param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
-            block_size=rc.block_size)
+            block_size=rc.block_size, **_wall_fields(cfg, dtype, device))
         return info, loaded, notes
 
     def round(self) -> list[StepTrace]:
@@ -509,3 +509,19 @@ class EngineProcess:
                 code = proc.wait()
         raise EngineError(_tr("the engine process ended unexpectedly (exit code {0}{1})").format(
             code, _tr(": killed, perhaps out of memory") if code == -9 else "")) from None
+
+
+def _wall_fields(cfg, dtype: str, device) -> dict:
+    """RunInfo's memory-wall figures: the weights a forward reads (kvviz.wall) and the copy bandwidth
+    of the device the run uses (kvviz.bandwidth: CUDA measured now, a CPU's cached per machine)."""
+    from kvviz.bandwidth import device_bandwidth
+    from kvviz.wall import WallShape
+
+    shape = WallShape.from_config(cfg, dtype)
+    try:
+        bw = device_bandwidth(device)
+        copy, peak = bw.copy_gbps, bw.peak_gbps or 0.0
+    except (RuntimeError, MemoryError, ValueError, OSError):  # a device too full to copy 512 MiB
+        copy, peak = 0.0, 0.0
+    return dict(weights_read_bytes=shape.weights_bytes, embed_row_bytes=shape.row_bytes, copy_gbps=copy,
+                peak_gbps=peak)

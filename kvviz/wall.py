@@ -5,7 +5,8 @@ embedding table excepted: only the token's row) and the K and V of every positio
 Those bytes over the step's time are the bandwidth it achieved. Stdlib only: no torch, no Qt.
 
 Conventions: the minimum a step must read, each byte once, at the run's dtype. Copies a cache rule
-adds (concat's `torch.cat`, paged's gather) are extra traffic on top, counted in the trace itself.
+adds (concat's `torch.cat`, paged's gather) are extra traffic on top, counted in the trace itself. A
+cache that keeps fewer or smaller K/V (a window, int8) reads what it keeps: see WallShape.read.
 """
 from __future__ import annotations
 
@@ -62,6 +63,18 @@ class WallShape:
         return StepRead(weights_bytes=self.weights_bytes + (pos_stop - pos_start) * self.row_bytes,
                         kv_bytes=pos_stop * self.kv_bytes_per_token)
 
+    def read(self, trace) -> StepRead:
+        """What a recorded step read (a StepTrace or anything with its fields): the weights as step()
+        counts them, and the K/V its cache held after the step at the cache's own bytes per token
+        (cache_bytes / cache_capacity: an int8 cache stores fewer, a window cache holds only its W
+        tokens). An engine that keeps no cache (naive) read the K/V of every position it computed."""
+        weights = self.step(trace.pos_start, trace.pos_stop).weights_bytes
+        if trace.cache_len > 0 and trace.cache_capacity > 0:
+            kv = trace.cache_bytes * trace.cache_len // trace.cache_capacity
+        else:
+            kv = trace.pos_stop * self.kv_bytes_per_token
+        return StepRead(weights_bytes=weights, kv_bytes=kv)
+
     def decode(self, kv_len: int) -> StepRead:
         """A cached decode step that brings the attended length to kv_len (one new position)."""
         return self.step(kv_len - 1, kv_len)
@@ -93,9 +106,9 @@ def crossover_length(cfg: ModelConfig, dtype: str | None = None) -> int:
     return WallShape.from_config(cfg, dtype).crossover()
 
 
-def bytes_read(shape: WallShape, spans) -> int:
-    """The bytes a run's steps must read, summed: `spans` is each step's (pos_start, pos_stop)."""
-    return sum(shape.step(start, stop).total_bytes for start, stop in spans)
+def bytes_read(shape: WallShape, traces) -> int:
+    """The bytes a run's recorded steps read, summed (WallShape.read of each)."""
+    return sum(shape.read(t).total_bytes for t in traces)
 
 
 def achieved_gbps(nbytes: int, ms: float) -> float:

@@ -100,9 +100,19 @@ def test_bandwidth_and_bad_input():
 
 
 def test_a_run_reads_the_sum_of_its_steps():
+    from types import SimpleNamespace as Step
+
     from kvviz.wall import achieved_gbps, bytes_read
 
     w = WallShape(weights_bytes=1000, row_bytes=10, kv_bytes_per_token=100)
-    # prefill of 3 (1030 + 300), then decodes at 4 and 5 (1010 + 400, 1010 + 500)
-    assert bytes_read(w, [(0, 3), (3, 4), (4, 5)]) == 1330 + 1410 + 1510
+    # a concat-like cache: prefill of 3 (1030 + 300), then decodes at 4 and 5 (1010 + 400, 1010 + 500)
+    steps = [Step(pos_start=a, pos_stop=b, cache_len=b, cache_capacity=b, cache_bytes=100 * b)
+             for a, b in ((0, 3), (3, 4), (4, 5))]
+    assert bytes_read(w, steps) == 1330 + 1410 + 1510
+    # naive keeps nothing: it read what it computed, 5 rows and 5 positions
+    assert w.read(Step(pos_start=0, pos_stop=5, cache_len=0, cache_capacity=0, cache_bytes=0)).total_bytes == 1550
+    # a static cache of 16 slots holding 5: it reads the 5 it holds
+    assert w.read(Step(pos_start=4, pos_stop=5, cache_len=5, cache_capacity=16, cache_bytes=1600)).kv_bytes == 500
+    # a window of 4 at position 100, stored as int8 with scales (30 B a token): 4 x 30
+    assert w.read(Step(pos_start=99, pos_stop=100, cache_len=4, cache_capacity=4, cache_bytes=120)).kv_bytes == 120
     assert achieved_gbps(4250, 0.001) == pytest.approx(4.25) and math.isnan(achieved_gbps(1, 0))

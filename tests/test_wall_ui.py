@@ -23,9 +23,10 @@ def wide_history(copy_gbps=16.0, latency_ms=20.0, engines=("concat",), **info) -
         for step in range(3):
             stop = 1898 + step if step else 8
             start = 0 if step == 0 or engine == "naive" else stop - 1
+            held = 0 if engine == "naive" else stop
             hist.add(StepTrace(run_id="w", engine=engine, step=step, phase="prefill" if step == 0 else "decode",
-                               token_id=65, token_text="A", pos_start=start, pos_stop=stop, cache_len=stop,
-                               cache_capacity=stop, cache_bytes=0, bytes_copied=0, bytes_written=0,
+                               token_id=65, token_text="A", pos_start=start, pos_stop=stop, cache_len=held,
+                               cache_capacity=held, cache_bytes=held * 32_768, bytes_copied=0, bytes_written=0,
                                bytes_gathered=0, kv_projections=1, latency_ms=latency_ms))
     return hist
 
@@ -98,7 +99,8 @@ def long_wide_history(copy_gbps=16.0, weights=True) -> RunHistory:
         stop = 8 + step
         hist.add(StepTrace(run_id="w", engine="concat", step=step, phase="prefill" if step == 0 else "decode",
                            token_id=65, token_text="A", pos_start=0 if step == 0 else stop - 1, pos_stop=stop,
-                           cache_len=stop, cache_capacity=stop, cache_bytes=0, bytes_copied=0, bytes_written=0,
+                           cache_len=stop, cache_capacity=stop, cache_bytes=stop * 32_768, bytes_copied=0,
+                           bytes_written=0,
                            bytes_gathered=0, kv_projections=1, latency_ms=20.0 + step % 5))
     return hist
 
@@ -133,3 +135,50 @@ def test_latency_panel_draws_the_bandwidth_against_the_copy_line(qtbot):
     panel.show_step(hist, 30)
     qtbot.wait(50)
     assert _plot_pixels(panel, plot, COPY_LINE) > 200
+
+
+def test_the_engine_session_records_the_wall(tmp_path, monkeypatch):
+    """A run's RunInfo carries the weights a forward reads (from the model's config) and the copy
+    bandwidth of its device (this machine's cached probe), and a saved trace keeps them."""
+    from kvviz import bandwidth, traceio
+    from kvviz.config import RunConfig
+    from kvviz.messages import RunRequest
+    from kvviz.models.presets import PRESETS
+    from kvviz.session import EngineSession
+
+    monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 14.5, 1, 1))
+    session = EngineSession()
+    try:
+        info, _loaded, _notes = session.start(RunRequest(run_id="s", model="tiny-random", device="cpu",
+                                                         threads=1, run=RunConfig(prompt="KV", max_new_tokens=3,
+                                                                                  engines=("concat",))))
+        steps = [session.round()[0] for _ in range(3)]
+    finally:
+        session.close()
+    # tiny-random: tiny's 524,800 layer elements + 128 (final norm) + an untied head 256 x 128, fp32
+    assert (info.weights_read_bytes, info.embed_row_bytes) == ((524_800 + 128 + 32_768) * 4, 512)
+    assert info.wall() == WallShape.from_config(PRESETS["tiny-random"].config)
+    assert info.copy_gbps == 14.5 and info.peak_gbps == 0.0
+    path = tmp_path / "run.json"
+    path.write_text(traceio.dumps_run(info, {"concat": steps}))
+    loaded = traceio.load_run(path)
+    assert loaded.info.wall() == info.wall() and loaded.info.copy_gbps == 14.5
+
+
+@pytest.mark.parametrize("field, value", [("copy_gbps", math.nan), ("copy_gbps", -1.0), ("peak_gbps", math.inf),
+                                          ("weights_read_bytes", -5), ("embed_row_bytes", 1 << 60),
+                                          ("copy_gbps", "fast")])
+def test_a_trace_with_bad_wall_figures_is_refused_in_one_line(tmp_path, field, value):
+    import json
+
+    from kvviz import traceio
+
+    info = RunInfo(run_id="w", model_name="wide", engines=("concat",), prompt_ids=(1, 2), max_new_tokens=1,
+                   n_layer=8, n_head=8, n_kv_head=8, head_dim=64, **WIDE)
+    doc = json.loads(traceio.dumps_run(info, {"concat": []}))
+    doc["info"][field] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=f"info.{field}") as exc:
+        traceio.load_run(path)
+    assert "\n" not in str(exc.value)

@@ -96,7 +96,7 @@ def _wall(history: RunHistory, steps, color) -> str:
     copy = history.info.bandwidth_gbps()
     parts = []
     for engine, order, trace, _prev in steps:
-        read = shape.step(trace.pos_start, trace.pos_stop)
+        read = shape.read(trace)
         gbps = read.gbps(trace.latency_ms)
         if not gbps < float("inf"):  # NaN or inf: a step with no time recorded
             continue

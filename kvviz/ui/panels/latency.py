@@ -120,6 +120,6 @@ class _BandwidthReader:
         if self.wall is None:
             return math.nan
         try:
-            return self.wall.step(trace.pos_start, trace.pos_stop).gbps(trace.latency_ms)
+            return self.wall.read(trace).gbps(trace.latency_ms)
         except ValueError:
             return math.nan
