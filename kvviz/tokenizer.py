@@ -77,22 +77,31 @@ def group_labels(labels: Sequence[str]) -> list[TextGroup]:
     groups: list[TextGroup] = []
     start, pending = 0, b""
     regional = 0
+
+    def close(stop: int) -> None:
+        nonlocal regional
+        text = _visible(escape_bytes(pending))
+        for ch in text:
+            regional = regional + 1 if 0x1F1E6 <= ord(ch) <= 0x1F1FF else 0
+        groups.append(TextGroup(start, stop, text, tuple(pieces[start:stop])))
+
     for i, piece in enumerate(pieces):
+        if pending and _utf8_state(pending + piece) == "invalid":
+            close(i)  # an unfinished character the next token does not finish: its bytes stay escaped
+            start, pending = i, b""
         pending += piece
         nxt = pieces[i + 1] if i + 1 < len(pieces) else None
-        if nxt is not None and _incomplete_tail(pending):
+        if nxt is not None and _utf8_state(pending) == "incomplete" and _utf8_state(pending + nxt) != "invalid":
             continue
-        text = _visible(escape_bytes(pending))
         if nxt is not None:
+            text = escape_bytes(pending)
             head = (nxt + b"".join(pieces[i + 2:i + 5])).decode("utf-8", errors="ignore")[:1]
             run = regional
             for ch in text:
                 run = run + 1 if 0x1F1E6 <= ord(ch) <= 0x1F1FF else 0
             if head and text and _joins_previous(head, text[-1], run):
                 continue
-        for ch in text:
-            regional = regional + 1 if 0x1F1E6 <= ord(ch) <= 0x1F1FF else 0
-        groups.append(TextGroup(start, i + 1, text, tuple(pieces[start:i + 1])))
+        close(i + 1)
         start, pending = i + 1, b""
     return groups
 
@@ -103,15 +112,14 @@ def _visible(text: str) -> str:
                    for c in text)
 
 
-def _incomplete_tail(data: bytes) -> bool:
-    """True when `data` ends part-way through a UTF-8 character that the next bytes may finish."""
-    for back in range(1, min(4, len(data)) + 1):
-        lead = data[-back]
-        if lead & 0xC0 == 0x80:
-            continue  # a continuation byte: look further back
-        need = 2 if lead & 0xE0 == 0xC0 else 3 if lead & 0xF0 == 0xE0 else 4 if lead & 0xF8 == 0xF0 else 1
-        return need > back and need > 1
-    return False
+def _utf8_state(data: bytes) -> str:
+    """"complete" when `data` decodes, "incomplete" when it stops part-way through a character that more
+    bytes may finish, else "invalid"."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "incomplete" if exc.reason == "unexpected end of data" and exc.end == len(data) else "invalid"
+    return "complete"
 
 
 def display_labels(labels: Sequence[str], rest: str = "") -> list[str]:

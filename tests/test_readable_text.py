@@ -56,6 +56,8 @@ def test_labels_keep_each_token():
 def test_bytes_that_do_not_decode_stay_escaped():
     assert readable(["<ff>", "a", "<80>"]) == "<ff>a<80>"
     assert readable(["a", "<e4>", "<bd>"]) == "a<e4><bd>"  # an unfinished character at the end
+    # a lead byte the next token does not continue stays escaped alone; the next character still reads
+    assert [(g.text, g.size) for g in group_labels(["<e4>", "<c6>", "<81>", "a"])] == [("<e4>", 1), ("Ɓ", 2), ("a", 1)]
     assert readable(["<00>", "<09>"]) == "<00>\t"  # a control character decodes but draws nothing
     assert escape_bytes(b"\xe4\xbd\xa0\xe4") == "你<e4>"
     assert label_bytes("a<e4>\\n") == b"a\xe4\n"
@@ -104,3 +106,79 @@ def test_steps_csv_reads_as_text():
     assert [r["token_text"] for r in rows[:4]] == ["值", "", "", "“"]
     assert [r["token_bytes"] for r in rows[:3]] == ["e5", "80", "bc"]
     assert not any("<" in r["token_text"] or "\ufffd" in r["token_text"] for r in rows)
+
+
+def _forced_history(text: str, prompt: str):
+    """A RunHistory whose steps are labelled as if the model had written `text`'s bytes (the panels read labels)."""
+    from kvviz.config import ModelConfig, SamplingConfig
+    from kvviz.engines import make_engine
+    from kvviz.models.transformer import Transformer
+    from kvviz.ui.history import RunHistory, RunInfo
+
+    tok = ByteTokenizer()
+    ids = tok.encode(prompt)
+    forced = text.encode("utf-8")
+    model = Transformer(ModelConfig(name="tiny", max_seq_len=256)).eval()
+    cfg = model.cfg
+    info = RunInfo(run_id="r", model_name="tiny", prompt=prompt, prompt_ids=tuple(ids),
+                   prompt_labels=tuple(tok.token_text(i) for i in ids), engines=("static",),
+                   max_new_tokens=len(forced), n_layer=cfg.n_layer, n_head=cfg.n_head, n_kv_head=cfg.n_kv_head,
+                   head_dim=cfg.head_dim, kv_bytes_per_token=cfg.kv_bytes_per_token())
+    history = RunHistory()
+    history.reset(info)
+    steps = make_engine("static", model).generate(ids, len(forced), SamplingConfig(), run_id="r",
+                                                  token_text=tok.token_text)
+    for trace, b in zip(steps, forced):
+        history.add(dataclasses.replace(trace, token_id=b, token_text=tok.token_text(b)))
+    return history
+
+
+def test_token_stream_draws_characters_not_escapes(qtbot):
+    """The window's token stream: the document reads as the text; split characters are shaded (pixels of
+    both shades drawn); the tooltip over one names its tokens' ids and bytes; the last step highlights it."""
+    import numpy as np
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QColor, QImage
+
+    from kvviz.ui.panels import token_stream
+    from kvviz.ui.panels.token_stream import TokenStreamPanel
+
+    prompt = "键值 “KV” é "
+    text = "缓存👍🏽👨\u200d👩\u200d👧🇨🇳cafe\u0301‘ok’"  # no blank: a generated blank is drawn as a mark
+    history = _forced_history(text, prompt)
+    panel = TokenStreamPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 400)
+    panel.show()
+    last = len(history.traces["static"]) - 1
+    panel.show_step(history, last - 3)  # at the k of ‘ok’: the closing quote's three bytes are still to come
+    qtbot.wait(50)
+    document = panel._view.document().toPlainText()
+    assert prompt + text in document  # later steps are drawn too (faded)
+    assert "<" not in document and "\ufffd" not in document
+    assert panel.plain_text("static") == prompt + text[:-1] and panel.highlighted("static") == "k"
+
+    panel.show_step(history, last)  # the closing quote is three steps: the last highlights all of it
+    qtbot.wait(50)
+    assert panel.highlighted("static") == "’" and text in panel._view.document().toPlainText()
+    image = panel._view.viewport().grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    pixels = np.frombuffer(image.constBits(), dtype=np.uint32).reshape(image.height(), -1)[:, :image.width()]
+    for shade in token_stream._SPLIT:
+        assert (pixels == (QColor(shade).rgb() & 0xFFFFFFFF)).sum() > 20, shade  # split characters are shaded
+
+    view = panel._view
+    at = view.document().toPlainText().index("缓")
+    cursor = view.textCursor()
+    cursor.setPosition(at)
+    rect = view.cursorRect(cursor)
+    tip = panel.tooltip_at(QPointF(rect.center().x() + 4, rect.center().y()))
+    assert tip.startswith("static, steps 0-2: \"缓\" (3 tokens: 231: e7; 188: bc; 147: 93)"), tip
+
+
+def test_axis_labels_name_each_token_of_a_character():
+    """Attention and work-matrix axes: one label per position, a split character on each of its tokens."""
+    from kvviz.ui.panels._plots import sequence_labels
+
+    history = _forced_history("缓x👍", "键 ")
+    labels = sequence_labels(history, "static", 13)
+    assert labels == ["键₁", "键₂", "键₃", " ", "缓₁", "缓₂", "缓₃", "x", "👍₁", "👍₂", "👍₃", "👍₄", ""]

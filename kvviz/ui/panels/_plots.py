@@ -14,6 +14,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import QLabel
 
+from kvviz.tokenizer import group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
@@ -392,15 +393,26 @@ def engine_step(history: RunHistory, engine: str, step: int) -> int:
 
 
 def sequence_labels(history: RunHistory, engine: str, n: int) -> list[str]:
-    """Labels of positions 0..n-1: the prompt's, then the tokens the engine generated."""
+    """Labels of positions 0..n-1: the prompt's, then the tokens the engine generated, as read: each token of
+    a character made of several is that character with its place in it (键₁ 键₂ 键₃), never a byte escape."""
     prompt = list(history.info.prompt_labels) or [str(i) for i in history.info.prompt_ids]
-    labels = prompt[:n]
-    for trace in history.traces.get(engine, []):
-        if len(labels) >= n:
-            break
-        labels.append(trace.token_text)
+    generated = [t.token_text for t in history.traces.get(engine, [])[: max(0, n - len(prompt))]]
+    labels = (_as_read(prompt) + _as_read(generated))[:n]
     labels += [""] * (n - len(labels))
     return labels
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089")
+
+
+def _as_read(labels: list[str]) -> list[str]:
+    out = []
+    for group in group_labels(labels):
+        if group.size == 1:
+            out.append(group.text)
+        else:
+            out.extend(group.text + str(j + 1).translate(_SUBSCRIPTS) for j in range(group.size))
+    return out
 
 
 def series(history: RunHistory, engine: str, field: str) -> np.ndarray:

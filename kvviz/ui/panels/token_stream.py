@@ -1,10 +1,13 @@
 """Token stream: each engine's prompt and generated text, the selected step's token highlighted.
 
 Reads token_text from the traces only; tokens after the selected step are shown faded, tokens that
-differ from the first engine's are underlined in red.
+differ from the first engine's are underlined in red. Tokens that split a character (bytes of one
+UTF-8 character, BPE pieces) are drawn as that character once, in a shade of their own, the tooltip
+naming each token's id and bytes (kvviz.tokenizer.group_labels).
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 
@@ -13,12 +16,14 @@ from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt
 from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 
+from kvviz.tokenizer import TextGroup, group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel
 
 _ZEBRA = ("#eaf2fb", "#fdf3e1")  # alternate backgrounds: one token per step, boundaries visible
+_SPLIT = ("#d9efd4", "#c6e5f0")  # a character made of several tokens: drawn once, in these shades
 # Up to this many tokens in all engines, one span per token (zebra); beyond, one per run of equal
 # style keeps setHtml fast (400 steps of four engines in zebra spans: ~20 ms a draw here).
 _ZEBRA_SPANS = 400
@@ -44,6 +49,7 @@ def shown_text(text: str, prompt: bool = False) -> str:
     return (marks + _BREAK if marks else "") + (NEWLINE_MARK + "\u2028") * text.count("\n")
 
 
+@functools.lru_cache(maxsize=4096)
 def _token_html(text: str, prompt: bool = False) -> str:
     shown = shown_text(text, prompt)
     if text.isspace() and shown.startswith(tuple(_WHITESPACE_MARKS.values())):  # drawn as marks: muted
@@ -52,9 +58,32 @@ def _token_html(text: str, prompt: bool = False) -> str:
     return html.escape(shown).replace("\u2028", "<br>")  # spaces kept by the block's pre-wrap
 
 
+@functools.lru_cache(maxsize=4096)
 def _shown_length(text: str, prompt: bool = False) -> int:
     """Positions a token takes in the document as _token_html draws it (UTF-16 units, as Qt counts)."""
     return len(shown_text(text, prompt).encode("utf-16-le")) // 2
+
+
+class _Grouped:
+    """One token sequence grouped as people read it: per token its display text (a group's text on its first
+    token, "" on the others) and the group it belongs to."""
+
+    def __init__(self, labels: list[str]) -> None:
+        self.labels = labels
+        self.groups = group_labels(labels)
+        self.shown: list[str] = []
+        self.group_of: list[int] = []
+        for number, group in enumerate(self.groups):
+            self.shown += [group.text] + [""] * (group.size - 1)
+            self.group_of += [number] * group.size
+
+    def group(self, index: int) -> TextGroup:
+        return self.groups[self.group_of[index]]
+
+
+def describe_group(group: TextGroup, ids) -> str:
+    """The tooltip's account of a group: its text, then each token's id and bytes."""
+    return f"{json.dumps(group.text, ensure_ascii=False)} ({group.describe(list(ids))})"
 
 
 class _TokenView(QTextBrowser):
@@ -88,13 +117,12 @@ class TokenStreamPanel(Panel):
         layout.addWidget(self._view)
         self._plain: dict[str, str] = {}
         self._highlighted: dict[str, str] = {}
-        self._bodies: dict[tuple[str, str], list[str]] = {}  # each token's HTML, made once per run
+        self._grouped: dict[tuple, _Grouped] = {}  # token sequences grouped as read, per engine and length
         self._shown: tuple[RunHistory, int] | None = None
         # Per engine block, in order: where its tokens start in the block, and each token's end.
         self._token_ends: list[tuple[int, np.ndarray]] = []
         self._prompt_length = 0
         self._prompt_ends = np.zeros(0, dtype=np.int64)
-        self._lengths: dict[tuple[str, str], list[int]] = {}  # each token's _shown_length, made once per run
         self._view.viewport().installEventFilter(self)
         self.retranslate()
 
@@ -105,14 +133,33 @@ class TokenStreamPanel(Panel):
             if step is not None:
                 self.step_picked.emit(step)
         if watched is self._view.viewport() and event.type() == QEvent.Type.ToolTip:
-            hit = self.token_at(QPointF(event.pos()))
-            if hit is not None:  # the token under the pointer as typed: a blank one is seen for what it is
-                engine, step, text = hit
-                where = self.tr("prompt") if step < 0 else self.tr("step {step}").format(step=step)
-                QToolTip.showText(event.globalPos(), f"{engine}, {where}: {json.dumps(text, ensure_ascii=False)}",
-                                  self._view.viewport())
+            tip = self.tooltip_at(QPointF(event.pos()))
+            if tip:  # the token under the pointer as typed: a blank one is seen for what it is
+                QToolTip.showText(event.globalPos(), tip, self._view.viewport())
                 return True
         return super().eventFilter(watched, event)
+
+    def tooltip_at(self, viewport_pos: QPointF) -> str:
+        """The engine, the step (or steps) and the text under the point, with each token's id and bytes."""
+        hit = self._hit(viewport_pos)
+        if hit is None or self._shown is None:
+            return ""
+        engine, step, text = hit
+        history = self._shown[0]
+        if step < 0:
+            grouped, index = self._prompt_grouped(history), -step - 1
+            ids = history.info.prompt_ids
+            group = grouped.group(index) if index < len(grouped.group_of) else None
+            where = self.tr("prompt")
+        else:
+            grouped = self._grouped_steps(history, engine)
+            ids = [t.token_id for t in history.traces[engine]]
+            group = grouped.group(step) if step < len(grouped.group_of) else None
+            where = (self.tr("steps {first}-{last}").format(first=group.start, last=group.stop - 1)
+                     if group is not None and group.size > 1 else self.tr("step {step}").format(step=step))
+        if group is None:
+            return f"{engine}, {where}: {json.dumps(text, ensure_ascii=False)}"
+        return f"{engine}, {where}: {describe_group(group, ids[group.start:group.stop])}"
 
     def step_at(self, viewport_pos: QPointF) -> int | None:
         """The step whose token is drawn at this point of the view (0 on the prompt), else None."""
@@ -122,8 +169,14 @@ class TokenStreamPanel(Panel):
         return 0 if hit[1] < 0 else hit[1]  # the prompt: computed at prefill
 
     def token_at(self, viewport_pos: QPointF) -> tuple[str, int, str] | None:
-        """(engine, step, text) of the token drawn at this point of the view; step -1 for a prompt
-        token. None on an engine's name, its note, or past the text."""
+        """(engine, step, text) of the token drawn at this point of the view (for a character made of several
+        tokens, its first token and the character); step -1 for a prompt token. None on an engine's name,
+        its note, or past the text."""
+        hit = self._hit(viewport_pos)
+        return None if hit is None else (hit[0], max(hit[1], -1), hit[2])
+
+    def _hit(self, viewport_pos: QPointF) -> tuple[str, int, str] | None:
+        """As token_at, but a prompt token's step is -1 - its index in the prompt."""
         offset = QPointF(self._view.horizontalScrollBar().value(), self._view.verticalScrollBar().value())
         document = self._view.document()
         position = document.documentLayout().hitTest(viewport_pos + offset, Qt.HitTestAccuracy.ExactHit)
@@ -140,15 +193,30 @@ class TokenStreamPanel(Panel):
             return None
         if at < start:
             index = int(np.searchsorted(self._prompt_ends, at - (start - self._prompt_length), side="right"))
-            labels = self._prompt_labels(history)
-            return (engine, -1, labels[index]) if index < len(labels) else None
+            shown = self._prompt_grouped(history).shown
+            return (engine, -1 - index, shown[index]) if index < len(shown) else None
         step = int(np.searchsorted(ends, at, side="right"))
-        traces = history.traces[engine]
-        return (engine, step, traces[step].token_text) if step < len(ends) else None
+        shown = self._grouped_steps(history, engine).shown
+        return (engine, step, shown[step]) if step < len(ends) else None
 
     @staticmethod
     def _prompt_labels(history: RunHistory) -> list[str]:
         return list(history.info.prompt_labels) or [str(i) for i in history.info.prompt_ids]
+
+    def _prompt_grouped(self, history: RunHistory) -> _Grouped:
+        key = ("prompt", history.info.run_id, len(history.info.prompt_ids))
+        if key not in self._grouped:
+            self._grouped[key] = _Grouped(self._prompt_labels(history))
+        return self._grouped[key]
+
+    def _grouped_steps(self, history: RunHistory, engine: str) -> _Grouped:
+        """The engine's generated tokens grouped, made again only when steps have come since."""
+        traces = history.traces[engine]
+        key = (engine, history.info.run_id, len(traces))
+        if key not in self._grouped:
+            self._grouped = {k: v for k, v in self._grouped.items() if k[:2] != key[:2]}
+            self._grouped[key] = _Grouped([t.token_text for t in traces])
+        return self._grouped[key]
 
     def copy_text(self, first: int, last: int) -> str:
         """The document's text from position `first` to `last` as the tokens are: a whitespace token's
@@ -159,15 +227,16 @@ class TokenStreamPanel(Panel):
             return text[first:last]
         history = self._shown[0]
         engines = [e for e in history.engines if history.traces.get(e)]
-        labels = self._prompt_labels(history)
+        labels = self._prompt_grouped(history).shown
         out, at = [], first
         for number, (start, ends) in enumerate(self._token_ends):
             base = document.findBlockByNumber(number).position()
             prompt_start = base + start - self._prompt_length
             tokens = [(prompt_start + (int(self._prompt_ends[i - 1]) if i else 0), prompt_start + int(end), t, True)
                       for i, (end, t) in enumerate(zip(self._prompt_ends, labels))]
-            tokens += [(base + (int(ends[i - 1]) if i else start), base + int(end), trace.token_text, False)
-                       for i, (end, trace) in enumerate(zip(ends, history.traces[engines[number]]))]
+            shown = self._grouped_steps(history, engines[number]).shown
+            tokens += [(base + (int(ends[i - 1]) if i else start), base + int(end), text, False)
+                       for i, (end, text) in enumerate(zip(ends, shown))]
             for begin, end, token, prompt in tokens:
                 if end <= at or begin >= last or shown_text(token, prompt) == token:
                     continue
@@ -190,6 +259,8 @@ class TokenStreamPanel(Panel):
     def help_text(self) -> str:
         return self.tr(
             "The prompt (grey) and the tokens each engine generated, one per step (alternating shades). "
+            "A character made of several tokens (bytes of one character, or pieces of it) is drawn once, "
+            "shaded green or blue; its tooltip lists each token's id and bytes. "
             "The selected step's token is highlighted; later tokens are faded. Every engine should write "
             "exactly the same tokens: a KV cache is an optimisation and changes no math. A token that "
             "differs from the first engine's is underlined in red.")
@@ -206,10 +277,9 @@ class TokenStreamPanel(Panel):
         self._view.clear()
         self._plain.clear()
         self._highlighted.clear()
-        self._bodies.clear()
+        self._grouped.clear()
         self._shown = None
         self._token_ends = []
-        self._lengths.clear()
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = [e for e in history.engines if history.traces.get(e)]
@@ -217,12 +287,11 @@ class TokenStreamPanel(Panel):
             self.clear()
             return
         self._shown = (history, step)
-        prompt_labels = self._prompt_labels(history)
+        prompt_labels = self._prompt_grouped(history).shown
         prompt_html = "".join(_token_html(t, prompt=True) for t in prompt_labels)
         reference = history.token_ids(engines[0])
-        if any(key[0] != history.info.run_id for key in self._bodies):
-            self._bodies.clear()  # a new run
-            self._lengths.clear()
+        if any(key[1] != history.info.run_id for key in self._grouped):
+            self._grouped.clear()  # a new run
         blocks = []
         self._plain.clear()
         self._highlighted.clear()
@@ -234,42 +303,46 @@ class TokenStreamPanel(Panel):
             traces = history.traces[engine]
             k = engine_step(history, engine, step)
             zebra = len(traces) * len(engines) <= _ZEBRA_SPANS
-            bodies = self._bodies.setdefault((history.info.run_id, engine), [])
-            bodies.extend(_token_html(t.token_text) for t in traces[len(bodies):])
+            grouped = self._grouped_steps(history, engine)
+            bodies = [_token_html(text) for text in grouped.shown]  # cached per text: a char's group may grow
             diverged = next((t.step for t in traces if t.step < len(reference)
                              and t.token_id != reference[t.step]), None)
             runs: list[tuple[str, list[str]]] = []  # (css, bodies): equal neighbours share one span
             if not zebra and diverged is None:
                 # A long run whose tokens all agree: three spans, without a pass over each token.
-                runs = [("", bodies[:k]), (f"background:{style.HIGHLIGHT}; font-weight:bold", bodies[k: k + 1]),
-                        (f"color:{style.MUTED_TEXT}", bodies[k + 1:])]
+                first, last = grouped.group(k).start, grouped.group(k).stop  # the character step k is part of
+                runs = [("", bodies[:first]), (f"background:{style.HIGHLIGHT}; font-weight:bold", bodies[first:last]),
+                        (f"color:{style.MUTED_TEXT}", bodies[last:])]
             else:
                 for t, body in zip(traces, bodies):
-                    differs = t.step < len(reference) and t.token_id != reference[t.step]
-                    if t.step == k:
+                    group = grouped.group(t.step)
+                    differs = any(i < len(reference) and traces[i].token_id != reference[i]
+                                  for i in range(group.start, group.stop))  # one character: one mark
+                    number = grouped.group_of[t.step]
+                    if group.start <= k < group.stop:
                         css = f"background:{style.HIGHLIGHT}; font-weight:bold"
-                    elif t.step > k:
+                    elif group.start > k:
                         css = f"color:{style.MUTED_TEXT}"
+                    elif group.size > 1:
+                        css = f"background:{_SPLIT[number % 2]}"
                     else:
-                        css = f"background:{_ZEBRA[t.step % 2]}" if zebra else ""
+                        css = f"background:{_ZEBRA[number % 2]}" if zebra else ""
                     if differs:
                         css += "; text-decoration:underline; color:#c62828"
-                    if runs and runs[-1][0] == css and t.step != k:
+                    if runs and runs[-1][0] == css:  # neighbours differ unless one character's tokens
                         runs[-1][1].append(body)
                     else:
                         runs.append((css, [body]))
             parts = [f'<span style="{css}">{"".join(bodies)}</span>' for css, bodies in runs if bodies]
-            current = traces[k]
-            self._plain[engine] = "".join(prompt_labels) + "".join(t.token_text for t in traces[: k + 1])
-            self._highlighted[engine] = current.token_text
+            self._plain[engine] = "".join(prompt_labels) + "".join(grouped.shown[: grouped.group(k).stop])
+            self._highlighted[engine] = grouped.group(k).text
             color = style.engine_color(engine, order)
             header = "" if diverged is None else self.tr("differs from {first} from step {step}").format(
                 first=engines[0], step=diverged)
             # Where each token is in this block's text: the name, two spaces, the note, a line break,
             # the prompt, then one token per step.
             start = _shown_length(engine) + 2 + _shown_length(header) + 1 + self._prompt_length
-            lengths = self._lengths.setdefault((history.info.run_id, engine), [])
-            lengths.extend(_shown_length(t.token_text) for t in traces[len(lengths):])  # made once per run
+            lengths = [_shown_length(text) for text in grouped.shown]
             self._token_ends.append((start, start + np.cumsum(lengths, dtype=np.int64)))
             blocks.append(
                 f'<div style="margin-bottom:8px; white-space:pre-wrap">'
