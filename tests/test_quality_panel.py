@@ -61,3 +61,43 @@ def test_quality_panel_draws_and_tells(qtbot, history):
         want = tuple(int(color[i:i + 2], 16) for i in (0, 2, 4))
         assert want in rgb, (engine, want)  # its curve is on screen
     panel.grab().save("/tmp/kvviz_panels/quality.png")
+
+
+def test_work_matrix_colours_evicted_keys(qtbot, tiny_random):
+    """W=4 on a 6-token prompt, decode step 3 (query position 8): keys 0..4 evicted, 5..7 cached."""
+    from kvviz.config import TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.ui.panels.work_matrix import CACHED, COMPUTED, EVICTED, MASKED, classify
+
+    traces = list(make_engine("window", tiny_random, window=4).generate(list(range(65, 71)), 4,
+                                                                        trace=TraceOptions()))
+    t = traces[3]
+    row = classify(t, t.pos_start)[-1]
+    assert list(row) == [EVICTED] * 5 + [CACHED] * 3 + [COMPUTED]
+    prefill = classify(traces[0], 0)  # a prompt longer than W: banded, what lies left of the band is masked
+    assert prefill[5, 1] == MASKED and prefill[5, 2] == COMPUTED and EVICTED not in prefill
+    concat = list(make_engine("concat", tiny_random).generate(list(range(65, 71)), 4, trace=TraceOptions()))
+    assert EVICTED not in classify(concat[3], concat[3].pos_start)
+
+
+def test_work_matrix_draws_the_evicted_colour(qtbot, history):
+    from PySide6.QtGui import QImage
+    from PySide6.QtWidgets import QApplication
+
+    from kvviz.ui import style
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    hist, _ = history
+    panel = WorkMatrixPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    panel.show_step(hist, 6)
+    QApplication.processEvents()
+    grab = panel.grab()
+    grab.save("/tmp/kvviz_panels/work_matrix_evicted.png")
+    image = grab.toImage().convertToFormat(QImage.Format.Format_RGB32)
+    arr = np.frombuffer(image.constBits(), dtype=np.uint32, count=image.sizeInBytes() // 4)
+    want = int(style.CELL_COLORS["evicted"].lstrip("#"), 16)
+    assert ((arr & 0xFFFFFF) == want).sum() > 200  # the window's evicted cells (and the legend swatch)
+    assert "1 row, 3 cached" in panel._views["window"].plot.titleLabel.text  # W=4: 3 read, the 4th new

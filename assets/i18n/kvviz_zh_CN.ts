@@ -707,6 +707,14 @@
         <translation>把一个模型文件夹（config.json 和权重）加入模型列表</translation>
     </message>
     <message>
+        <source>Download model...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Fetch a checkpoint from the Hugging Face Hub (or HF_ENDPOINT&apos;s mirror) by its id</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Edit prompt</source>
         <translation>编辑 prompt</translation>
     </message>
@@ -1726,7 +1734,7 @@
     </message>
     <message>
         <source>evicted, never read again</source>
-        <translation type="unfinished"></translation>
+        <translation>已驱逐，不再读取</translation>
     </message>
     <message>
         <source>not computed this step</source>

@@ -36,8 +36,9 @@ from kvviz.ui.panels.base import Panel
 
 # Cell kinds, ordered by how much a pooled pixel must keep them visible (max-pooling keeps the
 # highest): one computed row of 2048 must not vanish when the image is shrunk to 400 pixels.
-EMPTY, MASKED, CACHED, RECOMPUTED, COMPUTED = range(5)
-KIND_NAMES = ("empty", "masked", "cached", "recomputed", "computed")
+# EVICTED: a key a bounded cache (window, sinks) dropped before this step: evicted, never read again.
+EMPTY, MASKED, EVICTED, CACHED, RECOMPUTED, COMPUTED = range(6)
+KIND_NAMES = ("empty", "masked", "evicted", "cached", "recomputed", "computed")
 _GAP = len(KIND_NAMES)  # display-only code: the thin line between cells of a small matrix
 _LUT = style.lookup_table([style.CELL_COLORS[k] for k in KIND_NAMES] + [style.PLOT_BACKGROUND])
 _GRID_MAX = 64  # up to this many positions each cell is drawn as a tile with a gap around it
@@ -77,7 +78,7 @@ def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
     col_kind[:a] = CACHED
     col_kind[a:min(prev_stop, n)] = RECOMPUTED
     spec = trace.mask_spec
-    if spec is None or (spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a):
+    if spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and spec.window is None):
         # The chapter's causal mask, offset by pos_start: every kind is >= CACHED > MASKED, so one
         # elementwise minimum against the cached pattern masks the future (fast at 2048 tokens).
         np.minimum(col_kind[None, :], _template("cap", n)[a:b, :n], out=kinds[a:b])
@@ -87,6 +88,8 @@ def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
             raise ValueError(f"{trace.engine} step {trace.step}: mask {mask.shape} does not cover "
                              f"positions {a}..{b}")
         np.copyto(kinds[a:b], np.where(mask, col_kind[None, :], np.uint8(MASKED)))
+        gone = trace.evicted
+        kinds[a:b, gone[gone < a]] = EVICTED  # the causal mask allowed them; the cache had dropped them
     return kinds
 
 
@@ -108,7 +111,7 @@ def pooled_kinds(trace: StepTrace, prev_stop: int, factor: int) -> np.ndarray | 
     a, b = trace.pos_start, trace.pos_stop
     n = b
     spec = trace.mask_spec
-    if not (spec is None or (spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a)):
+    if not (spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and spec.window is None)):
         return None
     m = -(-n // factor)
     first = np.arange(m) * factor  # each block's first row / column
@@ -200,6 +203,7 @@ class WorkMatrixPanel(Panel):
         self._y_name = pg.LabelItem(color=style.PLOT_FOREGROUND, size=style.LABEL_SIZE, angle=-90)
         self._stops = TraceColumns(("pos_stop",))
         on_left_click(self._canvas.scene(), self._on_clicked)
+        self._evicting = False  # a bounded cache (window, sinks) is in the run: its colour is in the legend
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -208,6 +212,7 @@ class WorkMatrixPanel(Panel):
             (style.CELL_COLORS["cached"], self.tr("read from the cache")),
             (style.CELL_COLORS["recomputed"], self.tr("recomputed though unchanged")),
             (style.CELL_COLORS["masked"], self.tr("masked (future)")),
+            *([(style.CELL_COLORS["evicted"], self.tr("evicted, never read again"))] if self._evicting else []),
             (style.CELL_COLORS["empty"], self.tr("not computed this step")),
         ])
         self._x_name.setText(self.tr("key position"))
@@ -358,6 +363,10 @@ class WorkMatrixPanel(Panel):
             self.clear()
             return
         self._ensure_views(engines)
+        evicting = any(history.traces[e][0].window is not None for e in engines)
+        if evicting != self._evicting:
+            self._evicting = evicting
+            self.retranslate()
         self._shown = (history, step)
         n_prompt = len(history.info.prompt_ids)
         for order, engine in enumerate(engines):
@@ -434,7 +443,8 @@ class WorkMatrixPanel(Panel):
         return extent
 
     def _set_title(self, view: _EngineView, engine: str, order: int, trace: StepTrace, prev_stop: int) -> None:
-        rows, again, cached = trace.computed_positions, trace.recomputed_positions(prev_stop), trace.pos_start
+        rows, again = trace.computed_positions, trace.recomputed_positions(prev_stop)
+        cached = trace.pos_start - int((trace.evicted < trace.pos_start).sum())  # less what a window dropped
         # Short: four of these share a small panel, and a title sets its plot's minimum width.
         if trace.phase == "prefill":
             detail = self.tr("prefill, {rows} rows").format(rows=rows)
