@@ -22,6 +22,10 @@ def configure(parser) -> None:
                         help="what each step copies out: nothing, masks, or masks + layer 0 head 0 weights")
     parser.add_argument("--trace-overhead", action="store_true",
                         help="also time tracing off against full tracing, interleaved, at the largest --tokens")
+    parser.add_argument("--reference", action="store_true",
+                        help="also time, beside each exact engine, a bare decode loop over the same weights and "
+                             "cache rule (no engine, trace or sampler), interleaved, tracing off and full, and "
+                             "print kvviz/bare at every --tokens")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -39,6 +43,14 @@ class Cell:
     peak_cache_bytes: int
     token_ids: list[int]
     speedup_vs_naive: float | None = None
+    bytes_read: int = 0  # weights + K/V every step must read, summed (kvviz.wall)
+
+    @property
+    def read_gbps(self) -> float:
+        """The bandwidth achieved: bytes read over the summed step time, in GB/s (10^9 B/s)."""
+        from kvviz.wall import achieved_gbps
+
+        return achieved_gbps(self.bytes_read, self.total_ms)
 
     @property
     def tokens_per_s(self) -> float:
@@ -108,17 +120,27 @@ def run(args) -> int:
              "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
     import torch
 
+    from kvviz.bandwidth import device_bandwidth
+    from kvviz.wall import WallShape, bytes_read
+
     dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
+    wall = WallShape.from_config(cfg, dtype_name)
+    machine = device_bandwidth(device)
     print(f"model {cfg.name}: {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of {cfg.head_dim}, "
           f"hidden {cfg.d_model}; device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); "
           f"prompt {len(prompt_ids)} tokens; trace {args.trace}; median of {args.repeat}")
+    peak = f", nominal peak {machine.peak_gbps:,.0f} GB/s" if machine.peak_gbps else ""
+    print(f"memory: a decode step reads {fmt_bytes(wall.decode(1).weights_bytes)} of weights, and more K/V than "
+          f"that from {wall.crossover():,} tokens on; {device.type} copy bandwidth {machine.copy_gbps:,.1f} GB/s "
+          f"(read + written, fastest of {machine.bursts} copies of {fmt_bytes(machine.buffer_bytes)}){peak}")
     for key in engines:  # warm-up: first-call allocations and kernel selection stay out of the figures
         run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size)
 
     cells: list[Cell] = []
     identical = True
     print(f"{'new':>5} {'engine':<7} {'total ms':>9} {'tok/s':>8} {'speedup':>8} {'K/V proj':>9} "
-          f"{'copied':>10} {'written':>10} {'gathered':>10} {'peak cache':>10} {'last10% ms':>10}")
+          f"{'copied':>10} {'written':>10} {'gathered':>10} {'peak cache':>10} {'last10% ms':>10} {'read':>10} "
+          f"{'GB/s':>7}")
     for n in args.tokens:
         runs: dict[str, list] = {k: [] for k in engines}
         for _ in range(args.repeat):  # interleaved, so drift on a noisy machine hits every engine alike
@@ -137,7 +159,7 @@ def run(args) -> int:
                 bytes_written=sum(t.bytes_written for t in first),
                 bytes_gathered=sum(t.bytes_gathered for t in first),
                 peak_cache_bytes=max(t.cache_bytes for t in first),
-                token_ids=[t.token_id for t in first])
+                token_ids=[t.token_id for t in first], bytes_read=bytes_read(wall, first))
             for traces, _ in runs[key][1:]:  # repeats must agree with themselves too
                 if [t.token_id for t in traces] != row[key].token_ids:
                     identical = False
@@ -150,7 +172,8 @@ def run(args) -> int:
             sp = f"{c.speedup_vs_naive:.2f}x" if c.speedup_vs_naive is not None else "-"
             print(f"{n:>5} {key:<7} {c.total_ms:>9.2f} {c.tokens_per_s:>8.1f} {sp:>8} {c.kv_projections:>9} "
                   f"{fmt_bytes(c.bytes_copied):>10} {fmt_bytes(c.bytes_written):>10} "
-                  f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f}")
+                  f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f} "
+                  f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f}")
             cells.append(c)
         base = row[engines[0]].token_ids
         for key in engines[1:]:
@@ -175,19 +198,33 @@ def run(args) -> int:
             pct = (full / off - 1.0) * 100.0
             overhead.append(dict(engine=key, new_tokens=n, off_wall_ms=off, full_wall_ms=full, overhead_pct=pct))
             print(f"  {key:<7} off {off:9.1f} ms   full {full:9.1f} ms   {pct:+.1f}%")
+    reference = []
+    if args.reference:
+        from kvviz.reference import reference_rows, supports
+
+        if supports(model):
+            reference = reference_rows(model, prompt_ids, args.tokens, engines, repeat=args.repeat,
+                                       block_size=args.block_size)
+            identical = identical and all(r["same_tokens"] for r in reference)
+        else:
+            print(f"--reference: no bare loop for {cfg.arch} models", file=sys.stderr)
     if args.json_path:
         from kvviz.fileio import write_output
 
         doc = {
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
-            "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead,
+            "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead, "reference": reference,
+            "wall": dict(weights_read_bytes=wall.weights_bytes, embed_row_bytes=wall.row_bytes,
+                         kv_bytes_per_token=wall.kv_bytes_per_token, crossover_tokens=wall.crossover(),
+                         copy_gbps=machine.copy_gbps, peak_gbps=machine.peak_gbps),
             "results": [dict(engine=c.engine, new_tokens=c.new_tokens, total_ms=c.total_ms, wall_ms=c.wall_ms,
                              tokens_per_s=c.tokens_per_s, speedup_vs_naive=c.speedup_vs_naive,
                              kv_projections=c.kv_projections, bytes_copied=c.bytes_copied,
                              bytes_written=c.bytes_written, bytes_gathered=c.bytes_gathered,
                              peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
-                             tail_step_ms=c.tail_step_ms, step_ms=c.step_ms) for c in cells],
+                             tail_step_ms=c.tail_step_ms, bytes_read=c.bytes_read, read_gbps=c.read_gbps,
+                             step_ms=c.step_ms) for c in cells],
         }
         write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
     return 0 if identical else 1

@@ -1,0 +1,35 @@
+"""`kvviz bench`: the bytes-read and bandwidth columns and `--reference` (figures checked, never timed)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvviz.cli import main
+
+
+def test_bench_reports_bytes_read_and_the_reference(tmp_path, capsys, monkeypatch):
+    from kvviz import bandwidth
+
+    monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 15.0, 64 << 20, 4))
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "5", "--engines", "naive,concat",
+               "--repeat", "1", "--threads", "1", "--reference", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    cells = {c["engine"]: c for c in doc["results"]}
+    # tiny, a 2-token prompt, 5 new tokens on concat: the prefill read 2,230,784 B of weights, 2 rows of 512 B
+    # and 2 positions' K/V of 2,048 B (2,235,904); the decodes at 3, 4, 5 and 6 positions one row each and
+    # the K/V they hold: 4 x 2,231,296 + 18 x 2,048 (8,962,048)
+    assert cells["concat"]["bytes_read"] == 2_235_904 + 8_962_048
+    # naive computes every position every step: 2 + 3 + 4 + 5 + 6 = 20 rows and the same K/V
+    assert cells["naive"]["bytes_read"] == 5 * 2_230_784 + 20 * 512 + 20 * 2_048
+    concat = cells["concat"]
+    assert concat["read_gbps"] == pytest.approx(concat["bytes_read"] / (concat["total_ms"] * 1e6))
+    assert doc["wall"]["crossover_tokens"] == 1_090 and doc["wall"]["copy_gbps"] == 15.0
+    assert [(r["engine"], r["new_tokens"], r["same_tokens"]) for r in doc["reference"]] == [
+        ("naive", 5, True), ("concat", 5, True)]
+    assert all(r["ratio"]["off"] > 0 and r["ratio"]["full"] > 0 for r in doc["reference"])
+    assert "from 1,090 tokens on; cpu copy bandwidth 15.0 GB/s" in text and "kvviz/bare" in text
+    assert "GB/s" in text.splitlines()[2]  # the table's header names the column
