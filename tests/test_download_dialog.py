@@ -157,3 +157,38 @@ def test_a_downloaded_model_is_added_to_the_model_box(qtbot, tmp_path):
     form.add_downloaded("org/new", str(tmp_path))
     assert form.current_model() == "org/new"
     assert form.model_combo.findData("org/new") >= 0
+
+
+def test_model_menu_download_adds_the_model_to_the_window(qtbot, checkpoint, cache, monkeypatch, tmp_path):
+    """The real window: Model > Download model..., an id, Download; the model box then holds and selects it."""
+    from PySide6.QtCore import QObject, QSettings, Signal
+
+    from kvviz.messages import Environment, ModelChoice
+    from kvviz.ui.window import MainWindow
+
+    class IdleWorker(QObject):
+        environment_listed, model_loaded, run_started, step_traced = (Signal(object) for _ in range(4))
+        run_noted, run_failed = Signal(str, str), Signal(str, str)
+        run_finished = Signal(str)
+
+        def __getattr__(self, name):  # every control slot: accepted, ignored
+            return lambda *args: None
+
+    worker = IdleWorker()
+    window = MainWindow(worker, QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.show()
+    worker.environment_listed.emit(Environment(models=(ModelChoice("tiny"),), default_model="tiny",
+                                               devices=("cpu",), auto_device="cpu", engines=(("static", ""),)))
+    qtbot.waitUntil(lambda: window.form.current_model() == "tiny")
+    action = next(a for a in window.model_menu.actions() if a.text() == "Download model...")
+    with serve(checkpoint, monkeypatch):
+        action.trigger()
+        dialog = window.download_dialog
+        assert dialog.isVisible()
+        qtbot.keyClicks(dialog.id_edit, REPO)
+        with qtbot.waitSignal(dialog.model_downloaded, timeout=60_000):
+            qtbot.keyClick(dialog.id_edit, Qt.Key.Key_Return)
+    assert window.form.current_model() == REPO and window.form.model_combo.findData(REPO) >= 0
+    qtbot.waitUntil(lambda: not dialog.busy())
+    dialog.close()

@@ -216,59 +216,59 @@
     <name>DownloadDialog</name>
     <message>
         <source>Download model</source>
-        <translation type="unfinished"></translation>
+        <translation>下载模型</translation>
     </message>
     <message>
         <source>ORG/NAME or ORG/NAME@REVISION, e.g. Qwen/Qwen3-0.6B</source>
-        <translation type="unfinished"></translation>
+        <translation>ORG/NAME 或 ORG/NAME@REVISION，例如 Qwen/Qwen3-0.6B</translation>
     </message>
     <message>
         <source>From {0} (set HF_ENDPOINT for a mirror) into the Hugging Face cache. Only config.json, tokenizer.json and the safetensors weights are fetched.</source>
-        <translation type="unfinished"></translation>
+        <translation>从 {0} 下载到 Hugging Face 缓存（设置 HF_ENDPOINT 可使用镜像）。只下载 config.json、tokenizer.json 和 safetensors 权重。</translation>
     </message>
     <message>
         <source>Download</source>
-        <translation type="unfinished"></translation>
+        <translation>下载</translation>
     </message>
     <message>
         <source>Cancel</source>
-        <translation type="unfinished"></translation>
+        <translation>取消</translation>
     </message>
     <message>
         <source>Model id:</source>
-        <translation type="unfinished"></translation>
+        <translation>模型 id：</translation>
     </message>
     <message>
         <source>Asking the server what {0} holds...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在向服务器查询 {0} 包含的文件…</translation>
     </message>
     <message>
         <source>Cancelling...</source>
-        <translation type="unfinished"></translation>
+        <translation>正在取消…</translation>
     </message>
     <message>
         <source>{done} of {total} ({share:.0f}%), {rate}/s, {left} left</source>
-        <translation type="unfinished"></translation>
+        <translation>{done} / {total}（{share:.0f}%），{rate}/s，剩余 {left}</translation>
     </message>
     <message>
         <source>File {index} of {n}: {file}</source>
-        <translation type="unfinished"></translation>
+        <translation>第 {index} 个文件，共 {n} 个：{file}</translation>
     </message>
     <message>
         <source>Done: {0} is in the model box.</source>
-        <translation type="unfinished"></translation>
+        <translation>完成：{0} 已加入模型列表。</translation>
     </message>
     <message>
         <source>{id} from {endpoint}: {n} files, {total} ({fetch} to fetch)</source>
-        <translation type="unfinished"></translation>
+        <translation>{id}，来自 {endpoint}：{n} 个文件，共 {total}（需下载 {fetch}）</translation>
     </message>
     <message>
         <source>Cancelled: {kept} of {total} kept; Download resumes from there.</source>
-        <translation type="unfinished"></translation>
+        <translation>已取消：保留了 {kept} / {total}；再次点击“下载”将从此处继续。</translation>
     </message>
     <message>
         <source>The disk filled up; free some space and press Download to resume.</source>
-        <translation type="unfinished"></translation>
+        <translation>磁盘已满；请释放空间后点击“下载”继续。</translation>
     </message>
 </context>
 <context>
@@ -708,11 +708,11 @@
     </message>
     <message>
         <source>Download model...</source>
-        <translation type="unfinished"></translation>
+        <translation>下载模型…</translation>
     </message>
     <message>
         <source>Fetch a checkpoint from the Hugging Face Hub (or HF_ENDPOINT&apos;s mirror) by its id</source>
-        <translation type="unfinished"></translation>
+        <translation>按 id 从 Hugging Face Hub（或 HF_ENDPOINT 指定的镜像）下载 checkpoint</translation>
     </message>
     <message>
         <source>Edit prompt</source>
@@ -993,6 +993,10 @@
         <translation>第 {step} 步，解码：{work}。</translation>
     </message>
     <message>
+        <source>{work} Eviction: {drops}.</source>
+        <translation>{work}驱逐：{drops}。</translation>
+    </message>
+    <message>
         <source>{work} {wall}</source>
         <translation>{work}{wall}</translation>
     </message>
@@ -1011,6 +1015,22 @@
     <message>
         <source>{work} Cache traffic: {moves}.</source>
         <translation>{work}缓存数据搬运：{moves}。</translation>
+    </message>
+    <message>
+        <source>the cache holds {held} of {n} positions</source>
+        <translation>缓存保留 {n} 个位置中的 {held} 个</translation>
+    </message>
+    <message>
+        <source>{engine} dropped nothing; {held}</source>
+        <translation>{engine} 未丢弃任何位置；{held}</translation>
+    </message>
+    <message>
+        <source>{engine} dropped position {pos}; {held}</source>
+        <translation>{engine} 丢弃了位置 {pos}；{held}</translation>
+    </message>
+    <message>
+        <source>{engine} dropped positions {first}-{last}; {held}</source>
+        <translation>{engine} 丢弃了位置 {first}-{last}；{held}</translation>
     </message>
     <message>
         <source>{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s</source>
@@ -1569,7 +1589,7 @@
     </message>
     <message>
         <source>steps {first}-{last}</source>
-        <translation type="unfinished"></translation>
+        <translation>第 {first}-{last} 步</translation>
     </message>
     <message>
         <source>step {step}</source>
@@ -1585,7 +1605,7 @@
     </message>
     <message>
         <source>The prompt (grey) and the tokens each engine generated, one per step (alternating shades). A character made of several tokens (bytes of one character, or pieces of it) is drawn once, shaded green or blue; its tooltip lists each token&apos;s id and bytes. The selected step&apos;s token is highlighted; later tokens are faded. Every engine should write exactly the same tokens: a KV cache is an optimisation and changes no math. A token that differs from the first engine&apos;s is underlined in red.</source>
-        <translation type="unfinished"></translation>
+        <translation>prompt（灰色）以及每个引擎生成的 token，每步一个（深浅交替）。由多个 token 组成的字符（一个字符的各个字节，或它的几个片段）只画一次，以绿色或蓝色底纹标出；其提示框列出每个 token 的 id 和字节。所选步的 token 高亮显示，之后的 token 变淡。所有引擎生成的 token 应当完全相同：KV Cache 只是优化，不改变数学结果。与第一个引擎不同的 token 会用红色下划线标出。</translation>
     </message>
     <message>
         <source>differs from {first} from step {step}</source>

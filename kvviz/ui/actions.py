@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 
+from kvviz.ui.dialogs.download import show_download_dialog
 from kvviz.ui.zoom import ZOOMS, zoom_in_effect
 
 
@@ -37,6 +38,7 @@ def build_actions(w) -> None:
     w.act_faster = action(lambda: w.toolbar.change_speed(+1), "]")
     w.act_slower = action(lambda: w.toolbar.change_speed(-1), "[")
     w.act_open = action(lambda: w.open_checkpoint(), QKeySequence.StandardKey.Open)
+    w.act_download = action(lambda: show_download_dialog(w))
     w.act_focus_prompt = action(lambda: w.form.prompt_edit.setFocus(), "Ctrl+L")
     # Ctrl+Q as well: the platform's Quit key is not Ctrl+Q everywhere (offscreen: none)
     w.act_quit = action(lambda: w.close(), QKeySequence.StandardKey.Quit, "Ctrl+Q")
@@ -62,6 +64,7 @@ def build_menus(w) -> None:
 
     w.model_menu = bar.addMenu("")
     w.model_menu.addAction(w.act_open)
+    w.model_menu.addAction(w.act_download)
     w.model_menu.addAction(w.act_memory)
 
     w.run_menu = bar.addMenu("")
@@ -127,6 +130,8 @@ def retranslate_actions(w) -> None:
         w.act_slower: (_tr("Slower"), ""),
         w.act_open: (_tr("Open checkpoint..."),
                         _tr("Add a model folder (config.json and weights) to the model picker")),
+        w.act_download: (_tr("Download model..."),
+                         _tr("Fetch a checkpoint from the Hugging Face Hub (or HF_ENDPOINT's mirror) by its id")),
         w.act_focus_prompt: (_tr("Edit prompt"), ""),
         w.act_quit: (_tr("&Quit"), ""),
         w.act_about: (_tr("&About kvviz"), ""),

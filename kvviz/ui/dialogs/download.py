@@ -214,3 +214,18 @@ class DownloadDialog(QDialog):
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         self.wait()
         super().closeEvent(event)
+
+
+def show_download_dialog(window) -> DownloadDialog:
+    """Model > Download model: one dialog per window, kept between uses; a fetched id joins the model box."""
+    dialog = getattr(window, "download_dialog", None)
+    if dialog is None:
+        dialog = window.download_dialog = DownloadDialog(window)
+        dialog.model_downloaded.connect(lambda model_id, folder: window.form.add_downloaded(model_id, folder))
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(dialog.wait)  # a download in flight is cancelled before the thread is destroyed
+    dialog.show()
+    dialog.raise_()
+    dialog.activateWindow()
+    return dialog
