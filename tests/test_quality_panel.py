@@ -101,3 +101,14 @@ def test_work_matrix_draws_the_evicted_colour(qtbot, history):
     want = int(style.CELL_COLORS["evicted"].lstrip("#"), 16)
     assert ((arr & 0xFFFFFF) == want).sum() > 200  # the window's evicted cells (and the legend swatch)
     assert "1 row, 3 cached" in panel._views["window"].plot.titleLabel.text  # W=4: 3 read, the 4th new
+
+
+def test_narration_says_what_the_window_dropped(history):
+    from kvviz.ui.narration import describe
+
+    hist, traces = history
+    plain = lambda e, o: "#000"  # noqa: E731
+    text = describe(hist, 3, plain)  # W=4, 20-token prompt: decode step 3 stores position 22, drops 18
+    assert "dropped position 18; the cache holds 4 of 23 positions" in text
+    assert "computed 1 new K/V and read 3 from the cache" in text  # window: only the 3 it still holds
+    assert "dropped positions 0-15; the cache holds 4 of 20 positions" in describe(hist, 0, plain)

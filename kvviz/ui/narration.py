@@ -60,7 +60,8 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
     else:
         groups = {}
         for engine, order, trace, prev_stop in steps:
-            work = (trace.computed_positions, trace.recomputed_positions(prev_stop), trace.pos_start)  # read: cached
+            cached = trace.pos_start - int((trace.evicted < trace.pos_start).sum())  # less what a window dropped
+            work = (trace.computed_positions, trace.recomputed_positions(prev_stop), cached)
             groups.setdefault(work, []).append(_engine_html(engine, order, color))
         parts = []
         for (computed, again, cached), names in groups.items():
@@ -71,6 +72,9 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
                 parts.append(_tr("{engines} computed {new} new K/V and read {cached} from the cache").format(
                     engines=_names(names), new=computed, cached=cached))
         text = _tr("Step {step}, decode: {work}.").format(step=first.step, work=_tr("; ").join(parts))
+    dropped = _dropped(history, steps, color)
+    if dropped:
+        text = _tr("{work} Eviction: {drops}.").format(work=text, drops=dropped)
     wall = _wall(history, steps, color)
     if wall:
         text = _tr("{work} {wall}").format(work=text, wall=wall)
@@ -84,6 +88,27 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
     if moved and traffic:  # one template with what precedes it: Chinese puts no space between sentences
         text = _tr("{work} Cache traffic: {moves}.").format(work=text, moves=_tr("; ").join(moved))
     return text
+
+
+def _dropped(history: RunHistory, steps, color) -> str:
+    """What each bounded cache (window, sinks) evicted at this step and how much it still holds."""
+    parts = []
+    for engine, order, trace, _prev in steps:
+        if trace.window is None:
+            continue
+        k = trace.step
+        before = history.traces[engine][k - 1].evicted if k else trace.evicted[:0]
+        gone = [int(p) for p in trace.evicted if p not in set(before.tolist())]
+        held = _tr("the cache holds {held} of {n} positions").format(held=trace.cache_len, n=trace.pos_stop)
+        who = _engine_html(engine, order, color)
+        if not gone:
+            parts.append(_tr("{engine} dropped nothing; {held}").format(engine=who, held=held))
+        elif len(gone) == 1:
+            parts.append(_tr("{engine} dropped position {pos}; {held}").format(engine=who, pos=gone[0], held=held))
+        else:
+            parts.append(_tr("{engine} dropped positions {first}-{last}; {held}").format(
+                engine=who, first=gone[0], last=gone[-1], held=held))
+    return _tr("; ").join(parts)
 
 
 def _wall(history: RunHistory, steps, color) -> str:
