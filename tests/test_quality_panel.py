@@ -112,3 +112,35 @@ def test_narration_says_what_the_window_dropped(history):
     assert "dropped position 18; the cache holds 4 of 23 positions" in text
     assert "computed 1 new K/V and read 3 from the cache" in text  # window: only the 3 it still holds
     assert "dropped positions 0-15; the cache holds 4 of 20 positions" in describe(hist, 0, plain)
+
+
+def test_attention_map_draws_evicted_keys_in_their_colour(qtbot, tiny_random):
+    from PySide6.QtGui import QImage
+    from PySide6.QtWidgets import QApplication
+
+    from kvviz.config import TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.ui import style
+    from kvviz.ui.panels.attention import _EVICTED, AttentionPanel, to_codes
+
+    assert to_codes(np.array([[0.5, np.nan], [-1.0, 1.0]], dtype=np.float32), 1.0)[1, 0] == _EVICTED
+    cfg = tiny_random.cfg
+    hist = RunHistory()
+    hist.reset(RunInfo(run_id="a", model_name=cfg.name, prompt_ids=tuple(PROMPT), engines=("window",),
+                       max_new_tokens=N, n_layer=cfg.n_layer, n_head=cfg.n_head, n_kv_head=cfg.n_kv_head,
+                       head_dim=cfg.head_dim, kv_bytes_per_token=cfg.kv_bytes_per_token()))
+    for t in make_engine("window", tiny_random, window=4).generate(PROMPT, N, trace=TraceOptions(weights_layer=0),
+                                                                     run_id="a"):
+        hist.add(t)
+    panel = AttentionPanel()
+    qtbot.addWidget(panel)
+    panel.resize(700, 600)
+    panel.show()
+    panel.show_step(hist, N - 1)
+    QApplication.processEvents()
+    grab = panel.grab()
+    grab.save("/tmp/kvviz_panels/attention_evicted.png")
+    image = grab.toImage().convertToFormat(QImage.Format.Format_RGB32)
+    arr = np.frombuffer(image.constBits(), dtype=np.uint32, count=image.sizeInBytes() // 4)
+    want = int(style.CELL_COLORS["evicted"].lstrip("#"), 16)
+    assert ((arr & 0xFFFFFF) == want).sum() > 200

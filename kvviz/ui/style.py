@@ -36,7 +36,7 @@ STEP_OUTLINE = "#202020"  # the frame around the rows a matrix computed at the s
 CELL_COLORS: dict[str, str] = {
     "empty": "#f7f7f7",  # nothing done this step
     "masked": "#d4d4d4",  # future: the causal mask forbids it
-    "evicted": "#6a3d9a",  # dropped by a bounded cache (window, sinks): never read again
+    "evicted": "#b5179e",  # dropped by a bounded cache (window, sinks): never read again
     "cached": "#7fb3e0",  # key/value read from the cache
     "recomputed": "#e4572e",  # computed again although it never changed
     "computed": "#ffb000",  # new work: computed for the first time

@@ -32,14 +32,15 @@ from kvviz.ui.panels._plots import (
 from kvviz.ui.panels.base import Panel
 
 # The weights are drawn as one indexed uint8 image (pyqtgraph's fast Indexed8 path, no NaN
-# handling per pixel): codes 0..253 are the colour map from 0 to the largest weight shown,
-# 254 a cell not recorded yet, 255 a masked (future) cell.
-_LEVELS = 254
-_UNKNOWN, _MASKED = 254, 255
+# handling per pixel): codes 0..252 are the colour map from 0 to the largest weight shown,
+# 253 a key a bounded cache had evicted (stored as -1 in the weights), 254 a cell not recorded
+# yet, 255 a masked (future) cell.
+_LEVELS = 253
+_EVICTED, _UNKNOWN, _MASKED = 253, 254, 255
 _CMAP = pg.colormap.get("viridis")
 _LUT = np.concatenate([
     _CMAP.getLookupTable(0.0, 1.0, _LEVELS, alpha=True).astype(np.uint8),
-    style.lookup_table([style.CELL_COLORS["empty"], style.CELL_COLORS["masked"]])[:2],
+    style.lookup_table([style.CELL_COLORS["evicted"], style.CELL_COLORS["empty"], style.CELL_COLORS["masked"]])[:3],
 ])
 
 
@@ -186,10 +187,16 @@ class _Accumulated:
                     row = self.buf[a]
                     row[:kv] = w[0, :kv]
                     row[a + 1: kv] = np.nan
+                    if getattr(trace, "window", None) is not None:  # keys the cache dropped: -1, in their colour
+                        gone = trace.evicted
+                        row[gone[gone < a]] = -1.0
                 else:
                     block = self.buf[a:b, :kv]
                     block[...] = w[: b - a, :kv]
                     np.copyto(block, np.nan, where=np.arange(kv) > np.arange(a, b)[:, None])
+                    spec = getattr(trace, "mask_spec", None)
+                    if spec is not None and spec.window is not None:
+                        np.copyto(block, np.nan, where=~trace.mask[: b - a, :kv])  # left of a window's band
                 self.filled[a:b] = True
                 lo, hi = self.dirty or (a, b)
                 self.dirty = (min(lo, a), max(hi, b))
@@ -258,6 +265,7 @@ def to_codes(weights: np.ndarray, top: float, factor: int = 1) -> np.ndarray:
     unknown = np.isnan(shown)
     codes = np.nan_to_num(codes, nan=0).astype(np.uint8)
     codes[unknown] = _UNKNOWN
+    codes[np.less(shown, 0, where=~unknown, out=np.zeros(shown.shape, dtype=bool))] = _EVICTED
     codes[upper_mask(m)] = _MASKED  # a block wholly above the diagonal
     return codes
 
