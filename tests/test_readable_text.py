@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import io
+import re
 
 import pytest
 
@@ -182,3 +184,35 @@ def test_axis_labels_name_each_token_of_a_character():
     history = _forced_history("缓x👍", "键 ")
     labels = sequence_labels(history, "static", 13)
     assert labels == ["键₁", "键₂", "键₃", " ", "缓₁", "缓₂", "缓₃", "x", "👍₁", "👍₂", "👍₃", "👍₄", ""]
+
+
+def test_kvviz_export_draws_the_prompt_as_text(tmp_path):
+    """`kvviz export`: the token stream's SVG holds the characters (not <e9> escapes), and its PNG's prompt
+    row is as wide as the text, not as its escapes (36 bytes as <xx> would take some 1,000 px)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    from PySide6.QtGui import QImage
+
+    root = Path(__file__).resolve().parent.parent
+    prompt = "键值缓存 “KV” café"
+    out = tmp_path / "slides"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, "-m", "kvviz", "export", "--out", str(out), "--model", "tiny-random",
+                           "--prompt", prompt, "--tokens", "2", "--engines", "static", "--panels", "token_stream",
+                           "--size", "900x300", "--threads", "1", "--svg", "--png"],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    svg = (out / "token_stream.svg").read_text(encoding="utf-8")
+    drawn = "".join(html.unescape(t) for t in re.findall(r">([^<>]*)</text>", svg))  # the text runs, in order
+    assert prompt in drawn and "\ufffd" not in drawn, drawn  # (the random model's own bytes may not decode)
+    shot = QImage(str(out / "token_stream.png")).convertToFormat(QImage.Format.Format_Grayscale8)
+    ink = np.frombuffer(shot.constBits(), dtype=np.uint8).reshape(shot.height(), -1)[:, :shot.width()] < 140
+    rows = np.flatnonzero(ink[:, 20:].any(axis=1))
+    assert len(rows)
+    prompt_row = ink[40:80]  # under the engine's name
+    columns = np.flatnonzero(prompt_row.any(axis=0))
+    assert 60 < columns.max() - columns.min() < 400, (columns.min(), columns.max())
