@@ -144,3 +144,25 @@ def test_attention_map_draws_evicted_keys_in_their_colour(qtbot, tiny_random):
     arr = np.frombuffer(image.constBits(), dtype=np.uint32, count=image.sizeInBytes() // 4)
     want = int(style.CELL_COLORS["evicted"].lstrip("#"), 16)
     assert ((arr & 0xFFFFFF) == want).sum() > 200
+
+
+def test_summary_gives_quality_rows_only_with_an_approximate_engine(qtbot, history):
+    from kvviz.ui.panels.summary import COLUMNS, SummaryPanel
+
+    hist, traces = history
+    panel = SummaryPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    panel.show_step(hist, N - 1)
+    values = panel.table_values()
+    assert values["concat"]["mean_kl"] == 0.0 and values["concat"]["top1_agreement"] == 1.0
+    assert values["window"]["mean_kl"] == pytest.approx(np.mean([t.kl_to_exact for t in traces["window"]]))
+    rows = [i for i, (k, _) in enumerate(COLUMNS) if k in ("mean_kl", "top1_agreement")]
+    assert not any(panel._table.isRowHidden(r) for r in rows)
+    exact_only = RunHistory()
+    exact_only.reset(hist.info)
+    for t in traces["concat"]:
+        exact_only.add(t)
+    panel.show_step(exact_only, N - 1)
+    assert all(panel._table.isRowHidden(r) for r in rows)

@@ -1523,6 +1523,14 @@
         <translation>缓存峰值</translation>
     </message>
     <message>
+        <source>mean KL</source>
+        <translation>平均 KL</translation>
+    </message>
+    <message>
+        <source>top-1 same</source>
+        <translation>top-1 相同</translation>
+    </message>
+    <message>
         <source>{name}
 ({unit})</source>
         <translation>{name}
@@ -1563,6 +1571,14 @@
     <message>
         <source>Largest resident K/V memory</source>
         <translation>常驻 K/V 内存的最大值</translation>
+    </message>
+    <message>
+        <source>Mean KL divergence (nats) of the next-token distribution from the exact engine&apos;s, teacher-forced on its tokens: 0 for an exact cache</source>
+        <translation>下一个 token 分布相对精确引擎的平均 KL 散度（nat），以其 token 进行 teacher forcing：精确缓存为 0</translation>
+    </message>
+    <message>
+        <source>Share of steps whose most likely token is the exact engine&apos;s (teacher-forced)</source>
+        <translation>最可能 token 与精确引擎相同的步数比例（teacher forcing）</translation>
     </message>
     <message>
         <source>Summary</source>

@@ -40,7 +40,10 @@ COLUMNS: tuple[tuple[str, bool | None], ...] = (
     ("bytes_written", None),
     ("bytes_gathered", None),
     ("peak_cache_bytes", None),
+    ("mean_kl", False),  # quality beside cost (kvviz.quality): 0 for the exact engines
+    ("top1_agreement", True),
 )
+EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (panels import no engines)
 
 
 class _TightDelegate(QStyledItemDelegate):
@@ -117,7 +120,8 @@ class SummaryPanel(Panel):
         """The rows' names, with the unit of a time or byte row: after it, or under it where the
         table is too narrow for both on one line."""
         names = [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
-                 self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache")]
+                 self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache"),
+                 self.tr("mean KL"), self.tr("top-1 same")]
         if self._two_lines:  # a word a line
             names = [name.replace(" ", "\n") for name in names]
         unit = self.tr("{name}\n({unit})") if self._two_lines else self.tr("{name} ({unit})")
@@ -141,6 +145,9 @@ class SummaryPanel(Panel):
             self.tr("Bytes written: new K/V stored"),
             self.tr("Bytes gathered: copies made only to feed attention (the paged gather)"),
             self.tr("Largest resident K/V memory"),
+            self.tr("Mean KL divergence (nats) of the next-token distribution from the exact engine's, "
+                    "teacher-forced on its tokens: 0 for an exact cache"),
+            self.tr("Share of steps whose most likely token is the exact engine's (teacher-forced)"),
         ]
 
     def title(self) -> str:
@@ -185,10 +192,16 @@ class SummaryPanel(Panel):
                 "bytes_written": s.bytes_written,
                 "bytes_gathered": s.bytes_gathered,
                 "peak_cache_bytes": s.peak_cache_bytes,
+                "mean_kl": 0.0 if engine in EXACT else s.mean_kl,
+                "top1_agreement": 1.0 if engine in EXACT else s.top1_agreement,
             }
         shown = min(step, history.n_steps() - 1)
         self._heading.setText(self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
             step=shown, n=shown + 1))
+        approximate = any(e not in EXACT for e in engines)  # the quality rows only where they tell something
+        for row, (key, _higher) in enumerate(COLUMNS):
+            if key in ("mean_kl", "top1_agreement") and self._table.isRowHidden(row) == approximate:
+                self._table.setRowHidden(row, not approximate)
         self._units = self._row_units()
         self._set_headers()
         self._note.setText(self._work_note(summaries))
@@ -357,6 +370,10 @@ class SummaryPanel(Panel):
             return fmt_figure(value)
         if key == "speedup_vs_naive":
             return f"{value:.2f}\u00d7"
+        if key == "mean_kl":
+            return f"{value:.3g}"
+        if key == "top1_agreement":
+            return f"{100 * value:.0f}%"
         return fmt_count(value)
 
     def _work_note(self, summaries: dict[str, RunSummary]) -> str:
