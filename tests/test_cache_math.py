@@ -1,0 +1,57 @@
+"""The memory arithmetic of the cache strategies and of MLA, against hand-worked figures and against
+the bytes the engines' caches really hold."""
+from __future__ import annotations
+
+import pytest
+
+from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
+from kvviz.config import ModelConfig
+from kvviz.engines import make_engine
+
+QWEN3_06B = ModelConfig(name="q", arch="qwen3", d_model=1024, n_layer=28, n_head=16, n_kv_head=8, head_dim=128,
+                        d_ff=3072, dtype="bfloat16")
+
+
+def test_hand_worked_rows_qwen3_06b_bf16():
+    # full: 28 layers x K,V x 8 heads x 128 x 2 B = 114,688 B per token (112 KiB)
+    f = strategy_figures(QWEN3_06B, "full", 1000)
+    assert f.bytes_per_token == 114_688 and f.bytes == 114_688_000
+    # window 256: stops at 256 tokens: 256 x 114,688 = 29,360,128 B (28 MiB) however long the run
+    w = strategy_figures(QWEN3_06B, "window", 1000, window=256)
+    assert (w.held_tokens, w.bytes, w.stops_growing_at) == (256, 29_360_128, 256)
+    assert strategy_figures(QWEN3_06B, "window", 100, window=256).bytes == 100 * 114_688  # still growing
+    # int8: 28 x 2 x 8 x (128 + 4) = 59,136 B per token, 51.6% of bf16 (a 4 B scale per 128 values)
+    q = strategy_figures(QWEN3_06B, "int8", 1000)
+    assert q.bytes_per_token == 59_136 and q.bytes == 59_136_000
+    # with R = 64: kvviz keeps a payload slot for every position and a ring of 64 bf16 tokens
+    assert strategy_figures(QWEN3_06B, "int8", 1000, residual=64).bytes == 1000 * 59_136 + 64 * 114_688
+
+
+def test_mla_hand_worked_deepseek():
+    v3 = MLA_PRESETS["deepseek-v3"]
+    # (kv_lora_rank 512 + rope 64) x 2 B = 1,152 B per layer; 61 layers: 70,272 B per token
+    assert v3.bytes_per_token_per_layer() == 1152 and v3.bytes_per_token() == 70_272
+    # without compression: 128 heads x (128 + 64 + 128) x 2 B = 81,920 B per layer, x 61 = 4,997,120 B
+    assert v3.mha_bytes_per_token() == 4_997_120
+    assert v3.bytes_per_token() / v3.mha_bytes_per_token() == pytest.approx(0.01406, abs=1e-5)
+    assert MLA_PRESETS["deepseek-v2"].bytes_per_token() == 60 * 1152 == 69_120
+    assert mla_figures(MLA_PRESETS["deepseek-v2-lite"], 4096).bytes == 4096 * 27 * 1152
+
+
+@pytest.mark.parametrize("key,strategy", [("static", "full"), ("window", "window"), ("sinks", "sinks"),
+                                          ("int8", "int8")])
+def test_figures_equal_the_bytes_the_caches_hold(tiny_random, key, strategy):
+    """A run stores prompt + new - 1 tokens; static and int8 preallocate prompt + new (their capacity)."""
+    eng = make_engine(key, tiny_random, window=8, sinks=2, residual=3)
+    traces = list(eng.generate(list(range(65, 75)), 12))
+    cap = 10 + 12
+    tokens = cap if key in ("static", "int8") else traces[-1].pos_stop
+    f = strategy_figures(tiny_random.cfg, strategy, tokens, window=8, sinks=2, residual=3)
+    assert traces[-1].cache_bytes == f.bytes
+
+
+def test_bad_strategy_settings():
+    with pytest.raises(ValueError, match="sinks"):
+        strategy_figures(QWEN3_06B, "sinks", 10, window=4, sinks=4)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        strategy_figures(QWEN3_06B, "mla", 10)
