@@ -188,6 +188,9 @@ def _fill_form(window, args, engines) -> None:
         raise ValueError("--layer and --head must be 0 or more")
     for option, spin, value in (("--tokens", window.form.tokens_spin, args.tokens),
                                 ("--block-size", window.form.block_spin, args.block_size),
+                                ("--window", window.form.window_spin, args.window),
+                                ("--sinks", window.form.sinks_spin, args.sinks),
+                                ("--residual", window.form.residual_spin, args.residual or 0),
                                 ("--temperature", window.form.temperature_spin, args.temperature),
                                 ("--top-k", window.form.top_k_spin, args.top_k or 0),
                                 ("--top-p", window.form.top_p_spin, 1.0 if args.top_p is None else args.top_p),
