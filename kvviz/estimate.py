@@ -45,12 +45,13 @@ class LatencyFit:
         return self.prefill_ms * positions / max(1, self.prefill_positions)
 
 
-def fit_traces(steps: Sequence[StepTrace]) -> LatencyFit | None:
-    """One engine's fit from its recorded steps (None before it has a step)."""
+def fit_traces(steps: Sequence[StepTrace], recent: int | None = None) -> LatencyFit | None:
+    """One engine's fit from its recorded steps (None before it has a step); `recent`: from its last
+    that many decode steps only (the trend a run is on, at a cost that does not grow with the run)."""
     if not steps:
         return None
-    prefill = [t for t in steps if t.phase == "prefill"]
-    decode = [t for t in steps if t.phase == "decode"]
+    prefill = [t for t in steps[:1] if t.phase == "prefill"]
+    decode = [t for t in (steps[-recent:] if recent else steps) if t.phase == "decode"]
     pre_ms = prefill[0].latency_ms if prefill else 0.0
     pre_pos = prefill[0].pos_stop if prefill else 1
     if not decode:  # only the prefill: a decode step costs at least its share of one position
@@ -68,8 +69,8 @@ def fit_traces(steps: Sequence[StepTrace]) -> LatencyFit | None:
     return LatencyFit(*coef, prefill_ms=pre_ms, prefill_positions=pre_pos)
 
 
-def fit_history(traces: Mapping[str, Sequence[StepTrace]]) -> dict[str, LatencyFit]:
-    return {key: fit for key, steps in traces.items() if (fit := fit_traces(steps)) is not None}
+def fit_history(traces: Mapping[str, Sequence[StepTrace]], recent: int | None = None) -> dict[str, LatencyFit]:
+    return {key: fit for key, steps in traces.items() if (fit := fit_traces(steps, recent)) is not None}
 
 
 def config_fits(cfg: ModelConfig, engines: Iterable[str], flops_per_s: float) -> dict[str, LatencyFit]:

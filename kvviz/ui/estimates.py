@@ -10,6 +10,8 @@ from kvviz.format import fmt_ms
 from kvviz.ui.form import RunForm
 from kvviz.ui.history import RunHistory
 
+LEFT_FROM_STEPS = 256  # the time left follows the run's last steps (a fit over 2000 had cost ~0.1 s a frame)
+
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("MainWindow", text)
@@ -35,7 +37,7 @@ class RunEstimates:
     def left_ms(history: RunHistory, steps_per_s: float) -> float | None:
         """The run's remaining rounds, from its own steps' latencies (None before it has decode steps)."""
         info = history.info
-        fits = estimate.fit_history(history.traces)
+        fits = estimate.fit_history(history.traces, recent=LEFT_FROM_STEPS)
         if not fits or not any(t.phase == "decode" for steps in history.traces.values() for t in steps[-1:]):
             return None
         return estimate.run_ms(fits, len(info.prompt_ids), info.max_new_tokens, from_step=history.n_steps(),

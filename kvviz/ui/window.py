@@ -82,6 +82,13 @@ class MainWindow(QMainWindow):
         self._seen_version = -1
         self._paint_resume_at = 0.0  # perf_counter time before which a streaming run is not drawn
         self._drew_last_tick = False
+        self._frame: tuple | None = None  # a frame drawn across turns: (target, panels left, start, then)
+        # A zero-interval timer, not a posted call: it fires after the window system's queued input and
+        # the other timers, so a click or a key is answered between two panels of a frame.
+        self._frame_timer = QTimer(self)
+        self._frame_timer.setSingleShot(True)
+        self._frame_timer.setInterval(0)
+        self._frame_timer.timeout.connect(self._next_in_frame)
         self._user_selected = False  # the user picked a step: draw it at the next tick, rest or not
         self._last_tick_end = 0.0
         self.estimates = RunEstimates()  # how long a run takes: measured per model, or from the config
@@ -344,9 +351,9 @@ class MainWindow(QMainWindow):
         if info.run_id == run_id:
             # What this run measured, per engine: the next run's estimate on this model starts from it.
             self.estimates.record(self.history)
-            self._repaint()  # the final step, one frame, before anyone waiting looks
         self._update_estimate()
-        self.run_finished.emit(run_id)
+        # The final step, one whole frame, before anyone waiting on run_finished looks.
+        self._repaint(then=lambda: self.run_finished.emit(run_id))
 
     def shutdown_worker(self) -> None:
         """Stop the run and the worker's thread, waiting for a step or model load in progress to end."""
@@ -500,17 +507,25 @@ class MainWindow(QMainWindow):
         """Draw every visible panel at the selected step now (tests, screenshots, the end of a run)."""
         self._repaint()
 
-    def _repaint(self, *, timed: bool = False) -> dict[str, float]:
+    def _repaint(self, *, timed: bool = False, then=None) -> dict[str, float]:
         """Bring the visible panels, the timeline, the step label and the badge up to the history and
-        the selected step, all in one go: a frame shows one step everywhere (panels drawn in turn, one
-        per tick, had shown steps 71, 82 and 86 at once while a run streamed in). A panel already
-        showing the step is not drawn again. Returns {panel: seconds its show_step took}.
+        the selected step: a frame shows one step everywhere (panels drawn in turn, one per tick, had
+        shown steps 71, 82 and 86 at once while a run streamed in). A panel already showing the step
+        is not drawn again. Returns {panel: seconds its show_step took} of what it drew now.
 
-        Timed (the repaint timer): while a run streams in, painting then rests PAINT_REST times as
-        long as the frame took, so the frame rate follows the panels' cost, the GUI thread stays
-        responsive between frames and the CPU goes to the engines. A step the user selects is drawn at once."""
+        Untimed (a refresh, a step the user selects) the frame is drawn at once. Timed (the repaint
+        timer, a run streaming in) and at a run's end (`then`: called when the frame is whole), one
+        panel per turn of the event loop, the grid's painting held until the last, then the timeline:
+        the screen keeps the previous frame whole until the next is, and input is answered between
+        panels (nine panels at once had held the GUI thread ~1 s at the end of a 2000-step run).
+        Painting then rests PAINT_REST times as long as the frame took, so the frame rate follows the
+        panels' cost and the CPU goes to the engines."""
         started = time.perf_counter()
         user = self._user_selected
+        if self._frame is not None:
+            if timed and not user and then is None:
+                return {}  # a frame is being drawn, one panel per turn
+            self._finish_frame()  # a refresh or a click: the frame in progress is finished now
         if timed and started < self._paint_resume_at and not user:
             return {}
         version = self.history.version
@@ -520,22 +535,60 @@ class MainWindow(QMainWindow):
             if self._follow and n:
                 self._selected = n - 1
             self._selected = min(self._selected, max(0, n - 1))
-            self.transport.set_steps(n, self._selected)
-            self.transport.update_badge()
-            self.transport.update_step_label()
-            self.status_fields.show_memory(self.history)
-            self._update_progress()
-            if self.history.info is not self._status_run:  # a new run shown (or a trace replayed)
-                self._update_status()
         if n == 0:
+            self._show_transport()
             if not timed:  # a run that ended before its first step: forget the last one
                 self.grid.clear_stale()
+            if then is not None:
+                then()
             return {}
         self._user_selected = False
-        drawn = self.grid.draw(self.history, self._selected, (version, self._selected))
-        if drawn and timed and not user:
-            self._paint_resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
-        return drawn
+        target = (version, self._selected)
+        if user or (not timed and then is None):
+            self._show_transport()
+            return self.grid.draw(self.history, self._selected, target)
+        keys = [k for k in self.grid.panels
+                if self.grid.painted.get(k) != target and not self.grid.frames[k].isHidden()]
+        self._frame = (target, keys, started, then)
+        self.grid.setUpdatesEnabled(False)
+        return self._next_in_frame()
+
+    def _next_in_frame(self) -> dict[str, float]:
+        """Draw the frame's next panel; after the last, let the grid paint and show the timeline."""
+        if self._frame is None:
+            return {}
+        (version, step), keys, started, then = self._frame
+        drawn = {}
+        if keys:
+            key = keys.pop(0)
+            t = time.perf_counter()
+            self.grid.draw_panel(key, self.history, step)
+            drawn[key] = time.perf_counter() - t
+            self.grid.painted[key] = (version, step)
+        if keys:
+            self._frame_timer.start()
+            return drawn
+        self._frame = None
+        self.grid.setUpdatesEnabled(True)
+        self._show_transport()
+        self._paint_resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
+        if then is not None:
+            then()
+        return drawn or {"": 0.0}
+
+    def _finish_frame(self) -> None:
+        while self._frame is not None:
+            self._next_in_frame()
+
+    def _show_transport(self) -> None:
+        """The timeline, step label, badge, progress and status for the step the panels show."""
+        self.transport.set_steps(self.history.n_steps(), self._selected)
+        self.transport.update_badge()
+        self.transport.update_step_label()
+        self.status_fields.show_memory(self.history)
+        self._update_progress()
+        if self.history.info is not self._status_run:  # a new run shown (or a trace replayed)
+            self._update_status()
 
     # ------------------------------------------------------------------ state, errors, status
     def _set_state(self, state: RunState) -> None:
