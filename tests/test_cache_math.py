@@ -55,3 +55,31 @@ def test_bad_strategy_settings():
         strategy_figures(QWEN3_06B, "sinks", 10, window=4, sinks=4)
     with pytest.raises(ValueError, match="unknown strategy"):
         strategy_figures(QWEN3_06B, "mla", 10)
+
+
+def test_memory_command_prints_the_strategies_and_mla(capsys):
+    import json
+
+    from kvviz.cli import main
+
+    assert main(["memory", "--model", "qwen3-0.6b", "--tokens", "100", "1000", "--window", "256",
+                 "--mla", "deepseek-v3", "--json", "/tmp/caches_memory_test.json"]) == 0
+    out = capsys.readouterr().out
+    assert "int8 59,136 B per token (51.6% of 114,688" in out
+    assert "   1000  109.4 MiB   28.0 MiB   28.0 MiB   56.4 MiB" in out  # hand rows above, in MiB
+    assert "window and sinks stop growing at 256 tokens: 28.0 MiB" in out
+    assert "= 70,272 B per token" in out and "(1.4%)" in out
+    doc = json.load(open("/tmp/caches_memory_test.json"))
+    assert doc["strategies"][1]["window"]["bytes"] == 29_360_128 and doc["mla"]["bytes_per_token"] == 70_272
+
+
+@pytest.mark.parametrize("argv", [["--window", "0"], ["--sinks", "32", "--window", "32"], ["--residual", "-1"],
+                                  ["--mla", "nope"]])
+def test_memory_command_refuses_bad_settings(argv, capsys):
+    from kvviz.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        assert main(["memory", *argv]) == 2
+        raise SystemExit(2)
+    assert exc.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) <= 2  # usage + one line

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.format import fmt_bytes, fmt_count, fmt_ms
 from kvviz.memory import (
     DEFAULT_BANDWIDTH_GBPS,
@@ -16,6 +17,7 @@ from kvviz.memory import (
     compute,
     resolve_config,
 )
+from kvviz.options import add_cache_options
 
 
 def configure(parser) -> None:
@@ -33,6 +35,9 @@ def configure(parser) -> None:
                         help="tokens written by one prefill before decoding (copies nothing; default 0)")
     parser.add_argument("--compare-chapter", action="store_true",
                         help="also print the chapter's copy table in its own convention")
+    add_cache_options(parser)  # W, S, R: the strategies table
+    parser.add_argument("--mla", choices=tuple(MLA_PRESETS), default=None,
+                        help="also print multi-head latent attention's cache for a published shape")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
 
 
@@ -60,6 +65,36 @@ def format_report(report: MemoryReport) -> list[str]:
     return lines
 
 
+def strategy_lines(cfg, tokens, dtype, window: int, sinks: int, residual: int | None) -> tuple[list[str], list]:
+    """Bytes each cache strategy holds at each length (kvviz.cache_math), and where window stops growing."""
+    names = ("full", "window", "sinks", "int8")
+    rows = [{s: strategy_figures(cfg, s, n, dtype=dtype, window=window, sinks=sinks, residual=residual)
+             for s in names} for n in tokens]
+    full, q = rows[0]["full"].bytes_per_token, rows[0]["int8"].bytes_per_token
+    lines = [f"strategies: full = every exact cache; window W={window}; sinks S={sinks} of W={window}; int8 "
+             f"{q:,} B per token ({100 * q / full:.1f}% of {full:,}: 1 B a value + a 4 B scale per KV head)"
+             + (f" + a ring of R={residual} full-precision tokens" if residual else ""),
+             f"{'tokens':>7} " + " ".join(f"{s:>10}" for s in names)]
+    for n, row in zip(tokens, rows):
+        lines.append(f"{n:>7} " + " ".join(f"{fmt_bytes(row[s].bytes):>10}" for s in names))
+    lines.append(f"window and sinks stop growing at {window:,} tokens: "
+                 f"{fmt_bytes(window * full)} however long the run")
+    doc = [{s: dict(tokens=f.tokens, held_tokens=f.held_tokens, bytes=f.bytes) for s, f in row.items()}
+           for row in rows]
+    return lines, doc
+
+
+def mla_lines(name: str, tokens) -> tuple[list[str], dict]:
+    shape = MLA_PRESETS[name]
+    per, mha = shape.bytes_per_token(), shape.mha_bytes_per_token()
+    lines = [f"MLA {name}: (kv_lora_rank {shape.kv_lora_rank} + rope {shape.qk_rope_head_dim}) x "
+             f"{per // shape.n_layer // (shape.kv_lora_rank + shape.qk_rope_head_dim)} B x {shape.n_layer} layers = "
+             f"{per:,} B per token ({fmt_bytes(per)}); its {shape.n_head} heads uncompressed would hold {mha:,} B "
+             f"({100 * per / mha:.1f}%)"]
+    lines += [f"{n:>7} {fmt_bytes(mla_figures(shape, n).bytes):>10}" for n in tokens]
+    return lines, dict(preset=name, bytes_per_token=per, mha_bytes_per_token=mha)
+
+
 def crossover_line(report: MemoryReport) -> str:
     return (f"a decode step reads {fmt_bytes(report.decode_weights_bytes)} of weights; from "
             f"{fmt_count(report.crossover_tokens)} tokens on it reads more K/V than weights")
@@ -81,6 +116,14 @@ def run(args) -> int:
     for line in format_report(report):
         print(line)
     doc = report.to_dict()
+    if args.sinks >= args.window:
+        raise ValueError(f"--sinks ({args.sinks}) must be fewer than --window ({args.window})")
+    lines, doc["strategies"] = strategy_lines(cfg, args.tokens, report.dtype, args.window, args.sinks, args.residual)
+    print()
+    print("\n".join(lines))
+    if args.mla:
+        lines, doc["mla"] = mla_lines(args.mla, args.tokens)
+        print("\n".join(lines))
     if args.compare_chapter:
         lines = chapter_comparison(cfg, args.tokens, dtype=report.dtype, bandwidth_gbps=args.bandwidth_gbps)
         print()
