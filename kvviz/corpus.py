@@ -19,6 +19,7 @@ SKIP_DIRS = frozenset({"test", "tests", "idle_test", "site-packages", "dist-pack
 OUTSIDE_PACKAGES = ("pip", "setuptools")
 VAL_BUCKETS = 20  # a top-level module is held out when the hash of its name falls in bucket 0: about 5%
 SEPARATOR = "\n\n"
+CORPUS_NAME = "pydoc_data.topics + the standard library's docstrings"
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,11 @@ class Corpus:
     train_modules: tuple[str, ...]
     val_modules: tuple[str, ...]
     topics_bytes: int
+
+    @property
+    def val_tops(self) -> tuple[str, ...]:
+        """The top-level names of the held-out modules."""
+        return tuple(sorted({m.split(".")[0] for m in self.val_modules}))
 
     def sha256(self) -> str:
         return hashlib.sha256(self.train + b"\0" + self.val).hexdigest()
@@ -135,7 +141,7 @@ def outside_text(packages: tuple[str, ...] = OUTSIDE_PACKAGES, limit_bytes: int 
             names.append(f"{pkg} {version(pkg)}")
         except PackageNotFoundError:
             names.append(pkg)
-        for _, path in source_files(root.parent / pkg if root.name == pkg else root):
+        for _, path in source_files(root):
             if "_vendor" in path.parts or "_distutils" in path.parts:
                 continue
             parts.extend(file_docstrings(path))

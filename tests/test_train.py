@@ -10,23 +10,29 @@ from kvviz.config import ModelConfig
 
 
 def _slice(torch_cpu, n_train: int = 20_000, n_val: int = 2_000):
-    from kvviz.commands.train import corpus_bytes, split_corpus
+    from kvviz.commands.train import as_ids
+    from kvviz.corpus import build_corpus
 
-    train_ids, val_ids = split_corpus(corpus_bytes(), 0.05)
-    return train_ids[:n_train], val_ids[:n_val]
+    corpus = build_corpus()
+    return as_ids(corpus.train[:n_train]), as_ids(corpus.val[:n_val])
 
 
-def test_corpus_split_holds_out_the_tail(torch_cpu):
-    from kvviz.commands.train import corpus_bytes, split_corpus
+def test_corpus_holds_out_modules_by_name(torch_cpu):
+    """Topics and the standard library's docstrings; validation is whole top-level modules, none of them in
+    training, chosen by a stable hash (the same on every machine with the same Python)."""
+    from kvviz.corpus import build_corpus, held_out, outside_text
 
-    data = corpus_bytes()
-    assert len(data) > 400_000  # pydoc_data.topics is about 465 KB
-    train_ids, val_ids = split_corpus(data, 0.05)
-    assert len(train_ids) + len(val_ids) == len(data)
-    assert bytes(val_ids.tolist()) == data[-len(val_ids):]
-    assert len(val_ids) == int(len(data) * 0.05)
-    with pytest.raises(ValueError, match="val-fraction"):
-        split_corpus(data, 1.5)
+    corpus = build_corpus()
+    assert len(corpus.train) > 1_500_000 and 30_000 < len(corpus.val) < 0.1 * len(corpus.train)
+    assert corpus.topics_bytes > 400_000  # pydoc_data.topics is about 465 KB
+    tops = {m.split(".")[0] for m in corpus.train_modules}
+    assert corpus.val_tops and not tops & set(corpus.val_tops)
+    assert all(held_out(t) for t in corpus.val_tops) and not any(held_out(t) for t in tops)
+    assert build_corpus().sha256() == corpus.sha256()
+    assert b"Return the" in corpus.train  # docstrings, as English
+    outside, name = outside_text()
+    assert len(outside) > 50_000 and "pip" in name
+    assert outside not in corpus.train[: len(outside) + 1]
 
 
 def test_lr_schedule_warms_up_then_decays(torch_cpu):
@@ -95,7 +101,7 @@ def test_train_command_writes_a_loadable_folder_and_card(torch_cpu, tmp_path, ca
     (["--steps", "0"], "--steps"),
     (["--context", "4096"], "exceeds"),
     (["--lr", "-1"], "--lr"),
-    (["--val-fraction", "0"], "--val-fraction"),
+    (["--warmup", "0"], "--warmup"),
 ])
 def test_train_rejects_bad_arguments(torch_cpu, tmp_path, capsys, argv, needle):
     from kvviz.cli import main

@@ -1,13 +1,15 @@
-"""`kvviz train`: train the chapter's shape on the English docs every CPython carries (pydoc_data.topics).
+"""`kvviz train`: train the chapter's shape on the English every CPython carries (kvviz.corpus: pydoc_data.topics
+and the standard library's docstrings).
 
-Byte-level: the corpus is its UTF-8 bytes, the last `--val-fraction` held out. Writes weights, config,
-a record of the run (training.json) and the model card; it knows nothing about engines or caches
-beyond using one to write the card's sample continuations.
+Byte-level. Validation is modules held out by name; text from outside CPython (pip's and setuptools'
+docstrings) is scored too. Writes weights, config, a record of the run (training.json) and the model card;
+it knows nothing about engines or caches beyond using one to write the card's sample continuations.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -19,9 +21,10 @@ import torch.nn.functional as F
 
 from kvviz.commands.score import bits_per_byte, mean_nats
 from kvviz.config import ModelConfig
+from kvviz.corpus import CORPUS_NAME, build_corpus, outside_text
 from kvviz.models.transformer import Transformer
 
-DEFAULT_OUT = Path(__file__).resolve().parent.parent / "assets" / "tiny"
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "tiny"
 RECORD_NAME = "training.json"
 CARD_NAME = "README.md"
 CARD_PROMPTS = ("The key of a dictionary", "A function is", "The file is opened")
@@ -29,20 +32,9 @@ CARD_TOKENS = 60
 CARD_SAMPLING = dict(temperature=0.8, top_k=40, seed=0)
 
 
-def corpus_bytes() -> bytes:
-    """The text of `pydoc_data.topics`: its values in sorted key order, one blank line apart, as UTF-8."""
-    from pydoc_data.topics import topics
-
-    return "\n".join(topics[k] for k in sorted(topics)).encode("utf-8")
-
-
-def split_corpus(data: bytes, val_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(train, val) byte tensors: the last `val_fraction` of the corpus is held out, never trained on."""
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"--val-fraction must be in (0, 1), got {val_fraction}")
-    ids = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()  # (N,)
-    n_val = max(2, int(len(ids) * val_fraction))
-    return ids[:-n_val], ids[-n_val:]
+def as_ids(data: bytes) -> torch.Tensor:
+    """Bytes as a (N,) tensor of token ids."""
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
 
 
 def init_for_training(model: Transformer, seed: int) -> Transformer:
@@ -169,13 +161,12 @@ def train(cfg: ModelConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, *, s
 
 def configure(parser) -> None:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: assets/tiny)")
-    parser.add_argument("--steps", type=int, default=800, help="optimizer steps (default 800)")
-    parser.add_argument("--batch-size", type=int, default=16, help="windows per step (default 16)")
-    parser.add_argument("--context", type=int, default=512, help="trained context in bytes (default 512)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
+    parser.add_argument("--steps", type=int, default=600, help="optimizer steps (default 600)")
+    parser.add_argument("--batch-size", type=int, default=32, help="windows per step (default 32)")
+    parser.add_argument("--context", type=int, default=256, help="trained context in bytes (default 256)")
+    parser.add_argument("--lr", type=float, default=4e-3, help="peak learning rate (default 4e-3)")
     parser.add_argument("--warmup", type=int, default=60, help="linear warmup steps (default 60)")
     parser.add_argument("--weight-decay", type=float, default=0.1)
-    parser.add_argument("--val-fraction", type=float, default=0.05, help="held-out tail of the corpus")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--time-limit", type=float, default=None,
@@ -200,23 +191,30 @@ def run(args) -> int:
     cfg = ModelConfig(name="tiny")
     if args.context > cfg.max_seq_len:
         raise ValueError(f"--context {args.context} exceeds the model's maximum of {cfg.max_seq_len}")
-    data = corpus_bytes()
-    train_ids, val_ids = split_corpus(data, args.val_fraction)
-    print(f"corpus pydoc_data.topics: {len(data)} bytes; train {len(train_ids)}, validation {len(val_ids)} "
-          f"(last {args.val_fraction:.0%}); model {cfg.param_count() / 1e6:.3f}M params; "
-          f"{args.steps} steps x {args.batch_size} x {args.context} bytes; {torch.get_num_threads()} thread(s)",
-          file=sys.stderr)
+    load_before = os.getloadavg()[0]
+    corpus = build_corpus()
+    train_ids, val_ids = as_ids(corpus.train), as_ids(corpus.val)
+    print(f"corpus {CORPUS_NAME}: train {len(train_ids)} bytes ({len(corpus.train_modules)} modules), validation "
+          f"{len(val_ids)} bytes ({', '.join(corpus.val_tops)}: held out by name); model "
+          f"{cfg.param_count() / 1e6:.3f}M params; {args.steps} steps x {args.batch_size} x {args.context} bytes; "
+          f"{torch.get_num_threads()} thread(s)", file=sys.stderr)
     model, figures = train(cfg, train_ids, val_ids, steps=args.steps, batch_size=args.batch_size,
                            context=args.context, lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay,
                            seed=args.seed, time_limit=args.time_limit, eval_every=args.eval_every)
     from kvviz.fileio import atomic_write_text
     from kvviz.models.io import save_model
 
+    outside, outside_name = outside_text()
+    nats, n_outside = mean_nats(model, as_ids(outside), args.context)
+    figures.update(outside=outside_name, outside_bits_per_byte=bits_per_byte(nats, n_outside),
+                   outside_bytes_scored=n_outside, load_average_before=round(load_before, 2),
+                   load_average_after=round(os.getloadavg()[0], 2))
     save_model(model, out)
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("kvviz", "__main__.py")) else None
     record = dict(command="kvviz " + shlex.join(argv) if argv else None,
-                  corpus="pydoc_data.topics", corpus_bytes=len(data), train_bytes=len(train_ids),
-                  val_bytes=len(val_ids), val_fraction=args.val_fraction, steps=args.steps,
+                  corpus=CORPUS_NAME, corpus_sha256=corpus.sha256(), topics_bytes=corpus.topics_bytes,
+                  train_bytes=len(train_ids), train_modules=len(corpus.train_modules), val_bytes=len(val_ids),
+                  val_modules=list(corpus.val_tops), steps=args.steps,
                   batch_size=args.batch_size, context=args.context, lr=args.lr, warmup=args.warmup,
                   weight_decay=args.weight_decay, seed=args.seed, time_limit=args.time_limit,
                   python=sys.version.split()[0], **figures)
@@ -227,7 +225,7 @@ def run(args) -> int:
         print(f"stopped by --time-limit after {figures['steps_done']} of {args.steps} steps", file=sys.stderr)
     print(f"trained {figures['steps_done']} steps in {figures['train_seconds']:.0f} s; "
           f"validation {figures['val_bits_per_byte']:.3f} bits per byte over {figures['val_bytes_scored']} bytes; "
-          f"wrote {out}")
+          f"outside CPython ({outside_name}) {figures['outside_bits_per_byte']:.3f}; wrote {out}")
     return 0
 
 
@@ -262,7 +260,7 @@ def write_card(folder: Path) -> Path:
     rows = sample_continuations(folder)
     command = rec.get("command") or "kvviz train (run from Python; arguments in training.json)"
     lines = [
-        "# tiny: the chapter's shape, trained on Python's own documentation",
+        "# tiny: the chapter's shape, trained on the English every CPython carries",
         "",
         "Generated by `kvviz train` from its own measurements (training.json holds the raw record).",
         "",
@@ -270,18 +268,28 @@ def write_card(folder: Path) -> Path:
         f"| shape | {cfg.n_layer} layers, {cfg.n_head} heads of {cfg.head_dim}, hidden {cfg.d_model}, "
         f"MLP {cfg.d_ff}, byte vocabulary ({cfg.vocab_size}), max context {cfg.max_seq_len} |",
         f"| parameters | {cfg.param_count():,} (tied embeddings) |",
-        f"| corpus | `{rec['corpus']}` values in sorted key order: {rec['corpus_bytes']:,} bytes |",
-        f"| split | train {rec['train_bytes']:,} bytes; validation = last {rec['val_fraction']:.0%}, "
-        f"{rec['val_bytes']:,} bytes, never trained on |",
+        f"| corpus | {rec['corpus']} (Python {rec['python']}; sha256 {rec['corpus_sha256'][:12]}...) |",
+        f"| split | train {rec['train_bytes']:,} bytes ({rec['topics_bytes']:,} of pydoc topics, then the "
+        f"docstrings of {rec['train_modules']} modules); validation {rec['val_bytes']:,} bytes, the docstrings "
+        f"of the modules held out by name ({', '.join(rec['val_modules'])}), never trained on |",
         f"| training | {rec['steps_done']} steps x {rec['batch_size']} windows x {rec['context']} bytes, AdamW "
         f"(peak lr {rec['lr']}, {rec['warmup']} warmup steps, cosine), seed {rec['seed']} |",
         f"| trained context | {rec['context']} bytes (runs up to {cfg.max_seq_len}; quality past "
         f"{rec['context']} is not trained) |",
         f"| wall time | {rec['train_seconds']:.0f} s on {rec['threads']} CPU thread(s), torch {rec['torch_version']}"
-        + (f" ({rec['cpu_seconds']:.0f} CPU-seconds; the wall time includes any other load on the machine)"
+        + (f" ({rec['cpu_seconds']:.0f} CPU-seconds; the wall time includes any other load on the machine"
+           + (f": load average {rec['load_average_before']} at the start, {rec['load_average_after']} at the end"
+              if rec.get("load_average_before") is not None else "") + ")"
            if rec.get("cpu_seconds") is not None else "") + " |",
         f"| validation | **{rec['val_bits_per_byte']:.3f} bits per byte** over {rec['val_bytes_scored']:,} bytes "
         f"(a unigram byte model fitted to the training bytes: {rec['unigram_val_bits_per_byte']:.2f}) |",
+        f"| outside CPython | **{rec['outside_bits_per_byte']:.3f} bits per byte** over "
+        f"{rec['outside_bytes_scored']:,} bytes of docstrings of {rec['outside']} (never trained on) |",
+        "",
+        "Reproducible as far as floating point allows: the same command on the same Python (the corpus is its "
+        "standard library; training.json records the corpus's sha256) gives the same validation figure to three "
+        "decimals on any machine, but the weights are byte-identical only on one machine: another CPU's or "
+        "torch build's kernels round differently (a rerun elsewhere of an earlier tiny differed by up to 1e-4).",
         "",
         "## Command", "", "```", command, "```", "",
         f"## Sample continuations ({CARD_TOKENS} bytes each)", "",
