@@ -97,3 +97,42 @@ def test_steady_allocator_is_set_where_glibc_is():
 
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert steady_allocator() is glibc
+
+
+def test_bench_runs_the_approximate_caches_with_quality(tmp_path, capsys):
+    import json
+
+    from kvviz.cli import main
+
+    out = tmp_path / "b.json"
+    assert main(["bench", "--model", "tiny-random", "--engines", "static,concat,window,int8", "--tokens", "20",
+                 "--repeat", "1", "--window", "8", "--threads", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tokens identical across engines (the exact ones; the approximate: above): yes" in text
+    doc = json.loads(out.read_text())
+    rows = {r["engine"]: r for r in doc["results"]}
+    assert rows["static"]["mean_kl"] is None and rows["window"]["mean_kl"] > 0
+    assert f"window against static, teacher-forced: mean KL {rows['window']['mean_kl']:.4g} nats" in text
+    assert rows["window"]["peak_cache_bytes"] == 8 * tiny_kv_bytes()
+    assert doc["cache_settings"] == {"window": 8, "sinks": 4, "residual": None}
+
+
+def tiny_kv_bytes() -> int:
+    from kvviz.models.presets import PRESETS
+
+    return PRESETS["tiny-random"].config.kv_bytes_per_token()
+
+
+def test_bench_refuses_bad_cache_settings(capsys):
+    from kvviz.cli import main
+
+    for argv, says in ((["--window", "0"], "--window"), (["--engines", "sinks", "--window", "4", "--sinks", "4"],
+                                                        "fewer than the window"),
+                       (["--engines", "window", "--window", "100000"], "larger than the run")):
+        try:
+            code = main(["bench", "--model", "tiny-random", "--tokens", "5", *argv])
+        except SystemExit as exc:
+            code = exc.code
+        assert code == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert says in err[-1] and len(err) <= 2

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from kvviz.format import fmt_bytes
-from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model
+from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model, check_cache_settings
 
 
 def configure(parser) -> None:
@@ -44,6 +44,9 @@ class Cell:
     token_ids: list[int]
     speedup_vs_naive: float | None = None
     bytes_read: int = 0  # weights + K/V every step must read, summed (kvviz.wall)
+    mean_kl: float | None = None  # approximate caches: quality against the first exact engine (kvviz.quality)
+    top1_agreement: float | None = None
+    first_divergence: int | None = None
 
     @property
     def read_gbps(self) -> float:
@@ -92,19 +95,42 @@ def setup(args):
     return model, tokenizer, sampling, device
 
 
-def run_once(model, key, prompt_ids, n, sampling, trace, block_size):
+def run_once(model, key, prompt_ids, n, sampling, trace, block_size, **cache_opts):
+    """`cache_opts`: window, sinks, residual of the approximate caches."""
     from kvviz.engines import make_engine
 
-    engine = make_engine(key, model, block_size=block_size)
+    engine = make_engine(key, model, block_size=block_size, **cache_opts)
     t0 = time.perf_counter()
     traces = list(engine.generate(prompt_ids, n, sampling, trace))
     wall_ms = (time.perf_counter() - t0) * 1000.0
     return traces, wall_ms
 
 
+def quality_rows(model, reference, approximate, prompt_ids, n, sampling, row, opts) -> None:
+    """Each approximate engine teacher-forced on the reference (exact) engine's tokens: mean KL, top-1
+    agreement, and where its own output first parts (kvviz.quality). Untimed runs, after the timed ones."""
+    from kvviz.config import TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.quality import measure
+
+    if not approximate:
+        return
+    exact = list(make_engine(reference, model).generate(prompt_ids, n, sampling, TraceOptions(masks=False,
+                                                                                              logits=True)))
+    for key in approximate:
+        eng = make_engine(key, model, **opts)
+        own = list(eng.generate(prompt_ids, n, sampling, TraceOptions(masks=False)))
+        q = measure(eng, prompt_ids, exact, own)
+        c = row[key]
+        c.mean_kl, c.top1_agreement, c.first_divergence = q.mean_kl, q.top1_agreement, q.first_divergence
+        parts = "never" if q.first_divergence is None else f"at step {q.first_divergence}"
+        print(f"  {n} tokens: {key} against {reference}, teacher-forced: mean KL {q.mean_kl:.4g} nats, "
+              f"top-1 {100 * q.top1_agreement:.1f}%; its own output parts {parts}")
+
+
 def run(args) -> int:
     from kvviz.config import TraceOptions
-    from kvviz.engines import parse_engines
+    from kvviz.engines import EXACT_KEYS, parse_engines
     from kvviz.fileio import check_writable
 
     engines = parse_engines(args.engines)
@@ -115,6 +141,8 @@ def run(args) -> int:
     prompt_ids = tokenizer.encode(args.prompt)
     for n in args.tokens:
         check_against_model(cfg, len(prompt_ids), n, block_size=args.block_size, top_k=args.top_k)
+        check_cache_settings(engines, len(prompt_ids), n, args.window, args.sinks, args.residual)
+    opts = dict(window=args.window, sinks=args.sinks, residual=args.residual)
     trace = {"off": TraceOptions(masks=False),
              "masks": TraceOptions(masks=True),
              "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
@@ -134,7 +162,7 @@ def run(args) -> int:
           f"that from {wall.crossover():,} tokens on; {device.type} copy bandwidth {machine.copy_gbps:,.1f} GB/s "
           f"(read + written, fastest of {machine.bursts} copies of {fmt_bytes(machine.buffer_bytes)}){peak}")
     for key in engines:  # warm-up: first-call allocations and kernel selection stay out of the figures
-        run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size)
+        run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size, **opts)
 
     cells: list[Cell] = []
     identical = True
@@ -145,7 +173,7 @@ def run(args) -> int:
         runs: dict[str, list] = {k: [] for k in engines}
         for _ in range(args.repeat):  # interleaved, so drift on a noisy machine hits every engine alike
             for key in engines:
-                runs[key].append(run_once(model, key, prompt_ids, n, sampling, trace, args.block_size))
+                runs[key].append(run_once(model, key, prompt_ids, n, sampling, trace, args.block_size, **opts))
         row: dict[str, Cell] = {}
         for key in engines:
             totals = [sum(t.latency_ms for t in traces) for traces, _ in runs[key]]
@@ -175,14 +203,19 @@ def run(args) -> int:
                   f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f} "
                   f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f}")
             cells.append(c)
-        base = row[engines[0]].token_ids
-        for key in engines[1:]:
+        exact = [k for k in engines if k in EXACT_KEYS]  # the approximate caches may differ: that is their cost
+        base = row[exact[0]].token_ids if exact else []
+        for key in exact[1:]:
             if row[key].token_ids != base:
                 identical = False
                 k = next(i for i, (a, b) in enumerate(zip(base, row[key].token_ids)) if a != b)
-                print(f"  {n} tokens: {key} differs from {engines[0]} first at step {k}")
-    if len(engines) > 1:
-        print("tokens identical across engines: " + ("yes" if identical else "NO"))
+                print(f"  {n} tokens: {key} differs from {exact[0]} first at step {k}")
+        if exact:
+            quality_rows(model, exact[0], [k for k in engines if k not in EXACT_KEYS], prompt_ids, n, sampling,
+                         row, opts)
+    if len([k for k in engines if k in EXACT_KEYS]) > 1:
+        which = "" if all(k in EXACT_KEYS for k in engines) else " (the exact ones; the approximate: above)"
+        print(f"tokens identical across engines{which}: " + ("yes" if identical else "NO"))
     overhead = []
     if args.trace_overhead:
         n = max(args.tokens)
@@ -192,8 +225,9 @@ def run(args) -> int:
         for key in engines:
             walls: dict[str, list[float]] = {m: [] for m in modes}
             for _ in range(args.repeat):
-                for mode, opts in modes.items():
-                    walls[mode].append(run_once(model, key, prompt_ids, n, sampling, opts, args.block_size)[1])
+                for mode, mode_opts in modes.items():
+                    walls[mode].append(run_once(model, key, prompt_ids, n, sampling, mode_opts, args.block_size,
+                                                **opts)[1])
             off, full = statistics.median(walls["off"]), statistics.median(walls["full"])
             pct = (full / off - 1.0) * 100.0
             overhead.append(dict(engine=key, new_tokens=n, off_wall_ms=off, full_wall_ms=full, overhead_pct=pct))
@@ -224,7 +258,9 @@ def run(args) -> int:
                              bytes_written=c.bytes_written, bytes_gathered=c.bytes_gathered,
                              peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
                              tail_step_ms=c.tail_step_ms, bytes_read=c.bytes_read, read_gbps=c.read_gbps,
-                             step_ms=c.step_ms) for c in cells],
+                             step_ms=c.step_ms, mean_kl=c.mean_kl, top1_agreement=c.top1_agreement,
+                             first_divergence=c.first_divergence) for c in cells],
+            "cache_settings": dict(window=args.window, sinks=args.sinks, residual=args.residual),
         }
         write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
     return 0 if identical else 1
