@@ -140,3 +140,24 @@ def test_engine_session_fills_quality_and_passes_w_s_r(torch_cpu):
     with pytest.raises(ValueError, match="larger than the run"):
         session.start(RunRequest(run_id="t", model="tiny-random", device="cpu", threads=1,
                                  run=RunConfig(prompt="ab", max_new_tokens=3, engines=("window",), window=9)))
+
+
+def test_export_carries_w_r_and_quality_into_the_trace_file(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from kvviz import traceio
+
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    out = tmp_path / "exp"
+    proc = subprocess.run([sys.executable, "-m", "kvviz", "export", "--out", str(out), "--engines",
+                           "concat,window,int8", "--window", "8", "--residual", "2", "--tokens", "12", "--model",
+                           "tiny-random", "--json", "--threads", "1"], capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    run = traceio.load_run(out / "trace.json")
+    window, int8 = run.traces["window"][-1], run.traces["int8"][-1]
+    assert (window.window, window.cache_len, int8.residual) == (8, 8, 2)
+    assert window.kl_to_exact > 0 and 0 < int8.kl_to_exact < window.kl_to_exact
+    assert run.traces["concat"][-1].logits is None  # the reference's logits were only for the measure

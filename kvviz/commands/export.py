@@ -123,7 +123,8 @@ def build_job(args):
     return ExportJob(out=out, prompt=args.prompt, tokens=args.tokens, engines=engines,
                      model=args.model, panels=panels, images=images, animations=animations, data=data,
                      device=args.device, dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
-                     top_p=args.top_p, seed=args.seed, threads=args.threads, block_size=args.block_size, lang=lang,
+                     top_p=args.top_p, seed=args.seed, threads=args.threads, block_size=args.block_size,
+                     window=args.window, sinks=args.sinks, residual=args.residual, lang=lang,
                      size=size, scale=args.scale, fps=args.fps, step=args.step, first=first,
                      last=last)
 

@@ -40,6 +40,9 @@ class ExportJob:
     seed: int = 0
     threads: int | None = None
     block_size: int = 16
+    window: int = 32  # W, S, R of the approximate caches (kvviz.options defaults)
+    sinks: int = 4
+    residual: int | None = None
     lang: str = "en"
     size: tuple[int, int] = (1600, 1000)
     scale: float = 1.0
@@ -141,7 +144,10 @@ def fill_form(window, job: ExportJob) -> None:
         combo.setCurrentIndex(index)
     window.form.set_engines(job.engines)
     for option, spin, value in (("--tokens", window.form.tokens_spin, job.tokens),
-                                ("--block-size", window.form.block_spin, job.block_size)):
+                                ("--block-size", window.form.block_spin, job.block_size),
+                                ("--window", window.form.window_spin, job.window),
+                                ("--sinks", window.form.sinks_spin, job.sinks),
+                                ("--residual", window.form.residual_spin, job.residual or 0)):
         spin.setValue(value)
         if spin.value() != value:  # a spin box clamps silently: say so instead
             raise ValueError(f"{option} {value} is outside {spin.minimum()}..{spin.maximum()}")
