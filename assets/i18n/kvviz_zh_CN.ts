@@ -556,6 +556,10 @@
 <context>
     <name>LatencyPanel</name>
     <message>
+        <source>step</source>
+        <translation>步</translation>
+    </message>
+    <message>
         <source>per step</source>
         <translation>每步</translation>
     </message>
@@ -613,6 +617,10 @@
     <message>
         <source>stopped after {0} of {1} steps</source>
         <translation>已停止：完成 {0} / {1} 步</translation>
+    </message>
+    <message>
+        <source>The quality panel is shown: this run has an approximate cache (View hides it again).</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>This run will take about {0}; the bar beside the timeline shows the time left.</source>
@@ -894,8 +902,36 @@
         <translation>prompt token 数</translation>
     </message>
     <message>
+        <source>off</source>
+        <translation>关</translation>
+    </message>
+    <message>
+        <source>window W</source>
+        <translation>窗口 W</translation>
+    </message>
+    <message>
+        <source>sinks S</source>
+        <translation>sink 数 S</translation>
+    </message>
+    <message>
+        <source>int8 residual R</source>
+        <translation>int8 残差 R</translation>
+    </message>
+    <message>
+        <source>Strategies</source>
+        <translation>缓存策略</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Latent attention (MLA)</source>
+        <translation>潜在注意力（MLA）</translation>
+    </message>
+    <message>
         <source>tokens</source>
-        <translation>token</translation>
+        <translation>token 数</translation>
     </message>
     <message>
         <source>KV cache</source>
@@ -930,6 +966,30 @@
         <translation>单步复制量：使缓存达到 n 个 token 的那一步中 torch.cat 复制的数据（已有的 n-1 个 token，K 和 V，所有层）；累计复制量：整个生成过程之和；耗时：字节数 / 带宽，每个字节只计一次；块数和空槽位：分页缓存的最后一个块</translation>
     </message>
     <message>
+        <source>full</source>
+        <translation>完整</translation>
+    </message>
+    <message>
+        <source>window</source>
+        <translation>window</translation>
+    </message>
+    <message>
+        <source>sinks</source>
+        <translation>sinks</translation>
+    </message>
+    <message>
+        <source>int8</source>
+        <translation>int8</translation>
+    </message>
+    <message>
+        <source>MLA</source>
+        <translation>MLA</translation>
+    </message>
+    <message>
+        <source>Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold at most W tokens (W counts the sinks); int8 holds 1 B a value plus a 4 B scale per token and KV head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per token per layer, for the chosen published shape</source>
+        <translation>各缓存在各长度下保存的字节数（所有层）：full = 所有精确缓存；window 与 sinks 最多保存 W 个 token（W 含 sink）；int8 每个值 1 B，外加每个 token 每个 KV 头一个 4 B 缩放因子，另有 R 个全精度 token；MLA 每层每个 token 保存一个潜在向量（kv_lora_rank）加旋转位置键，形状取所选的公开配置</translation>
+    </message>
+    <message>
         <source>Show the chapter&apos;s copy table (in its own convention)</source>
         <translation>显示本章的复制量表格（按原书的约定）</translation>
     </message>
@@ -942,6 +1002,10 @@
         <translation>自定义形状，以 {0} 为起点</translation>
     </message>
     <message>
+        <source>Sinks ({0}) must be fewer than the window ({1}): the window counts them.</source>
+        <translation>Sink 数（{0}）必须少于窗口（{1}）：窗口包含它们。</translation>
+    </message>
+    <message>
         <source>KV per token per layer: 2 × {0} × {1} × {2} B = {3} B ({4})</source>
         <translation>每个 token 每层的 KV：2 × {0} × {1} × {2} B = {3} B（{4}）</translation>
     </message>
@@ -952,6 +1016,14 @@
     <message>
         <source>A decode step reads {0} of weights ({1}, d_model, d_ff, vocab included); from {2} tokens on it reads more K/V than weights: the cache, not the model, then dominates the step</source>
         <translation>每个解码步读取 {0} 权重（{1}，含 d_model、d_ff、词表）；从 {2} 个 token 起，它读取的 K/V 多于权重：此后主导这一步的是缓存，而不是模型</translation>
+    </message>
+    <message>
+        <source>Window and sinks stop growing at {0} tokens ({1}); int8 holds {2} B per token, {3}% of {4} B.</source>
+        <translation>window 与 sinks 在 {0} 个 token 处停止增长（{1}）；int8 每个 token 占 {2} B，为 {4} B 的 {3}%。</translation>
+    </message>
+    <message>
+        <source>MLA {0}: ({1} + {2}) values x {3} layers = {4} B per token, {5}% of its {6} heads uncompressed.</source>
+        <translation>MLA {0}：({1} + {2}) 个值 × {3} 层 = 每个 token {4} B，为其 {6} 个头未压缩时的 {5}%。</translation>
     </message>
 </context>
 <context>
