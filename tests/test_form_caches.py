@@ -35,3 +35,23 @@ def test_cache_fields_show_with_their_engines_and_refuse_bad_values(qtbot, open_
     assert (run.window, run.sinks, run.residual) == (20, 2, 3)
     form.residual_spin.setValue(0)
     assert form.build_run().residual is None
+
+
+def test_memory_dialog_strategies_and_mla(qtbot):
+    from kvviz.ui.memory_dialog import MemoryDialog
+
+    dialog = MemoryDialog()
+    qtbot.addWidget(dialog)
+    dialog.set_preset("qwen3-0.6b")
+    dialog.set_lengths([100, 1000])
+    dialog.window_spin.setValue(256)
+    assert dialog.strategy_table.isColumnHidden(5)
+    # hand-worked (tests/test_cache_math.py): 114,688 B per token bf16; window 256 = 28.0 MiB; int8 59,136 B
+    assert dialog.strategy_rows() == [["100", "10.9 MiB", "10.9 MiB", "10.9 MiB", "5.6 MiB"],
+                                      ["1,000", "109.4 MiB", "28.0 MiB", "28.0 MiB", "56.4 MiB"]]
+    assert "stop growing at 256 tokens (28.0 MiB)" in dialog.strategy_label.text()
+    dialog.mla_combo.setCurrentIndex(dialog.mla_combo.findData("deepseek-v3"))
+    assert dialog.strategy_rows()[1][-1] == "67.0 MiB"  # 1,000 x 70,272 B
+    assert "70,272 B per token, 1.4%" in dialog.strategy_label.text()
+    dialog.sinks_spin.setValue(256)
+    assert "must be fewer than the window" in dialog.error_label.text() and dialog.strategy_table.rowCount() == 0

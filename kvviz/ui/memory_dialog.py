@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz import memory
+from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.config import ModelConfig
 from kvviz.format import fmt_bytes, fmt_count, fmt_ms
 
@@ -84,6 +85,21 @@ class MemoryDialog(QDialog):
         form.addRow(self.tr("Bandwidth"), self.bandwidth_spin)
         form.addRow(self.tr("Paged block size"), self.block_spin)
         form.addRow(self.tr("Prompt tokens"), self.prompt_spin)
+        # The cache strategies beside the exact one (kvviz.cache_math): W, S, R and an MLA shape
+        self.window_spin, self.sinks_spin, self.residual_spin = _spin(1, 1 << 24, 4096), _spin(1, 1 << 24, 4), \
+            _spin(0, 1 << 24, 0)
+        self.residual_spin.setSpecialValueText(self.tr("off"))
+        strategies = QHBoxLayout()
+        for text, spin in ((self.tr("window W"), self.window_spin), (self.tr("sinks S"), self.sinks_spin),
+                           (self.tr("int8 residual R"), self.residual_spin)):
+            strategies.addWidget(QLabel(text))
+            strategies.addWidget(spin, 1)
+        form.addRow(self.tr("Strategies"), strategies)
+        self.mla_combo = QComboBox()
+        self.mla_combo.addItem(self.tr("none"), "")
+        for name in MLA_PRESETS:
+            self.mla_combo.addItem(name, name)
+        form.addRow(self.tr("Latent attention (MLA)"), self.mla_combo)
 
         self.per_layer_label = QLabel()
         self.per_token_label = QLabel()
@@ -109,6 +125,20 @@ class MemoryDialog(QDialog):
             "held, K and V, every layer); total copy: summed over the generation; time: bytes / bandwidth, "
             "each byte counted once; blocks and empty slots: a paged cache's last block"))
 
+        self.strategy_columns = (self.tr("tokens"), self.tr("full"), self.tr("window"), self.tr("sinks"),
+                                 self.tr("int8"), self.tr("MLA"))
+        self.strategy_table = QTableWidget(0, len(self.strategy_columns))
+        self.strategy_table.setHorizontalHeaderLabels(list(self.strategy_columns))
+        self.strategy_table.verticalHeader().hide()
+        self.strategy_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.strategy_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.strategy_table.setToolTip(self.tr(
+            "Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold "
+            "at most W tokens (W counts the sinks); int8 holds 1 B a value plus a 4 B scale per token and KV "
+            "head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per "
+            "token per layer, for the chosen published shape"))
+        self.strategy_label = QLabel()
+        self.strategy_label.setWordWrap(True)
         self.notes_label = QLabel()
         self.notes_label.setWordWrap(True)
         self.chapter_check = QCheckBox(self.tr("Show the chapter's copy table (in its own convention)"))
@@ -126,6 +156,8 @@ class MemoryDialog(QDialog):
         layout.addWidget(self.crossover_label)
         layout.addWidget(self.error_label)
         layout.addWidget(self.table)
+        layout.addWidget(self.strategy_label)
+        layout.addWidget(self.strategy_table)
         layout.addWidget(self.notes_label)
         layout.addWidget(self.chapter_check)
         layout.addWidget(self.chapter_text)
@@ -144,6 +176,9 @@ class MemoryDialog(QDialog):
         self.bandwidth_spin.valueChanged.connect(self._recompute)
         self.block_spin.valueChanged.connect(self._recompute)
         self.prompt_spin.valueChanged.connect(self._recompute)
+        for spin in (self.window_spin, self.sinks_spin, self.residual_spin):
+            spin.valueChanged.connect(self._recompute)
+        self.mla_combo.currentIndexChanged.connect(self._recompute)
         self.chapter_check.toggled.connect(self.chapter_text.setVisible)
         self.chapter_check.toggled.connect(self._recompute)
         self.set_preset("qwen3-0.6b")
@@ -227,6 +262,9 @@ class MemoryDialog(QDialog):
             report = memory.compute(cfg, lengths, dtype=self.dtype_combo.currentData(),
                                     bandwidth_gbps=self.bandwidth_spin.value(), block_size=self.block_spin.value(),
                                     prompt_tokens=self.prompt_spin.value())
+            if self.sinks_spin.value() >= self.window_spin.value():
+                raise ValueError(self.tr("Sinks ({0}) must be fewer than the window ({1}): the window counts "
+                                         "them.").format(self.sinks_spin.value(), self.window_spin.value()))
         except ValueError as exc:
             # Nothing of the last good input stays: its notes ("beyond the model's context window")
             # and chapter table had stayed beside the error, as if they held for the text now typed.
@@ -234,6 +272,8 @@ class MemoryDialog(QDialog):
             self.error_label.setText(str(exc))
             self.error_label.show()
             self.table.setRowCount(0)
+            self.strategy_table.setRowCount(0)
+            self.strategy_label.clear()
             self.per_layer_label.clear()
             self.per_token_label.clear()
             self.crossover_label.clear()
@@ -269,11 +309,48 @@ class MemoryDialog(QDialog):
                 if exact is not None:
                     item.setToolTip(f"{fmt_count(exact)} B")
                 self.table.setItem(row, col, item)
+        self._show_strategies(r)
         self.notes_label.setText("\n".join(r.notes))
         self.notes_label.setVisible(bool(r.notes))
         if self.chapter_check.isChecked():
             self.chapter_text.setPlainText("\n".join(memory.chapter_comparison(
                 c, [f.tokens for f in r.lengths], dtype=r.dtype, bandwidth_gbps=r.bandwidth_gbps)))
+
+
+    def strategy_rows(self) -> list[list[str]]:
+        """The strategies table's text, row by row (for tests and copy)."""
+        t = self.strategy_table
+        return [[t.item(r, c).text() for c in range(t.columnCount()) if not t.isColumnHidden(c)]
+                for r in range(t.rowCount())]
+
+    def _show_strategies(self, r: memory.MemoryReport) -> None:
+        W, S, R = self.window_spin.value(), self.sinks_spin.value(), self.residual_spin.value() or None
+        mla = self.mla_combo.currentData()
+        self.strategy_table.setColumnHidden(5, not mla)
+        self.strategy_table.setRowCount(len(r.lengths))
+        for row, f in enumerate(r.lengths):
+            figs = [strategy_figures(r.config, s, f.tokens, dtype=r.dtype, window=W, sinks=S, residual=R)
+                    for s in ("full", "window", "sinks", "int8")]
+            if mla:
+                figs.append(mla_figures(MLA_PRESETS[mla], f.tokens))
+            cells = [fmt_count(f.tokens)] + [fmt_bytes(x.bytes) for x in figs]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if col:
+                    item.setToolTip(f"{fmt_count(figs[col - 1].bytes)} B")
+                self.strategy_table.setItem(row, col, item)
+        q = strategy_figures(r.config, "int8", 1, dtype=r.dtype).bytes_per_token
+        text = self.tr("Window and sinks stop growing at {0} tokens ({1}); int8 holds {2} B per token, {3}% of "
+                       "{4} B.").format(fmt_count(W), fmt_bytes(W * r.bytes_per_token), fmt_count(q),
+                                        f"{100 * q / r.bytes_per_token:.1f}", fmt_count(r.bytes_per_token))
+        if mla:
+            shape = MLA_PRESETS[mla]
+            text += " " + self.tr("MLA {0}: ({1} + {2}) values x {3} layers = {4} B per token, {5}% of its {6} "
+                                  "heads uncompressed.").format(
+                mla, shape.kv_lora_rank, shape.qk_rope_head_dim, shape.n_layer, fmt_count(shape.bytes_per_token()),
+                f"{100 * shape.bytes_per_token() / shape.mha_bytes_per_token():.1f}", shape.n_head)
+        self.strategy_label.setText(text)
 
 
 def parse_lengths(text: str) -> list[int]:
