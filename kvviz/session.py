@@ -202,7 +202,8 @@ class EngineSession:
             engines=tuple(rc.engines), max_new_tokens=rc.max_new_tokens, n_layer=cfg.n_layer,
             n_head=cfg.n_head, n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
             param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
-            block_size=rc.block_size, **_wall_fields(cfg, dtype, device))
+            block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual or 0,
+            **_wall_fields(cfg, dtype, device))
         return info, loaded, notes
 
     def round(self) -> list[StepTrace]:

@@ -159,5 +159,6 @@ def test_export_carries_w_r_and_quality_into_the_trace_file(tmp_path):
     run = traceio.load_run(out / "trace.json")
     window, int8 = run.traces["window"][-1], run.traces["int8"][-1]
     assert (window.window, window.cache_len, int8.residual) == (8, 8, 2)
+    assert (run.info.window, run.info.sinks, run.info.residual) == (8, 4, 2)  # the run info too
     assert window.kl_to_exact > 0 and 0 < int8.kl_to_exact < window.kl_to_exact
     assert run.traces["concat"][-1].logits is None  # the reference's logits were only for the measure

@@ -30,6 +30,10 @@ class RunInfo:
     param_count: int = 0
     kv_bytes_per_token: int = 0
     block_size: int = 16
+    # W, S, R of the approximate caches the run asked for (0: not set; each step records its own too)
+    window: int = 0
+    sinks: int = 0
+    residual: int = 0
     # The memory wall (kvviz.wall, kvviz.bandwidth); zero where unknown, as in traces saved before them.
     weights_read_bytes: int = 0  # read whole by every forward: every matrix once
     embed_row_bytes: int = 0  # embedding rows looked up per computed position
