@@ -28,7 +28,7 @@ TECHNICAL = (
 # Retraining changes it: regenerate with `python -c "from tests.test_presets import greedy; print(repr(greedy()))"`.
 GREEDY_PROMPT = "The value of a variable is"
 GREEDY_TOKENS = 48
-GREEDY_EXPECTED = " also constructory\nobjects are converted to a ne"
+GREEDY_EXPECTED = " a sequence of the set of the\nserver that the se"
 
 
 def greedy(engine_key: str = "concat") -> str:
@@ -109,8 +109,9 @@ def test_shipped_files_are_complete(torch_cpu):
     cfg = ModelConfig.load_json(TINY_DIR / "config.json")
     assert cfg == ModelConfig(name="tiny")
     record = json.loads((TINY_DIR / "training.json").read_text())
-    assert record["context"] >= 512
-    assert record["val_bits_per_byte"] <= 1.8
+    assert record["context"] >= 256
+    assert record["val_bits_per_byte"] <= 2.5  # modules held out by name
+    assert record["outside_bits_per_byte"] <= 2.8  # English from outside CPython (issue 17's goal)
     card = (TINY_DIR / "README.md").read_text()
     assert f"{record['val_bits_per_byte']:.3f} bits per byte" in card
 
@@ -121,7 +122,7 @@ def test_shipped_model_greedy_continuation_is_fixed(torch_cpu):
 
 
 def test_shipped_model_runs_to_its_maximum_context(torch_cpu):
-    """Trained at 512 but must not crash at max_seq_len: one full-length forward."""
+    """Trained at 256 but must not crash at max_seq_len: one full-length forward."""
     from kvviz.models.presets import load_model
 
     model = load_model("tiny", torch_cpu.device("cpu"))
@@ -155,9 +156,10 @@ def test_score_prints_bits_per_byte_and_counts(torch_cpu, tmp_path, capsys):
 
 
 def test_trained_model_scores_english_far_better_than_random(torch_cpu, tmp_path, capsys):
-    from kvviz.commands.train import corpus_bytes
+    from kvviz.corpus import build_corpus
 
-    corpus = corpus_bytes()
+    built = build_corpus()
+    corpus = built.train + built.val
     data = TECHNICAL.encode()
     assert not any(data[i:i + 40] in corpus for i in range(len(data) - 40))
     scores = {}

@@ -286,10 +286,12 @@ def write_card(folder: Path) -> Path:
         f"| outside CPython | **{rec['outside_bits_per_byte']:.3f} bits per byte** over "
         f"{rec['outside_bytes_scored']:,} bytes of docstrings of {rec['outside']} (never trained on) |",
         "",
-        "Reproducible as far as floating point allows: the same command on the same Python (the corpus is its "
-        "standard library; training.json records the corpus's sha256) gives the same validation figure to three "
-        "decimals on any machine, but the weights are byte-identical only on one machine: another CPU's or "
-        "torch build's kernels round differently (a rerun elsewhere of an earlier tiny differed by up to 1e-4).",
+        "Reproducible as far as floating point allows. The same command on the same Python (the corpus is its "
+        "standard library: training.json records the corpus's sha256) should give the same validation figure to "
+        "three decimals on any machine; the weights are byte-identical only on one machine, since another CPU or "
+        "torch build rounds differently (an earlier tiny, rerun on another machine, matched its validation "
+        "figure to three decimals while its weights differed by up to 1e-4). A wall time measured while other "
+        "jobs share the cores is pessimistic: the CPU-seconds are the steadier figure.",
         "",
         "## Command", "", "```", command, "```", "",
         f"## Sample continuations ({CARD_TOKENS} bytes each)", "",
