@@ -376,7 +376,8 @@ def test_work_matrix_at_2048_tokens_is_one_pooled_image_per_engine(qtbot):
         shown = images[0].image
         assert shown.shape[0] < 1000  # pooled to the view's pixels, not 2048 rows
         assert (shown[-1] == COMPUTED).any()  # the one new row survives the pooling
-    assert pool_max(np.eye(5, dtype=np.uint8) * COMPUTED, 2).tolist() == [[COMPUTED, 0, 0], [0, COMPUTED, 0], [0, 0, COMPUTED]]
+    c = COMPUTED
+    assert pool_max(np.eye(5, dtype=np.uint8) * c, 2).tolist() == [[c, 0, 0], [0, c, 0], [0, 0, c]]
     # The frame's one row is thinner than a pixel: "this step" names it, where the label fits the view.
     static = panel._views["static"]
     assert static.row_label.isVisible()
