@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kvviz.caches import CACHES, ConcatCache
 from kvviz.caches.int8 import dequantise, quantise
@@ -220,3 +222,28 @@ def test_sampling_runs(tiny_random):
         traces = list(make_engine(key, tiny_random, window=6, sinks=2, residual=2).generate(
             list(range(65, 75)), 12, SamplingConfig(temperature=1.0, seed=1)))
         assert len(traces) == 12
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prompt_len=st.integers(1, 24), n=st.integers(1, 12), window=st.integers(2, 16), sinks=st.integers(1, 8),
+       key=st.sampled_from(["window", "sinks"]))
+def test_property_bounded_caches_equal_their_rule(tiny_random, prompt_len, n, window, sinks, key):
+    """Any prompt length against any W (shorter, equal, longer), any S < W: token for token."""
+    sinks = min(sinks, window - 1) if key == "sinks" else 0
+    ids = [(37 * i + 11) % 256 for i in range(prompt_len)]
+    traces = run(tiny_random, key, ids, n, window=window, sinks=sinks or None)
+    toks, logits = reference(tiny_random, ids, n, window=window, sinks=sinks)
+    assert [t.token_id for t in traces] == toks
+    assert max(float(np.abs(t.logits - lg).max()) for t, lg in zip(traces, logits)) < 1e-4
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prompt_len=st.integers(1, 20), n=st.integers(1, 10), residual=st.one_of(st.none(), st.integers(1, 12)))
+def test_property_int8_equals_its_rule(tiny_random, prompt_len, n, residual):
+    ids = [(53 * i + 7) % 256 for i in range(prompt_len)]
+    traces = run(tiny_random, "int8", ids, n, residual=residual)
+    ref = make_engine("concat", tiny_random)
+    ref.cache_cls = type("Ref", (QuantisedConcat,), {"residual": residual or 0})
+    expected = list(ref.generate(ids, n, None, TraceOptions(logits=True)))
+    assert [t.token_id for t in traces] == [t.token_id for t in expected]
+    assert max(float(np.abs(a.logits - b.logits).max()) for a, b in zip(traces, expected)) < 1e-5
