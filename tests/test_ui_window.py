@@ -411,7 +411,9 @@ def test_every_registered_panel_is_laid_out_with_its_help(open_window):
     window.grid.toggle_focus(key)
     assert [k for k, f in window.grid.frames.items() if not f.isHidden()] == [key]
     window.grid.toggle_focus(key)
-    assert all(not f.isHidden() for f in window.grid.frames.values())
+    from kvviz.ui.grid import DEFAULT_HIDDEN
+
+    assert [k for k, f in window.grid.frames.items() if f.isHidden()] == list(DEFAULT_HIDDEN)
 
 
 def grid_rows(window) -> list[list[str]]:
@@ -426,7 +428,7 @@ def test_hidden_panels_give_the_others_their_room(qtbot, open_window, tmp_path):
     path = tmp_path / "grid.ini"
     window = open_window(settings=settings_at(path))
     window.resize(1300, 760)
-    keys = list(window.grid.panel_actions)
+    keys = window.grid.shown_panels()  # those shown by default (grid.DEFAULT_HIDDEN are not)
     assert grid_rows(window) == [keys[:4], keys[4:]]
     window.grid.panel_actions[keys[1]].setChecked(False)
     window.grid.panel_actions[keys[6]].setChecked(False)
@@ -471,7 +473,7 @@ def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window
     window.form.set_engines(ENGINES)
     window.form.tokens_spin.setValue(150)
     window.toolbar.speed_spin.setValue(50)
-    keys = list(window.grid.panel_actions)
+    keys = window.grid.shown_panels()  # those shown by default (grid.DEFAULT_HIDDEN are not)
     moves = [lambda: window.grid.panel_actions[keys[0]].setChecked(False),
              lambda: window.grid.toggle_focus(keys[3]),
              lambda: window.presentation.set(True, full_screen=False),
@@ -523,7 +525,7 @@ def test_a_click_in_a_panel_shows_that_step_in_the_window(qtbot, open_window):
 
 def test_ctrl_and_a_number_shows_one_panel_alone(qtbot, open_window):
     window = open_window()
-    keys = list(window.grid.panel_actions)
+    keys = window.grid.shown_panels()  # those shown by default (grid.DEFAULT_HIDDEN are not)
     qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
     assert grid_rows(window) == [[keys[1]]]
     qtbot.keyClick(window, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
@@ -882,7 +884,7 @@ def test_idle_ticks_build_the_work_matrix_plots_that_a_run_then_uses(qtbot, open
     panel = window.grid.panels["work_matrix"]
     qtbot.waitUntil(lambda: not window.grid.warming, timeout=10_000)  # every panel warmed up
     # Every engine's plot built, and those of a run of all four laid out (transparent until it draws).
-    assert tuple(panel._views) == ENGINES and all(v.plot.opacity() == 0 for v in panel._views.values())
+    assert tuple(panel._views) == tuple(k for k, _ in window.env.engines) and all(v.plot.opacity() == 0 for v in panel._views.values())
     built = {e: v.plot for e, v in panel._views.items()}
     positions = window.form.models["tiny-random"].config.max_seq_len
     warmed = [b for b in attention._spare if b.size == positions * positions]

@@ -123,3 +123,16 @@ def test_a_trace_opened_while_the_app_starts_leaves_it_able_to_run(qtbot, open_w
     with qtbot.waitSignal(window.run_finished, timeout=60_000):
         assert window.start_run()
     assert window.error_text() == "" and window.history.n_steps() == window.form.tokens_spin.value()
+
+
+def test_the_quality_panel_appears_with_an_approximate_cache_unless_hidden_by_hand(qtbot, open_window, tmp_path):
+    window = open_window()
+    act = window.grid.panel_actions["quality"]
+    assert not act.isChecked() and window.grid.frames["quality"].isHidden()  # hidden by default: 8 panels
+    short_run(qtbot, window, engines=("concat",))
+    assert not act.isChecked()  # exact caches only: nothing to measure
+    short_run(qtbot, window, engines=("concat", "window"), tokens=40)
+    assert act.isChecked() and window.grid.frames["quality"].isVisibleTo(window)
+    act.trigger()  # the user hides it in View: it stays hidden
+    short_run(qtbot, window, engines=("concat", "window"), tokens=40)
+    assert not act.isChecked()

@@ -17,7 +17,7 @@
     </message>
     <message>
         <source>kvviz makes a transformer&apos;s KV cache visible: type a prompt, pick engines and watch decode step by step.</source>
-        <translation>kvviz 让 Transformer 的 KV Cache 变得可见：输入提示词，选择引擎，一步一步观看解码（decode）过程。</translation>
+        <translation>kvviz 让 Transformer 的 KV Cache 变得可见：输入 prompt，选择引擎，一步一步观看 Decode 过程。</translation>
     </message>
 </context>
 <context>
@@ -620,7 +620,7 @@
     </message>
     <message>
         <source>The quality panel is shown: this run has an approximate cache (View hides it again).</source>
-        <translation type="unfinished"></translation>
+        <translation>已显示“质量”面板：这次运行含有近似缓存（可在“视图”菜单中再隐藏）。</translation>
     </message>
     <message>
         <source>This run will take about {0}; the bar beside the timeline shows the time left.</source>
@@ -903,7 +903,7 @@
     </message>
     <message>
         <source>off</source>
-        <translation>关</translation>
+        <translation>关闭</translation>
     </message>
     <message>
         <source>window W</source>
@@ -1297,7 +1297,7 @@
     </message>
     <message>
         <source>off</source>
-        <translation>关</translation>
+        <translation>关闭</translation>
     </message>
     <message>
         <source>Sampling</source>

@@ -22,6 +22,9 @@ from kvviz.ui.panels.base import Panel
 from kvviz.ui.qtutil import blocked
 
 PANEL_MIN_SIZE = (140, 110)
+# Hidden until wanted: the quality panel shows nothing but zeros for exact caches, and a ninth panel
+# made the grid five columns wide (too narrow at 1280x720). A run with an approximate cache shows it.
+DEFAULT_HIDDEN = ("quality",)
 
 
 class PanelFrame(QFrame):
@@ -99,6 +102,7 @@ class PanelGrid(QSplitter):
         self._parking = QWidget()  # never shown: holds the panels the grid does not show
         self._parking.hide()
         self.is_installed = False
+        self.chosen: set[str] = set(settings.value("view/chosen_panels", "", type=str).split(",")) - {""}
         self._focused = ""  # the panel given the whole grid by a double-click on its title
         self._arrangement: str | None = None  # the shown panels, "+"-joined, that the grid is laid out for
         self._layouts: dict[str, tuple] = {}  # arrangement -> (grid state, row states) the user left it at
@@ -121,6 +125,7 @@ class PanelGrid(QSplitter):
             self.frames[key].setParent(self._parking)
             act = QAction(self, checkable=True, checked=True)
             act.toggled.connect(lambda _checked: self.show_checked_panels())  # and leaves a panel alone
+            act.triggered.connect(lambda _checked=False, k=key: self.chosen.add(k))  # the user's own choice
             self.panel_actions[key] = act
             alone = QAction(self)
             if i < 9:
@@ -128,7 +133,7 @@ class PanelGrid(QSplitter):
             alone.triggered.connect(lambda _checked=False, k=key: self.show_alone(k))
             self.alone_actions[key] = alone
         s = self.settings
-        hidden = set(s.value("view/hidden_panels", "", type=str).split(","))
+        hidden = set(s.value("view/hidden_panels", ",".join(DEFAULT_HIDDEN), type=str).split(","))
         for key, act in self.panel_actions.items():
             with blocked(act):
                 act.setChecked(key not in hidden)
@@ -247,13 +252,23 @@ class PanelGrid(QSplitter):
         self._focused = ""
         self.arrange()
 
+    def show_unless_chosen(self, key: str) -> bool:
+        """Show a panel hidden by default (DEFAULT_HIDDEN), unless the user chose in View to hide it;
+        True if it was shown now."""
+        act = self.panel_actions.get(key)
+        if act is None or act.isChecked() or key in self.chosen:
+            return False
+        act.setChecked(True)
+        return True
+
     def reset(self) -> None:
-        """Every panel shown, none alone, equal rows and columns; the dragged sizes forgotten."""
+        """The panels shown by default, none alone, equal rows and columns; the sizes dragged forgotten."""
         self._layouts.clear()
         self._focused = ""
-        for act in self.panel_actions.values():
+        self.chosen.clear()
+        for key, act in self.panel_actions.items():
             with blocked(act):
-                act.setChecked(True)
+                act.setChecked(key not in DEFAULT_HIDDEN)
         self._arrangement = None  # forgotten: laid out afresh, in equal rows and columns
         self.arrange()
 
@@ -269,6 +284,7 @@ class PanelGrid(QSplitter):
             settings.setValue("window/grid_panels", checked)
             for i, row in enumerate(rows):
                 settings.setValue(f"window/row{i}", row)
+        settings.setValue("view/chosen_panels", ",".join(sorted(self.chosen)))
         settings.setValue("view/hidden_panels",
                           ",".join(k for k, a in self.panel_actions.items() if not a.isChecked()))
 

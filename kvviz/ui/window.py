@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from kvviz.format import fmt_ms
 from kvviz.messages import Environment, ModelChoice, RunRequest
+from kvviz.options import CACHE_SETTINGS
 from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
 from kvviz.ui.estimates import RunEstimates
 from kvviz.ui.form import RunForm
@@ -385,6 +386,9 @@ class MainWindow(QMainWindow):
         self.clear_error()
         self.run_id = request.run_id
         self._start_paused = paused
+        if set(request.run.engines) & set(CACHE_SETTINGS) and self.grid.show_unless_chosen("quality"):
+            self.statusBar().showMessage(self.tr("The quality panel is shown: this run has an approximate cache "
+                                                 "(View hides it again)."), 10_000)
         found = self.form_estimate_ms()
         if found is not None and found[0] >= SLOW_RUN_S * 1000:
             self.statusBar().showMessage(self.tr("This run will take about {0}; the bar beside the timeline "
