@@ -21,7 +21,7 @@ cache, small_chunks, quiet_local_hub_client = test_download.cache, test_download
 
 @pytest.fixture(autouse=True)
 def every_chunk_reported(small_chunks, monkeypatch):
-    monkeypatch.setattr("kvviz.ui.dialogs.download.REPORT_EVERY_S", 0.0)  # a cancel lands inside the weights
+    monkeypatch.setattr("kvviz.ui.download_worker.REPORT_EVERY_S", 0.0)  # a cancel lands inside the weights
 
 
 def serve(checkpoint: Path, monkeypatch, **kwargs) -> HubServer:

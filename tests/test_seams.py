@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parent.parent / "kvviz"
 QT = ("PySide6", "pyqtgraph", "shiboken6")
 HEAVY = ("torch", "kvviz.engines", "kvviz.caches", "kvviz.models", "kvviz.sampling", "kvviz.timing",
          "kvviz.devices")
-UI_MAY_IMPORT_TORCH = {"worker.py", "app.py"}
+UI_MAY_IMPORT_TORCH = {"worker.py", "app.py", "download_worker.py"}  # the workers, and the app that starts one
 
 
 def imports(path: Path) -> set[str]:

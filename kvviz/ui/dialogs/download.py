@@ -1,16 +1,14 @@
 """Model > Download model: fetch a hub checkpoint into the Hugging Face cache, with progress, Cancel and resume.
 
-The work is kvviz.models.download's (no Qt there); it runs on a worker object moved to a QThread, never on
-the GUI thread. The dialog knows nothing about engines: when a download completes it says which id it
-fetched, and the window adds that id to the model box.
+The work is kvviz.models.download's (no Qt there); it runs on a worker object (kvviz.ui.download_worker)
+moved to a QThread, never on the GUI thread. The dialog knows nothing about engines: when a download
+completes it says which id it fetched, and the window adds that id to the model box.
 """
 from __future__ import annotations
 
-import errno
 import os
-import threading
 
-from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QThread, Signal, Slot
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -23,10 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kvviz.errors import one_line
 from kvviz.format import fmt_bytes
-
-REPORT_EVERY_S = 0.1  # how often the worker reports progress (huggingface_hub calls back per chunk)
+from kvviz.ui import download_worker
+from kvviz.ui.download_worker import DownloadJob
 
 
 def _tr(text: str) -> str:
@@ -39,50 +36,6 @@ def clock(seconds: float | None) -> str:
         return "--:--"
     h, rest = divmod(int(seconds + 0.5), 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
-
-
-class DownloadJob(QObject):
-    """Plans and fetches one id on its own thread; `cancel` (a threading.Event) may be set from any thread."""
-
-    progressed = Signal(object)  # DownloadProgress
-    planned = Signal(str)  # what will be fetched, in words
-    downloaded = Signal(str)  # the snapshot folder
-    failed = Signal(str)  # one line
-    cancelled = Signal(str)  # one line: what is kept for the next try
-
-    def __init__(self, model_id: str) -> None:
-        super().__init__()
-        self.model_id = model_id
-        self.cancel = threading.Event()
-
-    @Slot()
-    def run(self) -> None:
-        from kvviz.models.download import DownloadCancelled, download, needed_bytes, plan_download
-
-        plan = None
-        try:
-            plan = plan_download(self.model_id)
-            self.planned.emit(_tr("{id} from {endpoint}: {n} files, {total} ({fetch} to fetch)").format(
-                id=str(plan.hub_id), endpoint=plan.endpoint, n=len(plan.files), total=fmt_bytes(plan.total_bytes),
-                fetch=fmt_bytes(needed_bytes(plan))))
-            folder = download(plan, progress=self.progressed.emit, cancel=self.cancel,
-                              report_every_s=REPORT_EVERY_S)
-        except DownloadCancelled:
-            kept = plan.total_bytes - needed_bytes(plan) if plan is not None else 0
-            total = plan.total_bytes if plan is not None else 0
-            self.cancelled.emit(_tr("Cancelled: {kept} of {total} kept; Download resumes from there.").format(
-                kept=fmt_bytes(kept), total=fmt_bytes(total)))
-        except OSError as exc:
-            if exc.errno == errno.ENOSPC:
-                self.failed.emit(_tr("The disk filled up; free some space and press Download to resume."))
-            else:
-                self.failed.emit(one_line(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")))
-        except Exception as exc:  # ValueError (one line by contract) or anything unforeseen: said, not raised
-            self.failed.emit(one_line(str(exc) or type(exc).__name__))
-        else:
-            self.downloaded.emit(str(folder))
-        finally:
-            self.thread().quit()  # thread-safe: a GUI thread waiting on this thread (close) is not needed for it
 
 
 class DownloadDialog(QDialog):
@@ -148,7 +101,7 @@ class DownloadDialog(QDialog):
         self.status_label.setText(self.tr("Asking the server what {0} holds...").format(model_id))
         self.bar.setValue(0)
         self.bar.setFormat("")
-        job = DownloadJob(model_id)
+        job = DownloadJob(model_id, report_every_s=download_worker.REPORT_EVERY_S)
         thread = QThread(self)
         job.moveToThread(thread)
         thread.started.connect(job.run)
