@@ -22,8 +22,7 @@ from pathlib import Path
 
 from kvviz import errors
 from kvviz.messages import Environment, ModelChoice, RunRequest, cached_choices
-from kvviz.trace import StepTrace
-from kvviz.ui.history import RunInfo
+from kvviz.trace import RunInfo, StepTrace
 
 # A naive engine's weights are [T, T] at every step, so a long run would hold T^3 floats in all.
 NAIVE_WEIGHTS_BUDGET_BYTES = 256 << 20

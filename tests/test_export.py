@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from kvviz import traceio
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.trace import RunInfo
+from kvviz.ui.history import RunHistory
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("naive", "concat", "static", "paged")

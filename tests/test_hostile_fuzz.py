@@ -131,7 +131,7 @@ def report_counts():
 def trace_doc(tiny_random):
     from kvviz.config import TraceOptions
     from kvviz.engines import make_engine
-    from kvviz.ui.history import RunInfo
+    from kvviz.trace import RunInfo
 
     prompt = [72, 105, 33]
     opts = TraceOptions(weights_layer=0, weights_head=1, logits=True)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 
-from kvviz.trace import MaskSpec, RunSummary, StepTrace, speedup
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
+from kvviz.ui.history import RunHistory
 
 ENGINES = ("naive", "concat", "static", "paged")
 PROMPT = "KV cache demo"  # 13 byte tokens

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.trace import RunInfo
+from kvviz.ui.history import RunHistory
 
 ENGINES = ("concat", "window", "int8")
 PROMPT = list(range(70, 90))

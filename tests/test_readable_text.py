@@ -115,7 +115,8 @@ def _forced_history(text: str, prompt: str):
     from kvviz.config import ModelConfig, SamplingConfig
     from kvviz.engines import make_engine
     from kvviz.models.transformer import Transformer
-    from kvviz.ui.history import RunHistory, RunInfo
+    from kvviz.trace import RunInfo
+    from kvviz.ui.history import RunHistory
 
     tok = ByteTokenizer()
     ids = tok.encode(prompt)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from kvviz import traceio
-from kvviz.trace import StepTrace, first_divergence
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.trace import RunInfo, StepTrace, first_divergence
+from kvviz.ui.history import RunHistory
 
 ENGINES = ("naive", "concat", "static", "paged", "window", "sinks", "int8")
 PROMPT = [72, 101, 108, 108, 111]

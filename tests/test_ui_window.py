@@ -884,7 +884,8 @@ def test_idle_ticks_build_the_work_matrix_plots_that_a_run_then_uses(qtbot, open
     panel = window.grid.panels["work_matrix"]
     qtbot.waitUntil(lambda: not window.grid.warming, timeout=10_000)  # every panel warmed up
     # Every engine's plot built, and those of a run of all four laid out (transparent until it draws).
-    assert tuple(panel._views) == tuple(k for k, _ in window.env.engines) and all(v.plot.opacity() == 0 for v in panel._views.values())
+    offered = tuple(k for k, _ in window.env.engines)
+    assert tuple(panel._views) == offered and all(v.plot.opacity() == 0 for v in panel._views.values())
     built = {e: v.plot for e, v in panel._views.items()}
     positions = window.form.models["tiny-random"].config.max_seq_len
     warmed = [b for b in attention._spare if b.size == positions * positions]

@@ -7,8 +7,8 @@ import math
 import pytest
 from PySide6.QtWidgets import QStatusBar
 
-from kvviz.trace import StepTrace
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.trace import RunInfo, StepTrace
+from kvviz.ui.history import RunHistory
 from kvviz.wall import WallShape
 
 WIDE = dict(weights_read_bytes=109_611_008, embed_row_bytes=2_048, kv_bytes_per_token=32_768)

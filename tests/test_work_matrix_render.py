@@ -17,9 +17,9 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication
 
-from kvviz.trace import MaskSpec, StepTrace
+from kvviz.trace import MaskSpec, RunInfo, StepTrace
 from kvviz.ui import style
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.ui.history import RunHistory
 
 ENGINES = ("naive", "concat", "static", "paged")
 GRAB_DIR = Path("/tmp/kvviz_panels")

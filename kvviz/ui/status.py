@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QLabel, QStatusBar
 
 from kvviz.config import ModelConfig
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.trace import RunInfo
+from kvviz.ui.history import RunHistory
 
 
 def _tr(text: str) -> str:

@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz.format import fmt_ms
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.trace import RunInfo
+from kvviz.ui.history import RunHistory
 from kvviz.ui.qtutil import blocked
 
 NARRATION_TALL_PX = 900  # from this window height the step narration gets two lines, below it one

@@ -33,11 +33,12 @@ from PySide6.QtWidgets import (
 from kvviz.format import fmt_ms
 from kvviz.messages import Environment, ModelChoice, RunRequest
 from kvviz.options import CACHE_SETTINGS
+from kvviz.trace import RunInfo
 from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
 from kvviz.ui.estimates import RunEstimates
 from kvviz.ui.form import RunForm
 from kvviz.ui.grid import PanelGrid
-from kvviz.ui.history import RunHistory, RunInfo
+from kvviz.ui.history import RunHistory
 from kvviz.ui.presentation import Presentation
 from kvviz.ui.qtutil import edits_text
 from kvviz.ui.status import StatusFields
