@@ -28,9 +28,14 @@ def keep_hub_client_local(monkeypatch) -> None:
     """huggingface_hub fetches a registry of AI agents once per process from the endpoint it read at import
     (huggingface.co unless HF_ENDPOINT was set then), to name the caller in its user agent: give it an empty
     one, so no test makes that request to the internet."""
+    from huggingface_hub import constants
     from huggingface_hub.utils import _detect_agent
 
     monkeypatch.setattr(_detect_agent, "_registry", {"standardEnvVars": [], "harnesses": {}})
+    # tests/test_hf.py sets HF_HUB_OFFLINE for the whole session (transformers must never reach the
+    # network): these tests talk to the Hub stand-in on 127.0.0.1, so they undo it while they run.
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
 
 
 def etag(name: str, data: bytes) -> str:
