@@ -19,7 +19,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import pytest  # noqa: E402
 
 from kvviz.config import ModelConfig  # noqa: E402
-from kvviz.engines import ENGINE_KEYS  # noqa: E402
+from kvviz.engines import EXACT_KEYS  # noqa: E402  (the approximate caches have their own reference tests)
 
 VOCAB = 320
 PROMPT = "The key and value of a token never change"
@@ -163,7 +163,7 @@ def test_logits_match_transformers(checkpoint):
     assert diff < LOGIT_TOL, f"{arch}: max logit difference {diff:.2e}"
 
 
-@pytest.mark.parametrize("engine", ENGINE_KEYS)
+@pytest.mark.parametrize("engine", EXACT_KEYS)
 def test_greedy_tokens_match_generate(checkpoint, engine):
     import torch
 
@@ -242,7 +242,7 @@ def _assert_bf16_kv_figures(model, per_token: int) -> list:
     from kvviz.engines import make_engine
 
     all_traces = []
-    for key in ENGINE_KEYS:
+    for key in EXACT_KEYS:
         traces = list(make_engine(key, model, block_size=4).generate([1, 2, 3, 4, 5], 3, SamplingConfig(),
                                                                      TraceOptions(masks=False)))
         if key == "naive":
@@ -430,7 +430,7 @@ def test_gpt2_every_engine_agrees_and_counts_its_cache(good_gpt2, torch_cpu):
     model = load_model(str(good_gpt2), torch_cpu.device("cpu"))
     runs = {key: list(make_engine(key, model, block_size=4).generate(
         [5, 9, 200, 31], 12, SamplingConfig(), TraceOptions(weights_layer=1, weights_head=3)))
-        for key in ENGINE_KEYS}
+        for key in EXACT_KEYS}
     tokens = {key: [t.token_id for t in traces] for key, traces in runs.items()}
     assert all(ids == tokens["naive"] for ids in tokens.values()), tokens
     per_token = 2 * 2 * 4 * 16 * 4  # layers x (K, V) x heads x head_dim x 4 B
@@ -520,7 +520,7 @@ def test_gpu_logits_and_tokens_match_transformers(checkpoint):
             diff = float((model(x, all_logits=True).logits - ref_model(x).logits).abs().max())
         assert diff < 1e-3, f"{arch}: {diff:.2e}"
         ref = _hf_generate(ref_model, ids, NEW_TOKENS)
-        for key in ENGINE_KEYS:
+        for key in EXACT_KEYS:
             traces = list(make_engine(key, model).generate(ids, NEW_TOKENS, SamplingConfig(), TraceOptions()))
             assert [t.token_id for t in traces] == ref, key
             assert all(t.device_mem_bytes and t.device_mem_bytes > 0 for t in traces)
