@@ -120,7 +120,6 @@ class TransportBar(QWidget):
         # Where the eye is while a run is asked for: the model loading (busy), then steps done and time left.
         self.progress = QProgressBar()
         self.progress.setObjectName("run_progress")
-        self.progress.setMaximumWidth(260)
         self.progress.setTextVisible(True)
         self.progress.hide()
         # The panels show a run the form no longer describes (another model, device or dtype, a replay).
@@ -158,6 +157,10 @@ class TransportBar(QWidget):
         self.timeline_label.setText(self.tr("Step"))
         self.timeline.setToolTip(self.tr("Scrub through the recorded steps (Left/Right, Home/End)"))
         self.badge.setToolTip(self.tr("Whether the engines' tokens so far are the same"))
+        # Wide enough for its longest text in this language: squeezed by the timeline's stretch it
+        # had wrapped "125 / 300 steps, paused" into a 70-px box at 1920 px (seen under Xvfb).
+        longest = self.tr("{0}, about {1} left").format(self.tr("{0} / {1} steps").format(99999, 99999), "59.9 min")
+        self.progress.setFixedWidth(self.progress.fontMetrics().horizontalAdvance(longest) + 24)
         self.update_badge()
         self.update_step_label()
 
