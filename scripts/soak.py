@@ -22,20 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from measure_gui import PROMPT, ROOT, default_model  # scripts/ is this script's own folder on sys.path
+from measure_gui import child_env as gui_child_env
+
 ENGINES = ("naive", "concat", "static", "paged")
-PROMPT = "The key and value of a token"
 CLOSE_WAYS = ("window", "ctrl+q", "sigint")
 
 
-def default_model() -> str:
-    return "tiny" if (ROOT / "assets" / "tiny" / "model.safetensors").is_file() else "tiny-random"
-
-
 def child_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    if sys.platform.startswith("linux") and not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
-        env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    """measure_gui's environment for a child app, with a runtime folder of its own where none is set."""
+    env = gui_child_env()
     if not env.get("XDG_RUNTIME_DIR"):
         env["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="kvviz-xdg-")
     return env
