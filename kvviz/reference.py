@@ -163,32 +163,43 @@ def trace_options(mode: str):
 def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int = 5, block_size: int = 16,
             modes: Sequence[str] = TRACE_MODES) -> dict:
     """kvviz's `rule` engine (once per trace mode) and the bare loop, interleaved `repeat` times, each
-    timed by the wall clock around the whole generation (trace records included). Medians; the
-    ratio is bare time / kvviz time, i.e. kvviz's tokens/s as a fraction of the bare loop's."""
+    timed by the wall clock around the whole generation (trace records included).
+
+    The ratio is bare time / kvviz time (kvviz's tokens/s as a fraction of the bare loop's), taken
+    within each repeat and then the median over repeats: on a shared machine the same run's time
+    drifts by a third over a minute, and a ratio of neighbours cancels what a ratio of medians
+    keeps. Every other repeat runs the sides in reverse order, so no side always runs first."""
+    import statistics
+
     from kvviz.config import SamplingConfig
     from kvviz.engines import make_engine
 
     options = {m: trace_options(m) for m in modes}
     walls: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
     tokens: dict[str, list[int]] = {}
-    for _ in range(repeat):
-        synchronize(model.embed_tokens.weight.device)
-        t0 = time.perf_counter()
-        bare_tokens, _ = bare_generate(model, prompt_ids, n, rule, block_size=block_size)
-        walls["bare"].append((time.perf_counter() - t0) * 1000.0)
-        tokens["bare"] = bare_tokens
-        for mode, opts in options.items():
-            engine = make_engine(rule, model, block_size=block_size)
-            t0 = time.perf_counter()
-            traces = list(engine.generate(prompt_ids, n, SamplingConfig(), opts))
-            walls[mode].append((time.perf_counter() - t0) * 1000.0)
-            tokens[mode] = [t.token_id for t in traces]
-            del traces
-    import statistics
+    device = model.embed_tokens.weight.device
 
+    def run(side: str) -> None:
+        synchronize(device)
+        t0 = time.perf_counter()
+        if side == "bare":
+            got, _ = bare_generate(model, prompt_ids, n, rule, block_size=block_size)
+        else:
+            engine = make_engine(rule, model, block_size=block_size)
+            traces = list(engine.generate(prompt_ids, n, SamplingConfig(), options[side]))
+            got = [t.token_id for t in traces]
+            del traces
+        walls[side].append((time.perf_counter() - t0) * 1000.0)
+        tokens[side] = got
+
+    sides = ["bare", *modes]
+    for i in range(repeat):
+        for side in (sides if i % 2 == 0 else sides[::-1]):
+            run(side)
     med = {k: statistics.median(v) for k, v in walls.items()}
+    ratio = {m: statistics.median(b / k for b, k in zip(walls["bare"], walls[m])) for m in modes}
     return dict(engine=rule, new_tokens=n, repeat=repeat, bare_ms=med["bare"],
-                kvviz_ms={m: med[m] for m in modes}, ratio={m: med["bare"] / med[m] for m in modes},
+                kvviz_ms={m: med[m] for m in modes}, ratio=ratio,
                 same_tokens=all(tokens[m] == tokens["bare"] for m in modes))
 
 
@@ -202,8 +213,8 @@ def reference_rows(model, prompt_ids: Sequence[int], tokens: Sequence[int], engi
     keys = [e for e in engines if e in RULES]
     skipped = [e for e in engines if e not in RULES]
     out(f"kvviz against a bare loop (the same weights and cache rule, no engine, trace or sampler): wall time of "
-        f"the whole generation, trace records included, median of {repeat} interleaved; kvviz/bare = bare time / "
-        f"kvviz time; off = no tracing, full = the app's (masks + layer 0 head 0 weights)"
+        f"the whole generation, trace records included, median of {repeat} interleaved; kvviz/bare = the median "
+        f"of each repeat's bare time / kvviz time; off = no tracing, full = the app's (masks + layer 0 head 0 weights)"
         + (f"; no bare loop for {', '.join(skipped)}" if skipped else ""))
     out(f"{'new':>5} {'engine':<7} {'bare ms':>9} {'off ms':>9} {'kvviz/bare':>10} {'full ms':>9} "
         f"{'kvviz/bare':>10}  same tokens")

@@ -31,6 +31,13 @@ def validate_request(max_seq_len: int, n_prompt: int, max_new_tokens: int) -> No
             f"exceeds the model's context of {max_seq_len}")
 
 
+def _to_numpy(t: torch.Tensor):
+    """float32 numpy of a tensor the model made this step and never touches again."""
+    if t.dtype != torch.float32:
+        t = t.float()
+    return (t if t.device.type == "cpu" else t.cpu()).numpy()
+
+
 class Engine(ABC):
     """Runs a model step by step. Subclasses say what one step feeds the model and what it keeps."""
 
@@ -85,10 +92,10 @@ class Engine(ABC):
             latency_ms = timer.stop()
             pos_stop = len(ids)
             ids.append(token)
-            weights = None
-            if out.attn_weights is not None:
-                weights = out.attn_weights[0].float().cpu().numpy().copy()  # (T_q, T_kv)
-            logits = out.logits[0].float().cpu().numpy().copy() if trace.logits else None
+            # The model returns fresh tensors each step, so numpy views of them are the trace's own:
+            # no copy is needed beyond the device-to-host one (and a cast from bf16/fp16).
+            weights = None if out.attn_weights is None else _to_numpy(out.attn_weights[0])  # (T_q, T_kv)
+            logits = _to_numpy(out.logits[0]) if trace.logits else None
             yield StepTrace(
                 run_id=run_id, engine=self.key, step=step, phase="prefill" if step == 0 else "decode",
                 token_id=token, token_text=token_text(token), pos_start=pos_start, pos_stop=pos_stop,

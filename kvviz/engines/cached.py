@@ -28,7 +28,8 @@ class CachedEngine(Engine):
         new = ids if step == 0 else ids[-1:]  # prefill: the prompt; decode: the last token only
         cache.prepare(len(new))
         x = torch.tensor([new], device=self.device)  # (1, T_new)
-        out = self.model(x, cache=cache, weights_layer=trace.weights_layer, weights_head=trace.weights_head)
+        # forward(), not __call__: a step is short, and kvviz's models carry no hooks to run
+        out = self.model.forward(x, cache=cache, weights_layer=trace.weights_layer, weights_head=trace.weights_head)
         cache.commit(len(new))
         return out, len(ids) - len(new)
 
