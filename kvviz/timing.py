@@ -15,6 +15,7 @@ class StepTimer:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.cuda = device.type == "cuda"
+        self._sync = device.type not in ("cpu", "cuda")  # MPS: synchronise around the clock reads
         if self.cuda:
             self._start = torch.cuda.Event(enable_timing=True)
             self._stop = torch.cuda.Event(enable_timing=True)
@@ -23,17 +24,19 @@ class StepTimer:
     def start(self) -> None:
         if self.cuda:
             self._start.record()
-        else:
+            return
+        if self._sync:
             synchronize(self.device)
-            self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter()
 
     def stop(self) -> float:
-        """Milliseconds since start(), the device's queued work included."""
+        """Milliseconds since start(), the device's queued work included (a CPU has none queued)."""
         if self.cuda:
             self._stop.record()
             self._stop.synchronize()
             return float(self._start.elapsed_time(self._stop))
-        synchronize(self.device)
+        if self._sync:
+            synchronize(self.device)
         return (time.perf_counter() - self._t0) * 1000.0
 
 

@@ -22,6 +22,9 @@ class CachedEngine(Engine):
         # The run's length: the prompt plus every new token (the last is sampled, never stored).
         self.cache = self.cache_cls(self.cfg, max_len=len(prompt_ids) + max_new_tokens, device=self.device,
                                     dtype=self.dtype, block_size=self.block_size, seed=seed, **self.options)
+        c = self.cache
+        self._settings = dict(block_size=c.block_size, window=getattr(c, "window", None), sinks=getattr(c, "sinks", 0),
+                              residual=getattr(c, "residual", None) or None)  # fixed for the run
 
     def _forward(self, ids, step, trace):
         cache = self.cache
@@ -38,6 +41,4 @@ class CachedEngine(Engine):
         counters = c.take_counters()
         return dict(cache_len=c.held_len, cache_capacity=c.capacity, cache_bytes=c.resident_bytes,
                     bytes_copied=counters.copied, bytes_written=counters.written,
-                    bytes_gathered=counters.gathered, block_table=c.block_table(),
-                    block_size=c.block_size, window=getattr(c, "window", None), sinks=getattr(c, "sinks", 0),
-                    residual=getattr(c, "residual", None) or None)
+                    bytes_gathered=counters.gathered, block_table=c.block_table(), **self._settings)
