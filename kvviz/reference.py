@@ -56,14 +56,22 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
     low = dtype != torch.float32
     gqa = H != KV
 
+    # The same kernels as kvviz's model, so that the ratio measures the instrument, not a choice of op:
+    # the fused RMSNorm where torch has one for the CPU, and RoPE as x*cos + roll(x)*(sin, first half negated)
+    fused = getattr(torch, "_fused_rms_norm", None) if device.type == "cpu" else None
+
     def norm(x, w):
         if not low:
+            if fused is not None:
+                return fused(x, (x.shape[-1],), w, eps)[0]
             return F.rms_norm(x, (x.shape[-1],), w, eps)
         return (F.rms_norm(x.float(), (x.shape[-1],), None, eps) * w.float()).to(x.dtype)
 
-    def rot(x):
-        x1, x2 = x.chunk(2, dim=-1)
-        return torch.cat((-x2, x1), dim=-1)
+    half = D // 2
+    sin_all = torch.cat((-sin_all[:, :half], sin_all[:, half:]), dim=-1)
+
+    def rot(x, cos, sin):
+        return torch.addcmul(x * cos, x.roll(half, -1), sin)
 
     # the cache, one rule, kept in plain lists
     n_layer = len(layers)
@@ -109,11 +117,11 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
                 if qn is not None:
                     q = norm(qkv[:, :, :H], qn).transpose(1, 2)  # (1, H, T, D)
                     k = norm(qkv[:, :, H:H + KV], kn).transpose(1, 2)  # (1, KV, T, D)
-                    q = q * cos + rot(q) * sin
-                    k = k * cos + rot(k) * sin
+                    q = rot(q, cos, sin)
+                    k = rot(k, cos, sin)
                 else:
                     qk = qkv[:, :, :H + KV].transpose(1, 2)  # (1, H+KV, T, D)
-                    qk = qk * cos + rot(qk) * sin
+                    qk = rot(qk, cos, sin)
                     q, k = qk[:, :H], qk[:, H:]
                 v = qkv[:, :, H + KV:].transpose(1, 2)  # (1, KV, T, D)
                 if rule == "concat":

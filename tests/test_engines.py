@@ -169,3 +169,34 @@ def test_runs_to_the_full_context(torch_cpu):
     n_ctx = model.cfg.max_seq_len
     traces = run(model, "static", [65] * (n_ctx - 3), 3, trace=TraceOptions(masks=False))
     assert traces[-1].cache_len == n_ctx - 1
+
+
+@pytest.mark.parametrize("width", [32, 64, 128, 512, 1024, 4096])
+def test_the_models_norm_is_torchs_rms_norm_bit_for_bit(width):
+    """kvviz.models.transformer.rms_norm may take torch's fused CPU kernel: it must equal F.rms_norm exactly."""
+    import torch
+    import torch.nn.functional as F
+
+    from kvviz.models.transformer import rms_norm
+
+    gen = torch.Generator().manual_seed(width)
+    for rows in (1, 7, 64):
+        x = torch.randn(2, rows, width, generator=gen) * 3
+        w = torch.randn(width, generator=gen)
+        assert torch.equal(rms_norm(x, w, 1e-6), F.rms_norm(x, (width,), w, 1e-6))
+
+
+def test_rotate_is_the_chapters_rope():
+    """RoPE in three ops (roll, and the sign in the sin table) against x*cos + rotate_half(x)*sin."""
+    import torch
+
+    from kvviz.models.transformer import rotate, rotate_half, signed_sin
+
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(1, 6, 9, 64, generator=gen)
+    angle = torch.randn(9, 64, generator=gen)
+    cos, sin = angle.cos(), angle.sin()
+    want = x * cos + rotate_half(x) * sin
+    got = rotate(x, cos, signed_sin(sin))
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+    assert not torch.allclose(rotate(x, cos, sin), want, atol=1e-3)  # the sign table matters

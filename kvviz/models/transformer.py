@@ -50,6 +50,18 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
+    """RoPE: x * cos + rotate_half(x) * sin, in three ops instead of five. rotate_half(x) is x rolled
+    by half a head with its first half negated, so the sign goes into the table:
+    sin_signed = cat(-sin[:D/2], sin[D/2:]) (`signed_sin`). Equal to within a rounding (2e-7 here)."""
+    return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, -1), sin_signed)
+
+
+def signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    half = sin.shape[-1] // 2
+    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+
+
 class RMSNorm(nn.Module):
     """A weight per channel; applied by `rms_norm` from the model's layer plan (see Transformer)."""
 
@@ -59,8 +71,15 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
 
+_FUSED_RMS_NORM = getattr(torch, "_fused_rms_norm", None)
+
+
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     if x.dtype == torch.float32:
+        if _FUSED_RMS_NORM is not None and x.is_cpu:
+            # F.rms_norm runs five kernels on a CPU; the fused one, bit for bit the same (checked over
+            # widths 32-4096 in tests/test_engines.py), saves a fifth of a tiny model's norm time
+            return _FUSED_RMS_NORM(x, (x.shape[-1],), weight, eps)[0]
         return F.rms_norm(x, (x.shape[-1],), weight, eps)
     # Low precision: normalise in fp32 as the reference implementations do.
     return (F.rms_norm(x.float(), (x.shape[-1],), None, eps) * weight.float()).to(x.dtype)
@@ -267,7 +286,8 @@ class Transformer(nn.Module):
             head = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
             cfg = self.cfg
             plan = _Plan(tuple(layers), self.embed_tokens.weight, self.norm.weight, head,
-                         self.rope_cos, self.rope_sin, (cfg.n_head, cfg.n_kv_head, cfg.head_dim, cfg.norm_eps))
+                         self.rope_cos, self.rope_sin, (cfg.n_head, cfg.n_kv_head, cfg.head_dim, cfg.norm_eps),
+                         signed_sin(self.rope_sin))
             self.__dict__["_plan"] = plan
         return plan
 
@@ -286,7 +306,7 @@ class Transformer(nn.Module):
             self._rope(past + T, ids.device)
             p = self.plan()
         H, KV, D, eps = p.shape
-        cos, sin = p.cos[past:past + T], p.sin[past:past + T]  # (T, D)
+        cos, sin = p.cos[past:past + T], p.sin_signed[past:past + T]  # (T, D)
         x = F.embedding(ids, p.embed)  # (B, T, C)
         weights = None
         gqa = H != KV
@@ -295,11 +315,11 @@ class Transformer(nn.Module):
             if qn is not None:  # Qwen3: each head's q and k normalised before the rotation
                 q = rms_norm(qkv[:, :, :H], qn, eps).transpose(1, 2)  # (B, H, T, D)
                 k = rms_norm(qkv[:, :, H:H + KV], kn, eps).transpose(1, 2)  # (B, KV, T, D)
-                q = q * cos + rotate_half(q) * sin
-                k = k * cos + rotate_half(k) * sin
+                q = rotate(q, cos, sin)
+                k = rotate(k, cos, sin)
             else:
                 qk = qkv[:, :, :H + KV].transpose(1, 2)  # (B, H+KV, T, D): one rotation for Q and K
-                qk = qk * cos + rotate_half(qk) * sin
+                qk = rotate(qk, cos, sin)
                 q, k = qk[:, :H], qk[:, H:]
             v = qkv[:, :, H + KV:].transpose(1, 2)  # (B, KV, T, D)
             if cache is not None:  # attend(), written out: this loop is the hot path of every step
@@ -337,3 +357,4 @@ class _Plan(NamedTuple):
     cos: torch.Tensor  # the rotary tables, as long as the longest forward so far (at least 4096 or the context)
     sin: torch.Tensor
     shape: tuple[int, int, int, float]  # query heads, KV heads, head dim, norm epsilon
+    sin_signed: torch.Tensor  # sin with its first half negated, for `rotate`
