@@ -207,7 +207,7 @@ def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int 
     med = {k: statistics.median(v) for k, v in walls.items()}
     ratio = {m: statistics.median(b / k for b, k in zip(walls["bare"], walls[m])) for m in modes}
     return dict(engine=rule, new_tokens=n, repeat=repeat, bare_ms=med["bare"],
-                kvviz_ms={m: med[m] for m in modes}, ratio=ratio,
+                kvviz_ms={m: med[m] for m in modes}, ratio=ratio, walls_ms=walls,
                 same_tokens=all(tokens[m] == tokens["bare"] for m in modes))
 
 

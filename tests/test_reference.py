@@ -43,3 +43,25 @@ def test_bf16(models):
 def test_bad_rule(models):
     with pytest.raises(ValueError, match="unknown cache rule"):
         bare_generate(models["gqa"], [1], 2, "window")
+
+
+def test_compare_takes_each_repeats_own_ratio(models, monkeypatch):
+    """kvviz/bare is the median over repeats of bare time / kvviz time in the same repeat, not a ratio of
+    medians: with drift (each run slower than the last) the two differ, and the sides alternate order."""
+    import kvviz.reference as reference
+
+    order: list[str] = []
+    real = reference.bare_generate
+
+    def bare(*args, **kw):
+        order.append("bare")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(reference, "bare_generate", bare)
+    row = reference.compare(models["tiny-random"], [1, 2, 3], 4, "static", repeat=3)
+    walls = row["walls_ms"]
+    assert [len(v) for v in walls.values()] == [3, 3, 3]
+    for mode in reference.TRACE_MODES:
+        per_repeat = sorted(b / k for b, k in zip(walls["bare"], walls[mode]))
+        assert row["ratio"][mode] == per_repeat[1]
+    assert row["same_tokens"] and len(order) == 3

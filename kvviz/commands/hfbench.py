@@ -170,8 +170,10 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     tokens: dict[str, list[int]] = {}
     peaks: dict[str, int | None] = {}
     consistent = True
-    for _ in range(args.repeat):  # interleaved, so drift on a busy machine hits both sides alike
-        for name, fn in sides.items():
+    names = list(sides)
+    for i in range(args.repeat):  # interleaved, so drift on a busy machine hits both sides alike
+        for name in (names if i % 2 == 0 else names[::-1]):  # and neither side always goes first
+            fn = sides[name]
             _peak_reset(device)
             ms, toks = fn(n)
             peaks[name] = _peak(device)
@@ -183,7 +185,11 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     results = [Side(name, statistics.median(full[name]), statistics.median(prefill[name]), n, peaks[name])
                for name in sides]
     ours, ref = results
-    ratio = ours.decode_tokens_per_s / ref.decode_tokens_per_s
+    # Each repeat's own ratio of decode times, then the median: the same run's time drifts by a third
+    # over a minute on a shared machine, and neighbours see the same drift (kvviz.reference.compare)
+    per_repeat = sorted((full[ref.name][i] - prefill[ref.name][i]) / (full[ours.name][i] - prefill[ours.name][i])
+                        for i in range(args.repeat))
+    ratio = statistics.median(per_repeat)
     identical = consistent and tokens["kvviz concat"] == tokens["transformers"]
     dtype_name = str(dtype).replace("torch.", "")
     print(f"checkpoint {label}: {cfg.arch}, {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of "
@@ -195,14 +201,16 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     for s in results:
         print(f"{s.name:<14} {s.total_ms:>9.1f} {s.prefill_ms:>10.2f} {s.decode_tokens_per_s:>12.1f}"
               + (f" {fmt_bytes(s.peak_device_bytes):>11}" if s.peak_device_bytes is not None else ""))
-    print(f"decode speed, kvviz / transformers: {ratio:.2f}x")
+    spread = f" (repeats {per_repeat[0]:.2f}-{per_repeat[-1]:.2f}x)" if args.repeat > 1 else ""
+    print(f"decode speed, kvviz / transformers: {ratio:.2f}x, the median of each repeat's ratio{spread}")
     print("tokens identical: " + ("yes" if identical else "NO"))
     if args.json_path:
         from kvviz.fileio import write_output
 
         doc = {"checkpoint": label, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
                "threads": torch.get_num_threads(), "transformers": hf_version, "prompt_tokens": len(prompt_ids),
-               "new_tokens": n, "repeat": args.repeat, "ratio": ratio, "identical": identical,
+               "new_tokens": n, "repeat": args.repeat, "ratio": ratio, "ratio_per_repeat": per_repeat,
+               "identical": identical,
                "sides": [dict(name=s.name, total_ms=s.total_ms, prefill_ms=s.prefill_ms,
                               decode_tokens_per_s=s.decode_tokens_per_s, peak_device_bytes=s.peak_device_bytes,
                               runs_ms=full[s.name], prefill_runs_ms=prefill[s.name]) for s in results]}
