@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, one command, under 5 minutes on one GPU: `kvviz bench` for every engine on the `wide`
 # preset and on a random Llama checkpoint in Hugging Face format (grouped-query attention, bf16), device
-# memory per engine, the out-of-memory message, kvviz beside transformers, and the GPU tests.
+# memory per engine, the out-of-memory message, kvviz beside transformers, and the GPU tests. On CUDA,
+# also `static` with its decode step replayed from a CUDA graph beside eager `static` (--cuda-graph).
 #
 #   scripts/gpu_check.sh                  # on a CUDA machine, from anywhere
 #   DEVICE=cpu TOKENS="5 10" REPEAT=1 scripts/gpu_check.sh   # a dry run of the script itself
@@ -20,6 +21,22 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_PROGRESS_BARS=1
 export DEVICE TOKENS CKPT
 read -r -a TOKEN_LIST <<< "$TOKENS"
 start=$SECONDS
+
+# `kvviz bench --cuda-graph` (static replayed from a CUDA graph beside eager static) on model $1 at dtype $2,
+# saved as $3. CUDA only; a failure is reported and the check goes on, so the other figures are not lost.
+# The graph's attention runs over the whole buffer with a mask, eager static's over the valid slice: in bf16
+# the two round differently, and a random model's bf16 logits have exact ties, so the bf16 tokens may part
+# (exit 1) where the float32 ones must not.
+graph_bench() {
+    echo
+    if [[ "$DEVICE" != cuda* ]]; then
+        echo "== kvviz bench --cuda-graph: $1 ($2): skipped, CUDA graphs need DEVICE=cuda (this run: $DEVICE)"
+        return
+    fi
+    echo "== kvviz bench --cuda-graph: $1 ($2), static eager beside static replayed from a CUDA graph"
+    "$PY" -m kvviz bench --model "$1" --device "$DEVICE" --dtype "$2" --engines static --cuda-graph \
+        --tokens "${TOKEN_LIST[@]}" --repeat "$REPEAT" --json "$OUT_DIR/$3" || echo "(bench --cuda-graph exit code $?)"
+}
 
 echo "== device"
 "$PY" - <<'PYEOF'
@@ -40,6 +57,8 @@ echo
 echo "== kvviz bench: wide preset, every engine, $DEVICE"
 "$PY" -m kvviz bench --model wide --device "$DEVICE" --tokens "${TOKEN_LIST[@]}" --repeat "$REPEAT" \
     --json "$OUT_DIR/bench-wide.json"
+graph_bench wide fp32 bench-graph-wide-fp32.json
+graph_bench wide bf16 bench-graph-wide-bf16.json
 
 echo
 echo "== building a random Llama checkpoint (Hugging Face format) in $CKPT"
@@ -85,6 +104,8 @@ echo
 echo "== kvviz bench: the checkpoint, every engine, $DEVICE"
 "$PY" -m kvviz bench --model "$CKPT" --device "$DEVICE" --tokens "${TOKEN_LIST[@]}" --repeat "$REPEAT" \
     --json "$OUT_DIR/bench-checkpoint.json"
+graph_bench "$CKPT" fp32 bench-graph-checkpoint-fp32.json
+graph_bench "$CKPT" bf16 bench-graph-checkpoint-bf16.json
 
 echo
 echo "== device memory per engine (one run of the largest token count; allocator figures)"
@@ -134,6 +155,12 @@ try:
 except torch.OutOfMemoryError as exc:
     print(friendly_error(exc))
 PYEOF
+fi
+
+if [[ "$DEVICE" == cuda* ]] && "$PY" -c "import pytest" 2>/dev/null; then
+    echo
+    echo "== CUDA graph tests (capture, replay, same tokens as eager static)"
+    "$PY" -m pytest tests/test_cuda_graph.py -q -p no:cacheprovider || echo "(CUDA graph tests exit code $?)"
 fi
 
 if "$PY" -c "import transformers" 2>/dev/null; then

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from kvviz.format import fmt_bytes
 from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model, check_cache_settings
 
+GRAPH = "static+graph"  # --cuda-graph's row: kvviz.engines.graph, the static engine replayed from a CUDA graph
+
 
 def configure(parser) -> None:
     add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
@@ -26,6 +28,9 @@ def configure(parser) -> None:
                         help="also time, beside each exact engine, a bare decode loop over the same weights and "
                              "cache rule (no engine, trace or sampler), interleaved, tracing off and full, and "
                              "print kvviz/bare at every --tokens")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help=f"CUDA only: also run static with its decode step replayed from a CUDA graph, as "
+                             f"engine {GRAPH!r} beside eager static (added if not named), same tokens checked")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -99,7 +104,10 @@ def run_once(model, key, prompt_ids, n, sampling, trace, block_size, **cache_opt
     """`cache_opts`: window, sinks, residual of the approximate caches."""
     from kvviz.engines import make_engine
 
-    engine = make_engine(key, model, block_size=block_size, **cache_opts)
+    if key == GRAPH:
+        engine = make_engine("static", model, block_size=block_size, cuda_graph=True)
+    else:
+        engine = make_engine(key, model, block_size=block_size, **cache_opts)
     t0 = time.perf_counter()
     traces = list(engine.generate(prompt_ids, n, sampling, trace))
     wall_ms = (time.perf_counter() - t0) * 1000.0
@@ -128,6 +136,15 @@ def quality_rows(model, reference, approximate, prompt_ids, n, sampling, row, op
               f"top-1 {100 * q.top1_agreement:.1f}%; its own output parts {parts}")
 
 
+def check_cuda_graph(device, cfg) -> None:
+    """--cuda-graph is refused before any run (one line, exit 2) without CUDA or for a GPT-2 model."""
+    from kvviz.engines.graph import check_supported
+
+    if device.type != "cuda":
+        raise ValueError(f"--cuda-graph needs a CUDA device, not {device.type}")
+    check_supported(cfg)
+
+
 def run(args) -> int:
     from kvviz.config import TraceOptions
     from kvviz.engines import EXACT_KEYS, parse_engines
@@ -138,6 +155,14 @@ def run(args) -> int:
         check_writable(args.json_path, "--json")
     model, tokenizer, sampling, device = setup(args)
     cfg = model.cfg
+    graph_rows = ()
+    if args.cuda_graph:
+        check_cuda_graph(device, cfg)
+        graph_rows = (GRAPH,)
+    bare = engines  # the engines --reference times a bare loop beside
+    engines = engines + (("static",) if args.cuda_graph and "static" not in engines else ()) + graph_rows
+    exact_keys = (*EXACT_KEYS, *graph_rows)
+    width = max(7, *(len(k) for k in engines))
     prompt_ids = tokenizer.encode(args.prompt)
     for n in args.tokens:
         check_against_model(cfg, len(prompt_ids), n, block_size=args.block_size, top_k=args.top_k)
@@ -166,7 +191,7 @@ def run(args) -> int:
 
     cells: list[Cell] = []
     identical = True
-    print(f"{'new':>5} {'engine':<7} {'total ms':>9} {'tok/s':>8} {'speedup':>8} {'K/V proj':>9} "
+    print(f"{'new':>5} {'engine':<{width}} {'total ms':>9} {'tok/s':>8} {'speedup':>8} {'K/V proj':>9} "
           f"{'copied':>10} {'written':>10} {'gathered':>10} {'peak cache':>10} {'last10% ms':>10} {'read':>10} "
           f"{'GB/s':>7}")
     for n in args.tokens:
@@ -198,12 +223,12 @@ def run(args) -> int:
             if ref is not None:
                 c.speedup_vs_naive = ref.total_ms / c.total_ms
             sp = f"{c.speedup_vs_naive:.2f}x" if c.speedup_vs_naive is not None else "-"
-            print(f"{n:>5} {key:<7} {c.total_ms:>9.2f} {c.tokens_per_s:>8.1f} {sp:>8} {c.kv_projections:>9} "
+            print(f"{n:>5} {key:<{width}} {c.total_ms:>9.2f} {c.tokens_per_s:>8.1f} {sp:>8} {c.kv_projections:>9} "
                   f"{fmt_bytes(c.bytes_copied):>10} {fmt_bytes(c.bytes_written):>10} "
                   f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f} "
                   f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f}")
             cells.append(c)
-        exact = [k for k in engines if k in EXACT_KEYS]  # the approximate caches may differ: that is their cost
+        exact = [k for k in engines if k in exact_keys]  # the approximate caches may differ: that is their cost
         base = row[exact[0]].token_ids if exact else []
         for key in exact[1:]:
             if row[key].token_ids != base:
@@ -211,10 +236,10 @@ def run(args) -> int:
                 k = next(i for i, (a, b) in enumerate(zip(base, row[key].token_ids)) if a != b)
                 print(f"  {n} tokens: {key} differs from {exact[0]} first at step {k}")
         if exact:
-            quality_rows(model, exact[0], [k for k in engines if k not in EXACT_KEYS], prompt_ids, n, sampling,
+            quality_rows(model, exact[0], [k for k in engines if k not in exact_keys], prompt_ids, n, sampling,
                          row, opts)
-    if len([k for k in engines if k in EXACT_KEYS]) > 1:
-        which = "" if all(k in EXACT_KEYS for k in engines) else " (the exact ones; the approximate: above)"
+    if len([k for k in engines if k in exact_keys]) > 1:
+        which = "" if all(k in exact_keys for k in engines) else " (the exact ones; the approximate: above)"
         print(f"tokens identical across engines{which}: " + ("yes" if identical else "NO"))
     overhead = []
     if args.trace_overhead:
@@ -231,13 +256,13 @@ def run(args) -> int:
             off, full = statistics.median(walls["off"]), statistics.median(walls["full"])
             pct = (full / off - 1.0) * 100.0
             overhead.append(dict(engine=key, new_tokens=n, off_wall_ms=off, full_wall_ms=full, overhead_pct=pct))
-            print(f"  {key:<7} off {off:9.1f} ms   full {full:9.1f} ms   {pct:+.1f}%")
+            print(f"  {key:<{width}} off {off:9.1f} ms   full {full:9.1f} ms   {pct:+.1f}%")
     reference = []
     if args.reference:
         from kvviz.reference import reference_rows, supports
 
         if supports(model):
-            reference = reference_rows(model, prompt_ids, args.tokens, engines, repeat=args.repeat,
+            reference = reference_rows(model, prompt_ids, args.tokens, bare, repeat=args.repeat,
                                        block_size=args.block_size)
             identical = identical and all(r["same_tokens"] for r in reference)
         else:
@@ -249,6 +274,7 @@ def run(args) -> int:
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
             "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead, "reference": reference,
+            "cuda_graph": args.cuda_graph,
             "wall": dict(weights_read_bytes=wall.weights_bytes, embed_row_bytes=wall.row_bytes,
                          kv_bytes_per_token=wall.kv_bytes_per_token, crossover_tokens=wall.crossover(),
                          copy_gbps=machine.copy_gbps, peak_gbps=machine.peak_gbps),

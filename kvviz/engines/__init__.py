@@ -23,8 +23,15 @@ APPROXIMATE_KEYS: tuple[str, ...] = tuple(k for k, c in CACHES.items() if not c.
 
 
 def make_engine(key: str, model, *, block_size: int = 16, window: int | None = None, sinks: int | None = None,
-                residual: int | None = None) -> Engine:
-    """`window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None)."""
+                residual: int | None = None, cuda_graph: bool = False) -> Engine:
+    """`window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None).
+    `cuda_graph`: `static` with its decode step captured as a CUDA graph (kvviz.engines.graph; CUDA only)."""
+    if cuda_graph:
+        if key != "static":
+            raise ValueError(f"a CUDA graph is for the static engine only, not {key!r}")
+        from kvviz.engines.graph import GraphStaticEngine
+
+        return GraphStaticEngine(model, block_size=block_size, graph=True)
     if key == "naive":
         return NaiveEngine(model, block_size=block_size)
     if key in CACHES:
