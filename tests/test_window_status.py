@@ -3,6 +3,8 @@ trace's model too), a run the form no longer describes is marked, the model load
 the eye is, and a long run is announced with its expected duration, then counted down."""
 from __future__ import annotations
 
+import os
+
 from PySide6.QtCore import QTimer
 
 from kvviz import traceio
@@ -136,3 +138,44 @@ def test_the_quality_panel_appears_with_an_approximate_cache_unless_hidden_by_ha
     act.trigger()  # the user hides it in View: it stays hidden
     short_run(qtbot, window, engines=("concat", "window"), tokens=40)
     assert not act.isChecked()
+
+
+def test_window_cost_counts_only_the_time_a_run_steps(monkeypatch):
+    """CPU over wall while RUNNING, paused time left out; nothing said under half a second."""
+    import kvviz.ui.status as status
+
+    clock = {"cpu": 0.0, "wall": 0.0}
+    monkeypatch.setattr(status.time, "process_time", lambda: clock["cpu"])
+    monkeypatch.setattr(status.time, "perf_counter", lambda: clock["wall"])
+    cost = status.WindowCost()
+    cost.resume()
+    clock.update(cpu=0.3, wall=1.0)
+    cost.pause()
+    clock.update(cpu=0.4, wall=5.0)  # paused four seconds: not counted
+    cost.resume()
+    cost.resume()  # a second resume while stepping changes nothing
+    clock.update(cpu=0.7, wall=6.0)
+    cost.pause()
+    assert abs(cost.cpu_s - 0.6) < 1e-9 and cost.wall_s == 2.0
+    assert abs(cost.cores() - 0.3) < 1e-9
+    cost.reset()
+    cost.resume()
+    clock.update(cpu=0.8, wall=6.4)
+    cost.pause()
+    assert cost.cores() is None
+
+
+def test_after_a_run_the_status_bar_says_what_the_window_cost(qtbot, open_window):
+    window = open_window()
+    label = window.status_fields.cost
+    assert label.isHidden()
+    window.toolbar.speed_spin.setValue(40)  # about a second of stepping at 40 steps/s
+    type_prompt(qtbot, window, PROMPT)
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(40)
+    with qtbot.waitSignal(window.run_finished, timeout=60_000):
+        window.start_run()
+    assert label.isVisibleTo(window)
+    cores = float(label.text().split()[1])
+    assert 0 < cores <= 2 * (os.cpu_count() or 1)
+    assert f"{window.window_cost.wall_s:.1f} s" in label.toolTip() and window.window_cost.wall_s >= 0.5

@@ -1559,6 +1559,14 @@
         <source>device memory {0}</source>
         <translation>设备内存 {0}</translation>
     </message>
+    <message>
+        <source>window {0} core</source>
+        <translation>窗口 {0} 核</translation>
+    </message>
+    <message>
+        <source>While the last run stepped ({0} s), this window used {1} s of CPU drawing it: {2} of a core, of the {3} this machine has. The engine runs in a process of its own; where the two share too few cores, its step times read higher than `kvviz bench` measures with no window open.</source>
+        <translation>上一次运行逐步推进期间（{0} 秒），本窗口绘制它用了 {1} 秒 CPU：{2} 个核，本机共有 {3} 个。引擎在自己的进程中运行；两者共用的核太少时，引擎的步延迟会高于不开窗口时 `kvviz bench` 测得的数值。</translation>
+    </message>
 </context>
 <context>
     <name>SummaryPanel</name>
@@ -1593,6 +1601,18 @@
     <message>
         <source>peak cache</source>
         <translation>缓存峰值</translation>
+    </message>
+    <message>
+        <source>read</source>
+        <translation>读取</translation>
+    </message>
+    <message>
+        <source>read rate</source>
+        <translation>读取速率</translation>
+    </message>
+    <message>
+        <source>of copy</source>
+        <translation>占复制带宽</translation>
     </message>
     <message>
         <source>mean KL</source>
@@ -1645,6 +1665,18 @@
         <translation>常驻 K/V 内存的最大值</translation>
     </message>
     <message>
+        <source>Bytes read: the weights and the K/V every step must read from memory (each weight once, the K/V of every position it attends over, at the run&apos;s dtype), summed over the steps</source>
+        <translation>读取字节数：每一步都必须从内存读取的权重和 K/V（每个权重读一次，加上它所关注的每个位置的 K/V，按本次运行的数据类型计），对各步求和</translation>
+    </message>
+    <message>
+        <source>Bytes read over the summed step time, in GB/s (10^9 B/s): the memory bandwidth the engine achieved</source>
+        <translation>读取字节数除以各步耗时之和，单位 GB/s（10^9 B/s）：引擎实际达到的内存带宽</translation>
+    </message>
+    <message>
+        <source>The read rate as a share of this machine&apos;s measured copy bandwidth (shown in the status bar): how close decode runs to the memory wall</source>
+        <translation>读取速率占本机实测复制带宽（见状态栏）的比例：Decode 离内存墙有多近</translation>
+    </message>
+    <message>
         <source>Mean KL divergence (nats) of the next-token distribution from the exact engine&apos;s, teacher-forced on its tokens: 0 for an exact cache</source>
         <translation>下一个 token 分布相对精确引擎的平均 KL 散度（nat），以其 token 进行 teacher forcing：精确缓存为 0</translation>
     </message>
@@ -1657,8 +1689,8 @@
         <translation>汇总</translation>
     </message>
     <message>
-        <source>Totals up to the selected step. Time alone can mislead on a tiny model, where Python overhead dominates each step; the work columns show what the cache saves: K/V projections (O(n²) for naive, one per token for a cache) and bytes copied (O(n²) for the chapter&apos;s torch.cat cache, none for static and paged).</source>
-        <translation>截至所选步的累计值。在很小的模型上，每步耗时主要是 Python 开销，只看时间容易误判；工作量各列显示缓存省下了什么：K/V 投影次数（朴素引擎为 O(n²)，有缓存时每个 token 一次）和复制字节数（本章的 torch.cat 缓存为 O(n²)，static 和 paged 为零）。</translation>
+        <source>Totals up to the selected step. Time alone can mislead on a tiny model, where Python overhead dominates each step; the work columns show what the cache saves: K/V projections (O(n²) for naive, one per token for a cache) and bytes copied (O(n²) for the chapter&apos;s torch.cat cache, none for static and paged). The memory wall: the bytes the steps had to read (every weight, and the K/V each attends over), those bytes over their time, and that rate against this machine&apos;s copy bandwidth; in a panel too short for them these rows step aside (the narration still tells them).</source>
+        <translation>截至所选步的累计值。在很小的模型上，每步耗时主要是 Python 开销，只看时间容易误判；工作量各列显示缓存省下了什么：K/V 投影次数（朴素引擎为 O(n²)，有缓存时每个 token 一次）和复制字节数（本章的 torch.cat 缓存为 O(n²)，static 和 paged 为零）。内存墙：各步必须读取的字节数（每个权重，以及每步所关注的 K/V）、这些字节除以耗时得到的速率，以及该速率与本机复制带宽之比；面板太矮时这几行会让出位置（叙述栏仍会给出这些数字）。</translation>
     </message>
     <message>
         <source>Totals over steps 0–{step} ({n} new tokens)</source>
@@ -1715,6 +1747,14 @@
         <translation>各引擎到目前为止生成的 token 是否相同</translation>
     </message>
     <message>
+        <source>{0}, about {1} left</source>
+        <translation>{0}，约剩 {1}</translation>
+    </message>
+    <message>
+        <source>{0} / {1} steps</source>
+        <translation>{0} / {1} 步</translation>
+    </message>
+    <message>
         <source>one engine</source>
         <translation>单个引擎</translation>
     </message>
@@ -1751,16 +1791,8 @@
         <translation>正在加载模型（PyTorch 读取权重）</translation>
     </message>
     <message>
-        <source>{0} / {1} steps</source>
-        <translation>{0} / {1} 步</translation>
-    </message>
-    <message>
         <source>{0}, paused</source>
         <translation>{0}，已暂停</translation>
-    </message>
-    <message>
-        <source>{0}, about {1} left</source>
-        <translation>{0}，约剩 {1}</translation>
     </message>
     <message>
         <source>Time left from this run&apos;s measured step times (and the Speed control)</source>

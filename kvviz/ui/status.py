@@ -1,8 +1,12 @@
 """The status bar's permanent fields: device and dtype, model, parameter count, KV bytes per token (of
 the run the panels show, else of the form's choice, from the model's config), the memory copy
 bandwidth (the run's device, else this machine's probe: kvviz.bandwidth), and the device memory the
-allocator reports during a run."""
+allocator reports during a run; and the window's own cost: the CPU its process used while the last run
+stepped (the engine runs in a process of its own, and on a small machine the two share the cores)."""
 from __future__ import annotations
+
+import os
+import time
 
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QLabel, QStatusBar
@@ -17,12 +21,41 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("StatusFields", text)
 
 
+class WindowCost:
+    """This process's CPU time over the wall time in which a run was stepping (paused time left out)."""
+
+    def __init__(self) -> None:
+        self.cpu_s = self.wall_s = 0.0
+        self._since: tuple[float, float] | None = None  # (cpu, wall) when the run last started stepping
+
+    def reset(self) -> None:
+        self.cpu_s = self.wall_s = 0.0
+        self._since = None
+
+    def resume(self) -> None:
+        if self._since is None:
+            self._since = (time.process_time(), time.perf_counter())
+
+    def pause(self) -> None:
+        if self._since is not None:
+            cpu, wall = self._since
+            self.cpu_s += time.process_time() - cpu
+            self.wall_s += time.perf_counter() - wall
+            self._since = None
+
+    def cores(self) -> float | None:
+        """Cores' worth of CPU the window used while the run stepped (None before half a second of it)."""
+        return self.cpu_s / self.wall_s if self.wall_s >= 0.5 else None
+
+
 class StatusFields:
     def __init__(self, bar: QStatusBar) -> None:
-        self.device, self.model, self.params, self.kv, self.bandwidth, self.mem = (QLabel() for _ in range(6))
-        for label in (self.device, self.model, self.params, self.kv, self.bandwidth, self.mem):
+        self.device, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost = (
+            QLabel() for _ in range(7))
+        for label in (self.device, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost):
             bar.addPermanentWidget(label)
         self.mem.hide()
+        self.cost.hide()
         self.machine_gbps: float | None = None  # this machine's CPU copy bandwidth, once probed
         self._run_gbps: tuple[float, float, str] | None = None  # (copy, peak, device) of the run shown
         # After the window shows: the figure is read from the per-machine cache file, or probed
@@ -86,3 +119,18 @@ class StatusFields:
                 self.mem.show()
                 return
         self.mem.hide()
+
+    def show_cost(self, cost: WindowCost) -> None:
+        """After a run: what drawing it cost, beside the engine's step times (hidden when too short to say)."""
+        cores = cost.cores()
+        if cores is None:
+            self.cost.hide()
+            return
+        n = os.cpu_count() or 1
+        self.cost.setText(_tr("window {0} core").format(f"{cores:.2f}"))
+        self.cost.setToolTip(_tr(
+            "While the last run stepped ({0} s), this window used {1} s of CPU drawing it: {2} of a core, of the "
+            "{3} this machine has. The engine runs in a process of its own; where the two share too few cores, "
+            "its step times read higher than `kvviz bench` measures with no window open.").format(
+                f"{cost.wall_s:.1f}", f"{cost.cpu_s:.1f}", f"{cores:.2f}", n))
+        self.cost.show()

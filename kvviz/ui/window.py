@@ -41,7 +41,7 @@ from kvviz.ui.grid import PanelGrid
 from kvviz.ui.history import RunHistory
 from kvviz.ui.presentation import Presentation
 from kvviz.ui.qtutil import edits_text
-from kvviz.ui.status import StatusFields
+from kvviz.ui.status import StatusFields, WindowCost
 from kvviz.ui.transport import RunState, TransportBar, TransportToolbar
 
 REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         build_menus(self)
         self.status_fields = StatusFields(self.statusBar())
+        self.window_cost = WindowCost()  # this process's CPU while a run steps, shown after it
         self.retranslate_ui()
         self._restore_settings()
         self._validate_form()
@@ -353,6 +354,7 @@ class MainWindow(QMainWindow):
         if info.run_id == run_id:
             # What this run measured, per engine: the next run's estimate on this model starts from it.
             self.estimates.record(self.history)
+            self.status_fields.show_cost(self.window_cost)
         self._update_estimate()
         # The final step, one whole frame, before anyone waiting on run_finished looks.
         self._repaint(then=lambda: self.run_finished.emit(run_id))
@@ -386,6 +388,7 @@ class MainWindow(QMainWindow):
             self.stop_requested.emit()
         self.clear_error()
         self.run_id = request.run_id
+        self.window_cost.reset()
         self._start_paused = paused
         if set(request.run.engines) & set(CACHE_SETTINGS) and self.grid.show_unless_chosen("quality"):
             self.statusBar().showMessage(self.tr("The quality panel is shown: this run has an approximate cache "
@@ -598,6 +601,10 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ state, errors, status
     def _set_state(self, state: RunState) -> None:
         self.state = state
+        if state is RunState.RUNNING:  # the window's own CPU while a run steps (status bar, after the run)
+            self.window_cost.resume()
+        else:
+            self.window_cost.pause()
         self.transport.state = state
         self._update_pause_text()
         self.toolbar.show_state(state)
