@@ -424,7 +424,8 @@ STEP_COLUMNS = ("run_id", "engine", "step", "phase", "token_id", "token_text", "
                 "bytes_gathered", "kv_projections", "latency_ms", "q_len", "kv_len", "past_len", "weights_layer",
                 "weights_head", "block_size", "blocks", "device_mem_bytes")
 SUMMARY_COLUMNS = ("engine", "new_tokens", "total_ms", "tokens_per_s", "speedup_vs_naive", "kv_projections",
-                   "bytes_copied", "bytes_written", "bytes_gathered", "peak_cache_bytes", "same_tokens_as_naive")
+                   "bytes_copied", "bytes_written", "bytes_gathered", "peak_cache_bytes", "bytes_read", "read_gbps",
+                   "copy_share", "same_tokens_as_naive")
 
 
 def step_rows(traces: Mapping[str, Sequence[StepTrace]]) -> list[dict[str, Any]]:
@@ -445,13 +446,24 @@ def step_rows(traces: Mapping[str, Sequence[StepTrace]]) -> list[dict[str, Any]]
     return rows
 
 
-def summary_rows(traces: Mapping[str, Sequence[StepTrace]]) -> list[dict[str, Any]]:
+def summary_rows(traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | None = None) -> list[dict[str, Any]]:
     """Per engine: RunSummary's totals, speedup vs naive (same token count only) and whether the
-    tokens equal naive's over the steps both ran."""
+    tokens equal naive's over the steps both ran; with the run's RunInfo, the memory wall as the summary
+    panel shows it (bytes read, GB/s, share of the copy bandwidth: None where the run did not record them)."""
+    from kvviz.wall import achieved_gbps, bytes_read
+
     summaries = {k: RunSummary.from_traces(v) for k, v in traces.items() if v}
     naive = summaries.get("naive")
+    wall = info.wall() if info is not None else None
+    copy = info.bandwidth_gbps() if info is not None else None
     rows = []
     for name, s in summaries.items():
+        read = gbps = share = None
+        if wall is not None:
+            read = bytes_read(wall, traces[name])
+            gbps = achieved_gbps(read, s.total_ms)
+            gbps = gbps if gbps < math.inf else None  # NaN: no step time recorded
+            share = gbps / copy if gbps is not None and copy is not None else None
         same = None
         fast = None
         if naive is not None:
@@ -462,7 +474,8 @@ def summary_rows(traces: Mapping[str, Sequence[StepTrace]]) -> list[dict[str, An
         rows.append(dict(engine=name, new_tokens=s.new_tokens, total_ms=s.total_ms, tokens_per_s=s.tokens_per_s,
                          speedup_vs_naive=fast, kv_projections=s.kv_projections, bytes_copied=s.bytes_copied,
                          bytes_written=s.bytes_written, bytes_gathered=s.bytes_gathered,
-                         peak_cache_bytes=s.peak_cache_bytes, same_tokens_as_naive=same))
+                         peak_cache_bytes=s.peak_cache_bytes, bytes_read=read, read_gbps=gbps, copy_share=share,
+                         same_tokens_as_naive=same))
     return rows
 
 
@@ -479,22 +492,25 @@ def steps_csv(traces: Mapping[str, Sequence[StepTrace]]) -> str:
     return _csv(STEP_COLUMNS, step_rows(traces))
 
 
-def summary_csv(traces: Mapping[str, Sequence[StepTrace]]) -> str:
-    return _csv(SUMMARY_COLUMNS, summary_rows(traces))
+def summary_csv(traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | None = None) -> str:
+    return _csv(SUMMARY_COLUMNS, summary_rows(traces, info))
 
 
-def summary_markdown(traces: Mapping[str, Sequence[StepTrace]]) -> str:
+def summary_markdown(traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | None = None) -> str:
     from kvviz.format import fmt_bytes
 
     head = ("engine", "new tokens", "total ms", "tokens/s", "speedup vs naive", "K/V projections", "copied",
-            "written", "gathered", "peak cache", "same tokens as naive")
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * 9 + [":---:"]) + "|"]
-    for r in summary_rows(traces):
+            "written", "gathered", "peak cache", "read", "read GB/s", "of copy bandwidth", "same tokens as naive")
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * 12 + [":---:"]) + "|"]
+    for r in summary_rows(traces, info):
         sp = "-" if r["speedup_vs_naive"] is None else f"{r['speedup_vs_naive']:.2f}×"
         same = {None: "-", True: "yes", False: "no"}[r["same_tokens_as_naive"]]
         cells = [r["engine"], str(r["new_tokens"]), f"{r['total_ms']:.2f}", f"{r['tokens_per_s']:.1f}", sp,
                  f"{r['kv_projections']:,}", fmt_bytes(r["bytes_copied"]), fmt_bytes(r["bytes_written"]),
-                 fmt_bytes(r["bytes_gathered"]), fmt_bytes(r["peak_cache_bytes"]), same]
+                 fmt_bytes(r["bytes_gathered"]), fmt_bytes(r["peak_cache_bytes"]),
+                 "-" if r["bytes_read"] is None else fmt_bytes(r["bytes_read"]),
+                 "-" if r["read_gbps"] is None else f"{r['read_gbps']:.3g}",
+                 "-" if r["copy_share"] is None else f"{100 * r['copy_share']:.0f}%", same]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -521,12 +537,13 @@ def save_steps_csv(path: str | Path, traces: Mapping[str, Sequence[StepTrace]]) 
     return write_text(path, steps_csv(traces))
 
 
-def save_summary_csv(path: str | Path, traces: Mapping[str, Sequence[StepTrace]]) -> Path:
-    return write_text(path, summary_csv(traces))
+def save_summary_csv(path: str | Path, traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | None = None) -> Path:
+    return write_text(path, summary_csv(traces, info))
 
 
-def save_summary_markdown(path: str | Path, traces: Mapping[str, Sequence[StepTrace]]) -> Path:
-    return write_text(path, summary_markdown(traces))
+def save_summary_markdown(path: str | Path, traces: Mapping[str, Sequence[StepTrace]],
+                          info: RunInfo | None = None) -> Path:
+    return write_text(path, summary_markdown(traces, info))
 
 
 def _is_int(v: Any) -> bool:

@@ -952,6 +952,15 @@ def wide_history(history: RunHistory) -> RunHistory:
     return wide
 
 
+def walled(history: RunHistory, copy_gbps: float = 16.0) -> RunHistory:
+    """The run as recorded with the memory wall's figures (`wide`'s: 104.5 MiB of weights a forward)."""
+    import dataclasses
+
+    history.info = dataclasses.replace(history.info, weights_read_bytes=109_611_008, embed_row_bytes=2_048,
+                                       kv_bytes_per_token=32_768, copy_gbps=copy_gbps)
+    return history
+
+
 @pytest.fixture(params=["en", "zh_CN"])
 def language(request, qapp):
     from kvviz.ui import i18n
@@ -979,13 +988,21 @@ def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot,
     from PySide6.QtGui import QFontMetrics
 
     from kvviz.ui import style
+    from kvviz.ui.panels.summary import COLUMNS, WALL_ROWS
 
     panel = make_panel(qtbot, "summary")
-    panel.show_step(wide_history(history), NEW_TOKENS - 1)  # drawn first, then resized, as in the window
+    panel.show_step(walled(wide_history(history)), NEW_TOKENS - 1)  # drawn first, then resized, as in the window
+    keys = [k for k, _higher in COLUMNS]
+    assert not any(panel._table.isRowHidden(keys.index(k)) for k in WALL_ROWS)  # the memory wall's rows too
     qtbot.wait(20)
     panel.retranslate()
     panel.resize(*WINDOW_PANEL_SIZES[window])
     qtbot.wait(50)
+    assert panel.height() == WINDOW_PANEL_SIZES[window][1]  # the table's height had held the panel taller
+    # The wall's rows where the panel has the height (at 1280x720 four engines' rows leave none: they step
+    # aside, the narration tells the figures)
+    wall_shown = [k for k in WALL_ROWS if not panel._table.isRowHidden(keys.index(k))]
+    assert wall_shown == ([] if window == "1280x720" else list(WALL_ROWS))
     table = panel._table
     assert not table.horizontalScrollBar().isVisible()
     header = table.horizontalHeader()

@@ -14,21 +14,30 @@ from kvviz.wall import WallShape
 WIDE = dict(weights_read_bytes=109_611_008, embed_row_bytes=2_048, kv_bytes_per_token=32_768)
 
 
-def wide_history(copy_gbps=16.0, latency_ms=20.0, engines=("concat",), **info) -> RunHistory:
+def cached_history(wall: dict, copy_gbps: float, latency_ms: float, decode_stops: tuple[int, ...], prompt: int,
+                   engines=("concat",), model_name: str = "m", max_new_tokens: int | None = None) -> RunHistory:
+    """A prefill over `prompt` positions, then one decode step to each of decode_stops, every step
+    latency_ms long; a cache holds every position (naive holds none and computes them all again)."""
     hist = RunHistory()
-    hist.reset(RunInfo(run_id="w", model_name="wide", device="cpu", dtype="float32", engines=engines,
-                       prompt_ids=tuple(range(8)), max_new_tokens=1893, copy_gbps=copy_gbps,
-                       **{**WIDE, **info}))
+    hist.reset(RunInfo(run_id="c", model_name=model_name, device="cpu", dtype="float32", engines=engines,
+                       prompt_ids=tuple(range(prompt)),
+                       max_new_tokens=len(decode_stops) + 1 if max_new_tokens is None else max_new_tokens,
+                       copy_gbps=copy_gbps, **wall))
     for engine in engines:
-        for step in range(3):
-            stop = 1898 + step if step else 8
+        for step, stop in enumerate((prompt, *decode_stops)):
             start = 0 if step == 0 or engine == "naive" else stop - 1
             held = 0 if engine == "naive" else stop
-            hist.add(StepTrace(run_id="w", engine=engine, step=step, phase="prefill" if step == 0 else "decode",
+            hist.add(StepTrace(run_id="c", engine=engine, step=step, phase="prefill" if step == 0 else "decode",
                                token_id=65, token_text="A", pos_start=start, pos_stop=stop, cache_len=held,
-                               cache_capacity=held, cache_bytes=held * 32_768, bytes_copied=0, bytes_written=0,
-                               bytes_gathered=0, kv_projections=1, latency_ms=latency_ms))
+                               cache_capacity=held, cache_bytes=held * wall["kv_bytes_per_token"], bytes_copied=0,
+                               bytes_written=0, bytes_gathered=0, kv_projections=1, latency_ms=latency_ms))
     return hist
+
+
+def wide_history(copy_gbps=16.0, latency_ms=20.0, engines=("concat",), **info) -> RunHistory:
+    """`wide` at 1,900 positions: a prefill of 8, then decode steps to 1,899 and 1,900."""
+    return cached_history({**WIDE, **info}, copy_gbps, latency_ms, (1899, 1900), 8, engines, model_name="wide",
+                          max_new_tokens=1893)
 
 
 def test_narration_tells_the_bytes_read_and_the_bandwidth(qapp):
@@ -204,3 +213,157 @@ def test_a_short_latency_panel_keeps_two_plots(qtbot):
     qtbot.waitUntil(lambda: bandwidth.isVisible() and not total.getAxis("bottom").style["showValues"])
     qtbot.waitUntil(lambda: _plot_pixels(panel, bandwidth, COPY_LINE) > 200)
     assert bandwidth.getViewBox().viewRange()[0] == step.getViewBox().viewRange()[0]
+
+
+# -- the summary's rows and the summary exports ----------------------------------------------------------
+TINY = dict(weights_read_bytes=2_230_784, embed_row_bytes=512, kv_bytes_per_token=2_048)  # tests/test_wall.py
+
+
+def summary_panel(qtbot):
+    from kvviz.ui.panels.summary import SummaryPanel
+
+    panel = SummaryPanel()
+    qtbot.addWidget(panel)
+    panel.resize(600, 600)
+    panel.show()
+    return panel
+
+
+def shown(panel, key: str) -> tuple[str, list[str]] | None:
+    """(row name, figures) of a row as drawn, None where it is hidden."""
+    from kvviz.ui.panels.summary import COLUMNS
+
+    row = [k for k, _higher in COLUMNS].index(key)
+    table = panel._table
+    if table.isRowHidden(row):
+        return None
+    return table.verticalHeaderItem(row).text(), [table.item(row, c).text() for c in range(table.columnCount())]
+
+
+def test_summary_rows_of_the_wall_by_hand_on_tiny(qtbot):
+    # tiny, a 4-token prompt and two decode steps of 1 ms:
+    # prefill [0, 4): weights 2,230,784 + 4 rows x 512 = 2,232,832, K/V 4 x 2,048 = 8,192 -> 2,241,024
+    # decode to 5: 2,231,296 of weights (+ one row), K/V 5 x 2,048 = 10,240 -> 2,241,536
+    # decode to 6: 2,231,296 + 12,288 -> 2,243,584; in all 6,726,144 B (6.41 MiB) in 3 ms = 2.242 GB/s,
+    # 22.4% of 10 GB/s
+    panel = summary_panel(qtbot)
+    panel.show_step(cached_history(TINY, 10.0, 1.0, (5, 6), 4), 2)
+    values = panel.table_values()["concat"]
+    assert values["bytes_read"] == 6_726_144
+    assert values["read_gbps"] == pytest.approx(2.242048)
+    assert values["copy_share"] == pytest.approx(0.2242048)
+    assert shown(panel, "bytes_read") == ("read (MiB)", ["6.41"])
+    assert shown(panel, "read_gbps") == ("read rate (GB/s)", ["2.24"])
+    assert shown(panel, "copy_share") == ("of copy", ["22%"])
+    # at step 1 the first two steps only: 4,482,560 B in 2 ms
+    panel.show_step(cached_history(TINY, 10.0, 1.0, (5, 6), 4), 1)
+    assert panel.table_values()["concat"]["bytes_read"] == 4_482_560
+    assert panel.table_values()["concat"]["read_gbps"] == pytest.approx(2.24128)
+
+
+def test_summary_rows_of_the_wall_on_wide_and_naive(qtbot):
+    from kvviz.wall import WallShape, bytes_read
+
+    # wide at 1,900 positions (the narration's test): concat 109,889,536 (prefill of 8) + 171,839,488
+    # + 171,872,256 = 453,601,280 B in 60 ms = 7.56 GB/s, 47% of 16 GB/s; naive computes every position
+    # again: 1,899 and 1,900 embedding rows of 2,048 B on top of the weights, 461,377,536 B, 7.69 GB/s
+    panel = summary_panel(qtbot)
+    hist = wide_history(engines=("naive", "concat"))
+    panel.show_step(hist, 2)
+    values = panel.table_values()
+    assert (values["concat"]["bytes_read"], values["naive"]["bytes_read"]) == (453_601_280, 461_377_536)
+    assert values["concat"]["bytes_read"] == bytes_read(WallShape(**{
+        "weights_bytes": 109_611_008, "row_bytes": 2_048, "kv_bytes_per_token": 32_768}), hist.traces["concat"])
+    assert values["concat"]["read_gbps"] == pytest.approx(7.56002133)
+    assert values["naive"]["copy_share"] == pytest.approx(7.6896256 / 16)
+    assert shown(panel, "bytes_read") == ("read (MiB)", ["440", "433"])  # the byte rows' binary units
+    assert shown(panel, "copy_share") == ("of copy", ["48%", "47%"])
+    # scrubbing back and forth and a new run give the sums afresh (they are kept as running sums)
+    panel.show_step(hist, 0)
+    assert panel.table_values()["concat"]["bytes_read"] == 109_889_536
+    panel.show_step(hist, 2)
+    assert panel.table_values()["concat"]["bytes_read"] == 453_601_280
+    panel.show_step(wide_history(engines=("concat",), latency_ms=10.0), 2)
+    assert panel.table_values()["concat"]["read_gbps"] == pytest.approx(2 * 7.56002133)
+
+
+def test_summary_rows_of_the_wall_stay_blank_without_their_figures(qtbot):
+    panel = summary_panel(qtbot)
+    # a trace saved before the wall's figures: no row, no figure (not 0)
+    panel.show_step(wide_history(weights_read_bytes=0, embed_row_bytes=0), 2)
+    values = panel.table_values()["concat"]
+    assert (values["bytes_read"], values["read_gbps"], values["copy_share"]) == (None, None, None)
+    assert [shown(panel, k) for k in ("bytes_read", "read_gbps", "copy_share")] == [None, None, None]
+    assert shown(panel, "bytes_copied") is not None  # the rest as before
+    # no copy bandwidth recorded (or a hostile one): the bytes and the rate, no share
+    for copy in (0.0, math.nan, math.inf):
+        panel.show_step(wide_history(copy_gbps=copy), 2)
+        values = panel.table_values()["concat"]
+        assert values["bytes_read"] == 453_601_280 and values["copy_share"] is None
+        assert shown(panel, "read_gbps") == ("read rate (GB/s)", ["7.56"]) and shown(panel, "copy_share") is None
+    # no step time recorded: no rate, no share
+    panel.show_step(wide_history(latency_ms=0.0), 2)
+    values = panel.table_values()["concat"]
+    assert values["bytes_read"] == 453_601_280 and values["read_gbps"] is None and values["copy_share"] is None
+    assert shown(panel, "read_gbps") == ("read rate (GB/s)", ["\u2014"])
+
+
+def test_summary_rows_of_the_wall_in_chinese(qtbot):
+    from kvviz.ui import i18n
+    from kvviz.ui.panels.summary import COLUMNS, WALL_ROWS
+
+    panel = summary_panel(qtbot)
+    panel.show_step(wide_history(), 2)
+    i18n.set_language("zh_CN")
+    try:
+        panel.retranslate()
+        assert [shown(panel, k)[0] for k in WALL_ROWS] == ["读取（MiB）", "读取速率（GB/s）", "占复制带宽"]
+        row = [k for k, _higher in COLUMNS].index("read_gbps")
+        assert "GB/s" in panel._table.verticalHeaderItem(row).toolTip() and "带宽" in \
+            panel._table.verticalHeaderItem(row).toolTip()
+    finally:
+        i18n.set_language("en")
+        panel.retranslate()
+
+
+def test_a_short_summary_panel_sets_the_wall_rows_aside(qtbot):
+    """Four engines in a 1280x720 window's 224x256 panel: the wall's rows step aside, the table stays
+    inside the panel, and they come back when the panel is taller."""
+    from kvviz.ui.panels.summary import WALL_ROWS
+
+    panel = summary_panel(qtbot)
+    engines = ("naive", "concat", "static", "paged")
+    panel.show_step(wide_history(engines=engines), 2)
+    assert all(shown(panel, k) for k in WALL_ROWS)
+    panel.resize(224, 256)
+    qtbot.waitUntil(lambda: not any(shown(panel, k) for k in WALL_ROWS))
+    assert panel.height() == 256 and panel._table.geometry().bottom() <= 256
+    assert shown(panel, "peak_cache_bytes") is not None  # the rows before them stay
+    panel.resize(300, 420)
+    qtbot.waitUntil(lambda: all(shown(panel, k) for k in WALL_ROWS))
+    assert panel._table.geometry().bottom() <= panel.height()
+
+
+def test_summary_exports_carry_the_wall(tmp_path, qapp):
+    import csv
+
+    from kvviz import traceio
+    from kvviz.ui.export_actions import DATA_KINDS
+
+    hist = wide_history(engines=("naive", "concat"))
+    DATA_KINDS["summary_csv"][1](tmp_path / "s.csv", hist)
+    with open(tmp_path / "s.csv", newline="", encoding="utf-8") as fh:
+        rows = {r["engine"]: r for r in csv.DictReader(fh)}
+    assert int(rows["concat"]["bytes_read"]) == 453_601_280 and int(rows["naive"]["bytes_read"]) == 461_377_536
+    assert float(rows["concat"]["read_gbps"]) == pytest.approx(7.56002133)
+    assert float(rows["concat"]["copy_share"]) == pytest.approx(7.56002133 / 16)
+    DATA_KINDS["summary_md"][1](tmp_path / "s.md", hist)
+    md = (tmp_path / "s.md").read_text(encoding="utf-8")
+    assert "| read | read GB/s | of copy bandwidth |" in md
+    assert "| 432.6 MiB | 7.56 | 47% |" in md
+    # an old trace (or no RunInfo): empty cells, not 0
+    old = wide_history(weights_read_bytes=0, embed_row_bytes=0)
+    row = next(csv.DictReader(traceio.summary_csv(old.traces, old.info).splitlines()))
+    assert (row["bytes_read"], row["read_gbps"], row["copy_share"]) == ("", "", "")
+    assert "| - | - | - |" in traceio.summary_markdown(old.traces, old.info)
+    assert next(csv.DictReader(traceio.summary_csv(hist.traces).splitlines()))["bytes_read"] == ""

@@ -44,8 +44,8 @@ IMAGE_FORMATS = ("png", "svg", "clipboard")
 DATA_KINDS: dict[str, tuple[str, Callable]] = {  # kind -> (file suffix, traceio writer)
     "json": (".json", lambda path, h: traceio.save_run(path, h.info, h.traces)),
     "steps_csv": (".csv", lambda path, h: traceio.save_steps_csv(path, h.traces)),
-    "summary_csv": (".csv", lambda path, h: traceio.save_summary_csv(path, h.traces)),
-    "summary_md": (".md", lambda path, h: traceio.save_summary_markdown(path, h.traces)),
+    "summary_csv": (".csv", lambda path, h: traceio.save_summary_csv(path, h.traces, h.info)),
+    "summary_md": (".md", lambda path, h: traceio.save_summary_markdown(path, h.traces, h.info)),
 }
 DEFAULT_NAMES = {"json": "kvviz-trace.json", "steps_csv": "kvviz-steps.csv", "summary_csv": "kvviz-summary.csv",
                  "summary_md": "kvviz-summary.md"}

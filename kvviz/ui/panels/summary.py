@@ -1,7 +1,8 @@
 """Summary table: per engine totals up to the selected step, from RunSummary.from_traces.
 
 Time next to the work it cost (K/V projections, bytes moved), so the lesson survives a tiny model
-whose wall time is mostly Python overhead.
+whose wall time is mostly Python overhead; and the memory wall (kvviz.wall): the bytes the steps had to
+read, over their time, against the machine's copy bandwidth, from RunInfo's figures (blank without them).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
     QLabel,
+    QLayout,
     QStyledItemDelegate,
     QTableWidget,
     QTableWidgetItem,
@@ -20,11 +22,12 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure
-from kvviz.trace import RunSummary, speedup
+from kvviz.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel
+from kvviz.wall import WallShape, achieved_gbps
 
 # The best figure of a row is tinted (bold had widened each column by ~4 pixels, past a narrow panel).
 _BEST = QBrush(QColor("#cfe8c8"))
@@ -40,10 +43,37 @@ COLUMNS: tuple[tuple[str, bool | None], ...] = (
     ("bytes_written", None),
     ("bytes_gathered", None),
     ("peak_cache_bytes", None),
+    # The memory wall: no "best" either (naive reads most and so reaches the highest rate, at no gain).
+    ("bytes_read", None),  # weights + K/V the steps must read (kvviz.wall), summed
+    ("read_gbps", None),  # those bytes over the summed step time, GB/s (10^9 B/s)
+    ("copy_share", None),  # read_gbps over the machine's copy bandwidth (RunInfo.copy_gbps)
     ("mean_kl", False),  # quality beside cost (kvviz.quality): 0 for the exact engines
     ("top1_agreement", True),
 )
 EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (panels import no engines)
+WALL_ROWS = ("bytes_read", "read_gbps", "copy_share")
+
+
+class _ReadTotals:
+    """Per engine, the bytes its steps 0..k read, summed (kvviz.wall.bytes_read of the first k+1 steps),
+    kept as running sums: summed anew on every draw, a 2,000-step run of four engines cost ~30 ms a frame.
+    The trace lists only grow; a new run brings new lists."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, tuple[list[StepTrace], WallShape, list[int]]] = {}
+
+    def upto(self, wall: WallShape, engine: str, traces: list[StepTrace], step: int) -> int:
+        kept = self._sums.get(engine)
+        if kept is None or kept[0] is not traces or kept[1] != wall:
+            kept = (traces, wall, [])
+            self._sums[engine] = kept
+        sums = kept[2]
+        for trace in traces[len(sums): step + 1]:
+            sums.append((sums[-1] if sums else 0) + wall.read(trace).total_bytes)
+        return sums[step]
+
+    def clear(self) -> None:
+        self._sums.clear()
 
 
 class _TightDelegate(QStyledItemDelegate):
@@ -95,6 +125,9 @@ class SummaryPanel(Panel):
         self._note.setWordWrap(True)
         self._note.setTextFormat(Qt.TextFormat.RichText)
         layout = QVBoxLayout(self)
+        # The panel's height is the grid's to give: a table taller than it sets rows aside (_fit) rather
+        # than raising the panel's minimum (a lone panel had kept 333 px when asked for 256).
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self._heading)
         layout.addWidget(self._table)
@@ -106,6 +139,10 @@ class SummaryPanel(Panel):
         layout.addStretch(1)
         self._values: dict[str, dict[str, float | int | None]] = {}
         self._shown: tuple[RunHistory, int] | None = None
+        self._read = _ReadTotals()
+        self._wall_rows: tuple[str, ...] = ()  # the wall's rows with figures to show (WALL_ROWS, in order)
+        self._aside_for: tuple | None = None  # the fit (room, type, rows) the wall's rows were last placed for
+        self._sized_for: tuple | None = None  # the room and rows the type was last chosen for
         self.setToolTip(self.help_text())
 
     def retranslate(self) -> None:
@@ -121,9 +158,13 @@ class SummaryPanel(Panel):
         table is too narrow for both on one line."""
         names = [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
                  self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache"),
+                 self.tr("read"), self.tr("read rate"), self.tr("of copy"),
                  self.tr("mean KL"), self.tr("top-1 same")]
-        if self._two_lines:  # a word a line
-            names = [name.replace(" ", "\n") for name in names]
+        if self._two_lines:  # a word a line, or more where they are no wider than the longest word
+            # (a three-line "read\nrate\n(GB/s)" had left a 1500x920 window's panel no room for the next)
+            metrics = QFontMetrics(self._table.verticalHeader().font())
+            widest = max(metrics.horizontalAdvance(word) for name in names for word in name.split())
+            names = [_wrap(name, widest, metrics) for name in names]
         unit = self.tr("{name}\n({unit})") if self._two_lines else self.tr("{name} ({unit})")
         return [unit.format(name=name, unit=self._units[key][0]) if key in self._units
                 else name for name, (key, _higher) in zip(names, COLUMNS)]
@@ -145,6 +186,12 @@ class SummaryPanel(Panel):
             self.tr("Bytes written: new K/V stored"),
             self.tr("Bytes gathered: copies made only to feed attention (the paged gather)"),
             self.tr("Largest resident K/V memory"),
+            self.tr("Bytes read: the weights and the K/V every step must read from memory (each weight once, "
+                    "the K/V of every position it attends over, at the run's dtype), summed over the steps"),
+            self.tr("Bytes read over the summed step time, in GB/s (10^9 B/s): the memory bandwidth the engine "
+                    "achieved"),
+            self.tr("The read rate as a share of this machine's measured copy bandwidth (shown in the status "
+                    "bar): how close decode runs to the memory wall"),
             self.tr("Mean KL divergence (nats) of the next-token distribution from the exact engine's, "
                     "teacher-forced on its tokens: 0 for an exact cache"),
             self.tr("Share of steps whose most likely token is the exact engine's (teacher-forced)"),
@@ -158,7 +205,10 @@ class SummaryPanel(Panel):
             "Totals up to the selected step. Time alone can mislead on a tiny model, where Python "
             "overhead dominates each step; the work columns show what the cache saves: K/V projections "
             "(O(n\u00b2) for naive, one per token for a cache) and bytes copied (O(n\u00b2) for the "
-            "chapter's torch.cat cache, none for static and paged).")
+            "chapter's torch.cat cache, none for static and paged). The memory wall: the bytes the steps "
+            "had to read (every weight, and the K/V each attends over), those bytes over their time, and that "
+            "rate against this machine's copy bandwidth; in a panel too short for them these rows step aside "
+            "(the narration still tells them).")
 
     def table_values(self) -> dict[str, dict[str, float | int | None]]:
         """Per engine, per column key (see COLUMNS): the raw figures shown."""
@@ -167,6 +217,9 @@ class SummaryPanel(Panel):
     def clear(self) -> None:
         self._table.setColumnCount(0)
         self._values.clear()
+        self._read.clear()
+        self._wall_rows = ()
+        self._aside_for = self._sized_for = None
         self._units = {}
         self._table.setVerticalHeaderLabels(self._headers())
         self._heading.setText("")
@@ -181,8 +234,16 @@ class SummaryPanel(Panel):
         self._shown = (history, step)
         summaries = {e: RunSummary.from_traces(history.upto(e, engine_step(history, e, step))) for e in engines}
         naive = summaries.get("naive")
+        wall = history.info.wall()  # None for a trace saved before the wall figures: those rows blank
+        copy = history.info.bandwidth_gbps()
         self._values = {}
         for engine, s in summaries.items():
+            read = gbps = share = None
+            if wall is not None:
+                read = self._read.upto(wall, engine, history.traces[engine], engine_step(history, engine, step))
+                gbps = achieved_gbps(read, s.total_ms)
+                gbps = gbps if gbps < float("inf") else None  # NaN: no step time recorded
+                share = gbps / copy if gbps is not None and copy is not None else None
             self._values[engine] = {
                 "total_ms": s.total_ms,
                 "tokens_per_s": s.tokens_per_s,
@@ -192,6 +253,9 @@ class SummaryPanel(Panel):
                 "bytes_written": s.bytes_written,
                 "bytes_gathered": s.bytes_gathered,
                 "peak_cache_bytes": s.peak_cache_bytes,
+                "bytes_read": read,
+                "read_gbps": gbps,
+                "copy_share": share,
                 "mean_kl": 0.0 if engine in EXACT else s.mean_kl,
                 "top1_agreement": 1.0 if engine in EXACT else s.top1_agreement,
             }
@@ -202,13 +266,16 @@ class SummaryPanel(Panel):
         for row, (key, _higher) in enumerate(COLUMNS):
             if key in ("mean_kl", "top1_agreement") and self._table.isRowHidden(row) == approximate:
                 self._table.setRowHidden(row, not approximate)
+        # The wall's rows where the run recorded its figures (the share where it recorded the machine's
+        # copy bandwidth too); _fit sets them aside in a panel too short for them.
+        self._wall_rows = () if wall is None else WALL_ROWS if copy is not None else WALL_ROWS[:2]
         self._units = self._row_units()
         self._set_headers()
         self._note.setText(self._work_note(summaries))
         self._fill(engines)
 
     def _row_units(self) -> dict[str, tuple[str, float]]:
-        """Per time or byte row, the unit its figures are given in (named once, in the row's label,
+        """Per time, rate or byte row, the unit its figures are given in (named once, in the row's label,
         so four engines' columns fit a narrow panel): the largest figure's."""
         units: dict[str, tuple[str, float]] = {}
         for key, _higher in COLUMNS:
@@ -216,6 +283,8 @@ class SummaryPanel(Panel):
             top = max((abs(x) for x in values), default=0)
             if key == "total_ms":
                 units[key] = duration_unit(top)
+            elif key == "read_gbps":
+                units[key] = ("GB/s", 1.0)
             elif key.endswith("bytes") or key.startswith("bytes"):
                 units[key] = byte_unit(top)
         return units
@@ -294,23 +363,34 @@ class SummaryPanel(Panel):
     def _fit(self) -> None:
         """Columns share the width where the figures fit; where they do not, the type gets smaller
         (to MIN_POINTS) until they do, and only past that the columns keep their width and scroll.
-        The table is as tall as its rows so the note sits right under the figures."""
+        Smaller still where that brings the wall's rows into the panel's height (else they step aside:
+        _place_wall_rows). The table is as tall as its rows so the note sits right under the figures."""
         table = self._table
         header = table.horizontalHeader()
         room = table.width()
         need = self._need()
-        if need > room or (self._points < TABLE_POINTS or self._two_lines) and need < 0.85 * room:
+        sized_for = (room, self._table_room(), table.columnCount(), self._wall_rows, self._other_rows())
+        regrow = (self._points < TABLE_POINTS or self._two_lines) and need < 0.85 * room
+        if self._wall_rows:  # a type made smaller for the height is kept until the room or the rows change
+            regrow = regrow and sized_for != self._sized_for
+        if need > room or regrow or self._wall_rows and sized_for != self._sized_for:
+            self._sized_for = sized_for
             # The largest type that fits: on one line down to ONE_LINE_POINTS, then with the rows'
-            # names and units a word a line, down to MIN_POINTS.
-            for two_lines, points in _SIZES if self._units else [s for s in _SIZES if not s[0]]:
-                if (two_lines, points) != (self._two_lines, self._points):
-                    if two_lines != self._two_lines:
-                        self._two_lines = two_lines
-                        self._set_headers()
-                    self._set_points(points)
+            # names and units a word a line, down to MIN_POINTS; the largest that fits the height with
+            # the wall's rows too, where one does.
+            width_fit = None
+            for size in _SIZES if self._units else [s for s in _SIZES if not s[0]]:
+                if size != (self._two_lines, self._points):
+                    self._set_size(*size)
                     need = self._need()
                 if need <= room:
-                    break
+                    width_fit = width_fit or size
+                    if self._tall_enough(sized_for[1]):
+                        break
+            else:
+                if width_fit is not None and width_fit != (self._two_lines, self._points):
+                    self._set_size(*width_fit)
+                    need = self._need()
         fits = need <= room
         if fits:  # each column its figures' width and an equal share of the room left (Stretch gave
             # equal widths, and a wide column, naive's K/V count, was elided)
@@ -329,12 +409,76 @@ class SummaryPanel(Panel):
         # Rows fitted to the type now (left to the next layout pass, the last row had been hidden
         # under the note after the type changed).
         table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
-        height = max(header.height(), header.sizeHint().height()) + 2 * table.frameWidth()
-        height += sum(table.rowHeight(r) for r in range(table.rowCount()))
-        if not fits:
-            height += table.horizontalScrollBar().sizeHint().height()
+        height = self._place_wall_rows(self._rows_height())
         table.setFixedHeight(height + 2)
         self._fit_note(height + 2)
+
+    def _set_size(self, two_lines: bool, points: float) -> None:
+        if two_lines != self._two_lines:
+            self._two_lines = two_lines
+            self._set_headers()
+        self._set_points(points)
+
+    def _other_rows(self) -> tuple[bool, ...]:
+        """Which rows besides the wall's are hidden (the quality rows come and go with the engines)."""
+        return tuple(self._table.isRowHidden(r) for r, (key, _higher) in enumerate(COLUMNS) if key not in WALL_ROWS)
+
+    def _table_room(self) -> int:
+        """The height the panel leaves the table: its own less the margins, the heading and 2 px."""
+        layout = self.layout()
+        margins = layout.contentsMargins()
+        room = self.height() - margins.top() - margins.bottom() - 2 - layout.spacing()
+        if self._heading.text():
+            room -= self._heading.heightForWidth(self.width() - margins.left() - margins.right()) + layout.spacing()
+        return room
+
+    def _tall_enough(self, room: int) -> bool:
+        """Whether the table with every wall row that has figures fits `room` at the present type."""
+        if not self._wall_rows:
+            return True
+        table = self._table
+        for row, (key, _higher) in enumerate(COLUMNS):
+            if key in self._wall_rows and table.isRowHidden(row):
+                table.setRowHidden(row, False)
+        table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+        return self._rows_height(scrolls=False) <= room
+
+    def _place_wall_rows(self, height: int) -> int:
+        """Shows the wall's rows (self._wall_rows) that the panel has the height for, the share first to
+        step aside, then the rate, then the bytes (the narration still tells all three), and returns the
+        table's height with them. Placed again only when the room, the type or the rows change."""
+        table = self._table
+        rows = {key: row for row, (key, _higher) in enumerate(COLUMNS)}
+        room = self._table_room()
+        fit = (room, self._points, self._two_lines, self._wall_rows, self._other_rows(), table.columnCount())
+        if fit == self._aside_for:
+            return height
+        self._aside_for = fit
+        for key in WALL_ROWS:  # all that have figures, measured
+            if table.isRowHidden(rows[key]) == (key in self._wall_rows):
+                table.setRowHidden(rows[key], key not in self._wall_rows)
+        if any(key in self._wall_rows for key in WALL_ROWS):
+            table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+            height = self._rows_height()
+        for key in reversed(self._wall_rows):
+            if height <= room:
+                break
+            height -= table.rowHeight(rows[key])
+            table.setRowHidden(rows[key], True)
+        return height
+
+    def _rows_height(self, scrolls: bool | None = None) -> int:
+        """The table's height with its visible rows (what _fit sets, less 2 px of room below) and the
+        scrollbar where the columns scroll (by default: where its policy shows one)."""
+        table = self._table
+        header = table.horizontalHeader()
+        height = max(header.height(), header.sizeHint().height()) + 2 * table.frameWidth()
+        height += sum(table.rowHeight(r) for r in range(table.rowCount()))
+        if scrolls is None:
+            scrolls = table.horizontalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        if scrolls:
+            height += table.horizontalScrollBar().sizeHint().height()
+        return height
 
     def _fit_note(self, table_height: int) -> None:
         """The note under the table only where the panel has the height for it: in a short panel
@@ -372,7 +516,7 @@ class SummaryPanel(Panel):
             return f"{value:.2f}\u00d7"
         if key == "mean_kl":
             return f"{value:.3g}"
-        if key == "top1_agreement":
+        if key in ("top1_agreement", "copy_share"):
             return f"{100 * value:.0f}%"
         return fmt_count(value)
 
@@ -388,6 +532,17 @@ class SummaryPanel(Panel):
             "<b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never "
             "changed.").format(naive=fmt_count(naive.kv_projections), cached=fmt_count(fewest.kv_projections),
                                ratio=ratio)
+
+
+def _wrap(name: str, width: int, metrics: QFontMetrics) -> str:
+    """name's words on lines no wider than width (a longer word on a line of its own)."""
+    lines: list[str] = []
+    for word in name.split():
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return "\n".join(lines)
 
 
 def _nan(value) -> bool:
