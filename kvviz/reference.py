@@ -48,7 +48,7 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
     param = model.embed_tokens.weight
     device, dtype = param.device, param.dtype
     total = len(prompt_ids) + max_new_tokens
-    cos_all, sin_all = model._rope(total, device)
+    cos_all, sin_all = model.rope_tables(total, device)
     emb = model.embed_tokens.weight
     head = emb if model.lm_head is None else model.lm_head.weight
     final_norm = model.norm.weight

@@ -125,7 +125,7 @@ def test_step_reads_no_value_on_the_host(torch_cpu):
     from kvviz.engines.graph import StaticStep
 
     model = _model("gqa-qknorm", torch_cpu)
-    model._rope(64, torch_cpu.device("cpu"))
+    model.rope_tables(64, torch_cpu.device("cpu"))
     model = model.to("meta")
     cache = StaticCache(model.cfg, max_len=40, device=torch_cpu.device("meta"), dtype=torch_cpu.float32)
     step = StaticStep(model, cache)

@@ -45,7 +45,7 @@ class StaticStep:
     def __init__(self, model, cache) -> None:
         device = cache.device
         if model.plan().cos.shape[0] < cache.max_len or model.plan().cos.device != device:
-            model._rope(cache.max_len, device)  # rotary tables as long as the run, here (rebuilds the plan)
+            model.rope_tables(cache.max_len, device)  # rotary tables as long as the run, here (rebuilds the plan)
         self.plan = model.plan()
         self.k, self.v = cache.k, cache.v  # (1, KV, T_max, D) per layer, written in place
         self.token = torch.zeros((1, 1), dtype=torch.long, device=device)  # (B, T)

@@ -247,7 +247,9 @@ class Transformer(nn.Module):
                     p.copy_(torch.randn(p.shape, generator=gen))
         return self
 
-    def _rope(self, stop: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    def rope_tables(self, stop: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin (T, D) at the model's dtype for positions 0..stop at least, grown when a run needs more
+        (the layer plan is rebuilt then)."""
         if stop > self._rope_len or self.rope_cos.device != device:
             n = max(stop, min(self.cfg.max_seq_len, 4096))
             inv = rope_inv_freq(self.cfg).to(device)
@@ -303,7 +305,7 @@ class Transformer(nn.Module):
         mask, mask_tensor, kv_pos = step_mask(T, cache, ids.device)
         p = self.__dict__.get("_plan") or self.plan()
         if past + T > p.cos.shape[0] or p.cos.device != ids.device:
-            self._rope(past + T, ids.device)
+            self.rope_tables(past + T, ids.device)
             p = self.plan()
         H, KV, D, eps = p.shape
         cos, sin = p.cos[past:past + T], p.sin_signed[past:past + T]  # (T, D)
