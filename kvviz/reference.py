@@ -10,7 +10,7 @@ app; the bench times it beside the engines. GPT-2 models have no bare loop here.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +39,22 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
                   *, block_size: int = 16, seed: int = 0) -> tuple[list[int], list[float]]:
     """Greedy tokens and each step's milliseconds (forward + cache write + argmax, device synchronised,
     as the engines' StepTimer counts them). Prefill is step 0, as in the engines."""
+    steps = bare_steps(model, prompt_ids, max_new_tokens, rule, block_size=block_size, seed=seed)
+    tokens: list[int] = []
+    step_ms: list[float] = []
+    while True:
+        t0 = time.perf_counter()
+        token = next(steps, None)
+        if token is None:
+            return tokens, step_ms
+        step_ms.append((time.perf_counter() - t0) * 1000.0)
+        tokens.append(token)
+
+
+def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str = "concat",
+               *, block_size: int = 16, seed: int = 0) -> Iterator[int]:
+    """The bare loop one step at a time: set up now (weights, tables, the cache), then each next() runs
+    one step, device synchronised, and gives its greedy token."""
     if rule not in RULES:
         raise ValueError(f"unknown cache rule {rule!r}; choose from {', '.join(RULES)}")
     if not supports(model):
@@ -90,68 +106,67 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
         kbuf, vbuf = [None] * n_layer, [None] * n_layer
 
     ids = [int(i) for i in prompt_ids]
-    tokens: list[int] = []
-    step_ms: list[float] = []
-    past = 0
-    for step in range(max_new_tokens):
-        synchronize(device)
-        t0 = time.perf_counter()
-        with torch.inference_mode():
-            if rule == "naive":
-                past = 0  # nothing kept: every position again
-            new = ids if step == 0 or rule == "naive" else ids[-1:]
-            T = len(new)
-            stop = past + T
-            if rule == "paged":
-                while len(table) * block_size < stop:
-                    table.append(free.pop())
-                pos = torch.arange(past, stop)
-                tab = torch.tensor(table)
-                slots = (tab[pos // block_size] * block_size + pos % block_size).to(device)
-                gather = tab.to(device)
-            x = F.embedding(torch.tensor([new], device=device), emb)  # (1, T, C)
-            cos, sin = cos_all[past:stop], sin_all[past:stop]
-            for li, (ln1, wqkv, bqkv, qn, kn, wo, ln2, wgu, wdown) in enumerate(layers):
-                h = norm(x, ln1)
-                qkv = F.linear(h, wqkv, bqkv).view(1, T, H + 2 * KV, D)
-                if qn is not None:
-                    q = norm(qkv[:, :, :H], qn).transpose(1, 2)  # (1, H, T, D)
-                    k = norm(qkv[:, :, H:H + KV], kn).transpose(1, 2)  # (1, KV, T, D)
-                    q = rot(q, cos, sin)
-                    k = rot(k, cos, sin)
-                else:
-                    qk = qkv[:, :, :H + KV].transpose(1, 2)  # (1, H+KV, T, D)
-                    qk = rot(qk, cos, sin)
-                    q, k = qk[:, :H], qk[:, H:]
-                v = qkv[:, :, H + KV:].transpose(1, 2)  # (1, KV, T, D)
-                if rule == "concat":
-                    if kbuf[li] is not None:
-                        k = torch.cat([kbuf[li], k], dim=2)  # (1, KV, past + T, D)
-                        v = torch.cat([vbuf[li], v], dim=2)
-                    kbuf[li], vbuf[li] = k, v
-                elif rule == "static":
-                    kbuf[li][:, :, past:stop].copy_(k)
-                    vbuf[li][:, :, past:stop].copy_(v)
-                    k, v = kbuf[li][:, :, :stop], vbuf[li][:, :, :stop]
-                elif rule == "paged":
-                    kp, vp = kbuf[li], vbuf[li]
-                    kp.view(-1, KV, D).index_copy_(0, slots, k[0].transpose(0, 1))  # (T, KV, D)
-                    vp.view(-1, KV, D).index_copy_(0, slots, v[0].transpose(0, 1))
-                    n_used = len(table)
-                    k = kp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]
-                    v = vp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1, enable_gqa=gqa)
-                x = x + F.linear(y.transpose(1, 2).reshape(1, T, H * D), wo)
-                gate, up = F.linear(norm(x, ln2), wgu).chunk(2, dim=-1)
-                x = x + F.linear(F.silu(gate) * up, wdown)
-            logits = F.linear(norm(x[:, -1:], final_norm), head)  # (1, 1, V)
-            token = int(logits[0, -1].argmax())
-            synchronize(device)
-        step_ms.append((time.perf_counter() - t0) * 1000.0)
-        tokens.append(token)
-        ids.append(token)
-        past = stop
-    return tokens, step_ms
+
+    def steps() -> Iterator[int]:  # a closure: the set-up above runs at the call, not at the first step
+        past = 0
+        for step in range(max_new_tokens):
+            with torch.inference_mode():
+                if rule == "naive":
+                    past = 0  # nothing kept: every position again
+                new = ids if step == 0 or rule == "naive" else ids[-1:]
+                T = len(new)
+                stop = past + T
+                if rule == "paged":
+                    while len(table) * block_size < stop:
+                        table.append(free.pop())
+                    pos = torch.arange(past, stop)
+                    tab = torch.tensor(table)
+                    slots = (tab[pos // block_size] * block_size + pos % block_size).to(device)
+                    gather = tab.to(device)
+                x = F.embedding(torch.tensor([new], device=device), emb)  # (1, T, C)
+                cos, sin = cos_all[past:stop], sin_all[past:stop]
+                for li, (ln1, wqkv, bqkv, qn, kn, wo, ln2, wgu, wdown) in enumerate(layers):
+                    h = norm(x, ln1)
+                    qkv = F.linear(h, wqkv, bqkv).view(1, T, H + 2 * KV, D)
+                    if qn is not None:
+                        q = norm(qkv[:, :, :H], qn).transpose(1, 2)  # (1, H, T, D)
+                        k = norm(qkv[:, :, H:H + KV], kn).transpose(1, 2)  # (1, KV, T, D)
+                        q = rot(q, cos, sin)
+                        k = rot(k, cos, sin)
+                    else:
+                        qk = qkv[:, :, :H + KV].transpose(1, 2)  # (1, H+KV, T, D)
+                        qk = rot(qk, cos, sin)
+                        q, k = qk[:, :H], qk[:, H:]
+                    v = qkv[:, :, H + KV:].transpose(1, 2)  # (1, KV, T, D)
+                    if rule == "concat":
+                        if kbuf[li] is not None:
+                            k = torch.cat([kbuf[li], k], dim=2)  # (1, KV, past + T, D)
+                            v = torch.cat([vbuf[li], v], dim=2)
+                        kbuf[li], vbuf[li] = k, v
+                    elif rule == "static":
+                        kbuf[li][:, :, past:stop].copy_(k)
+                        vbuf[li][:, :, past:stop].copy_(v)
+                        k, v = kbuf[li][:, :, :stop], vbuf[li][:, :, :stop]
+                    elif rule == "paged":
+                        kp, vp = kbuf[li], vbuf[li]
+                        kp.view(-1, KV, D).index_copy_(0, slots, k[0].transpose(0, 1))  # (T, KV, D)
+                        vp.view(-1, KV, D).index_copy_(0, slots, v[0].transpose(0, 1))
+                        n_used = len(table)
+                        k = kp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]
+                        v = vp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]
+                    y = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1, enable_gqa=gqa)
+                    x = x + F.linear(y.transpose(1, 2).reshape(1, T, H * D), wo)
+                    gate, up = F.linear(norm(x, ln2), wgu).chunk(2, dim=-1)
+                    x = x + F.linear(F.silu(gate) * up, wdown)
+                logits = F.linear(norm(x[:, -1:], final_norm), head)  # (1, 1, V)
+                token = int(logits[0, -1].argmax())
+                synchronize(device)
+            ids.append(token)
+            past = stop
+            yield token
+
+    synchronize(device)
+    return steps()
 
 
 # -- kvviz against the bare loop ----------------------------------------------------------------
@@ -170,40 +185,54 @@ def trace_options(mode: str):
 
 def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int = 5, block_size: int = 16,
             modes: Sequence[str] = TRACE_MODES) -> dict:
-    """kvviz's `rule` engine (once per trace mode) and the bare loop, interleaved `repeat` times, each
-    timed by the wall clock around the whole generation (trace records included).
+    """kvviz's `rule` engine (once per trace mode) and the bare loop, `repeat` times, in lockstep.
 
-    The ratio is bare time / kvviz time (kvviz's tokens/s as a fraction of the bare loop's), taken
-    within each repeat and then the median over repeats: on a shared machine the same run's time
-    drifts by a third over a minute, and a ratio of neighbours cancels what a ratio of medians
-    keeps. Every other repeat runs the sides in reverse order, so no side always runs first."""
+    Within a repeat the sides take one step each in turn (the order rotating every step), and each
+    side's time is the sum of its own calls: its set-up (the engine and its cache, the bare loop's
+    buffers) and every step, trace records included and kept. On a shared machine the same run's time
+    moves by half from one second to the next; run by run, kvviz/bare of the same pair ranged
+    0.5-1.5x. Steps taken in turn meet the same interference, so the sums compare the work itself.
+    The ratio is bare time / kvviz time in each repeat (kvviz's tokens/s as a fraction of the bare
+    loop's), then the median over repeats."""
     import statistics
 
     from kvviz.config import SamplingConfig
     from kvviz.engines import make_engine
 
     options = {m: trace_options(m) for m in modes}
-    walls: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
+    sides = ["bare", *modes]
+    walls: dict[str, list[float]] = {k: [] for k in sides}
     tokens: dict[str, list[int]] = {}
     device = model.embed_tokens.weight.device
-
-    def run(side: str) -> None:
-        synchronize(device)
-        t0 = time.perf_counter()
-        if side == "bare":
-            got, _ = bare_generate(model, prompt_ids, n, rule, block_size=block_size)
-        else:
-            engine = make_engine(rule, model, block_size=block_size)
-            traces = list(engine.generate(prompt_ids, n, SamplingConfig(), options[side]))
-            got = [t.token_id for t in traces]
-            del traces
-        walls[side].append((time.perf_counter() - t0) * 1000.0)
-        tokens[side] = got
-
-    sides = ["bare", *modes]
+    clock = time.perf_counter
     for i in range(repeat):
-        for side in (sides if i % 2 == 0 else sides[::-1]):
-            run(side)
+        spent = dict.fromkeys(sides, 0.0)
+        steps, got, kept = {}, {k: [] for k in sides}, []
+        synchronize(device)
+        for side in sides:
+            t0 = clock()
+            if side == "bare":
+                steps[side] = bare_steps(model, prompt_ids, n, rule, block_size=block_size)
+            else:
+                steps[side] = make_engine(rule, model, block_size=block_size).generate(
+                    prompt_ids, n, SamplingConfig(), options[side])
+            spent[side] += clock() - t0
+        order = sides if i % 2 == 0 else sides[::-1]
+        for step in range(n):
+            turn = step % len(order)
+            for side in order[turn:] + order[:turn]:
+                t0 = clock()
+                item = next(steps[side])
+                spent[side] += clock() - t0
+                if side == "bare":
+                    got[side].append(item)
+                else:
+                    kept.append(item)  # as the bench and the app keep every record
+                    got[side].append(item.token_id)
+        for side in sides:
+            walls[side].append(spent[side] * 1000.0)
+        tokens = got
+        del kept
     med = {k: statistics.median(v) for k, v in walls.items()}
     ratio = {m: statistics.median(b / k for b, k in zip(walls["bare"], walls[m])) for m in modes}
     return dict(engine=rule, new_tokens=n, repeat=repeat, bare_ms=med["bare"],
@@ -221,8 +250,9 @@ def reference_rows(model, prompt_ids: Sequence[int], tokens: Sequence[int], engi
     keys = [e for e in engines if e in RULES]
     skipped = [e for e in engines if e not in RULES]
     out(f"kvviz against a bare loop (the same weights and cache rule, no engine, trace or sampler): wall time of "
-        f"the whole generation, trace records included, median of {repeat} interleaved; kvviz/bare = the median "
-        f"of each repeat's bare time / kvviz time; off = no tracing, full = the app's (masks + layer 0 head 0 weights)"
+        f"the whole generation (set-up, every step, trace records included and kept), the sides taking steps in "
+        f"turn; kvviz/bare = the median over {repeat} repeats of bare time / kvviz time; off = no tracing, full = "
+        f"the app's (masks + layer 0 head 0 weights)"
         + (f"; no bare loop for {', '.join(skipped)}" if skipped else ""))
     out(f"{'new':>5} {'engine':<7} {'bare ms':>9} {'off ms':>9} {'kvviz/bare':>10} {'full ms':>9} "
         f"{'kvviz/bare':>10}  same tokens")

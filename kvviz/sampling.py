@@ -12,12 +12,14 @@ class Sampler:
     def __init__(self, cfg: SamplingConfig) -> None:
         self.cfg = cfg
         self.gen = torch.Generator().manual_seed(cfg.seed)  # CPU: identical draws on any device
+        # The engines call `pick` every step: greedy is one argmax, with no settings to look at
+        self.pick = _argmax if cfg.greedy else self.__call__
 
     def __call__(self, logits: torch.Tensor) -> int:
         """logits (V,) -> token id."""
         cfg = self.cfg
         if cfg.greedy:
-            return int(logits.argmax())
+            return _argmax(logits)
         x = logits.detach().double().cpu() / cfg.temperature
         if cfg.top_k is not None and cfg.top_k < x.numel():
             kth = torch.topk(x, cfg.top_k).values[-1]
@@ -30,3 +32,7 @@ class Sampler:
             sorted_p = sorted_p.masked_fill(drop, 0.0)
             probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
         return int(torch.multinomial(probs, 1, generator=self.gen))
+
+
+def _argmax(logits: torch.Tensor) -> int:
+    return int(logits.argmax())

@@ -19,7 +19,15 @@ class StepTimer:
         if self.cuda:
             self._start = torch.cuda.Event(enable_timing=True)
             self._stop = torch.cuda.Event(enable_timing=True)
+        elif not self._sync:  # a CPU: nothing queued, the clock alone (two calls fewer every step)
+            self.start, self.stop = self._cpu_start, self._cpu_stop
         self._t0 = 0.0
+
+    def _cpu_start(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def _cpu_stop(self) -> float:
+        return (time.perf_counter() - self._t0) * 1000.0
 
     def start(self) -> None:
         if self.cuda:

@@ -15,6 +15,37 @@ from kvviz.wall import WallShape
 PHASES = ("prefill", "decode")
 
 
+def _one_update_init(cls):
+    """Give a frozen dataclass an __init__ that fills the instance's __dict__ in one update.
+
+    The generated one sets each field through object.__setattr__: 33 calls for StepTrace, 10.7 us
+    against 3 us on the 2-core test machine, a quarter of what an engine adds to a step beyond the
+    model (`kvviz bench --reference`). Same signature (positional or keyword), defaults and
+    __post_init__; still frozen. MaskSpec, built every forward, takes it too."""
+    params, names = [], []
+    defaults = {}
+    for f in fields(cls):
+        if f.default_factory is not MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name}: a default factory needs the generated __init__")
+        names.append(f.name)
+        if f.default is MISSING:
+            params.append(f.name)
+        else:
+            defaults[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+    body = ", ".join(f"{n}={n}" for n in names)
+    src = (f"def __init__(self, {', '.join(params)}):\n"
+           f"    self.__dict__.update({body})\n"
+           f"    self.__post_init__()\n")
+    scope = dict(defaults)
+    exec(src, scope)  # as dataclasses itself builds __init__
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init
+    return cls
+
+
+@_one_update_init
 @dataclass(frozen=True)
 class MaskSpec:
     """The causal mask attention applied: `q_len` query rows over `kv_len` keys, offset by `past_len`.
@@ -60,35 +91,6 @@ def held_positions(n: int, window: int, sinks: int = 0) -> np.ndarray:
     first = np.arange(min(sinks, n))
     last = np.arange(max(sinks, n - window), n)
     return np.concatenate([first, last]).astype(np.int64)
-
-
-def _one_update_init(cls):
-    """Give a frozen dataclass an __init__ that fills the instance's __dict__ in one update.
-
-    The generated one sets each field through object.__setattr__: 33 calls for StepTrace, 10.7 us
-    against 3 us on the 2-core test machine, a quarter of what an engine adds to a step beyond the
-    model (`kvviz bench --reference`). Same signature, defaults and __post_init__; still frozen."""
-    params, names = [], []
-    defaults = {}
-    for f in fields(cls):
-        if f.default_factory is not MISSING:
-            raise TypeError(f"{cls.__name__}.{f.name}: a default factory needs the generated __init__")
-        names.append(f.name)
-        if f.default is MISSING:
-            params.append(f.name)
-        else:
-            defaults[f"_d_{f.name}"] = f.default
-            params.append(f"{f.name}=_d_{f.name}")
-    body = ", ".join(f"{n}={n}" for n in names)
-    src = (f"def __init__(self, *, {', '.join(params)}):\n"
-           f"    self.__dict__.update({body})\n"
-           f"    self.__post_init__()\n")
-    scope = dict(defaults)
-    exec(src, scope)  # as dataclasses itself builds __init__
-    init = scope["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init
-    return cls
 
 
 @_one_update_init

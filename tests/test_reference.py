@@ -46,22 +46,43 @@ def test_bad_rule(models):
 
 
 def test_compare_takes_each_repeats_own_ratio(models, monkeypatch):
-    """kvviz/bare is the median over repeats of bare time / kvviz time in the same repeat, not a ratio of
-    medians: with drift (each run slower than the last) the two differ, and the sides alternate order."""
+    """kvviz/bare is the median over repeats of bare time / kvviz time in the same repeat, and within a
+    repeat the sides take their steps in turn: the bare loop and both engines advance together."""
     import kvviz.reference as reference
 
-    order: list[str] = []
-    real = reference.bare_generate
+    progress: list[tuple[str, int]] = []
+    real_steps, real_make = reference.bare_steps, None
 
-    def bare(*args, **kw):
-        order.append("bare")
-        return real(*args, **kw)
+    def bare_steps(*args, **kw):
+        for k, token in enumerate(real_steps(*args, **kw)):
+            progress.append(("bare", k))
+            yield token
 
-    monkeypatch.setattr(reference, "bare_generate", bare)
+    monkeypatch.setattr(reference, "bare_steps", bare_steps)
+    import kvviz.engines as engines
+
+    real_make = engines.make_engine
+
+    def make_engine(*args, **kw):
+        engine = real_make(*args, **kw)
+        generate = engine.generate
+
+        def traced(*a, **k):
+            for t in generate(*a, **k):
+                progress.append(("kvviz", t.step))
+                yield t
+
+        engine.generate = traced
+        return engine
+
+    monkeypatch.setattr(engines, "make_engine", make_engine)
     row = reference.compare(models["tiny-random"], [1, 2, 3], 4, "static", repeat=3)
     walls = row["walls_ms"]
     assert [len(v) for v in walls.values()] == [3, 3, 3]
     for mode in reference.TRACE_MODES:
         per_repeat = sorted(b / k for b, k in zip(walls["bare"], walls[mode]))
         assert row["ratio"][mode] == per_repeat[1]
-    assert row["same_tokens"] and len(order) == 3
+    assert row["same_tokens"]
+    # lockstep: every side has taken step k before any side takes step k + 1
+    steps_seen = [k for _, k in progress[:12]]
+    assert steps_seen == sorted(steps_seen) and steps_seen.count(0) == 3

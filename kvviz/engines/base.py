@@ -85,16 +85,20 @@ class Engine(ABC):
         # Looked up once: a tiny model's decode step is well under a millisecond on a CPU, and the
         # bench holds kvviz to within 5% of a bare loop (kvviz.reference)
         key, n_layer, forward, figures = self.key, self.cfg.n_layer, self._forward, self._cache_figures
-        masks, want_logits = trace.masks, trace.logits
+        masks, want_logits, pick = trace.masks, trace.logits, sampler.pick
         memory_device = self.device if self.device.type in ("cuda", "mps") else None  # the CPU reports none
+        start, stop = timer.start, timer.stop
         for step in range(max_new_tokens):
-            timer.start()
+            start()
             with torch.inference_mode():
                 out, pos_start = forward(ids, step, trace)
-                if forced_tokens is not None and step >= len(forced_tokens):
+                if forced_tokens is None:
+                    token = pick(out.logits[0])
+                elif step < len(forced_tokens):
+                    token = int(forced_tokens[step])
+                else:
                     raise ValueError(f"step {step}: only {len(forced_tokens)} forced tokens given")
-                token = sampler(out.logits[0]) if forced_tokens is None else int(forced_tokens[step])
-            latency_ms = timer.stop()
+            latency_ms = stop()
             pos_stop = len(ids)
             ids.append(token)
             # The model returns fresh tensors each step, so numpy views of them are the trace's own:

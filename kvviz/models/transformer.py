@@ -304,7 +304,7 @@ class Transformer(nn.Module):
         past = cache.seq_len if cache is not None else 0
         mask, mask_tensor, kv_pos = step_mask(T, cache, ids.device)
         p = self.__dict__.get("_plan") or self.plan()
-        if past + T > p.cos.shape[0] or p.cos.device != ids.device:
+        if past + T > p.cos.shape[0]:  # (the tables follow the model's device: .to() rebuilds the plan)
             self.rope_tables(past + T, ids.device)
             p = self.plan()
         H, KV, D, eps = p.shape
