@@ -47,7 +47,7 @@ def test_bad_rule(models):
 
 def test_compare_takes_each_repeats_own_ratio(models, monkeypatch):
     """kvviz/bare is the median over repeats of bare time / kvviz time in the same repeat, and within a
-    repeat the sides take their steps in turn: the bare loop and both engines advance together."""
+    repeat the sides take their steps in turns: the bare loop and both engines advance together."""
     import kvviz.reference as reference
 
     progress: list[tuple[str, int]] = []
@@ -76,13 +76,14 @@ def test_compare_takes_each_repeats_own_ratio(models, monkeypatch):
         return engine
 
     monkeypatch.setattr(engines, "make_engine", make_engine)
-    row = reference.compare(models["tiny-random"], [1, 2, 3], 4, "static", repeat=3)
+    monkeypatch.setattr(reference, "BURST", 3)
+    row = reference.compare(models["tiny-random"], [1, 2, 3], 7, "static", repeat=3)
     walls = row["walls_ms"]
     assert [len(v) for v in walls.values()] == [3, 3, 3]
     for mode in reference.TRACE_MODES:
         per_repeat = sorted(b / k for b, k in zip(walls["bare"], walls[mode]))
         assert row["ratio"][mode] == per_repeat[1]
     assert row["same_tokens"]
-    # lockstep: every side has taken step k before any side takes step k + 1
-    steps_seen = [k for _, k in progress[:12]]
-    assert steps_seen == sorted(steps_seen) and steps_seen.count(0) == 3
+    # in turns of 3 steps: every side has taken steps 0-2 before any side takes step 3, and so on
+    first_repeat = [k // 3 for _, k in progress[:21]]
+    assert first_repeat == sorted(first_repeat) and first_repeat.count(0) == 9 and first_repeat.count(2) == 3

@@ -126,6 +126,69 @@ def run_transformers(hf_model, prompt_ids: list[int], n: int, device) -> tuple[f
     return ms, out[0, len(prompt_ids):].tolist()
 
 
+BURST = 8  # steps a side takes before the other takes as many (kvviz.reference.BURST)
+
+
+class _Lockstep:
+    """A transformers streamer: each time `generate` has emitted BURST new tokens, kvviz takes as many
+    steps, timed apart. The two decode in turns, so a second of interference on a shared machine meets
+    both alike, while each keeps its caches warm through a burst."""
+
+    def __init__(self, steps, n: int, device) -> None:
+        self.steps, self.n, self.device = steps, n, device
+        self.puts = 0
+        self.kvviz_ms: list[float] = []
+        self.kvviz_tokens: list[int] = []
+        self.first_token_at: float | None = None  # when transformers' first new token came out
+
+    def put(self, value) -> None:
+        self.puts += 1
+        if self.puts == 1:  # generate puts the prompt first
+            return
+        if self.first_token_at is None:
+            self.first_token_at = _clock(self.device)
+        emitted = self.puts - 1
+        if emitted % BURST == 0 or emitted == self.n:
+            self._catch_up(emitted)
+
+    def _catch_up(self, upto: int) -> None:
+        while len(self.kvviz_tokens) < upto:
+            t0 = _clock(self.device)
+            trace = next(self.steps)
+            self.kvviz_ms.append((_clock(self.device) - t0) * 1000.0)
+            self.kvviz_tokens.append(trace.token_id)
+
+    def end(self) -> None:
+        self._catch_up(self.n)
+
+
+def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device) -> dict:
+    """transformers' `generate` and kvviz's concat engine decoding in turns (BURST steps each), as
+    {side: (total ms, prefill ms, tokens)}. transformers' time is the whole call less kvviz's steps
+    inside it; its prefill runs to its first new token. kvviz's prefill is its first step."""
+    import torch
+    from transformers import GenerationConfig
+
+    from kvviz.config import SamplingConfig, TraceOptions
+    from kvviz.engines import make_engine
+
+    gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
+    x = torch.tensor([prompt_ids], device=device)
+    mask = torch.ones_like(x)
+    t0 = _clock(device)
+    steps = make_engine("concat", model).generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))
+    setup_ms = (_clock(device) - t0) * 1000.0
+    streamer = _Lockstep(steps, n, device)
+    t0 = _clock(device)
+    with torch.inference_mode():
+        out = hf_model.generate(x, attention_mask=mask, generation_config=gen, streamer=streamer)
+    whole_ms = (_clock(device) - t0) * 1000.0
+    kvviz_ms = setup_ms + sum(streamer.kvviz_ms)
+    tf_prefill = (streamer.first_token_at - t0) * 1000.0
+    return {"kvviz concat": (kvviz_ms, setup_ms + streamer.kvviz_ms[0], streamer.kvviz_tokens),
+            "transformers": (whole_ms - sum(streamer.kvviz_ms), tf_prefill, out[0, len(prompt_ids):].tolist())}
+
+
 def run(args) -> int:
     import torch
 
@@ -170,23 +233,21 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     tokens: dict[str, list[int]] = {}
     peaks: dict[str, int | None] = {}
     consistent = True
-    names = list(sides)
-    for i in range(args.repeat):  # interleaved, so drift on a busy machine hits both sides alike
-        for name in (names if i % 2 == 0 else names[::-1]):  # and neither side always goes first
-            fn = sides[name]
-            _peak_reset(device)
-            ms, toks = fn(n)
-            peaks[name] = _peak(device)
+    for _ in range(args.repeat):  # in turns: BURST steps of one, then as many of the other
+        for name, (ms, first_ms, toks) in run_lockstep(model, hf_model, prompt_ids, n, device).items():
             full[name].append(ms)
+            prefill[name].append(first_ms)
             if tokens.setdefault(name, toks) != toks:
                 consistent = False
                 print(f"  {name}: greedy repeats produced different tokens", file=sys.stderr)
-            prefill[name].append(fn(1)[0])
+    for name, fn in sides.items():  # device memory: each side alone (a CUDA figure)
+        _peak_reset(device)
+        fn(n)
+        peaks[name] = _peak(device)
     results = [Side(name, statistics.median(full[name]), statistics.median(prefill[name]), n, peaks[name])
                for name in sides]
     ours, ref = results
-    # Each repeat's own ratio of decode times, then the median: the same run's time drifts by a third
-    # over a minute on a shared machine, and neighbours see the same drift (kvviz.reference.compare)
+    # Each repeat's own ratio of decode times, then the median (the sides ran in turn within a repeat)
     per_repeat = sorted((full[ref.name][i] - prefill[ref.name][i]) / (full[ours.name][i] - prefill[ours.name][i])
                         for i in range(args.repeat))
     ratio = statistics.median(per_repeat)
@@ -195,7 +256,8 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     print(f"checkpoint {label}: {cfg.arch}, {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of "
           f"{cfg.head_dim}, hidden {cfg.d_model}, vocab {cfg.vocab_size}")
     print(f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); transformers {hf_version}; "
-          f"prompt {len(prompt_ids)} tokens; {n} new tokens; median of {args.repeat}")
+          f"prompt {len(prompt_ids)} tokens; {n} new tokens; median of {args.repeat}, the two decoding in turns of "
+          f"{BURST} steps")
     print(f"{'side':<14} {'total ms':>9} {'prefill ms':>10} {'decode tok/s':>12}"
           + (f" {'peak device':>11}" if device.type == "cuda" else ""))
     for s in results:
