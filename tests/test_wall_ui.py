@@ -367,3 +367,14 @@ def test_summary_exports_carry_the_wall(tmp_path, qapp):
     assert (row["bytes_read"], row["read_gbps"], row["copy_share"]) == ("", "", "")
     assert "| - | - | - |" in traceio.summary_markdown(old.traces, old.info)
     assert next(csv.DictReader(traceio.summary_csv(hist.traces).splitlines()))["bytes_read"] == ""
+
+
+def test_an_empty_summary_holds_no_wall_rows(qtbot):
+    """Before any run, and after one is cleared, the wall's rows wait for figures (an empty table at
+    1500x920 had shown them, the last cut in half); a run brings them back."""
+    panel = summary_panel(qtbot)
+    assert [shown(panel, k) for k in ("bytes_read", "read_gbps", "copy_share")] == [None, None, None]
+    panel.show_step(wide_history(), 2)
+    assert shown(panel, "bytes_read") is not None and shown(panel, "copy_share") is not None
+    panel.clear()
+    assert [shown(panel, k) for k in ("bytes_read", "read_gbps", "copy_share")] == [None, None, None]

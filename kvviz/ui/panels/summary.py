@@ -143,6 +143,7 @@ class SummaryPanel(Panel):
         self._wall_rows: tuple[str, ...] = ()  # the wall's rows with figures to show (WALL_ROWS, in order)
         self._aside_for: tuple | None = None  # the fit (room, type, rows) the wall's rows were last placed for
         self._sized_for: tuple | None = None  # the room and rows the type was last chosen for
+        self._hide_wall_rows()
         self.setToolTip(self.help_text())
 
     def retranslate(self) -> None:
@@ -222,9 +223,17 @@ class SummaryPanel(Panel):
         self._aside_for = self._sized_for = None
         self._units = {}
         self._table.setVerticalHeaderLabels(self._headers())
+        self._hide_wall_rows()
         self._heading.setText("")
         self._note.setText("")
         self._shown = None
+
+    def _hide_wall_rows(self) -> None:
+        """No run, no figures: the wall's rows wait for one (an empty table had shown them, the last cut
+        in half at 1500x920)."""
+        for row, (key, _higher) in enumerate(COLUMNS):
+            if key in WALL_ROWS:
+                self._table.setRowHidden(row, True)
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = [e for e in history.engines if history.traces.get(e)]
