@@ -86,7 +86,7 @@ class Engine(ABC):
         # bench holds kvviz to within 5% of a bare loop (kvviz.reference)
         key, n_layer, forward, figures = self.key, self.cfg.n_layer, self._forward, self._cache_figures
         masks, want_logits, pick = trace.masks, trace.logits, sampler.pick
-        memory_device = self.device if self.device.type in ("cuda", "mps") else None  # the CPU reports none
+        device, memory = self.device, allocated_bytes  # None where the device reports no figure (a CPU)
         start, stop = timer.start, timer.stop
         for step in range(max_new_tokens):
             start()
@@ -112,6 +112,6 @@ class Engine(ABC):
                 weights_layer=trace.weights_layer if weights is not None else None,
                 weights_head=trace.weights_head if weights is not None else None,
                 logits=_to_numpy(out.logits[0]) if want_logits else None,
-                device_mem_bytes=None if memory_device is None else allocated_bytes(memory_device),
+                device_mem_bytes=memory(device),
                 **figures(),
             )
