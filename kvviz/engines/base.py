@@ -35,7 +35,7 @@ def _to_numpy(t: torch.Tensor):
     """float32 numpy of a tensor the model made this step and never touches again."""
     if t.dtype != torch.float32:
         t = t.float()
-    return (t if t.device.type == "cpu" else t.cpu()).numpy()
+    return t.numpy() if t.is_cpu else t.cpu().numpy()
 
 
 class Engine(ABC):
