@@ -52,9 +52,12 @@ def synchronize(device: torch.device) -> None:
 
 
 def allocated_bytes(device: torch.device) -> int | None:
-    """Bytes the framework's allocator holds on the device, where it reports them."""
-    if device.type == "cuda":
+    """Bytes the framework's allocator holds on the device, where it reports them (every step asks)."""
+    kind = device.type
+    if kind == "cpu":
+        return None
+    if kind == "cuda":
         return int(torch.cuda.memory_allocated(device))
-    if device.type == "mps":
+    if kind == "mps":
         return int(torch.mps.current_allocated_memory())
     return None
