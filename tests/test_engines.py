@@ -190,7 +190,11 @@ def test_rotate_is_the_chapters_rope():
     """RoPE in three ops (roll, and the sign in the sin table) against x*cos + rotate_half(x)*sin."""
     import torch
 
-    from kvviz.models.transformer import rotate, rotate_half, signed_sin
+    from kvviz.models.transformer import rotate, signed_sin
+
+    def rotate_half(x):  # the chapter's (and transformers') rotation: the halves swapped, the first negated
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
 
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(1, 6, 9, 64, generator=gen)

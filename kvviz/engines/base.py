@@ -82,8 +82,8 @@ class Engine(ABC):
         timer = StepTimer(self.device)
         ids = [int(i) for i in prompt_ids]
         self._begin(ids, max_new_tokens, sampling.seed)
-        # Looked up once: a tiny model's decode step is well under a millisecond on a CPU, and the
-        # bench holds kvviz to within 5% of a bare loop (kvviz.reference)
+        # Looked up once: a tiny model's decode step is under a millisecond on a CPU, and
+        # `kvviz bench --reference` holds every step against a bare loop of the same rule (kvviz.reference)
         key, n_layer, forward, figures = self.key, self.cfg.n_layer, self._forward, self._cache_figures
         masks, want_logits, pick = trace.masks, trace.logits, sampler.pick
         device, memory = self.device, allocated_bytes  # None where the device reports no figure (a CPU)

@@ -45,14 +45,10 @@ def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
     raise ValueError(f"unsupported rope scaling {kind!r} (supported: default, linear, llama3)")
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
-    """RoPE: x * cos + rotate_half(x) * sin, in three ops instead of five. rotate_half(x) is x rolled
-    by half a head with its first half negated, so the sign goes into the table:
+    """RoPE: x * cos + rotate_half(x) * sin, where rotate_half(x) = cat(-x2, x1) for the two halves of a
+    head, in three ops instead of five. rotate_half(x) is x rolled by half a head with its first half
+    negated, so the sign goes into the table:
     sin_signed = cat(-sin[:D/2], sin[D/2:]) (`signed_sin`). Equal to within a rounding (2e-7 here)."""
     return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, -1), sin_signed)
 
