@@ -390,3 +390,26 @@ def test_an_unknown_library_is_still_named_with_a_way_to_find_its_package():
     hint = xcb.install_hint(["libxcb-cursor.so.0", "libfoo.so.3"])
     assert "apt-get install libxcb-cursor0 (Debian/Ubuntu)" in hint and "apt-file search libfoo.so.3" in hint
     assert "dnf install xcb-util-cursor 'libfoo.so.3()(64bit)' (Fedora)" in hint
+
+
+def test_a_first_launch_fits_a_screen_smaller_than_the_default_size(tmp_path):
+    """1500x920 is the first size only where it fits: at 1280x720 the window had opened 220 px wider than
+    the screen, the summary and attention panels cut off. Here it takes the screen."""
+    missing = xserver.what_is_missing()
+    if missing:
+        pytest.skip(missing)
+    server = xserver.start_xvfb((1280, 720))
+    app = App(server, write_ini(tmp_path / "kvviz.ini"))
+    try:
+        app.wait_event("ready", timeout=120)
+        window = app.state()["window_id"]
+        out = subprocess.run(["xdotool", "getwindowgeometry", "--shell", str(window)], env=app.env, check=True,
+                             capture_output=True, text=True, timeout=30).stdout
+        geometry = dict(line.split("=", 1) for line in out.split())
+        x, y, w, h = (int(geometry[k]) for k in ("X", "Y", "WIDTH", "HEIGHT"))
+        assert 0 <= x and 0 <= y and x + w <= 1280 and y + h <= 720, geometry
+        assert w >= 1200 and h >= 650, geometry  # the screen, not a small window in a corner
+    finally:
+        code = app.close()
+        server.stop()
+    assert code == 0, "".join(app.stderr)[-2000:]

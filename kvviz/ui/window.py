@@ -13,7 +13,7 @@ import time
 import uuid
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
@@ -49,6 +49,7 @@ PAINT_REST = 3.0  # while steps stream in, a frame that took t waits PAINT_REST 
 ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
 THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
 SLOW_RUN_S = 10.0  # a run estimated to take longer is announced before it starts
+DEFAULT_SIZE = (1500, 920)  # a first launch on a screen with room for it
 
 
 class MainWindow(QMainWindow):
@@ -743,9 +744,21 @@ class MainWindow(QMainWindow):
         if s.contains("window/geometry"):
             self.restoreGeometry(s.value("window/geometry"))
         else:
-            self.resize(1500, 920)
+            self._first_size()
         if s.contains("window/state"):
             self.restoreState(s.value("window/state"))
+
+    def _first_size(self) -> None:
+        """A first launch: 1500x920, or the whole screen where that is smaller (under Xvfb at 1280x720 the
+        window had opened 220 px wider than the screen, the summary and attention panels cut off)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry() if screen is not None else None
+        offscreen = QGuiApplication.platformName() == "offscreen"  # no display to fit: the caller sizes it
+        if offscreen or room is None or (room.width() >= DEFAULT_SIZE[0] and room.height() >= DEFAULT_SIZE[1]):
+            self.resize(*DEFAULT_SIZE)
+            return
+        self.setGeometry(room)
+        self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
 
     # ------------------------------------------------------------------ presentation, zoom, layout
     def _reset_layout(self) -> None:

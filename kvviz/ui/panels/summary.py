@@ -52,6 +52,7 @@ COLUMNS: tuple[tuple[str, bool | None], ...] = (
 )
 EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (panels import no engines)
 WALL_ROWS = ("bytes_read", "read_gbps", "copy_share")
+QUALITY_ROWS = ("mean_kl", "top1_agreement")  # shown for a run with an approximate cache
 
 
 class _ReadTotals:
@@ -143,7 +144,7 @@ class SummaryPanel(Panel):
         self._wall_rows: tuple[str, ...] = ()  # the wall's rows with figures to show (WALL_ROWS, in order)
         self._aside_for: tuple | None = None  # the fit (room, type, rows) the wall's rows were last placed for
         self._sized_for: tuple | None = None  # the room and rows the type was last chosen for
-        self._hide_wall_rows()
+        self._hide_run_rows()
         self.setToolTip(self.help_text())
 
     def retranslate(self) -> None:
@@ -223,16 +224,16 @@ class SummaryPanel(Panel):
         self._aside_for = self._sized_for = None
         self._units = {}
         self._table.setVerticalHeaderLabels(self._headers())
-        self._hide_wall_rows()
+        self._hide_run_rows()
         self._heading.setText("")
         self._note.setText("")
         self._shown = None
 
-    def _hide_wall_rows(self) -> None:
-        """No run, no figures: the wall's rows wait for one (an empty table had shown them, the last cut
-        in half at 1500x920)."""
+    def _hide_run_rows(self) -> None:
+        """No run, no figures: the rows a run may or may not bring (the wall's, the quality ones) wait for
+        one. An empty table had shown them all, the last cut in half at 1500x920."""
         for row, (key, _higher) in enumerate(COLUMNS):
-            if key in WALL_ROWS:
+            if key in WALL_ROWS or key in QUALITY_ROWS:
                 self._table.setRowHidden(row, True)
 
     def show_step(self, history: RunHistory, step: int) -> None:
@@ -273,7 +274,7 @@ class SummaryPanel(Panel):
             step=shown, n=shown + 1))
         approximate = any(e not in EXACT for e in engines)  # the quality rows only where they tell something
         for row, (key, _higher) in enumerate(COLUMNS):
-            if key in ("mean_kl", "top1_agreement") and self._table.isRowHidden(row) == approximate:
+            if key in QUALITY_ROWS and self._table.isRowHidden(row) == approximate:
                 self._table.setRowHidden(row, not approximate)
         # The wall's rows where the run recorded its figures (the share where it recorded the machine's
         # copy bandwidth too); _fit sets them aside in a panel too short for them.
