@@ -59,12 +59,12 @@ def signed_sin(sin: torch.Tensor) -> torch.Tensor:
 
 
 class RMSNorm(nn.Module):
-    """A weight per channel; applied by `rms_norm` from the model's layer plan (see Transformer)."""
+    """A weight per channel; applied by `rms_norm` from the model's layer plan with the config's epsilon
+    (see Transformer)."""
 
-    def __init__(self, dim: int, eps: float) -> None:
+    def __init__(self, dim: int) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
 
 
 _FUSED_RMS_NORM = getattr(torch, "_fused_rms_norm", None)
@@ -188,10 +188,8 @@ def head_weights(q: torch.Tensor, k: torch.Tensor, mask: MaskSpec, head: int,
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, layer_idx: int) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.layer_idx = layer_idx
-        self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
         H, KV, D = cfg.n_head, cfg.n_kv_head, cfg.head_dim
         # One matmul for Q, K and V (as nano-vllm does); checkpoints keep q/k/v_proj, see the hooks.
         self.qkv_proj = nn.Linear(cfg.d_model, (H + 2 * KV) * D, bias=cfg.qkv_bias)
@@ -199,8 +197,8 @@ class Attention(nn.Module):
         self.register_state_dict_post_hook(_split_on_save("qkv_proj", parts, (H * D, KV * D, KV * D)))
         self.register_load_state_dict_pre_hook(_fuse_on_load("qkv_proj", parts))
         self.o_proj = nn.Linear(H * D, cfg.d_model, bias=False)
-        self.q_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
-        self.k_norm = RMSNorm(D, cfg.norm_eps) if cfg.qk_norm else None
+        self.q_norm = RMSNorm(D) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(D) if cfg.qk_norm else None
 
 
 class MLP(nn.Module):
@@ -214,11 +212,11 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, layer_idx: int) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.input_layernorm = RMSNorm(cfg.d_model, cfg.norm_eps)
-        self.self_attn = Attention(cfg, layer_idx)
-        self.post_attention_layernorm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.input_layernorm = RMSNorm(cfg.d_model)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.d_model)
         self.mlp = MLP(cfg)
 
 
@@ -229,8 +227,8 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
-        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.norm = RMSNorm(cfg.d_model)
         self.lm_head = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self._rope_len = 0
         self.register_buffer("rope_cos", torch.empty(0), persistent=False)
