@@ -1,10 +1,19 @@
-"""This machine's memory copy bandwidth: the ceiling a memory-bound decode step runs against.
+"""This machine's memory bandwidth, two figures: the READ ceiling a decode step runs against, and the copy.
 
-On a CPU, a short numpy copy of a buffer larger than the last-level cache (the fastest of a few
-bursts, a few tens of ms), cached per machine in a small JSON file under the user's cache folder. On
-CUDA, a device-to-device copy timed with CUDA events, and the nominal peak where torch reports the
-memory clock and bus width (torch is imported only there). Bandwidth counts each byte read plus each
-byte written, as STREAM's copy and CUDA's bandwidthTest do; 1 GB/s = 10^9 B/s. No Qt.
+A batch-1 decode step streams every weight once and writes next to nothing, so the ceiling that applies
+is how fast memory can be *read* with the run's thread count, as torch reads it: `read_ceiling` times a
+float32 matrix-vector product (`F.linear` of one row against a matrix well beyond the last-level cache,
+the op a decode step is made of), fastest of a few bursts, counting the matrix's bytes. It imports torch;
+`cached_read_ceiling` only reads the cache file (stdlib, for the window). On CUDA the same product over
+a 1 GiB matrix, timed with CUDA events.
+
+The copy figure (`cpu_bandwidth`, `device_bandwidth`: a numpy copy on a CPU, a device-to-device copy on
+CUDA) counts each byte read plus each byte written, as STREAM's copy and CUDA's bandwidthTest do. It is
+kept beside the read ceiling, named as what it is; it is not a bound on a decode step (on the 2-core
+development machine one thread's product read 15-18 GB/s where the copy reported 16-26 GB/s).
+
+Both are cached per machine (the read ceiling per thread count too) in one small JSON file under the
+user's cache folder; 1 GB/s = 10^9 B/s. No Qt.
 """
 from __future__ import annotations
 
@@ -12,7 +21,7 @@ import json
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 SCHEMA = "kvviz-bandwidth"
@@ -102,13 +111,31 @@ def cache_path() -> Path:
     return Path(base) / "kvviz" / "bandwidth.json"
 
 
-def _read_cache(path: Path) -> dict:
+def _read_doc(path: Path) -> dict:
+    """The cache file's two sections: "machines" (copy figures by machine) and "read" (read ceilings by
+    machine, then thread count); a missing, unreadable or foreign file reads as empty."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    machines = doc.get("machines") if isinstance(doc, dict) and doc.get("schema") == SCHEMA else None
-    return machines if isinstance(machines, dict) else {}
+        return {"machines": {}, "read": {}}
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        return {"machines": {}, "read": {}}
+    return {k: doc[k] if isinstance(doc.get(k), dict) else {} for k in ("machines", "read")}
+
+
+def _write_doc(path: Path, doc: dict) -> None:
+    """Written to a temporary file and renamed; an unwritable cache folder only costs a probe next time."""
+    try:
+        from kvviz.fileio import atomic_write_text
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({"schema": SCHEMA, "version": 2, **doc}, indent=1))
+    except (OSError, ValueError):
+        pass
+
+
+def _read_cache(path: Path) -> dict:
+    return _read_doc(path)["machines"]
 
 
 def _from_entry(entry) -> Bandwidth | None:
@@ -121,24 +148,178 @@ def _from_entry(entry) -> Bandwidth | None:
 
 
 def cpu_bandwidth(*, refresh: bool = False, path: Path | None = None) -> Bandwidth:
-    """This machine's CPU copy bandwidth: from the cache file, else probed now and cached (written to
-    a temporary file and renamed; an unwritable cache folder only costs a probe next time)."""
+    """This machine's CPU copy bandwidth: from the cache file, else probed now and cached."""
     path = path or cache_path()
     key = machine_key()
-    machines = _read_cache(path)
-    cached = None if refresh else _from_entry(machines.get(key))
+    doc = _read_doc(path)
+    cached = None if refresh else _from_entry(doc["machines"].get(key))
     if cached is not None:
         return cached
     bw = probe_cpu()
-    machines[key] = asdict(bw)
-    try:
-        from kvviz.fileio import atomic_write_text
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({"schema": SCHEMA, "version": 1, "machines": machines}, indent=1))
-    except (OSError, ValueError):
-        pass
+    doc["machines"][key] = asdict(bw)
+    _write_doc(path, doc)
     return bw
+
+
+# -- the read ceiling ---------------------------------------------------------------------------
+READ_MIN_BUFFER_BYTES = 128 << 20
+READ_MAX_BUFFER_BYTES = 512 << 20
+READ_COLUMNS = 4096  # the matrix is (rows, 4096) float32: a 7B-class model's hidden width
+READ_BURSTS = 9
+CUDA_READ_BUFFER_BYTES = 1 << 30  # well past any GPU's L2 (50-60 MiB on an H100/H200)
+
+
+@dataclass(frozen=True)
+class ReadCeiling:
+    """The read bandwidth a batch-1 decode step can reach: a float32 matrix-vector product over a matrix
+    beyond the last-level cache, as torch runs it with `threads` threads; the matrix's bytes over the
+    fastest burst. The copy figure of the same machine rides beside it, named as what it is."""
+
+    device: str  # "cpu", "cuda:0"
+    read_gbps: float  # matrix bytes read per second, fastest burst, GB/s (10^9 B/s)
+    threads: int  # torch CPU threads it ran with (a CUDA figure: the host's, irrelevant)
+    buffer_bytes: int  # the matrix's bytes
+    bursts: int
+    median_gbps: float = 0.0  # the median burst's figure: what a loaded machine gives most of the time
+    copy_gbps: float | None = None  # the copy probe (read + written bytes), not a decode bound
+    peak_gbps: float | None = None  # nominal, from the memory clock and bus width (CUDA only)
+    method: str = "float32 matrix-vector product (F.linear)"
+    machine: str = ""
+    measured_at: float = 0.0
+
+    def percent_of(self, gbps: float) -> float:
+        """An achieved read bandwidth as a percentage of this ceiling."""
+        return 100.0 * gbps / self.read_gbps
+
+    def tokens_per_s(self, bytes_per_step: int) -> float:
+        """Decode steps per second this ceiling allows for a step that must read `bytes_per_step`."""
+        return self.read_gbps * 1e9 / bytes_per_step if bytes_per_step > 0 else float("inf")
+
+
+def read_buffer_bytes(llc_bytes: int | None = None) -> int:
+    """Four times the last-level cache, at least 128 MiB (the issue's figure), at most 512 MiB."""
+    llc = last_level_cache_bytes() if llc_bytes is None else llc_bytes
+    return min(READ_MAX_BUFFER_BYTES, max(READ_MIN_BUFFER_BYTES, 4 * (llc or 0)))
+
+
+def _gemv_bursts(torch, matrix, bursts: int, timer) -> list[float]:
+    """Seconds of each of `bursts` products of one row against `matrix`, after a warm-up; `timer(fn)`
+    times one call."""
+    import torch.nn.functional as F
+
+    x = torch.full((1, matrix.shape[1]), 1.0, dtype=matrix.dtype, device=matrix.device)
+    with torch.inference_mode():
+        for _ in range(2):  # pages touched, kernels picked
+            F.linear(x, matrix)
+        return [timer(lambda: F.linear(x, matrix)) for _ in range(bursts)]
+
+
+def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
+                   bursts: int = READ_BURSTS) -> ReadCeiling:
+    """Time `bursts` float32 matrix-vector products over a matrix beyond the last-level cache with torch's
+    CPU kernels at `threads` threads (default: torch's current count, restored after)."""
+    import statistics
+
+    import torch
+
+    n = buffer_bytes or read_buffer_bytes()
+    if n < 4 * READ_COLUMNS or bursts < 1:
+        raise ValueError(f"a read probe needs at least one row and one burst, got {n} B x {bursts}")
+    before = torch.get_num_threads()
+    threads = threads or before
+    rows = n // (4 * READ_COLUMNS)
+    matrix = torch.full((rows, READ_COLUMNS), 1.0 / READ_COLUMNS, dtype=torch.float32)
+    nbytes = matrix.numel() * 4
+
+    def timer(fn) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    try:
+        if threads != before:
+            torch.set_num_threads(threads)
+        times = _gemv_bursts(torch, matrix, bursts, timer)
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+    del matrix
+    return ReadCeiling(device="cpu", read_gbps=nbytes / min(times) / 1e9, threads=threads, buffer_bytes=nbytes,
+                       bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9,
+                       machine=machine_key(), measured_at=time.time())
+
+
+def probe_read_cuda(device, buffer_bytes: int = CUDA_READ_BUFFER_BYTES, bursts: int = READ_BURSTS) -> ReadCeiling:
+    """The same product on a CUDA device, each burst timed with CUDA events."""
+    import statistics
+
+    import torch
+
+    device = torch.device(device)
+    rows = buffer_bytes // (4 * READ_COLUMNS)
+    matrix = torch.full((rows, READ_COLUMNS), 1.0 / READ_COLUMNS, dtype=torch.float32, device=device)
+    nbytes = matrix.numel() * 4
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def timer(fn) -> float:
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        return start.elapsed_time(stop) * 1e-3
+
+    times = _gemv_bursts(torch, matrix, bursts, timer)
+    props = torch.cuda.get_device_properties(device)
+    del matrix
+    return ReadCeiling(device=str(device), read_gbps=nbytes / min(times) / 1e9, threads=torch.get_num_threads(),
+                       buffer_bytes=nbytes, bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9,
+                       peak_gbps=nominal_peak_gbps(props), machine=f"{machine_key()} | {props.name}",
+                       measured_at=time.time())
+
+
+def _ceiling_from_entry(entry) -> ReadCeiling | None:
+    try:
+        c = ReadCeiling(**entry)
+    except TypeError:
+        return None
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (c.read_gbps, c.threads))
+    return c if ok and 0 < c.read_gbps < 1e6 and c.threads >= 1 else None
+
+
+def cached_read_ceiling(threads: int | None = None, *, path: Path | None = None) -> ReadCeiling | None:
+    """This machine's CPU read ceiling at `threads` from the cache file, without probing or importing torch
+    (the window's status bar); threads None: the one measured last. None where none is cached."""
+    entries = _read_doc(path or cache_path())["read"].get(machine_key())
+    if not isinstance(entries, dict):
+        return None
+    found = [c for k, e in entries.items() if threads is None or k == str(threads)
+             for c in [_ceiling_from_entry(e)] if c is not None]
+    return max(found, key=lambda c: c.measured_at, default=None)
+
+
+def read_ceiling(device="cpu", threads: int | None = None, *, refresh: bool = False,
+                 path: Path | None = None) -> ReadCeiling:
+    """The read ceiling of the device a run uses, at `threads` torch threads (default: torch's current
+    count), with the copy figure beside it. A CPU's is cached per machine and thread count (probed once,
+    ~0.3 s); a CUDA device's is measured now, as its copy figure always was."""
+    if getattr(device, "type", str(device).split(":")[0]) == "cuda":
+        c = probe_read_cuda(device)
+        copy = probe_cuda(device)
+        return replace(c, copy_gbps=copy.copy_gbps, peak_gbps=c.peak_gbps or copy.peak_gbps)
+    if threads is None:
+        import torch
+
+        threads = torch.get_num_threads()
+    path = path or cache_path()
+    cached = None if refresh else cached_read_ceiling(threads, path=path)
+    if cached is not None:
+        return cached
+    c = replace(probe_read_cpu(threads), copy_gbps=cpu_bandwidth(path=path).copy_gbps)
+    doc = _read_doc(path)  # again: cpu_bandwidth may have just written its section
+    entries = doc["read"].get(machine_key())
+    doc["read"][machine_key()] = {**(entries if isinstance(entries, dict) else {}), str(threads): asdict(c)}
+    _write_doc(path, doc)
+    return c
 
 
 # -- CUDA ---------------------------------------------------------------------------------------
@@ -176,7 +357,8 @@ def probe_cuda(device, buffer_bytes: int = 256 << 20, bursts: int = 5) -> Bandwi
 
 
 def device_bandwidth(device) -> Bandwidth:
-    """The copy bandwidth of the device a run uses: CUDA measured now, anything else the CPU's."""
+    """The copy bandwidth of the device a run uses: CUDA measured now, anything else the CPU's. Not the
+    decode ceiling: that is `read_ceiling`."""
     if getattr(device, "type", str(device).split(":")[0]) == "cuda":
         return probe_cuda(device)
     return cpu_bandwidth()

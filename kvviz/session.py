@@ -512,16 +512,17 @@ class EngineProcess:
 
 
 def _wall_fields(cfg, dtype: str, device) -> dict:
-    """RunInfo's memory-wall figures: the weights a forward reads (kvviz.wall) and the copy bandwidth
-    of the device the run uses (kvviz.bandwidth: CUDA measured now, a CPU's cached per machine)."""
-    from kvviz.bandwidth import device_bandwidth
+    """RunInfo's memory-wall figures: the weights a forward reads (kvviz.wall), and the read ceiling of the
+    device the run uses at the run's threads, with the copy bandwidth beside it (kvviz.bandwidth: CUDA
+    measured now, a CPU's cached per machine and thread count)."""
+    from kvviz.bandwidth import read_ceiling
     from kvviz.wall import WallShape
 
     shape = WallShape.from_config(cfg, dtype)
     try:
-        bw = device_bandwidth(device)
-        copy, peak = bw.copy_gbps, bw.peak_gbps or 0.0
-    except (RuntimeError, MemoryError, ValueError, OSError):  # a device too full to copy 512 MiB
-        copy, peak = 0.0, 0.0
+        c = read_ceiling(device)
+        read, threads, copy, peak = c.read_gbps, c.threads, c.copy_gbps or 0.0, c.peak_gbps or 0.0
+    except (RuntimeError, MemoryError, ValueError, OSError):  # a device too full for a 1 GiB matrix
+        read, threads, copy, peak = 0.0, 0, 0.0, 0.0
     return dict(weights_read_bytes=shape.weights_bytes, embed_row_bytes=shape.row_bytes, copy_gbps=copy,
-                peak_gbps=peak)
+                peak_gbps=peak, read_gbps=read, read_threads=threads)

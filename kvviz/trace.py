@@ -261,6 +261,8 @@ class RunInfo:
     embed_row_bytes: int = 0  # embedding rows looked up per computed position
     copy_gbps: float = 0.0  # copy bandwidth (read + written) of the machine and device that ran it
     peak_gbps: float = 0.0  # the device's nominal peak, where it reports one (CUDA)
+    read_gbps: float = 0.0  # the read ceiling a decode step runs against, at the run's threads (kvviz.bandwidth)
+    read_threads: int = 0  # the torch CPU threads it was measured with
 
     def wall(self) -> WallShape | None:
         """The figures a step's bytes read are built from, or None where the run did not record them."""
@@ -268,6 +270,16 @@ class RunInfo:
         return shape if shape.known and self.embed_row_bytes >= 0 else None
 
     def bandwidth_gbps(self) -> float | None:
-        """The recorded copy bandwidth, or None where it is missing or no measurement's (0, NaN, inf)."""
-        value = self.copy_gbps
-        return value if isinstance(value, (int, float)) and 0 < value < float("inf") else None
+        """The ceiling the wall is drawn at: the read ceiling where the run recorded one, else (a trace saved
+        before it was measured) the copy bandwidth; None where neither is a measurement's (0, NaN, inf).
+        `ceiling_kind` says which."""
+        return _gbps(self.read_gbps) or _gbps(self.copy_gbps)
+
+    def ceiling_kind(self) -> str | None:
+        """"read" (the read ceiling), "copy" (an older trace's copy bandwidth) or None: what
+        bandwidth_gbps() is."""
+        return "read" if _gbps(self.read_gbps) else "copy" if _gbps(self.copy_gbps) else None
+
+
+def _gbps(value) -> float | None:
+    return value if isinstance(value, (int, float)) and 0 < value < float("inf") else None

@@ -243,8 +243,9 @@ def check_info(info: RunInfo) -> None:
     _check_range(info.block_size, "info.block_size", 1, BLOCK_SIZE_MAX)
     for key in ("weights_read_bytes", "embed_row_bytes"):  # the memory wall's figures (kvviz.wall)
         _check_range(getattr(info, key), f"info.{key}", 0, MAX_BYTES)
-    for key in ("copy_gbps", "peak_gbps"):  # 0: not measured; a billion GB/s is no memory there is
+    for key in ("copy_gbps", "peak_gbps", "read_gbps"):  # 0: not measured; a billion GB/s is no memory there is
         _check_range(getattr(info, key), f"info.{key}", 0, 1e9)
+    _check_range(info.read_threads, "info.read_threads", 0, 1 << 16)
 
 
 def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
