@@ -109,6 +109,9 @@ class PanelGrid(QSplitter):
         # Drawing: (history version, step) each panel last drew, panels still showing the previous run
         # (cleared when next drawn), each frame's pyqtgraph scenes, panels whose warm-up may have work left.
         self.painted: dict[str, tuple[int, int]] = {}
+        self._last_draw: tuple[RunHistory, int] | None = None  # the history and step last drawn
+        self.zoom = 100  # percent: the panels' plot text, lines and readable sizes (set_zoom)
+        self._zoomed_items: dict[str, int] = {}  # panel -> items in its scenes when last zoomed
         self._stale: set[str] = set()
         self._scenes: dict[str, list] = {}
         self.warming: list[str] = []
@@ -294,6 +297,7 @@ class PanelGrid(QSplitter):
         here (eight panels cleared together repainted in one ~60 ms frame as a run's steps began)."""
         self._stale = set(self.panels)
         self.painted.clear()
+        self._last_draw = None
         for frame in self.frames.values():
             if frame.error:
                 frame.error = ""
@@ -304,6 +308,46 @@ class PanelGrid(QSplitter):
         for key in sorted(self._stale):
             self.panels[key].clear()
         self._stale.clear()
+
+    # ------------------------------------------------------------------ zoom
+    def set_zoom(self, percent: int) -> None:
+        """Rescale every panel's plot text (ticks, axis names, titles, legends' swatches), line widths
+        and markers to percent (View > Zoom, Ctrl+plus / minus), live: the run and the step shown stay,
+        and the shown panels are drawn again at once."""
+        from kvviz.ui import style  # pyqtgraph: imported with the panels
+
+        percent = int(percent)
+        if percent == self.zoom and style.ZOOM == percent / 100:
+            return
+        self.zoom = percent
+        style.set_zoom(percent)
+        if not self.is_installed:
+            return  # the panels are built at this zoom
+        for key, panel in self.panels.items():
+            panel.apply_zoom()
+            self._zoom_panel(key, force=True)
+            self.frames[key].retranslate()
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Draw the shown panels again at the step last drawn (after a zoom, a layout change)."""
+        self.painted.clear()
+        if self._last_draw is not None:
+            history, step = self._last_draw
+            self.draw(history, step, (history.version, step))
+
+    def _zoom_panel(self, key: str, force: bool = False) -> None:
+        """The panel's plot items at the zoom: all of them when asked, else only when items were added
+        since (a run's new curves and labels); nothing to do at 100% for items never zoomed."""
+        from kvviz.ui import style
+        from kvviz.ui.panels._plots import scenes_in, zoom_items
+
+        if key not in self._scenes:
+            self._scenes[key] = scenes_in(self.frames[key])
+        count = sum(len(scene.items()) for scene in self._scenes[key])
+        if force or (style.ZOOM != 1.0 and count != self._zoomed_items.get(key)):
+            zoom_items(self._scenes[key])
+            self._zoomed_items[key] = count
 
     def draw(self, history: RunHistory, step: int, target: tuple[int, int]) -> dict[str, float]:
         """Draw every shown panel not already at `target` ((history version, step)) at `step`.
@@ -319,6 +363,7 @@ class PanelGrid(QSplitter):
         return drawn
 
     def draw_panel(self, key: str, history: RunHistory, step: int) -> None:
+        self._last_draw = (history, step)
         try:
             if key in self._stale:
                 self._stale.discard(key)
@@ -328,6 +373,7 @@ class PanelGrid(QSplitter):
 
             if key not in self._scenes:
                 self._scenes[key] = scenes_in(self.frames[key])
+            self._zoom_panel(key)
             settle(self._scenes[key])  # painted once per draw (see settle)
         except Exception as exc:  # one broken panel must not take the window down
             frame = self.frames[key]

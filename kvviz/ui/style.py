@@ -52,10 +52,37 @@ BLOCK_COLORS: dict[str, str] = {
 # each bin's min and max, so spikes stay): a 2 px line costs in proportion to its points.
 SAMPLES_PER_PIXEL = 0.5
 
+# The plot text's sizes at 100%: set_zoom scales the sizes below from these (View > Zoom, live).
+_BASE_POINTS = {"title": 11.0, "label": 10.0, "tick": 9.0, "swatch": 11.0, "engine": 10.0, "detail": 8.0,
+                "text": 11.0, "table": 9.0}
+ZOOM = 1.0  # the panels' zoom (1.0 = 100%): plot text, pen widths, markers and readable sizes follow it
 TITLE_SIZE = "11pt"
 LABEL_SIZE = "10pt"
 LABEL_STYLE = {"font-size": LABEL_SIZE, "color": PLOT_FOREGROUND}  # an axis name's look (setLabel's keywords)
-TICK_POINT_SIZE = 9
+TICK_POINT_SIZE = 9.0
+
+
+def set_zoom(percent: int) -> float:
+    """Scale the plot text sizes, pen widths and readable minimums every panel takes from here by
+    percent / 100; returns the new factor. Panels read these at each restyle (Panel.apply_zoom)."""
+    global ZOOM, TITLE_SIZE, LABEL_SIZE, TICK_POINT_SIZE, SWATCH_POINTS
+    ZOOM = max(0.5, min(3.0, percent / 100))
+    TITLE_SIZE = f"{points('title'):g}pt"
+    LABEL_SIZE = f"{points('label'):g}pt"
+    LABEL_STYLE["font-size"] = LABEL_SIZE
+    TICK_POINT_SIZE = points("tick")
+    SWATCH_POINTS = points("swatch")
+    return ZOOM
+
+
+def points(role: str) -> float:
+    """A plot text's type size at the present zoom, rounded to half points."""
+    return round(2 * _BASE_POINTS[role] * ZOOM) / 2
+
+
+def px(pixels: float) -> int:
+    """A length in screen pixels at 100% (an axis's width, a marker), at the present zoom."""
+    return max(1, round(pixels * ZOOM))
 
 
 def engine_color(engine: str, order: int = 0) -> str:
@@ -92,7 +119,7 @@ def lookup_table(colors: list[str]) -> np.ndarray:
 
 def tick_font() -> QFont:
     font = QFont()
-    font.setPointSize(TICK_POINT_SIZE)
+    font.setPointSizeF(TICK_POINT_SIZE)
     return font
 
 
@@ -140,12 +167,14 @@ def fit_title(plot: pg.PlotItem) -> None:
     label.updateGeometry()
 
 
-def engine_title(plot: pg.PlotItem, engine: str, order: int, detail: str, detail_points: int = 8) -> None:
+def engine_title(plot: pg.PlotItem, engine: str, order: int, detail: str, detail_points: float | None = None) -> None:
     """A plot's title on two lines: the engine in its colour, then what the plot shows of it."""
+    detail_points = points("detail") if detail_points is None else detail_points
     plot.setTitle(
-        f'<span style="color:{engine_color(engine, order)}; font-weight:bold; font-size:10pt">{engine}</span><br>'
-        f'<span style="color:{PLOT_FOREGROUND}; font-size:{detail_points}pt">{detail}</span>',
-        size=f"{detail_points}pt")
+        f'<span style="color:{engine_color(engine, order)}; font-weight:bold; font-size:{points("engine"):g}pt">'
+        f'{engine}</span><br>'
+        f'<span style="color:{PLOT_FOREGROUND}; font-size:{detail_points:g}pt">{detail}</span>',
+        size=f"{detail_points:g}pt")
 
 
 def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str = "",
@@ -176,7 +205,7 @@ def style_plot(plot: pg.PlotItem, title: str = "", left: str = "", bottom: str =
 
 
 SWATCH_MARKS = {"square": "&#9632;", "line": "&#9473;&#9473;", "dashed": "&#9477;&#9477;"}
-SWATCH_POINTS = 11  # every mark: a taller square made each legend line ~5 px taller
+SWATCH_POINTS = 11.0  # every mark: a taller square made each legend line ~5 px taller
 
 
 # A square this light vanishes on the window's grey: it is drawn as an outline instead.
@@ -190,5 +219,5 @@ def swatch_html(color: str, text: str, *, mark: str = "square") -> str:
     glyph = SWATCH_MARKS[mark]
     if mark == "square" and QColor(color).lightnessF() > PALE_SWATCH:  # "free block", "not computed"
         glyph, color = OUTLINE_SQUARE
-    return f'<span style="color:{color}; font-size:{size}pt; font-weight:bold">{glyph}</span>&nbsp;{text}'
+    return f'<span style="color:{color}; font-size:{size:g}pt; font-weight:bold">{glyph}</span>&nbsp;{text}'
 

@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel
 
 from kvviz.tokenizer import group_labels
 from kvviz.ui import style
@@ -198,6 +198,66 @@ def fit_axes(scene) -> bool:
         item.picture = picture
         resized = resized or size != (item.textWidth, item.textHeight)
     return resized
+
+
+def _at_zoom(item, name: str, value: float) -> float:
+    """The 100% value of an item's length (kept on the item the first time it is zoomed) at the zoom."""
+    attr = f"_kvviz_base_{name}"
+    base = getattr(item, attr, None)
+    if base is None:
+        base = value
+        setattr(item, attr, base)
+    return base * style.ZOOM
+
+
+def _zoomed_pen(item, pen, name: str = "pen"):
+    pen = pg.mkPen(pen)
+    # A dashed curve stays 1 px: Qt strokes a wider dashed line ~100x slower (see style.engine_pen).
+    dashed_curve = isinstance(item, pg.PlotDataItem) and pen.style() != Qt.PenStyle.SolidLine
+    if not pen.isCosmetic() and pen.widthF() == 0 or dashed_curve:
+        return None
+    width = _at_zoom(item, name, pen.widthF())
+    if abs(width - pen.widthF()) < 1e-3:
+        return None
+    pen.setWidthF(width)
+    return pen
+
+
+def zoom_items(scenes: list) -> None:
+    """Bring every item of these pyqtgraph scenes to style.ZOOM: axes' tick fonts and fixed widths,
+    text items' fonts, the widths of lines and outlines and the sizes of markers. Each item's own
+    100% value is kept on it, so zooming again (or back) scales from that, never compounding."""
+    font = style.tick_font()
+    for scene in scenes:
+        for item in scene.items():
+            if isinstance(item, pg.AxisItem):
+                if item.style["tickFont"] is None or item.style["tickFont"].pointSizeF() != font.pointSizeF():
+                    item.setTickFont(font)
+                if item.fixedWidth is not None:
+                    width = round(_at_zoom(item, "width", item.fixedWidth))
+                    if width != item.fixedWidth:
+                        item.setWidth(width)
+            elif isinstance(item, pg.TextItem):
+                if item.textItem.font().pointSizeF() != font.pointSizeF():
+                    item.setFont(font)
+            elif isinstance(item, pg.ScatterPlotItem):
+                if isinstance(item.parentItem(), pg.PlotDataItem):
+                    continue  # a curve's own symbols: none here
+                size = _at_zoom(item, "size", item.opts["size"])
+                if abs(size - item.opts["size"]) > 1e-3:
+                    item.setSize(size)
+            elif isinstance(item, pg.PlotDataItem):  # its curve takes the pen at every setData
+                pen = _zoomed_pen(item, item.opts["pen"])
+                if pen is not None:
+                    item.setPen(pen)
+            elif isinstance(item, pg.InfiniteLine):
+                pen = _zoomed_pen(item, item.pen)
+                if pen is not None:
+                    item.setPen(pen)
+            elif isinstance(item, QGraphicsRectItem):
+                pen = _zoomed_pen(item, item.pen())
+                if pen is not None:
+                    item.setPen(pen)
 
 
 def scenes_in(widget) -> list:

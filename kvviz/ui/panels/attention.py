@@ -440,7 +440,7 @@ class AttentionPanel(Panel):
         layer, head = current.weights_layer, current.weights_head
         # Two lines, as the work matrix's views are titled: one line was too wide for a narrow panel.
         style.engine_title(self._plot, engine, order, self.tr("layer {layer}, head {head}, step {step}").format(
-            layer=layer, head=head, step=k), detail_points=9)
+            layer=layer, head=head, step=k), detail_points=style.points("tick"))
         earlier = int(filled[: current.pos_start].sum())
         if earlier:
             self._caption.setText(self.tr(

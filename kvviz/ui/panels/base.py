@@ -38,6 +38,13 @@ class Panel(QWidget):
     def clear(self) -> None:
         """Forget the drawn run (a new run starts)."""
 
+    def apply_zoom(self) -> None:
+        """The zoom (kvviz.ui.style.ZOOM) changed: set the texts and fonts the panel sizes itself again.
+        The grid then rescales the plots' items (ticks, lines, markers) and draws the step again. By
+        default the texts are set again as after a language switch (titles and axis names read
+        their sizes from the style)."""
+        self.retranslate()
+
     def warm_up(self, engines: tuple[str, ...], positions: int = 0) -> bool:
         """Do, while the window is idle, a piece of the work the first run with these engines would
         otherwise do mid-run; True while there is more. The window calls it once per idle tick.

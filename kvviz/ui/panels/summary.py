@@ -89,8 +89,13 @@ class _TightDelegate(QStyledItemDelegate):
 TABLE_POINTS = 9.0  # the table's type size where it fits; smaller, down to MIN_POINTS, where it does not
 MIN_POINTS = 7.0
 ONE_LINE_POINTS = 8.0
-_SIZES = ([(False, TABLE_POINTS - 0.5 * i) for i in range(int((TABLE_POINTS - ONE_LINE_POINTS) * 2) + 1)]
-          + [(True, TABLE_POINTS - 0.5 * i) for i in range(int((TABLE_POINTS - MIN_POINTS) * 2) + 1)])
+
+
+def _sizes() -> list[tuple[bool, float]]:
+    """(names on two lines, type size) to try, largest first, at the panels' zoom."""
+    top, one_line, least = (style.ZOOM * p for p in (TABLE_POINTS, ONE_LINE_POINTS, MIN_POINTS))
+    return ([(False, top - 0.5 * i) for i in range(int((top - one_line) * 2) + 1)]
+            + [(True, top - 0.5 * i) for i in range(int((top - least) * 2) + 1)])
 
 
 class SummaryPanel(Panel):
@@ -111,8 +116,8 @@ class SummaryPanel(Panel):
         self._table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self._table.setAlternatingRowColors(True)
         self._table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self._points = TABLE_POINTS
-        self._set_points(TABLE_POINTS)
+        self._points = TABLE_POINTS * style.ZOOM
+        self._set_points(self._points)
         # Columns as wide as their figures (a narrow panel scrolls rather than wrapping "10.1 ms").
         self._table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self._table.setWordWrap(False)
@@ -198,6 +203,11 @@ class SummaryPanel(Panel):
                     "teacher-forced on its tokens: 0 for an exact cache"),
             self.tr("Share of steps whose most likely token is the exact engine's (teacher-forced)"),
         ]
+
+    def apply_zoom(self) -> None:
+        self._sized_for = self._aside_for = None
+        self._set_size(False, TABLE_POINTS * style.ZOOM)
+        self.retranslate()
 
     def title(self) -> str:
         return self.tr("Summary")
@@ -380,7 +390,7 @@ class SummaryPanel(Panel):
         room = table.width()
         need = self._need()
         sized_for = (room, self._table_room(), table.columnCount(), self._wall_rows, self._other_rows())
-        regrow = (self._points < TABLE_POINTS or self._two_lines) and need < 0.85 * room
+        regrow = (self._points < TABLE_POINTS * style.ZOOM or self._two_lines) and need < 0.85 * room
         if self._wall_rows:  # a type made smaller for the height is kept until the room or the rows change
             regrow = regrow and sized_for != self._sized_for
         if need > room or regrow or self._wall_rows and sized_for != self._sized_for:
@@ -389,7 +399,8 @@ class SummaryPanel(Panel):
             # names and units a word a line, down to MIN_POINTS; the largest that fits the height with
             # the wall's rows too, where one does.
             width_fit = None
-            for size in _SIZES if self._units else [s for s in _SIZES if not s[0]]:
+            sizes = _sizes()
+            for size in sizes if self._units else [s for s in sizes if not s[0]]:
                 if size != (self._two_lines, self._points):
                     self._set_size(*size)
                     need = self._need()

@@ -109,9 +109,7 @@ class TokenStreamPanel(Panel):
         self._view = _TokenView(self)
         self._view.setOpenLinks(False)
         self._view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-        font = self._view.font()
-        font.setPointSize(11)
-        self._view.setFont(font)
+        self._set_font()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self._view)
@@ -246,6 +244,15 @@ class TokenStreamPanel(Panel):
         out.append(text[at:last] if last > at else "")
         return "".join(out).replace("\u2028", "\n").replace("\u2029", "\n")
 
+    def _set_font(self) -> None:
+        font = self._view.font()
+        font.setPointSizeF(style.points("text"))
+        self._view.setFont(font)
+
+    def apply_zoom(self) -> None:
+        self._set_font()
+        self.retranslate()
+
     def retranslate(self) -> None:
         self.setToolTip(self.help_text())
         self._view.setPlaceholderText(self.tr(
@@ -347,7 +354,7 @@ class TokenStreamPanel(Panel):
             blocks.append(
                 f'<div style="margin-bottom:8px; white-space:pre-wrap">'
                 f'<span style="color:{color}; font-weight:bold">{html.escape(engine)}</span>'
-                f'&nbsp;&nbsp;<span style="color:#c62828; font-size:9pt">{header}</span><br>'
+                f'&nbsp;&nbsp;<span style="color:#c62828; font-size:{style.points("tick"):g}pt">{header}</span><br>'
                 f'<span style="color:#6b6b6b; background:#efefef">{prompt_html}</span>{"".join(parts)}'
                 f'</div>')
         scroll = self._view.verticalScrollBar().value()

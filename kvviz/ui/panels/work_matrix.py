@@ -215,8 +215,8 @@ class WorkMatrixPanel(Panel):
             *([(style.CELL_COLORS["evicted"], self.tr("evicted, never read again"))] if self._evicting else []),
             (style.CELL_COLORS["empty"], self.tr("not computed this step")),
         ])
-        self._x_name.setText(self.tr("key position"))
-        self._y_name.setText(self.tr("query position"))
+        self._x_name.setText(self.tr("key position"), size=style.LABEL_SIZE)
+        self._y_name.setText(self.tr("query position"), size=style.LABEL_SIZE)
         for view in [*self._views.values(), *self._spare.values()]:
             view.row_label.setText(self.tr("this step \u25be"))
             view.drawn = ()
