@@ -1,10 +1,16 @@
-"""Write files so that nothing partial is ever left: a temporary name in the same folder, then rename."""
+"""Files in and out. Out: written so that nothing partial is ever left (a temporary name in the same
+folder, then rename). In: the one reader (open_regular, read_bytes) every file kvviz reads goes through:
+regular files only, opened non-blocking, bytes counted against a cap as they are read."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
@@ -86,8 +92,6 @@ def write_output(path: str | Path, text: str, label: str = "") -> Path:
 
 
 def _why(exc: OSError, folder: Path) -> str:
-    import errno
-
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return "the disk is full"
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -129,20 +133,110 @@ def read_json(path: str | Path, max_depth: int, max_bytes: int = 64 << 20):
     return doc
 
 
-def read_bytes(path: str | Path, max_bytes: int, kind: str = "file") -> bytes:
-    """The file's bytes; one-line ValueError naming it when missing, a folder, unreadable, or larger than
-    any file of its `kind` (so a huge file is refused before it is read)."""
+CHUNK_BYTES = 1 << 20
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _refusal(path: Path, exc: OSError, kind: str) -> ValueError:
+    """One line for an OSError met while opening `path`."""
+    if exc.errno == errno.ENOENT:
+        return ValueError(f"{_short(path)}: no such file")
+    if exc.errno == errno.ELOOP:
+        return ValueError(f"{_short(path)}: a loop of symbolic links, not a {kind}")
+    if exc.errno == errno.ENAMETOOLONG:
+        return ValueError(f"{_short(path)}: the name is too long for this file system ({len(str(path)):,} characters)")
+    if exc.errno == errno.EISDIR:
+        return ValueError(f"{_short(path)}: a folder, not a {kind}")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return ValueError(f"{_short(path)}: cannot read it (permission denied)")
+    return ValueError(f"{_short(path)}: cannot read it ({exc.strerror or exc})")
+
+
+def _short(path: Path | str) -> str:
+    """A path for a message: a 5,000-character name is cut, not echoed whole."""
+    text = str(path)
+    return text if len(text) <= 200 else text[:120] + "..." + text[-40:]
+
+
+def resolve(path: str | Path, kind: str = "file") -> Path:
+    """`path` with every link followed; a loop or an over-long name is a one-line ValueError
+    (Path.resolve raises RuntimeError or OSError for them)."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise IsADirectoryError
-        if size > max_bytes:
-            raise ValueError(f"{path}: {size:,} bytes, more than a {kind} holds ({max_bytes:,})")
-        return path.read_bytes()
+        real = os.path.realpath(path)
+        os.stat(real)  # a loop that realpath stopped at, or a name too long, fails here
     except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: a folder, not a {kind}") from None
+        return Path(real)
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        raise _refusal(path, exc, kind) from None
+    except RuntimeError:
+        raise ValueError(f"{_short(path)}: a loop of symbolic links, not a {kind}") from None
+    return Path(real)
+
+
+@contextlib.contextmanager
+def open_regular(path: str | Path, kind: str = "file") -> Iterator[BinaryIO]:
+    """The one way kvviz opens a file it reads: links followed, then refused in one line unless it is a
+    regular file (a FIFO, a device, a socket, a folder, a loop of links, a name too long). Opened
+    non-blocking, so a FIFO with no writer cannot hang the open."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _refusal(path, exc, kind) from None
+    except ValueError:  # a NUL in the name
+        raise ValueError(f"{_short(path)!r}: not a file name") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        for test, what in _KINDS:
+            if test(mode):
+                raise ValueError(f"{_short(path)}: {what}, not a {kind}")
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{_short(path)}: not a regular file, so not a {kind}")
+        os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        yield fh
+
+
+def check_regular(path: str | Path, kind: str = "file") -> Path:
+    """`path` if open_regular would open it (for a file a library opens itself, e.g. a safetensors shard)."""
+    with open_regular(path, kind):
+        return Path(path)
+
+
+def read_bytes(path: str | Path, max_bytes: int, kind: str = "file") -> bytes | bytearray:
+    """The file's bytes through open_regular, counted against `max_bytes` as they are read (st_size is
+    not trusted: /dev/zero says 0, a /proc file says 0 and holds text, a file may grow while read).
+    A file that says it is empty yet has bytes is a pseudo-file (/proc, /sys), never a file kvviz wrote."""
+    path = Path(path)
+    with open_regular(path, kind) as fh:
+        try:
+            claimed = os.fstat(fh.fileno()).st_size
+            if claimed > max_bytes:
+                raise ValueError(f"{_short(path)}: {claimed:,} bytes, more than a {kind} holds ({max_bytes:,})")
+            buf = bytearray(claimed + 1)  # one byte more than claimed: a read that fills it saw more
+            view, got = memoryview(buf), 0
+            while True:
+                if got == len(buf):
+                    if claimed == 0 and got:
+                        raise ValueError(f"{_short(path)}: says it is empty but holds bytes (a /proc or /sys "
+                                         f"file?), not a {kind}")
+                    if got > max_bytes:
+                        raise ValueError(f"{_short(path)}: more than {max_bytes:,} bytes, more than a {kind} holds")
+                    view.release()
+                    buf.extend(bytes(min(max(len(buf), CHUNK_BYTES), max_bytes + 1 - got)))
+                    view = memoryview(buf)
+                n = fh.readinto(view[got:got + CHUNK_BYTES])
+                if not n:
+                    break
+                got += n
+            view.release()
+        except OSError as exc:
+            raise _refusal(path, exc, kind) from None
+    del buf[got:]
+    return bytes(buf) if len(buf) < 1 << 16 else buf  # a large file stays one buffer, not copied

@@ -1,139 +1,24 @@
-"""Tokenizers: bytes for the shipped model (any Unicode text encodes), tokenizer.json for checkpoints; and
-the grouping of token labels into text as people read it (a character split over several tokens drawn once).
+"""Tokenizers: bytes for the shipped model (any Unicode text encodes), tokenizer.json for checkpoints,
+with limits on what encoding may produce, since a tokenizer.json is rules a stranger wrote: what its
+normalizers may grow a text to (checked when it is read), the tokens per character and the time an
+encode takes (measured on a probe when it is read, checked on every encode), and the tokenizers
+library's panics caught on load, encode and decode, each refusal naming the component at fault.
 
-A token's label is its text, or `<xx>` per byte where the token holds part of a character (lossless for
-the byte model). No torch, no Qt.
+How labels are shown as text lives in kvviz.textshow. No torch, no Qt.
 """
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
-import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+import sys
+import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
-_ESCAPE = re.compile(r"<([0-9a-f]{2})>")
-
-
-def escape_bytes(data: bytes) -> str:
-    """`data` as text, each byte that is not part of a whole UTF-8 character as `<xx>`."""
-    text = data.decode("utf-8", errors="surrogateescape")
-    return "".join(f"<{ord(c) - 0xDC00:02x}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
-
-
-def label_bytes(label: str) -> bytes:
-    """The bytes a token label stands for: its text as UTF-8, each `<xx>` as that byte, `\\n` as a newline."""
-    label = label.replace("\\n", "\n")
-    out, at = bytearray(), 0
-    for match in _ESCAPE.finditer(label):
-        out += label[at:match.start()].encode("utf-8", errors="surrogatepass") + bytes([int(match.group(1), 16)])
-        at = match.end()
-    out += label[at:].encode("utf-8", errors="surrogatepass")
-    return bytes(out)
-
-
-@dataclass(frozen=True)
-class TextGroup:
-    """Tokens [start, stop) and the text they make together: one token, or several that split a character
-    (or a cluster a reader sees as one, such as an emoji sequence or a letter and its accent)."""
-
-    start: int
-    stop: int
-    text: str
-    pieces: tuple[bytes, ...]  # each token's bytes
-
-    @property
-    def size(self) -> int:
-        return self.stop - self.start
-
-    def describe(self, ids: Sequence[int] | None = None) -> str:
-        """One line for a tooltip: the tokens' ids (when known) and bytes."""
-        parts = []
-        for i, piece in enumerate(self.pieces):
-            hexed = " ".join(f"{b:02x}" for b in piece)
-            parts.append(f"{ids[i]}: {hexed}" if ids is not None and i < len(ids) else hexed)
-        return f"{len(self.pieces)} tokens: " + "; ".join(parts) if len(self.pieces) > 1 else parts[0]
-
-
-def _joins_previous(ch: str, prev: str, regional_run: int) -> bool:
-    """True when `ch` continues the cluster `prev` ends (a simplified extended grapheme cluster rule):
-    marks, joiners, variation selectors, skin tones, tags, the second of two regional indicators, and
-    whatever follows a zero-width joiner."""
-    cp = ord(ch)
-    if prev == "\u200d" or cp == 0x200D:
-        return True
-    if unicodedata.category(ch) in ("Mn", "Mc", "Me"):
-        return True
-    if 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x1F3FB <= cp <= 0x1F3FF or 0xE0020 <= cp <= 0xE007F:
-        return True
-    return 0x1F1E6 <= cp <= 0x1F1FF and regional_run % 2 == 1
-
-
-def group_labels(labels: Sequence[str]) -> list[TextGroup]:
-    """Consecutive tokens grouped so that each group ends where a character (a cluster a reader sees as one)
-    ends. A group's text is what its bytes decode to; bytes that do not decode stay `<xx>`, and so does an
-    unfinished character at the end."""
-    pieces = [label_bytes(label) for label in labels]
-    groups: list[TextGroup] = []
-    start, pending = 0, b""
-    regional = 0
-
-    def close(stop: int) -> None:
-        nonlocal regional
-        text = _visible(escape_bytes(pending))
-        for ch in text:
-            regional = regional + 1 if 0x1F1E6 <= ord(ch) <= 0x1F1FF else 0
-        groups.append(TextGroup(start, stop, text, tuple(pieces[start:stop])))
-
-    for i, piece in enumerate(pieces):
-        if pending and _utf8_state(pending + piece) == "invalid":
-            close(i)  # an unfinished character the next token does not finish: its bytes stay escaped
-            start, pending = i, b""
-        pending += piece
-        nxt = pieces[i + 1] if i + 1 < len(pieces) else None
-        if nxt is not None and _utf8_state(pending) == "incomplete" and _utf8_state(pending + nxt) != "invalid":
-            continue
-        if nxt is not None:
-            text = escape_bytes(pending)
-            head = (nxt + b"".join(pieces[i + 2:i + 5])).decode("utf-8", errors="ignore")[:1]
-            run = regional
-            for ch in text:
-                run = run + 1 if 0x1F1E6 <= ord(ch) <= 0x1F1FF else 0
-            if head and text and _joins_previous(head, text[-1], run):
-                continue
-        close(i + 1)
-        start, pending = i + 1, b""
-    return groups
-
-
-def _visible(text: str) -> str:
-    """Control characters other than tab, newline and carriage return as `<xx>`: they decode but draw nothing."""
-    return "".join(f"<{ord(c):02x}>" if unicodedata.category(c) == "Cc" and c not in "\t\n\r" else c
-                   for c in text)
-
-
-def _utf8_state(data: bytes) -> str:
-    """"complete" when `data` decodes, "incomplete" when it stops part-way through a character that more
-    bytes may finish, else "invalid"."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return "incomplete" if exc.reason == "unexpected end of data" and exc.end == len(data) else "invalid"
-    return "complete"
-
-
-def display_labels(labels: Sequence[str], rest: str = "") -> list[str]:
-    """One label per token as a reader sees the text: a group's text on its first token, `rest` on the others."""
-    out: list[str] = []
-    for group in group_labels(labels):
-        out.append(group.text)
-        out.extend([rest] * (group.size - 1))
-    return out
-
-
-def readable(labels: Sequence[str]) -> str:
-    """The text the tokens make together."""
-    return "".join(group.text for group in group_labels(labels))
+from kvviz.textshow import escape_bytes
 
 
 class ByteTokenizer:
@@ -157,37 +42,119 @@ class ByteTokenizer:
         return f"<{token_id:02x}>"
 
 
+MAX_TOKENIZER_BYTES = 64 << 20  # the largest published tokenizer.json files are ~20 MB
+# A normalizer may grow a text (NFKD splits a character into a few, a Replace of " " by "\u2581"); more
+# than this per character, compounded over a sequence of them, is a bomb, not a tokenizer.
+MAX_EXPANSION = 16
+# Tokens per input character: a byte-level model gives at most 4 (one per UTF-8 byte), byte fallback
+# the same, added special tokens a few more.
+MAX_TOKENS_PER_CHAR = 8
+MAX_TOKEN_LABEL_CHARS = 256  # kvviz.traceio.MAX_TOKEN_CHARS: a trace could not hold a longer token's text
+# The probe encoded when a tokenizer is read: runs of one letter, digits, spaces, a long word, mixed
+# scripts, an emoji sequence; what the regexes of real pre-tokenizers and the merges handle in linear time.
+PROBE_TEXTS = ("a" * 2000, "1" * 500 + " " * 500, "ab" * 1000 + "!", "The key and value of a token never change. " * 20,
+               "中文字符和emoji 👩\u200d👩\u200d👧 ünïcödé " * 20, "\n\t" * 500)
+PROBE_MS_PER_CHAR = 0.05  # 50 us a character: real tokenizers take 1-3 us here; ten times slower is a bomb
+ENCODE_S_FLOOR = 2.0  # an encode may take this long, or as long as the probe's rate says, whichever is more
+
+
 class HFTokenizer:
-    """A `tokenizer.json` read by the `tokenizers` library (local files only)."""
+    """A `tokenizer.json` read by the `tokenizers` library (local files only), with limits (module doc)."""
 
     def __init__(self, path: str | Path) -> None:
-        path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"{path}: tokenizer.json not found (kvviz reads only tokenizer.json)")
+        from kvviz.fileio import read_bytes
+
+        self.path = path = Path(path)
         try:
             from tokenizers import Tokenizer
         except ImportError:  # pragma: no cover - declared dependency
             raise ValueError("the 'tokenizers' package is needed to read tokenizer.json") from None
+        raw = read_bytes(path, MAX_TOKENIZER_BYTES, "tokenizer.json")
         try:
-            self._tok = Tokenizer.from_file(str(path))
+            text = raw.decode("utf-8")
+            self._doc = json.loads(text)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"{path}: not a valid tokenizer.json ({type(exc).__name__})") from None
+        if not isinstance(self._doc, dict):
+            raise ValueError(f"{path}: not a valid tokenizer.json (not a JSON object)")
+        problem = check_expansion(self._doc)
+        if problem:
+            raise ValueError(f"{path}: refused: {problem}")
+        try:
+            with _quiet_panics():
+                self._tok = Tokenizer.from_str(text)
         except Exception as exc:  # the library raises a bare Exception on bad files
             raise ValueError(f"{path}: not a valid tokenizer.json ({exc})") from None
+        except BaseException as exc:  # a Rust panic (pyo3 PanicException derives from BaseException)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise ValueError(f"{path}: not a valid tokenizer.json (the tokenizers library failed: "
+                             f"{_panic_text(exc)})") from None
         self.vocab_size = self._tok.get_vocab_size()
         self._byte_level = type(self._tok.decoder).__name__ == "ByteLevel"
+        self._s_per_char = self._probe()
 
-    def encode(self, text: str) -> list[int]:
-        return self._tok.encode(text, add_special_tokens=False).ids
+    def _probe(self) -> float:
+        """Encode PROBE_TEXTS; refuse a tokenizer slower than PROBE_MS_PER_CHAR or making more than
+        MAX_TOKENS_PER_CHAR tokens a character. Returns its seconds per character."""
+        chars, spent = 0, 0.0
+        for text in PROBE_TEXTS:
+            started = time.perf_counter()
+            self.encode(text, _limit_s=None)
+            spent += time.perf_counter() - started
+            chars += len(text)
+            if spent * 1000 > PROBE_MS_PER_CHAR * sum(len(t) for t in PROBE_TEXTS):
+                raise ValueError(f"{self.path}: refused: encoding {chars:,} characters of probe text took "
+                                 f"{spent:.1f} s ({self._blame_slow(text)})")
+        return spent / chars
+
+    def encode(self, text: str, *, _limit_s: float | None = -1.0) -> list[int]:
+        """Token ids of `text` (no special tokens added); ValueError naming the component at fault for a
+        panic, more than MAX_TOKENS_PER_CHAR tokens a character, or an encode far slower than the probe's."""
+        started = time.perf_counter()
+        try:
+            with _quiet_panics():
+                ids = self._tok.encode(text, add_special_tokens=False).ids
+        except Exception as exc:
+            raise ValueError(f"{self.path}: cannot encode the text ({self._blame(text, exc)})") from None
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise ValueError(f"{self.path}: cannot encode the text ({self._blame(text, exc)})") from None
+        spent = time.perf_counter() - started
+        if len(ids) > MAX_TOKENS_PER_CHAR * max(1, len(text)):
+            raise ValueError(f"{self.path}: refused: {len(ids):,} tokens for {len(text):,} characters, more than "
+                             f"{MAX_TOKENS_PER_CHAR} a character ({self._blame_growth(text)})")
+        if _limit_s is not None:
+            limit = max(ENCODE_S_FLOOR, 10 * self._s_per_char * len(text)) if _limit_s < 0 else _limit_s
+            if spent > limit:
+                raise ValueError(f"{self.path}: refused: encoding {len(text):,} characters took {spent:.1f} s, more "
+                                 f"than {limit:.1f} s ({self._blame_slow(text[:2000])})")
+        return ids
 
     def decode(self, ids: list[int]) -> str:
-        return self._tok.decode(list(ids), skip_special_tokens=False)
+        try:
+            with _quiet_panics():
+                return self._tok.decode(list(ids), skip_special_tokens=False)
+        except Exception as exc:
+            raise ValueError(f"{self.path}: cannot decode tokens ({_component(self._doc, 'decoder')}: "
+                             f"{_panic_text(exc)})") from None
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise ValueError(f"{self.path}: cannot decode tokens ({_component(self._doc, 'decoder')}: "
+                             f"{_panic_text(exc)})") from None
 
     def token_text(self, token_id: int) -> str:
         """The token's text; where it holds part of a character, that part's bytes as `<xx>`."""
-        text = self._tok.decode([token_id], skip_special_tokens=False)
+        text = self.decode([token_id])
         if "\ufffd" in text:
             raw = self.token_bytes(token_id)
             if raw is not None:
                 text = escape_bytes(raw)
+        if len(text) > MAX_TOKEN_LABEL_CHARS:
+            raise ValueError(f"{self.path}: refused: token {token_id} decodes to {len(text):,} characters, more "
+                             f"than {MAX_TOKEN_LABEL_CHARS} ({_component(self._doc, 'decoder')})")
         return text.replace("\n", "\\n") if text else f"<{token_id}>"
 
     def token_bytes(self, token_id: int) -> bytes | None:
@@ -203,6 +170,146 @@ class HFTokenizer:
             if all(c in table for c in piece):
                 return bytes(table[c] for c in piece)
         return None
+
+    # -- naming the component at fault -----------------------------------------------------------
+    def _stages(self) -> list[tuple[str, Any]]:
+        """(name, run(text)) for each normalizer and pre-tokenizer step, alone, in the order encode runs them."""
+        stages = []
+        for key, field, method in (("normalizer", "normalizers", "normalize_str"),
+                                   ("pre_tokenizer", "pretokenizers", "pre_tokenize_str")):
+            comp = self._doc.get(key)
+            if not isinstance(comp, dict):
+                continue
+            sequence = comp.get("type") == "Sequence" and isinstance(comp.get(field), list)
+            for i, part in enumerate(comp[field] if sequence else [comp]):
+                name = f"{key}.{field}[{i}]" if sequence else key
+                stages.append((f"{name} ({_type(part)})", _single(key, method, part)))
+        return stages
+
+    def _blame(self, text: str, exc: BaseException) -> str:
+        """The first stage that fails on `text` alone, else the model or the added tokens."""
+        for name, run in self._stages():
+            try:
+                with _quiet_panics():
+                    run(text[:4096])
+            except BaseException as stage_exc:  # noqa: BLE001 - a panic is what is looked for
+                if isinstance(stage_exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+                return f"{name}: {_panic_text(stage_exc)}"
+        where = "added_tokens" if self._doc.get("added_tokens") else "model"
+        return f"{_component(self._doc, 'model') if where == 'model' else where}: {_panic_text(exc)}"
+
+    def _blame_growth(self, text: str) -> str:
+        """The stage that grows the text most (normalizers), else the model."""
+        sample = text[:256]
+        for name, run in self._stages():
+            if name.startswith("normalizer"):
+                with contextlib.suppress(BaseException), _quiet_panics():
+                    if len(run(sample)) > MAX_EXPANSION * max(1, len(sample)):
+                        return name
+        return _component(self._doc, "model")
+
+    def _blame_slow(self, text: str) -> str:
+        """The stage that takes most of the time on `text`."""
+        worst, worst_s = _component(self._doc, "model"), 0.0
+        for name, run in self._stages():
+            started = time.perf_counter()
+            with contextlib.suppress(BaseException), _quiet_panics():
+                run(text)
+            spent = time.perf_counter() - started
+            if spent > worst_s:
+                worst, worst_s = name, spent
+        return worst
+
+
+def _type(comp: Any) -> str:
+    return str(comp.get("type", "?"))[:40] if isinstance(comp, dict) else type(comp).__name__
+
+
+def _component(doc: dict, key: str) -> str:
+    return f"{key} ({_type(doc.get(key))})" if isinstance(doc.get(key), dict) else key
+
+
+def _single(key: str, method: str, part: Any):
+    """One normalizer or pre-tokenizer step alone, as a function of a text (built when first called, so a
+    step the library cannot build fails there, and is blamed)."""
+    def run(text: str):
+        from tokenizers import Tokenizer
+
+        doc = {"version": "1.0", "model": {"type": "WordLevel", "vocab": {"x": 0}, "unk_token": "x"}, key: part}
+        tok = Tokenizer.from_str(json.dumps(doc))
+        return getattr(getattr(tok, key), method)(text)
+
+    return run
+
+
+def _literal_length(pattern: Any) -> int:
+    """The fewest characters a Replace/Split pattern matches: a String's length, 1 for a Regex."""
+    if isinstance(pattern, dict) and isinstance(pattern.get("String"), str):
+        return max(1, len(pattern["String"]))
+    return 1
+
+
+def check_expansion(doc: dict) -> str:
+    """'' or one line naming the normalizer (or decoder) step that may grow a text past MAX_EXPANSION times
+    (a Replace of one character by hundreds, compounded over a Sequence, took 10 GB in a minute)."""
+    for key, field in (("normalizer", "normalizers"), ("decoder", "decoders")):
+        comp = doc.get(key)
+        if not isinstance(comp, dict):
+            continue
+        parts = comp.get(field) if comp.get("type") == "Sequence" else [comp]
+        if not isinstance(parts, list):
+            continue
+        factor = 1.0
+        for i, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            step = 1.0
+            content = part.get("content")
+            if part.get("type") in ("Replace", "Prepend", "Append") and isinstance(content, str):
+                step = (len(content) / _literal_length(part.get("pattern"))
+                        if part.get("type") == "Replace" else 1 + len(content))
+            factor *= max(1.0, step)
+            if factor > MAX_EXPANSION:
+                name = f"{key}.{field}[{i}]" if comp.get("type") == "Sequence" else key
+                return (f"{name} ({_type(part)}) may grow a text {factor:,.0f} times (at most {MAX_EXPANSION} "
+                        f"is allowed)")
+    return ""
+
+
+def _panic_text(exc: BaseException) -> str:
+    from kvviz.errors import one_line
+
+    text = str(exc).strip() or type(exc).__name__
+    return one_line(text, 160)
+
+
+@contextlib.contextmanager
+def _quiet_panics():
+    """While the tokenizers library runs: its Rust panic message and backtrace (written straight to file
+    descriptor 2) are held back and dropped when the call panicked; other output is passed on."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        panicked = False
+        try:
+            yield
+        except BaseException:
+            panicked = True
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not panicked:
+                held.seek(0)
+                data = held.read()
+                if data:
+                    os.write(2, data)
 
 
 def _byte_decoder() -> dict[str, int]:

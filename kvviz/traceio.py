@@ -22,7 +22,7 @@ import numpy as np
 
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
-from kvviz.tokenizer import display_labels, label_bytes
+from kvviz.textshow import display_labels, label_bytes
 from kvviz.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 
 SCHEMA = "kvviz-trace"

@@ -255,7 +255,7 @@ def test_a_click_on_a_token_picks_the_step_that_sampled_it(qtbot, history):
     panel.step_picked.connect(picked.append)
     view = panel._view
     document = view.document()
-    from kvviz.tokenizer import display_labels
+    from kvviz.textshow import display_labels
 
     # as read: a character made of several tokens drawn once, on its first token
     texts = {e: display_labels([t.token_text for t in history.traces[e]]) for e in ENGINES}
@@ -494,7 +494,7 @@ def test_summary_values_equal_run_summary(qtbot, history, step):
 def test_token_stream_shows_text_so_far_and_highlights_the_step(qtbot, history):
     panel = make_panel(qtbot, "token_stream")
     panel.show_step(history, DECODE_STEP)
-    from kvviz.tokenizer import group_labels, readable
+    from kvviz.textshow import group_labels, readable
 
     for engine in ENGINES:
         labels = [t.token_text for t in history.traces[engine]]

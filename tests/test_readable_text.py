@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from kvviz.tokenizer import ByteTokenizer, display_labels, escape_bytes, group_labels, label_bytes, readable
+from kvviz.textshow import display_labels, escape_bytes, group_labels, label_bytes, readable
+from kvviz.tokenizer import ByteTokenizer
 
 SAMPLES = {
     "chinese": "键值缓存让解码更快",

@@ -8,6 +8,7 @@ The writer at the bottom makes such folders from a kvviz model, for tests and de
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,17 @@ import torch
 from torch import nn
 
 from kvviz.config import DTYPE_ALIASES, ModelConfig
-from kvviz.fileio import read_json
+from kvviz.fileio import check_regular, read_json
 from kvviz.models import build_decoder
-from kvviz.models.hub import checkpoint_name
-from kvviz.models.io import inside, load_into, load_state, plan_load, read_safetensors_header
+from kvviz.models.io import (
+    check_dtypes,
+    checkpoint_name,
+    inside,
+    load_into,
+    load_state,
+    plan_load,
+    read_safetensors_header,
+)
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -48,13 +56,18 @@ OTHER_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt"
 
 
 def missing_files(folder: Path, *, tokenizer: bool = True) -> list[str]:
-    """The files a checkpoint folder needs and lacks (shards named in an index count too)."""
-    missing = [] if (folder / CONFIG_NAME).is_file() else [CONFIG_NAME]
+    """The files a checkpoint folder needs and lacks (shards named in an index count too). A file that is
+    there but is no regular file (a FIFO, a device, a loop of links) is refused in one line by the reader."""
     for name in (CONFIG_NAME, WEIGHTS_NAME, INDEX_NAME, TOKENIZER_NAME):
-        if (folder / name).exists() or (folder / name).is_symlink():
+        if os.path.lexists(folder / name):
             inside(folder, name, str(folder))  # a link out of the folder is refused, not followed
+            check_regular(folder / name, name)
+    missing = [] if (folder / CONFIG_NAME).is_file() else [CONFIG_NAME]
     if (folder / INDEX_NAME).is_file():
         shards = sorted(set(read_weight_map(folder).values()))
+        for shard in shards:
+            if os.path.lexists(folder / shard):
+                check_regular(folder / shard, "weights file")
         missing += [s for s in shards if not (folder / s).is_file()]
     elif not (folder / WEIGHTS_NAME).is_file():
         other = [name for name in OTHER_WEIGHTS if (folder / name).is_file()]
@@ -300,6 +313,7 @@ def read_hf_shapes(folder: Path) -> tuple[dict[str, tuple[int, ...]], int, Path]
         for shard in sorted(set(weight_map.values())):
             path = inside(folder, shard, str(folder / INDEX_NAME))
             header = read_safetensors_header(path)
+            check_dtypes(header, path, _any_derived_buffer)
             total += path.stat().st_size
             for name, (_, shape) in header.items():
                 if weight_map.get(name) != shard:
@@ -312,6 +326,7 @@ def read_hf_shapes(folder: Path) -> tuple[dict[str, tuple[int, ...]], int, Path]
         return shapes, total, folder / INDEX_NAME
     path = inside(folder, WEIGHTS_NAME, str(folder))
     header = read_safetensors_header(path)
+    check_dtypes(header, path, _any_derived_buffer)
     return {k: shape for k, (_, shape) in header.items()}, path.stat().st_size, path
 
 
@@ -321,6 +336,11 @@ def _derived_buffer(name: str, arch: str) -> bool:
     if arch == "gpt2":
         return name.endswith((".attn.bias", ".attn.masked_bias"))
     return name.endswith("rotary_emb.inv_freq")
+
+
+def _any_derived_buffer(name: str) -> bool:
+    """A derived buffer of any family (dropped on load, so its dtype does not matter: GPT-2 saves a bool mask)."""
+    return _derived_buffer(name, "gpt2") or _derived_buffer(name, "llama")
 
 
 def to_kvviz_names(state: dict[str, torch.Tensor], cfg: ModelConfig, source: Path) -> dict[str, torch.Tensor]:

@@ -16,6 +16,7 @@ NEEDED_PATTERNS = ("config.json", "tokenizer.json", "*.safetensors", "model.safe
 # A repo id as the Hub allows it: letters, digits, '-', '_', '.'; no '--' or '..'; 96 characters at most.
 _PART = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
 _REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,254}")
+MAX_ID_CHARS = 96 + 1 + 96 + 1 + 255 + 1  # ORG/NAME@REVISION at the Hub's own limits
 HF_SOURCE = "Hugging Face"
 MS_SOURCE = "ModelScope"
 
@@ -38,11 +39,14 @@ def looks_like_hub_id(text: str) -> bool:
     """A name meant as a hub id rather than a path: has a '/', and neither starts like a path nor exists."""
     if "/" not in text or text.startswith(("/", ".", "~")) or "\\" in text:
         return False
-    return not Path(text).exists()
+    return not os.path.lexists(text)  # False, not OSError, for a name too long to be a path
 
 
 def parse_hub_id(text: str) -> HubId:
     """`ORG/NAME` or `ORG/NAME@REVISION`; a ValueError of one line for anything else."""
+    if len(text) > MAX_ID_CHARS:
+        raise ValueError(f"a model id of {len(text):,} characters is not one: the Hub allows at most 96 "
+                         f"characters for ORG and for NAME, 255 for a revision")
     repo, _, revision = text.partition("@")
     parts = repo.split("/")
     good = (len(parts) == 2 and all(_PART.fullmatch(p) and "--" not in p and ".." not in p for p in parts)
@@ -88,16 +92,6 @@ def _modelscope_candidates(root: Path, hub_id: HubId) -> list[Path]:
     return [base / hub_id.org / name for base in (root / "models", root) for name in names]
 
 
-def checkpoint_name(folder: str | Path) -> str:
-    """What a checkpoint is called in figures: ORG/NAME for a Hugging Face cache snapshot
-    (.../models--ORG--NAME/snapshots/<commit>), the folder's own name otherwise."""
-    folder = Path(folder).resolve()
-    repo = folder.parent.parent.name
-    if folder.parent.name == "snapshots" and repo.startswith("models--"):
-        return repo.removeprefix("models--").replace("--", "/", 1)
-    return folder.name
-
-
 # -- resolving one id ---------------------------------------------------------------------------
 
 def _check_readable(folder: Path) -> None:
@@ -129,6 +123,12 @@ def _find_hf(hub_id: HubId) -> Path | None:
         return None
     except PermissionError as exc:
         raise ValueError(f"{exc.filename or cache}: cannot read this cache folder (permission denied)") from None
+    except UnicodeDecodeError:  # huggingface_hub reads refs/<revision> as text and does not say which file
+        ref = cache / repo_folder_name(repo_id=hub_id.repo_id, repo_type="model") / "refs" / (hub_id.revision or "main")
+        raise ValueError(f"{ref}: not UTF-8 text, so not a commit hash (a damaged cache; "
+                         f"`kvviz download {hub_id}` fetches it again)") from None
+    except OSError as exc:  # a name too long, a loop of links inside the cache
+        raise ValueError(f"{hub_id}: cannot read the Hugging Face cache at {cache} ({exc.strerror or exc})") from None
     return Path(path)
 
 

@@ -1,13 +1,14 @@
 """Save and load a model as `config.json` + `model.safetensors` in one folder; every failure names the file."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from kvviz.config import ModelConfig
-from kvviz.fileio import atomic_write
+from kvviz.fileio import atomic_write, check_regular, open_regular, resolve
 from kvviz.models import build_decoder
 
 CONFIG_NAME = "config.json"
@@ -26,14 +27,35 @@ def save_model(model: nn.Module, folder: str | Path) -> Path:
 
 
 def load_state(path: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of one safetensors file, each checked finite (check_finite)."""
     from safetensors.torch import load_file
 
-    if not path.is_file():
-        raise ValueError(f"{path}: weights file not found")
+    check_regular(path, "weights file")
     try:
-        return load_file(str(path))
+        state = load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types for corrupt headers
         raise ValueError(f"{path}: not a readable safetensors file ({exc})") from None
+    check_finite(state, path)
+    return state
+
+
+FINITE_CHUNK = 1 << 24  # elements checked at a time: the check's scratch stays 16 MiB, whatever the tensor
+
+
+def check_finite(state: dict[str, torch.Tensor], source: Path) -> None:
+    """ValueError naming the first tensor (in file order) holding a NaN or an infinity: a model with
+    one computes garbage that greedy decoding would still turn into tokens."""
+    for name, tensor in state.items():
+        if not tensor.is_floating_point():
+            continue
+        flat = tensor.reshape(-1)
+        for at in range(0, flat.numel(), FINITE_CHUNK):
+            part = flat[at:at + FINITE_CHUNK]
+            if not bool(torch.isfinite(part).all()):
+                bad = at + int((~torch.isfinite(part)).nonzero()[0])
+                value = float(flat[bad])
+                raise ValueError(f"{source}: tensor {name!r} holds {value} at element {bad:,} (weights must be "
+                                 f"finite numbers)")
 
 
 def load_into(model: nn.Module, state: dict[str, torch.Tensor], source: Path) -> nn.Module:
@@ -51,6 +73,7 @@ def load_model_folder(folder: str | Path) -> nn.Module:
     cfg = ModelConfig.load_json(inside(folder, CONFIG_NAME, str(folder)))
     weights = inside(folder, WEIGHTS_NAME, str(folder))
     header = read_safetensors_header(weights)
+    check_dtypes(header, weights)
     plan_load(cfg, {k: shape for k, (_, shape) in header.items()}, weights.stat().st_size, weights)
     state = load_state(weights)
     model = build_decoder(cfg)
@@ -58,6 +81,7 @@ def load_model_folder(folder: str | Path) -> nn.Module:
 
 
 # -- checks before anything is allocated ---------------------------------------------------------------
+WEIGHT_DTYPES = ("F32", "F16", "BF16")  # what kvviz's models compute in; anything else is refused, not cast
 SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                       "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit on the JSON header
@@ -72,12 +96,32 @@ def inside(folder: Path, name: str, what: str) -> Path:
     if rel.is_absolute() or ".." in rel.parts:
         raise ValueError(f"{what}: {name!r} points outside the checkpoint folder")
     path = folder / rel
-    root = folder.resolve()
+    root = resolve(folder, "checkpoint folder")
     # A Hugging Face cache snapshot (.../snapshots/<commit>/) is links into its repo's blobs/ folder.
     roots = (root, root.parent.parent / "blobs") if root.parent.name == "snapshots" else (root,)
-    if not any(path.resolve().is_relative_to(r) for r in roots):
-        raise ValueError(f"{what}: {name!r} is a link to {path.resolve()}, outside the checkpoint folder")
+    target = resolve(path)
+    if not any(target.is_relative_to(r) for r in roots):
+        raise ValueError(f"{what}: {name!r} is a link to {target}, outside the checkpoint folder")
     return path
+
+
+def checkpoint_name(folder: str | Path) -> str:
+    """What a checkpoint is called in figures: ORG/NAME for a Hugging Face cache snapshot
+    (.../models--ORG--NAME/snapshots/<commit>), the folder's own name otherwise."""
+    folder = resolve(folder, "checkpoint folder")
+    repo = folder.parent.parent.name
+    if folder.parent.name == "snapshots" and repo.startswith("models--"):
+        return repo.removeprefix("models--").replace("--", "/", 1)
+    return folder.name
+
+
+def check_dtypes(header: dict[str, tuple[str, tuple[int, ...]]], source: Path, skip=lambda name: False) -> None:
+    """Refuse the first tensor stored in a dtype kvviz does not compute in (int8, bool, float64, fp8):
+    casting it to float would run a model that was never meant to be read that way."""
+    for name, (dtype, _) in header.items():
+        if dtype not in WEIGHT_DTYPES and not skip(name):
+            raise ValueError(f"{source}: tensor {name!r} is stored as {dtype}; kvviz reads weights in "
+                             f"{', '.join(WEIGHT_DTYPES)} only")
 
 
 def read_safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -87,10 +131,8 @@ def read_safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]
 
     from kvviz.fileio import check_depth
 
-    if not path.is_file():
-        raise ValueError(f"{path}: weights file not found")
-    total = path.stat().st_size
-    with open(path, "rb") as fh:
+    with open_regular(path, "weights file") as fh:
+        total = os.fstat(fh.fileno()).st_size
         head = fh.read(8)
         if len(head) < 8:
             raise ValueError(f"{path}: not a readable safetensors file (shorter than its 8-byte header length)")
@@ -176,8 +218,6 @@ def available_ram() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     try:
-        import os
-
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None

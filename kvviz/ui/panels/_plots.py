@@ -14,7 +14,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel
 
-from kvviz.tokenizer import group_labels
+from kvviz.textshow import group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 

@@ -3,7 +3,7 @@
 Reads token_text from the traces only; tokens after the selected step are shown faded, tokens that
 differ from the first engine's are underlined in red. Tokens that split a character (bytes of one
 UTF-8 character, BPE pieces) are drawn as that character once, in a shade of their own, the tooltip
-naming each token's id and bytes (kvviz.tokenizer.group_labels).
+naming each token's id and bytes (kvviz.textshow.group_labels).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt
 from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 
-from kvviz.tokenizer import TextGroup, group_labels
+from kvviz.textshow import TextGroup, group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step
