@@ -310,12 +310,13 @@ def read_ceiling(device="cpu", threads: int | None = None, *, refresh: bool = Fa
         import torch
 
         threads = torch.get_num_threads()
+    copy = cpu_bandwidth(path=path) if path else cpu_bandwidth()  # its own section of the file
     path = path or cache_path()
     cached = None if refresh else cached_read_ceiling(threads, path=path)
     if cached is not None:
-        return cached
-    c = replace(probe_read_cpu(threads), copy_gbps=cpu_bandwidth(path=path).copy_gbps)
-    doc = _read_doc(path)  # again: cpu_bandwidth may have just written its section
+        return replace(cached, copy_gbps=copy.copy_gbps)
+    c = replace(probe_read_cpu(threads), copy_gbps=copy.copy_gbps)
+    doc = _read_doc(path)  # read after cpu_bandwidth, which may have just written its section
     entries = doc["read"].get(machine_key())
     doc["read"][machine_key()] = {**(entries if isinstance(entries, dict) else {}), str(threads): asdict(c)}
     _write_doc(path, doc)

@@ -63,7 +63,7 @@ def test_cached_per_machine_and_thread_count_beside_the_copy(tmp_path, monkeypat
     assert (one.read_gbps, one.threads, one.copy_gbps) == (15.0, 1, 25.8)
     two = read_ceiling("cpu", 2, path=path)
     assert (two.read_gbps, two.threads) == (29.0, 2)
-    assert calls == [("read", 1), ("copy", None), ("read", 2)]  # the copy probed once, then read from the file
+    assert calls == [("copy", None), ("read", 1), ("read", 2)]  # the copy probed once, then read from the file
     doc = json.loads(path.read_text())
     key = bandwidth.machine_key()
     assert doc["schema"] == "kvviz-bandwidth" and doc["machines"][key]["copy_gbps"] == 25.8
@@ -90,7 +90,7 @@ def test_a_bad_read_entry_means_a_new_probe(tmp_path, monkeypatch, entry):
                                 "read": {bandwidth.machine_key(): {"1": entry}}}))
     calls = _fake_probes(monkeypatch)
     assert cached_read_ceiling(1, path=path) is None
-    assert read_ceiling("cpu", 1, path=path).read_gbps == 15.0 and calls[0] == ("read", 1)
+    assert read_ceiling("cpu", 1, path=path).read_gbps == 15.0 and ("read", 1) in calls
 
 
 def test_run_info_hands_the_window_the_read_ceiling_and_its_name():

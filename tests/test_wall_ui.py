@@ -67,6 +67,7 @@ def test_status_bar_shows_the_copy_bandwidth(qtbot, monkeypatch):
     from kvviz.ui.status import StatusFields
 
     monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 15.67, 1, 1))
+    monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: None)  # no read ceiling measured: the copy
     bar = QStatusBar()
     qtbot.addWidget(bar)
     fields = StatusFields(bar)

@@ -113,12 +113,14 @@ def _dropped(history: RunHistory, steps, color) -> str:
 
 def _wall(history: RunHistory, steps, color) -> str:
     """What each engine's step read from memory and how fast: "concat read 104.5 MiB of weights and
-    62.5 MiB of K/V in 22.1 ms, 7.52 GB/s, 47% of this machine's copy bandwidth"; empty where the run
-    did not record the figures."""
+    62.5 MiB of K/V in 22.1 ms, 7.52 GB/s, 47% of this machine's read ceiling" (a trace saved before the
+    read ceiling was measured: "of this machine's copy bandwidth"); empty where the run did not record the
+    figures."""
     shape = history.info.wall()
     if shape is None:
         return ""
-    copy = history.info.bandwidth_gbps()
+    copy = history.info.bandwidth_gbps()  # the read ceiling, or an older trace's copy figure
+    of_read = history.info.ceiling_kind() == "read"
     parts = []
     for engine, order, trace, _prev in steps:
         read = shape.read(trace)
@@ -130,6 +132,9 @@ def _wall(history: RunHistory, steps, color) -> str:
         if copy is None:
             parts.append(_tr("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s").format(
                 **values))
+        elif of_read:
+            parts.append(_tr("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of "
+                             "this machine's read ceiling").format(pct=f"{100 * gbps / copy:.0f}", **values))
         else:
             parts.append(_tr("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of "
                              "this machine's copy bandwidth").format(pct=f"{100 * gbps / copy:.0f}", **values))

@@ -1,6 +1,7 @@
 """The status bar's permanent fields: device and dtype, model, parameter count, KV bytes per token (of
-the run the panels show, else of the form's choice, from the model's config), the memory copy
-bandwidth (the run's device, else this machine's probe: kvviz.bandwidth), and the device memory the
+the run the panels show, else of the form's choice, from the model's config), the memory read
+ceiling a decode step runs against (the run's device and threads, else this machine's last measured one;
+before any, the copy bandwidth, named so: kvviz.bandwidth), and the device memory the
 allocator reports during a run; and the window's own cost: the CPU its process used while the last run
 stepped (the engine runs in a process of its own, and on a small machine the two share the cores)."""
 from __future__ import annotations
@@ -56,44 +57,66 @@ class StatusFields:
             bar.addPermanentWidget(label)
         self.mem.hide()
         self.cost.hide()
-        self.machine_gbps: float | None = None  # this machine's CPU copy bandwidth, once probed
-        self._run_gbps: tuple[float, float, str] | None = None  # (copy, peak, device) of the run shown
+        self.machine_gbps: float | None = None  # this machine's CPU read ceiling (else copy bandwidth), once read
+        self._machine_kind, self._machine_threads = "copy", 0  # what machine_gbps is
+        self._run_gbps: tuple[float, float, str] | None = None  # (ceiling, peak, device) of the run shown
+        self._run_kind, self._run_threads = "copy", 0
         # After the window shows: the figure is read from the per-machine cache file, or probed
         # (~0.1 s, once per machine).
         QTimer.singleShot(0, self._probe)
 
     def _probe(self) -> None:
-        from kvviz.bandwidth import cpu_bandwidth
+        from kvviz.bandwidth import cached_read_ceiling, cpu_bandwidth
 
-        try:
-            self.machine_gbps = cpu_bandwidth().copy_gbps
-        except (MemoryError, ValueError, OSError):
-            self.machine_gbps = None
+        read = cached_read_ceiling()  # measured by the engine process (torch); the window only reads the file
+        if read is not None:
+            self.machine_gbps, self._machine_kind, self._machine_threads = read.read_gbps, "read", read.threads
+        else:
+            try:
+                self.machine_gbps, self._machine_kind = cpu_bandwidth().copy_gbps, "copy"
+            except (MemoryError, ValueError, OSError):
+                self.machine_gbps = None
         self._show_bandwidth()
+
+    @staticmethod
+    def _ceiling_text(kind: str, gbps: float, device: str, threads: int) -> str:
+        if kind == "read" and threads:
+            text = _tr("read {0} GB/s ({1}, 1 thread)") if threads == 1 else _tr("read {0} GB/s ({1}, {2} threads)")
+            return text.format(fmt_figure(gbps), device, threads)
+        if kind == "read":
+            return _tr("read {0} GB/s ({1})").format(fmt_figure(gbps), device)
+        return _tr("copy {0} GB/s ({1})").format(fmt_figure(gbps), device)
 
     def _show_bandwidth(self) -> None:
         if self._run_gbps is not None:
-            copy, peak, device = self._run_gbps
-            text = _tr("copy {0} GB/s ({1})").format(fmt_figure(copy), device)
-            if peak > 0:
-                text = _tr("copy {0} GB/s of {1} GB/s peak ({2})").format(fmt_figure(copy), fmt_figure(peak), device)
+            gbps, peak, device = self._run_gbps
+            cuda = device.startswith("cuda")
+            text = self._ceiling_text(self._run_kind, gbps, device, 0 if cuda else self._run_threads)
+            if peak > 0 and self._run_kind == "copy":
+                text = _tr("copy {0} GB/s of {1} GB/s peak ({2})").format(fmt_figure(gbps), fmt_figure(peak), device)
+            elif peak > 0:
+                text = _tr("read {0} GB/s of {1} GB/s peak ({2})").format(fmt_figure(gbps), fmt_figure(peak), device)
         elif self.machine_gbps is not None:
-            text = _tr("copy {0} GB/s (cpu)").format(fmt_figure(self.machine_gbps))
+            text = self._ceiling_text(self._machine_kind, self.machine_gbps, "cpu", self._machine_threads)
         else:
             text = ""
         self.bandwidth.setText(text)
         self.bandwidth.setToolTip(_tr(
-            "Memory copy bandwidth, bytes read plus bytes written per second (1 GB = 10^9 B): the ceiling a "
-            "decode step runs against, since every step reads every weight and the K/V it attends over"))
+            "Read: the memory read ceiling a decode step runs against, since every step reads every weight and "
+            "the K/V it attends over and writes next to nothing: a float32 matrix-vector product over a matrix "
+            "larger than the last-level cache, at the run's threads (1 GB = 10^9 B). Copy (a trace saved before "
+            "the read ceiling was measured): bytes read plus bytes written per second of a memory copy, not a "
+            "bound on a decode step"))
 
     def show_run(self, info: RunInfo) -> None:
         self.device.setText(_tr("device {0}, {1}").format(info.device or "-", info.dtype or "-"))
         self.model.setText(_tr("model {0}").format(info.model_name))
         self.params.setText(_tr("{0} parameters").format(fmt_count_short(info.param_count)))
         self.kv.setText(_tr("KV {0} per token").format(fmt_bytes(info.kv_bytes_per_token)))
-        gbps = info.bandwidth_gbps()
+        gbps = info.bandwidth_gbps()  # the read ceiling, or an older trace's copy figure (ceiling_kind)
         peak = info.peak_gbps if 0 < info.peak_gbps < float("inf") else 0.0
         self._run_gbps = None if gbps is None else (gbps, peak, info.device or "-")
+        self._run_kind, self._run_threads = info.ceiling_kind() or "copy", info.read_threads
         self._show_bandwidth()
 
     def show_choice(self, model: str, device: str, dtype: str, cfg: ModelConfig | None) -> None:

@@ -1,8 +1,9 @@
 """Latency: each engine's step time and its running total, and the memory wall: the bandwidth each
-step achieved (the bytes it must read over its time) against the machine's copy bandwidth.
+step achieved (the bytes it must read over its time) against the machine's read ceiling.
 
 Reads StepTrace.latency_ms and positions (measured by the engine with the device synchronised) and
-the run's wall figures in RunInfo (weights read per forward, K/V bytes per position, copy bandwidth).
+the run's wall figures in RunInfo (weights read per forward, K/V bytes per position, the read ceiling;
+a trace saved before it was measured: the copy bandwidth, labelled so).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 from kvviz.wall import WallShape
 
-COPY_LINE = "#c62828"  # the machine's copy bandwidth: the wall
+COPY_LINE = "#c62828"  # the machine's read ceiling (an older trace's copy bandwidth): the wall
 SHORT_PANEL_PX = 420  # below this height the panel shows two plots, not three
 
 
@@ -25,7 +26,8 @@ class LatencyPanel(SeriesPanel):
     extra_fields = (("decode_ms", lambda t: t.latency_ms if t.phase == "decode" else 0.0),
                     ("decode_steps", lambda t: t.phase == "decode"))
 
-    _copy_gbps: float | None = None
+    _copy_gbps: float | None = None  # the wall's figure: RunInfo.bandwidth_gbps(), of kind _ceiling_kind
+    _ceiling_kind: str | None = None
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -58,6 +60,8 @@ class LatencyPanel(SeriesPanel):
             self._plots["total"].getAxis("bottom").setStyle(showValues=short)
             self._plots["total"].setLabel("bottom", self.tr("step") if short else "")
 
+    priority = 20
+
     def plot_specs(self) -> list[PlotSpec]:
         return [
             PlotSpec("step", self.tr("per step"), self.tr("latency"), left_units="ms"),
@@ -84,7 +88,8 @@ class LatencyPanel(SeriesPanel):
             "the clock, so also look at the work saved (recompute count, bytes): the time gap widens as "
             "sequences and models grow. Bottom: every step reads every weight once and the K/V of every "
             "position it attends over; those bytes over the step's time are the bandwidth it achieved, "
-            "drawn against this machine's measured copy bandwidth (dashed): decode is bound by memory, "
+            "drawn against this machine's measured read ceiling (dashed: a matrix-vector product's read rate "
+            "at the run's threads): decode is bound by memory, "
             "not arithmetic.")
 
     def show_step(self, history: RunHistory, step: int) -> None:
@@ -94,6 +99,7 @@ class LatencyPanel(SeriesPanel):
             self.columns.clear()  # read the bandwidth again with the run's figures
             self._data_key = None
         self._copy_gbps = history.info.bandwidth_gbps()  # before the ranges are set: they hold it
+        self._ceiling_kind = history.info.ceiling_kind()
         super().show_step(history, step)
         self._show_copy_line()
 
@@ -108,7 +114,8 @@ class LatencyPanel(SeriesPanel):
             self._copy_line.hide()
             return
         self._copy_line.setPos(math.log10(copy) if self._log.isChecked() else copy)
-        self._copy_line.label.setText(self.tr("copy bandwidth {0} GB/s").format(fmt_figure(copy)))
+        label = self.tr("copy bandwidth {0} GB/s") if self._ceiling_kind == "copy" else self.tr("read ceiling {0} GB/s")
+        self._copy_line.label.setText(label.format(fmt_figure(copy)))
         self._copy_line.show()
 
     def y_values(self, plot_key: str) -> list[np.ndarray]:

@@ -2,7 +2,7 @@
 
 Time next to the work it cost (K/V projections, bytes moved), so the lesson survives a tiny model
 whose wall time is mostly Python overhead; and the memory wall (kvviz.wall): the bytes the steps had to
-read, over their time, against the machine's copy bandwidth, from RunInfo's figures (blank without them).
+read, over their time, against the machine's read ceiling, from RunInfo's figures (blank without them).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ COLUMNS: tuple[tuple[str, bool | None], ...] = (
     # The memory wall: no "best" either (naive reads most and so reaches the highest rate, at no gain).
     ("bytes_read", None),  # weights + K/V the steps must read (kvviz.wall), summed
     ("read_gbps", None),  # those bytes over the summed step time, GB/s (10^9 B/s)
-    ("copy_share", None),  # read_gbps over the machine's copy bandwidth (RunInfo.copy_gbps)
+    ("copy_share", None),  # read_gbps over the wall's ceiling: RunInfo.bandwidth_gbps(), read (older traces: copy)
     ("mean_kl", False),  # quality beside cost (kvviz.quality): 0 for the exact engines
     ("top1_agreement", True),
 )
@@ -100,6 +100,7 @@ def _sizes() -> list[tuple[bool, float]]:
 
 class SummaryPanel(Panel):
     key = "summary"
+    _ceiling: str | None = None  # RunInfo.ceiling_kind() of the run shown: names the share's row
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -165,7 +166,8 @@ class SummaryPanel(Panel):
         table is too narrow for both on one line."""
         names = [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
                  self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache"),
-                 self.tr("read"), self.tr("read rate"), self.tr("of copy"),
+                 self.tr("read"), self.tr("read rate"),
+                 self.tr("of copy") if self._ceiling == "copy" else self.tr("of read ceiling"),
                  self.tr("mean KL"), self.tr("top-1 same")]
         if self._two_lines:  # a word a line, or more where they are no wider than the longest word
             # (a three-line "read\nrate\n(GB/s)" had left a 1500x920 window's panel no room for the next)
@@ -197,8 +199,9 @@ class SummaryPanel(Panel):
                     "the K/V of every position it attends over, at the run's dtype), summed over the steps"),
             self.tr("Bytes read over the summed step time, in GB/s (10^9 B/s): the memory bandwidth the engine "
                     "achieved"),
-            self.tr("The read rate as a share of this machine's measured copy bandwidth (shown in the status "
-                    "bar): how close decode runs to the memory wall"),
+            self.tr("The read rate as a share of this machine's measured read ceiling (shown in the status "
+                    "bar; a trace saved before it was measured: the copy bandwidth): how close decode runs to "
+                    "the memory wall"),
             self.tr("Mean KL divergence (nats) of the next-token distribution from the exact engine's, "
                     "teacher-forced on its tokens: 0 for an exact cache"),
             self.tr("Share of steps whose most likely token is the exact engine's (teacher-forced)"),
@@ -219,7 +222,7 @@ class SummaryPanel(Panel):
             "(O(n\u00b2) for naive, one per token for a cache) and bytes copied (O(n\u00b2) for the "
             "chapter's torch.cat cache, none for static and paged). The memory wall: the bytes the steps "
             "had to read (every weight, and the K/V each attends over), those bytes over their time, and that "
-            "rate against this machine's copy bandwidth; in a panel too short for them these rows step aside "
+            "rate against this machine's read ceiling; in a panel too short for them these rows step aside "
             "(the narration still tells them).")
 
     def table_values(self) -> dict[str, dict[str, float | int | None]]:
@@ -255,7 +258,8 @@ class SummaryPanel(Panel):
         summaries = {e: RunSummary.from_traces(history.upto(e, engine_step(history, e, step))) for e in engines}
         naive = summaries.get("naive")
         wall = history.info.wall()  # None for a trace saved before the wall figures: those rows blank
-        copy = history.info.bandwidth_gbps()
+        copy = history.info.bandwidth_gbps()  # the read ceiling, or an older trace's copy figure
+        self._ceiling = history.info.ceiling_kind()
         self._values = {}
         for engine, s in summaries.items():
             read = gbps = share = None

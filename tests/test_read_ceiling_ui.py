@@ -1,0 +1,68 @@
+"""The read ceiling in the window (issue 26): the status bar, the latency panel's wall line, the summary's
+share and the narration name the read ceiling where the run recorded one, and the copy bandwidth, named
+so, for a trace saved before it (figures worked by hand)."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QStatusBar
+
+from kvviz.trace import RunInfo
+from tests.test_wall_ui import TINY, _plot_pixels, cached_history, long_wide_history, shown, summary_panel, wide_history
+
+
+def _with_read(hist, gbps: float, threads: int = 1):
+    hist.info.read_gbps, hist.info.read_threads = gbps, threads
+    return hist
+
+
+def test_status_bar_shows_the_read_ceiling(qtbot, monkeypatch):
+    from kvviz import bandwidth
+    from kvviz.bandwidth import ReadCeiling
+    from kvviz.ui.status import StatusFields
+
+    monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: ReadCeiling("cpu", 17.64, 2, 1, 1))
+    monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: pytest.fail("the copy is not looked up"))
+    bar = QStatusBar()
+    qtbot.addWidget(bar)
+    fields = StatusFields(bar)
+    qtbot.waitUntil(lambda: fields.bandwidth.text() == "read 17.6 GB/s (cpu, 2 threads)")
+    fields.show_run(RunInfo(device="cpu", copy_gbps=25.8, read_gbps=15.04, read_threads=1))
+    assert fields.bandwidth.text() == "read 15.0 GB/s (cpu, 1 thread)"
+    fields.show_run(RunInfo(device="cuda:0", copy_gbps=3950.4, read_gbps=4100.0, read_threads=2, peak_gbps=4800.0))
+    assert fields.bandwidth.text() == "read 4,100 GB/s of 4,800 GB/s peak (cuda:0)"
+    fields.show_run(RunInfo(device="cpu", copy_gbps=25.8))  # an older trace: its copy figure, named so
+    assert fields.bandwidth.text() == "copy 25.8 GB/s (cpu)"
+    assert "matrix-vector product" in fields.bandwidth.toolTip()
+
+
+def test_narration_gives_the_share_of_the_read_ceiling(qapp):
+    from kvviz.ui.narration import describe
+
+    # 171,872,256 B in 20 ms = 8.59 GB/s: 72% of a 12 GB/s read ceiling (the 16 GB/s copy figure unused)
+    text = describe(_with_read(wide_history(copy_gbps=16.0), 12.0), 2, color=lambda e, i: "#000")
+    assert "8.59 GB/s, 72% of this machine's read ceiling." in text and "copy" not in text
+
+
+def test_summary_share_is_of_the_read_ceiling(qtbot):
+    # tiny, 6,726,144 B in 3 ms = 2.242 GB/s (tests/test_wall_ui.py): 44.8% of a 5 GB/s read ceiling
+    panel = summary_panel(qtbot)
+    panel.show_step(_with_read(cached_history(TINY, 10.0, 1.0, (5, 6), 4), 5.0), 2)
+    assert panel.table_values()["concat"]["copy_share"] == pytest.approx(0.4484096)
+    assert shown(panel, "copy_share") == ("of read ceiling", ["45%"])
+    panel.show_step(cached_history(TINY, 10.0, 1.0, (5, 6), 4), 2)  # an older trace: the copy, named so
+    assert shown(panel, "copy_share") == ("of copy", ["22%"])
+
+
+def test_latency_wall_line_is_the_read_ceiling(qtbot):
+    from kvviz.ui.panels.latency import COPY_LINE, LatencyPanel
+
+    panel = LatencyPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 700)
+    panel.show()
+    panel.show_step(_with_read(long_wide_history(copy_gbps=16.0), 9.5), 59)
+    plot = panel._plots["bandwidth"]
+    qtbot.waitUntil(lambda: _plot_pixels(panel, plot, COPY_LINE) > 200)  # the dashed wall, drawn
+    assert "read ceiling 9.50 GB/s" in panel._copy_line.label.toPlainText()
+    low, high = plot.getViewBox().viewRange()[1]
+    assert low <= 9.5 <= high
