@@ -31,5 +31,8 @@ def test_bench_reports_bytes_read_and_the_reference(tmp_path, capsys, monkeypatc
     assert [(r["engine"], r["new_tokens"], r["same_tokens"]) for r in doc["reference"]] == [
         ("naive", 5, True), ("concat", 5, True)]
     assert all(r["ratio"]["off"] > 0 and r["ratio"]["full"] > 0 for r in doc["reference"])
-    assert "from 1,090 tokens on; cpu copy bandwidth 15.0 GB/s" in text and "kvviz/bare" in text
+    assert "from 1,090 tokens on; cpu read ceiling " in text and "kvviz/bare" in text
+    assert "; cpu copy bandwidth 15.0 GB/s (read + written, not a decode bound)" in text
+    assert doc["wall"]["read_gbps"] > 0 and doc["wall"]["read_threads"] == 1
+    assert concat["read_share"] == pytest.approx(concat["read_gbps"] / doc["wall"]["read_gbps"])
     assert "GB/s" in text.splitlines()[2]  # the table's header names the column

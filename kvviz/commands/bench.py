@@ -145,6 +145,19 @@ def check_cuda_graph(device, cfg) -> None:
     check_supported(cfg)
 
 
+def memory_line(wall, ceiling, device_type: str) -> str:
+    """The bench's memory line: what a decode step reads, the read ceiling it runs against (kvviz.bandwidth,
+    at the run's threads), and the copy figure beside it, named as what it is."""
+    peak = f", nominal peak {ceiling.peak_gbps:,.0f} GB/s" if ceiling.peak_gbps else ""
+    threads = "" if device_type == "cuda" else f" at {ceiling.threads} thread(s)"
+    copy = (f"; {device_type} copy bandwidth {ceiling.copy_gbps:,.1f} GB/s (read + written, not a decode bound)"
+            if ceiling.copy_gbps else "")
+    return (f"memory: a decode step reads {fmt_bytes(wall.decode(1).weights_bytes)} of weights, and more K/V than "
+            f"that from {wall.crossover():,} tokens on; {device_type} read ceiling {ceiling.read_gbps:,.1f} GB/s"
+            f"{threads} ({ceiling.method} over {fmt_bytes(ceiling.buffer_bytes)}, fastest of {ceiling.bursts}; "
+            f"median {ceiling.median_gbps:,.1f}){peak}{copy}")
+
+
 def run(args) -> int:
     from kvviz.config import TraceOptions
     from kvviz.engines import EXACT_KEYS, parse_engines
@@ -173,19 +186,16 @@ def run(args) -> int:
              "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
     import torch
 
-    from kvviz.bandwidth import device_bandwidth
+    from kvviz.bandwidth import read_ceiling
     from kvviz.wall import WallShape, bytes_read
 
     dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
     wall = WallShape.from_config(cfg, dtype_name)
-    machine = device_bandwidth(device)
+    ceiling = read_ceiling(device)  # at this run's threads; the copy figure beside it
     print(f"model {cfg.name}: {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of {cfg.head_dim}, "
           f"hidden {cfg.d_model}; device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); "
           f"prompt {len(prompt_ids)} tokens; trace {args.trace}; median of {args.repeat}")
-    peak = f", nominal peak {machine.peak_gbps:,.0f} GB/s" if machine.peak_gbps else ""
-    print(f"memory: a decode step reads {fmt_bytes(wall.decode(1).weights_bytes)} of weights, and more K/V than "
-          f"that from {wall.crossover():,} tokens on; {device.type} copy bandwidth {machine.copy_gbps:,.1f} GB/s "
-          f"(read + written, fastest of {machine.bursts} copies of {fmt_bytes(machine.buffer_bytes)}){peak}")
+    print(memory_line(wall, ceiling, device.type))
     for key in engines:  # warm-up: first-call allocations and kernel selection stay out of the figures
         run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size, **opts)
 
@@ -193,7 +203,7 @@ def run(args) -> int:
     identical = True
     print(f"{'new':>5} {'engine':<{width}} {'total ms':>9} {'tok/s':>8} {'speedup':>8} {'K/V proj':>9} "
           f"{'copied':>10} {'written':>10} {'gathered':>10} {'peak cache':>10} {'last10% ms':>10} {'read':>10} "
-          f"{'GB/s':>7}")
+          f"{'GB/s':>7} {'of ceil':>7}")
     for n in args.tokens:
         runs: dict[str, list] = {k: [] for k in engines}
         for _ in range(args.repeat):  # interleaved, so drift on a noisy machine hits every engine alike
@@ -226,7 +236,7 @@ def run(args) -> int:
             print(f"{n:>5} {key:<{width}} {c.total_ms:>9.2f} {c.tokens_per_s:>8.1f} {sp:>8} {c.kv_projections:>9} "
                   f"{fmt_bytes(c.bytes_copied):>10} {fmt_bytes(c.bytes_written):>10} "
                   f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f} "
-                  f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f}")
+                  f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f} {ceiling.percent_of(c.read_gbps):>6.0f}%")
             cells.append(c)
         exact = [k for k in engines if k in exact_keys]  # the approximate caches may differ: that is their cost
         base = row[exact[0]].token_ids if exact else []
@@ -277,13 +287,16 @@ def run(args) -> int:
             "cuda_graph": args.cuda_graph,
             "wall": dict(weights_read_bytes=wall.weights_bytes, embed_row_bytes=wall.row_bytes,
                          kv_bytes_per_token=wall.kv_bytes_per_token, crossover_tokens=wall.crossover(),
-                         copy_gbps=machine.copy_gbps, peak_gbps=machine.peak_gbps),
+                         read_gbps=ceiling.read_gbps, read_median_gbps=ceiling.median_gbps,
+                         read_threads=ceiling.threads, read_buffer_bytes=ceiling.buffer_bytes,
+                         read_method=ceiling.method, copy_gbps=ceiling.copy_gbps, peak_gbps=ceiling.peak_gbps),
             "results": [dict(engine=c.engine, new_tokens=c.new_tokens, total_ms=c.total_ms, wall_ms=c.wall_ms,
                              tokens_per_s=c.tokens_per_s, speedup_vs_naive=c.speedup_vs_naive,
                              kv_projections=c.kv_projections, bytes_copied=c.bytes_copied,
                              bytes_written=c.bytes_written, bytes_gathered=c.bytes_gathered,
                              peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
                              tail_step_ms=c.tail_step_ms, bytes_read=c.bytes_read, read_gbps=c.read_gbps,
+                             read_share=c.read_gbps / ceiling.read_gbps,
                              step_ms=c.step_ms, mean_kl=c.mean_kl, top1_agreement=c.top1_agreement,
                              first_divergence=c.first_divergence) for c in cells],
             "cache_settings": dict(window=args.window, sinks=args.sinks, residual=args.residual),
