@@ -1,5 +1,5 @@
-"""The options every engine-running command shares, with one table of bounds: `kvviz bench`, `export`,
-`shot`, `hfbench` and `score` parse them here, and the app's run form reads the same table.
+"""The options every command shares, with one table of bounds: every `kvviz` command's parser takes its
+bounds from here (`bounded(key)`, `model_name`), and the app's run form reads the same table.
 
 A value outside its bounds is refused where it is parsed (argparse's one line, exit 2), so no command
 accepts, clamps or refuses differently from another. Bounds that depend on the model (the context, the
@@ -70,7 +70,19 @@ BOUNDS: dict[str, Bound] = {
     "window": Bound(1, 1_000_000, why="and no more than the run's tokens"),
     "sinks": Bound(1, 1_000_000, why="and fewer than the window"),
     "residual": Bound(1, 1_000_000, why="and no more than the run's tokens"),
+    "prompt_tokens": Bound(0, 1_000_000, why="and no more than the model's context"),
+    "bandwidth_gbps": Bound(0.0, 1e6, integer=False, low_open=True, why="a million GB/s is no memory there is"),
+    "step": Bound(-1_000_000, 1_000_000, why="negative counts from the end"),
+    "zoom": Bound(50, 300, why="View > Zoom's range, percent"),  # kvviz.ui.zoom.ZOOM_RANGE
+    "timeout": Bound(0.0, 86_400.0, integer=False, low_open=True, why="seconds: a day at most"),
+    "train_steps": Bound(1, 10_000_000),
+    "learning_rate": Bound(0.0, 10.0, integer=False, low_open=True),
+    "warmup": Bound(0, 10_000_000),
+    "weight_decay": Bound(0.0, 10.0, integer=False),
+    "time_limit": Bound(0.0, 1e7, integer=False, low_open=True, why="seconds"),
+    "eval_every": Bound(0, 10_000_000, why="0: never"),
 }
+MAX_MODEL_CHARS = 4096  # a preset, a folder path (PATH_MAX) or ORG/NAME@REVISION all fit
 
 
 def option_name(key: str) -> str:
@@ -106,6 +118,21 @@ def bounded(key: str):
     return parse
 
 
+def model_name(text: str) -> str:
+    """An argparse `type` for --model: refuses an empty name (which would read the current folder as a
+    checkpoint), a NUL, and a name longer than any path or hub id."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the model name is empty (a preset, a folder, or ORG/NAME)")
+    if "\0" in text or len(text) > MAX_MODEL_CHARS:
+        raise argparse.ArgumentTypeError(f"not a model name: {len(text):,} characters"
+                                         + (" with a NUL" if "\0" in text else f", more than {MAX_MODEL_CHARS:,}"))
+    return text
+
+
+def add_model(parser: argparse.ArgumentParser, default: str | None, help_text: str) -> None:
+    parser.add_argument("--model", type=model_name, default=default, help=help_text)
+
+
 def nonempty_text(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("the prompt is empty")
@@ -116,8 +143,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by commands that run engines (bench, export, shot)."""
     parser.add_argument("--prompt", type=nonempty_text, default=DEFAULT_PROMPT,
                         help="prompt text (default: a sentence)")
-    parser.add_argument("--model", default="tiny",
-                        help="preset name, model folder, or cached hub id ORG/NAME[@REV] (default: tiny)")
+    add_model(parser, "tiny", "preset name, model folder, or cached hub id ORG/NAME[@REV] (default: tiny)")
     parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
     parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else the model's)")
     add_seed(parser, "sampling seed")

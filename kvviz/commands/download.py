@@ -10,12 +10,13 @@ import logging
 import sys
 
 from kvviz.format import fmt_bytes
+from kvviz.options import model_name
 
 REPORT_EVERY_S = 0.1  # how often the progress line is redrawn
 
 
 def configure(parser) -> None:
-    parser.add_argument("model", metavar="ORG/NAME[@REVISION]",
+    parser.add_argument("model", metavar="ORG/NAME[@REVISION]", type=model_name,
                         help="a Hugging Face Hub model id, e.g. Qwen/Qwen3-0.6B (HF_ENDPOINT for a mirror, "
                              "HF_TOKEN for a private repo)")
 

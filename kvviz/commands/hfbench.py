@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvviz.format import DEFAULT_PROMPT, fmt_bytes
-from kvviz.options import add_output, add_repeat, add_seed, add_threads, add_tokens, check_against_model, nonempty_text
+from kvviz.options import (
+    add_model,
+    add_output,
+    add_repeat,
+    add_seed,
+    add_threads,
+    add_tokens,
+    check_against_model,
+    nonempty_text,
+)
 
 # The chapter's tiny shape as a Llama with grouped-query attention (4 query heads share 2 KV heads).
 RANDOM_LLAMA = dict(vocab_size=512, hidden_size=128, intermediate_size=512, num_hidden_layers=2,
@@ -24,8 +33,7 @@ RANDOM_LLAMA = dict(vocab_size=512, hidden_size=128, intermediate_size=512, num_
 
 
 def configure(parser) -> None:
-    parser.add_argument("--model", default=None,
-                        help="a local Llama/Qwen2/Qwen3/GPT-2 checkpoint folder (default: a tiny random Llama)")
+    add_model(parser, None, "a local Llama/Qwen2/Qwen3/GPT-2 checkpoint folder (default: a tiny random Llama)")
     parser.add_argument("--prompt", type=nonempty_text, default=DEFAULT_PROMPT,
                         help="prompt text (default: a sentence)")
     add_tokens(parser, 100)

@@ -17,21 +17,20 @@ from kvviz.memory import (
     compute,
     resolve_config,
 )
-from kvviz.options import add_cache_options
+from kvviz.options import add_cache_options, add_model, bounded
 
 
 def configure(parser) -> None:
-    parser.add_argument("--model", default="qwen3-0.6b",
-                        help=f"a preset ({', '.join(MEMORY_PRESETS)}, or a model preset such as tiny) "
-                             "or a model folder (default: qwen3-0.6b)")
-    parser.add_argument("--tokens", type=int, nargs="+", default=list(DEFAULT_TOKENS),
+    add_model(parser, "qwen3-0.6b", f"a preset ({', '.join(MEMORY_PRESETS)}, or a model preset such as tiny) "
+                                    "or a model folder (default: qwen3-0.6b)")
+    parser.add_argument("--tokens", type=bounded("tokens"), nargs="+", default=list(DEFAULT_TOKENS),
                         help="cache lengths n (default: 100 500 1000)")
     parser.add_argument("--dtype", default=None, help="fp32, bf16 or fp16 (default: the config's)")
-    parser.add_argument("--bandwidth-gbps", type=float, default=DEFAULT_BANDWIDTH_GBPS,
+    parser.add_argument("--bandwidth-gbps", type=bounded("bandwidth_gbps"), default=DEFAULT_BANDWIDTH_GBPS,
                         help="memory bandwidth in GB/s, 1 GB = 10^9 B (default: 2000, an A100's ~2 TB/s)")
-    parser.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE,
+    parser.add_argument("--block-size", type=bounded("block_size"), default=DEFAULT_BLOCK_SIZE,
                         help="paged cache block size in tokens (default: 16)")
-    parser.add_argument("--prompt-tokens", type=int, default=0,
+    parser.add_argument("--prompt-tokens", type=bounded("prompt_tokens"), default=0,
                         help="tokens written by one prefill before decoding (copies nothing; default 0)")
     parser.add_argument("--compare-chapter", action="store_true",
                         help="also print the chapter's copy table in its own convention")

@@ -9,15 +9,14 @@ import math
 import sys
 from pathlib import Path
 
-from kvviz.options import add_threads, bounded
+from kvviz.options import add_model, add_threads, bounded
 
 DEFAULT_CONTEXT = 512  # used when a model folder records no trained context
 
 
 def configure(parser) -> None:
     parser.add_argument("file", help="a UTF-8 text file")
-    parser.add_argument("--model", default="tiny",
-                        help="preset name, model folder, or cached hub id ORG/NAME[@REV] (default: tiny)")
+    add_model(parser, "tiny", "preset name, model folder, or cached hub id ORG/NAME[@REV] (default: tiny)")
     parser.add_argument("--context", type=bounded("context"), default=None,
                         help="window length in tokens (default: the model's trained context, else "
                              f"{DEFAULT_CONTEXT}, capped at its maximum)")

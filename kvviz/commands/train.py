@@ -23,6 +23,7 @@ from kvviz.commands.score import bits_per_byte, mean_nats
 from kvviz.config import ModelConfig
 from kvviz.corpus import CORPUS_NAME, build_corpus, outside_text
 from kvviz.models.transformer import Transformer
+from kvviz.options import add_seed, add_threads, bounded
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "tiny"
 RECORD_NAME = "training.json"
@@ -161,17 +162,19 @@ def train(cfg: ModelConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, *, s
 
 def configure(parser) -> None:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: assets/tiny)")
-    parser.add_argument("--steps", type=int, default=600, help="optimizer steps (default 600)")
-    parser.add_argument("--batch-size", type=int, default=32, help="windows per step (default 32)")
-    parser.add_argument("--context", type=int, default=256, help="trained context in bytes (default 256)")
-    parser.add_argument("--lr", type=float, default=4e-3, help="peak learning rate (default 4e-3)")
-    parser.add_argument("--warmup", type=int, default=60, help="linear warmup steps (default 60)")
-    parser.add_argument("--weight-decay", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--time-limit", type=float, default=None,
+    parser.add_argument("--steps", type=bounded("train_steps"), default=600, help="optimizer steps (default 600)")
+    parser.add_argument("--batch-size", type=bounded("batch_size"), default=32, help="windows per step (default 32)")
+    parser.add_argument("--context", type=bounded("context"), default=256,
+                        help="trained context in bytes (default 256)")
+    parser.add_argument("--lr", type=bounded("learning_rate"), default=4e-3, help="peak learning rate (default 4e-3)")
+    parser.add_argument("--warmup", type=bounded("warmup"), default=60, help="linear warmup steps (default 60)")
+    parser.add_argument("--weight-decay", type=bounded("weight_decay"), default=0.1)
+    add_seed(parser, "seed of the initial weights and the batches")
+    add_threads(parser)
+    parser.add_argument("--time-limit", type=bounded("time_limit"), default=None,
                         help="stop after this many seconds of training, even before --steps")
-    parser.add_argument("--eval-every", type=int, default=250, help="quick validation every N steps (0: never)")
+    parser.add_argument("--eval-every", type=bounded("eval_every"), default=250,
+                        help="quick validation every N steps (0: never)")
     parser.add_argument("--no-card", action="store_true", help="do not write README.md (the model card)")
 
 

@@ -11,28 +11,28 @@ import sys
 from pathlib import Path
 
 from kvviz.format import DEFAULT_PROMPT
-from kvviz.options import add_run_options
+from kvviz.options import add_run_options, add_tokens, bounded
 
 
 def configure(parser) -> None:
     parser.add_argument("--out", required=True, metavar="FILE.png", help="where to write the PNG")
     add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
     parser.set_defaults(model=None)
-    parser.add_argument("--tokens", type=int, default=40, help="new tokens (default 40)")
+    add_tokens(parser, 40)
     parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list (default: all four)")
-    parser.add_argument("--step", type=int, default=None,
+    parser.add_argument("--step", type=bounded("step"), default=None,
                         help="the step to show (default: the last; negative counts from the end)")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size in pixels")
-    parser.add_argument("--zoom", type=int, default=100, metavar="PERCENT",
+    parser.add_argument("--zoom", type=bounded("zoom"), default=100, metavar="PERCENT",
                         help="text and plots at this size (View > Zoom), e.g. --size 1920x1080 --zoom 150 for a "
                              "1080p projector: the window is laid out at 1280x720 and drawn at 1.5x (default 100)")
     parser.add_argument("--presentation", action="store_true",
                         help="presentation mode (F11) at --size: the Inputs dock and the status bar hidden")
     parser.add_argument("--hide", default="", metavar="PANELS",
                         help="comma list of panels to hide (View menu), the others laid out in their room")
-    parser.add_argument("--layer", type=int, default=0, help="attention layer whose weights are drawn")
-    parser.add_argument("--head", type=int, default=0, help="attention head whose weights are drawn")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the run")
+    parser.add_argument("--layer", type=bounded("layer"), default=0, help="attention layer whose weights are drawn")
+    parser.add_argument("--head", type=bounded("head"), default=0, help="attention head whose weights are drawn")
+    parser.add_argument("--timeout", type=bounded("timeout"), default=600.0, help="seconds to wait for the run")
     parser.epilog = (f"--model defaults to the app's: tiny when its weights are trained, else tiny-random. "
                      f"--prompt defaults to {DEFAULT_PROMPT!r}.")
 
