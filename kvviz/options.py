@@ -64,6 +64,8 @@ BOUNDS: dict[str, Bound] = {
     "block_size": Bound(1, BLOCK_SIZE_MAX, why="and no more than the model's context"),
     "repeat": Bound(1, 1000),
     "batch_size": Bound(1, 4096),
+    "blocks": Bound(1, 1 << 20, why="blocks in kvviz serve's pool"),  # kvviz.serving
+    "token_budget": Bound(1, 1_000_000, why="and no smaller than one block"),
     "context": Bound(1, 1_000_000, why="and no more than the model's context"),
     "layer": Bound(-1, 1023, why="and below the model's layer count; -1: no weights"),
     "head": Bound(0, 1023, why="and below the model's head count"),
