@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("kvviz.commands.export", "run offscreen; write screenshots, animations and data for slides and notes"),
     "train": ("kvviz.commands.train", "train the default model on Python's docs (pydoc_data.topics)"),
     "score": ("kvviz.commands.score", "bits per byte of a model on a UTF-8 text file"),
+    "serve": ("kvviz.commands.serve", "many requests, one model: batching, a paged pool, preemption, prefix caching"),
 }
 
 

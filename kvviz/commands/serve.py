@@ -1,0 +1,128 @@
+"""`kvviz serve`: many requests through one model under each scheduler (kvviz.serving), measured: steps,
+time, throughput, TTFT/TPOT, padding and idle waste, the pool's use, preemptions and prefix reuse; and
+every request's tokens compared across the schedulers (exit 1 if they differ).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from kvviz.options import add_output, add_seed, add_threads, bounded
+
+SCHEDULER_KEYS = "static,continuous,chunked,paged,prefix,reserve"  # kvviz.serving.scheduler.SCHEDULER_CLASSES
+
+
+def configure(parser) -> None:
+    parser.add_argument("--workload", required=True, metavar="PRESET|FILE",
+                        help="course-batch, shared-prefix, chat, random:N[:SEED], or a JSON file "
+                             '{"requests": [{"prompt": "...", "new_tokens": 12, "arrival": 0}, ...]}')
+    parser.add_argument("--schedulers", default=SCHEDULER_KEYS, help=f"comma list (default {SCHEDULER_KEYS})")
+    parser.add_argument("--model", default="tiny",
+                        help="preset name, model folder, or cached hub id ORG/NAME[@REV] (default: tiny)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
+    parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else the model's)")
+    parser.add_argument("--max-batch", type=bounded("batch_size"), default=8, metavar="N",
+                        help="most requests running at once (default 8)")
+    parser.add_argument("--blocks", type=bounded("blocks"), default=None, metavar="N",
+                        help="blocks in the pool of paged, prefix and reserve (default: room for --max-batch of "
+                             "the largest requests; the other schedulers always get that)")
+    parser.add_argument("--block-size", type=bounded("block_size"), default=16, metavar="N",
+                        help="tokens per block (default 16)")
+    parser.add_argument("--token-budget", type=bounded("token_budget"), default=None, metavar="N",
+                        help="chunked: tokens one step may compute, at least one block (default 64)")
+    add_seed(parser, "sampling seed: request i samples with seed + i unless the workload gives its own")
+    parser.add_argument("--temperature", type=bounded("temperature"), default=0.0, help="0 = greedy (default)")
+    parser.add_argument("--top-k", type=bounded("top_k"), default=None)
+    parser.add_argument("--top-p", type=bounded("top_p"), default=None)
+    add_threads(parser)
+    add_output(parser, "--json", "json_path", "also write every run (figures, tokens, per-step records) as JSON")
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def run(args) -> int:
+    from kvviz.fileio import check_writable
+    from kvviz.serving.engine import ample_blocks, check_workload, parse_schedulers, serve, tokenize
+    from kvviz.serving.record import SchedulerSettings, runs_to_dict
+    from kvviz.serving.workload import load_workload
+
+    schedulers = parse_schedulers(args.schedulers)
+    workload = load_workload(args.workload)
+    if args.json_path:
+        check_writable(args.json_path, "--json")
+    from kvviz.commands.bench import setup
+    from kvviz.serving.model_runner import check_supported
+
+    # bench's setup validates and loads the shared options; serve has no --prompt of its own
+    model, tokenizer, _, device = setup(argparse.Namespace(**vars(args), prompt=args.workload))
+    check_supported(model)
+    cfg = model.cfg
+    prompts = tokenize(workload, tokenizer)
+    settings = SchedulerSettings(max_batch=args.max_batch, blocks=args.blocks or 1, block_size=args.block_size,
+                                 token_budget=args.token_budget, temperature=args.temperature, top_k=args.top_k,
+                                 top_p=args.top_p, seed=args.seed)  # blocks: see below
+    if args.block_size > cfg.max_seq_len:
+        raise ValueError(f"block size {args.block_size} is larger than the model's context of {cfg.max_seq_len}")
+    if args.top_k is not None and args.top_k > cfg.vocab_size:
+        raise ValueError(f"top-k {args.top_k} is more than the model's vocabulary of {cfg.vocab_size}")
+    if args.blocks is None:
+        settings = dataclasses.replace(settings, blocks=ample_blocks(prompts, workload, settings))
+    check_workload(cfg, prompts, workload, settings, schedulers)
+    import torch
+
+    from kvviz.bandwidth import device_bandwidth
+
+    machine = device_bandwidth(device)
+    dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
+    n_new = sum(r.new_tokens for r in workload.requests)
+    print(f"model {cfg.name}: {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of {cfg.head_dim}; "
+          f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); copy bandwidth "
+          f"{machine.copy_gbps:,.1f} GB/s")
+    print(f"workload {workload.name}: {len(prompts)} requests, {sum(map(len, prompts)):,} prompt tokens, "
+          f"{n_new:,} new tokens; max batch {settings.max_batch}, blocks of {settings.block_size}, pool "
+          f"{settings.blocks} blocks for paged/prefix/reserve")
+    serve(model, tokenizer, workload, schedulers[0], settings)  # warm-up: first-call allocations out of the figures
+    runs = []
+    head = (f"{'scheduler':<10} {'steps':>5} {'wall ms':>9} {'tok/s':>8} {'TTFT ms med/p90':>16} "
+            f"{'TPOT ms med/p90':>16} {'padding':>12} {'idle':>12} {'pool mean/peak':>16} {'preempt':>7} "
+            f"{'hit rate':>8} {'prefill computed/no reuse':>26} {'GB/s':>6}")
+    print(head)
+    for key in schedulers:
+        r = serve(model, tokenizer, workload, key, settings)
+        runs.append(r)
+        s = r.summary()
+        read = sum(st.bytes_read for st in r.steps)
+        gbps = read / (s.wall_ms * 1e-3) / 1e9 if s.wall_ms > 0 else float("nan")
+        print(f"{key:<10} {s.steps:>5} {s.wall_ms:>9.1f} {s.tokens_per_s:>8.1f} "
+              f"{_ms(s.ttft_ms_median) + '/' + _ms(s.ttft_ms_p90):>16} "
+              f"{_ms(s.tpot_ms_median) + '/' + _ms(s.tpot_ms_p90):>16} "
+              f"{f'{s.padding_slots}/{s.prefill_slots} {100 * s.padding_share:.0f}%':>12} "
+              f"{f'{s.idle_slots}/{s.generation_slots} {100 * s.idle_share:.0f}%':>12} "
+              f"{f'{s.pool_mean_blocks:.1f}/{s.pool_peak_blocks} of {s.pool_blocks}':>16} {s.preemptions:>7} "
+              f"{100 * s.prefix_hit_rate:>7.1f}% {f'{s.prefill_computed:,}/{s.prompt_tokens:,}':>26} {gbps:>6.2f}")
+    if "reserve" in schedulers and "paged" in schedulers:
+        res, pag = (next(r for r in runs if r.scheduler == k).summary() for k in ("reserve", "paged"))
+        print(f"one pool of {settings.blocks} blocks: paged ran up to {pag.peak_running} requests at once, reserve "
+              f"{res.peak_running} (reserve held up to {res.peak_reserved_bytes:,} B for {res.peak_used_bytes:,} B "
+              f"written)")
+    first = [r.token_ids for r in runs[0].results]
+    identical = True
+    for r in runs[1:]:
+        for i, (a, b) in enumerate(zip(first, (x.token_ids for x in r.results))):
+            if a != b:
+                identical = False
+                print(f"  request {i}: {r.scheduler} differs from {runs[0].scheduler}", file=sys.stderr)
+    if len(runs) > 1:
+        print("tokens identical across schedulers: " + ("yes" if identical else "NO"))
+    if args.json_path:
+        from kvviz.fileio import write_output
+
+        doc = runs_to_dict(runs)
+        doc["identical"] = identical
+        doc["copy_gbps"] = machine.copy_gbps
+        write_output(args.json_path, json.dumps(doc, separators=(",", ":")) + "\n", "--json")
+    return 0 if identical else 1
