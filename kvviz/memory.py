@@ -280,6 +280,132 @@ def chapter_comparison(cfg: ModelConfig, tokens: Sequence[int], *, dtype: str | 
     return lines
 
 
+# -- the roofline of a decode step ------------------------------------------------------------
+DEFAULT_BATCH = 8
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One decode step of `batch` sequences, each attending over `kv_len` positions: what it must read,
+    what it computes, and the tokens/s a read ceiling allows it."""
+
+    kv_len: int
+    batch: int
+    bytes_per_step: int  # the weights once, plus each sequence's embedding row(s) and K/V (kvviz.wall)
+    flops_per_step: int  # 2 per weight read (a multiply-add), per sequence; attention 4 x H x D x kv_len per layer
+    intensity: float  # FLOP per byte read: the roofline's x axis
+    tokens_per_s: float  # batch x steps per second at the ceiling (every sequence's new token counted)
+    step_ms: float  # the step's time at the ceiling
+
+
+@dataclass(frozen=True)
+class Roofline:
+    model: str
+    dtype: str
+    ceiling_gbps: float
+    ceiling: str  # what the ceiling is: "read ceiling, cpu, 1 thread", "given bandwidth"
+    batch: int
+    points: tuple[tuple[RooflinePoint, RooflinePoint], ...]  # (batch 1, batch B) at each length
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(model=self.model, dtype=self.dtype, ceiling_gbps=self.ceiling_gbps, ceiling=self.ceiling,
+                    batch=self.batch, points=[[asdict(p) for p in pair] for pair in self.points])
+
+
+def decode_point(cfg: ModelConfig, kv_len: int, batch: int, ceiling_gbps: float, *,
+                 dtype: str | None = None) -> RooflinePoint:
+    """The roofline of one decode step that brings each of `batch` sequences to `kv_len` positions.
+
+    Bytes: the weights once (kvviz.wall: every matrix, norm and bias; one embedding row per sequence) and
+    each sequence's K/V. FLOPs: a multiply-add per weight element per sequence (norms and biases counted
+    alike; they are under 0.1% of a model), and attention's q.k and weights.v, 2 x 2 x n_head x head_dim
+    x kv_len per layer per sequence. Tokens/s = batch / (bytes / ceiling): a step that reads at the ceiling."""
+    _check_length(kv_len, 0)
+    _check_bandwidth(ceiling_gbps)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a whole number of sequences, at least 1, got {batch!r}")
+    from kvviz.wall import weight_elements
+
+    shape = WallShape.from_config(cfg, dtype)
+    read = shape.decode(kv_len)
+    nbytes = shape.weights_bytes + batch * (read.weights_bytes - shape.weights_bytes + read.kv_bytes)
+    whole, _per_token = weight_elements(cfg)
+    flops = batch * (2 * whole + 4 * cfg.n_layer * cfg.n_head * cfg.head_dim * kv_len)
+    seconds = nbytes / (ceiling_gbps * 1e9)
+    return RooflinePoint(kv_len=kv_len, batch=batch, bytes_per_step=nbytes, flops_per_step=flops,
+                         intensity=flops / nbytes, tokens_per_s=batch / seconds, step_ms=seconds * 1e3)
+
+
+def roofline(cfg: ModelConfig, tokens: Iterable[int] = DEFAULT_TOKENS, *, ceiling_gbps: float,
+             ceiling: str = "given bandwidth", batch: int = DEFAULT_BATCH, dtype: str | None = None) -> Roofline:
+    """Batch 1 beside batch `batch` at each attended length in `tokens`, against one read ceiling."""
+    dtype = canonical_dtype(dtype) if dtype else cfg.dtype
+    points = tuple((decode_point(cfg, n, 1, ceiling_gbps, dtype=dtype),
+                    decode_point(cfg, n, batch, ceiling_gbps, dtype=dtype)) for n in tokens)
+    if not points:
+        raise ValueError("no lengths given")
+    return Roofline(model=cfg.name, dtype=dtype, ceiling_gbps=float(ceiling_gbps), ceiling=ceiling, batch=batch,
+                    points=points)
+
+
+@dataclass(frozen=True)
+class MeasuredDecode:
+    """A run's decode steps against the ceiling: what they read and took, and what the ceiling allowed."""
+
+    label: str  # the engine, and the run's length
+    steps: int
+    bytes_read: int  # the minimum its decode steps had to read (kvviz.wall)
+    ms: float  # summed decode step time
+    tokens_per_s: float  # measured: decode steps per second of their own time
+    allowed_tokens_per_s: float  # the same steps, each reading its bytes at the ceiling
+
+    @property
+    def share(self) -> float:
+        return self.tokens_per_s / self.allowed_tokens_per_s
+
+
+def measured_decode(label: str, shape: WallShape, steps: Iterable[tuple[int, float]],
+                    ceiling_gbps: float) -> MeasuredDecode | None:
+    """`steps`: (pos_stop, latency_ms) of each decode step (a StepTrace's fields; the prefill left out).
+    None for no step or no time."""
+    _check_bandwidth(ceiling_gbps)
+    n = nbytes = 0
+    ms = 0.0
+    for pos_stop, latency_ms in steps:
+        n += 1
+        nbytes += shape.decode(pos_stop).total_bytes
+        ms += latency_ms
+    if n == 0 or not ms > 0:
+        return None
+    return MeasuredDecode(label=label, steps=n, bytes_read=nbytes, ms=ms, tokens_per_s=n / (ms * 1e-3),
+                          allowed_tokens_per_s=n / (nbytes / (ceiling_gbps * 1e9)))
+
+
+def measured_from_bench(doc: dict) -> tuple[list[MeasuredDecode], float, str]:
+    """The decode steps of every result in a `kvviz bench --json` file, against the read ceiling that run
+    recorded (or, for a file written before it, the copy figure): (figures, that ceiling in GB/s, which)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list) or not isinstance(doc.get("model"), dict):
+        raise ValueError("not a `kvviz bench --json` file (no results and model)")
+    wall = doc.get("wall") if isinstance(doc.get("wall"), dict) else {}
+    kind = "read ceiling" if wall.get("read_gbps") else "copy bandwidth (a file from before the read ceiling)"
+    gbps = wall.get("read_gbps") or wall.get("copy_gbps")
+    _check_bandwidth(gbps)
+    cfg = ModelConfig.from_dict(doc["model"])
+    shape = WallShape.from_config(cfg, doc.get("dtype") or None)
+    prompt = doc.get("prompt_tokens")
+    if isinstance(prompt, bool) or not isinstance(prompt, int) or prompt < 1:
+        raise ValueError("the bench file holds no prompt length")
+    out = []
+    for r in doc["results"]:
+        step_ms = r.get("step_ms") or []
+        # step k >= 1 computes position prompt + k - 1: it attends over prompt + k positions
+        m = measured_decode(f"{r.get('engine')} ({r.get('new_tokens')} tokens)", shape,
+                            ((prompt + k, float(ms)) for k, ms in enumerate(step_ms) if k > 0), gbps)
+        if m is not None:
+            out.append(m)
+    return out, float(gbps), kind
+
+
 # -- resolving a model -------------------------------------------------------------------------
 def resolve_config(name_or_path: str) -> ModelConfig:
     """A calculator preset, a model preset, a kvviz model folder, a Hugging Face folder or a cached hub id."""

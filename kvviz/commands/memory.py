@@ -1,21 +1,29 @@
 """`kvviz memory`: what a model's KV cache costs, printed from kvviz.memory's figures (bytes per token,
-what torch.cat copies per step and in total, the copy time at a bandwidth, paged blocks and waste)."""
+what torch.cat copies per step and in total, the copy time at a bandwidth, paged blocks and waste), and
+the roofline of a decode step: its bytes, its arithmetic intensity at batch 1 and at batch B, and the
+tokens/s a read ceiling allows (this machine's, measured with --device), beside a bench run's measured
+tokens/s (--measured). torch is imported only for --device."""
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 
 from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.format import fmt_bytes, fmt_count, fmt_ms
 from kvviz.memory import (
     DEFAULT_BANDWIDTH_GBPS,
+    DEFAULT_BATCH,
     DEFAULT_BLOCK_SIZE,
     DEFAULT_TOKENS,
     MEMORY_PRESETS,
     MemoryReport,
+    Roofline,
     chapter_comparison,
     compute,
+    measured_from_bench,
     resolve_config,
+    roofline,
 )
 from kvviz.options import add_cache_options, add_model, bounded
 
@@ -38,6 +46,16 @@ def configure(parser) -> None:
     parser.add_argument("--mla", choices=tuple(MLA_PRESETS), default=None,
                         help="also print multi-head latent attention's cache for a published shape")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
+    # the roofline (issue 26)
+    parser.add_argument("--device", default=None,
+                        help="cpu or cuda: measure that device's read ceiling (kvviz.bandwidth, cached per machine "
+                             "and thread count on a CPU); it replaces --bandwidth-gbps in the times and the roofline")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads for --device cpu (default: torch's)")
+    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+                        help=f"the roofline's batch B beside batch 1 (default {DEFAULT_BATCH})")
+    parser.add_argument("--measured", default=None, metavar="BENCH_JSON",
+                        help="a `kvviz bench --json` file: its decode tokens/s beside what its read ceiling allows")
 
 
 def format_report(report: MemoryReport) -> list[str]:
@@ -109,12 +127,28 @@ def run(args) -> int:
         raise ValueError(f"--bandwidth-gbps must be a positive number, got {args.bandwidth_gbps}")
     if args.block_size < 1:
         raise ValueError(f"--block-size must be at least 1, got {args.block_size}")
+    if args.batch < 1:
+        raise ValueError(f"--batch must be at least 1, got {args.batch}")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    measured = measured_from_bench(_read_json(args.measured)) if args.measured else None  # before any probe
     cfg = resolve_config(args.model)
-    report = compute(cfg, args.tokens, dtype=args.dtype, bandwidth_gbps=args.bandwidth_gbps,
+    ceiling_gbps, ceiling_name, probe = _ceiling(args)
+    report = compute(cfg, args.tokens, dtype=args.dtype, bandwidth_gbps=ceiling_gbps,
                      block_size=args.block_size, prompt_tokens=args.prompt_tokens)
     for line in format_report(report):
         print(line)
     doc = report.to_dict()
+    roof = roofline(cfg, args.tokens, ceiling_gbps=ceiling_gbps, ceiling=ceiling_name, batch=args.batch,
+                    dtype=report.dtype)
+    print()
+    print("\n".join(roofline_lines(roof)))
+    doc["roofline"] = roof.to_dict()
+    if probe is not None:
+        doc["read_ceiling"] = probe
+    if measured is not None:
+        lines, doc["measured"] = measured_lines(*measured)
+        print("\n".join(lines))
     if args.sinks >= args.window:
         raise ValueError(f"--sinks ({args.sinks}) must be fewer than --window ({args.window})")
     lines, doc["strategies"] = strategy_lines(cfg, args.tokens, report.dtype, args.window, args.sinks, args.residual)
@@ -124,7 +158,7 @@ def run(args) -> int:
         lines, doc["mla"] = mla_lines(args.mla, args.tokens)
         print("\n".join(lines))
     if args.compare_chapter:
-        lines = chapter_comparison(cfg, args.tokens, dtype=report.dtype, bandwidth_gbps=args.bandwidth_gbps)
+        lines = chapter_comparison(cfg, args.tokens, dtype=report.dtype, bandwidth_gbps=ceiling_gbps)
         print()
         for line in lines:
             print(line)
@@ -137,3 +171,60 @@ def run(args) -> int:
         except OSError as exc:
             raise ValueError(f"cannot write {args.json_path}: {exc.strerror or exc}") from None
     return 0
+
+
+def _ceiling(args) -> tuple[float, str, dict | None]:
+    """(GB/s, what it is, the probe's record) for the times and the roofline: --device's read ceiling
+    (measured; a CPU's cached per machine and thread count), else --bandwidth-gbps."""
+    if args.device is None:
+        if args.threads is not None:
+            raise ValueError("--threads needs --device cpu")
+        return args.bandwidth_gbps, "--bandwidth-gbps", None
+    import torch
+
+    from kvviz.bandwidth import read_ceiling
+    from kvviz.devices import resolve_device
+
+    device = resolve_device(args.device)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    c = read_ceiling(device)
+    where = device.type if device.type == "cuda" else f"cpu, {c.threads} thread{'s' if c.threads > 1 else ''}"
+    copy = f"; copy {c.copy_gbps:,.1f} GB/s (read + written, not a decode bound)" if c.copy_gbps else ""
+    print(f"{device.type} read ceiling {c.read_gbps:,.1f} GB/s ({c.method} over {fmt_bytes(c.buffer_bytes)}, "
+          f"fastest of {c.bursts}, median {c.median_gbps:,.1f}){copy}; used below in place of --bandwidth-gbps")
+    return c.read_gbps, f"read ceiling, {where}", asdict(c)
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+
+
+def roofline_lines(roof: Roofline) -> list[str]:
+    b = roof.batch
+    lines = [f"roofline of a decode step at {roof.ceiling_gbps:,.1f} GB/s ({roof.ceiling}), {roof.dtype}: bytes "
+             f"read per step (the weights once, K/V per sequence), FLOP per byte read, and the tokens/s that "
+             f"ceiling allows (batch {b}: all {b} sequences' tokens)",
+             f"{'kv len':>7} {'bytes B=1':>10} {'FLOP/B':>7} {'tok/s':>9}   {f'bytes B={b}':>10} {'FLOP/B':>7} "
+             f"{'tok/s':>9}"]
+    for one, many in roof.points:
+        lines.append(f"{one.kv_len:>7} {fmt_bytes(one.bytes_per_step):>10} {one.intensity:>7.3g} "
+                     f"{one.tokens_per_s:>9,.1f}   {fmt_bytes(many.bytes_per_step):>10} {many.intensity:>7.3g} "
+                     f"{many.tokens_per_s:>9,.1f}")
+    return lines
+
+
+def measured_lines(rows, gbps: float, kind: str) -> tuple[list[str], list[dict]]:
+    lines = [f"measured (the bench file's decode steps, prefill left out) against its {kind}, {gbps:,.1f} GB/s:"]
+    doc = []
+    for m in rows:
+        lines.append(f"  {m.label:<24} {m.tokens_per_s:>9,.1f} tok/s measured, {m.allowed_tokens_per_s:>9,.1f} "
+                     f"allowed: {100 * m.share:.0f}% of the ceiling")
+        doc.append(dict(asdict(m), share=m.share))
+    return lines, doc
