@@ -1,0 +1,279 @@
+"""The serve view's history: every scheduler's ServeStep records (kvviz.serving.record), appended as
+they arrive or loaded from a saved serve record, and the numpy arrays the panels draw derived from
+them (the timeline's cells, the pool's owners, the per-step series, each request's latency so far).
+
+No Qt, no torch: records and numpy only, so panels, exports and replay share it. Scrubbing is in
+lockstep: step k of every scheduler, each clamped to its last recorded step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvviz.serving.record import ModelInfo, RequestResult, SchedulerSettings, ServeRun, ServeStep
+from kvviz.serving.workload import Workload
+
+# Timeline cell codes: what a request's slot did at a step (ordered for the colour table).
+NONE, WAITING, PREFILL, DECODE, PADDING, IDLE, PREEMPTED, FINISHED = range(8)
+CELL_KINDS = ("none", "waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
+_WORK_CODE = {"prefill": PREFILL, "decode": DECODE, "padding": PADDING, "idle": IDLE}
+_STATE_CODE = {"waiting": WAITING, "running": WAITING, "preempted": PREEMPTED, "finished": FINISHED}
+
+
+@dataclass
+class Timeline:
+    """One scheduler's cells: `cells` uint8 [requests, slots]; step k spans columns x0[k]..x0[k+1]."""
+
+    cells: np.ndarray
+    x0: np.ndarray  # int [steps + 1]
+
+    def step_at(self, column: int) -> int:
+        return int(np.searchsorted(self.x0, column, side="right") - 1)
+
+
+@dataclass
+class ServeHistory:
+    """Records per scheduler, in step order; `version` bumps on every change (the repaint cue)."""
+
+    run_id: str = ""
+    workload: Workload | None = None
+    model: ModelInfo | None = None
+    settings: dict[str, SchedulerSettings] = field(default_factory=dict)
+    steps: dict[str, list[ServeStep]] = field(default_factory=dict)
+    # Each request's generated tokens as text, per scheduler (the worker decodes them; a replay of a
+    # record without per-token text has them from the byte model, else only the result's whole text).
+    token_texts: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    results: dict[str, tuple[RequestResult, ...]] = field(default_factory=dict)
+    prompt_lens: tuple[int, ...] = ()
+    finished: bool = False
+    version: int = 0
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    # -- building -------------------------------------------------------------------------------
+    @classmethod
+    def from_meta(cls, meta: dict) -> ServeHistory:
+        """A live run about to stream in: the worker's run_started payload."""
+        h = cls(run_id=meta["run_id"], workload=meta["workload"], model=meta.get("model"),
+                settings=dict(meta["settings"]), prompt_lens=tuple(meta.get("prompt_lens", ())))
+        h.steps = {k: [] for k in h.settings}
+        h.token_texts = {k: {} for k in h.settings}
+        return h
+
+    @classmethod
+    def from_runs(cls, runs: tuple[ServeRun, ...], run_id: str = "replay") -> ServeHistory:
+        """A whole saved record (or a finished run): every scheduler's steps and results."""
+        first = runs[0]
+        h = cls(run_id=run_id, workload=first.workload, model=first.model,
+                settings={r.scheduler: r.settings for r in runs},
+                prompt_lens=tuple(len(r.prompt_ids) for r in first.results))
+        byte_model = first.model.arch == "kvviz"
+        for r in runs:
+            h.steps[r.scheduler] = list(r.steps)
+            h.results[r.scheduler] = r.results
+            h.token_texts[r.scheduler] = {
+                res.request: ([_byte_text(t) for t in res.token_ids] if byte_model else []) for res in r.results}
+        h.finished = True
+        h.version += 1
+        return h
+
+    def add(self, batch) -> None:
+        """A batch from the worker: [(scheduler, ServeStep, {request: token text}), ...]."""
+        for scheduler, step, texts in batch:
+            steps = self.steps.setdefault(scheduler, [])
+            if step.step != len(steps):
+                raise ValueError(f"{scheduler}: step {step.step} arrived after {len(steps)} steps")
+            steps.append(step)
+            mine = self.token_texts.setdefault(scheduler, {})
+            for request, text in texts.items():
+                mine.setdefault(request, []).append(text)
+        self.version += 1
+
+    def set_results(self, results: dict[str, tuple[RequestResult, ...]]) -> None:
+        self.results = dict(results)
+        self.version += 1
+
+    def runs(self) -> tuple[ServeRun, ...]:
+        """The record as the library's ServeRuns (what the JSON export writes)."""
+        return tuple(ServeRun(scheduler=k, settings=self.settings[k], model=self.model, workload=self.workload,
+                              results=self.results.get(k) or self.live_results(k), steps=tuple(self.steps[k]))
+                     for k in self.schedulers if self.steps.get(k))
+
+    # -- reading --------------------------------------------------------------------------------
+    @property
+    def schedulers(self) -> tuple[str, ...]:
+        return tuple(self.settings)
+
+    @property
+    def workload_name(self) -> str:
+        return self.workload.name if self.workload is not None else ""
+
+    def n_requests(self) -> int:
+        return len(self.workload.requests) if self.workload is not None else 0
+
+    def n_steps(self, scheduler: str | None = None) -> int:
+        if scheduler is not None:
+            return len(self.steps.get(scheduler, ()))
+        return max((len(v) for v in self.steps.values()), default=0)
+
+    def at(self, scheduler: str, step: int) -> ServeStep | None:
+        """The scheduler's record at `step`, clamped to its last (lockstep: a scheduler that finished
+        earlier shows its final state)."""
+        steps = self.steps.get(scheduler, [])
+        if not steps:
+            return None
+        return steps[max(0, min(step, len(steps) - 1))]
+
+    def clamp(self, scheduler: str, step: int) -> int:
+        return max(0, min(step, self.n_steps(scheduler) - 1))
+
+    def _cached(self, name: str, scheduler: str, make):
+        key = (name, scheduler)
+        n = self.n_steps(scheduler)
+        hit = self._cache.get(key)
+        if hit is None or hit[0] != n:
+            hit = (n, make())
+            self._cache[key] = hit
+        return hit[1]
+
+    def timeline(self, scheduler: str) -> Timeline:
+        """Every request's cells over every recorded step. A step is as wide as the most slots one
+        request put into it (a static prefill: the longest prompt; a decode: one), so padding and idle
+        slots show one cell each, as the course's padding bars do. A request without work in a step
+        fills it with its state: waiting, preempted, finished; blank before it arrives."""
+        return self._cached("timeline", scheduler, lambda: _timeline(self.steps.get(scheduler, []), self.n_requests()))
+
+    def series(self, scheduler: str) -> dict[str, np.ndarray]:
+        """Per step: pool blocks used, cached, batch size (requests with work), slots, latency, preemptions."""
+        return self._cached("series", scheduler, lambda: _series(self.steps.get(scheduler, [])))
+
+    def latency(self, scheduler: str, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """(TTFT ms, TPOT ms) per request as of `step` (NaN: not known yet). TTFT runs from the start of
+        the arrival step to the end of the step that emitted the first token; TPOT is the time after
+        the first token over the tokens after it (the library's RequestResult definitions)."""
+        steps = self.steps.get(scheduler, [])[: self.clamp(scheduler, step) + 1]
+        n = self.n_requests()
+        arrival = np.array([r.arrival for r in self.workload.requests]) if n else np.zeros(0, int)
+        ends = np.cumsum([s.latency_ms for s in steps]) if steps else np.zeros(0)
+        starts = ends - np.array([s.latency_ms for s in steps]) if steps else np.zeros(0)
+        first = np.full(n, -1)
+        last = np.full(n, -1)
+        count = np.zeros(n, int)
+        for s in steps:
+            for request, _token in s.emitted:
+                if first[request] < 0:
+                    first[request] = s.step
+                last[request] = s.step
+                count[request] += 1
+        ttft = np.full(n, np.nan)
+        tpot = np.full(n, np.nan)
+        for r in range(n):
+            if first[r] >= 0 and arrival[r] < len(starts):
+                ttft[r] = ends[first[r]] - starts[arrival[r]]
+            if count[r] >= 2:
+                tpot[r] = (ends[last[r]] - ends[first[r]]) / (count[r] - 1)
+        return ttft, tpot
+
+    def counters(self, scheduler: str, step: int) -> dict[str, float]:
+        """The run's figures up to `step` (the counters panel's column)."""
+        steps = self.steps.get(scheduler, [])[: self.clamp(scheduler, step) + 1]
+        padding = sum(s.slots_of("padding") for s in steps)
+        prefill = sum(s.slots_of("prefill") for s in steps)
+        idle = sum(s.slots_of("idle") for s in steps)
+        tokens = sum(len(s.emitted) for s in steps)
+        saved = sum(h.tokens for s in steps for h in s.prefix_hits)
+        wall = sum(s.latency_ms for s in steps)
+        return {
+            "steps": len(steps), "padding": padding,
+            "padding_share": padding / (prefill + padding) if prefill + padding else 0.0,
+            "idle": idle, "idle_share": idle / (tokens + idle) if tokens + idle else 0.0,
+            "saved": saved, "hit_rate": saved / (saved + prefill) if saved + prefill else 0.0,
+            "prefill": prefill, "preemptions": sum(len(s.preemptions) for s in steps), "tokens": tokens,
+            "tokens_per_s": tokens / (wall / 1000) if wall > 0 else 0.0, "wall_ms": wall,
+            "peak_blocks": max((s.pool.used_blocks for s in steps), default=0),
+        }
+
+    def text_of(self, scheduler: str, request: int, step: int) -> tuple[str, str]:
+        """(prompt, generated text as of `step`) of one request under one scheduler."""
+        prompt = self.workload.requests[request].prompt if self.workload is not None else ""
+        steps = self.steps.get(scheduler, [])[: self.clamp(scheduler, step) + 1]
+        n = sum(1 for s in steps for r, _t in s.emitted if r == request)
+        texts = self.token_texts.get(scheduler, {}).get(request, [])
+        if len(texts) >= n:
+            return prompt, "".join(texts[:n])
+        result = next((r for r in self.results.get(scheduler, ()) if r.request == request), None)
+        if result is not None and n >= len(result.token_ids):
+            return prompt, result.text
+        return prompt, f"[{n} tokens]"
+
+    def live_results(self, scheduler: str) -> tuple[RequestResult, ...]:
+        """RequestResults derived from the steps so far (a run stopped early, exported before its end)."""
+        ttft, tpot = self.latency(scheduler, self.n_steps(scheduler))
+        steps = self.steps.get(scheduler, [])
+        out = []
+        for i, req in enumerate(self.workload.requests):
+            ids = tuple(t for s in steps for r, t in s.emitted if r == i)
+            emitted = [s.step for s in steps for r, _t in s.emitted if r == i]
+            admitted = next((s.step for s in steps if i in s.admitted), 0)
+            text = "".join(self.token_texts.get(scheduler, {}).get(i, []))
+            out.append(RequestResult(
+                request=i, prompt_ids=(0,) * (self.prompt_lens[i] if i < len(self.prompt_lens) else 0),
+                token_ids=ids, text=text, arrival=req.arrival, admitted_step=admitted,
+                first_token_step=emitted[0] if emitted else 0, finish_step=emitted[-1] if emitted else 0,
+                ttft_ms=0.0 if np.isnan(ttft[i]) else float(ttft[i]),
+                tpot_ms=None if np.isnan(tpot[i]) else float(tpot[i]),
+                preemptions=sum(1 for s in steps for p in s.preemptions if p.request == i),
+                cached_tokens=sum(h.tokens for s in steps for h in s.prefix_hits if h.request == i),
+                computed_tokens=sum(w.n_slots for s in steps for w in s.work
+                                    if w.request == i and w.kind == "prefill")))
+        return tuple(out)
+
+
+def _byte_text(token_id: int) -> str:
+    from kvviz.tokenizer import ByteTokenizer
+
+    return ByteTokenizer().token_text(token_id) if 0 <= token_id < 256 else f"<{token_id}>"
+
+
+def _timeline(steps: list[ServeStep], n_requests: int) -> Timeline:
+    widths = []
+    per_step: list[dict[int, list[tuple[int, int]]]] = []
+    for s in steps:
+        rows: dict[int, list[tuple[int, int]]] = {}
+        for w in s.work:
+            rows.setdefault(w.request, []).append((_WORK_CODE[w.kind], w.n_slots))
+        per_step.append(rows)
+        widths.append(max((sum(n for _c, n in v) for v in rows.values()), default=1))
+    x0 = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+    cells = np.full((n_requests, int(x0[-1])), NONE, dtype=np.uint8)
+    state_before = {}  # request -> its state after the previous step
+    for k, s in enumerate(steps):
+        a, b = x0[k], x0[k + 1]
+        rows = per_step[k]
+        for r, codes in rows.items():
+            x = a
+            for code, n in codes:
+                cells[r, x:x + n] = code
+                x += n
+        for st in s.requests:
+            if st.request in rows:
+                continue
+            code = _STATE_CODE[st.state]
+            # A request that finished in an earlier step is drawn finished from the step after.
+            if st.state == "finished" and state_before.get(st.request) not in ("finished", None):
+                code = FINISHED
+            cells[st.request, a:b] = code
+        state_before = {st.request: st.state for st in s.requests}
+    return Timeline(cells=cells, x0=x0)
+
+
+def _series(steps: list[ServeStep]) -> dict[str, np.ndarray]:
+    return {
+        "used": np.array([s.pool.used_blocks for s in steps], dtype=float),
+        "cached": np.array([s.pool.cached_blocks for s in steps], dtype=float),
+        "batch": np.array([len({w.request for w in s.work if w.kind in ("prefill", "decode")}) for s in steps],
+                          dtype=float),
+        "slots": np.array([s.slots for s in steps], dtype=float),
+        "latency_ms": np.array([s.latency_ms for s in steps], dtype=float),
+        "preemptions": np.array([len(s.preemptions) for s in steps], dtype=float),
+    }

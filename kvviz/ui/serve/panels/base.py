@@ -1,0 +1,36 @@
+"""What every serve panel is: a widget that draws a ServeHistory at one selected step (and request).
+
+Serve panels see the ServeHistory (kvviz.ui.serve.model: the library's per-step records and numpy arrays
+derived from them) only: no torch, no engines, no worker.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QWidget
+
+from kvviz.ui.serve.model import ServeHistory
+
+
+class ServePanel(QWidget):
+    """Subclasses set `key` and implement `title()`, `help_text()` and `show_step()`."""
+
+    key: str = ""
+    # A click on a cell that belongs to a request at a step: the window selects both.
+    cell_picked = Signal(int, int)  # request, step
+
+    def title(self) -> str:
+        raise NotImplementedError
+
+    def help_text(self) -> str:
+        raise NotImplementedError
+
+    def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
+        """Draw the state at `step` (clamped per scheduler to what it has recorded); `request` is the
+        selected request (None: none). Called in the GUI thread only when something changed."""
+        raise NotImplementedError
+
+    def retranslate(self) -> None:
+        """Set every fixed text again (a language switch)."""
+
+    def clear(self) -> None:
+        """Forget the drawn run."""

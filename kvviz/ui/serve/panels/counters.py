@@ -1,0 +1,98 @@
+"""Counters: per scheduler, as of the step shown: padding and idle waste, the prefix hit rate and the
+prefill tokens it saved, preemptions, tokens and tokens per second, the pool's peak. A table, a column
+per scheduler.
+
+Reads ServeHistory.counters only.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+
+from kvviz.ui.serve import colors
+from kvviz.ui.serve.model import ServeHistory
+from kvviz.ui.serve.panels.base import ServePanel
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("CountersPanel", text)
+
+
+def rows() -> list[tuple[str, str]]:
+    """(counter key, its name in the window's language), in the table's order."""
+    return [("steps", _tr("steps")), ("padding", _tr("padding")), ("padding_share", _tr("padding %")),
+            ("idle", _tr("idle")), ("idle_share", _tr("idle %")), ("hit_rate", _tr("prefix hits")),
+            ("saved", _tr("tokens saved")), ("prefill", _tr("prefilled")), ("preemptions", _tr("preempted")),
+            ("tokens", _tr("tokens")), ("tokens_per_s", _tr("tokens/s")), ("peak_blocks", _tr("peak blocks"))]
+
+
+def cell_text(key: str, c: dict[str, float]) -> str:
+    if key in ("padding_share", "idle_share", "hit_rate"):
+        return f"{c[key]:.0%}"
+    if key == "tokens_per_s":
+        return f"{c['tokens_per_s']:,.0f}"
+    return f"{int(c[key]):,}"
+
+
+class CountersPanel(ServePanel):
+    key = "counters"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.table = QTableWidget(0, 0)
+        self.table.setObjectName("serve_counters")
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        font = self.table.font()
+        font.setPointSizeF(font.pointSizeF() * 0.9)
+        self.table.setFont(font)
+        self.table.verticalHeader().setFont(font)
+        self.table.horizontalHeader().setFont(font)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 3)
+        self.table.horizontalHeader().setMinimumSectionSize(20)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        layout.addWidget(self.table)
+        self.shown: dict[str, dict[str, float]] = {}
+
+    def title(self) -> str:
+        return self.tr("Counters")
+
+    def help_text(self) -> str:
+        return self.tr("Per scheduler, up to this step: padding and idle slots (computed and thrown away) and "
+                       "their share of the prefill and generation slots; prefix hits: the share of prefill "
+                       "positions the prefix cache served, and the tokens it saved; prefilled: the positions "
+                       "prefilled; preemptions; tokens generated and tokens per second of step time; the most "
+                       "pool blocks held at once.")
+
+    def clear(self) -> None:
+        self.table.setRowCount(0)
+        self.table.setColumnCount(0)
+        self.shown = {}
+
+    def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
+        shown = [k for k in run.schedulers if run.n_steps(k)]
+        names = rows()
+        if self.table.columnCount() != len(shown) or self.table.rowCount() != len(names):
+            self.table.setColumnCount(len(shown))
+            self.table.setRowCount(len(names))
+        self.table.setVerticalHeaderLabels([n for _k, n in names])
+        self.shown = {}
+        for col, k in enumerate(shown):
+            head = QTableWidgetItem(k)
+            head.setForeground(QColor(colors.scheduler_color(k)))
+            head.setToolTip(k)
+            self.table.setHorizontalHeaderItem(col, head)
+            c = run.counters(k, step)
+            self.shown[k] = c
+            for row, (key, _name) in enumerate(names):
+                item = self.table.item(row, col)
+                if item is None:
+                    item = QTableWidgetItem()
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    self.table.setItem(row, col, item)
+                text = cell_text(key, c)
+                if item.text() != text:
+                    item.setText(text)

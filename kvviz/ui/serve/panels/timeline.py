@@ -1,0 +1,206 @@
+"""Request timeline: a row per request, a column per token slot of each step, one block per scheduler;
+each cell what that request's slot did (waiting, prefill, decode, padding, idle, preempted, finished),
+like the course's padding bars. The wasted slots (padding + idle) are counted in the title.
+
+Drawn from ServeHistory.timeline (numpy cells) with QPainter: one indexed image per scheduler, scaled
+by whole pixels while the slots fit, so every cell is the same size.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from kvviz.ui.serve import colors
+from kvviz.ui.serve.model import CELL_KINDS, IDLE, PADDING, ServeHistory
+from kvviz.ui.serve.panels.base import ServePanel
+
+LABEL_W = 30  # px left of the cells for "r12"
+MAX_ROW_PX = 16
+LEGEND_KINDS = ("waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("TimelinePanel", text)
+
+
+def kind_name(kind: str) -> str:
+    """A cell kind in the window's language."""
+    return {"none": _tr("not arrived"), "waiting": _tr("waiting"), "prefill": _tr("prefill"),
+            "decode": _tr("decode"), "padding": _tr("padding"), "idle": _tr("idle slot"),
+            "preempted": _tr("preempted"), "finished": _tr("finished")}[kind]
+
+
+class TimelinePanel(ServePanel):
+    key = "timeline"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setMouseTracking(True)
+        self.setMinimumSize(200, 120)
+        self.run: ServeHistory | None = None
+        self.step = 0
+        self.request: int | None = None
+        self.blocks: list[tuple[str, QRect, int]] = []  # (scheduler, cells rect, px per slot) as last painted
+        self.cell_px = (0, 0)  # (width, height) of one cell when whole pixels (0: scaled down)
+        self._images: dict[str, tuple[int, QImage]] = {}
+
+    def title(self) -> str:
+        if self.run is None or not self.run.n_steps():
+            return self.tr("Request timeline")
+        parts = [f"{k} {self.wasted(k)}" for k in self.run.schedulers if self.run.n_steps(k)]
+        return self.tr("Request timeline: wasted slots {0}").format(", ".join(parts))
+
+    def help_text(self) -> str:
+        return self.tr("A row per request, a column per token slot of each step: what the request's slot did. "
+                       "Padding and idle slots are computed and thrown away (static batching). Click a cell to "
+                       "select that request and step.")
+
+    def wasted(self, scheduler: str) -> int:
+        cells = self.run.timeline(scheduler).cells
+        return int(np.count_nonzero((cells == PADDING) | (cells == IDLE)))
+
+    def clear(self) -> None:
+        self.run = None
+        self._images.clear()
+        self.update()
+
+    def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
+        if run is not self.run:
+            self._images.clear()
+        self.run, self.step, self.request = run, step, request
+        self.update()
+
+    # -- painting ---------------------------------------------------------------------------------
+    def _image(self, scheduler: str) -> QImage:
+        timeline = self.run.timeline(scheduler)
+        key = timeline.cells.shape[1]
+        hit = self._images.get(scheduler)
+        if hit is None or hit[0] != key or hit[1].height() != timeline.cells.shape[0]:
+            cells = np.ascontiguousarray(timeline.cells)
+            h, w = cells.shape
+            pad = (-w) % 4  # QImage rows are 32-bit aligned
+            data = np.pad(cells, ((0, 0), (0, pad))) if pad else cells
+            image = QImage(data.data, w, h, w + pad, QImage.Format.Format_Indexed8).copy()
+            image.setColorTable(colors.CELL_TABLE)
+            hit = (key, image)
+            self._images[scheduler] = hit
+        return hit[1]
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor("#ffffff"))
+        self.blocks = []
+        run = self.run
+        if run is None or not run.n_steps():
+            painter.setPen(QColor("#8a8a8a"))
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.tr("no run yet"))
+            return
+        fm = painter.fontMetrics()
+        line = fm.height() + 2
+        schedulers = [k for k in run.schedulers if run.n_steps(k)]
+        n_req = run.n_requests()
+        legend_h = line + 2
+        room = self.height() - legend_h - line * len(schedulers) - 4 * len(schedulers)
+        row_px = max(1, min(MAX_ROW_PX, room // max(1, n_req * len(schedulers))))
+        label_w = LABEL_W if row_px >= fm.height() - 4 else 0
+        width = self.width() - label_w - 4
+        most = max(run.timeline(k).cells.shape[1] for k in schedulers)
+        whole = width // max(1, most)
+        self.cell_px = (whole, row_px) if whole >= 1 else (0, row_px)
+        y = 2
+        small = QFont(painter.font())
+        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
+        for k in schedulers:
+            timeline = run.timeline(k)
+            counts = timeline.cells
+            painter.setPen(QColor(colors.scheduler_color(k)))
+            pad, idle = int(np.count_nonzero(counts == PADDING)), int(np.count_nonzero(counts == IDLE))
+            painter.drawText(QRect(2, y, self.width() - 4, line),
+                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                             self.tr("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(
+                                 k, pad, idle, run.n_steps(k)))
+            y += line
+            cols = counts.shape[1]
+            cell_w = whole if whole >= 1 else width / max(1, most)
+            rect = QRect(label_w + 2, y, max(1, round(cols * cell_w)), n_req * row_px)
+            painter.drawImage(rect, self._image(k))
+            self.blocks.append((k, rect, cell_w))
+            self._draw_marks(painter, k, rect, cell_w, row_px, small, label_w)
+            y += n_req * row_px + 4
+        self._draw_legend(painter, QRect(2, self.height() - legend_h, self.width() - 4, legend_h))
+
+    def _draw_marks(self, painter: QPainter, k: str, rect: QRect, cell_w: float, row_px: int, small: QFont,
+                    label_w: int) -> None:
+        run = self.run
+        timeline = run.timeline(k)
+        step = run.clamp(k, self.step)
+        a, b = timeline.x0[step], timeline.x0[step + 1]
+        # Steps after the one shown: faded (the lockstep's future).
+        x_end = rect.left() + round(b * cell_w)
+        if x_end < rect.right():
+            painter.fillRect(QRect(x_end, rect.top(), rect.right() - x_end + 1, rect.height()),
+                             QColor(255, 255, 255, 150))
+        painter.setPen(QPen(QColor(colors.SELECTED_EDGE), 1))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawRect(QRect(rect.left() + round(a * cell_w) - 1, rect.top() - 1,
+                               max(2, round((b - a) * cell_w)) + 1, rect.height() + 1))
+        if self.request is not None and self.request < run.n_requests():
+            painter.setPen(QPen(QColor(colors.SELECTED_EDGE), 1, Qt.PenStyle.DashLine))
+            painter.drawRect(QRect(rect.left() - 1, rect.top() + self.request * row_px - 1, rect.width() + 1,
+                                   row_px + 1))
+        if label_w:
+            painter.setFont(small)
+            painter.setPen(QColor("#303030"))
+            for r in range(run.n_requests()):
+                painter.drawText(QRect(0, rect.top() + r * row_px, label_w, row_px),
+                                 Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"r{r}")
+            painter.setFont(self.font())
+
+    def _draw_legend(self, painter: QPainter, rect: QRect) -> None:
+        x = rect.left()
+        fm = painter.fontMetrics()
+        box = fm.height() - 4
+        for kind in LEGEND_KINDS:
+            text = kind_name(kind)
+            painter.fillRect(QRect(x, rect.top() + 2, box, box), QColor(colors.CELL_COLORS[kind]))
+            painter.setPen(QColor("#9e9e9e"))
+            painter.drawRect(QRect(x, rect.top() + 2, box, box))
+            painter.setPen(QColor("#303030"))
+            painter.drawText(QPoint(x + box + 3, rect.top() + fm.ascent()), text)
+            x += box + 3 + fm.horizontalAdvance(text) + 10
+            if x > rect.right():
+                break
+
+    # -- the mouse --------------------------------------------------------------------------------
+    def cell_at(self, pos: QPoint) -> tuple[str, int, int] | None:
+        """(scheduler, request, step) under a point of the widget, or None."""
+        for k, rect, cell_w in self.blocks:
+            if rect.contains(pos):
+                row = (pos.y() - rect.top()) // max(1, self.cell_px[1])
+                column = int((pos.x() - rect.left()) / cell_w)
+                timeline = self.run.timeline(k)
+                if 0 <= row < timeline.cells.shape[0] and 0 <= column < timeline.cells.shape[1]:
+                    return k, int(row), timeline.step_at(column)
+        return None
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        hit = self.cell_at(event.position().toPoint())
+        if hit is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.cell_picked.emit(hit[1], hit[2])
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        pos = event.position().toPoint()
+        hit = self.cell_at(pos)
+        if hit is None:
+            QToolTip.hideText()
+            return
+        k, request, step = hit
+        timeline = self.run.timeline(k)
+        column = int((pos.x() - next(r for s, r, _c in self.blocks if s == k).left())
+                     / next(c for s, _r, c in self.blocks if s == k))
+        kind = CELL_KINDS[int(timeline.cells[request, column])]
+        QToolTip.showText(event.globalPosition().toPoint(),
+                          self.tr("{0}: request {1}, step {2}: {3}").format(k, request, step, kind_name(kind)), self)

@@ -1,0 +1,81 @@
+"""Pool use and batch size over the steps, one line per scheduler: blocks held by some request (above)
+and requests computed in the step (below); a preemption is a cross on the pool line; the step shown
+is a vertical line.
+
+Reads ServeHistory.series only (numpy per step). Plot items are made once per scheduler and fed.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from kvviz.ui import style
+from kvviz.ui.serve import colors
+from kvviz.ui.serve.model import ServeHistory
+from kvviz.ui.serve.panels._plots import TwoPlotPanel
+
+
+class UsagePanel(TwoPlotPanel):
+    key = "usage"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pool_plot, self.batch_plot = self.plots
+        self.curves: dict[str, tuple] = {}
+        self.lines = [pg.InfiniteLine(angle=90, pen=pg.mkPen(style.STEP_LINE, width=1)) for _ in range(2)]
+        self.pool_plot.addItem(self.lines[0])
+        self.batch_plot.addItem(self.lines[1])
+        self.retranslate()
+
+    def title(self) -> str:
+        return self.tr("Pool use and batch size")
+
+    def help_text(self) -> str:
+        return self.tr("Above: KV blocks held by some request after each step (of the pool's size); a cross is a "
+                       "preemption. Below: requests computed in each step (the batch). One line per scheduler.")
+
+    def retranslate(self) -> None:
+        self.pool_plot.setLabel("left", self.tr("blocks used"), **style.LABEL_STYLE)
+        self.batch_plot.setLabel("left", self.tr("batch"), **style.LABEL_STYLE)
+        self.batch_plot.setLabel("bottom", self.tr("step"), **style.LABEL_STYLE)
+
+    def clear(self) -> None:
+        for k in list(self.curves):
+            self._drop(k)
+
+    def _drop(self, k: str) -> None:
+        for item in self.curves.pop(k):
+            plot = self.pool_plot if item.getViewBox() is self.pool_plot.getViewBox() else self.batch_plot
+            plot.removeItem(item)
+
+    def _items(self, k: str) -> tuple:
+        if k not in self.curves:
+            pen = pg.mkPen(colors.scheduler_color(k), width=2)
+            pool = self.pool_plot.plot([], [], pen=pen)
+            crosses = pg.ScatterPlotItem(symbol="x", size=11, pen=pg.mkPen(colors.scheduler_color(k), width=2),
+                                         brush=None)
+            self.pool_plot.addItem(crosses)
+            batch = self.batch_plot.plot([], [], pen=pen, stepMode=None)
+            self.curves[k] = (pool, crosses, batch)
+        return self.curves[k]
+
+    def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
+        shown = [k for k in run.schedulers if run.n_steps(k)]
+        self.show_legend(shown)
+        for k in list(self.curves):
+            if k not in shown:
+                self._drop(k)
+        top = 1.0
+        for k in shown:
+            s = run.series(k)
+            x = np.arange(len(s["used"]), dtype=float)
+            pool, crosses, batch = self._items(k)
+            pool.setData(x, s["used"])
+            hit = s["preemptions"] > 0
+            crosses.setData(x[hit], s["used"][hit])
+            batch.setData(x, s["batch"])
+            top = max(top, float(run.settings[k].blocks))
+        self.pool_plot.setYRange(0, top * 1.05, padding=0)
+        for line in self.lines:
+            line.setValue(step)

@@ -1,0 +1,437 @@
+"""The Serve window: many requests served by one model, scheduler beside scheduler. Composes the serve
+form (Inputs dock), the transport (toolbar, timeline, narration), the serve panels' grid and the
+exports, and wires them to a serve worker.
+
+No torch: the worker (handed in) runs the library; records arrive as signals into a ServeHistory, and a
+frame is drawn only when the run or the selection changed (no timer runs while nothing changes).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import replace
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QFrame,
+    QLabel,
+    QMainWindow,
+    QScrollArea,
+    QSpinBox,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kvviz.ui.qtutil import edits_text
+from kvviz.ui.serve.form import ServeForm
+from kvviz.ui.serve.grid import ServeGrid
+from kvviz.ui.serve.model import ServeHistory
+from kvviz.ui.serve.spec import ServeSpec
+from kvviz.ui.serve.transport import ServeTransport
+
+FRAME_MS = 33  # records streaming in are drawn at most this often
+THREAD_WAIT_MS = 30_000
+
+
+class ServeWindow(QMainWindow):
+    """Drive with `form`, `start_run`, `select`, the actions; read `run`, `grid`, `step`, `request`."""
+
+    run_started = Signal(str)
+    run_finished = Signal(str)
+    run_failed = Signal(str, str)
+    frame_drawn = Signal()
+    # Requests to the worker, queued into its thread.
+    run_requested = Signal(object)  # ServeSpec
+    pause_requested = Signal(bool)
+    step_requested = Signal()
+
+    def __init__(self, worker: QObject | None, settings: QSettings | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ServeWindow")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
+        self.settings = settings if settings is not None else QSettings()
+        self._worker = worker
+        self.run = ServeHistory()
+        self.run_id = ""
+        self.state = "idle"  # idle / running / paused
+        self.step = 0
+        self.request: int | None = None
+        self._follow = True
+        self._drawn: tuple | None = None
+        self.frame_ms: list[float] = []  # how long each frame took (the benchmark reads it)
+        self._frame_timer = QTimer(self)  # single shot: started when something changed, never left running
+        self._frame_timer.setSingleShot(True)
+        self._frame_timer.timeout.connect(self.draw)
+
+        self.form = ServeForm(self.settings)
+        self.form.run_clicked.connect(lambda: self.start_run())
+        self.form.changed.connect(lambda: self._enable())
+        self._build_actions()
+        self._build_dock()
+        self.transport = ServeTransport()
+        self.transport.step_chosen.connect(self.select_step)
+        self.grid = ServeGrid()
+        self.grid.cell_picked.connect(self.select)
+        self._build_central()
+        self._build_toolbar()
+        self.retranslate_ui()
+        self.resize(1500, 920)
+
+        self._thread: QThread | None = None
+        if worker is not None:
+            self._thread = QThread(self)
+            self._thread.setObjectName("kvviz-serve-worker")
+            worker.moveToThread(self._thread)
+            self.run_requested.connect(worker.start_run)
+            self.pause_requested.connect(worker.set_paused)
+            self.step_requested.connect(worker.request_step)
+            worker.run_started.connect(self._on_run_started)
+            worker.steps_traced.connect(self._on_steps_traced)
+            worker.results_ready.connect(self._on_results_ready)
+            worker.run_failed.connect(self._on_run_failed)
+            worker.run_finished.connect(self._on_run_finished)
+            self._thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
+            self._thread.start()
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.installEventFilter(self)
+
+    # ------------------------------------------------------------------ construction
+    def _action(self, slot, *keys) -> QAction:
+        act = QAction(self)
+        act.setShortcuts([QKeySequence(k) for k in keys])
+        act.triggered.connect(slot)
+        self.addAction(act)  # the keys work with the menu bar hidden
+        return act
+
+    def _build_actions(self) -> None:
+        self.act_run = self._action(lambda: self.start_run(), "Ctrl+R", "F5")
+        self.act_pause = self._action(self.toggle_pause, "Space")
+        self.act_step = self._action(self.step_once, "N")
+        self.act_stop = self._action(self.stop_run, "Esc")
+        self.act_prev = self._action(lambda: self.scrub(-1), "Left")
+        self.act_next = self._action(self.next_step, "Right")
+        self.act_back10 = self._action(lambda: self.scrub(-10), "PgUp")
+        self.act_fwd10 = self._action(lambda: self.scrub(10), "PgDown")
+        self.act_first = self._action(lambda: self.select_step(0), "Home")
+        self.act_last = self._action(self.follow_live, "End")
+        self.act_open = self._action(self.open_record_dialog, "Ctrl+O")
+        self.act_close = self._action(self.close, "Ctrl+W")
+        from kvviz.ui.serve.exports import ServeExports
+
+        self.exports = ServeExports(self)
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        self.file_menu.addAction(self.act_open)
+        self.export_menu = self.file_menu.addMenu("")
+        self.exports.fill_menu(self.export_menu)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.act_close)
+        self.run_menu = bar.addMenu("")
+        for act in (self.act_run, self.act_pause, self.act_step, self.act_stop, None, self.act_prev,
+                    self.act_next, self.act_back10, self.act_fwd10, self.act_first, self.act_last):
+            self.run_menu.addSeparator() if act is None else self.run_menu.addAction(act)
+        self.view_menu = bar.addMenu("")
+
+    def _build_dock(self) -> None:
+        self.form_dock = QDockWidget(self)
+        self.form_dock.setObjectName("serve_inputs_dock")
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(self.form)
+        self.form_dock.setWidget(scroll)
+        self.form_dock.setMinimumWidth(300)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.form_dock)
+
+    def _build_central(self) -> None:
+        central = QWidget()
+        central.setObjectName("serve_panel_area")
+        central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.panel_area = central
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(4)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("serve_error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("background: #fdecea; color: #b00020; border: 1px solid #b00020; padding: 2px;")
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.hide()
+        layout.addWidget(self.error_label)
+        layout.addWidget(self.transport)
+        layout.addWidget(self.grid, 1)
+        self.setCentralWidget(central)
+
+    def _build_toolbar(self) -> None:
+        self.toolbar = QToolBar(self)
+        self.toolbar.setObjectName("serve_transport")
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for act in (self.act_run, self.act_pause, self.act_step, self.act_stop):
+            self.toolbar.addAction(act)
+        self.toolbar.addSeparator()
+        self.speed_label = QLabel()
+        self.speed_spin = QSpinBox()
+        self.speed_spin.setObjectName("serve_speed")
+        self.speed_spin.setRange(0, 1000)
+        self.speed_spin.setValue(0)
+        self.toolbar.addWidget(self.speed_label)
+        self.toolbar.addWidget(self.speed_spin)
+        self.toolbar.addSeparator()
+        self.state_label = QLabel()
+        self.toolbar.addWidget(self.state_label)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        self.view_menu.addAction(self.form_dock.toggleViewAction())
+        self.view_menu.addAction(self.toolbar.toggleViewAction())
+
+    def retranslate_ui(self) -> None:
+        tr = self.tr
+        self.setWindowTitle(tr("kvviz: serving many requests"))
+        for act, text in ((self.act_run, tr("&Run")), (self.act_step, tr("&Step")), (self.act_stop, tr("S&top")),
+                          (self.act_prev, tr("Previous step")), (self.act_next, tr("Next step")),
+                          (self.act_back10, tr("Back 10 steps")), (self.act_fwd10, tr("Forward 10 steps")),
+                          (self.act_first, tr("First step")), (self.act_last, tr("Newest step (follow the run)")),
+                          (self.act_open, tr("Open serve record...")), (self.act_close, tr("&Close"))):
+            act.setText(text)
+        self.act_run.setToolTip(tr("Serve the workload with every ticked scheduler, in lockstep (Ctrl+R)"))
+        self.act_pause.setText(tr("&Resume") if self.state == "paused" else tr("&Pause"))
+        self.file_menu.setTitle(tr("&File"))
+        self.export_menu.setTitle(tr("&Export"))
+        self.run_menu.setTitle(tr("&Run"))
+        self.view_menu.setTitle(tr("&View"))
+        self.form_dock.setWindowTitle(tr("Workload"))
+        self.form_dock.toggleViewAction().setText(tr("Workload"))
+        self.toolbar.toggleViewAction().setText(tr("Transport"))
+        self.speed_label.setText(tr(" Speed "))
+        self.speed_spin.setSuffix(tr(" steps/s"))
+        self.speed_spin.setSpecialValueText(tr("as fast as possible"))
+        self.state_label.setText({"idle": tr("idle"), "loading": tr("loading the model..."),
+                                  "running": tr("running"), "paused": tr("paused")}[self.state])
+        self.form.retranslate()
+        self.transport.retranslate()
+        self.grid.retranslate()
+        self.exports.retranslate()
+        self._enable()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+            self.request_frame(now=True)
+        super().changeEvent(event)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if (event.type() == QEvent.Type.MouseButtonPress and isinstance(obj, QWidget) and obj.window() is self
+                and self.panel_area.isAncestorOf(obj) and not edits_text(obj)):
+            QTimer.singleShot(0, self.give_keys_to_transport)  # Space and the arrows act on the run
+        return False
+
+    def give_keys_to_transport(self) -> None:
+        if not self.panel_area.hasFocus():
+            self.panel_area.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    # ------------------------------------------------------------------ runs
+    def start_run(self, *, paused: bool = False) -> bool:
+        reason = self.form.problem()
+        if reason or self._worker is None:
+            self.statusBar().showMessage(reason or self.tr("no worker: this window only replays"), 10_000)
+            return False
+        spec = replace(self.form.spec(), run_id=uuid.uuid4().hex[:8], start_paused=paused,
+                       steps_per_s=float(self.speed_spin.value()))
+        self.run_id = spec.run_id
+        self.clear_error()
+        self._set_state("loading")
+        self.run_requested.emit(spec)
+        self.give_keys_to_transport()
+        return True
+
+    def _on_run_started(self, run_id: str, meta) -> None:
+        if run_id != self.run_id:
+            return
+        self.show_run(ServeHistory.from_meta(meta))
+        self._set_state("paused" if meta.get("start_paused") else "running")
+        self.run_started.emit(run_id)
+
+    def _on_steps_traced(self, run_id: str, records) -> None:
+        if run_id != self.run_id or self.run.run_id != run_id:
+            return
+        self.run.add(records)
+        self.request_frame()
+
+    def _on_results_ready(self, run_id: str, results) -> None:
+        if run_id == self.run_id and self.run.run_id == run_id:
+            self.run.set_results(results)
+
+    def _on_run_failed(self, run_id: str, message: str) -> None:
+        if run_id in ("", self.run_id):
+            self.show_error(message)
+            self.run_failed.emit(run_id, message)
+
+    def _on_run_finished(self, run_id: str) -> None:
+        if run_id != self.run_id:
+            return
+        self.run.finished = True
+        self._set_state("idle")
+        self.draw()
+        self.run_finished.emit(run_id)
+
+    def show_run(self, run: ServeHistory) -> None:
+        """Show this run (a new one starting, or a saved record replayed)."""
+        self.run = run
+        self.step, self.request, self._follow = 0, None, True
+        self._drawn = None
+        self.grid.clear()
+        self.request_frame(now=True)
+
+    def replay(self, run: ServeHistory, source: str = "") -> None:
+        if self.state != "idle":
+            self.stop_run()
+        self.run_id = ""
+        self.show_run(run)
+        self._follow = False
+        self.select_step(0)
+        self.statusBar().showMessage(self.tr("replaying {0}").format(source or run.workload_name), 10_000)
+
+    def toggle_pause(self) -> None:
+        if self.state == "running":
+            self._set_state("paused")
+            self.pause_requested.emit(True)
+        elif self.state == "paused":
+            self._set_state("running")
+            self._follow = True
+            self.pause_requested.emit(False)
+
+    def step_once(self) -> None:
+        if self.state == "idle":
+            self.start_run(paused=True)
+            return
+        if self.state == "running":
+            self.toggle_pause()
+        if self.state == "paused":
+            self._follow = True
+            self.step_requested.emit()
+
+    def stop_run(self) -> None:
+        if self.state != "idle" and self._worker is not None:
+            self._worker.request_stop()
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.retranslate_ui()
+
+    def _enable(self) -> None:
+        idle = self.state == "idle"
+        self.act_pause.setEnabled(self.state in ("running", "paused"))
+        self.act_stop.setEnabled(not idle)
+        self.act_run.setEnabled(self._worker is not None and not self.form.problem())
+
+    def show_error(self, message: str) -> None:
+        self.error_label.setText(message)
+        self.error_label.show()
+
+    def clear_error(self) -> None:
+        self.error_label.clear()
+        self.error_label.hide()
+
+    def error_text(self) -> str:
+        return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
+
+    # ------------------------------------------------------------------ selection
+    def select_step(self, step: int) -> None:
+        n = self.run.n_steps()
+        self.step = max(0, min(step, n - 1)) if n else 0
+        self._follow = n > 0 and self.step == n - 1 and self.state != "idle"
+        self.request_frame(now=True)
+
+    def select(self, request: int, step: int) -> None:
+        """A cell clicked: that request and that step."""
+        self.request = request if 0 <= request < self.run.n_requests() else None
+        self.select_step(step)
+
+    def scrub(self, delta: int) -> None:
+        self.select_step(self.step + delta)
+        if delta < 0:
+            self._follow = False
+
+    def next_step(self) -> None:
+        n = self.run.n_steps()
+        if self.state == "paused" and self.step >= n - 1:
+            self.step_once()
+        else:
+            self.scrub(1)
+
+    def follow_live(self) -> None:
+        self.select_step(self.run.n_steps() - 1)
+        self._follow = self.state != "idle"
+
+    # ------------------------------------------------------------------ drawing
+    def request_frame(self, now: bool = False) -> None:
+        """Something changed: draw it, at once (a key, a click) or at the next frame time (records)."""
+        if now:
+            self._frame_timer.stop()
+            self._frame_timer.start(0)
+        elif not self._frame_timer.isActive():
+            self._frame_timer.start(FRAME_MS)
+
+    def draw(self) -> None:
+        """Bring every shown panel, the timeline and the narration to the selected step."""
+        self._frame_timer.stop()
+        n = self.run.n_steps()
+        if self._follow and n:
+            self.step = n - 1
+        self.step = min(self.step, max(0, n - 1))
+        target = (id(self.run), self.run.version, self.step, self.request, self.grid.shown_key())
+        if target == self._drawn:
+            return
+        started = time.perf_counter()
+        self._drawn = target
+        self.transport.show_step(self.run, self.step, self.request)
+        self.grid.draw(self.run, self.step, self.request)
+        self.frame_ms.append((time.perf_counter() - started) * 1000)
+        self.frame_drawn.emit()
+
+    # ------------------------------------------------------------------ files
+    def open_record_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open serve record"), "",
+                                              self.tr("Serve records (*.json)"))
+        if path:
+            self.exports.open_record(path)
+
+    # ------------------------------------------------------------------ closing
+    def shutdown_worker(self) -> None:
+        if self._thread is None or not self._thread.isRunning():
+            return
+        self._worker.request_stop()
+        self._thread.quit()
+        self._thread.wait(THREAD_WAIT_MS)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
+        self._frame_timer.stop()
+        self.shutdown_worker()
+        super().closeEvent(event)
+
+
+def open_serve_window(parent: QWidget | None = None, settings: QSettings | None = None,
+                      spec: ServeSpec | None = None) -> ServeWindow:
+    """A Serve window with its own worker (the library runs in the worker's thread), shown."""
+    from kvviz.ui.serve.worker import ServeWorker
+
+    window = ServeWindow(ServeWorker(), settings)
+    if parent is not None:
+        models = getattr(getattr(parent, "form", None), "model_combo", None)
+        if models is not None:
+            names = [models.itemData(i) or models.itemText(i) for i in range(models.count())]
+            window.form.set_models([n for n in names if n], parent.form.current_model())
+    if spec is not None:
+        window.form.apply(spec)
+    window.show()
+    return window
