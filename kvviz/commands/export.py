@@ -1,9 +1,12 @@
 """`kvviz export --out DIR`: run a compare run in the real window, offscreen, and write the asked-for
 files: PNG / SVG of the window or of panels, a GIF / MP4 with one frame per step, the traces as CSV
-(one row per engine and step) and JSON, the summary as CSV and Markdown.
+(one row per engine and step) and JSON, the summary as CSV and Markdown, the run as one interactive
+HTML page (kvviz.page). `--from TRACE.json` writes the same files from a saved run, without a model.
 
-Checks its arguments before anything heavy starts (bad input: one line, exit 2). Qt and the window
-live in kvviz.ui.headless; this module only parses and checks.
+Checks its arguments before anything heavy starts (bad input: one line, exit 2); a refused command
+writes nothing and makes no folder. Qt and the window live in kvviz.ui.headless (only images and
+animations need them: a saved run's data and page are written without Qt); this module parses, checks
+and writes what needs no window.
 """
 from __future__ import annotations
 
@@ -33,13 +36,18 @@ def configure(parser) -> None:
     what.add_argument("--csv", action="store_true", help="steps.csv (one row per engine and step) and summary.csv")
     what.add_argument("--json", action="store_true", help="trace.json: everything, for File > Open trace")
     what.add_argument("--md", action="store_true", help="summary.md: the summary table in Markdown")
+    what.add_argument("--html", action="store_true",
+                      help="run.html: the run as one self-contained interactive page (step slider, every panel, "
+                           "English/Chinese; opens from disk with no network)")
+    parser.add_argument("--from", dest="from_trace", default=None, metavar="TRACE.json",
+                        help="re-export a saved run (a trace JSON) instead of running a model: no model needed")
     parser.add_argument("--lang", default="en", help="interface language: en (default) or zh_CN")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size (default: 1600x1000)")
     parser.add_argument("--scale", type=float, default=1.0, help="image and animation scale, e.g. 2 for slides")
     parser.add_argument("--fps", type=float, default=4.0, help="animation frames (steps) per second (default: 4)")
     parser.add_argument("--step", type=int, default=None, help="the step the images show (default: the last)")
     parser.add_argument("--steps", default=None, metavar="FROM:TO",
-                        help="the animation's steps, inclusive (default: all)")
+                        help="the animation's and the page's steps, inclusive (default: all)")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -91,8 +99,8 @@ def build_job(args):
     animations = tuple(f for f in ("gif", "mp4") if getattr(args, f))
     data = tuple(k for flag, keys in (("json", ("json",)), ("csv", ("csv", "summary_csv")), ("md", ("md",)))
                  if getattr(args, flag) for k in keys)
-    if not (images or animations or data):
-        raise ValueError("choose at least one file to write: --png, --svg, --gif, --mp4, --csv, --json or --md")
+    if not (images or animations or data or args.html):
+        raise ValueError("choose at least one file to write: --png, --svg, --gif, --mp4, --csv, --json, --md or --html")
     known = [WINDOW, *(k for k, _ in PANELS)]
     panels = tuple(dict.fromkeys(p.strip() for p in args.panels.split(",") if p.strip()))
     if not panels:
@@ -129,14 +137,128 @@ def build_job(args):
                      last=last)
 
 
+PAGE_NAME = "run.html"
+# traceio's writers of a saved run's data, by ExportJob data key: (file name, writer(path, info, traces))
+SAVED_DATA = {
+    "json": ("trace.json", lambda path, info, traces: _traceio().save_run(path, info, traces)),
+    "csv": ("steps.csv", lambda path, info, traces: _traceio().save_steps_csv(path, traces)),
+    "summary_csv": ("summary.csv", lambda path, info, traces: _traceio().save_summary_csv(path, traces, info)),
+    "md": ("summary.md", lambda path, info, traces: _traceio().save_summary_markdown(path, traces, info)),
+}
+
+
+def _traceio():
+    from kvviz import traceio
+
+    return traceio
+
+
+def write_html(job, saved, progress) -> None:
+    """run.html of the saved run in --out (the steps --steps names, the image's --step shown first)."""
+    from kvviz.page import write_page
+
+    path = job.out / PAGE_NAME
+    write_page(path, saved.info, saved.traces, first=job.first, last=job.last, step=job.step, lang=job.lang)
+    job.written.append((path, ""))
+    progress.say(f"wrote {path} ({path.stat().st_size:,} bytes)")
+
+
+def check_page(saved, first: int | None, last: int | None) -> None:
+    """The refusals a page makes (a range outside the run, a run too large for one page) before any file is
+    written: exit 2 with nothing left behind."""
+    from kvviz.page import MAX_PAGE_BYTES, check_steps_range, estimate_bytes, too_large
+
+    n_steps = max((len(v) for v in saved.traces.values()), default=0)
+    _first, last = check_steps_range(n_steps, first, last)
+    size = estimate_bytes(saved.info, saved.traces, last)
+    if size > MAX_PAGE_BYTES:
+        raise too_large(size)
+
+
+def check_page_run(args) -> None:
+    """Before a model run: a page of --tokens steps of every engine would fit (the prompt counted as one
+    token a byte, which no tokenizer exceeds), else exit 2 before the run."""
+    from kvviz.page import MAX_PAGE_BYTES, attention_bytes, too_large
+
+    first, last = parse_steps(args.steps)
+    tokens = args.tokens if last is None else min(args.tokens, last + 1)
+    n = len(args.prompt.encode("utf-8")) + tokens
+    engines = [e for e in args.engines.split(",") if e.strip()]
+    size = len(engines) * (attention_bytes(n) + 200 * tokens)
+    if size > MAX_PAGE_BYTES:
+        raise too_large(size, f"a page of {tokens:,} steps of {len(engines)} engines")
+
+
+def export_saved(args) -> int:
+    """`--from TRACE.json`: the asked-for files of a saved run. Data and the page need no Qt; images and
+    animations replay the run in the offscreen window (kvviz.ui.headless)."""
+    from kvviz import traceio
+
+    saved = traceio.load_run(args.from_trace)  # ValueError naming the file: exit 2
+    args.prompt, args.tokens = saved.info.prompt or "?", max(1, saved.info.max_new_tokens)
+    args.engines = ",".join(saved.traces) or args.engines
+    if args.html:
+        check_page(saved, *parse_steps(args.steps))
+    job = build_job(args)  # makes --out last, once everything is checked
+    from kvviz.ui.headless import ProgressLine
+
+    progress = ProgressLine()
+    if not (job.images or job.animations):
+        for key in job.data:
+            name, writer = SAVED_DATA[key]
+            path = writer(job.out / name, saved.info, saved.traces)
+            progress.say(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    else:
+        replay_outputs(job, saved, progress)
+    if args.html:
+        write_html(job, saved, progress)
+    return 0
+
+
+def replay_outputs(job, saved, progress) -> None:
+    """The saved run replayed in the offscreen window, then its files written as after a run."""
+    import tempfile
+
+    from kvviz.ui.export_actions import replay_run
+    from kvviz.ui.headless import make_window, write_outputs
+
+    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir:
+        window = make_window(job, settings_dir)
+        try:
+            replay_run(window, saved, str(job.out))
+            write_outputs(window, job, progress)
+        finally:
+            window.close()
+            window.deleteLater()
+
+
 def run(args) -> int:
     import sys
 
+    if args.from_trace is not None:
+        return export_saved(args)
+    if args.html:
+        check_page_run(args)
     job = build_job(args)
-    from kvviz.ui.headless import RunError, run_export
+    from kvviz.ui.headless import ProgressLine, RunError, run_export
 
+    kept = "json" in job.data
+    if args.html and not kept:  # the page is built from the run's trace, as --from builds it
+        job.data = (*job.data, "json")
     try:
-        return run_export(job)
+        code = run_export(job)
     except RunError as exc:
         print(f"kvviz export: the run failed: {exc}", file=sys.stderr)
         return 1
+    if args.html:
+        from kvviz import traceio
+
+        trace = job.out / "trace.json"
+        try:
+            saved = traceio.load_run(trace)
+        finally:
+            if not kept:
+                trace.unlink(missing_ok=True)
+        check_page(saved, job.first, job.last)
+        write_html(job, saved, ProgressLine())
+    return code

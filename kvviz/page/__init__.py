@@ -1,0 +1,211 @@
+"""A saved run as one self-contained HTML page: the run's records as JSON, the page's script and styles
+(page.js, page.css beside this file) inlined, the window's Chinese strings from assets/i18n. No network.
+
+Stdlib and numpy only: no Qt, no torch, so `kvviz export --from`, a notebook and the window all build the
+same page from the same records. What the page draws is in page.js; what it is given is built here.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kvviz.format import fmt_bytes
+from kvviz.page.strings import page_strings
+from kvviz.textshow import group_labels
+from kvviz.trace import RunInfo, StepTrace
+
+HERE = Path(__file__).resolve().parent
+# One page holds the run's records in the browser's memory twice (the text and the decoded arrays): past
+# this much data a tab takes seconds to open and a notebook cell holds a file few would keep.
+MAX_PAGE_BYTES = 64 << 20
+# The window's colours (kvviz.ui.style, which imports Qt): a test keeps these equal to it.
+ENGINE_COLORS = {"naive": "#d62728", "concat": "#ff7f0e", "static": "#2ca02c", "paged": "#1f77b4"}
+EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
+ENGINE_DASH = {"naive": None, "concat": None, "static": [6, 3], "paged": [2, 2]}
+EXACT = ("naive", "concat", "static", "paged")
+
+
+def engine_color(engine: str, order: int) -> str:
+    return ENGINE_COLORS.get(engine, EXTRA_COLORS[order % len(EXTRA_COLORS)])
+
+
+def _column(steps: Sequence[StepTrace], key: str) -> list:
+    return [getattr(t, key) for t in steps]
+
+
+def _shown_tokens(labels: Sequence[str]) -> dict:
+    """Labels grouped as read (kvviz.tokenizer.group_labels): each token's shown text (a group's text on its
+    first token, "" on the others) and the [start, stop) of the group it belongs to."""
+    shown, start, stop = [], [], []
+    for group in group_labels(list(labels)):
+        shown += [group.text] + [""] * (group.size - 1)
+        start += [group.start] * group.size
+        stop += [group.stop] * group.size
+    return {"shown": shown, "start": start, "stop": stop}
+
+
+def _attention(steps: Sequence[StepTrace]) -> dict | None:
+    """Each query row once, as first computed, keys 0..i (float16, base64): row i at i(i+1)/2. Masked keys
+    NaN, keys a bounded cache had dropped -1 (the window draws those in the evicted colour). A row naive
+    computes again is the same row (its weights agree to float rounding), so it is stored once."""
+    if not steps or all(t.attn_weights is None for t in steps):
+        return None
+    n = steps[-1].pos_stop
+    flat = np.full(n * (n + 1) // 2, np.nan, dtype=np.float16)
+    row_step = np.full(n, -1, dtype=np.int64)
+    for t in steps:
+        w = t.attn_weights
+        if w is None:
+            continue
+        a, b = t.pos_start, t.pos_stop
+        evicted = t.evicted if t.window is not None else None
+        mask = t.mask if t.mask_spec is not None and t.mask_spec.window is not None else None
+        for i in range(a, b):
+            if row_step[i] >= 0:
+                continue
+            row = w[i - a, : i + 1].astype(np.float32)
+            if mask is not None:
+                row = np.where(mask[i - a, : i + 1], row, np.nan)
+            if evicted is not None and b - a == 1:
+                gone = evicted[evicted < a]
+                row[gone] = -1.0
+            flat[i * (i + 1) // 2: i * (i + 1) // 2 + i + 1] = row
+            row_step[i] = t.step
+    first = next(t for t in steps if t.attn_weights is not None)
+    return {"layer": first.weights_layer, "head": first.weights_head, "row_step": row_step.tolist(),
+            "rows": base64.b64encode(flat.astype("<f2").tobytes()).decode("ascii")}
+
+
+def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first: int = 0,
+              last: int | None = None) -> dict:
+    """What page.js draws from: the run's info, per engine its steps as columns (0..last: the totals and the
+    attention rows need the earlier steps), the steps the slider spans, and the strings in both languages."""
+    engines = []
+    n_steps = max((len(v) for v in traces.values()), default=0)
+    last = n_steps - 1 if last is None else min(last, n_steps - 1)
+    for order, (name, all_steps) in enumerate(traces.items()):
+        steps = list(all_steps[: last + 1])
+        if not steps:
+            continue
+        columns = {key: _column(steps, key) for key in (
+            "pos_start", "pos_stop", "cache_len", "cache_capacity", "cache_bytes", "bytes_copied", "bytes_written",
+            "bytes_gathered", "kv_projections", "latency_ms", "token_id", "window", "sinks", "block_size",
+            "kl_to_exact", "top1_agrees")}
+        columns["latency_ms"] = [float(v) for v in columns["latency_ms"]]
+        tables = [list(t.block_table) if t.block_table is not None else None for t in steps]
+        engines.append({
+            "name": name, "color": engine_color(name, order), "dash": ENGINE_DASH.get(name), "order": order,
+            "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
+            "block_table": tables if any(v is not None for v in tables) else None,
+            "attention": _attention(steps),
+        })
+    prompt = list(info.prompt_labels) or [str(i) for i in info.prompt_ids]
+    wall = info.wall()
+    return {
+        "info": {"run_id": info.run_id, "model_name": info.model_name, "device": info.device, "dtype": info.dtype,
+                 "prompt": info.prompt, "n_prompt": len(info.prompt_ids), "max_new_tokens": info.max_new_tokens,
+                 "n_layer": info.n_layer, "n_head": info.n_head, "kv_bytes_per_token": info.kv_bytes_per_token,
+                 "param_count": info.param_count, "block_size": info.block_size,
+                 "wall": None if wall is None else {"weights_bytes": wall.weights_bytes, "row_bytes": wall.row_bytes,
+                                                    "kv_bytes_per_token": wall.kv_bytes_per_token},
+                 "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind()},
+        "prompt": _shown_tokens(prompt),
+        "engines": engines,
+        "range": [first, last],
+        "strings": page_strings(),
+    }
+
+
+def _asset(name: str) -> str:
+    return (HERE / name).read_text(encoding="utf-8")
+
+
+def _script_json(doc) -> str:
+    """JSON safe inside a <script> element: no "</" can close it early, no U+2028 ends a line in old engines."""
+    text = json.dumps(doc, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text.replace("</", "<\\/")
+
+
+def check_steps_range(n_steps: int, first: int | None, last: int | None) -> tuple[int, int]:
+    """(first, last) within the run's steps 0..n_steps-1; ValueError (one line) outside them."""
+    if n_steps <= 0:
+        raise ValueError("the run has no steps to show")
+    first = 0 if first is None else first
+    last = n_steps - 1 if last is None else last
+    if not 0 <= first <= last <= n_steps - 1:
+        raise ValueError(f"--steps {first}:{last} is outside the run's steps 0..{n_steps - 1}")
+    return first, last
+
+
+def attention_bytes(n_positions: int) -> int:
+    """The page's bytes for one engine's attention rows over n positions: n(n+1)/2 float16, in base64."""
+    return n_positions * (n_positions + 1) // 2 * 2 * 4 // 3
+
+
+def estimate_bytes(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], last: int) -> int:
+    """About what the page's data will take, before it is built: the attention rows dominate, then the block
+    tables (n/block per step) and ~200 bytes per step of scalars."""
+    total = 0
+    for steps in traces.values():
+        steps = steps[: last + 1]
+        if not steps:
+            continue
+        if any(t.attn_weights is not None for t in steps):
+            total += attention_bytes(steps[-1].pos_stop)
+        if steps[0].block_table is not None:
+            total += sum(len(t.block_table or ()) for t in steps) * 4
+        total += 200 * len(steps)
+    return total + len(info.prompt) * 2
+
+
+def too_large(size: int, what: str = "the run") -> ValueError:
+    return ValueError(f"{what} is too large for one page: about {fmt_bytes(size)} of data, more than the "
+                      f"{fmt_bytes(MAX_PAGE_BYTES)} a page takes; export a range of steps with --steps A:B")
+
+
+def build_page(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first: int | None = None,
+               last: int | None = None, lang: str = "en", step: int | None = None, embedded: bool = False) -> str:
+    """The page as text. `first`/`last`: the steps the slider spans (default all); `step`: the one shown first
+    (default the last); `lang`: "en" or "zh_CN" at first (the page switches). ValueError for a run too
+    large for one page (the limit and `--steps` in the message) or a range outside the run."""
+    n_steps = max((len(v) for v in traces.values()), default=0)
+    first, last = check_steps_range(n_steps, first, last)
+    size = estimate_bytes(info, traces, last)
+    if size > MAX_PAGE_BYTES:
+        raise too_large(size)
+    if lang not in ("en", "zh_CN"):
+        raise ValueError(f"language must be en or zh_CN, got {lang!r}")
+    data = page_data(info, traces, first=first, last=last)
+    data["start"] = {"step": last if step is None else max(first, min(step, last)), "lang": lang,
+                     "embedded": embedded}
+    title = f"kvviz: {info.model_name} · {', '.join(e['name'] for e in data['engines'])}"
+    return _asset("page.html").format(
+        title=html.escape(title), lang="zh-CN" if lang == "zh_CN" else "en", css=_asset("page.css"),
+        data=_script_json(data), script=_asset("page.js"))
+
+
+def write_page(path: str | Path, info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], **kwargs) -> Path:
+    """build_page, written to a temporary name beside `path` and renamed (nothing left behind on failure)."""
+    from kvviz.fileio import atomic_write_text
+
+    text = build_page(info, traces, **kwargs)
+    try:
+        return atomic_write_text(path, text)
+    except OSError as exc:
+        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def iframe_html(page: str, height: int = 980) -> str:
+    """The page inside an iframe's srcdoc: what a notebook cell shows (its scripts run apart from the
+    notebook's own, so two runs in one notebook never share a variable)."""
+    return (f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%; height:{height}px; border:0" '
+            f'sandbox="allow-scripts"></iframe>')
+
+
+__all__ = ["MAX_PAGE_BYTES", "build_page", "write_page", "iframe_html", "page_data", "estimate_bytes",
+           "check_steps_range", "attention_bytes", "too_large"]

@@ -1,0 +1,835 @@
+/* kvviz page: one saved run drawn at one step, as the window draws it (kvviz/ui/panels), from the records
+   in the <script id="kvviz-data"> element. No network, no library: canvas and DOM only.
+   The words: tr(context, English) looks up the window's Chinese (kvviz/page/strings.py reads the .ts);
+   the figures: the formatters of kvviz/format.py, ported below (tests compare them with Python's). */
+"use strict";
+(function () {
+const DATA = JSON.parse(document.getElementById("kvviz-data").textContent);
+const INFO = DATA.info;
+const ENGINES = DATA.engines;
+const FIRST = DATA.range[0], LAST = DATA.range[1];
+const CELL = { empty: "#f7f7f7", masked: "#d4d4d4", evicted: "#b5179e", cached: "#7fb3e0", recomputed: "#e4572e",
+  computed: "#ffb000" };
+const BLOCK = { free: "#ececec", used: "#1f77b4", new: "#ffb000", wasted: "#f4a582" };
+const FG = "#303030", MUTED = "#8a8a8a", HIGHLIGHT = "#ffd54f", STEP_LINE = "#555555", OUTLINE = "#202020";
+const COPY_LINE = "#c62828", HELD = "#9e9e9e";
+const ZEBRA = ["#eaf2fb", "#fdf3e1"], SPLIT = ["#d9efd4", "#c6e5f0"];
+const EXACT = ["naive", "concat", "static", "paged"];
+const VIRIDIS = "44015444025645045745055946075a46085c460a5d460b5e470d60470e6147106347116447136548146748166848176948186a481a6c481b6d481c6e481d6f481f70482071482173482374482475482576482677482878472979472a7a472c7a472d7b472e7c462f7d46307e46327e46337f453480453581453781443882443983443a83433c84433d84423e85423f854240864141864143874044874045883f46883f47883e48893e49893e4b893d4c8a3d4d8a3c4e8a3c4f8a3b508b3b518b3a528b3a538b39548c39558c38578c38588c37598c375a8c365b8d365c8d355d8d355e8d345f8d34608d33618d33628d32638d32648e31658e31668e31688e30698e2f6a8e2f6b8e2e6c8e2e6d8e2e6e8e2d6f8e2d708e2c718e2c718e2c728e2b738e2b748e2a758e2a768e2a778e29788e29798e297a8e287b8e287c8e277d8e277e8e277f8e26808e26818e26828e25828e25838e25848e24858e24868e23878e23888e23898d228a8d228b8d228c8d218d8d218e8d218f8d21908c20918c20928c20928c1f938c1f948b1f958b1f968b1f978b1f988a1f998a1e9a8a1e9b891e9c891e9d891f9e881f9f881fa0881fa1871fa1871fa28620a38620a48521a58521a68522a78422a88323a98324aa8225ab8225ac8126ad8127ad8028ae7f29af7f2bb07e2cb17d2db27c2eb37c30b47b31b57a33b67935b77937b87738b9763aba753bbb743dbc733fbc7240bd7142be7044bf6f46c06e48c16d4ac16c4cc26b4ec36a50c46952c56854c56756c66658c7645ac8635cc8625ec96160ca5f63cb5e65cb5d67cc5b69cd5a6ccd596ece5771cf5673d05575d05378d1527ad1507dd24f7fd34d82d34c84d44a87d54889d5478cd6458ed64491d74194d74096d83e99d83c9cd93b9ed939a1da37a3da36a6db34a9db32abdc30aedc2fb1dd2db4dd2bb7de29b9de28bcde26bfdf25c1df23c4df21c7e020c9e01fcce11dcfe11cd1e11bd4e21ad7e219d9e219dce318dee318e1e318e4e418e6e419e9e419ebe51aeee51bf0e51cf3e51df5e61ff7e620fae622fde725";
+let lang = DATA.start.lang, step = DATA.start.step, playing = null;
+const errors = [];
+
+// -- words ------------------------------------------------------------------------------------
+const untranslated = new Set();  // (context, source) looked up in Chinese that the .ts lacks: a test reads it
+function tr(context, source) {
+  if (lang === "en") return source;
+  const table = DATA.strings[context], found = table && table[source];
+  if (!found) untranslated.add(context + "\u0000" + source);
+  return found || source;
+}
+function pyRound(x, digits) {  // Python's round-half-even on the exact binary value
+  const m = Math.pow(10, digits), s = x * m, f = Math.floor(s), d = s - f;
+  if (d === 0.5) return (f % 2 === 0 ? f : f + 1) / m;
+  return Math.round(s) / m;
+}
+function fixed(x, digits) {  // f"{x:.{digits}f}"
+  if (!isFinite(x)) return isNaN(x) ? "nan" : (x > 0 ? "inf" : "-inf");
+  const m = Math.pow(10, digits), s = Math.abs(x) * m, f = Math.floor(s);
+  let text;
+  if (s - f === 0.5) text = ((f % 2 === 0 ? f : f + 1) / m).toFixed(digits);
+  else text = Math.abs(x).toFixed(digits);
+  return (x < 0 && Number(text) !== 0 ? "-" : (x < 0 || Object.is(x, -0) ? "-" : "")) + text;
+}
+function commas(text) {  // f"{x:,...}"
+  const neg = text.startsWith("-"), body = neg ? text.slice(1) : text;
+  const [whole, frac] = body.split(".");
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return (neg ? "-" : "") + grouped + (frac !== undefined ? "." + frac : "");
+}
+function pyFormat(template, args) {  // str.format for {name}, {0} and {name:.Nf}, {name:.3g}
+  return template.replace(/\{([A-Za-z_0-9]*)(?::([^}]*))?\}/g, (all, key, spec) => {
+    const v = args[key];
+    if (v === undefined) return all;
+    if (!spec) return String(v);
+    let m = /^(,)?\.(\d+)f$/.exec(spec);
+    if (m) { const t = fixed(v, Number(m[2])); return m[1] ? commas(t) : t; }
+    m = /^\.(\d+)g$/.exec(spec);
+    if (m) return gFormat(v, Number(m[1]));
+    return String(v);
+  });
+}
+function gFormat(v, p) {
+  if (v === 0) return "0";
+  const e = Math.floor(Math.log10(Math.abs(v)));
+  if (e < -4 || e >= p) {
+    let t = v.toExponential(p - 1).replace(/\.?0+e/, "e");
+    return t.replace(/e([+-])(\d)$/, "e$10$2");
+  }
+  return fixed(v, Math.max(0, p - 1 - e)).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
+}
+const BYTE_UNITS = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+function fmtBytes(n) {
+  if (Math.abs(n) < 1024) return `${Math.trunc(n)} B`;
+  let value = n / 1024;
+  for (const unit of BYTE_UNITS.slice(0, -1)) {
+    if (Math.abs(pyRound(value, 1)) < 1024) return `${commas(fixed(value, 1))} ${unit}`;
+    value /= 1024;
+  }
+  return `${commas(fixed(value, 1))} PiB`;
+}
+function threeFigures(v) { return Math.abs(v) >= 99.95 ? fixed(v, 0) : Math.abs(v) >= 9.995 ? fixed(v, 1) : fixed(v, 2); }
+function fmtFigure(v) {
+  if (v === 0) return "0";
+  if (Math.abs(v) < 0.01) return "<0.01";
+  return Math.abs(v) >= 99.95 ? commas(fixed(v, 0)) : threeFigures(v);
+}
+function fmtCount(n) { return commas(String(Math.trunc(n))); }
+function byteUnit(n) {
+  let unit = "B", size = 1;
+  for (const name of BYTE_UNITS) { if (Math.abs(n) < size * 1024) break; unit = name; size *= 1024; }
+  return [unit, size];
+}
+const DURATIONS = [["µs", 1e-3, 1000], ["ms", 1.0, 1000], ["s", 1e3, 60], ["min", 6e4, 60]];
+function durationUnit(ms) {
+  for (const [unit, size, top] of DURATIONS.slice(1)) if (ms < size * top) return [unit, size];
+  return ["h", 3.6e6];
+}
+function fmtMs(ms) {
+  if (Math.round(ms * 1e6) < 1000) return `${fixed(ms * 1e6, 0)} ns`;
+  for (const [unit, size, top] of DURATIONS) if (pyRound(ms / size, 1) < top) return `${fixed(ms / size, 1)} ${unit}`;
+  return `${commas(fixed(ms / 3.6e6, 1))} h`;
+}
+
+// -- the records --------------------------------------------------------------------------------
+const HALF = new Float32Array(65536);
+for (let h = 0; h < 65536; h++) {
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+  HALF[h] = e === 0 ? s * Math.pow(2, -14) * (f / 1024) : e === 31 ? (f ? NaN : s * Infinity)
+    : s * Math.pow(2, e - 15) * (1 + f / 1024);
+}
+function decodeHalf(b64) {
+  const raw = atob(b64), n = raw.length >> 1, out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = HALF[raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8)];
+  return out;
+}
+function col(e, key) { return e.steps[key]; }
+function stepOf(e, k) { return Math.min(k, e.steps.pos_stop.length - 1); }  // engine_step: clamped per engine
+function prevStop(e, k) { return k > 0 ? e.steps.pos_stop[k - 1] : 0; }
+function computed(e, k) { return e.steps.pos_stop[k] - e.steps.pos_start[k]; }
+function recomputed(e, k) { const p = prevStop(e, k); return Math.max(0, Math.min(p, e.steps.pos_stop[k]) - e.steps.pos_start[k]); }
+function evicted(e, k) {  // positions a window/sinks cache no longer holds after step k (trace.evicted)
+  const W = e.steps.window[k];
+  if (W === null) return [];
+  const S = e.steps.sinks[k], n = e.steps.pos_stop[k], out = [];
+  for (let p = Math.min(S, n); p < Math.max(S, n - (W - S)); p++) out.push(p);
+  return out;
+}
+function wallRead(e, k) {  // kvviz.wall.WallShape.read
+  const w = INFO.wall, s = e.steps;
+  const weights = w.weights_bytes + (s.pos_stop[k] - s.pos_start[k]) * w.row_bytes;
+  const kv = s.cache_len[k] > 0 && s.cache_capacity[k] > 0 ? Math.floor(s.cache_bytes[k] * s.cache_len[k] / s.cache_capacity[k])
+    : s.pos_stop[k] * w.kv_bytes_per_token;
+  return [weights, kv];
+}
+function gbps(bytes, ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : NaN; }
+const totalsCache = {};
+function running(e, key, fn) {  // running sums of a column (or fn(e, k)), kept per engine
+  const id = e.name + "/" + key;
+  if (!totalsCache[id]) {
+    const n = e.steps.pos_stop.length, out = new Float64Array(n);
+    let acc = 0;
+    for (let k = 0; k < n; k++) { acc += fn ? fn(e, k) : e.steps[key][k]; out[k] = acc; }
+    totalsCache[id] = out;
+  }
+  return totalsCache[id];
+}
+function attention(e) {
+  if (!e.attention) return null;
+  if (!e._rows) e._rows = decodeHalf(e.attention.rows);
+  return e._rows;
+}
+function divergence() {
+  const lists = ENGINES.map(e => e.steps.token_id);
+  if (lists.length < 2) return null;
+  const n = Math.min(...lists.map(l => l.length));
+  for (let i = 0; i < n; i++) if (new Set(lists.map(l => l[i])).size > 1) return i;
+  return null;
+}
+
+// -- drawing helpers ------------------------------------------------------------------------------
+function fitCanvas(canvas) {
+  const r = canvas.getBoundingClientRect(), dpr = window.devicePixelRatio || 1;
+  const w = Math.max(1, Math.round(r.width * dpr)), h = Math.max(1, Math.round(r.height * dpr));
+  if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, r.width, r.height);
+  return [ctx, r.width, r.height];
+}
+function niceTicks(lo, hi, want) {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / Math.max(1, want), p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const stepSize = [1, 2, 5, 10].map(m => m * p).find(s => s >= raw) || raw;
+  const out = [];
+  for (let v = Math.ceil(lo / stepSize) * stepSize; v <= hi + 1e-9 * stepSize; v += stepSize) out.push(+v.toPrecision(12));
+  return out;
+}
+function byteTicks(lo, hi, want) {  // ticks at round values of the range's binary unit (pyqtgraph's byte axis)
+  const [unit, size] = byteUnit(hi);
+  return niceTicks(lo / size, hi / size, want).map(v => [v * size, `${+v.toPrecision(6)} ${unit}`]);
+}
+function dashOf(e) { return e.dash ? e.dash : []; }
+function plot(ctx, x0, y0, w, h, o) {
+  // o: {title, left, bottom, xMax, yMax, bytes, series: [{color, dash, xs, ys, width, fill, stepMode}], vline, dots, hline}
+  ctx.font = "11px sans-serif";
+  const yt = o.bytes ? byteTicks(0, o.yMax, Math.max(2, Math.floor(h / 40))) :
+    niceTicks(o.yMin || 0, o.yMax, Math.max(2, Math.floor(h / 40))).map(v => [v, String(v)]);
+  const labelW = Math.max(...yt.map(t => ctx.measureText(t[1]).width), 10);
+  const top = y0 + (o.title ? 18 : 6), left = x0 + labelW + (o.left ? 22 : 8), right = x0 + w - 8;
+  const bottom = y0 + h - (o.bottom ? 30 : 18);
+  const pw = right - left, ph = bottom - top;
+  if (pw < 10 || ph < 10) return null;
+  const yMin = o.yMin || 0;
+  const X = v => left + (v - (o.xMin || 0)) / ((o.xMax - (o.xMin || 0)) || 1) * pw;
+  const Y = v => bottom - (v - yMin) / ((o.yMax - yMin) || 1) * ph;
+  ctx.fillStyle = "#fff"; ctx.fillRect(left, top, pw, ph);
+  ctx.strokeStyle = "rgba(48,48,48,0.15)"; ctx.lineWidth = 1;
+  const xt = niceTicks(o.xMin || 0, o.xMax, Math.max(2, Math.floor(pw / 55)));
+  ctx.beginPath();
+  for (const [v] of yt) { const y = Math.round(Y(v)) + 0.5; ctx.moveTo(left, y); ctx.lineTo(right, y); }
+  for (const v of xt) { const x = Math.round(X(v)) + 0.5; ctx.moveTo(x, top); ctx.lineTo(x, bottom); }
+  ctx.stroke();
+  ctx.fillStyle = FG; ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  for (const [v, t] of yt) ctx.fillText(t, left - 4, Y(v));
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  for (const v of xt) ctx.fillText(String(v), X(v), bottom + 3);
+  if (o.title) { ctx.font = "13px sans-serif"; ctx.textBaseline = "top"; ctx.fillText(o.title, left + pw / 2, y0 + 2); ctx.font = "11px sans-serif"; }
+  if (o.bottom) { ctx.textBaseline = "bottom"; ctx.fillText(o.bottom, left + pw / 2, y0 + h - 1); }
+  if (o.left) {
+    ctx.save(); ctx.translate(x0 + 8, top + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle";
+    ctx.fillText(o.left, 0, 0); ctx.restore();
+  }
+  ctx.strokeStyle = FG; ctx.strokeRect(left + 0.5, top + 0.5, pw - 1, ph - 1);
+  ctx.save(); ctx.beginPath(); ctx.rect(left, top, pw, ph); ctx.clip();
+  const series = (o.series || []).slice().sort((a, b) => (a.dash && a.dash.length ? 1 : 0) - (b.dash && b.dash.length ? 1 : 0));
+  for (const s of series) {
+    ctx.beginPath();
+    const n = s.ys.length;
+    const stride = Math.max(1, Math.floor(n / (pw * 2)));
+    for (let i = 0; i < n; i += stride) {
+      let y = s.ys[i];
+      if (stride > 1) for (let j = i; j < Math.min(n, i + stride); j++) if (s.ys[j] > y) y = s.ys[j];  // peak
+      if (!isFinite(y)) continue;
+      const x = X(s.xs ? s.xs[i] : i);
+      if (s.stepMode) { if (i === 0) ctx.moveTo(x, Y(y)); else ctx.lineTo(x, Y(y)); ctx.lineTo(X(s.xs[i + 1]), Y(y)); }
+      else if (i === 0) ctx.moveTo(x, Y(y)); else ctx.lineTo(x, Y(y));
+    }
+    if (s.fill) {
+      ctx.save(); ctx.lineTo(X(s.xs ? s.xs[s.xs.length - 1] : n - 1), Y(0)); ctx.lineTo(X(s.xs ? s.xs[0] : 0), Y(0));
+      ctx.fillStyle = s.fill; ctx.fill(); ctx.restore();
+    }
+    ctx.setLineDash(s.dash || []); ctx.strokeStyle = s.color; ctx.lineWidth = s.dash && s.dash.length ? 1 : (s.width || 2);
+    ctx.stroke(); ctx.setLineDash([]);
+  }
+  if (o.hline) {
+    ctx.setLineDash([6, 4]); ctx.strokeStyle = o.hline.color; ctx.lineWidth = 1.5; ctx.beginPath();
+    ctx.moveTo(left, Y(o.hline.y)); ctx.lineTo(right, Y(o.hline.y)); ctx.stroke(); ctx.setLineDash([]);
+    ctx.fillStyle = o.hline.color; ctx.textAlign = "left"; ctx.textBaseline = "bottom"; ctx.fillText(o.hline.text, left + 4, Y(o.hline.y) - 2);
+  }
+  if (o.vline !== undefined) {
+    ctx.setLineDash(o.vlineDash || [4, 3]); ctx.strokeStyle = o.vlineColor || STEP_LINE; ctx.lineWidth = 1; ctx.beginPath();
+    const x = Math.round(X(o.vline)) + 0.5; ctx.moveTo(x, top); ctx.lineTo(x, bottom); ctx.stroke(); ctx.setLineDash([]);
+    if (o.vlineText) { ctx.fillStyle = MUTED; ctx.textAlign = "left"; ctx.textBaseline = "top"; ctx.fillText(o.vlineText, x + 3, top + 3); }
+  }
+  for (const d of o.dots || []) {
+    if (!isFinite(d.y)) continue;
+    ctx.beginPath(); ctx.arc(X(d.x), Y(d.y), 4, 0, 2 * Math.PI); ctx.fillStyle = d.color; ctx.fill();
+  }
+  ctx.restore();
+  return { left, top, pw, ph, X, Y };
+}
+function swatch(color, text, mark) {
+  const glyph = mark === "line" ? "&#9473;&#9473;" : mark === "dashed" ? "&#9477;&#9477;" : "&#9632;";
+  const pale = mark === "square" && lightness(color) > 0.9;
+  return `<div><span class="mark" style="color:${pale ? "#9e9e9e" : color}">${pale ? "&#9633;" : glyph}</span>${text}</div>`;
+}
+function lightness(hex) {
+  const r = parseInt(hex.slice(1, 3), 16) / 255, g = parseInt(hex.slice(3, 5), 16) / 255, b = parseInt(hex.slice(5, 7), 16) / 255;
+  return (Math.max(r, g, b) + Math.min(r, g, b)) / 2;
+}
+function esc(text) { return String(text).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]); }
+function engineHtml(e) { return `<b style="color:${e.color}">${esc(e.name)}</b>`; }
+function outline(ctx, x, y, w, h) {  // the step's rows framed from outside, so a one-pixel row stays seen
+  ctx.strokeStyle = OUTLINE; ctx.lineWidth = 2; ctx.strokeRect(x - 1, y - 1, w + 2, h + 2);
+}
+function hex(c) { return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]; }
+
+// -- panels ---------------------------------------------------------------------------------------
+const PANELS = [
+  ["token_stream", "TokenStreamPanel", "Token stream", "body"],
+  ["work_matrix", "WorkMatrixPanel", "Work matrix", "canvas"],
+  ["recompute", "RecomputePanel", "Recompute count", "canvas"],
+  ["attention", "AttentionPanel", "Attention weights", "canvas"],
+  ["latency", "LatencyPanel", "Latency", "canvas"],
+  ["bytes", "BytesPanel", "Bytes copied", "canvas"],
+  ["cache_memory", "CacheMemoryPanel", "Cache memory", "canvas"],
+  ["summary", "SummaryPanel", "Summary", "body"],
+];
+const el = {};
+function buildPanels() {
+  const grid = document.getElementById("grid");
+  for (const [key, , , kind] of PANELS) {
+    const section = document.createElement("section");
+    section.className = "panel"; section.id = "panel-" + key;
+    section.innerHTML = `<h2></h2><div class="legend"></div>` + (key === "attention" ?
+      `<div class="attn-top"><label></label><select></select><span class="caption"></span></div>` : "") +
+      (kind === "canvas" ? `<canvas></canvas>` : `<div class="body"></div>`) + (key === "cache_memory" ? `<div class="legend pool"></div>` : "");
+    grid.appendChild(section);
+    el[key] = { section, title: section.querySelector("h2"), legend: section.querySelector(".legend"),
+      canvas: section.querySelector("canvas"), body: section.querySelector(".body") };
+  }
+  const sel = el.attention.section.querySelector("select");
+  for (const e of ENGINES) if (e.attention) { const o = document.createElement("option"); o.textContent = e.name; sel.appendChild(o); }
+  sel.addEventListener("change", () => draw());
+  el.attention.select = sel;
+  el.attention.caption = el.attention.section.querySelector(".caption");
+  el.attention.label = el.attention.section.querySelector("label");
+  el.cache_memory.pool = el.cache_memory.section.querySelector(".pool");
+}
+
+// The narration (kvviz/ui/narration.py's describe), sentence for sentence.
+function names(list) {
+  if (list.length === 1) return list[0];
+  return pyFormat(tr("Narration", "{names} and {last}"), { names: list.slice(0, -1).join(tr("Narration", ", ")), last: list[list.length - 1] });
+}
+function narration(k) {
+  const steps = ENGINES.map(e => [e, stepOf(e, k)]);
+  if (!steps.length) return "";
+  const N = s => tr("Narration", s);
+  const [e0, k0] = steps[0];
+  let text;
+  const groups = new Map();
+  if (k0 === 0) {
+    for (const [e, kk] of steps) { const key = String(computed(e, kk)); if (!groups.has(key)) groups.set(key, []); groups.get(key).push(engineHtml(e)); }
+    const parts = [];
+    for (const [n, who] of groups) {
+      const w = who.length === steps.length && steps.length > 1 ? N("every engine") : names(who);
+      parts.push(pyFormat(N("{engines} computed the K/V of all {n} prompt positions in one pass"), { engines: w, n }));
+    }
+    text = pyFormat(N("Step {step}, prefill: {work}."), { step: k0, work: parts.join(N("; ")) });
+  } else {
+    for (const [e, kk] of steps) {
+      const cached = e.steps.pos_start[kk] - evicted(e, kk).filter(p => p < e.steps.pos_start[kk]).length;
+      const key = [computed(e, kk), recomputed(e, kk), cached].join(",");
+      if (!groups.has(key)) groups.set(key, []); groups.get(key).push(engineHtml(e));
+    }
+    const parts = [];
+    for (const [key, who] of groups) {
+      const [n, again, cached] = key.split(",").map(Number);
+      parts.push(again ? pyFormat(N("{engines} computed the K/V of all {n} positions, {again} of them again though unchanged"), { engines: names(who), n, again })
+        : pyFormat(N("{engines} computed {new} new K/V and read {cached} from the cache"), { engines: names(who), new: n, cached }));
+    }
+    text = pyFormat(N("Step {step}, decode: {work}."), { step: k0, work: parts.join(N("; ")) });
+  }
+  const drops = [];
+  for (const [e, kk] of steps) {
+    if (e.steps.window[kk] === null) continue;
+    const before = new Set(kk ? evicted(e, kk - 1) : []), gone = evicted(e, kk).filter(p => !before.has(p));
+    const held = pyFormat(N("the cache holds {held} of {n} positions"), { held: e.steps.cache_len[kk], n: e.steps.pos_stop[kk] });
+    if (!gone.length) drops.push(pyFormat(N("{engine} dropped nothing; {held}"), { engine: engineHtml(e), held }));
+    else if (gone.length === 1) drops.push(pyFormat(N("{engine} dropped position {pos}; {held}"), { engine: engineHtml(e), pos: gone[0], held }));
+    else drops.push(pyFormat(N("{engine} dropped positions {first}-{last}; {held}"), { engine: engineHtml(e), first: gone[0], last: gone[gone.length - 1], held }));
+  }
+  if (drops.length) text = pyFormat(N("{work} Eviction: {drops}."), { work: text, drops: drops.join(N("; ")) });
+  if (INFO.wall) {
+    const reads = [];
+    for (const [e, kk] of steps) {
+      const [weights, kv] = wallRead(e, kk), ms = e.steps.latency_ms[kk], g = gbps(weights + kv, ms);
+      if (!(g < Infinity)) continue;
+      const values = { engine: engineHtml(e), weights: fmtBytes(weights), kv: fmtBytes(kv), ms: fmtMs(ms), gbps: fmtFigure(g) };
+      const pct = { pct: INFO.ceiling === null ? "" : fixed(100 * g / INFO.ceiling, 0) };
+      if (INFO.ceiling === null) reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s"), values));
+      else if (INFO.ceiling_kind === "read") reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine's read ceiling"),
+        Object.assign(pct, values)));
+      else reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine's copy bandwidth"),
+        Object.assign(pct, values)));
+    }
+    if (reads.length) text = pyFormat(N("{work} {wall}"), { work: text, wall: pyFormat(N("{reads}."), { reads: reads.join(N("; ")) }) });
+  }
+  const moved = [];
+  for (const [e, kk] of steps) {
+    const verbs = [[N("copied {bytes}"), e.steps.bytes_copied[kk]], [N("wrote {bytes}"), e.steps.bytes_written[kk]],
+      [N("gathered {bytes}"), e.steps.bytes_gathered[kk]]].filter(v => v[1]).map(v => pyFormat(v[0], { bytes: fmtBytes(v[1]) }));
+    if (verbs.length) moved.push(`${engineHtml(e)} ${names(verbs)}`);
+  }
+  if (moved.length) text = pyFormat(N("{work} Cache traffic: {moves}."), { work: text, moves: moved.join(N("; ")) });
+  return text;
+}
+
+// Token stream: the prompt grey, each engine's tokens, the step's highlighted, later ones faded.
+const WS_MARKS = { " ": "\u00b7", "\t": "\u2192", "\r": "\u240d" };
+function tokenHtml(text, prompt) {
+  if (text === "\\n") text = "\n";
+  const blank = /^\s+$/.test(text);
+  if (!blank || (prompt && text === " ")) return esc(text.replace(/\n/g, "\u21b5\n"));
+  const marks = [...text.replace(/\n/g, "")].map(ch => WS_MARKS[ch] || "\u00b7").join("");
+  return (marks ? `<span class="mark">${marks}</span>\u200b` : "") + "\u21b5\n".repeat((text.match(/\n/g) || []).length);
+}
+function drawTokens(k) {
+  const T = s => tr("TokenStreamPanel", s);
+  const prompt = DATA.prompt.shown.map(t => tokenHtml(t, true)).join("");
+  const ref = ENGINES[0].steps.token_id;
+  const out = [];
+  for (const e of ENGINES) {
+    const kk = stepOf(e, k), tok = e.tokens, ids = e.steps.token_id, n = ids.length;
+    let diverged = null;
+    for (let i = 0; i < n && i < ref.length; i++) if (ids[i] !== ref[i]) { diverged = i; break; }
+    const zebra = n * ENGINES.length <= 400;
+    const g0 = tok.start[kk], g1 = tok.stop[kk];
+    const parts = [];
+    let number = -1;
+    for (let i = 0; i < n; i++) {
+      if (tok.start[i] === i) number++;
+      if (tok.start[i] !== i) continue;
+      const body = tokenHtml(tok.shown[i], false);
+      const size = tok.stop[i] - tok.start[i];
+      let cls = "", style = "";
+      if (i === g0) cls = "now";
+      else if (i > kk) cls = "later";
+      else if (size > 1) style = `background:${SPLIT[number % 2]}`;
+      else if (zebra) style = `background:${ZEBRA[number % 2]}`;
+      let differs = false;
+      for (let j = tok.start[i]; j < tok.stop[i]; j++) if (j < ref.length && ids[j] !== ref[j]) differs = true;
+      if (differs) cls += " differs";
+      parts.push(`<span class="${cls}" style="${style}" data-step="${i}">${body}</span>`);
+    }
+    const note = diverged === null ? "" : pyFormat(T("differs from {first} from step {step}"), { first: esc(ENGINES[0].name), step: diverged });
+    out.push(`<div class="engine" data-engine="${esc(e.name)}"><span class="name" style="color:${e.color}">${esc(e.name)}</span><span class="note">${note}</span>\n` +
+      `<span class="prompt">${prompt}</span>${parts.join("")}</div>`);
+    void g1;
+  }
+  el.token_stream.body.className = "body tokens";
+  el.token_stream.body.innerHTML = out.join("");
+}
+
+// Work matrix: per engine, what happened to each (query, key) cell at the step, pooled by max.
+const KIND_COLORS = ["empty", "masked", "evicted", "cached", "recomputed", "computed"].map(k => hex(CELL[k]));
+function kindsImage(e, k, px) {
+  const s = e.steps, a = s.pos_start[k], b = s.pos_stop[k], n = b, p = prevStop(e, k);
+  const W = s.window[k], S = s.sinks[k] || 0, gone = new Set(W === null ? [] : evicted(e, k).filter(q => q < a));
+  const m = Math.min(n, px), f = n / m, img = new Uint8Array(m * m);
+  const kindAt = (i, j) => {
+    if (j > i) return 1;
+    if (i < a || i >= b) return 0;
+    if (W !== null && !(i - j < W - S || j < S)) return 1;
+    if (gone.has(j)) return 2;
+    return j < a ? 3 : j < p ? 4 : 5;
+  };
+  if (m === n) { for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) img[i * m + j] = kindAt(i, j); return [img, m]; }
+  for (let i = 0; i < n; i++) {
+    const r = Math.min(m - 1, Math.floor(i / f)) * m;
+    for (let j = 0; j < n; j++) { const c = r + Math.min(m - 1, Math.floor(j / f)), v = kindAt(i, j); if (v > img[c]) img[c] = v; }
+  }
+  return [img, m];
+}
+function drawWorkMatrix(k) {
+  const Wm = s => tr("WorkMatrixPanel", s);
+  const evicting = ENGINES.some(e => e.steps.window.some(v => v !== null));
+  el.work_matrix.legend.className = "legend cols";
+  el.work_matrix.legend.innerHTML = [[CELL.computed, Wm("computed this step (new)")], [CELL.cached, Wm("read from the cache")],
+    [CELL.recomputed, Wm("recomputed though unchanged")], [CELL.masked, Wm("masked (future)")],
+    ...(evicting ? [[CELL.evicted, Wm("evicted, never read again")]] : []), [CELL.empty, Wm("not computed this step")]]
+    .map(([c, t]) => swatch(c, t, "square")).join("");
+  const [ctx, w, h] = fitCanvas(el.work_matrix.canvas);
+  const cols = ENGINES.length > 1 ? 2 : 1, rows = Math.ceil(ENGINES.length / cols);
+  const cw = w / cols, ch = (h - 16) / rows;
+  ENGINES.forEach((e, idx) => {
+    const kk = stepOf(e, k), s = e.steps;
+    const x0 = (idx % cols) * cw, y0 = Math.floor(idx / cols) * ch;
+    const rowsN = computed(e, kk), again = recomputed(e, kk);
+    const cached = s.pos_start[kk] - evicted(e, kk).filter(q => q < s.pos_start[kk]).length;
+    const detail = kk === 0 ? pyFormat(Wm("prefill, {rows} rows"), { rows: rowsN }) : again ? pyFormat(Wm("{rows} rows, {again} again"), { rows: rowsN, again })
+      : pyFormat(Wm("{rows} row, {cached} cached"), { rows: rowsN, cached });
+    ctx.textAlign = "center"; ctx.textBaseline = "top";
+    ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color; ctx.fillText(e.name, x0 + cw / 2, y0 + 2);
+    ctx.font = "11px sans-serif"; ctx.fillStyle = FG; ctx.fillText(detail, x0 + cw / 2, y0 + 17);
+    const side = Math.max(8, Math.min(cw - 34, ch - 40)), mx = x0 + 28 + (cw - 34 - side) / 2, my = y0 + 32;
+    const dpr = window.devicePixelRatio || 1;
+    const [img, m] = kindsImage(e, kk, Math.max(8, Math.floor(side * dpr)));
+    const id = new ImageData(m, m);
+    for (let i = 0; i < m * m; i++) { const c = KIND_COLORS[img[i]]; id.data[4 * i] = c[0]; id.data[4 * i + 1] = c[1]; id.data[4 * i + 2] = c[2]; id.data[4 * i + 3] = 255; }
+    const tmp = document.createElement("canvas"); tmp.width = m; tmp.height = m; tmp.getContext("2d").putImageData(id, 0, 0);
+    ctx.imageSmoothingEnabled = false; ctx.drawImage(tmp, mx, my, side, side);
+    const n = s.pos_stop[kk];
+    outline(ctx, mx, my + side * s.pos_start[kk] / n, side, side * rowsN / n);
+    ctx.fillStyle = FG; ctx.textAlign = "right"; ctx.textBaseline = "middle";
+    for (const v of niceTicks(0, n, 3)) if (v < n) ctx.fillText(String(v), mx - 3, my + side * (v + 0.5) / n);
+    ctx.textAlign = "center"; ctx.textBaseline = "top";
+    for (const v of niceTicks(0, n, 3)) if (v < n) ctx.fillText(String(v), mx + side * (v + 0.5) / n, my + side + 2);
+  });
+  ctx.fillStyle = FG; ctx.textAlign = "center"; ctx.textBaseline = "bottom"; ctx.fillText(Wm("key position"), w / 2, h - 1);
+  ctx.save(); ctx.translate(8, h / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle"; ctx.fillText(Wm("query position"), 0, 0); ctx.restore();
+}
+
+// Recompute count: times each position's K/V was computed over steps 0..k.
+function counts(e, k) {
+  const n = e.steps.pos_stop[k], diff = new Int32Array(n + 1);
+  for (let j = 0; j <= k; j++) { diff[e.steps.pos_start[j]] += 1; diff[e.steps.pos_stop[j]] -= 1; }
+  const out = new Int32Array(n);
+  let acc = 0;
+  for (let i = 0; i < n; i++) { acc += diff[i]; out[i] = acc; }
+  return out;
+}
+function headroom(v) {
+  const target = v * 1.25, power = Math.pow(10, Math.floor(Math.log10(target)));
+  return [1, 1.5, 2, 3, 4, 5, 6, 8, 10].map(m => m * power).find(x => x >= target);
+}
+function drawRecompute(k) {
+  const R = s => tr("RecomputePanel", s);
+  const legend = [], series = [];
+  let top = 1, nMax = 0;
+  ENGINES.forEach((e, order) => {
+    const kk = stepOf(e, k), c = counts(e, kk);
+    const xs = new Float64Array(c.length + 1); for (let i = 0; i <= c.length; i++) xs[i] = i;
+    series.push({ color: e.color, dash: dashOf(e), xs, ys: c, stepMode: true, width: 2.5, fill: order === 0 ? `rgba(${hex(e.color).join(",")},${45 / 255})` : null });
+    for (const v of c) if (v > top) top = v;
+    nMax = Math.max(nMax, c.length);
+    legend.push(swatch(e.color, pyFormat(R("{engine}: {total} K/V computed"), { engine: esc(e.name), total: fmtCount(running(e, "kv_projections")[kk]) }), e.dash ? "dashed" : "line"));
+  });
+  el.recompute.legend.innerHTML = legend.join("");
+  const [ctx, w, h] = fitCanvas(el.recompute.canvas);
+  const xTop = Math.max(nMax, INFO.n_prompt + INFO.max_new_tokens, 1);
+  const yTop = top < 4 ? top + 0.5 : headroom(top + 0.5);
+  plot(ctx, 0, 0, w, h, { left: R("times computed"), bottom: R("token position"), xMax: xTop, yMax: yTop, series,
+    vline: 0 < INFO.n_prompt && INFO.n_prompt < nMax ? INFO.n_prompt : undefined, vlineText: R("end of prompt"), vlineDash: [2, 3] });
+}
+
+// Attention weights of the recorded layer and head, accumulated from the rows each step computed.
+const VIRIDIS_RGB = []; for (let i = 0; i < VIRIDIS.length; i += 6) VIRIDIS_RGB.push(hex("#" + VIRIDIS.slice(i, i + 6)));
+function drawAttention(k) {
+  const A = s => tr("AttentionPanel", s);
+  el.attention.label.textContent = A("Engine:");
+  el.attention.legend.innerHTML = "";
+  const sel = el.attention.select, e = ENGINES.find(x => x.name === sel.value);
+  const [ctx, w, h] = fitCanvas(el.attention.canvas);
+  if (!e) { el.attention.caption.textContent = A("No attention weights recorded in this run."); return; }
+  const kk = stepOf(e, k), s = e.steps, n = s.pos_stop[kk], a = s.pos_start[kk], rows = attention(e), rs = e.attention.row_step;
+  const filled = i => rs[i] >= 0 && rs[i] <= kk;
+  let earlier = 0; for (let i = 0; i < a; i++) if (filled(i)) earlier++;
+  el.attention.caption.textContent = earlier ? pyFormat(A("Outlined: the {rows} row(s) computed at this step. The {earlier} rows above were computed at earlier steps."), { rows: n - a, earlier })
+    : pyFormat(A("Outlined: the {rows} row(s) computed at this step."), { rows: n - a });
+  const side = Math.max(8, Math.min(w - 44 - 72, h - 62)), mx = 44, my = 40, dpr = window.devicePixelRatio || 1;
+  const m = Math.min(n, Math.max(8, Math.floor(side * dpr))), f = n / m;
+  const pooled = new Float32Array(m * m).fill(NaN);
+  let topW = 0;
+  for (let i = 0; i < n; i++) {
+    if (!filled(i)) continue;
+    const base = i * (i + 1) / 2, r = Math.min(m - 1, Math.floor(i / f)) * m;
+    for (let j = 0; j <= i; j++) {
+      const v = rows[base + j];
+      if (v !== v) continue;
+      const c = r + Math.min(m - 1, Math.floor(j / f)), old = pooled[c];
+      if (!(old >= v)) pooled[c] = v;
+      if (v > topW) topW = v;
+    }
+  }
+  topW = Math.max(topW, 1e-6);
+  const id = new ImageData(m, m), evictedRgb = hex(CELL.evicted), emptyRgb = hex(CELL.empty), maskedRgb = hex(CELL.masked);
+  for (let i = 0; i < m; i++) for (let j = 0; j < m; j++) {
+    const v = pooled[i * m + j];
+    let c;
+    if (j * f > i * f + f - 1) c = maskedRgb;  // wholly above the diagonal
+    else if (v !== v) c = emptyRgb;
+    else if (v < 0) c = evictedRgb;
+    else c = VIRIDIS_RGB[Math.max(0, Math.min(252, Math.floor(v * 252 / topW)))];
+    const o = 4 * (i * m + j); id.data[o] = c[0]; id.data[o + 1] = c[1]; id.data[o + 2] = c[2]; id.data[o + 3] = 255;
+  }
+  const tmp = document.createElement("canvas"); tmp.width = m; tmp.height = m; tmp.getContext("2d").putImageData(id, 0, 0);
+  ctx.imageSmoothingEnabled = false; ctx.drawImage(tmp, mx, my, side, side);
+  outline(ctx, mx, my + side * a / n, side, side * (n - a) / n);
+  ctx.textAlign = "center"; ctx.textBaseline = "top"; ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color;
+  ctx.fillText(e.name, mx + side / 2, 2);
+  ctx.font = "11px sans-serif"; ctx.fillStyle = FG;
+  ctx.fillText(pyFormat(A("layer {layer}, head {head}, step {step}"), { layer: e.attention.layer, head: e.attention.head, step: kk }), mx + side / 2, 18);
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  for (const v of niceTicks(0, n, 5)) if (v < n) ctx.fillText(String(v), mx - 3, my + side * (v + 0.5) / n);
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  for (const v of niceTicks(0, n, 4)) if (v < n) ctx.fillText(String(v), mx + side * (v + 0.5) / n, my + side + 2);
+  ctx.fillText(A("key position"), mx + side / 2, my + side + 15);
+  ctx.save(); ctx.translate(10, my + side / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle"; ctx.fillText(A("query position"), 0, 0); ctx.restore();
+  const bx = mx + side + 14, bw = 12;  // the colour bar, 0 .. the largest weight shown
+  for (let y = 0; y < side; y++) { const c = VIRIDIS_RGB[Math.floor((1 - y / side) * 252)]; ctx.fillStyle = `rgb(${c})`; ctx.fillRect(bx, my + y, bw, 1.5); }
+  ctx.fillStyle = FG; ctx.textAlign = "left"; ctx.textBaseline = "middle";
+  for (const v of niceTicks(0, topW, 4)) ctx.fillText(String(+v.toPrecision(3)), bx + bw + 3, my + side * (1 - v / topW));
+  ctx.save(); ctx.translate(bx + bw + 34, my + side / 2); ctx.rotate(Math.PI / 2); ctx.textAlign = "center"; ctx.fillStyle = MUTED; ctx.fillText(A("weight"), 0, 0); ctx.restore();
+}
+
+// Series panels: latency (with the memory wall), bytes copied, cache memory.
+function seriesOf(e, key, cumulative) {
+  const v = cumulative ? running(e, key) : e.steps[key];
+  return v;
+}
+function stacked(k, specs, canvas) {
+  const [ctx, w, h] = fitCanvas(canvas), ph = h / specs.length;
+  specs.forEach((spec, r) => {
+    let yMax = 0;
+    for (const s of spec.series) for (const v of s.ys) if (isFinite(v) && v > yMax) yMax = v;
+    if (spec.hline && spec.hline.y > yMax) yMax = spec.hline.y;
+    yMax = yMax > 0 ? yMax * 1.05 : 1;
+    plot(ctx, 0, r * ph, w, ph, Object.assign({ xMax: Math.max(1, LAST), yMax, vline: k, vlineDash: [4, 3],
+      bottom: r === specs.length - 1 ? tr("SeriesPanel", "step") : "" }, spec));
+  });
+}
+function drawLatency(k) {
+  const L = s => tr("LatencyPanel", s);
+  el.latency.legend.innerHTML = ENGINES.map(e => {
+    const kk = stepOf(e, k), decodeSteps = kk, ms = decodeSteps ? (running(e, "latency_ms")[kk] - e.steps.latency_ms[0]) / decodeSteps : 0;
+    return swatch(e.color, decodeSteps ? pyFormat(L("{engine}: {ms:.2f} ms/step"), { engine: esc(e.name), ms }) : esc(e.name), e.dash ? "dashed" : "line");
+  }).join("");
+  const dots = key => ENGINES.map(e => ({ x: stepOf(e, k), y: key(e)[stepOf(e, k)], color: e.color }));
+  const bw = e => { if (!e._bw) e._bw = e.steps.latency_ms.map((ms, kk) => INFO.wall ? gbps(wallRead(e, kk)[0] + wallRead(e, kk)[1], ms) : NaN); return e._bw; };
+  const specs = [
+    { title: L("per step"), left: L("latency") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.latency_ms })), dots: dots(e => e.steps.latency_ms) },
+    { title: L("total so far"), left: L("time") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: running(e, "latency_ms") })), dots: dots(e => running(e, "latency_ms")) },
+  ];
+  if (INFO.wall) specs.push({ title: L("weights + K/V read / step time"), left: L("read") + " (GB/s)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: bw(e) })),
+    dots: dots(bw), hline: INFO.ceiling === null ? null : { y: INFO.ceiling, color: COPY_LINE,
+      text: pyFormat(INFO.ceiling_kind === "copy" ? L("copy bandwidth {0} GB/s") : L("read ceiling {0} GB/s"), { 0: fmtFigure(INFO.ceiling) }) } });
+  stacked(k, specs, el.latency.canvas);
+}
+function drawBytes(k) {
+  const B = s => tr("BytesPanel", s);
+  el.bytes.legend.innerHTML = ENGINES.map(e => {
+    const kk = stepOf(e, k), copied = running(e, "bytes_copied")[kk], gathered = running(e, "bytes_gathered")[kk];
+    let text = pyFormat(B("{engine}: {copied} copied"), { engine: esc(e.name), copied: fmtBytes(copied) });
+    if (gathered) text += pyFormat(B(", {gathered} gathered"), { gathered: fmtBytes(gathered) });
+    return swatch(e.color, text, e.dash ? "dashed" : "line");
+  }).join("");
+  const lines = cumulative => ENGINES.flatMap(e => [{ color: e.color, dash: dashOf(e), ys: seriesOf(e, "bytes_copied", cumulative) },
+    ...(e.steps.bytes_gathered.some(v => v) ? [{ color: e.color, dash: [6, 3], ys: seriesOf(e, "bytes_gathered", cumulative) }] : [])]);
+  const dots = cumulative => ENGINES.map(e => ({ x: stepOf(e, k), y: seriesOf(e, "bytes_copied", cumulative)[stepOf(e, k)], color: e.color }));
+  stacked(k, [
+    { title: B("per step (dashed: gathered)"), left: B("bytes"), bytes: true, series: lines(false), dots: dots(false) },
+    { title: B("total so far"), left: B("bytes"), bytes: true, series: lines(true), dots: dots(true) },
+  ], el.bytes.canvas);
+}
+function drawCacheMemory(k) {
+  const C = s => tr("CacheMemoryPanel", s);
+  el.cache_memory.legend.innerHTML = ENGINES.map(e => {
+    const kk = stepOf(e, k);
+    return swatch(e.color, pyFormat(C("{engine}: {bytes}, {cap} tokens"), { engine: esc(e.name), bytes: fmtBytes(e.steps.cache_bytes[kk]), cap: fmtCount(e.steps.cache_capacity[kk]) }), e.dash ? "dashed" : "line");
+  }).join("") + swatch(HELD, C("tokens held"), "line");
+  el.cache_memory.legend.className = "legend cols";
+  const [ctx, w, h] = fitCanvas(el.cache_memory.canvas);
+  const sized = ENGINES.find(e => e.steps.cache_capacity[e.steps.cache_capacity.length - 1]);
+  const series = ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.cache_bytes }));
+  if (sized) {
+    const last = sized.steps.cache_capacity.length - 1, per = sized.steps.cache_bytes[last] / sized.steps.cache_capacity[last];
+    series.unshift({ color: HELD, width: 6, ys: sized.steps.cache_len.map(v => v * per) });
+  }
+  let yMax = 1; for (const s of series) for (const v of s.ys) if (v > yMax) yMax = v;
+  const paged = ENGINES.find(e => e.block_table);
+  const plotW = paged ? w * 0.58 : w;
+  plot(ctx, 0, 0, plotW, h, { title: C("resident K/V"), left: C("memory"), bottom: tr("SeriesPanel", "step"), bytes: true, xMax: Math.max(1, LAST), yMax: yMax * 1.05,
+    series, vline: k, dots: ENGINES.map(e => ({ x: stepOf(e, k), y: e.steps.cache_bytes[stepOf(e, k)], color: e.color })) });
+  const pool = el.cache_memory.pool;
+  if (!paged) { pool.innerHTML = swatch(MUTED, C("no paged engine: no block table"), "square"); return; }
+  const kk = stepOf(paged, k), size = paged.steps.block_size[kk] || 1, table = paged.block_table[kk] || [];
+  const nPool = Math.max(INFO.max_new_tokens ? Math.ceil((INFO.n_prompt + INFO.max_new_tokens) / size) : 0, Math.max(-1, ...table) + 1);
+  const cacheLen = paged.steps.cache_len[kk], start = paged.steps.pos_start[kk];
+  const kinds = []; for (let b = 0; b < nPool; b++) kinds.push(new Array(size).fill("free"));
+  let used = 0, wasted = 0;
+  table.forEach((b, i) => { for (let s = 0; s < size; s++) { const pos = i * size + s; const kind = pos >= cacheLen ? "wasted" : pos >= start ? "new" : "used"; kinds[b][s] = kind; if (kind === "wasted") wasted++; else used++; } });
+  let sr = 1; for (let d = 1; d * d <= size; d++) if (size % d === 0) sr = d;
+  const sc = size / sr, gx = plotW + 6, gw = w - gx - 4, gh = h - 8;
+  const bc = Math.max(1, Math.round(Math.sqrt(nPool * (sr * 8 + 6) / (sc * 8 + 6)))), br = Math.ceil(nPool / bc);
+  const tile = Math.max(1, Math.min((gw - (bc - 1) * 6) / (bc * sc), (gh - (br - 1) * 6) / (br * sr)));
+  const gap = Math.min(6, tile * 0.75);
+  const oy = 4 + (gh - (br * sr * tile + (br - 1) * gap)) / 2;
+  for (let b = 0; b < nPool; b++) {
+    const bx = gx + (b % bc) * (sc * tile + gap), by = oy + Math.floor(b / bc) * (sr * tile + gap);
+    for (let s = 0; s < size; s++) {
+      ctx.fillStyle = BLOCK[kinds[b][s]];
+      ctx.fillRect(bx + (s % sc) * tile, by + Math.floor(s / sc) * tile, tile - (tile >= 4 ? 1 : 0), tile - (tile >= 4 ? 1 : 0));
+    }
+  }
+  if (sc * tile >= 30 && table.length <= 64) {
+    ctx.font = "11px sans-serif"; ctx.textAlign = "center"; ctx.textBaseline = "middle";
+    table.forEach((b, i) => {
+      const cx = gx + (b % bc) * (sc * tile + gap) + sc * tile / 2, cy = oy + Math.floor(b / bc) * (sr * tile + gap) + sr * tile / 2;
+      ctx.fillStyle = "rgba(255,255,255,0.84)"; ctx.fillRect(cx - 12, cy - 7, 24, 14); ctx.fillStyle = FG; ctx.fillText("#" + i, cx, cy);
+    });
+  }
+  const shown = table.slice(0, 6).join(", ") + (table.length > 6 ? ", \u2026" : "");
+  pool.innerHTML = swatch(paged.color, `${esc(paged.name)} ` + pyFormat(C("pool {n} \u00d7 {size} slots"), { n: nPool, size }) + ", " +
+    pyFormat(C("block table [{table}]"), { table: shown }), paged.dash ? "dashed" : "line") +
+    swatch(BLOCK.used, C("slot holding K/V") + ` (${used})`, "square") + swatch(BLOCK.new, C("written this step"), "square") +
+    swatch(BLOCK.wasted, C("reserved, empty") + ` (${wasted})`, "square") + swatch(BLOCK.free, C("free block"), "square");
+  pool.className = "legend pool cols";
+}
+
+// Summary: per engine totals up to the step (kvviz/ui/panels/summary.py).
+const COLUMNS = [["total_ms", false], ["tokens_per_s", true], ["speedup_vs_naive", true], ["kv_projections", false],
+  ["bytes_copied", null], ["bytes_written", null], ["bytes_gathered", null], ["peak_cache_bytes", null], ["bytes_read", null],
+  ["read_gbps", null], ["copy_share", null], ["mean_kl", false], ["top1_agreement", true]];
+const rowNames = () => [tr("SummaryPanel", "time"), tr("SummaryPanel", "tokens/s"), tr("SummaryPanel", "speedup"),
+  tr("SummaryPanel", "K/V computed"), tr("SummaryPanel", "copied"), tr("SummaryPanel", "written"), tr("SummaryPanel", "gathered"),
+  tr("SummaryPanel", "peak cache"), tr("SummaryPanel", "read"), tr("SummaryPanel", "read rate"),
+  INFO.ceiling_kind === "copy" ? tr("SummaryPanel", "of copy") : tr("SummaryPanel", "of read ceiling"),
+  tr("SummaryPanel", "mean KL"), tr("SummaryPanel", "top-1 same")];
+function summaryValues(k) {
+  const out = {};
+  const totals = {};
+  for (const e of ENGINES) {
+    const kk = stepOf(e, k), total = running(e, "latency_ms")[kk];
+    let peak = 0; for (let j = 0; j <= kk; j++) if (e.steps.cache_bytes[j] > peak) peak = e.steps.cache_bytes[j];
+    const kl = e.steps.kl_to_exact.slice(0, kk + 1).filter(v => v !== null);
+    const agree = e.steps.top1_agrees.slice(0, kk + 1).filter(v => v !== null);
+    totals[e.name] = { kk, total, peak, kl, agree };
+  }
+  const naive = totals.naive;
+  for (const e of ENGINES) {
+    const t = totals[e.name];
+    let read = null, g = null, share = null;
+    if (INFO.wall) {
+      read = running(e, "bytes_read", (x, j) => { const r = wallRead(x, j); return r[0] + r[1]; })[t.kk];
+      g = gbps(read, t.total); g = g < Infinity ? g : null;
+      share = g !== null && INFO.ceiling !== null ? g / INFO.ceiling : null;
+    }
+    const exact = EXACT.includes(e.name);
+    out[e.name] = {
+      total_ms: t.total, tokens_per_s: t.total > 0 ? (t.kk + 1) / (t.total / 1000) : NaN,
+      speedup_vs_naive: naive && t.total > 0 ? naive.total / t.total : null,
+      kv_projections: running(e, "kv_projections")[t.kk], bytes_copied: running(e, "bytes_copied")[t.kk],
+      bytes_written: running(e, "bytes_written")[t.kk], bytes_gathered: running(e, "bytes_gathered")[t.kk],
+      peak_cache_bytes: t.peak, bytes_read: read, read_gbps: g, copy_share: share,
+      mean_kl: exact ? 0 : (t.kl.length ? t.kl.reduce((a, b) => a + b, 0) / t.kl.length : null),
+      top1_agreement: exact ? 1 : (t.kl.length ? t.agree.filter(v => v).length / t.agree.length : null),
+    };
+  }
+  return out;
+}
+function drawSummary(k) {
+  const S = s => tr("SummaryPanel", s);
+  const values = summaryValues(k), names = ENGINES.map(e => e.name);
+  const bad = v => v === null || v === undefined || (typeof v === "number" && isNaN(v));
+  const units = {};
+  for (const [key] of COLUMNS) {
+    const vs = names.map(n => values[n][key]).filter(v => !bad(v));
+    const top = vs.length ? Math.max(...vs.map(Math.abs)) : 0;
+    if (key === "total_ms") units[key] = durationUnit(top);
+    else if (key === "read_gbps") units[key] = ["GB/s", 1];
+    else if (key.endsWith("bytes") || key.startsWith("bytes")) units[key] = byteUnit(top);
+  }
+  const format = (key, v) => {
+    if (bad(v)) return "\u2014";
+    if (units[key]) return fmtFigure(v / units[key][1]);
+    if (key === "tokens_per_s") return fmtFigure(v);
+    if (key === "speedup_vs_naive") return fixed(v, 2) + "\u00d7";
+    if (key === "mean_kl") return gFormat(v, 3);
+    if (key === "top1_agreement" || key === "copy_share") return fixed(100 * v, 0) + "%";
+    return fmtCount(v);
+  };
+  const approximate = names.some(n => !EXACT.includes(n));
+  const wallRows = !INFO.wall ? [] : INFO.ceiling !== null ? ["bytes_read", "read_gbps", "copy_share"] : ["bytes_read", "read_gbps"];
+  const shown = Math.min(k, Math.max(...ENGINES.map(e => e.steps.pos_stop.length)) - 1);
+  let out = `<div class="heading">${esc(pyFormat(S("Totals over steps 0\u2013{step} ({n} new tokens)"), { step: shown, n: shown + 1 }))}</div>`;
+  out += `<table class="summary"><thead><tr><th></th>${ENGINES.map(e => `<th style="color:${e.color}">${esc(e.name)}</th>`).join("")}</tr></thead><tbody>`;
+  const rowName = rowNames();
+  COLUMNS.forEach(([key, higher], r) => {
+    if (["bytes_read", "read_gbps", "copy_share"].includes(key) && !wallRows.includes(key)) return;
+    if (["mean_kl", "top1_agreement"].includes(key) && !approximate) return;
+    const name = rowName[r];
+    const label = units[key] ? pyFormat(S("{name} ({unit})"), { name, unit: units[key][0] }) : name;
+    let best = null;
+    if (higher !== null) {
+      const vs = names.map(n => values[n][key]).filter(v => !bad(v));
+      if (vs.length > 1 && new Set(vs).size > 1) best = higher ? Math.max(...vs) : Math.min(...vs);
+    }
+    out += `<tr data-key="${key}"><th class="row">${esc(label)}</th>` + names.map(n => {
+      const v = values[n][key];
+      return `<td class="${best !== null && v === best ? "best" : ""}" data-engine="${esc(n)}">${esc(format(key, v))}</td>`;
+    }).join("") + "</tr>";
+  });
+  out += "</tbody></table>";
+  const naive = values.naive, cached = ENGINES.filter(e => e.name !== "naive" && values[e.name].kv_projections);
+  if (naive && cached.length) {
+    const fewest = cached.reduce((a, b) => values[b.name].kv_projections < values[a.name].kv_projections ? b : a);
+    const ratio = naive.kv_projections / values[fewest.name].kv_projections;
+    out += `<div class="note">${pyFormat(S("Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache <b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed."),
+      { naive: fmtCount(naive.kv_projections), cached: fmtCount(values[fewest.name].kv_projections), ratio })}</div>`;
+  }
+  el.summary.body.innerHTML = out;
+}
+
+// -- the page: bar, slider, keys, language ------------------------------------------------------------
+function drawBar(k) {
+  const T = s => tr("TransportBar", s);
+  document.getElementById("step-name").textContent = T("Step");
+  const slider = document.getElementById("slider");
+  slider.title = T("Scrub through the recorded steps (Left/Right, Home/End)");
+  slider.value = String(k);
+  const n = Math.max(...ENGINES.map(e => e.steps.pos_stop.length));
+  const phase = k === 0 ? T("prefill") : T("decode");
+  document.getElementById("step-label").textContent = pyFormat(T("step {0} / {1}  {2}"), { 0: k, 1: n - 1, 2: phase });
+  const badge = document.getElementById("badge"), d = divergence();
+  badge.title = T("Whether the engines' tokens so far are the same");
+  if (ENGINES.length < 2) { badge.textContent = T("one engine"); badge.className = ""; }
+  else if (d === null) { badge.textContent = T("identical"); badge.className = "same"; }
+  else { badge.textContent = pyFormat(T("differ at step {0}"), { 0: d }); badge.className = "differ"; }
+  document.getElementById("narration").innerHTML = narration(k);
+  document.getElementById("status").textContent = `${INFO.model_name}, ${INFO.device}, ${INFO.dtype} · ` +
+    `${fmtCount(INFO.param_count)} params · KV ${fmtBytes(INFO.kv_bytes_per_token)}/token` +
+    (INFO.ceiling !== null ? ` · ${INFO.ceiling_kind} ${fmtFigure(INFO.ceiling)} GB/s` : "") +
+    ` · run ${INFO.run_id}`;
+  for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
+  document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
+}
+const DRAW = { token_stream: drawTokens, work_matrix: drawWorkMatrix, recompute: drawRecompute, attention: drawAttention,
+  latency: drawLatency, bytes: drawBytes, cache_memory: drawCacheMemory, summary: drawSummary };
+let frames = 0;
+function draw() {
+  document.documentElement.lang = lang === "zh_CN" ? "zh-CN" : "en";
+  for (const [key, context, title] of PANELS) {
+    el[key].title.textContent = tr(context, title);
+    try { DRAW[key](step); } catch (err) { errors.push(key + ": " + err); console.error(key, err); }
+  }
+  drawBar(step);
+  frames++;
+  document.body.dataset.step = String(step);
+  document.body.dataset.lang = lang;
+  document.body.dataset.frames = String(frames);
+}
+function setStep(k) {
+  k = Math.max(FIRST, Math.min(LAST, k));
+  if (k !== step) { step = k; draw(); }
+}
+function togglePlay() {
+  if (playing) { clearInterval(playing); playing = null; drawBar(step); return; }
+  if (step >= LAST) setStep(FIRST);
+  playing = setInterval(() => { if (step >= LAST) togglePlay(); else setStep(step + 1); }, 125);
+  drawBar(step);
+}
+function init() {
+  if (DATA.start.embedded) document.body.classList.add("embedded");
+  buildPanels();
+  const slider = document.getElementById("slider");
+  slider.min = String(FIRST); slider.max = String(LAST);
+  slider.addEventListener("input", () => setStep(Number(slider.value)));
+  document.getElementById("play").addEventListener("click", togglePlay);
+  for (const b of document.querySelectorAll("#langs button")) b.addEventListener("click", () => { lang = b.dataset.lang; draw(); });
+  document.addEventListener("keydown", ev => {
+    if (ev.target && ev.target.tagName === "SELECT") return;
+    const moves = { ArrowLeft: step - 1, ArrowRight: step + 1, Home: FIRST, End: LAST };
+    if (ev.key === " " || ev.code === "Space") { ev.preventDefault(); togglePlay(); }
+    else if (ev.key in moves) { ev.preventDefault(); setStep(moves[ev.key]); }
+  });
+  let pending = 0;
+  window.addEventListener("resize", () => { cancelAnimationFrame(pending); pending = requestAnimationFrame(draw); });
+  draw();
+  performance.mark("kvviz-drawn");  // the first step drawn: what the benchmark times
+}
+window.kvviz = { get step() { return step; }, get lang() { return lang; }, setStep, errors,
+  get untranslated() { return [...untranslated].map(k => k.split("\u0000")); }, formatters: { fmtBytes, fmtMs, fmtFigure, fmtCount, pyFormat } };
+init();
+})();

@@ -1,0 +1,229 @@
+"""The exported page in a real browser: headless Chromium loads run.html from disk with every host name
+unresolvable, keys move the slider (Home, Right, End, Space), and at three steps the test reads what was drawn
+(pixels of the work matrix, the block pool, the latency and attention canvases; the DOM text of the narration,
+the summary and the step label) against the trace's own numbers and the window's own narration. A console
+error, an exception or a request for anything but the file fails the test.
+
+Skips, saying why, where chromium or websocket-client is missing (.ci/run installs chromium).
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import html_page_cdp
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(bool(html_page_cdp.missing()), reason=html_page_cdp.missing() or "runs")
+
+ENGINES = ("naive", "concat", "static", "paged")
+TOKENS = 24
+BLOCK = 4
+SHOTS = Path(__file__).resolve().parent.parent / "build" / "html-page-shots"
+CELL = {"masked": (0xd4, 0xd4, 0xd4), "cached": (0x7f, 0xb3, 0xe0), "recomputed": (0xe4, 0x57, 0x2e),
+        "computed": (0xff, 0xb0, 0x00)}
+POOL = {"used": (0x1f, 0x77, 0xb4), "new": (0xff, 0xb0, 0x00), "wasted": (0xf4, 0xa5, 0x82)}
+
+
+@pytest.fixture(scope="module")
+def run():
+    import kvviz
+
+    # block size 4 over a 13-token prompt: the pool has a partly filled last block at most steps
+    return kvviz.compare("KV cache demo", engines=ENGINES, tokens=TOKENS, model="tiny", block_size=BLOCK, threads=1)
+
+
+@pytest.fixture(scope="module")
+def page(run, tmp_path_factory) -> Path:
+    from kvviz.page import write_page
+
+    return write_page(tmp_path_factory.mktemp("page") / "run.html", run.info, run.traces, step=0)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    b = html_page_cdp.Browser(1600, 1000)
+    yield b
+    b.close()
+
+
+def pixels(image: np.ndarray, rect, color) -> int:
+    x, y, w, h = rect
+    area = image[y:y + h, x:x + w]
+    return int(np.all(area == np.array(color, dtype=np.uint8), axis=-1).sum())
+
+
+def text_of(rich: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", rich))
+
+
+def window_narration(run, step: int) -> str:
+    """The window's narration of the step (kvviz.ui.narration.describe, the same records)."""
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.narration import describe
+
+    history = RunHistory(info=run.info, traces=run.traces)
+    return text_of(describe(history, step, lambda engine, order: "#000"))
+
+
+def summary_cells(browser) -> dict[str, dict[str, str]]:
+    return browser.eval("""(() => { const out = {};
+      for (const tr of document.querySelectorAll('#panel-summary tr[data-key]')) {
+        const row = out[tr.dataset.key] = {};
+        for (const td of tr.querySelectorAll('td')) row[td.dataset.engine] = td.textContent; }
+      return out; })()""")
+
+
+def check_step(browser, run, step: int, shot: str) -> None:
+    from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure
+
+    assert browser.eval("document.body.dataset.step") == str(step)
+    browser.pump()
+    assert not browser.problems, browser.problems
+    assert browser.eval("window.kvviz.errors") == []
+    n = run.n_steps
+    label = browser.eval("document.getElementById('step-label').textContent")
+    assert label == f"step {step} / {n - 1}  {'prefill' if step == 0 else 'decode'}"
+    # the narration: the window's own, word for word
+    assert browser.eval("document.getElementById('narration').textContent") == window_narration(run, step)
+    # the summary against sums of the trace's own fields
+    cells = summary_cells(browser)
+    heading = browser.eval("document.querySelector('#panel-summary .heading').textContent")
+    assert heading == f"Totals over steps 0\u2013{step} ({step + 1} new tokens)"
+    totals = {e: sum(t.latency_ms for t in run.traces[e][: step + 1]) for e in ENGINES}
+    unit, size = duration_unit(max(totals.values()))
+    for e in ENGINES:
+        steps = run.traces[e][: step + 1]
+        assert cells["kv_projections"][e] == fmt_count(sum(t.kv_projections for t in steps))
+        assert cells["total_ms"][e] == fmt_figure(totals[e] / size)
+    copied = {e: sum(t.bytes_copied for t in run.traces[e][: step + 1]) for e in ENGINES}
+    size = byte_unit(max(copied.values()))[1]
+    assert {e: cells["bytes_copied"][e] for e in ENGINES} == {e: fmt_figure(copied[e] / size) for e in ENGINES}
+    row_name = browser.eval("document.querySelector('#panel-summary tr[data-key=total_ms] th').textContent")
+    assert row_name == f"time ({unit})"
+
+    image, png = browser.screenshot()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / shot).write_bytes(png)
+    # the work matrix: naive recomputes every decode step (red-orange cells), the caches read theirs
+    matrix = browser.rect("#panel-work_matrix canvas")
+    assert pixels(image, matrix, CELL["masked"]) > 0
+    if step == 0:
+        assert pixels(image, matrix, CELL["recomputed"]) == 0 and pixels(image, matrix, CELL["cached"]) == 0
+        assert pixels(image, matrix, CELL["computed"]) > 1000  # every engine's prompt block, computed anew
+    else:
+        assert pixels(image, matrix, CELL["recomputed"]) > 1000
+        assert pixels(image, matrix, CELL["cached"]) > 0
+    # the block pool: slots holding K/V against reserved empty ones, as the paged engine's step says
+    t = run.traces["paged"][step]
+    x, y, w, h = browser.rect("#panel-cache_memory canvas")
+    pool = (x + int(w * 0.6), y, w - int(w * 0.6), h)
+    held = pixels(image, pool, POOL["used"]) + pixels(image, pool, POOL["new"])
+    wasted = pixels(image, pool, POOL["wasted"])
+    empty_slots = len(t.block_table) * BLOCK - t.cache_len
+    assert held > 0
+    if empty_slots:
+        assert held / wasted == pytest.approx(t.cache_len / empty_slots, rel=0.15)
+    else:
+        assert wasted == 0
+    pool_text = browser.eval("document.querySelector('#panel-cache_memory .pool').textContent")
+    assert f"slot holding K/V ({t.cache_len})" in pool_text and f"reserved, empty ({empty_slots})" in pool_text
+    # the latency plot draws each engine in its colour; the attention canvas the viridis map
+    latency = browser.rect("#panel-latency canvas")
+    for color in ((0xd6, 0x27, 0x28), (0xff, 0x7f, 0x0e)):
+        assert pixels(image, latency, color) > 20
+    attention = browser.rect("#panel-attention canvas")
+    viridis_low = (0x44, 0x01, 0x54)  # the map's 0: a weight far below the step's largest
+    assert pixels(image, attention, viridis_low) > 0
+
+
+def test_the_page_in_chromium_at_three_steps(browser, page, run):
+    seconds = browser.open(page)
+    print(f"page {page.stat().st_size:,} bytes, drawn {seconds:.2f} s after navigation")
+    check_step(browser, run, 0, "step0.png")
+    for _ in range(7):
+        browser.press("ArrowRight")
+    check_step(browser, run, 7, "step7.png")
+    browser.press("ArrowLeft")
+    assert browser.eval("document.body.dataset.step") == "6"
+    browser.press("End")
+    check_step(browser, run, run.n_steps - 1, "last.png")
+    browser.press("Home")
+    assert browser.eval("document.body.dataset.step") == "0"
+
+
+def test_space_plays_and_pauses(browser, page, run):
+    browser.open(page)
+    browser.press(" ")
+    browser.eval("new Promise(r => setTimeout(r, 600))")
+    browser.press(" ")
+    stopped = int(browser.eval("document.body.dataset.step"))
+    assert stopped > 0
+    browser.eval("new Promise(r => setTimeout(r, 400))")
+    assert int(browser.eval("document.body.dataset.step")) == stopped  # paused: it stays
+    browser.pump()
+    assert not browser.problems, browser.problems
+
+
+def test_the_formatters_are_pythons(browser, page):
+    """fmt_bytes, fmt_ms, fmt_figure and fmt_count ported to the page give kvviz.format's text."""
+    from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
+
+    browser.open(page)
+    rng = np.random.default_rng(0)
+    values = sorted({0, 1, 512, 1023, 1024, 1280, 1536, 2.5 * 2**50, 1023.96 * 1024, 2**60,
+                     *(float(v) for v in rng.lognormal(8, 6, 300))})
+    ms = [0.0000507, 0.2838528, 28.643328, 1407364.1, 9e6, 999.96, 59999.0, 0.05, 0.25, 12.25,
+          *(float(v) for v in rng.lognormal(0, 4, 300))]
+    got = browser.eval(f"""(() => {{ const f = window.kvviz.formatters;
+      return [{json.dumps(values)}.map(f.fmtBytes), {json.dumps(ms)}.map(f.fmtMs),
+              {json.dumps(ms + values)}.map(f.fmtFigure),
+              {json.dumps([int(v) for v in values])}.map(f.fmtCount)]; }})()""")
+    assert got[0] == [fmt_bytes(v) for v in values]
+    assert got[1] == [fmt_ms(v) for v in ms]
+    assert got[2] == [fmt_figure(v) for v in ms + values]
+    exact = [i for i, v in enumerate(values) if v < 2**53]  # a JSON number is whole up to 2^53: every count
+    assert [got[3][i] for i in exact] == [fmt_count(int(values[i])) for i in exact]
+
+
+def test_the_chinese_page_says_what_the_chinese_window_says(browser, page, run, qapp):
+    from kvviz.ui import i18n
+
+    browser.open(page)
+    browser.eval("document.querySelector('#langs button[data-lang=zh_CN]').click()")
+    for _ in range(3):
+        browser.press("ArrowRight")
+    assert browser.eval("document.body.dataset.lang") == "zh_CN"
+    i18n.set_language("zh_CN")
+    try:
+        expected = window_narration(run, 3)
+        from PySide6.QtCore import QCoreApplication
+
+        title = QCoreApplication.translate("WorkMatrixPanel", "Work matrix")
+        step_label = QCoreApplication.translate("TransportBar", "step {0} / {1}  {2}").format(
+            3, run.n_steps - 1, QCoreApplication.translate("TransportBar", "decode"))
+    finally:
+        i18n.set_language("en")
+    assert expected != window_narration(run, 3)  # the window's Chinese differs from its English
+    assert browser.eval("document.getElementById('narration').textContent") == expected
+    assert browser.eval("document.querySelector('#panel-work_matrix h2').textContent") == title
+    assert browser.eval("document.getElementById('step-label').textContent") == step_label
+    missing = []
+    for key in ("End", "Home"):  # every panel drawn in Chinese at the prefill and the last step
+        browser.press(key)
+        missing += browser.eval("window.kvviz.untranslated")
+    # a string the page shows in English is one the window shows in English too (both read the same .ts)
+    i18n.set_language("zh_CN")
+    try:
+        from PySide6.QtCore import QCoreApplication
+
+        assert [m for m in missing if QCoreApplication.translate(m[0], m[1]) != m[1]] == []
+    finally:
+        i18n.set_language("en")
+    image, png = browser.screenshot()
+    (SHOTS / "zh.png").write_bytes(png)
+    browser.pump()
+    assert not browser.problems, browser.problems
