@@ -432,6 +432,9 @@ class ExportActions(QObject):
         menu.addSeparator()
         menu.addAction(self.act_animation)
         menu.menuAction().setEnabled(True)
+        from kvviz.ui.page_action import install_page_action  # Interactive page... (kvviz.page), before Animation
+
+        self.page_action = install_page_action(self)
         file_menu = getattr(window, "file_menu", None)
         if file_menu is not None:
             file_menu.insertAction(menu.menuAction(), self.act_open_trace)
