@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from kvviz.ui.serve import colors
@@ -17,7 +17,9 @@ from kvviz.ui.serve.model import CELL_KINDS, IDLE, PADDING, ServeHistory
 from kvviz.ui.serve.panels.base import ServePanel
 
 LABEL_W = 30  # px left of the cells for "r12"
-MAX_ROW_PX = 16
+MARK_W = 8  # without labels (rows too low): the margin that marks the selected request
+MARK_H = 4  # the strip under a block that marks the step shown (the cells themselves are never drawn over)
+MAX_ROW_PX = 22
 LEGEND_KINDS = ("waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
 
 
@@ -102,9 +104,9 @@ class TimelinePanel(ServePanel):
         schedulers = [k for k in run.schedulers if run.n_steps(k)]
         n_req = run.n_requests()
         legend_h = line + 2
-        room = self.height() - legend_h - line * len(schedulers) - 4 * len(schedulers)
+        room = self.height() - legend_h - (line + MARK_H + 4) * len(schedulers)
         row_px = max(1, min(MAX_ROW_PX, room // max(1, n_req * len(schedulers))))
-        label_w = LABEL_W if row_px >= fm.height() - 4 else 0
+        label_w = LABEL_W if row_px >= fm.height() - 4 else MARK_W
         width = self.width() - label_w - 4
         most = max(run.timeline(k).cells.shape[1] for k in schedulers)
         whole = width // max(1, most)
@@ -128,11 +130,12 @@ class TimelinePanel(ServePanel):
             painter.drawImage(rect, self._image(k))
             self.blocks.append((k, rect, cell_w))
             self._draw_marks(painter, k, rect, cell_w, row_px, small, label_w)
-            y += n_req * row_px + 4
+            y += n_req * row_px + MARK_H + 4
         self._draw_legend(painter, QRect(2, self.height() - legend_h, self.width() - 4, legend_h))
 
     def _draw_marks(self, painter: QPainter, k: str, rect: QRect, cell_w: float, row_px: int, small: QFont,
                     label_w: int) -> None:
+        """The lockstep's future faded, the step shown in the strip below, the selected request's label."""
         run = self.run
         timeline = run.timeline(k)
         step = run.clamp(k, self.step)
@@ -142,19 +145,18 @@ class TimelinePanel(ServePanel):
         if x_end < rect.right():
             painter.fillRect(QRect(x_end, rect.top(), rect.right() - x_end + 1, rect.height()),
                              QColor(255, 255, 255, 150))
-        painter.setPen(QPen(QColor(colors.SELECTED_EDGE), 1))
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawRect(QRect(rect.left() + round(a * cell_w) - 1, rect.top() - 1,
-                               max(2, round((b - a) * cell_w)) + 1, rect.height() + 1))
-        if self.request is not None and self.request < run.n_requests():
-            painter.setPen(QPen(QColor(colors.SELECTED_EDGE), 1, Qt.PenStyle.DashLine))
-            painter.drawRect(QRect(rect.left() - 1, rect.top() + self.request * row_px - 1, rect.width() + 1,
-                                   row_px + 1))
-        if label_w:
+        strip = QRect(rect.left(), rect.bottom() + 2, rect.width(), MARK_H)
+        painter.fillRect(strip, QColor("#e0e0e0"))
+        painter.fillRect(QRect(rect.left() + round(a * cell_w), strip.top(), max(2, round((b - a) * cell_w)), MARK_H),
+                         QColor(colors.SELECTED_EDGE))
+        selected = self.request if self.request is not None and self.request < run.n_requests() else None
+        if selected is not None:
+            painter.fillRect(QRect(0, rect.top() + selected * row_px, label_w - 2, row_px), QColor("#ffd54f"))
+        if label_w > MARK_W:
             painter.setFont(small)
             painter.setPen(QColor("#303030"))
             for r in range(run.n_requests()):
-                painter.drawText(QRect(0, rect.top() + r * row_px, label_w, row_px),
+                painter.drawText(QRect(0, rect.top() + r * row_px, label_w - 3, row_px),
                                  Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"r{r}")
             painter.setFont(self.font())
 
