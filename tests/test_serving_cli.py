@@ -1,0 +1,77 @@
+"""`kvviz serve`: what it prints and writes, and every bad input refused in one line with exit code 2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvviz.cli import main
+
+
+def _serve(capsys, *argv):
+    rc = main(["serve", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_course_batch_table_and_json(torch_cpu, capsys, tmp_path):
+    from kvviz.serving.record import load_runs
+
+    path = tmp_path / "serve.json"
+    rc, out, err = _serve(capsys, "--workload", "course-batch", "--threads", "1", "--json", str(path))
+    assert rc == 0, err
+    rows = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in (
+        "static", "continuous", "chunked", "paged", "prefix", "reserve")}
+    assert len(rows) == 6
+    assert "55/120 46%" in rows["static"] and "23/80 29%" in rows["static"]
+    assert "0/65 0%" in rows["continuous"]
+    assert "tokens identical across schedulers: yes" in out
+    runs = load_runs(path)
+    assert [r.scheduler for r in runs] == ["static", "continuous", "chunked", "paged", "prefix", "reserve"]
+    doc = json.loads(path.read_text())
+    assert doc["identical"] is True
+    assert doc["runs"][0]["summary"]["padding_slots"] == 55
+    assert [len(r["token_ids"]) for r in doc["runs"][0]["results"]] == [15, 10, 20, 12]
+    assert all(run.results[i].token_ids == runs[0].results[i].token_ids for run in runs for i in range(4))
+    assert not [p for p in tmp_path.iterdir() if p.name != "serve.json"]  # no temporary left
+
+
+def _bad_workload(tmp_path, name, doc) -> str:
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--workload", "{file}"], "not valid JSON"),
+    (["--workload", "nosuch"], "neither a preset"),
+    (["--workload", "course-batch", "--schedulers", "static,fastest"], "unknown scheduler 'fastest'"),
+    (["--workload", "course-batch", "--schedulers", "static,static"], "named twice"),
+    (["--workload", "course-batch", "--max-batch", "0"], "--max-batch: must be at least 1"),
+    (["--workload", "course-batch", "--token-budget", "0"], "--token-budget: must be at least 1"),
+    (["--workload", "course-batch", "--token-budget", "8"], "smaller than one block of 16"),
+    (["--workload", "course-batch", "--blocks", "0"], "--blocks: must be at least 1"),
+    (["--workload", "course-batch", "--schedulers", "paged", "--blocks", "1"], "smaller than request 1 needs"),
+    (["--workload", "{long}"], "exceeds the model's context of 2048"),
+])
+def test_bad_input_is_one_line_exit_2(torch_cpu, capsys, tmp_path, argv, match):
+    files = {"{file}": _bad_workload(tmp_path, "bad.json", "{requests: ["),
+             "{long}": _bad_workload(tmp_path, "long.json", {"requests": [{"prompt": "x" * 2040, "new_tokens": 9}]})}
+    argv = [files.get(a, a) for a in argv]
+    rc, out, err = _serve(capsys, *argv)
+    assert rc == 2
+    assert match in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+
+
+def test_gpt2_checkpoint_is_refused(torch_cpu, capsys, tmp_path):
+    pytest.importorskip("tokenizers")
+    from kvviz.config import ModelConfig
+    from kvviz.models.gpt2 import GPT2
+    from kvviz.models.hf import save_hf_checkpoint, train_tokenizer_json
+
+    cfg = ModelConfig(name="g", arch="gpt2", vocab_size=300, d_model=64, n_layer=1, n_head=4, n_kv_head=4,
+                      head_dim=16, d_ff=96, max_seq_len=256)
+    save_hf_checkpoint(GPT2(cfg).init_weights(0), tmp_path, tokenizer_json=train_tokenizer_json(300))
+    rc, out, err = _serve(capsys, "--workload", "course-batch", "--model", str(tmp_path))
+    assert rc == 2 and "Llama-family" in err and len(err.strip().splitlines()) == 1, err
