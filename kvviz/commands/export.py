@@ -11,6 +11,7 @@ and writes what needs no window.
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 from kvviz.options import add_run_options, add_tokens
@@ -202,7 +203,7 @@ def export_saved(args) -> int:
     job = build_job(args)  # makes --out last, once everything is checked
     from kvviz.ui.headless import ProgressLine
 
-    progress = ProgressLine()
+    progress = ProgressLine(sys.stderr)
     if not (job.images or job.animations):
         for key in job.data:
             name, writer = SAVED_DATA[key]
@@ -233,8 +234,6 @@ def replay_outputs(job, saved, progress) -> None:
 
 
 def run(args) -> int:
-    import sys
-
     if args.from_trace is not None:
         return export_saved(args)
     if args.html:
@@ -260,5 +259,5 @@ def run(args) -> int:
             if not kept:
                 trace.unlink(missing_ok=True)
         check_page(saved, job.first, job.last)
-        write_html(job, saved, ProgressLine())
+        write_html(job, saved, ProgressLine(sys.stderr))
     return code
