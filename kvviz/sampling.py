@@ -1,9 +1,23 @@
-"""Choose the next token from logits: greedy, temperature, top-k, top-p, with a seeded generator."""
+"""Choose the next token from logits: greedy, temperature, top-k, top-p, with a seeded generator.
+
+Logits that are not numbers (NaN, +Inf, or all -Inf) are refused with NonFiniteLogits: a model that
+computes them gives no token worth showing, and greedy decoding would still pick one."""
 from __future__ import annotations
+
+import math
 
 import torch
 
 from kvviz.config import SamplingConfig
+
+
+class NonFiniteLogits(ValueError):
+    """The model's logits hold NaN or +Inf (or are all -Inf): one line, the run stops."""
+
+
+def _refuse(value: float) -> None:
+    raise NonFiniteLogits(f"the model's logits are not finite numbers (the largest is {value}): its weights "
+                          f"or its arithmetic in this dtype overflowed; try --dtype fp32 or another checkpoint")
 
 
 class Sampler:
@@ -21,6 +35,9 @@ class Sampler:
         if cfg.greedy:
             return _argmax(logits)
         x = logits.detach().double().cpu() / cfg.temperature
+        top = float(x.max())  # NaN propagates through max, so one figure says it all
+        if not math.isfinite(top):
+            _refuse(top)
         if cfg.top_k is not None and cfg.top_k < x.numel():
             kth = torch.topk(x, cfg.top_k).values[-1]
             x = x.masked_fill(x < kth, float("-inf"))
@@ -35,4 +52,10 @@ class Sampler:
 
 
 def _argmax(logits: torch.Tensor) -> int:
-    return int(logits.argmax())
+    """The largest logit's index; argmax takes NaN as the largest, so checking the value picked catches
+    NaN, +Inf and all -Inf at the cost of one element read."""
+    index = int(logits.argmax())
+    value = float(logits[index])
+    if not math.isfinite(value):
+        _refuse(value)
+    return index

@@ -26,7 +26,9 @@ from kvviz.trace import RunInfo, StepTrace
 
 # A naive engine's weights are [T, T] at every step, so a long run would hold T^3 floats in all.
 NAIVE_WEIGHTS_BUDGET_BYTES = 256 << 20
-CLOSE_WAIT_S = 5.0  # an engine process gets this long to exit after it is asked to
+CLOSE_WAIT_S = 0.3  # an engine process gets this long to exit after it is asked to, then it is killed:
+# it holds nothing to save, and a large model's teardown took seconds (Ctrl+Q mid-run on `wide`: 3.6 s)
+LAUNCH_WAIT_S = 120.0  # a new engine process must say where it listens within this long
 # Running as fast as possible, the engine process runs rounds back to back for this long per batch:
 # one message per batch instead of a request and an answer per step, and the next batch is asked
 # for before this one is handed on (RunWorker._take). Pause shows the rounds run until the batch in
@@ -364,6 +366,8 @@ class EngineProcess:
         if self._proc is not None and self._proc.poll() is not None:
             self._gone = _tr("the engine process had ended (exit code {0})").format(self._proc.returncode)
             self._drop()
+        elif self._proc is not None and _is_stopped(self._proc.pid):
+            self._kill(_tr("the engine process was stopped (SIGSTOP) while idle and was ended"))
         info, loaded, notes = self._call("start", req)
         if self._gone:
             notes = [_tr("{0}; a new one was started and the model loaded again").format(self._gone), *notes]
@@ -408,6 +412,7 @@ class EngineProcess:
             proc.kill()
 
     def close(self) -> None:
+        """Ask the child to exit; kill it if it has not within CLOSE_WAIT_S (a frozen or busy one at once)."""
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
         if proc is None:
@@ -422,7 +427,11 @@ class EngineProcess:
             proc.wait(CLOSE_WAIT_S)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(CLOSE_WAIT_S)
+            proc.wait()
+
+    def ending_note(self) -> str:
+        """Why the last child was ended (Stop killed it, it was found stopped), or ''."""
+        return self._gone
 
     def _launch(self) -> None:
         from multiprocessing.connection import Client
@@ -434,13 +443,48 @@ class EngineProcess:
         env = dict(os.environ, **{_KEY_VARIABLE: authkey.hex()})
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         self._proc = proc = subprocess.Popen([sys.executable, "-c", _ENTRY], stdout=subprocess.PIPE, env=env)
-        line = proc.stdout.readline()
+        # Both the address line and the handshake wait on the child: in a helper thread, so Stop (or a
+        # child stopped with SIGSTOP while it starts) cannot hold this one (a kill ends the helper's wait).
+        line = self._while_interruptible(proc.stdout.readline, proc)
         proc.stdout.close()
         if not line:
             self._proc = None
             raise EngineError(_tr("the engine process did not start (exit code {0})").format(proc.wait()))
         address = json.loads(line)
-        self._conn = Client(tuple(address) if isinstance(address, list) else address, authkey=authkey)
+        address = tuple(address) if isinstance(address, list) else address
+        self._conn = self._while_interruptible(lambda: Client(address, authkey=authkey), proc)
+
+    def _while_interruptible(self, wait, proc: subprocess.Popen):
+        """wait()'s result; if `interrupt` is set first (or LAUNCH_WAIT_S passes), the child is killed and
+        EngineStopped (EngineError) raised."""
+        done: list = []
+
+        def run() -> None:
+            try:
+                done.append(("ok", wait()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                done.append(("error", exc))
+
+        helper = threading.Thread(target=run, daemon=True, name="kvviz-engine-launch")
+        helper.start()
+        deadline = time.monotonic() + LAUNCH_WAIT_S
+        while helper.is_alive():
+            helper.join(POLL_S)
+            if helper.is_alive() and (self.interrupt.is_set() or time.monotonic() > deadline):
+                stopped = self.interrupt.is_set()
+                self._kill(_tr("the engine process was ended by Stop while it started") if stopped else
+                           _tr("the engine process did not start within {0:g} s and was ended").format(LAUNCH_WAIT_S))
+                helper.join()
+                if stopped:
+                    raise EngineStopped()
+                raise EngineError(self._gone)
+        status, value = done[0]
+        if status == "error":
+            if isinstance(value, (OSError, EOFError)):
+                self._drop()
+                raise EngineError(_tr("the engine process did not start ({0})").format(errors.one_line(str(value))))
+            raise value
+        return value
 
     def _call(self, command: str, *args):
         self._send(command, *args)
@@ -509,6 +553,16 @@ class EngineProcess:
                 code = proc.wait()
         raise EngineError(_tr("the engine process ended unexpectedly (exit code {0}{1})").format(
             code, _tr(": killed, perhaps out of memory") if code == -9 else "")) from None
+
+
+def _is_stopped(pid: int) -> bool:
+    """True when the process is stopped (SIGSTOP, a debugger): Linux's /proc/PID/stat says 'T' or 't'."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read(512)
+    except OSError:
+        return False
+    return stat.rpartition(b")")[2][1:2] in (b"T", b"t")
 
 
 def _wall_fields(cfg, dtype: str, device) -> dict:

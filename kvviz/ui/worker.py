@@ -230,7 +230,8 @@ class RunWorker(QObject):
             self._end(run.run_id)
 
     def _end(self, run_id: str, error: BaseException | None = None) -> None:
-        if self._stop.is_set() and isinstance(error, EngineError):
+        stopped = self._stop.is_set()
+        if stopped and isinstance(error, EngineError):
             error = None  # the child was ended by Stop: the run stopped, it did not fail
         self._run = None
         self._timer.stop()
@@ -249,5 +250,7 @@ class RunWorker(QObject):
                 if is_out_of_memory(error):
                     self.session.release_model()
                 self.run_failed.emit(run_id, error_message(error))
+            elif stopped and getattr(self.session, "ending_note", lambda: "")():
+                self.run_noted.emit(run_id, self.session.ending_note())  # Stop ended the engine process: say so
         finally:
             self.run_finished.emit(run_id)
