@@ -371,7 +371,8 @@ def test_work_matrix_at_2048_tokens_is_one_pooled_image_per_engine(qtbot):
     panel.show_step(hist, n)
     for engine in info.engines:
         assert panel.cell_kinds(engine).shape == (n, n)  # the last step sees 2048 positions
-        images = [i for i in panel._views[engine].plot.items if isinstance(i, pg.ImageItem)]
+        view = panel._views[engine]  # the step's row drawn tall (row_image) is not the matrix
+        images = [i for i in view.plot.items if isinstance(i, pg.ImageItem) and i is not view.row_image]
         assert len(images) == 1
         shown = images[0].image
         assert shown.shape[0] < 1000  # pooled to the view's pixels, not 2048 rows
@@ -800,7 +801,7 @@ def test_cache_memory_places_its_pool_by_the_panel_shape(qtbot, history):
     # took ~125 px of the plot's ~175): hidden; the legend gives each capacity in tokens.
     assert not panel._tokens_axis.isVisible()
     legend = panel._legend.text().replace("\u2060", "").replace("\xa0", " ")
-    assert re.search(r"static: [\d.]+ KiB, \d+ tokens", legend), legend
+    assert re.search(r"static: [\d.]+ KiB, room for \d+ tokens, \d+ held", legend), legend
     panel.resize(300, 900)
     qtbot.waitUntil(lambda: panel._side_by_side is False)
     assert panel._tokens_axis.isVisible()  # under the pool, the plot has the canvas's width

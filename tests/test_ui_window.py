@@ -344,8 +344,9 @@ def test_a_narrow_window_clips_no_plot(qtbot, open_window):
     for _ in range(3):
         qtbot.wait(20)
         window.refresh()
-    frames = window.findChildren(PanelFrame)
-    assert len(frames) == 8
+    # A panel with no readable room waits behind a tab (grid.give_way): the others are laid out.
+    frames = [f for f in window.findChildren(PanelFrame) if f.isVisible()]
+    assert len(frames) + len(window.grid.moved) == 8 and frames
     for frame in frames:
         panel = frame.panel
         assert panel.width() <= frame.width(), panel.key
@@ -357,7 +358,8 @@ def test_a_narrow_window_clips_no_plot(qtbot, open_window):
             assert canvas.ci.geometry().width() <= canvas.width() + 1, (panel.key, canvas.ci.geometry().width())
     title = window.grid.panels["attention"]._plot.titleLabel
     drawn = title.item.boundingRect().width() * title.item.scale()
-    assert "layer 0, head 0, step 5" in title.text and drawn <= title.width() + 1  # fits: shrunk if need be
+    if window.grid.frames["attention"].isVisible():  # else behind its tab, not drawn
+        assert "layer 0, head 0, step 5" in title.text and drawn <= title.width() + 1  # fits: shrunk if need be
     assert window.grid.panels["bytes"]._log.parent() is not window.grid.panels["bytes"]  # in the frame's title row
 
 
@@ -427,7 +429,7 @@ def test_hidden_panels_give_the_others_their_room(qtbot, open_window, tmp_path):
     sizes survive a restart."""
     path = tmp_path / "grid.ini"
     window = open_window(settings=settings_at(path))
-    window.resize(1300, 760)
+    window.resize(1920, 1200)  # room for every panel readable (a smaller window gives way: test_lecture_layout)
     keys = window.grid.shown_panels()  # those shown by default (grid.DEFAULT_HIDDEN are not)
     assert grid_rows(window) == [keys[:4], keys[4:]]
     window.grid.panel_actions[keys[1]].setChecked(False)
@@ -453,7 +455,7 @@ def test_hidden_panels_give_the_others_their_room(qtbot, open_window, tmp_path):
     window.close()
 
     again = open_window(settings=settings_at(path))
-    again.resize(1300, 760)
+    again.resize(1920, 1200)
     assert grid_rows(again) == [shown[:3], shown[3:]]
     assert again.grid.rows[0].sizes() == dragged or abs(again.grid.rows[0].sizes()[0] - dragged[0]) <= 2
     for act in again.grid.panel_actions.values():
@@ -469,6 +471,7 @@ def test_panels_hidden_and_shown_mid_run_draw_the_newest_step(qtbot, open_window
     """Hiding panels, focusing one and presenting while a run streams in moves panels between rows:
     the run goes on, and every panel shown at the end shows the newest step."""
     window = open_window()
+    window.resize(1920, 1200)  # every panel readable in the grid
     type_prompt(qtbot, window, PROMPT)
     window.form.set_engines(ENGINES)
     window.form.tokens_spin.setValue(150)

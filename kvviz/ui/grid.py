@@ -8,13 +8,12 @@ puts its actions in menus and tells it which step to draw.
 from __future__ import annotations
 
 import importlib
-import math
 import time
 import traceback
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QTabBar, QVBoxLayout, QWidget
 
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels import PANELS
@@ -22,9 +21,77 @@ from kvviz.ui.panels.base import Panel
 from kvviz.ui.qtutil import blocked
 
 PANEL_MIN_SIZE = (140, 110)
+HANDLE_PX = 6  # a splitter handle and the frames' margins between two cells (measured: 5-7 px)
+TAB_STRIP_PX = 30  # the strip of tabs under the grid that holds the panels that did not fit (at 100%)
+
+
+def give_way(shown: list[str], needs: dict[str, tuple[int, int]], priority: dict[str, int],
+             room: tuple[int, int], handle: int = HANDLE_PX) -> tuple[list[list[str]], list[str]]:
+    """Which shown panels the grid can give their readable size (needs: width, height) in `room`,
+    and how: (rows of kept panels, panels moved behind tabs, in the order shown).
+
+    The most important panels (lowest priority number) are kept first. For each number kept, the
+    rows tried are: one row for up to three panels, else two rows in the order shown (the first the
+    longer), as the grid always began; then two rows with the tallest panels together, so that one
+    tall panel does not make both rows tall; then one row. A single panel is always kept: alone it
+    has the whole grid."""
+    width, height = room
+    ranked = sorted(shown, key=lambda k: (priority.get(k, 50), shown.index(k)))
+
+    def fits(rows: list[list[str]]) -> bool:
+        return (all(sum(needs[k][0] for k in row) + handle * (len(row) - 1) <= width for row in rows)
+                and sum(max(needs[k][1] for k in row) for row in rows) + handle * (len(rows) - 1) <= height)
+
+    for n in range(len(shown), 0, -1):
+        kept = [k for k in shown if k in ranked[:n]]
+        for rows in _layouts_to_try(kept, needs):
+            if fits(rows):
+                return rows, [k for k in shown if k not in kept]
+    if not shown:
+        return [], []
+    return [[ranked[0]]], [k for k in shown if k != ranked[0]]
+
+
+def _layouts_to_try(kept: list[str], needs: dict[str, tuple[int, int]]):
+    n = len(kept)
+    cols = -(-n // 2)
+    if n <= 3:
+        yield [kept]
+    if n >= 2:
+        yield [kept[:cols], kept[cols:]]
+        tall = sorted(kept, key=lambda k: -needs[k][1])
+        for m in sorted(range(1, n), key=lambda m: abs(2 * m - n)):  # balanced splits first
+            first = set(tall[:m])
+            rows = [[k for k in kept if k in first], [k for k in kept if k not in first]]
+            yield sorted(rows, key=lambda row: kept.index(row[0]))  # the row holding the first panel on top
+    if n > 3:
+        yield [kept]
+
+
+def share(room: int, needs: list[int], handle: int = HANDLE_PX) -> list[int]:
+    """Sizes for cells in a row (or rows in the grid): each its need, and the room left shared out
+    equally; where the needs do not fit, in proportion to them."""
+    spare = room - sum(needs) - handle * (len(needs) - 1)
+    if spare < 0:
+        total = max(1, sum(needs))
+        return [max(1, n * (room - handle * (len(needs) - 1)) // total) for n in needs]
+    return [n + spare // len(needs) + (1 if i < spare % len(needs) else 0) for i, n in enumerate(needs)]
 # Hidden until wanted: the quality panel shows nothing but zeros for exact caches, and a ninth panel
 # made the grid five columns wide (too narrow at 1280x720). A run with an approximate cache shows it.
 DEFAULT_HIDDEN = ("quality",)
+
+
+EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (the window imports no engines)
+
+
+def has_quality(history: RunHistory) -> bool:
+    """Whether the run has something for the quality panel: an approximate engine, or a step with a
+    quality figure (a saved trace's)."""
+    for engine, traces in history.traces.items():
+        measured = traces and (traces[0].kl_to_exact is not None or traces[-1].kl_to_exact is not None)
+        if engine not in EXACT or measured:
+            return True
+    return False
 
 
 class PanelFrame(QFrame):
@@ -101,6 +168,31 @@ class PanelGrid(QSplitter):
         self.addWidget(self.no_panels_label)
         self._parking = QWidget()  # never shown: holds the panels the grid does not show
         self._parking.hide()
+        # Panels the window has no readable room for wait behind tabs under the grid (give_way).
+        self.moved: list[str] = []
+        self._tab = ""  # the moved panel shown alone from its tab ("": the grid tab)
+        self._overhead: dict[tuple, tuple[int, int]] = {}  # (panel, zoom, plots across, down) -> frame less plots
+        self._checks = 0  # layout checks since the last resize (see _check_layout)
+        self._check_timer = QTimer(self)
+        self._check_timer.setSingleShot(True)
+        self._check_timer.setInterval(0)
+        self._check_timer.timeout.connect(self._check_layout)
+        self.strip = QWidget()
+        strip_layout = QHBoxLayout(self.strip)
+        strip_layout.setContentsMargins(2, 0, 2, 0)
+        self.tabs = QTabBar()
+        self.tabs.setObjectName("moved_panels_tabs")
+        self.tabs.setDrawBase(False)
+        self.tabs.setExpanding(False)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        self.moved_note = QLabel()
+        self.moved_note.setObjectName("moved_panels_note")
+        self.moved_note.setWordWrap(False)
+        # The note never widens the window: it takes the width the tabs leave (its whole text is its tooltip).
+        self.moved_note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.moved_note.setMinimumWidth(0)
+        strip_layout.addWidget(self.tabs)
+        strip_layout.addWidget(self.moved_note, 1)
         self.is_installed = False
         self.chosen: set[str] = set(settings.value("view/chosen_panels", "", type=str).split(",")) - {""}
         self._focused = ""  # the panel given the whole grid by a double-click on its title
@@ -110,6 +202,7 @@ class PanelGrid(QSplitter):
         # (cleared when next drawn), each frame's pyqtgraph scenes, panels whose warm-up may have work left.
         self.painted: dict[str, tuple[int, int]] = {}
         self._last_draw: tuple[RunHistory, int] | None = None  # the history and step last drawn
+        self._run: RunHistory | None = None  # the history the panels show (kept across forget_run)
         self.zoom = 100  # percent: the panels' plot text, lines and readable sizes (set_zoom)
         self._zoomed_items: dict[str, int] = {}  # panel -> items in its scenes when last zoomed
         self._stale: set[str] = set()
@@ -145,6 +238,10 @@ class PanelGrid(QSplitter):
             # Settings from before arrangements were kept had the sizes of every panel shown.
             saved_for = s.value("window/grid_panels", "+".join(self.frames), type=str)
             self._layouts[saved_for] = (s.value("window/grid"), rows)
+        while len(self.rows) < 2:  # the strip comes after the rows: saved states keep the rows' places
+            self._add_row()
+        self.addWidget(self.strip)
+        self.strip.hide()
         self.retranslate()
         self.arrange()
         self.painted.clear()
@@ -178,6 +275,7 @@ class PanelGrid(QSplitter):
             # Help > Keyboard shortcuts names what the key does, not only the menu item's text.
             self.alone_actions[key].setProperty("shortcut_help", self.tr("{panel} alone in the grid").format(
                 panel=frame.panel.title()))
+        self._update_strip()
         self.act_all_panels.setText(self.tr("All panels"))
         self.act_all_panels.setProperty("shortcut_help", self.tr("All panels in the grid again"))
 
@@ -188,44 +286,259 @@ class PanelGrid(QSplitter):
 
     def arrange(self) -> None:
         """Lay the shown panels out as a grid: up to three in one row, more in two rows (the first the
-        longer), so panels hidden in View give the others their room. Each arrangement keeps the
-        sizes the user dragged it to; a new one starts with equal rows and columns."""
+        longer), so panels hidden in View give the others their room. Where the grid cannot give
+        every shown panel its readable size, the most important keep it and the rest wait behind
+        tabs under the grid (give_way), which says so. Each arrangement keeps the sizes the user
+        dragged it to where they stay readable; a new one starts with the readable sizes and the
+        room left shared out equally."""
         shown = self.shown_panels()
-        key = "+".join(shown)
+        rows, self.moved = self._plan(shown)
+        if self._tab and self._tab not in self.moved:
+            self._tab = ""
+        if self._tab:
+            rows = [[self._tab]]
+        laid = [k for row in rows for k in row]
+        key = "+".join(laid) + "/" + ",".join(str(len(row)) for row in rows)
+        self._update_strip()
         if key == self._arrangement:
+            self._fit_sizes(rows)
             return
         if self._arrangement is not None:
             self._layouts[self._arrangement] = self.grid_state()
         self._arrangement = key
         for k, frame in self.frames.items():
-            if k not in shown:
-                frame.setParent(self._parking)  # out of every row: a row holds exactly its shown panels
+            if k not in laid:
+                frame.setParent(self._parking)  # out of every row: a row holds exactly its laid-out panels
                 frame.hide()
-        n_rows = 0 if not shown else 1 if len(shown) <= 3 else 2
-        n_cols = math.ceil(len(shown) / n_rows) if n_rows else 0
-        while len(self.rows) < n_rows:
-            row = QSplitter(Qt.Orientation.Horizontal)
-            row.setChildrenCollapsible(False)
-            self.addWidget(row)
-            self.rows.append(row)
+        while len(self.rows) < len(rows):
+            self._add_row()
         for r, row in enumerate(self.rows):
-            members = shown[r * n_cols:(r + 1) * n_cols]
+            members = rows[r] if r < len(rows) else []
             for i, k in enumerate(members):
                 row.insertWidget(i, self.frames[k])
                 self.frames[k].show()
             row.setVisible(bool(members))
         self.no_panels_label.setVisible(not shown)
-        grid, rows = self._layouts.get(key, (None, []))
-        if grid is None:
-            self.setSizes([0 if shown else 1000] + [1000 if r < n_rows else 0 for r in range(len(self.rows))])
-        else:
+        grid, states = self._layouts.get(self._saved_key(key), (None, []))
+        if grid is not None:
             self.restoreState(grid)
-        for r, row in enumerate(self.rows[:n_rows]):
-            if r < len(rows) and rows[r] is not None:
-                row.restoreState(rows[r])
-            else:
-                row.setSizes([1000] * row.count())  # equal columns (scaled to the width) until the user drags
+            for r, row in enumerate(self.rows[:len(rows)]):
+                if r < len(states) and states[r] is not None:
+                    row.restoreState(states[r])
+            self.strip.setVisible(bool(self.moved))
+            self._fit_sizes(rows)
+        else:
+            self._fit_sizes(rows, fresh=True)
         self._update_no_panels_text()
+        self._checks = 0
+        self._check_timer.start()
+
+    def _saved_key(self, key: str) -> str:
+        """Settings from before give-way keyed an arrangement by its panels alone."""
+        if key in self._layouts:
+            return key
+        return key.split("/")[0] if key.split("/")[0] in self._layouts else key
+
+    def _add_row(self) -> None:
+        row = QSplitter(Qt.Orientation.Horizontal)
+        row.setChildrenCollapsible(False)
+        row.splitterMoved.connect(lambda *_a: self._check_timer.start())
+        self.insertWidget(1 + len(self.rows), row)
+        self.rows.append(row)
+
+    # -- giving way ----------------------------------------------------------------------------------
+    def room(self) -> tuple[int, int]:
+        """The grid's width and the height its rows may take (less the tab strip where it is shown)."""
+        strip = self.strip.sizeHint().height() + HANDLE_PX if self.moved or self.strip.isVisible() else 0
+        return self.width(), self.height() - strip
+
+    def _plan(self, shown: list[str]) -> tuple[list[list[str]], list[str]]:
+        """give_way for the shown panels in the grid's room; before the grid has a size of its own
+        (not yet shown), every shown panel in the default rows."""
+        if not self.isVisible() or self.width() < 50 or self.height() < 50:
+            n_rows = 1 if len(shown) <= 3 else 2
+            cols = -(-len(shown) // n_rows) if shown else 1
+            return [shown[r * cols:(r + 1) * cols] for r in range(n_rows) if shown[r * cols:(r + 1) * cols]], []
+        needs = {k: self.readable_size(k) for k in shown}
+        priority = {k: self.panels[k].priority for k in shown}
+        rows, moved = give_way(shown, needs, priority, (self.width(), self.height()))
+        if moved:  # the strip takes height: plan again in what it leaves
+            rows, moved = give_way(shown, needs, priority, self._room_with_strip())
+        return rows, moved
+
+    def _room_with_strip(self) -> tuple[int, int]:
+        return self.width(), self.height() - self.strip.sizeHint().height() - HANDLE_PX
+
+    def readable_size(self, key: str) -> tuple[int, int]:
+        """The smallest frame in which the panel reads at the present zoom: its declared size, or its
+        plots' readable areas plus what its frame holds around them (measured when it was last laid
+        out, else estimated from the type sizes)."""
+        from kvviz.ui import style
+
+        panel, frame = self.panels[key], self.frames[key]
+        margins = frame.layout().contentsMargins()
+        header = frame.header.sizeHint().height() + frame.layout().spacing() + margins.top() + margins.bottom()
+        fixed = panel.readable_size()
+        if fixed is not None:
+            return fixed[0] + margins.left() + margins.right(), fixed[1] + header
+        across, down = panel.plot_grid()
+        width, height = panel.readable_plot()
+        over = self._overhead.get((key, self.zoom, across, down))
+        if over is None:  # an axis with its numbers and name; titles and a step axis
+            over = (style.px(74) + style.px(10) * (across - 1), header + style.px(24) * down + style.px(30))
+        need_w = over[0] + across * width
+        return need_w, over[1] + self._legend_height(key, need_w) + down * height
+
+    def _legends(self, key: str) -> list:
+        from kvviz.ui.panels._plots import LegendLabel
+
+        return [label for label in self.frames[key].findChildren(LegendLabel) if not label.isHidden()]
+
+    def _legend_height(self, key: str, width: int) -> int:
+        """The height the panel's legends take at this frame width (they wrap as it narrows)."""
+        return sum(max(0, label.heightForWidth(max(40, width - 12))) for label in self._legends(key)
+                   if label.text())
+
+    def plot_boxes(self, key: str) -> list:
+        """The data areas (QRect, in the frame's pixels) of the panel's plots shown now."""
+        import pyqtgraph as pg
+
+        frame = self.frames[key]
+        boxes = []
+        for item in self.panels[key].readable_items():
+            if not isinstance(item, pg.PlotItem) or not item.isVisible() or item.opacity() == 0:
+                continue
+            box = item.getViewBox()
+            views = [v for v in box.scene().views() if v.isVisible()]
+            if views and box.width() > 1:
+                rect = views[0].mapFromScene(box.sceneBoundingRect()).boundingRect()
+                rect.moveTopLeft(views[0].viewport().mapTo(frame, rect.topLeft()))
+                boxes.append(rect)
+        return boxes
+
+    def _measure(self, key: str) -> bool:
+        """Keep what the panel's frame holds around its plots (the frame less its plots' readable
+        share); True if the panel is now below its readable size."""
+        panel, frame = self.panels[key], self.frames[key]
+        if panel.readable_size() is not None:
+            fixed = self.readable_size(key)
+            return frame.width() < fixed[0] - 1 or frame.height() < fixed[1] - 1
+        boxes = self.plot_boxes(key)
+        if not boxes or not frame.isVisible():
+            return False
+        across, down = panel.plot_grid()
+
+        def overlap(a0: int, a1: int, b0: int, b1: int) -> bool:
+            return min(a1, b1) - max(a0, b0) > 2
+
+        # The plots stacked in one column, and side by side in one row: what the frame gives them.
+        column = max(sum(o.height() for o in boxes if overlap(b.left(), b.right(), o.left(), o.right()))
+                     for b in boxes)
+        row = max(sum(o.width() for o in boxes if overlap(b.top(), b.bottom(), o.top(), o.bottom())) for b in boxes)
+        legends = sum(label.height() for label in self._legends(key) if label.text())
+        self._overhead[(key, self.zoom, across, down)] = (frame.width() - row, frame.height() - column - legends)
+        need = panel.readable_plot()
+        return min(b.width() for b in boxes) < need[0] - 1 or min(b.height() for b in boxes) < need[1] - 1
+
+    def _check_layout(self) -> None:
+        """After a layout: measure the laid-out panels, and give way again where one is below its
+        readable size (a legend that wrapped to more lines than estimated). A few rounds at most."""
+        if not self.is_installed or not self.isVisible():
+            return
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        from kvviz.ui.panels._plots import settle
+
+        settle([scene for k in self._laid() for scene in self._scenes_of(k)])
+        short = [k for k in self._laid() if self._measure(k)]  # measured: what each frame holds around its plots
+        self._checks += 1
+        rows, _moved = self._plan(self.shown_panels())
+        if self._checks <= 3 and (short or (rows != self._laid_rows() and not self._tab)):
+            checks = self._checks
+            self.arrange()  # with the sizes measured now
+            self._checks = checks
+            self._check_timer.start()
+
+    def _laid_rows(self) -> list[list[str]]:
+        return [[row.widget(i).panel.key for i in range(row.count())] for row in self.rows if not row.isHidden()]
+
+    def _scenes_of(self, key: str) -> list:
+        from kvviz.ui.panels._plots import scenes_in
+
+        if key not in self._scenes:
+            self._scenes[key] = scenes_in(self.frames[key])
+        return self._scenes[key]
+
+    def _laid(self) -> list[str]:
+        return [row.widget(i).panel.key for row in self.rows if not row.isHidden() for i in range(row.count())]
+
+    def _fit_sizes(self, rows: list[list[str]], fresh: bool = False) -> None:
+        """Row heights and column widths that give every laid-out panel its readable size: the sizes
+        kept (dragged, restored) where they do, else each its need and the rest shared out."""
+        shown = bool(rows)
+        self.strip.setVisible(bool(self.moved))
+        if not fresh and (not self.isVisible() or self.width() < 50):
+            return  # restored sizes stay until the grid has a size of its own to check them against
+        if not shown:
+            self.setSizes([1000] + [0] * len(self.rows) + [0])
+            return
+        needs = {k: self.readable_size(k) for row in rows for k in row}
+        width, height = self.room() if self.moved else (self.width(), self.height())
+        heights = [max(needs[k][1] for k in row) for row in rows]
+        current = self.sizes()[1:1 + len(rows)]
+        if fresh or any(c < h for c, h in zip(current, heights)) or sum(current) <= 0:
+            if fresh:  # equal rows while they read, as the grid always began
+                equal = (height - HANDLE_PX * (len(rows) - 1)) // len(rows)
+                sized = [equal] * len(rows) if all(equal >= h for h in heights) else share(height, heights)
+            else:
+                sized = share(height, heights)
+            strip = self.strip.sizeHint().height() if self.moved else 0
+            self.setSizes([0, *sized, *[0] * (len(self.rows) - len(rows)), strip])
+        for r, members in enumerate(rows):
+            row = self.rows[r]
+            widths = [needs[k][0] for k in members]
+            current = row.sizes()[:len(members)]
+            if fresh or any(c < w for c, w in zip(current, widths)) or sum(current) <= 0:
+                room = width - HANDLE_PX * (len(members) - 1)
+                equal = room // len(members)
+                row.setSizes([equal] * len(members) if fresh and all(equal >= w for w in widths)
+                             else share(width, widths))
+
+    def _update_strip(self) -> None:
+        """The tabs under the grid: the grid's own, then one per panel that gave way; and the note
+        saying why they are there."""
+        names = [self.tr("Grid")] + [self.panels[k].title() for k in self.moved]
+        with blocked(self.tabs):
+            while self.tabs.count() > len(names):
+                self.tabs.removeTab(self.tabs.count() - 1)
+            for i, name in enumerate(names):
+                if i < self.tabs.count():
+                    self.tabs.setTabText(i, name)
+                else:
+                    self.tabs.addTab(name)
+                self.tabs.setTabData(i, "" if i == 0 else self.moved[i - 1])
+            self.tabs.setCurrentIndex(0 if not self._tab else 1 + self.moved.index(self._tab))
+        if self.moved:
+            self.moved_note.setText(self.tr("{n} behind tabs: no room to show them readable").format(
+                n=len(self.moved)))
+            self.moved_note.setToolTip(self.tr(
+                "The window has no room to show these panels readable at this size and zoom, so they wait "
+                "behind their tabs instead of being squeezed. A larger window, a smaller zoom (View > Zoom) "
+                "or fewer panels (View) brings them back into the grid."))
+        visible = bool(self.moved)
+        if visible != self.strip.isVisibleTo(self):
+            self.strip.setVisible(visible)
+
+    def _on_tab_changed(self, index: int) -> None:
+        self._tab = self.tabs.tabData(index) or ""
+        self.arrange()
+        self.redraw()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if self.is_installed:
+            self._checks = 0
+            self.arrange()
+            self._check_timer.start()
 
     def grid_state(self) -> tuple:
         return self.saveState(), [row.saveState() for row in self.rows]
@@ -264,22 +577,40 @@ class PanelGrid(QSplitter):
         act.setChecked(True)
         return True
 
-    def reset(self) -> None:
-        """The panels shown by default, none alone, equal rows and columns; the sizes dragged forgotten."""
+    def start_panels(self, history: RunHistory | None = None) -> list[str]:
+        """The panels a run starts with: all but DEFAULT_HIDDEN, and the quality panel too where the
+        run shown (history; by default the one last drawn) has an approximate engine or quality figures."""
+        history = self._run if history is None else history
+        keys = [k for k in self.panel_actions if k not in DEFAULT_HIDDEN]
+        if history is not None and "quality" in self.panel_actions and has_quality(history):
+            keys.append("quality")
+        return [k for k in self.panel_actions if k in keys]
+
+    def reset(self, history: RunHistory | None = None) -> None:
+        """The start layout for the run shown (start_panels), none alone, the grid tab, equal rows
+        and columns where they read; the sizes dragged forgotten."""
         self._layouts.clear()
         self._focused = ""
+        self._tab = ""
         self.chosen.clear()
+        start = self.start_panels(history)
         for key, act in self.panel_actions.items():
             with blocked(act):
-                act.setChecked(key not in DEFAULT_HIDDEN)
+                act.setChecked(key in start)
         self._arrangement = None  # forgotten: laid out afresh, in equal rows and columns
         self.arrange()
+        self.redraw()
 
     def save(self, settings: QSettings) -> None:
         """The panels hidden in View and the sizes of the checked panels' arrangement (not of a panel
         alone by a double-click)."""
         checked = "+".join(k for k, a in self.panel_actions.items() if a.isChecked())
-        grid, rows = self.grid_state() if checked == self._arrangement else self._layouts.get(checked, (None, []))
+        laid = (self._arrangement or "").split("/")[0]
+        if laid == checked and not self.moved:
+            grid, rows = self.grid_state()
+        else:
+            found = [k for k in self._layouts if k.split("/")[0] == checked]
+            grid, rows = self._layouts[found[-1]] if found else (None, [])
         for i in range(2):
             settings.remove(f"window/row{i}")
         if grid is not None:
@@ -327,6 +658,10 @@ class PanelGrid(QSplitter):
             panel.apply_zoom()
             self._zoom_panel(key, force=True)
             self.frames[key].retranslate()
+        self._update_strip()  # the tabs' type follows the app font; the sizes needed follow the zoom
+        self._checks = 0
+        self.arrange()
+        self._check_timer.start()
         self.redraw()
 
     def redraw(self) -> None:
@@ -364,6 +699,7 @@ class PanelGrid(QSplitter):
 
     def draw_panel(self, key: str, history: RunHistory, step: int) -> None:
         self._last_draw = (history, step)
+        self._run = history
         try:
             if key in self._stale:
                 self._stale.discard(key)

@@ -75,6 +75,17 @@ def set_zoom(percent: int) -> float:
     return ZOOM
 
 
+# The smallest plot data areas that read at 100% (tick labels apart, a curve's shape, a matrix's
+# cells), in pixels; scaled with the zoom (readable). A panel declares which it needs (Panel.readable_plot).
+READABLE_PLOT = (150, 80)  # a line plot
+READABLE_MATRIX = (100, 100)  # a matrix (work matrix, attention map)
+
+
+def readable(size: tuple[int, int]) -> tuple[int, int]:
+    """A 100% plot size at the present zoom."""
+    return px(size[0]), px(size[1])
+
+
 def points(role: str) -> float:
     """A plot text's type size at the present zoom, rounded to half points."""
     return round(2 * _BASE_POINTS[role] * ZOOM) / 2

@@ -365,6 +365,15 @@ def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:
     return line
 
 
+def share_text(share: float) -> str:
+    """A share as a whole percent that never reads 100% (or 0%) unless it is exactly that: one
+    disagreement in 200 steps is 99%, not the 100% that rounding gave."""
+    percent = 100 * share
+    if 0 < share < 1:
+        percent = min(99, max(1, math.floor(percent)))
+    return f"{percent:.0f}%"
+
+
 def token_label(text: str, limit: int = 6) -> str:
     """A token as an axis label: visible whitespace, short."""
     shown = (text.replace(" ", "\u2423").replace("\n", "\u21b5").replace("\t", "\u21e5")
@@ -373,18 +382,18 @@ def token_label(text: str, limit: int = 6) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "\u2026"
 
 
-def set_token_ticks(plot: pg.PlotItem, labels: list[str], numbers: tuple[bool, bool] = (True, True)) -> None:
+def set_token_ticks(plot: pg.PlotItem, labels: list[str] | int, numbers: tuple[bool, bool] = (True, True)) -> None:
     """Token labels on the bottom and left axes of a matrix plot (cell i spans [i, i+1)) where a
     cell is wide enough on screen to hold one; position numbers otherwise, drawn on the bottom / left
     axis only where `numbers` says (an inner plot of a grid whose outer plots number the same
     positions leaves them to those, and its matrix has the room)."""
-    n = len(labels)
+    n = labels if isinstance(labels, int) else len(labels)  # a count: numbers only
     vb = plot.getViewBox()
     (x0, x1), (y0, y1) = vb.viewRange()
     cell_w = vb.width() / max(x1 - x0, 1e-9)
     cell_h = vb.height() / max(y1 - y0, 1e-9)
     metrics = QFontMetrics(style.tick_font())
-    if max(cell_w, cell_h) >= 8.0:  # a label might fit: measure them
+    if max(cell_w, cell_h) >= 8.0 and not isinstance(labels, int):  # a label might fit: measure them
         short = [token_label(t, 4) for t in labels]
         widest = max((metrics.horizontalAdvance(s) for s in short), default=0) + 4
         tokens = [[(i + 0.5, s) for i, s in enumerate(short)]]
@@ -394,7 +403,9 @@ def set_token_ticks(plot: pg.PlotItem, labels: list[str], numbers: tuple[bool, b
 
     def numbered(cell_px: float, need: float) -> list:
         """Position numbers at cell centres, every `stride` cells so they do not collide."""
-        stride = next((s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if s * cell_px >= need), 2000)
+        # 1, 2, 5 x 10^k: a million positions are numbered as sparsely as a thousand are
+        strides = (m * 10 ** e for e in range(0, 10) for m in (1, 2, 5))
+        stride = next(s for s in strides if s * cell_px >= need or s >= max(n, 1))
         return [[(i + 0.5, str(i)) for i in range(0, n, stride)]]
 
     bottom = tokens if cell_w >= max(8.0, widest) else numbered(cell_w, digits)

@@ -110,6 +110,10 @@ class SeriesPanel(Panel):
     def plot_specs(self) -> list[PlotSpec]:
         raise NotImplementedError
 
+    def plot_grid(self) -> tuple[int, int]:
+        shown = [s for s in self._plot_specs if self._plots[s.key].isVisible()] or self._plot_specs
+        return len({s.col for s in shown}), len({s.row for s in shown})
+
     def series_specs(self) -> list[SeriesSpec]:
         raise NotImplementedError
 

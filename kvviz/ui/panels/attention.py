@@ -320,6 +320,11 @@ class AttentionPanel(Panel):
         top.insertWidget(0, self._engine_label)
         self.retranslate()
 
+    priority = 40
+
+    def readable_plot(self) -> tuple[int, int]:
+        return style.readable(style.READABLE_MATRIX)
+
     def warm_up(self, engines: tuple[str, ...], positions: int = 0) -> bool:
         """Fault in a weights buffer for the selected model's longest run (up to 64 MiB)."""
         warm_buffer(positions)

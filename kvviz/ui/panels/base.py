@@ -56,6 +56,30 @@ class Panel(QWidget):
         take no width from the panel's legend and plots."""
         return []
 
+    # -- readable sizes (the grid gives way rather than draw a panel smaller; kvviz.ui.grid) ----------
+    priority: int = 50  # the grid keeps the panels with the lowest numbers readable first
+
+    def readable_plot(self) -> tuple[int, int]:
+        """The smallest data area (width, height, pixels) at which each of this panel's plots reads,
+        at the present zoom (kvviz.ui.style.ZOOM)."""
+        from kvviz.ui import style
+
+        return style.readable(style.READABLE_PLOT)
+
+    def plot_grid(self) -> tuple[int, int]:
+        """How many plots the panel lays side by side and one above the other (each needs
+        readable_plot)."""
+        return 1, 1
+
+    def readable_size(self) -> tuple[int, int] | None:
+        """The smallest size of the whole panel that reads, for a panel without plots (a table,
+        text); None: worked out by the grid from its plots (readable_plot, plot_grid)."""
+        return None
+
+    def readable_items(self) -> list:
+        """The plots (pyqtgraph PlotItems) readable_plot is for: by default the ones exported."""
+        return self.export_items()
+
     def export_items(self) -> list:
         """pyqtgraph items (PlotItem / GraphicsScene) an exporter may render, if any."""
         return []

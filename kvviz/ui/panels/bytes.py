@@ -12,6 +12,8 @@ from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 class BytesPanel(SeriesPanel):
     key = "bytes"
 
+    priority = 70
+
     def plot_specs(self) -> list[PlotSpec]:
         return [
             PlotSpec("step", self.tr("per step (dashed: gathered)"), self.tr("bytes"), byte_units=True),

@@ -28,6 +28,7 @@ _LUT = style.lookup_table([style.BLOCK_COLORS[k] for k in ("free", "used", "new"
                           + [style.PLOT_BACKGROUND])
 _TILE = 8  # pixels per slot; the last pixel row/column is a hairline between slots
 _MAX_LABELS = 64  # blocks labelled with their logical index (one TextItem each, reused)
+TILED_MAX = 4096  # blocks drawn slot by slot; a larger pool (a million positions) a pixel per block
 
 
 def pool_kinds(trace: StepTrace, n_pool: int) -> np.ndarray:
@@ -74,6 +75,21 @@ def layout_pool(kinds: np.ndarray) -> tuple[np.ndarray, list[tuple[float, float]
     return np.ascontiguousarray(image), centers
 
 
+def compact_pool(kinds: np.ndarray) -> np.ndarray:
+    """uint8 image of a pool too large to draw slot by slot (TILED_MAX blocks): one pixel per block, in
+    a near-square grid, the block's most telling kind (written this step, then reserved and empty, then
+    holding K/V, else free); the cells past the last block are background."""
+    n_pool = kinds.shape[0]
+    block = np.full(n_pool, FREE, dtype=np.uint8)
+    for kind in (USED, WASTED, NEW):  # later kinds win
+        block[(kinds == kind).any(axis=1)] = kind
+    cols = max(1, math.ceil(math.sqrt(n_pool)))
+    rows = -(-n_pool // cols)
+    image = np.full(rows * cols, _GAP, dtype=np.uint8)
+    image[:n_pool] = block
+    return image.reshape(rows, cols)
+
+
 def slot_shape(size: int) -> tuple[int, int]:
     """(rows, cols) of a block drawn as a small tile: the most square factorisation of `size`."""
     rows = max(d for d in range(1, int(math.isqrt(size)) + 1) if size % d == 0)
@@ -87,6 +103,13 @@ class CacheMemoryPanel(SeriesPanel):
 
     def plot_specs(self) -> list[PlotSpec]:
         return [PlotSpec("memory", self.tr("resident K/V"), self.tr("memory"), byte_units=True)]
+
+    priority = 30
+
+    def readable_items(self) -> list:
+        """The memory plot: the block pool beside it is a picture of blocks (labelled only where they
+        are large enough), not a plot with ticks to read."""
+        return [self._plots["memory"]]
 
     def series_specs(self) -> list[SeriesSpec]:
         return [SeriesSpec("bytes", "memory", "cache_bytes")]
@@ -220,6 +243,10 @@ class CacheMemoryPanel(SeriesPanel):
         trace = history.at(engine, step)
         if trace is None:
             return engine
+        if trace.cache_capacity != trace.cache_len:  # a preallocated cache (static, int8): its room is not its content
+            return self.tr("{engine}: {bytes}, room for {cap} tokens, {held} held").format(
+                engine=engine, bytes=fmt_bytes(trace.cache_bytes), cap=fmt_count(trace.cache_capacity),
+                held=fmt_count(trace.cache_len))
         return self.tr("{engine}: {bytes}, {cap} tokens").format(
             engine=engine, bytes=fmt_bytes(trace.cache_bytes), cap=fmt_count(trace.cache_capacity))
 
@@ -242,6 +269,7 @@ class CacheMemoryPanel(SeriesPanel):
             self._image.clear()
             for text in self._texts:
                 text.hide()
+            self._n_labelled = 0  # an earlier paged run's block labels stay hidden (a resize had shown them)
             self._pool_entry = ()
             self._set_block_legend(None, None)
             self._pool = np.zeros((0, 0), dtype=np.uint8)
@@ -274,6 +302,7 @@ class CacheMemoryPanel(SeriesPanel):
             self._pool_key = ()
             for text in self._texts:
                 text.hide()
+            self._n_labelled = 0
             self._pool_entry = ((style.MUTED_TEXT, self.tr("no paged engine: no block table"), "square"),)
             self._set_block_legend(None, None)
             return
@@ -292,10 +321,13 @@ class CacheMemoryPanel(SeriesPanel):
         self._pool = kinds
         self._table = tuple(trace.block_table or ())
         n_pool = kinds.shape[0]
-        image, centers = layout_pool(kinds)
+        if n_pool > TILED_MAX:  # drawing costs what the panel shows, not the pool's size
+            image, centers = compact_pool(kinds), []
+        else:
+            image, centers = layout_pool(kinds)
         self._image.setImage(image, autoLevels=False, levels=None, lut=_LUT)
         self._image.setRect(0, 0, image.shape[1], image.shape[0])
-        labelled = self._table if len(self._table) <= _MAX_LABELS else ()
+        labelled = self._table if len(self._table) <= _MAX_LABELS and centers else ()
         while len(self._texts) < len(labelled):
             text = pg.TextItem(color=style.PLOT_FOREGROUND, anchor=(0.5, 0.5),
                                fill=pg.mkBrush(255, 255, 255, 215))

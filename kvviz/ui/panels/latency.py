@@ -18,7 +18,6 @@ from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 from kvviz.wall import WallShape
 
 COPY_LINE = "#c62828"  # the machine's read ceiling (an older trace's copy bandwidth): the wall
-SHORT_PANEL_PX = 420  # below this height the panel shows two plots, not three
 
 
 class LatencyPanel(SeriesPanel):
@@ -42,23 +41,6 @@ class LatencyPanel(SeriesPanel):
         self._copy_line.setZValue(5)
         self._copy_line.hide()
         self._plots["bandwidth"].addItem(self._copy_line)
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        super().resizeEvent(event)
-        # Three plots in a short panel (a 1280 x 720 window's grid) leave each a sliver: there the
-        # bandwidth plot gives its room to the other two (the narration still tells the figures).
-        short = event.size().height() < SHORT_PANEL_PX
-        plot = self._plots["bandwidth"]
-        if short == (plot in self._canvas.ci.items):
-            if short:  # unlinked first: a view leaving the scene would pass its range to the others
-                plot.setXLink(None)
-                self._canvas.ci.removeItem(plot)
-            else:
-                self._canvas.ci.addItem(plot, row=2, col=0)
-                plot.setXLink(self._plots["step"])
-            plot.setVisible(not short)
-            self._plots["total"].getAxis("bottom").setStyle(showValues=short)
-            self._plots["total"].setLabel("bottom", self.tr("step") if short else "")
 
     priority = 20
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from kvviz.ui.history import RunHistory
+from kvviz.ui.panels._plots import share_text
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (panels import no engines)
@@ -34,6 +35,8 @@ class QualityPanel(SeriesPanel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.columns.getters.update(kl=_kl, misses=_misses)  # computed series, as LatencyPanel's read_gbps
+
+    priority = 35
 
     def plot_specs(self) -> list[PlotSpec]:
         return [
@@ -69,7 +72,7 @@ class QualityPanel(SeriesPanel):
         seen = int(self.columns.totals(history, engine, "top1_measured")[step])
         misses = int(self.columns.totals(history, engine, "misses")[step])
         text = self.tr("{engine}: mean KL {kl} nats, top-1 {agree}").format(
-            engine=engine, kl=f"{measured.mean():.3g}", agree=f"{100 * (seen - misses) / max(seen, 1):.0f}%")
+            engine=engine, kl=f"{measured.mean():.3g}", agree=share_text((seen - misses) / max(seen, 1)))
         parted = self._parted(history, engine)
         if parted is not None and parted <= step:
             text += self.tr(", own output parts at step {0}").format(parted)

@@ -190,6 +190,8 @@ class RecomputePanel(Panel):
             self._range = (x_top, y_top)
             self._plot.setRange(xRange=(0, x_top), yRange=(0, y_top), padding=0.02)
 
+    priority = 60
+
     def export_items(self) -> list:
         return [self._plot]
 

@@ -25,7 +25,7 @@ from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure
 from kvviz.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import engine_step
+from kvviz.ui.panels._plots import engine_step, share_text
 from kvviz.ui.panels.base import Panel
 from kvviz.wall import WallShape, achieved_gbps
 
@@ -206,6 +206,22 @@ class SummaryPanel(Panel):
                     "teacher-forced on its tokens: 0 for an exact cache"),
             self.tr("Share of steps whose most likely token is the exact engine's (teacher-forced)"),
         ]
+
+    priority = 15
+
+    def readable_size(self) -> tuple[int, int]:
+        """Every row the run has figures for, at the table's full type on one line, and the heading."""
+        font = QFont(self._table.font())
+        font.setPointSizeF(TABLE_POINTS * style.ZOOM)
+        metrics = QFontMetrics(font)
+        hidden_aside = [key for key in self._wall_rows if self._table.isRowHidden(COLUMNS.index((key, None)))]
+        rows = sum(not self._table.isRowHidden(r) for r in range(len(COLUMNS))) + len(hidden_aside)
+        line = metrics.height() + 6  # a row: its text and the delegate's margins
+        names = max(metrics.horizontalAdvance(name) for name in self._headers()) + 12
+        engines = max(1, self._table.columnCount())
+        figure = metrics.horizontalAdvance("0000.00") + 12
+        heading = metrics.height() + 8
+        return names + engines * figure + 8, heading + line * (rows + 1) + 12
 
     def apply_zoom(self) -> None:
         self._sized_for = self._aside_for = None
@@ -541,7 +557,9 @@ class SummaryPanel(Panel):
             return f"{value:.2f}\u00d7"
         if key == "mean_kl":
             return f"{value:.3g}"
-        if key in ("top1_agreement", "copy_share"):
+        if key == "top1_agreement":
+            return share_text(value)
+        if key == "copy_share":
             return f"{100 * value:.0f}%"
         return fmt_count(value)
 

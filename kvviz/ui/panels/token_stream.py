@@ -100,6 +100,9 @@ class _TokenView(QTextBrowser):
         return data
 
 
+PROMPT_SHOWN = 2000  # prompt tokens shown at most: the first and last half of them
+
+
 class TokenStreamPanel(Panel):
     key = "token_stream"
     picks_steps = True  # a click on a generated token shows the step that sampled it; on the prompt, prefill
@@ -146,7 +149,7 @@ class TokenStreamPanel(Panel):
         history = self._shown[0]
         if step < 0:
             grouped, index = self._prompt_grouped(history), -step - 1
-            ids = history.info.prompt_ids
+            ids = self._prompt_ids(history)
             group = grouped.group(index) if index < len(grouped.group_of) else None
             where = self.tr("prompt")
         else:
@@ -198,8 +201,26 @@ class TokenStreamPanel(Panel):
         return (engine, step, shown[step]) if step < len(ends) else None
 
     @staticmethod
-    def _prompt_labels(history: RunHistory) -> list[str]:
-        return list(history.info.prompt_labels) or [str(i) for i in history.info.prompt_ids]
+    def _prompt_ids(history: RunHistory) -> list[int]:
+        """The prompt's ids as shown: a prompt longer than PROMPT_SHOWN shows its start and its end,
+        with one mark (id -1) between them for the tokens left out."""
+        ids = history.info.prompt_ids
+        if len(ids) <= PROMPT_SHOWN:
+            return list(ids)
+        half = PROMPT_SHOWN // 2
+        return [*ids[:half], -1, *ids[len(ids) - half:]]
+
+    def _prompt_labels(self, history: RunHistory) -> list[str]:
+        ids = history.info.prompt_ids
+        labels = list(history.info.prompt_labels[:len(ids)]) if history.info.prompt_labels else []
+        if len(ids) <= PROMPT_SHOWN:
+            return labels or [str(i) for i in ids]
+        half = PROMPT_SHOWN // 2
+        head = labels[:half] if labels else [str(i) for i in ids[:half]]
+        tail = labels[len(ids) - half:] if labels else [str(i) for i in ids[len(ids) - half:]]
+        # A million prompt tokens laid out as text took the window minutes: drawing costs what is shown.
+        gap = self.tr(" … {n} prompt tokens not shown … ").format(n=f"{len(ids) - 2 * half:,}")
+        return [*head, gap, *tail]
 
     def _prompt_grouped(self, history: RunHistory) -> _Grouped:
         key = ("prompt", history.info.run_id, len(history.info.prompt_ids))
@@ -248,6 +269,13 @@ class TokenStreamPanel(Panel):
         font = self._view.font()
         font.setPointSizeF(style.points("text"))
         self._view.setFont(font)
+
+    priority = 45
+
+    def readable_size(self) -> tuple[int, int]:
+        """Four lines of the tokens' type, about 24 characters wide, and the margins."""
+        metrics = self._view.fontMetrics()
+        return metrics.horizontalAdvance("0" * 24) + 8, 4 * metrics.lineSpacing() + 12
 
     def apply_zoom(self) -> None:
         self._set_font()

@@ -42,6 +42,8 @@ KIND_NAMES = ("empty", "masked", "evicted", "cached", "recomputed", "computed")
 _GAP = len(KIND_NAMES)  # display-only code: the thin line between cells of a small matrix
 _LUT = style.lookup_table([style.CELL_COLORS[k] for k in KIND_NAMES] + [style.PLOT_BACKGROUND])
 _GRID_MAX = 64  # up to this many positions each cell is drawn as a tile with a gap around it
+LABELLED_MAX = 4096  # longer sequences are numbered, never labelled with tokens (no cell is 8 px wide)
+STEP_ROW_PX = 5  # the step's rows are drawn at least this tall on screen (at 100%), framed
 _TILE = 8
 
 
@@ -91,6 +93,23 @@ def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
         gone = trace.evicted
         kinds[a:b, gone[gone < a]] = EVICTED  # the causal mask allowed them; the cache had dropped them
     return kinds
+
+
+def last_row_kinds(trace: StepTrace, prev_stop: int) -> np.ndarray:
+    """uint8 [n]: classify(trace, prev_stop)[-1], the last row computed at this step, worked out
+    alone (a row of a million positions costs a million cells, not a million squared)."""
+    a, n = trace.pos_start, trace.pos_stop
+    row = np.full(n, COMPUTED, dtype=np.uint8)
+    row[:a] = CACHED
+    row[a:min(prev_stop, n)] = RECOMPUTED
+    spec = trace.mask_spec
+    if spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (n - a, n, a) and spec.window is None):
+        return row  # causal: the last row sees every key
+    mask = trace.mask
+    row = np.where(mask[-1], row, np.uint8(MASKED))
+    gone = trace.evicted
+    row[gone[gone < a]] = EVICTED
+    return row
 
 
 def pool_max(kinds: np.ndarray, factor: int) -> np.ndarray:
@@ -149,6 +168,13 @@ class _EngineView:
         self.outline.setPen(pg.mkPen(style.STEP_OUTLINE, width=2, cosmetic=True))
         self.outline.setZValue(20)
         plot.addItem(self.outline, ignoreBounds=True)
+        # The rows computed this step at a readable height however long the run (STEP_ROW_PX): a copy
+        # of the last of them, drawn over the matrix where one row is thinner than that on screen.
+        self.row_image = pg.ImageItem(axisOrder="row-major")
+        self.row_image.setLookupTable(_LUT)
+        self.row_image.setZValue(15)
+        self.row_image.hide()
+        plot.addItem(self.row_image, ignoreBounds=True)
         self.row_label = pg.TextItem(color=style.STEP_OUTLINE, anchor=(1, 1))
         self.row_label.setFont(style.tick_font())
         self.row_label.setZValue(21)
@@ -159,6 +185,9 @@ class _EngineView:
     def reset(self) -> None:
         """Forget the step drawn (a new run or a cleared panel); the plot and its items stay."""
         self.image.clear()
+        self.row_image.clear()
+        self.row_image.hide()
+        self.row_data: np.ndarray | None = None  # the step's row as row_image shows it
         self._kinds = np.zeros((0, 0), dtype=np.uint8)
         self._kinds_for: tuple | None = None
         self.step: tuple[StepTrace, int] | None = None  # (trace, prev_stop) drawn; kinds made on demand
@@ -239,6 +268,16 @@ class WorkMatrixPanel(Panel):
         """The end of the positions any step before k computed (0 at prefill)."""
         stops = self._stops.values(history, engine, "pos_stop")
         return int(stops[:k].max(initial=0))
+
+    priority = 10
+
+    def readable_plot(self) -> tuple[int, int]:
+        return style.readable(style.READABLE_MATRIX)
+
+    def plot_grid(self) -> tuple[int, int]:
+        n = len(self._views) or 1
+        cols = self._cols or 1
+        return min(cols, n), math.ceil(n / cols)
 
     def title(self) -> str:
         return self.tr("Work matrix")
@@ -378,15 +417,46 @@ class WorkMatrixPanel(Panel):
             if view.step is None or view.step[0] is not trace or view.step[1] != prev_stop:
                 view.step = (trace, prev_stop)
             view.n_prompt = n_prompt
-            view.labels = sequence_labels(history, engine, trace.pos_stop)
+            # Token labels only where a cell could hold one on screen: a million labels made per draw
+            # had cost seconds for numbers that are all the axis shows.
+            view.labels = (sequence_labels(history, engine, trace.pos_stop) if trace.pos_stop <= LABELLED_MAX
+                           else trace.pos_stop)
             self._draw_image(view)
-            view.outline.setRect(QRectF(0, trace.pos_start, trace.pos_stop, trace.pos_stop - trace.pos_start))
+            self._emphasise_step(view)
             self._place_label(view)
             self._set_title(view, engine, order, trace, prev_stop)
             for line in (view.prompt_v, view.prompt_h):
                 line.setPos(n_prompt)
                 line.setVisible(0 < n_prompt < trace.pos_stop)
             self._update_ticks(view)
+
+    @staticmethod
+    def _emphasise_step(view: _EngineView) -> None:
+        """Frame the rows computed at this step; where they are thinner than STEP_ROW_PX on screen (a
+        decode step's one row of thousands), draw the last of them that tall, over the matrix, so
+        the keys it read from the cache (and those a window evicted) show at projector size."""
+        trace, prev_stop = view.step
+        a, b = trace.pos_start, trace.pos_stop
+        vb = view.plot.getViewBox()
+        per_px = max(view.extent, 1) / max(vb.height(), 1.0)  # positions per screen pixel
+        tall = style.px(STEP_ROW_PX) * per_px
+        if (b - a) >= tall or b == 0:
+            view.row_image.hide()
+            view.outline.setRect(QRectF(0, a, b, b - a))
+            return
+        top = max(0.0, b - tall)
+        row = last_row_kinds(trace, prev_stop)
+        factor = max(1, view.factor)
+        if factor > 1:
+            padded = np.zeros(-(-len(row) // factor) * factor, dtype=np.uint8)
+            padded[:len(row)] = row
+            row = padded.reshape(-1, factor).max(axis=1)  # max-pooled as the matrix is
+        if view.row_data is None or not np.array_equal(row, view.row_data):
+            view.row_data = row
+            view.row_image.setImage(row[None, :], autoLevels=False, levels=None, lut=_LUT)
+        view.row_image.setRect(QRectF(0, top, len(row) * factor, b - top))
+        view.row_image.show()
+        view.outline.setRect(QRectF(0, top, b, b - top))
 
     @staticmethod
     def _place_label(view: _EngineView) -> None:
@@ -467,6 +537,7 @@ class WorkMatrixPanel(Panel):
         if view.step is not None:
             if self._pool_factor(view) != view.factor:
                 self._draw_image(view)
+            self._emphasise_step(view)
             self._place_label(view)
 
     def export_items(self) -> list:
