@@ -9,13 +9,14 @@ import dataclasses
 import json
 import sys
 
+from kvviz.format import fmt_bytes
 from kvviz.options import add_output, add_seed, add_threads, bounded
 
 SCHEDULER_KEYS = "static,continuous,chunked,paged,prefix,reserve"  # kvviz.serving.scheduler.SCHEDULER_CLASSES
 
 
 def configure(parser) -> None:
-    parser.add_argument("--workload", required=True, metavar="PRESET|FILE",
+    parser.add_argument("--workload", default=None, metavar="PRESET|FILE",
                         help="course-batch, shared-prefix, chat, random:N[:SEED], or a JSON file "
                              '{"requests": [{"prompt": "...", "new_tokens": 12, "arrival": 0}, ...]}')
     parser.add_argument("--schedulers", default=SCHEDULER_KEYS, help=f"comma list (default {SCHEDULER_KEYS})")
@@ -38,6 +39,17 @@ def configure(parser) -> None:
     parser.add_argument("--top-p", type=bounded("top_p"), default=None)
     add_threads(parser)
     add_output(parser, "--json", "json_path", "also write every run (figures, tokens, per-step records) as JSON")
+    parser.add_argument("--decode-sweep", type=_batch_list, default=None, metavar="B,B,...",
+                        help="instead of a workload: decode throughput at these batch sizes (B requests of 32 "
+                             "tokens decoding together), with the bytes each step reads")
+
+
+def _batch_list(text: str) -> tuple[int, ...]:
+    parse = bounded("batch_size")
+    items = tuple(parse(t.strip()) for t in text.split(",") if t.strip())
+    if not items:
+        raise argparse.ArgumentTypeError("no batch sizes given")
+    return items
 
 
 def _ms(v: float | None) -> str:
@@ -50,16 +62,20 @@ def run(args) -> int:
     from kvviz.serving.record import SchedulerSettings, runs_to_dict
     from kvviz.serving.workload import load_workload
 
+    if (args.workload is None) == (args.decode_sweep is None):
+        raise ValueError("give --workload PRESET|FILE, or --decode-sweep B,B,... (one of them)")
     schedulers = parse_schedulers(args.schedulers)
-    workload = load_workload(args.workload)
+    workload = load_workload(args.workload) if args.workload else None
     if args.json_path:
         check_writable(args.json_path, "--json")
     from kvviz.commands.bench import setup
     from kvviz.serving.model_runner import check_supported
 
     # bench's setup validates and loads the shared options; serve has no --prompt of its own
-    model, tokenizer, _, device = setup(argparse.Namespace(**vars(args), prompt=args.workload))
+    model, tokenizer, _, device = setup(argparse.Namespace(**vars(args), prompt=args.workload or "sweep"))
     check_supported(model)
+    if workload is None:
+        return sweep(args, model, tokenizer, device)
     cfg = model.cfg
     prompts = tokenize(workload, tokenizer)
     settings = SchedulerSettings(max_batch=args.max_batch, blocks=args.blocks or 1, block_size=args.block_size,
@@ -126,3 +142,30 @@ def run(args) -> int:
         doc["copy_gbps"] = machine.copy_gbps
         write_output(args.json_path, json.dumps(doc, separators=(",", ":")) + "\n", "--json")
     return 0 if identical else 1
+
+
+def sweep(args, model, tokenizer, device) -> int:
+    import torch
+
+    from kvviz.bandwidth import device_bandwidth
+    from kvviz.serving.sweep import SWEEP_NEW, SWEEP_PROMPT, decode_sweep
+
+    machine = device_bandwidth(device)
+    cfg = model.cfg
+    print(f"model {cfg.name}: {cfg.n_layer} layers, hidden {cfg.d_model}; device {device.type}, "
+          f"{torch.get_num_threads()} thread(s); each request {SWEEP_PROMPT} prompt + {SWEEP_NEW} new tokens; "
+          f"decode-only steps, median of 3 turns; copy bandwidth {machine.copy_gbps:,.1f} GB/s")
+    rows = decode_sweep(model, tokenizer, args.decode_sweep, args.block_size)
+    print(f"{'batch':>5} {'step ms':>8} {'tok/s':>9} {'x batch 1':>9} {'read/step':>10} {'read/token':>11} "
+          f"{'GB/s':>6} {'of copy':>8}")
+    for r in rows:
+        print(f"{r.batch:>5} {r.step_ms:>8.2f} {r.tokens_per_s:>9.1f} {r.speedup(rows[0]):>8.2f}x "
+              f"{fmt_bytes(r.bytes_per_step):>10} {fmt_bytes(r.bytes_per_token):>11} {r.gbps:>6.2f} "
+              f"{100 * r.gbps / machine.copy_gbps:>7.0f}%")
+    if args.json_path:
+        from kvviz.fileio import write_output
+
+        doc = {"model": cfg.name, "device": device.type, "threads": torch.get_num_threads(),
+               "copy_gbps": machine.copy_gbps, "rows": [dataclasses.asdict(r) for r in rows]}
+        write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
+    return 0
