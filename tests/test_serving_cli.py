@@ -53,6 +53,8 @@ def _bad_workload(tmp_path, name, doc) -> str:
     (["--workload", "course-batch", "--blocks", "0"], "--blocks: must be at least 1"),
     (["--workload", "course-batch", "--schedulers", "paged", "--blocks", "1"], "smaller than request 1 needs"),
     (["--workload", "{long}"], "exceeds the model's context of 2048"),
+    ([], "give --workload"),
+    (["--decode-sweep", "1,0"], "--decode-sweep: must be at least 1"),
 ])
 def test_bad_input_is_one_line_exit_2(torch_cpu, capsys, tmp_path, argv, match):
     files = {"{file}": _bad_workload(tmp_path, "bad.json", "{requests: ["),
@@ -75,3 +77,22 @@ def test_gpt2_checkpoint_is_refused(torch_cpu, capsys, tmp_path):
     save_hf_checkpoint(GPT2(cfg).init_weights(0), tmp_path, tokenizer_json=train_tokenizer_json(300))
     rc, out, err = _serve(capsys, "--workload", "course-batch", "--model", str(tmp_path))
     assert rc == 2 and "Llama-family" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_decode_sweep(torch_cpu, capsys, tmp_path):
+    from kvviz.config import ModelConfig
+    from kvviz.wall import WallShape
+
+    path = tmp_path / "sweep.json"
+    rc, out, err = _serve(capsys, "--decode-sweep", "1,4", "--threads", "1", "--json", str(path))
+    assert rc == 0, err
+    rows = json.loads(path.read_text())["rows"]
+    assert [r["batch"] for r in rows] == [1, 4]
+    wall = WallShape.from_config(ModelConfig(name="tiny"))
+    one, four = rows
+    # a step reads the weights once, whatever the batch; K/V and embedding rows grow with it
+    assert wall.weights_bytes < one["bytes_per_step"] < 2 * wall.weights_bytes
+    extra = four["bytes_per_step"] - one["bytes_per_step"]
+    assert extra == 3 * wall.row_bytes + 3 * (one["bytes_per_step"] - wall.weights_bytes - wall.row_bytes)
+    assert four["bytes_per_token"] < one["bytes_per_token"] / 2
+    assert len([line for line in out.splitlines() if line.split() and line.split()[0] in ("1", "4")]) == 2
