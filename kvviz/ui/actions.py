@@ -6,7 +6,7 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 
 from kvviz.ui.dialogs.download import show_download_dialog
-from kvviz.ui.zoom import ZOOMS, zoom_in_effect
+from kvviz.ui.zoom import ZOOMS
 
 
 def _tr(text: str) -> str:
@@ -45,7 +45,11 @@ def build_actions(w) -> None:
     w.act_about = action(lambda: w._show_about())
     w.act_shortcuts = action(lambda: w.show_shortcuts(), QKeySequence.StandardKey.HelpContents, "Ctrl+/")
     w.act_memory = action(lambda: w.show_memory_calculator(), "Ctrl+M")
-    w.act_reset_layout = action(lambda: w._reset_layout())
+    # Ctrl+0 is the zoom's 100%, as in browsers; the start layout has a key of its own.
+    w.act_reset_layout = action(lambda: w.reset_layout(), "Ctrl+Shift+L")
+    w.act_zoom_in = action(lambda: w.presentation.zoom_step(+1), QKeySequence.StandardKey.ZoomIn, "Ctrl++", "Ctrl+=")
+    w.act_zoom_out = action(lambda: w.presentation.zoom_step(-1), QKeySequence.StandardKey.ZoomOut, "Ctrl+-")
+    w.act_zoom_reset = action(lambda: w.presentation.set_zoom(100), "Ctrl+0")
     w.act_present = action(lambda checked=False: w.presentation.set(checked), "F11", checkable=True)
     w.act_narration = action(lambda checked=False: w.transport.show_narration(checked), checkable=True)
     w.act_narration.setChecked(True)
@@ -84,8 +88,10 @@ def build_menus(w) -> None:
     w.view_menu.addAction(w.toolbar.toggleViewAction())
     w.view_menu.addSeparator()
     w._panel_actions_end = w.view_menu.addSeparator()  # panel toggles go above this
-    # Ctrl+1..9: one panel alone in the grid (as a double-click on its title); Ctrl+0: all again.
+    # Ctrl+1..9: one panel alone in the grid (as a double-click on its title); Ctrl+Shift+A: all again
+    # (Ctrl+0, the grid's own key for it, is the zoom's 100% as in browsers).
     w.alone_menu = w.view_menu.addMenu("")
+    w.grid.act_all_panels.setShortcut(QKeySequence("Ctrl+Shift+A"))
     w.addAction(w.grid.act_all_panels)
     w.alone_menu.addAction(w.grid.act_all_panels)
     w.alone_menu.addSeparator()
@@ -93,12 +99,15 @@ def build_menus(w) -> None:
     w.zoom_menu = w.view_menu.addMenu("")
     w.zoom_group = QActionGroup(w)
     w.zoom_group.setExclusive(True)
-    for percent in sorted({*ZOOMS, zoom_in_effect()}):
-        act = QAction(f"{percent}%", w, checkable=True, checked=percent == zoom_in_effect())
+    for act in (w.act_zoom_in, w.act_zoom_out, w.act_zoom_reset):
+        w.zoom_menu.addAction(act)
+    w.zoom_menu.addSeparator()
+    for percent in ZOOMS:
+        act = QAction(f"{percent}%", w, checkable=True, checked=percent == 100)
         act.setData(percent)
         w.zoom_group.addAction(act)
         w.zoom_menu.addAction(act)
-    w.zoom_group.triggered.connect(lambda act: w.presentation.choose_zoom(int(act.data())))
+    w.zoom_group.triggered.connect(lambda act: w.presentation.set_zoom(int(act.data())))
     w.language_menu = w.view_menu.addMenu("")
     w.language_group = QActionGroup(w)
     w.language_group.setExclusive(True)
@@ -138,7 +147,10 @@ def retranslate_actions(w) -> None:
         w.act_shortcuts: (_tr("&Keyboard shortcuts"), ""),
         w.act_memory: (_tr("Memory calculator..."),
                           _tr("What a model's KV cache costs at scale, computed from its config")),
-        w.act_reset_layout: (_tr("Reset layout"), ""),
+        w.act_reset_layout: (_tr("Reset layout"), _tr("The panels, sizes and docks a run of this kind starts with")),
+        w.act_zoom_in: (_tr("Zoom in"), _tr("Text, plots, lines and markers larger, now")),
+        w.act_zoom_out: (_tr("Zoom out"), _tr("Text, plots, lines and markers smaller, now")),
+        w.act_zoom_reset: (_tr("Zoom 100%"), _tr("Text and plots at their normal size")),
         w.act_narration: (_tr("Step &narration"),
                              _tr("The selected step in words, under the timeline: what each engine "
                                      "computed, read from its cache and moved")),
@@ -157,7 +169,7 @@ def retranslate_actions(w) -> None:
     w.view_menu.setTitle(_tr("&View"))
     w.language_menu.setTitle(_tr("&Language"))
     w.zoom_menu.setTitle(_tr("&Zoom"))
-    w.zoom_menu.setToolTip(_tr("Text and plots larger or smaller, from the next start"))
+    w.zoom_menu.setToolTip(_tr("Text, plots, lines and markers larger or smaller, at once"))
     w.help_menu.setTitle(_tr("&Help"))
 
 

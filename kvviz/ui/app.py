@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 
-from kvviz.ui.zoom import apply_zoom, check_zoom, restart_command, saved_zoom
+from kvviz.ui.zoom import check_zoom
 
 ORGANIZATION = "kvviz"
 APPLICATION = "kvviz"
@@ -23,8 +23,9 @@ def configure(parser) -> None:
     parser.add_argument("--settings", metavar="FILE",
                         help="keep the window's settings in this INI file instead of the user's")
     parser.add_argument("--zoom", type=int, metavar="PERCENT",
-                        help="text and plots at this size, e.g. 150 on a projector (default: View > Zoom's "
-                             "choice, saved; 100)")
+                        help="text and plots at this size, e.g. 150 on a projector, for this launch (default: "
+                             "View > Zoom's saved choice; 100). View > Zoom and Ctrl+plus / Ctrl+minus / Ctrl+0 "
+                             "change it live")
 
 
 def has_display(environ=None, platform: str | None = None) -> bool:
@@ -76,10 +77,10 @@ def run(args) -> int:
 
     settings = (QSettings(args.settings, QSettings.Format.IniFormat) if args.settings
                 else QSettings(ORGANIZATION, APPLICATION))
-    apply_zoom(zoom if zoom is not None else saved_zoom(settings))
     app = ensure_app([sys.argv[0]])
-    window = create_window(settings, defer_panels=True)
-    window.restart_argv = restart_command()  # View > Zoom can restart at the new zoom
+    window = create_window(settings, defer_panels=True)  # at View > Zoom's saved choice
+    if zoom is not None:
+        window.presentation.set_zoom(zoom, save=False)  # this launch only: the saved choice stays
     from kvviz.ui.export_actions import install_export_actions
     from kvviz.ui.i18n import install_language_menu
 

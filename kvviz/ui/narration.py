@@ -32,9 +32,14 @@ def _engine_html(engine: str, order: int, color) -> str:
     return f'<b style="color:{color(engine, order)}">{html.escape(engine)}</b>'
 
 
-def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True) -> str:
-    """Rich text: the step's K/V work per group of engines that did the same, then (with traffic) the
-    bytes each engine's cache moved. `color(engine, order)` names the engine's colour (default: style's)."""
+def describe(history: RunHistory, step: int, color=None, *, form: str = "full") -> str:
+    """Rich text: the step's K/V work per group of engines that did the same, what bounded caches
+    dropped, what each step read and how fast, then the bytes each engine's cache moved. Forms:
+    "full"; "no_traffic" (without the bytes moved: the bytes panel has them); "short" (the key
+    sentence in few words: the work and the read rate, for a narrow window). `color(engine, order)`
+    names the engine's colour (default: style's)."""
+    if form not in ("full", "no_traffic", "short"):
+        raise ValueError(f"form must be full, no_traffic or short, got {form!r}")
     if color is None:
         from kvviz.ui.style import engine_color as color  # pyqtgraph: imported with the panels
     steps: list[tuple[str, int, StepTrace, int]] = []  # (engine, order, trace, prev_stop)
@@ -47,6 +52,8 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
     if not steps:
         return ""
     first = steps[0][2]
+    if form == "short":
+        return _short(history, steps, color)
     if first.phase == "prefill":
         groups: dict[tuple, list[str]] = {}
         for engine, order, trace, _prev_stop in steps:
@@ -85,8 +92,39 @@ def describe(history: RunHistory, step: int, color=None, *, traffic: bool = True
             (_tr("gathered {bytes}"), trace.bytes_gathered)) if n]
         if verbs:
             moved.append(f"{_engine_html(engine, order, color)} {_names(verbs)}")
-    if moved and traffic:  # one template with what precedes it: Chinese puts no space between sentences
+    if moved and form == "full":  # one template with what precedes it: Chinese puts no space between sentences
         text = _tr("{work} Cache traffic: {moves}.").format(work=text, moves=_tr("; ").join(moved))
+    return text
+
+
+def _short(history: RunHistory, steps, color) -> str:
+    """"Step 39, decode: naive 98 K/V computed, 97 again; concat, static 1 new, 97 read. concat 7.5 GB/s (47%)"."""
+    first = steps[0][2]
+    groups: dict[tuple, list[str]] = {}
+    for engine, order, trace, prev_stop in steps:
+        cached = trace.pos_start - int((trace.evicted < trace.pos_start).sum())
+        again = trace.recomputed_positions(prev_stop) if trace.phase == "decode" else 0
+        groups.setdefault((trace.computed_positions, again, cached), []).append(_engine_html(engine, order, color))
+    parts = []
+    for (computed, again, cached), names in groups.items():
+        who = _tr(", ").join(names)
+        if again:
+            parts.append(_tr("{engines} {n} K/V computed, {again} again").format(engines=who, n=computed, again=again))
+        else:
+            parts.append(_tr("{engines} {new} new, {cached} read").format(engines=who, new=computed, cached=cached))
+    phase = _tr("prefill") if first.phase == "prefill" else _tr("decode")
+    text = _tr("Step {step}, {phase}: {work}.").format(step=first.step, phase=phase, work=_tr("; ").join(parts))
+    shape, copy = history.info.wall(), history.info.bandwidth_gbps()
+    rates = []
+    for engine, order, trace, _prev in steps if shape is not None else ():
+        gbps = shape.read(trace).gbps(trace.latency_ms)
+        if gbps < float("inf"):
+            rate = _tr("{gbps} GB/s").format(gbps=fmt_figure(gbps))
+            if copy is not None:
+                rate = _tr("{rate} ({pct}%)").format(rate=rate, pct=f"{100 * gbps / copy:.0f}")
+            rates.append(f"{_engine_html(engine, order, color)} {rate}")
+    if rates:
+        text = _tr("{work} {reads}.").format(work=text, reads=_tr("; ").join(rates))
     return text
 
 

@@ -1,26 +1,24 @@
 """The app on a projector: presentation mode (F11: full screen for the panels, the Inputs dock and the
-status bar hidden, Esc leaves it) and View > Zoom (saved, applied from the next start, with an offer
-to restart now). It changes the window's docks and state; it knows nothing of runs or panels."""
+status bar hidden, Esc leaves it) and View > Zoom (Ctrl+plus / Ctrl+minus / Ctrl+0: the app's font
+and the grid's plot text, lines and markers, live, saved for the next start). It changes the
+window's docks, state and fonts; it knows nothing of runs."""
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QObject, QProcess, Qt
-from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QMainWindow, QMessageBox
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction, QFont, QKeySequence
+from PySide6.QtWidgets import QApplication, QMainWindow
 
 from kvviz.ui.actions import set_action_tip
 from kvviz.ui.qtutil import blocked
-from kvviz.ui.zoom import ZOOM_KEY, zoom_in_effect
-
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("MainWindow", text)
+from kvviz.ui.zoom import ZOOM_KEY, check_zoom, next_zoom
 
 
 class Presentation(QObject):
     def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.window = window
-        self.zoom_note: QMessageBox | None = None  # View > Zoom's note that a new zoom applies next start
+        self.zoom = 100  # percent: View > Zoom's choice in effect
+        self._base_font = QFont(QApplication.font())  # the app's font at 100%
         self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
 
     def _give_escape(self, presenting: bool) -> None:
@@ -63,38 +61,45 @@ class Presentation(QObject):
     def active(self) -> bool:
         return self._presenting is not None
 
-    def choose_zoom(self, percent: int) -> None:
-        """View > Zoom: saved, and applied from the next start (Qt's scale factor is fixed at launch)."""
+    # ------------------------------------------------------------------ zoom
+    def set_zoom(self, percent: int, *, save: bool = True) -> None:
+        """View > Zoom, Ctrl+plus / Ctrl+minus / Ctrl+0: the app's font and the panels' plot text, lines
+        and markers at percent, now. The run, the step and the layout stay; nothing restarts and no
+        environment variable is set (a restart had inherited QT_SCALE_FACTOR and come back at the old
+        zoom). Saved for the next start unless `save` is False (`kvviz --zoom` is for one launch)."""
         w = self.window
-        w.settings.setValue(ZOOM_KEY, percent)
-        for act in w.zoom_group.actions():
-            with blocked(act):
-                act.setChecked(act.data() == percent)
-        now = zoom_in_effect()
-        if percent == now:
-            return
-        self.zoom_note = note = QMessageBox(QMessageBox.Icon.Information, _tr("Zoom"), _tr(
-            "kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all "
-            "scale, as on a projector.").format(percent=percent, now=now), QMessageBox.StandardButton.NoButton,
-            w)
-        if w.restart_argv:
-            restart = note.addButton(_tr("Restart now"), QMessageBox.ButtonRole.AcceptRole)
-            restart.setToolTip(_tr("Close kvviz and open it again at the new zoom (the steps shown are not kept)"))
-            restart.clicked.connect(self.restart)
-        note.addButton(_tr("Later") if w.restart_argv else _tr("OK"), QMessageBox.ButtonRole.RejectRole)
-        note.open()  # not modal to the app: the run goes on
+        percent = check_zoom(int(percent))
+        self.zoom = percent
+        QApplication.setFont(zoomed_font(self._base_font, percent))
+        w.grid.set_zoom(percent)
+        if save:
+            w.settings.setValue(ZOOM_KEY, percent)
+        self._show_zoom_choice(percent)
+        w.retranslate_ui()  # the widths measured from the font: the progress text, the Inputs dock
+        w.frames.redraw_all()
 
-    def restart(self) -> bool:
-        """Open kvviz again with the command line that started it, then close this window (its
-        settings saved, its worker stopped). False, and nothing closed, if it cannot be started."""
+    def zoom_step(self, direction: int) -> None:
+        """One of View > Zoom's choices larger (+1) or smaller (-1)."""
+        self.set_zoom(next_zoom(self.zoom, direction))
+
+    def _show_zoom_choice(self, percent: int) -> None:
         w = self.window
-        if not w.restart_argv:
-            return False
-        program, *args = w.restart_argv
-        w.save_settings()  # the new process reads them
-        if not QProcess.startDetached(program, args):
-            w.show_error(_tr("Could not start kvviz again: {command}").format(
-                command=" ".join(w.restart_argv)))
-            return False
-        w.close()
-        return True
+        acts = {int(act.data()): act for act in w.zoom_group.actions()}
+        if percent not in acts:  # `kvviz --zoom 140`: a choice of its own, in order
+            act = QAction(f"{percent}%", w, checkable=True)
+            act.setData(percent)
+            w.zoom_group.addAction(act)
+            after = [a for p, a in sorted(acts.items()) if p > percent]
+            w.zoom_menu.insertAction(after[0] if after else None, act)
+            acts[percent] = act
+        acts[percent].setChecked(True)  # the group unchecks the others (a setChecked is no trigger)
+
+
+def zoomed_font(base: QFont, percent: int) -> QFont:
+    """The app's font at percent of its size at 100%."""
+    font = QFont(base)
+    if base.pointSizeF() > 0:
+        font.setPointSizeF(base.pointSizeF() * percent / 100)
+    elif base.pixelSize() > 0:
+        font.setPixelSize(max(1, round(base.pixelSize() * percent / 100)))
+    return font

@@ -6,12 +6,11 @@ It reads a RunHistory and the selected step; it knows no panels, no form and no 
 """
 from __future__ import annotations
 
-import html
 import math
 from enum import Enum
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QTextDocument, QTextDocumentFragment
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QAction, QTextDocument
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -29,8 +28,8 @@ from kvviz.trace import RunInfo
 from kvviz.ui.history import RunHistory
 from kvviz.ui.qtutil import blocked
 
-NARRATION_TALL_PX = 900  # from this window height the step narration gets two lines, below it one
-NARRATION_STREAM_MS = 250  # while a run streams in, the narration is told again at most this often
+NARRATION_LINES = 2  # the step narration's height: two lines of the current font, at any width
+NARRATION_FORMS = ("full", "no_traffic", "short")  # kvviz.ui.narration.describe's forms, longest first
 SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
 
 
@@ -143,11 +142,6 @@ class TransportBar(QWidget):
         self.narration.setWordWrap(True)
         self.narration.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.narration.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # for notes
-        self._narration_lines = 0  # set by narrate from the window's height
-        self._narration_timer = QTimer(self)
-        self._narration_timer.setSingleShot(True)
-        self._narration_timer.setInterval(NARRATION_STREAM_MS)
-        self._narration_timer.timeout.connect(lambda: self.narrate())
         # Its text sets no width: on one line, unwrapped, a long sentence had widened the window.
         self.narration.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.narration.installEventFilter(self)  # a new width may fit more or less of it
@@ -251,51 +245,40 @@ class TransportBar(QWidget):
 
     # ------------------------------------------------------------------ narration
     def update_narration(self) -> None:
-        """The selected step in words, in the lines the window gives it (two from NARRATION_TALL_PX
-        of height, else one): the whole, else without the bytes sentence (the bytes panel has them),
-        else that shortened to fit. The full text is the tooltip. While a run streams in, at most
-        every NARRATION_STREAM_MS: faster than that it cannot be read, and each is a text layout."""
-        if self.narration.isHidden():
-            return
-        if self.state is RunState.RUNNING:
-            if not self._narration_timer.isActive():
-                self._narration_timer.start()
-            return
-        self._narration_timer.stop()
-        self.narrate()
+        """The selected step in words, told now: the window calls it as part of each frame (it had been
+        told on a timer of its own while a run streamed, and read step 45 beside panels at 53)."""
+        if not self.narration.isHidden():
+            self.narrate()
 
     def narrate(self) -> None:
-        lines = 2 if self.window().height() >= NARRATION_TALL_PX else 1
-        if lines != self._narration_lines:
-            self._narration_lines = lines
-            self.narration.setWordWrap(lines > 1)
-            self.narration.setFixedHeight(lines * self.narration.fontMetrics().lineSpacing() + 4)
+        """Two lines, wrapped: the whole text where it fits, else without the bytes sentence (the bytes
+        panel has them), else its short form; never cut. The full text is the tooltip."""
+        line = self.narration.fontMetrics().lineSpacing()  # the font's size (View > Zoom) sets the height
         if not self.narrating or not self.history.n_steps():
+            self.narration.setFixedHeight(NARRATION_LINES * line + 4)
             self.narration.clear()
             return
         from kvviz.ui.narration import describe
 
-        text = describe(self.history, self.selected)
-        self.narration.setToolTip(text)
-        if not self._narration_fits(text, lines):
-            text = describe(self.history, self.selected, traffic=False)
-            if not self._narration_fits(text, lines):  # not even the K/V sentence: its words, cut to the line
-                plain = QTextDocumentFragment.fromHtml(text).toPlainText()
-                text = html.escape(self.narration.fontMetrics().elidedText(
-                    plain, Qt.TextElideMode.ElideRight, self.narration.contentsRect().width()))
+        full = text = describe(self.history, self.selected)
+        for form in NARRATION_FORMS[1:]:
+            if self._narration_height(text) <= NARRATION_LINES * line:
+                break
+            text = describe(self.history, self.selected, form=form)
+        # The short form in a box too narrow for it even in two lines: the box grows, the text is whole.
+        self.narration.setFixedHeight(max(NARRATION_LINES * line, self._narration_height(text)) + 4)
+        self.narration.setToolTip(full)
         if text != self.narration.text():
             self.narration.setText(text)
 
-    def _narration_fits(self, text: str, lines: int) -> bool:
+    def _narration_height(self, text: str) -> int:
+        """The height the rich text takes wrapped at the narration's width."""
         document = QTextDocument()
         document.setDocumentMargin(0)
         document.setDefaultFont(self.narration.font())
         document.setHtml(text)
-        width = self.narration.contentsRect().width()
-        if lines == 1:
-            return document.idealWidth() <= width
-        document.setTextWidth(width)
-        return document.size().height() <= self.narration.contentsRect().height()
+        document.setTextWidth(max(1, self.narration.contentsRect().width()))
+        return math.ceil(document.size().height())
 
     def show_narration(self, shown: bool) -> None:
         self.narration.setVisible(shown)

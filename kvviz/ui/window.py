@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
 import uuid
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
@@ -37,15 +36,15 @@ from kvviz.trace import RunInfo
 from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
 from kvviz.ui.estimates import RunEstimates
 from kvviz.ui.form import RunForm
+from kvviz.ui.frames import FramePainter
 from kvviz.ui.grid import PanelGrid
 from kvviz.ui.history import RunHistory
 from kvviz.ui.presentation import Presentation
 from kvviz.ui.qtutil import edits_text
 from kvviz.ui.status import StatusFields, WindowCost
 from kvviz.ui.transport import RunState, TransportBar, TransportToolbar
+from kvviz.ui.zoom import saved_zoom
 
-REPAINT_MS = 33  # ~30 Hz: the history is drawn at screen rate, whatever the engines' rate
-PAINT_REST = 3.0  # while steps stream in, a frame that took t waits PAINT_REST * t before the next
 ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
 THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
 SLOW_RUN_S = 10.0  # a run estimated to take longer is announced before it starts
@@ -80,26 +79,12 @@ class MainWindow(QMainWindow):
         self.state = RunState.IDLE
         self.run_id = ""  # the run this window asked for last
         self._start_paused = False
-        self._selected = 0
-        self._follow = True  # the timeline follows the newest step until the user scrubs back
-        self._seen_version = -1
-        self._paint_resume_at = 0.0  # perf_counter time before which a streaming run is not drawn
-        self._drew_last_tick = False
-        self._frame: tuple | None = None  # a frame drawn across turns: (target, panels left, start, then)
-        # A zero-interval timer, not a posted call: it fires after the window system's queued input and
-        # the other timers, so a click or a key is answered between two panels of a frame.
-        self._frame_timer = QTimer(self)
-        self._frame_timer.setSingleShot(True)
-        self._frame_timer.setInterval(0)
-        self._frame_timer.timeout.connect(self._next_in_frame)
-        self._user_selected = False  # the user picked a step: draw it at the next tick, rest or not
-        self._last_tick_end = 0.0
+        self._panel_frames: set[QObject] = set()
         self.estimates = RunEstimates()  # how long a run takes: measured per model, or from the config
         self._status_run: RunInfo | None = None  # the run the status bar describes
         self._own_info: RunInfo | None = None  # the RunInfo of the last run this window ran
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
         self.shortcuts_dialog = None  # Help > Keyboard shortcuts, made when first asked for
-        self.restart_argv: list[str] | None = None  # the app's command line, set by `kvviz` (app.run)
 
         self.presentation = Presentation(self)  # F11 and View > Zoom: the app on a projector
         build_actions(self)
@@ -112,7 +97,11 @@ class MainWindow(QMainWindow):
         self.grid.step_picked.connect(self.select_step)
         self.grid.installed.connect(self._on_panels_installed)
         self.transport = TransportBar(self.history)
-        self.transport.step_chosen.connect(self._on_timeline_value_changed)
+        # One step everywhere, drawn only when something changed (see frames.py).
+        self.frames = FramePainter(self.history, self.grid, self.transport, running=lambda: self.state is not
+                                   RunState.IDLE, shown=self._on_frame_shown, idle_work=self._warm_up_one,
+                                   parent=self)
+        self.transport.step_chosen.connect(self.frames.timeline_moved)
         self._build_central()
         self.toolbar = TransportToolbar((self.act_run, self.act_pause, self.act_step, self.act_stop))
         self.toolbar.speed_changed.connect(self._on_speed_changed)
@@ -128,10 +117,6 @@ class MainWindow(QMainWindow):
             self.installEventFilter(self)
         else:
             self.grid.install()
-        self._repaint_timer = QTimer(self)
-        self._repaint_timer.setInterval(REPAINT_MS)
-        self._repaint_timer.timeout.connect(self._on_repaint_timer_timeout)
-        self._repaint_timer.start()
 
         self._worker = worker
         self._thread = QThread(self)
@@ -205,8 +190,10 @@ class MainWindow(QMainWindow):
             alone = self.grid.alone_actions[key]
             self.addAction(alone)  # shortcuts work with the menu bar hidden
             self.alone_menu.addAction(alone)
+        self._panel_frames = set(self.grid.frames.values())  # a Show of one wakes the frames (eventFilter)
         self.transport.narrating = True
         self.retranslate_ui()
+        self.frames.wake()  # the panels' warm-up, on idle ticks
         self.panels_ready.emit()
 
     def add_export_actions(self, menu) -> None:
@@ -249,6 +236,9 @@ class MainWindow(QMainWindow):
         self.transport.update_narration()  # its lines follow the window's height
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.Show and obj in self._panel_frames:
+            self.frames.wake()  # a panel on screen again (a View toggle, a tab of the grid): drawn if stale
+            return False
         if event.type() == QEvent.Type.MouseButtonPress:
             if (isinstance(obj, QWidget) and obj.window() is self and self.panel_area.isAncestorOf(obj)
                     and not edits_text(obj)):
@@ -303,6 +293,7 @@ class MainWindow(QMainWindow):
     def _on_environment_listed(self, env: Environment) -> None:
         self.form.set_environment(env)
         self.retranslate_ui()
+        self.frames.wake()  # the panels' warm-up can start
         self.environment_ready.emit()
 
     @Slot(object)
@@ -316,8 +307,7 @@ class MainWindow(QMainWindow):
         self.history.reset(info)
         self._own_info = info  # a history holding another RunInfo is a replayed trace
         self.grid.forget_run()
-        self._selected = 0
-        self._follow = True
+        self.frames.restart()
         self._set_state(RunState.PAUSED if self._start_paused else RunState.RUNNING)
         self.run_started.emit(info)
 
@@ -331,6 +321,7 @@ class MainWindow(QMainWindow):
         if trace.run_id != self.history.info.run_id:
             return  # a late record of an earlier run
         self.history.add(trace)
+        self.frames.wake()
         self.step_traced.emit(trace)
 
     @Slot(str, str)
@@ -358,7 +349,7 @@ class MainWindow(QMainWindow):
             self.status_fields.show_cost(self.window_cost)
         self._update_estimate()
         # The final step, one whole frame, before anyone waiting on run_finished looks.
-        self._repaint(then=lambda: self.run_finished.emit(run_id))
+        self.frames.finish(then=lambda: self.run_finished.emit(run_id))
 
     def shutdown_worker(self) -> None:
         """Stop the run and the worker's thread, waiting for a step or model load in progress to end."""
@@ -417,7 +408,7 @@ class MainWindow(QMainWindow):
             self.pause_requested.emit(True)
         elif self.state is RunState.PAUSED:
             self._set_state(RunState.RUNNING)
-            self._follow = True
+            self.frames.follow = True
             self.pause_requested.emit(False)
 
     def set_paused(self, paused: bool) -> None:
@@ -425,14 +416,18 @@ class MainWindow(QMainWindow):
             self.toggle_pause()
 
     def step_once(self) -> None:
-        """One lockstep round: from idle it starts a paused run; a running run pauses first."""
+        """One lockstep round: a running run pauses first. From idle it starts a paused run, unless a run
+        is shown: that one stays (it had been thrown away without asking); Run starts a new one."""
         if self.state is RunState.IDLE:
-            self.start_run(paused=True)
+            if self.history.n_steps():
+                self.statusBar().showMessage(self.tr("This run has ended: Run (Ctrl+R) starts a new one."), 8_000)
+            else:
+                self.start_run(paused=True)
             return
         if self.state is RunState.RUNNING:
             self.toggle_pause()
         if self.state is RunState.PAUSED:
-            self._follow = True
+            self.frames.follow = True
             self.step_requested.emit()
 
     def stop_run(self) -> None:
@@ -447,153 +442,52 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ timeline
     @property
     def selected_step(self) -> int:
-        return self._selected
+        return self.frames.selected
 
     def select_step(self, step: int) -> None:
-        n = self.history.n_steps()
-        self._selected = max(0, min(step, n - 1)) if n else 0
-        self._follow = n > 0 and self._selected == n - 1 and self.state is not RunState.IDLE
-        self._user_selected = True
-        self.transport.set_steps(n, self._selected)
-        self.transport.update_step_label()
+        self.frames.select(step)
 
     def scrub(self, delta: int) -> None:
-        self.select_step(self._selected + delta)
-        if delta < 0:
-            self._follow = False
+        self.frames.scrub(delta)
 
     def next_step(self) -> None:
         """Right: the step after; at the newest step of a paused run, compute one more."""
         n = self.history.n_steps()
-        at_newest = self._selected >= n - 1 or (self._follow and self.state is not RunState.IDLE)
+        at_newest = self.frames.selected >= n - 1 or (self.frames.follow and self.state is not RunState.IDLE)
         if at_newest and self.state is RunState.PAUSED:
             self.step_once()
-        elif self._selected < n - 1:
+        elif self.frames.selected < n - 1:
             self.scrub(1)
 
     def follow_live(self) -> None:
-        self.select_step(self.history.n_steps() - 1)
-        self._follow = True
+        self.frames.follow_live()
 
-    @Slot(int)
-    def _on_timeline_value_changed(self, value: int) -> None:
-        self._selected = value
-        self.transport.selected = value
-        self._follow = value == self.transport.timeline.maximum() and self.state is not RunState.IDLE
-        self._user_selected = True
-        self.transport.update_step_label()
+    def refresh(self) -> None:
+        """Draw every visible panel at the selected step now (tests, screenshots, the end of a run)."""
+        self.frames.refresh()
 
     # ------------------------------------------------------------------ painting
-    @Slot()
-    def _on_repaint_timer_timeout(self) -> None:
-        now = time.perf_counter()
-        if self._drew_last_tick:
-            # The thread was busy past the timer's period: mostly rendering what the last tick drew
-            # (pyqtgraph paints in the event loop, after show_step returns). Rest in proportion.
-            lag = max(0.0, now - self._last_tick_end - REPAINT_MS / 1000.0)
-            self._paint_resume_at = max(self._paint_resume_at, now + PAINT_REST * lag)
-        self._drew_last_tick = bool(self._repaint(timed=True))
-        if not self._drew_last_tick and self.state is RunState.IDLE and self.grid.warming:
-            self._warm_up_one()
-        self._last_tick_end = time.perf_counter()
-
-    def _warm_up_one(self) -> None:
-        """One piece of a panel's warm-up for the engines this app offers, on an idle tick."""
+    def _warm_up_one(self) -> bool:
+        """One piece of a panel's warm-up for the engines this app offers, on an idle tick; True while
+        some is left (the frames' timer ticks on for it, then stops)."""
+        if not self.grid.warming:
+            return False
         if self.env is None:
-            return  # the engines are not known yet
+            return False  # the engines are not known yet: the environment's arrival wakes the frames
         keys = tuple(k for k, _ in self.env.engines)
         choice = self.form.model_choice()
         positions = choice.config.max_seq_len if choice is not None and choice.config is not None else 0
         if self.grid.warm_up_one(keys, positions):
-            return
+            return True
         # Warmed up: the ~200,000 objects Qt, pyqtgraph and the panels made so far live as long as
         # the app. Out of the collector's way, a full collection during a run scans only the run's
         # own objects (measured: 50-130 ms stalls mid-run before, 3-4 ms after).
         gc.collect()
         gc.freeze()
+        return False
 
-    def refresh(self) -> None:
-        """Draw every visible panel at the selected step now (tests, screenshots, the end of a run)."""
-        self._repaint()
-
-    def _repaint(self, *, timed: bool = False, then=None) -> dict[str, float]:
-        """Bring the visible panels, the timeline, the step label and the badge up to the history and
-        the selected step: a frame shows one step everywhere (panels drawn in turn, one per tick, had
-        shown steps 71, 82 and 86 at once while a run streamed in). A panel already showing the step
-        is not drawn again. Returns {panel: seconds its show_step took} of what it drew now.
-
-        Untimed (a refresh, a step the user selects) the frame is drawn at once. Timed (the repaint
-        timer, a run streaming in) and at a run's end (`then`: called when the frame is whole), one
-        panel per turn of the event loop, the grid's painting held until the last, then the timeline:
-        the screen keeps the previous frame whole until the next is, and input is answered between
-        panels (nine panels at once had held the GUI thread ~1 s at the end of a 2000-step run).
-        Painting then rests PAINT_REST times as long as the frame took, so the frame rate follows the
-        panels' cost and the CPU goes to the engines."""
-        started = time.perf_counter()
-        user = self._user_selected
-        if self._frame is not None:
-            if timed and not user and then is None:
-                return {}  # a frame is being drawn, one panel per turn
-            self._finish_frame()  # a refresh or a click: the frame in progress is finished now
-        if timed and started < self._paint_resume_at and not user:
-            return {}
-        version = self.history.version
-        n = self.history.n_steps()
-        if version != self._seen_version:
-            self._seen_version = version
-            if self._follow and n:
-                self._selected = n - 1
-            self._selected = min(self._selected, max(0, n - 1))
-        if n == 0:
-            self._show_transport()
-            if not timed:  # a run that ended before its first step: forget the last one
-                self.grid.clear_stale()
-            if then is not None:
-                then()
-            return {}
-        self._user_selected = False
-        target = (version, self._selected)
-        if user or (not timed and then is None):
-            self._show_transport()
-            return self.grid.draw(self.history, self._selected, target)
-        keys = [k for k in self.grid.panels
-                if self.grid.painted.get(k) != target and not self.grid.frames[k].isHidden()]
-        self._frame = (target, keys, started, then)
-        self.grid.setUpdatesEnabled(False)
-        return self._next_in_frame()
-
-    def _next_in_frame(self) -> dict[str, float]:
-        """Draw the frame's next panel; after the last, let the grid paint and show the timeline."""
-        if self._frame is None:
-            return {}
-        (version, step), keys, started, then = self._frame
-        drawn = {}
-        if keys:
-            key = keys.pop(0)
-            t = time.perf_counter()
-            self.grid.draw_panel(key, self.history, step)
-            drawn[key] = time.perf_counter() - t
-            self.grid.painted[key] = (version, step)
-        if keys:
-            self._frame_timer.start()
-            return drawn
-        self._frame = None
-        self.grid.setUpdatesEnabled(True)
-        self._show_transport()
-        self._paint_resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
-        if then is not None:
-            then()
-        return drawn or {"": 0.0}
-
-    def _finish_frame(self) -> None:
-        while self._frame is not None:
-            self._next_in_frame()
-
-    def _show_transport(self) -> None:
-        """The timeline, step label, badge, progress and status for the step the panels show."""
-        self.transport.set_steps(self.history.n_steps(), self._selected)
-        self.transport.update_badge()
-        self.transport.update_step_label()
+    def _on_frame_shown(self) -> None:
+        """The window's part of each frame: the memory, the progress and the status of what is shown."""
         self.status_fields.show_memory(self.history)
         self._update_progress()
         if self.history.info is not self._status_run:  # a new run shown (or a trace replayed)
@@ -612,6 +506,7 @@ class MainWindow(QMainWindow):
         self._update_progress()
         self._update_status()
         self.transport.update_narration()  # paused or done: told at once again
+        self.frames.wake()
 
     def _update_pause_text(self) -> None:
         self.act_pause.setText(self.tr("&Resume") if self.state is RunState.PAUSED else self.tr("&Pause"))
@@ -741,12 +636,30 @@ class MainWindow(QMainWindow):
         self.act_narration.setChecked(s.value("view/narration", True, type=bool))
         self.transport.narration.setVisible(self.act_narration.isChecked())
         self._default_state = self.saveState()
-        if s.contains("window/geometry"):
-            self.restoreGeometry(s.value("window/geometry"))
-        else:
+        if not (s.contains("window/geometry") and self.restoreGeometry(s.value("window/geometry"))):
             self._first_size()
+        self._fit_to_screen()
         if s.contains("window/state"):
             self.restoreState(s.value("window/state"))
+        if saved_zoom(s) != 100:
+            self.presentation.set_zoom(saved_zoom(s))
+
+    def _fit_to_screen(self) -> None:
+        """A restored size no larger than the screen it opens on, and on it (a saved 1920x1080 window
+        opened on a 1280x720 projector)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None or QGuiApplication.platformName() == "offscreen" or self.isMaximized():
+            return
+        room, frame = screen.availableGeometry(), self.frameGeometry()
+        extra_w, extra_h = frame.width() - self.width(), frame.height() - self.height()
+        width = min(self.width(), room.width() - extra_w)
+        height = min(self.height(), room.height() - extra_h)
+        if (width, height) != (self.width(), self.height()):
+            self.resize(width, height)
+        x = min(max(frame.x(), room.x()), room.right() + 1 - width - extra_w)
+        y = min(max(frame.y(), room.y()), room.bottom() + 1 - height - extra_h)
+        if (x, y) != (frame.x(), frame.y()):
+            self.move(x, y)
 
     def _first_size(self) -> None:
         """A first launch: 1500x920, or the whole screen where that is smaller (under Xvfb at 1280x720 the
@@ -761,12 +674,15 @@ class MainWindow(QMainWindow):
         self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
 
     # ------------------------------------------------------------------ presentation, zoom, layout
-    def _reset_layout(self) -> None:
+    def reset_layout(self) -> None:
+        """View > Reset layout (Ctrl+Shift+L): the docks, toolbar and panels a run like the one shown
+        starts with (the quality panel where it has quality figures), the dragged sizes forgotten."""
         self.presentation.set(False)
         self.restoreState(self._default_state)
         self.form_dock.show()
         self.toolbar.show()
-        self.grid.reset()
+        self.grid.reset(self.history)
+        self.frames.redraw_all()
 
     # ------------------------------------------------------------------ closing
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
@@ -775,7 +691,7 @@ class MainWindow(QMainWindow):
             app.removeEventFilter(self)
         self.presentation.set(False)  # what is saved is the window as it was before presenting
         self.save_settings()
-        self._repaint_timer.stop()
+        self.frames.stop()
         self.shutdown_worker()
         gc.unfreeze()  # what the window held may be collected again (see _warm_up_one)
         super().closeEvent(event)
