@@ -136,12 +136,21 @@ class ServeHistory:
             self._cache[key] = hit
         return hit[1]
 
-    def timeline(self, scheduler: str) -> Timeline:
-        """Every request's cells over every recorded step. A step is as wide as the most slots one
-        request put into it (a static prefill: the longest prompt; a decode: one), so padding and idle
-        slots show one cell each, as the course's padding bars do. A request without work in a step
-        fills it with its state: waiting, preempted, finished; blank before it arrives."""
-        return self._cached("timeline", scheduler, lambda: _timeline(self.steps.get(scheduler, []), self.n_requests()))
+    def step_widths(self, scheduler: str) -> np.ndarray:
+        """Slots of each step's column: the most one request put into it (a static prefill: the longest
+        prompt, padding included; a decode: one)."""
+        return self._cached("widths", scheduler, lambda: np.array(
+            [max((sum(w.n_slots for w in s.work if w.request == r) for r in {w.request for w in s.work}),
+                 default=1) for s in self.steps.get(scheduler, [])], dtype=int))
+
+    def timeline(self, scheduler: str, cap: int | None = None) -> Timeline:
+        """Every request's cells over every recorded step, a column per slot, so padding and idle slots
+        show one cell each, as the course's padding bars do. With `cap`, a step wider than cap slots
+        takes cap columns, its runs of slots shortened in proportion (a long prefill beside one-slot
+        decodes). A request without work in a step fills it with its state: waiting, preempted,
+        finished; blank before it arrives."""
+        return self._cached(f"timeline:{cap}", scheduler,
+                            lambda: _timeline(self.steps.get(scheduler, []), self.n_requests(), cap))
 
     def series(self, scheduler: str) -> dict[str, np.ndarray]:
         """Per step: pool blocks used, cached, batch size (requests with work), slots, latency, preemptions."""
@@ -235,15 +244,19 @@ def _byte_text(token_id: int) -> str:
     return ByteTokenizer().token_text(token_id) if 0 <= token_id < 256 else f"<{token_id}>"
 
 
-def _timeline(steps: list[ServeStep], n_requests: int) -> Timeline:
+def _timeline(steps: list[ServeStep], n_requests: int, cap: int | None = None) -> Timeline:
     widths = []
     per_step: list[dict[int, list[tuple[int, int]]]] = []
     for s in steps:
         rows: dict[int, list[tuple[int, int]]] = {}
         for w in s.work:
             rows.setdefault(w.request, []).append((_WORK_CODE[w.kind], w.n_slots))
+        widest = max((sum(n for _c, n in v) for v in rows.values()), default=1)
+        if cap is not None and widest > cap:  # runs shortened in proportion, each at least one column
+            rows = {r: _shorten(v, widest, cap) for r, v in rows.items()}
+            widest = cap
         per_step.append(rows)
-        widths.append(max((sum(n for _c, n in v) for v in rows.values()), default=1))
+        widths.append(widest)
     x0 = np.concatenate([[0], np.cumsum(widths)]).astype(int)
     cells = np.full((n_requests, int(x0[-1])), NONE, dtype=np.uint8)
     state_before = {}  # request -> its state after the previous step
@@ -265,6 +278,17 @@ def _timeline(steps: list[ServeStep], n_requests: int) -> Timeline:
             cells[st.request, a:b] = code
         state_before = {st.request: st.state for st in s.requests}
     return Timeline(cells=cells, x0=x0)
+
+
+def _shorten(runs: list[tuple[int, int]], widest: int, cap: int) -> list[tuple[int, int]]:
+    """Runs of (code, slots) of a step `widest` slots wide, in `cap` columns: each run's end rounded."""
+    out, at, done = [], 0, 0
+    for code, n in runs:
+        at += n
+        end = max(done + 1, round(at * cap / widest))
+        out.append((code, min(end, cap) - done))
+        done = min(end, cap)
+    return [(c, n) for c, n in out if n > 0]
 
 
 def _series(steps: list[ServeStep]) -> dict[str, np.ndarray]:

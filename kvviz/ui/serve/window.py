@@ -220,6 +220,17 @@ class ServeWindow(QMainWindow):
         self.exports.retranslate()
         self._enable()
 
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if not event.spontaneous():
+            # Keys reach a new window at once with no window manager to give it the focus (a bare X server).
+            QTimer.singleShot(0, self._reactivate)
+
+    def _reactivate(self) -> None:
+        if self.isVisible() and QApplication.activeWindow() is None:
+            self.activateWindow()
+        self.give_keys_to_transport()
+
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
         if event.type() == QEvent.Type.LanguageChange:
             self.retranslate_ui()

@@ -33,6 +33,8 @@ class TwoPlotPanel(ServePanel):
             plot.showGrid(x=self.x_grid, y=True, alpha=style.GRID_ALPHA)
             plot.setMenuEnabled(False)
             plot.hideButtons()
+            for name in ("left", "bottom"):
+                plot.getAxis(name).enableAutoSIPrefix(False)  # "step", never "step (x0.001)"
 
     def show_legend(self, schedulers) -> None:
         legend = colors.legend_html(schedulers)

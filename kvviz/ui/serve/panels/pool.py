@@ -128,6 +128,8 @@ class PoolPanel(ServePanel):
                 label = str(logical[b])
             if pool.ref_counts[b] > 1:
                 label = f"{label}×{pool.ref_counts[b]}" if label else f"×{pool.ref_counts[b]}"
+            if label and painter.fontMetrics().horizontalAdvance(label) > size - 2:
+                label = str(logical[b]) if b in logical else ""  # the table's order first, when both do not fit
             if label and size >= 12:
                 painter.setPen(QColor("#000000"))
                 painter.drawText(r, Qt.AlignmentFlag.AlignCenter, label)

@@ -34,6 +34,21 @@ def kind_name(kind: str) -> str:
             "preempted": _tr("preempted"), "finished": _tr("finished")}[kind]
 
 
+def fit_cap(widths: list[np.ndarray], room_px: int) -> int | None:
+    """None when every scheduler's slots fit `room_px` at a whole pixel each; else the largest number of
+    columns a step may take for the widest scheduler to fit at two pixels a column (1 at the least)."""
+    if max((int(w.sum()) for w in widths), default=0) <= room_px:
+        return None
+    lo, hi = 1, max((int(w.max()) for w in widths if len(w)), default=1)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if max(int(np.minimum(w, mid).sum()) for w in widths) * 2 <= room_px:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 class TimelinePanel(ServePanel):
     key = "timeline"
 
@@ -46,6 +61,7 @@ class TimelinePanel(ServePanel):
         self.request: int | None = None
         self.blocks: list[tuple[str, QRect, int]] = []  # (scheduler, cells rect, px per slot) as last painted
         self.cell_px = (0, 0)  # (width, height) of one cell when whole pixels (0: scaled down)
+        self.cap: int | None = None  # the most columns a step takes (None: one per slot)
         self._images: dict[str, tuple[int, QImage]] = {}
 
     def title(self) -> str:
@@ -76,8 +92,8 @@ class TimelinePanel(ServePanel):
 
     # -- painting ---------------------------------------------------------------------------------
     def _image(self, scheduler: str) -> QImage:
-        timeline = self.run.timeline(scheduler)
-        key = timeline.cells.shape[1]
+        timeline = self.run.timeline(scheduler, self.cap)
+        key = (timeline.cells.shape[1], self.cap)
         hit = self._images.get(scheduler)
         if hit is None or hit[0] != key or hit[1].height() != timeline.cells.shape[0]:
             cells = np.ascontiguousarray(timeline.cells)
@@ -108,23 +124,24 @@ class TimelinePanel(ServePanel):
         row_px = max(1, min(MAX_ROW_PX, room // max(1, n_req * len(schedulers))))
         label_w = LABEL_W if row_px >= fm.height() - 4 else MARK_W
         width = self.width() - label_w - 4
-        most = max(run.timeline(k).cells.shape[1] for k in schedulers)
+        self.cap = fit_cap([run.step_widths(k) for k in schedulers], width)
+        most = max(run.timeline(k, self.cap).cells.shape[1] for k in schedulers)
         whole = width // max(1, most)
         self.cell_px = (whole, row_px) if whole >= 1 else (0, row_px)
         y = 2
         small = QFont(painter.font())
         small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
         for k in schedulers:
-            timeline = run.timeline(k)
-            counts = timeline.cells
+            timeline = run.timeline(k, self.cap)
             painter.setPen(QColor(colors.scheduler_color(k)))
-            pad, idle = int(np.count_nonzero(counts == PADDING)), int(np.count_nonzero(counts == IDLE))
+            slots = run.timeline(k).cells  # counted by slot, whatever the columns drawn
+            pad, idle = int(np.count_nonzero(slots == PADDING)), int(np.count_nonzero(slots == IDLE))
             painter.drawText(QRect(2, y, self.width() - 4, line),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                              self.tr("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(
                                  k, pad, idle, run.n_steps(k)))
             y += line
-            cols = counts.shape[1]
+            cols = timeline.cells.shape[1]
             cell_w = whole if whole >= 1 else width / max(1, most)
             rect = QRect(label_w + 2, y, max(1, round(cols * cell_w)), n_req * row_px)
             painter.drawImage(rect, self._image(k))
@@ -137,7 +154,7 @@ class TimelinePanel(ServePanel):
                     label_w: int) -> None:
         """The lockstep's future faded, the step shown in the strip below, the selected request's label."""
         run = self.run
-        timeline = run.timeline(k)
+        timeline = run.timeline(k, self.cap)
         step = run.clamp(k, self.step)
         a, b = timeline.x0[step], timeline.x0[step + 1]
         # Steps after the one shown: faded (the lockstep's future).
@@ -164,8 +181,14 @@ class TimelinePanel(ServePanel):
         x = rect.left()
         fm = painter.fontMetrics()
         box = fm.height() - 4
-        for kind in LEGEND_KINDS:
-            text = kind_name(kind)
+        entries = [(kind, kind_name(kind)) for kind in LEGEND_KINDS]
+        if self.cap is not None:
+            entries.append(("", self.tr("a step over {0} slots drawn in {0} columns").format(self.cap)))
+        for kind, text in entries:
+            if not kind:
+                painter.setPen(QColor("#8a8a8a"))
+                painter.drawText(QPoint(x, rect.top() + fm.ascent()), text)
+                break
             painter.fillRect(QRect(x, rect.top() + 2, box, box), QColor(colors.CELL_COLORS[kind]))
             painter.setPen(QColor("#9e9e9e"))
             painter.drawRect(QRect(x, rect.top() + 2, box, box))
@@ -182,7 +205,7 @@ class TimelinePanel(ServePanel):
             if rect.contains(pos):
                 row = (pos.y() - rect.top()) // max(1, self.cell_px[1])
                 column = int((pos.x() - rect.left()) / cell_w)
-                timeline = self.run.timeline(k)
+                timeline = self.run.timeline(k, self.cap)
                 if 0 <= row < timeline.cells.shape[0] and 0 <= column < timeline.cells.shape[1]:
                     return k, int(row), timeline.step_at(column)
         return None
@@ -200,7 +223,7 @@ class TimelinePanel(ServePanel):
             QToolTip.hideText()
             return
         k, request, step = hit
-        timeline = self.run.timeline(k)
+        timeline = self.run.timeline(k, self.cap)
         column = int((pos.x() - next(r for s, r, _c in self.blocks if s == k).left())
                      / next(c for s, _r, c in self.blocks if s == k))
         kind = CELL_KINDS[int(timeline.cells[request, column])]
