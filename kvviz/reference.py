@@ -64,6 +64,7 @@ def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str 
     param = model.embed_tokens.weight
     device, dtype = param.device, param.dtype
     total = len(prompt_ids) + max_new_tokens
+    model.plan()  # the weights in the layout the engines read them in (Transformer._read_layout), before any step
     cos_all, sin_all = model.rope_tables(total, device)
     emb = model.embed_tokens.weight
     head = emb if model.lm_head is None else model.lm_head.weight

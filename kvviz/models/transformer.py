@@ -280,6 +280,7 @@ class Transformer(nn.Module):
         tables grow; loading a state dict copies into the same tensors, so the plan stays valid."""
         plan = self.__dict__.get("_plan")
         if plan is None:
+            self._read_layout()
             layers = []
             for block in self.layers:
                 a, mlp = block.self_attn, block.mlp
@@ -295,6 +296,27 @@ class Transformer(nn.Module):
                          signed_sin(self.rope_sin))
             self.__dict__["_plan"] = plan
         return plan
+
+    def _read_layout(self) -> None:
+        """Store each wide float32 projection on a CPU column-major, values and shape unchanged.
+
+        A decode step multiplies one row by every matrix, and torch's CPU kernel reads an (out, in)
+        matrix whose rows are short much slower than the same matrix stored (in, out): on the 2-core
+        development machine, one thread, the `wide` model's qkv (1536 x 512) read 8.9 GB/s row-major
+        and 16.0 GB/s column-major, gate/up (3072 x 512) 9.7 and 13.1, where a (512 x 1536) down
+        projection read 15.4 and 7.5 (tests/test_engines.py holds the rule; docs/benchmarks.md the
+        figures). So a matrix with more outputs than inputs is laid out column-major (`w.t()` of a
+        contiguous (in, out) tensor), the others stay as they are: a rule by shape, never by a timing,
+        so the same model rounds the same way on every run. The weight keeps its shape, values and
+        Parameter; only its strides change (results move by a rounding: ~5e-6 in a wide logit). Not on
+        CUDA, where it was not measured, nor below float32. Saving calls .contiguous() (kvviz.models.io)."""
+        for block in self.layers:
+            for w in (block.self_attn.qkv_proj.weight, block.mlp.gate_up_proj.weight):
+                if w.is_cpu and w.dtype == torch.float32 and w.shape[0] > w.shape[1] and w.is_contiguous():
+                    # in the weight's own mode: a plan built under inference_mode leaves a trainable model
+                    # trainable, and a model made under inference_mode keeps inference tensors
+                    with torch.no_grad(), torch.inference_mode(w.is_inference()):
+                        w.data = w.data.t().contiguous().t()
 
     def forward(self, ids: torch.Tensor, cache=None, weights_layer: int | None = None,
                 weights_head: int = 0, all_logits: bool = False) -> ForwardResult:

@@ -1,0 +1,81 @@
+"""The engines at the read limit (issue 26 item 2): the weight layout a decode step reads fastest on a CPU
+(Transformer._read_layout) keeps every weight's shape, values and Parameter, and the tokens (never timed)."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kvviz.config import ModelConfig, SamplingConfig, TraceOptions  # noqa: E402
+from kvviz.engines import make_engine  # noqa: E402
+from kvviz.models.transformer import Transformer  # noqa: E402
+
+# wide's shape, smaller: qkv (3 x 4 x 16 = 192) x 64 and gate/up 256 x 64 have more outputs than inputs,
+# o 64 x 64 and down 64 x 128 do not
+CFG = ModelConfig(name="t", d_model=64, n_layer=2, n_head=4, n_kv_head=4, head_dim=16, d_ff=128, vocab_size=97,
+                  max_seq_len=256, tie_embeddings=False)
+
+
+def _model() -> Transformer:
+    return Transformer(CFG).init_weights(3)
+
+
+def test_wide_projections_go_column_major_and_nothing_else_changes():
+    model = _model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    params = {k: p for k, p in model.named_parameters()}
+    model.plan()
+    after = model.state_dict()
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # the same values under the same keys
+    assert {k: p for k, p in model.named_parameters()} == params  # the same Parameter objects
+    for block in model.layers:
+        qkv, gu = block.self_attn.qkv_proj.weight, block.mlp.gate_up_proj.weight
+        assert qkv.shape == (192, 64) and qkv.stride() == (1, 192)  # (out, in), stored (in, out)
+        assert gu.shape == (256, 64) and gu.stride() == (1, 256)
+        assert block.self_attn.o_proj.weight.is_contiguous() and block.mlp.down_proj.weight.is_contiguous()
+        assert not qkv.is_inference()  # usable for training after a plan built under inference_mode
+
+
+def test_the_layout_moves_logits_by_a_rounding_only():
+    ids = torch.tensor([[5, 17, 3, 88, 41, 2]])
+    row_major, laid_out_model = _model(), _model()
+    with torch.inference_mode():
+        made_inside = _model()  # a model made under inference_mode: inference tensors, laid out the same
+        assert torch.equal(made_inside.forward(ids).logits, laid_out_model.forward(ids).logits)
+        want = row_major.forward(ids, all_logits=True).logits  # plan() lays out this model too: undo it
+    row_major.__dict__.pop("_plan")
+    for block in row_major.layers:
+        for w in (block.self_attn.qkv_proj.weight, block.mlp.gate_up_proj.weight):
+            w.data = w.data.contiguous()
+    row_major._read_layout = lambda: None
+    with torch.inference_mode():
+        plain = row_major.forward(ids, all_logits=True).logits
+        laid_out = laid_out_model.forward(ids, all_logits=True).logits
+    assert torch.allclose(plain, laid_out, atol=1e-5, rtol=0) and torch.equal(want, laid_out)
+
+
+def test_low_precision_and_a_trained_model_keep_their_layout(tmp_path):
+    bf16 = _model().to(torch.bfloat16)
+    bf16.plan()
+    assert all(p.is_contiguous() for p in bf16.parameters())
+    # training through the laid-out weights, then saving, works (saving makes tensors contiguous)
+    model = _model()
+    model.plan()
+    loss = model.forward(torch.tensor([[1, 2, 3, 4]]), all_logits=True).logits.square().mean()
+    loss.backward()
+    assert model.layers[0].self_attn.qkv_proj.weight.grad is not None
+    from kvviz.models.io import load_model_folder, save_model
+
+    save_model(model, tmp_path / "m")
+    loaded = load_model_folder(tmp_path / "m")
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), loaded.state_dict().values()))
+
+
+def test_every_engine_gives_naives_tokens_on_the_laid_out_model():
+    model = _model()
+    ids = [5, 17, 3, 88, 41, 2]
+    off = TraceOptions(masks=False)
+    runs = {k: [t.token_id for t in make_engine(k, model).generate(ids, 40, SamplingConfig(), off)]
+            for k in ("naive", "concat", "static", "paged")}
+    assert len({tuple(v) for v in runs.values()}) == 1, runs
