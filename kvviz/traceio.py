@@ -9,11 +9,14 @@ ValueError too.
 from __future__ import annotations
 
 import base64
+import binascii
 import csv
 import dataclasses
 import io
 import json
 import math
+import re
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -95,8 +98,9 @@ def dumps_run(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, array
 
 
 # -- JSON: decode ------------------------------------------------------------------------------
-def decode_array(doc: Any) -> np.ndarray:
-    """A float32 array from encode_array's object (float16 data is widened)."""
+def decode_array(doc: Any, blobs: _Blobs | None = None) -> np.ndarray:
+    """A float32 array from encode_array's object (float16 data is widened). `blobs`: the arrays' bytes
+    taken out of the file before its JSON was parsed (_Blobs), which the object refers to."""
     if not isinstance(doc, dict):
         raise ValueError("an array must be an object with dtype, shape and data")
     dtype, shape, data = doc.get("dtype"), doc.get("shape"), doc.get("data")
@@ -104,20 +108,68 @@ def decode_array(doc: Any) -> np.ndarray:
         raise ValueError(f"array dtype {dtype!r} is not one of {', '.join(ARRAY_DTYPES)}")
     if not (isinstance(shape, list) and all(_is_int(d) and d >= 0 for d in shape)):
         raise ValueError(f"array shape {shape!r} is not a list of sizes")
-    if not isinstance(data, str):
-        raise ValueError("array data is not a base64 string")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except ValueError:
-        raise ValueError("array data is not valid base64") from None
+    raw = blobs.take(data) if blobs is not None else None
+    if raw is None:
+        if not isinstance(data, str):
+            raise ValueError("array data is not a base64 string")
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise ValueError("array data is not valid base64") from None
     itemsize = np.dtype(ARRAY_DTYPES[dtype]).itemsize
     if len(raw) != math.prod(shape) * itemsize:
         raise ValueError(f"array data holds {len(raw)} bytes, shape {shape} of {dtype} needs "
                          f"{math.prod(shape) * itemsize}")
-    return np.frombuffer(raw, dtype=ARRAY_DTYPES[dtype]).astype(np.float32).reshape(shape)
+    array = np.frombuffer(raw, dtype=ARRAY_DTYPES[dtype]).reshape(shape)
+    # float32 is kept as read: a read-only view of its own bytes, no copy (the record is frozen anyway)
+    return array if dtype == "float32" else array.astype(np.float32)
 
 
-def decode_step(doc: Any, engine: str) -> StepTrace:
+# An array's data as the file holds it: `"data": "<base64>"`. Inside a JSON string every quote is
+# escaped, so this matches only the key and value themselves.
+_NOT_SPACE = re.compile(rb"[^ \t\r\n]")
+_DATA = re.compile(rb'"data"\s*:\s*"([A-Za-z0-9+/=]*)"')
+
+
+class _Blobs:
+    """The arrays' bytes, decoded from base64 straight out of the file's bytes before the JSON is parsed,
+    so that parsing never holds a Python string per array beside the file (the old loader peaked at
+    3.5-4.5x a trace's size). Each `"data"` is replaced by a reference the file cannot forge: an object
+    keyed by a random token, naming the blob."""
+
+    def __init__(self, raw: bytes | bytearray) -> None:
+        self.key = "kvviz-blob-" + secrets.token_hex(16)
+        self.blobs: list[bytes | None] = []
+        pieces, at, view = [], 0, memoryview(raw)
+        try:
+            for match in _DATA.finditer(raw):
+                start, stop = match.span(1)
+                try:
+                    blob = binascii.a2b_base64(view[start:stop], strict_mode=True)
+                except (binascii.Error, ValueError):
+                    continue  # left in place: decode_array says it is not valid base64
+                pieces.append(view[at:match.start()].tobytes())
+                pieces.append(f'"data": {{"{self.key}": {len(self.blobs)}}}'.encode("ascii"))
+                self.blobs.append(blob)
+                at = match.end()
+            pieces.append(view[at:].tobytes())
+        finally:
+            view.release()
+        self.skeleton = b"".join(pieces)
+
+    def take(self, data: Any) -> bytes | None:
+        """The blob `data` refers to (once: a reference used twice is refused), or None if it is no reference."""
+        if not (isinstance(data, dict) and len(data) == 1 and _is_int(data.get(self.key))):
+            return None
+        index = data[self.key]
+        blob = self.blobs[index] if 0 <= index < len(self.blobs) else None
+        if blob is None:
+            raise ValueError("array data refers to no array")
+        self.blobs[index] = None
+        return blob
+
+
+def decode_step(doc: Any, engine: str, blobs: _Blobs | None = None) -> StepTrace:
     if not isinstance(doc, dict):
         raise ValueError("a step must be a JSON object")
     kw: dict[str, Any] = {"engine": engine}
@@ -142,7 +194,7 @@ def decode_step(doc: Any, engine: str) -> StepTrace:
     for key in _ARRAY_FIELDS:
         if doc.get(key) is not None:
             try:
-                kw[key] = decode_array(doc[key])
+                kw[key] = decode_array(doc[key], blobs)
             except ValueError as exc:
                 raise ValueError(f"{key}: {exc}") from None
     table = doc.get("block_table")
@@ -338,12 +390,34 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
 
 
 def check_meaning(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]]) -> None:
+    """The one validator of a saved run (the loader and the window's replay both go through it): the run
+    as a whole (check_run), its description, every engine's steps."""
     check_info(info)
+    check_run(info, traces)
     for name, steps in traces.items():
         check_steps(info, name, steps)
 
 
-def run_from_dict(doc: Any) -> SavedRun:
+def check_run(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]]) -> None:
+    """What makes steps one run: at least one engine with steps, one run id on every step (the info's, when
+    it names one), the engines the info lists being those the steps come from, in the same order, and
+    as many steps of each (they run in lockstep)."""
+    if not traces or not any(traces.values()):
+        raise ValueError("the trace holds no steps")
+    run_ids = {t.run_id for steps in traces.values() for t in steps}
+    if len(run_ids) > 1:
+        raise ValueError(f"the trace mixes steps of {len(run_ids)} runs ({', '.join(sorted(map(repr, run_ids))[:3])})")
+    if info.run_id and run_ids != {info.run_id}:
+        raise ValueError(f"the steps' run id {next(iter(run_ids))!r} is not info.run_id {info.run_id!r}")
+    if info.engines and tuple(info.engines) != tuple(traces):
+        raise ValueError(f"info.engines lists {', '.join(info.engines)}; the steps are of {', '.join(traces)}")
+    counts = {name: len(steps) for name, steps in traces.items()}
+    if len(set(counts.values())) > 1:
+        raise ValueError("the engines have different numbers of steps ("
+                         + ", ".join(f"{name} {n}" for name, n in counts.items()) + "); they run in lockstep")
+
+
+def run_from_dict(doc: Any, blobs: _Blobs | None = None) -> SavedRun:
     if not isinstance(doc, dict):
         raise ValueError(f"not a kvviz trace (the JSON is a {type(doc).__name__}, not an object)")
     if "schema" not in doc:
@@ -373,7 +447,7 @@ def run_from_dict(doc: Any) -> SavedRun:
         steps = []
         for i, step_doc in enumerate(group["steps"]):
             try:
-                t = decode_step(step_doc, name)
+                t = decode_step(step_doc, name, blobs)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"engine {name!r}, step {i}: {exc}") from None
             if t.step != i:
@@ -384,9 +458,18 @@ def run_from_dict(doc: Any) -> SavedRun:
     return SavedRun(info, traces)
 
 
-def loads_run(text: str) -> SavedRun:
-    if not text.strip():
+def loads_run(text: str | bytes | bytearray) -> SavedRun:
+    """A saved run from the file's text or bytes (bytes: as read, never copied into one string)."""
+    raw = text.encode("utf-8", errors="surrogatepass") if isinstance(text, str) else text
+    if _NOT_SPACE.search(raw) is None:  # (not raw.strip(): that copies the whole file)
         raise ValueError("the file is empty")
+    blobs = _Blobs(raw)
+    del raw, text  # the arrays are out; what is left to parse is the skeleton
+    try:
+        text = blobs.skeleton.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not a text file, so not a kvviz trace") from None
+    blobs.skeleton = b""
     try:
         doc = json.loads(text)
     except RecursionError:
@@ -400,7 +483,7 @@ def loads_run(text: str) -> SavedRun:
         raise ValueError(f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     check_depth(doc, MAX_DEPTH, "not a kvviz trace")
     try:
-        return run_from_dict(doc)
+        return run_from_dict(doc, blobs)
     except ValueError as exc:  # a hostile value echoed in the message is cut to one short line
         raise ValueError(one_line(str(exc))) from None
 
@@ -408,14 +491,15 @@ def loads_run(text: str) -> SavedRun:
 def load_run(path: str | Path) -> SavedRun:
     """Read a saved run; ValueError with one line naming the file for anything wrong."""
     path = Path(path)
-    raw = read_bytes(path, MAX_TRACE_BYTES, "trace file")
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a text file, so not a kvviz trace") from None
-    try:
-        return loads_run(text)
+        held = [read_bytes(path, MAX_TRACE_BYTES, "trace file")]
+        return loads_run(held.pop())  # popped: no name here keeps the file's bytes once the arrays are out
+    except MemoryError:
+        raise ValueError(f"{path}: not enough memory to open it (opening a trace takes up to twice its "
+                         f"size)") from None
     except ValueError as exc:
+        if str(exc).startswith(str(path)[:120]):
+            raise  # the reader's refusal names the file already
         raise ValueError(f"{path}: {exc}") from None
 
 
