@@ -202,16 +202,32 @@ def read_buffer_bytes(llc_bytes: int | None = None) -> int:
     return min(READ_MAX_BUFFER_BYTES, max(READ_MIN_BUFFER_BYTES, 4 * (llc or 0)))
 
 
-def _gemv_bursts(torch, matrix, bursts: int, timer) -> list[float]:
-    """Seconds of each of `bursts` products of one row against `matrix`, after a warm-up; `timer(fn)`
-    times one call."""
+def _gemv_bursts(torch, matrix, bursts: int, timer) -> tuple[list[float], str]:
+    """Seconds of each of `bursts` products of one row against `matrix`, after a warm-up, in the faster of
+    its two layouts: y = x W^T over the stored (rows, cols) matrix, and y = x W over the same bytes read as
+    its transpose (the column-major case: kvviz lays out its wide projections so, see
+    Transformer._read_layout). The layouts take turns, burst by burst; `timer(fn)` times one call.
+    Returns (the faster layout's times, a line naming both figures)."""
+    import statistics
+
     import torch.nn.functional as F
 
-    x = torch.full((1, matrix.shape[1]), 1.0, dtype=matrix.dtype, device=matrix.device)
+    nbytes = matrix.numel() * matrix.element_size()
+    sides = {"row-major": (torch.full((1, matrix.shape[1]), 1.0, dtype=matrix.dtype, device=matrix.device), matrix),
+             "column-major": (torch.full((1, matrix.shape[0]), 1.0, dtype=matrix.dtype, device=matrix.device),
+                              matrix.t())}
+    times: dict[str, list[float]] = {k: [] for k in sides}
     with torch.inference_mode():
-        for _ in range(2):  # pages touched, kernels picked
-            F.linear(x, matrix)
-        return [timer(lambda: F.linear(x, matrix)) for _ in range(bursts)]
+        for x, w in sides.values():  # pages touched, kernels picked
+            for _ in range(2):
+                F.linear(x, w)
+        for _ in range(bursts):
+            for key, (x, w) in sides.items():
+                times[key].append(timer(lambda x=x, w=w: F.linear(x, w)))
+    best = min(times, key=lambda k: min(times[k]))
+    line = ", ".join(f"{k} {nbytes / min(v) / 1e9:,.1f} (median {nbytes / statistics.median(v) / 1e9:,.1f})"
+                     for k, v in times.items())
+    return times[best], f"float32 matrix-vector product (F.linear), the faster of two layouts, GB/s: {line}"
 
 
 def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
@@ -239,13 +255,13 @@ def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
     try:
         if threads != before:
             torch.set_num_threads(threads)
-        times = _gemv_bursts(torch, matrix, bursts, timer)
+        times, method = _gemv_bursts(torch, matrix, bursts, timer)
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
     del matrix
     return ReadCeiling(device="cpu", read_gbps=nbytes / min(times) / 1e9, threads=threads, buffer_bytes=nbytes,
-                       bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9,
+                       bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9, method=method,
                        machine=machine_key(), measured_at=time.time())
 
 
@@ -268,12 +284,12 @@ def probe_read_cuda(device, buffer_bytes: int = CUDA_READ_BUFFER_BYTES, bursts: 
         stop.synchronize()
         return start.elapsed_time(stop) * 1e-3
 
-    times = _gemv_bursts(torch, matrix, bursts, timer)
+    times, method = _gemv_bursts(torch, matrix, bursts, timer)
     props = torch.cuda.get_device_properties(device)
     del matrix
     return ReadCeiling(device=str(device), read_gbps=nbytes / min(times) / 1e9, threads=torch.get_num_threads(),
                        buffer_bytes=nbytes, bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9,
-                       peak_gbps=nominal_peak_gbps(props), machine=f"{machine_key()} | {props.name}",
+                       method=method, peak_gbps=nominal_peak_gbps(props), machine=f"{machine_key()} | {props.name}",
                        measured_at=time.time())
 
 

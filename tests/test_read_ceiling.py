@@ -19,6 +19,7 @@ def test_probe_reads_the_whole_matrix_at_the_threads_asked():
     assert c.device == "cpu" and c.threads == 1 and c.bursts == 3
     assert c.buffer_bytes == 4 << 20  # 256 rows of 4,096 float32
     assert 0.01 < c.median_gbps <= c.read_gbps < 10_000  # the fastest burst is the ceiling
+    assert "row-major" in c.method and "column-major" in c.method  # both layouts, each figure named
     assert torch.get_num_threads() == before  # the caller's thread count is restored
     assert c.percent_of(c.read_gbps / 4) == pytest.approx(25.0)
     with pytest.raises(ValueError, match="one burst"):
