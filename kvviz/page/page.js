@@ -426,6 +426,23 @@ function kindsImage(e, k, px) {
     return j < a ? 3 : j < p ? 4 : 5;
   };
   if (m === n) { for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) img[i * m + j] = kindAt(i, j); return [img, m]; }
+  if (W === null) {
+    // The chapter's causal mask, pooled without visiting every cell (the window's pooled_kinds): along a row
+    // the kinds only grow (cached, recomputed, computed), so a block's highest is the kind of the last key a
+    // computed row in it may see; a block with none is masked where it reaches above the diagonal, else empty.
+    const colKind = j => j < a ? 3 : j < p ? 4 : 5;
+    for (let bi = 0; bi < m; bi++) {
+      const r0 = Math.ceil(bi * f), r1 = Math.min(n, Math.ceil((bi + 1) * f));
+      const lastRow = Math.min(r1, b) - 1, active = Math.max(r0, a) <= lastRow;
+      for (let bj = 0; bj < m; bj++) {
+        const c0 = Math.ceil(bj * f), c1 = Math.min(n, Math.ceil((bj + 1) * f));
+        let kind = c1 - 1 > r0 ? 1 : 0;
+        if (active && c0 <= lastRow) kind = colKind(Math.min(c1 - 1, lastRow));
+        img[bi * m + bj] = kind;
+      }
+    }
+    return [img, m];
+  }
   for (let i = 0; i < n; i++) {
     const r = Math.min(m - 1, Math.floor(i / f)) * m;
     for (let j = 0; j < n; j++) { const c = r + Math.min(m - 1, Math.floor(j / f)), v = kindAt(i, j); if (v > img[c]) img[c] = v; }
@@ -616,8 +633,10 @@ function drawBytes(k) {
 function drawCacheMemory(k) {
   const C = s => tr("CacheMemoryPanel", s);
   el.cache_memory.legend.innerHTML = ENGINES.map(e => {
-    const kk = stepOf(e, k);
-    return swatch(e.color, pyFormat(C("{engine}: {bytes}, {cap} tokens"), { engine: esc(e.name), bytes: fmtBytes(e.steps.cache_bytes[kk]), cap: fmtCount(e.steps.cache_capacity[kk]) }), e.dash ? "dashed" : "line");
+    const kk = stepOf(e, k), s = e.steps, values = { engine: esc(e.name), bytes: fmtBytes(s.cache_bytes[kk]), cap: fmtCount(s.cache_capacity[kk]), held: fmtCount(s.cache_len[kk]) };
+    const text = s.cache_capacity[kk] !== s.cache_len[kk]  // a preallocated cache: its room is not its content
+      ? pyFormat(C("{engine}: {bytes}, room for {cap} tokens, {held} held"), values) : pyFormat(C("{engine}: {bytes}, {cap} tokens"), values);
+    return swatch(e.color, text, e.dash ? "dashed" : "line");
   }).join("") + swatch(HELD, C("tokens held"), "line");
   el.cache_memory.legend.className = "legend cols";
   const [ctx, w, h] = fitCanvas(el.cache_memory.canvas);
