@@ -45,6 +45,17 @@ def build_actions(w) -> None:
     w.act_about = action(lambda: w._show_about())
     w.act_shortcuts = action(lambda: w.show_shortcuts(), QKeySequence.StandardKey.HelpContents, "Ctrl+/")
     w.act_memory = action(lambda: w.show_memory_calculator(), "Ctrl+M")
+
+    def serve_view(continued: bool = False) -> None:  # imported when asked: it brings pyqtgraph
+        from kvviz.ui.serve.hook import continue_in_serve_view, open_serve_view
+
+        if continued:
+            continue_in_serve_view(w)
+        else:
+            open_serve_view(w)
+
+    w.act_serve = action(lambda: serve_view(), "Ctrl+Shift+V")
+    w.act_continue = action(lambda: serve_view(continued=True))
     # Ctrl+0 is the zoom's 100%, as in browsers; the start layout has a key of its own.
     w.act_reset_layout = action(lambda: w.reset_layout(), "Ctrl+Shift+L")
     w.act_zoom_in = action(lambda: w.presentation.zoom_step(+1), QKeySequence.StandardKey.ZoomIn, "Ctrl++", "Ctrl+=")
@@ -79,9 +90,12 @@ def build_menus(w) -> None:
             w.run_menu.addSeparator()
         else:
             w.run_menu.addAction(act)
+    w.run_menu.addSeparator()
+    w.run_menu.addAction(w.act_continue)
 
     w.view_menu = bar.addMenu("")
     w.view_menu.addAction(w.act_present)
+    w.view_menu.addAction(w.act_serve)
     w.view_menu.addSeparator()
     w.view_menu.addAction(w.act_narration)
     w.view_menu.addAction(w.form_dock.toggleViewAction())
@@ -145,6 +159,9 @@ def retranslate_actions(w) -> None:
         w.act_quit: (_tr("&Quit"), ""),
         w.act_about: (_tr("&About kvviz"), ""),
         w.act_shortcuts: (_tr("&Keyboard shortcuts"), ""),
+        w.act_serve: (_tr("&Serve view"), _tr("Many requests, one model: the schedulers side by side")),
+        w.act_continue: (_tr("Continue in the Serve view..."),
+                         _tr("The text so far and your next message as a chat, served by prefix and paged")),
         w.act_memory: (_tr("Memory calculator..."),
                           _tr("What a model's KV cache costs at scale, computed from its config")),
         w.act_reset_layout: (_tr("Reset layout"), _tr("The panels, sizes and docks a run of this kind starts with")),

@@ -13,6 +13,7 @@ import numpy as np
 
 from kvviz.serving.record import ModelInfo, RequestResult, SchedulerSettings, ServeRun, ServeStep
 from kvviz.serving.workload import Workload
+from kvviz.textshow import label_bytes
 
 # Timeline cell codes: what a request's slot did at a step (ordered for the colour table).
 NONE, WAITING, PREFILL, DECODE, PADDING, IDLE, PREEMPTED, FINISHED = range(8)
@@ -209,7 +210,7 @@ class ServeHistory:
         n = sum(1 for s in steps for r, _t in s.emitted if r == request)
         texts = self.token_texts.get(scheduler, {}).get(request, [])
         if len(texts) >= n:
-            return prompt, "".join(texts[:n])
+            return prompt, label_bytes("".join(texts[:n])).decode("utf-8", errors="replace")
         result = next((r for r in self.results.get(scheduler, ()) if r.request == request), None)
         if result is not None and n >= len(result.token_ids):
             return prompt, result.text

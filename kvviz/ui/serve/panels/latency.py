@@ -74,3 +74,6 @@ class LatencyPanel(TwoPlotPanel):
                 known = ~np.isnan(values)
                 bar.setOpts(x=x[known], height=values[known], width=width)
         self.ttft_plot.setXRange(-0.6, max(0, n - 1) + 0.6, padding=0)
+        spacing = max(1, n // 10)  # whole requests only
+        self.tpot_plot.getAxis("bottom").setTickSpacing(major=spacing, minor=spacing)
+        self.ttft_plot.getAxis("bottom").setTickSpacing(major=spacing, minor=spacing)
