@@ -1,4 +1,5 @@
-"""The `kvviz` command: the GUI by default, or a subcommand (bench, train, score, models, memory, export, shot).
+"""The `kvviz` command: the GUI by default (`kvviz TRACE.json` opens it on a saved run), or a subcommand
+(bench, train, score, models, memory, export, shot).
 
 Each subcommand lives in its own module exposing `configure(parser)` and `run(args) -> int`; this
 file only dispatches, and imports a module (and so torch or Qt) only when its command is chosen.
@@ -47,10 +48,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _is_trace_path(word: str) -> bool:
+    """`kvviz WORD`: WORD is a trace to open, not a command, when it names a .json file or any path."""
+    import os
+
+    return word not in COMMANDS and (word.lower().endswith(".json") or os.sep in word or os.path.lexists(word))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        argv = ["gui", *argv]
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")) or _is_trace_path(argv[0]):
+        argv = ["gui", *argv]  # `kvviz TRACE.json` opens the window on a saved run
     try:
         args = build_parser(argv[0]).parse_args(argv)
     except SystemExit as exc:  # argparse's one-line refusal (2) or --help (0), as a return code

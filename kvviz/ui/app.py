@@ -20,6 +20,8 @@ NO_DISPLAY_HINT = ("kvviz: no display (DISPLAY / WAYLAND_DISPLAY unset): use `kv
 
 
 def configure(parser) -> None:
+    parser.add_argument("trace", nargs="?", default=None, metavar="TRACE.json",
+                        help="open the window on this saved run (File > Open trace), checked before the window opens")
     parser.add_argument("--settings", metavar="FILE",
                         help="keep the window's settings in this INI file instead of the user's")
     parser.add_argument("--zoom", type=int, metavar="PERCENT",
@@ -64,6 +66,11 @@ def create_window(settings=None, *, isolate: bool = True, defer_panels: bool = F
 
 def run(args) -> int:
     zoom = check_zoom(args.zoom) if args.zoom is not None else None
+    saved = None
+    if getattr(args, "trace", None):
+        from kvviz import traceio
+
+        saved = traceio.load_run(args.trace)  # refused in one line (exit 2) before any window
     if not has_display():
         print(NO_DISPLAY_HINT, file=sys.stderr)
         return 2
@@ -87,6 +94,10 @@ def run(args) -> int:
     install_language_menu(window)  # View > Language: the saved choice, else the system's
     install_export_actions(window)  # File > Export, File > Open trace, the Export button
     window.show()
+    if saved is not None:
+        from kvviz.ui.export_actions import replay_run
+
+        QTimer.singleShot(0, lambda: replay_run(window, saved, args.trace))
     # Ctrl+C in the terminal closes the window (and so stops the worker) instead of being ignored
     # while Qt's loop runs: the timer gives Python a moment to see the signal.
     signal.signal(signal.SIGINT, lambda *_: window.close())

@@ -1,0 +1,105 @@
+"""`kvviz TRACE.json` and `kvviz gui TRACE.json` (issue 22): the window opens on the saved run; a trace
+that is no regular file, or no valid trace, is refused in one line with exit code 2 before any window.
+The good path runs the real `kvviz gui` entry (kvviz.ui.app.run) offscreen, with Qt's event loop
+replaced by one that waits for the replay, looks, and closes the window.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory, torch_cpu) -> Path:
+    from kvviz import traceio
+    from kvviz.config import SamplingConfig, TraceOptions
+    from kvviz.engines import make_engine
+    from kvviz.models.presets import load_model
+    from kvviz.trace import RunInfo
+
+    model = load_model("tiny-random", torch_cpu.device("cpu"))
+    prompt = list(b"KV cache")
+    traces = {key: list(make_engine(key, model).generate(prompt, 6, SamplingConfig(), TraceOptions(masks=True),
+                                                         run_id="saved1", token_text=chr))
+              for key in ("concat", "static")}
+    cfg = model.cfg
+    info = RunInfo(run_id="saved1", model_name="tiny-random", device="cpu", dtype="float32", prompt="KV cache",
+                   prompt_ids=tuple(prompt), prompt_labels=tuple(map(chr, prompt)), engines=tuple(traces),
+                   max_new_tokens=6, n_layer=cfg.n_layer, n_head=cfg.n_head, n_kv_head=cfg.n_kv_head,
+                   head_dim=cfg.head_dim, param_count=cfg.param_count(),
+                   kv_bytes_per_token=cfg.kv_bytes_per_token("float32"), block_size=16)
+    path = tmp_path_factory.mktemp("saved") / "run.json"
+    traceio.save_run(path, info, traces)
+    return path
+
+
+@pytest.mark.parametrize("via_gui", [False, True])
+def test_kvviz_trace_json_opens_the_window_on_the_saved_run(qapp, trace_file, tmp_path, monkeypatch, via_gui):
+    from PySide6.QtWidgets import QApplication
+
+    from kvviz import cli
+    from kvviz.ui import app as app_module
+
+    seen: dict = {}
+
+    class LookThenClose:
+        """Stands in for QApplication.exec: runs events until the replay is shown, then closes the window."""
+
+        def __init__(self, qt_app) -> None:
+            self.qt_app = qt_app
+
+        def exec(self) -> int:
+            deadline = time.monotonic() + 60
+            window = None
+            while time.monotonic() < deadline:
+                QApplication.processEvents()
+                window = next((w for w in QApplication.topLevelWidgets() if hasattr(w, "history")), None)
+                if window is not None and window.history.n_steps() > 0:
+                    break
+                time.sleep(0.01)
+            for _ in range(20):
+                QApplication.processEvents()
+                time.sleep(0.01)
+            seen["steps"] = window.history.n_steps() if window is not None else 0
+            seen["engines"] = tuple(window.history.info.engines) if window is not None else ()
+            seen["run_id"] = window.history.info.run_id if window is not None else ""
+            seen["status"] = window.statusBar().currentMessage() if window is not None else ""
+            if window is not None:
+                window.grab().save(str(tmp_path / "replay.png"))
+                window.close()
+            return 0
+
+    real = app_module.ensure_app
+    monkeypatch.setattr(app_module, "ensure_app", lambda *argv: LookThenClose(real(*argv)))
+    argv = (["gui"] if via_gui else []) + [str(trace_file), "--settings", str(tmp_path / "kvviz.ini")]
+    assert cli.main(argv) == 0
+    assert seen["steps"] == 6 and seen["engines"] == ("concat", "static") and seen["run_id"] == "saved1"
+    assert "run.json" in seen["status"], seen["status"]
+
+
+def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "kvviz", *argv], capture_output=True, text=True, timeout=60,
+                          cwd=cwd, env=env)
+
+
+def test_kvviz_bad_trace_is_one_line_exit_2_before_any_window(tmp_path):
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "loop.json").symlink_to("loop.json")
+    (tmp_path / "notrace.json").write_text('{"schema": "kvviz-trace", "version": 1, "info": {}, "engines": []}')
+    for name in ("fifo.json", "zero.json", "loop.json", "notrace.json", "missing.json"):
+        for argv in ((name,), ("gui", name)):
+            before = sorted(p.name for p in tmp_path.iterdir())
+            proc = _cli(*argv, "--settings", str(tmp_path / "never.ini"), cwd=tmp_path)
+            lines = proc.stderr.strip().splitlines()
+            assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, (argv, proc.stderr)
+            assert name in lines[0]
+            assert sorted(p.name for p in tmp_path.iterdir()) == before  # no settings file, nothing written
