@@ -195,6 +195,8 @@ def export_saved(args) -> int:
     animations replay the run in the offscreen window (kvviz.ui.headless)."""
     from kvviz import traceio
 
+    if is_serve_record(args.from_trace):
+        return export_serve(args)
     saved = traceio.load_run(args.from_trace)  # ValueError naming the file: exit 2
     args.prompt, args.tokens = saved.info.prompt or "?", max(1, saved.info.max_new_tokens)
     args.engines = ",".join(saved.traces) or args.engines
@@ -213,6 +215,35 @@ def export_saved(args) -> int:
         replay_outputs(job, saved, progress)
     if args.html:
         write_html(job, saved, progress)
+    return 0
+
+
+def is_serve_record(path: str) -> bool:
+    """Whether the file opens as a `kvviz serve --json` record (its schema named in its first bytes)."""
+    from kvviz.fileio import open_regular
+
+    with open_regular(path, "trace file") as f:  # a FIFO or a device is refused here, in one line
+        head = f.read(256)
+    return b'"schema":"kvviz-serve"' in head.replace(b" ", b"")
+
+
+def export_serve(args) -> int:
+    """A serve record's page (kvviz.page.serve): the timeline, pool, counters and narration of every scheduler."""
+    from kvviz.page.serve import build_serve_page, write_text
+    from kvviz.serving.record import load_runs
+
+    other = [f"--{f}" for f in ("png", "svg", "gif", "mp4", "csv", "json", "md") if getattr(args, f)]
+    if other or not args.html:
+        raise ValueError(f"a serve record exports as --html here ({', '.join(other) or 'no --html'} asked for); "
+                         "the Serve view (python -m kvviz.ui.serve --replay FILE) exports its images and data")
+    if args.steps:
+        raise ValueError("--steps is for a compare run's page; a serve record's page shows every step")
+    from kvviz.ui.i18n import normalize
+
+    text = build_serve_page(load_runs(args.from_trace), step=args.step, lang=normalize(args.lang))
+    out = prepare_out(args.out)  # last: a refused command makes no folder
+    path = write_text(out / PAGE_NAME, text)
+    print(f"kvviz export: wrote {path} ({path.stat().st_size:,} bytes)", file=sys.stderr)
     return 0
 
 

@@ -191,9 +191,13 @@ def build_page(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, firs
 
 def write_page(path: str | Path, info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], **kwargs) -> Path:
     """build_page, written to a temporary name beside `path` and renamed (nothing left behind on failure)."""
+    return write_text(path, build_page(info, traces, **kwargs))
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """A page's text, written to a temporary name beside `path` and renamed; ValueError (one line) on failure."""
     from kvviz.fileio import atomic_write_text
 
-    text = build_page(info, traces, **kwargs)
     try:
         return atomic_write_text(path, text)
     except OSError as exc:

@@ -806,14 +806,27 @@ function drawBar(k) {
 }
 const DRAW = { token_stream: drawTokens, work_matrix: drawWorkMatrix, recompute: drawRecompute, attention: drawAttention,
   latency: drawLatency, bytes: drawBytes, cache_memory: drawCacheMemory, summary: drawSummary };
-let frames = 0;
+let frames = 0, SERVE = null;  // SERVE: serve.js's drawing of a serve record, when the page is one
+function drawServeBar(k) {
+  document.getElementById("step-name").textContent = tr("TransportBar", "Step");
+  document.getElementById("slider").value = String(k);
+  document.getElementById("step-label").textContent = SERVE.label(k);
+  document.getElementById("status").textContent = SERVE.status();
+  for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
+  document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
+}
 function draw() {
   document.documentElement.lang = lang === "zh_CN" ? "zh-CN" : "en";
-  for (const [key, context, title] of PANELS) {
-    el[key].title.textContent = tr(context, title);
-    try { DRAW[key](step); } catch (err) { errors.push(key + ": " + err); console.error(key, err); }
+  if (SERVE) {
+    try { SERVE.draw(step); } catch (err) { errors.push("serve: " + err); console.error("serve", err); }
+    drawServeBar(step);
+  } else {
+    for (const [key, context, title] of PANELS) {
+      el[key].title.textContent = tr(context, title);
+      try { DRAW[key](step); } catch (err) { errors.push(key + ": " + err); console.error(key, err); }
+    }
+    drawBar(step);
   }
-  drawBar(step);
   frames++;
   document.body.dataset.step = String(step);
   document.body.dataset.lang = lang;
@@ -824,14 +837,17 @@ function setStep(k) {
   if (k !== step) { step = k; draw(); }
 }
 function togglePlay() {
-  if (playing) { clearInterval(playing); playing = null; drawBar(step); return; }
+  if (playing) { clearInterval(playing); playing = null; draw(); return; }
   if (step >= LAST) setStep(FIRST);
   playing = setInterval(() => { if (step >= LAST) togglePlay(); else setStep(step + 1); }, 125);
-  drawBar(step);
+  draw();
 }
 function init() {
   if (DATA.start.embedded) document.body.classList.add("embedded");
-  buildPanels();
+  if (DATA.kind === "serve") {
+    SERVE = window.kvvizServe({ DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch });
+    document.getElementById("badge").style.display = "none";
+  } else buildPanels();
   const slider = document.getElementById("slider");
   slider.min = String(FIRST); slider.max = String(LAST);
   slider.addEventListener("input", () => setStep(Number(slider.value)));

@@ -13,7 +13,8 @@ from pathlib import Path
 TS_FILE = Path(__file__).resolve().parent.parent.parent / "assets" / "i18n" / "kvviz_zh_CN.ts"
 # The window's contexts whose strings the page shows.
 CONTEXTS = ("Narration", "TransportBar", "SummaryPanel", "WorkMatrixPanel", "RecomputePanel", "AttentionPanel",
-            "LatencyPanel", "BytesPanel", "CacheMemoryPanel", "TokenStreamPanel", "SeriesPanel", "QualityPanel")
+            "LatencyPanel", "BytesPanel", "CacheMemoryPanel", "TokenStreamPanel", "SeriesPanel", "QualityPanel",
+            "ServeNarration", "TimelinePanel", "PoolPanel", "CountersPanel")
 
 
 @functools.lru_cache(maxsize=1)

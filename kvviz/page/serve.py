@@ -1,0 +1,97 @@
+"""A serve record (kvviz.serving.record: every scheduler's ServeStep records) as one self-contained HTML page:
+the request timeline, the block pool, the counters and the narration of the step a slider selects, scheduler
+beside scheduler, as the Serve view draws them. No Qt, no torch.
+
+The figures are the Serve view's own: its history (kvviz.ui.serve.model, records and numpy only) makes the
+timeline's cells and the counters; serve.js draws them and tells each step in the view's words.
+"""
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kvviz.page import _asset, _script_json, html, write_text
+from kvviz.page.strings import page_strings
+from kvviz.serving.record import ServeRun
+
+MAX_CELLS = 16 << 20  # timeline cells (requests x token slots, all schedulers) one page holds
+TIMELINE_CAP = 64  # a step wider than this many slots takes this many columns (the Serve view's cap)
+# The Serve view's colours (kvviz.ui.serve.colors, which imports Qt): a test keeps these equal to it.
+CELL_KINDS = ("none", "waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
+CELL_COLORS = {"none": "#ffffff", "waiting": "#d9d9d9", "prefill": "#ffb000", "decode": "#1f77b4",
+               "padding": "#e4572e", "idle": "#b5179e", "preempted": "#4a4a4a", "finished": "#eef5e9"}
+SCHEDULER_COLORS = {"static": "#d62728", "continuous": "#ff7f0e", "chunked": "#9467bd", "paged": "#1f77b4",
+                    "prefix": "#2ca02c", "reserve": "#8c564b"}
+REQUEST_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+                   "#9c755f", "#86bcb6", "#8cd17d", "#d4a6c8", "#a0cbe8", "#ffbe7d", "#499894", "#f1ce63")
+COUNTERS = ("steps", "padding", "padding_share", "idle", "idle_share", "hit_rate", "saved", "prefill",
+            "preemptions", "tokens", "tokens_per_s", "peak_blocks")
+
+
+def _steps_of(steps) -> list[dict]:
+    """Per step what the narration and the pool need, in short keys."""
+    out = []
+    for s in steps:
+        pool = s.pool
+        out.append({
+            "fin": list(s.finished), "adm": list(s.admitted),
+            "hit": {str(h.request): [len(h.blocks), h.tokens] for h in s.prefix_hits},
+            "pre": [[p.request, len(p.blocks), p.tokens_lost] for p in s.preemptions],
+            "pad": s.slots_of("padding"), "idle": s.slots_of("idle"), "work": len(s.work),
+            "states": "".join(state[0] for state in pool.states),  # u(sed), c(ached), f(ree)
+            "owner": [o[0] if o else -1 for o in pool.owners], "filled": list(pool.filled),
+            "refs": list(pool.ref_counts), "bs": pool.block_size, "ms": s.latency_ms,
+        })
+    return out
+
+
+def serve_data(runs: Sequence[ServeRun]) -> dict:
+    from kvviz.ui.serve.model import ServeHistory  # records and numpy only: no Qt
+
+    if not runs:
+        raise ValueError("the serve record holds no runs")
+    history = ServeHistory.from_runs(tuple(runs))
+    cells = sum(history.timeline(k, TIMELINE_CAP).cells.size for k in history.schedulers)
+    if cells > MAX_CELLS:
+        raise ValueError(f"the serve record is too large for one page: {cells:,} timeline cells, more than "
+                         f"{MAX_CELLS:,}; serve fewer requests or steps")
+    schedulers = []
+    for k in history.schedulers:
+        timeline = history.timeline(k, TIMELINE_CAP)
+        n = history.n_steps(k)
+        schedulers.append({
+            "name": k, "color": SCHEDULER_COLORS.get(k, "#7f7f7f"),
+            "cells": base64.b64encode(np.ascontiguousarray(timeline.cells, dtype=np.uint8).tobytes()).decode("ascii"),
+            "cols": int(timeline.cells.shape[1]), "x0": timeline.x0.tolist(),
+            "steps": _steps_of(history.steps[k]),
+            "counters": [{key: history.counters(k, step)[key] for key in COUNTERS} for step in range(n)],
+        })
+    n_steps = max(history.n_steps(k) for k in history.schedulers)
+    model = runs[0].model
+    return {"kind": "serve", "workload": history.workload_name, "n_requests": history.n_requests(),
+            "model": {"name": model.name, "device": model.device, "dtype": model.dtype},
+            "schedulers": schedulers, "range": [0, n_steps - 1], "cell_kinds": list(CELL_KINDS),
+            "cell_colors": CELL_COLORS, "palette": list(REQUEST_PALETTE), "strings": page_strings(),
+            "engines": [], "info": {}}
+
+
+def build_serve_page(runs: Sequence[ServeRun], *, step: int | None = None, lang: str = "en") -> str:
+    if lang not in ("en", "zh_CN"):
+        raise ValueError(f"language must be en or zh_CN, got {lang!r}")
+    data = serve_data(runs)
+    last = data["range"][1]
+    data["start"] = {"step": last if step is None else max(0, min(step, last)), "lang": lang, "embedded": False}
+    title = f"kvviz serve: {data['workload']} · {', '.join(s['name'] for s in data['schedulers'])}"
+    return _asset("page.html").format(
+        title=html.escape(title), lang="zh-CN" if lang == "zh_CN" else "en", css=_asset("page.css"),
+        data=_script_json(data), script=_asset("serve.js") + "\n" + _asset("page.js"))
+
+
+def write_serve_page(path: str | Path, runs: Sequence[ServeRun], **kwargs) -> Path:
+    return write_text(path, build_serve_page(runs, **kwargs))
+
+
+__all__ = ["build_serve_page", "write_serve_page", "serve_data"]
