@@ -196,6 +196,10 @@
         <translation>已存 token 数</translation>
     </message>
     <message>
+        <source>{engine}: {bytes}, room for {cap} tokens, {held} held</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>{engine}: {bytes}, {cap} tokens</source>
         <translation>{engine}：{bytes}，{cap} 个 token</translation>
     </message>
@@ -210,6 +214,65 @@
     <message>
         <source>block table [{table}]</source>
         <translation>块表 [{table}]</translation>
+    </message>
+</context>
+<context>
+    <name>CountersPanel</name>
+    <message>
+        <source>Counters</source>
+        <translation>计数</translation>
+    </message>
+    <message>
+        <source>Per scheduler, up to this step: padding and idle slots (computed and thrown away) and their share of the prefill and generation slots; prefix hits: the share of prefill positions the prefix cache served, and the tokens it saved; prefilled: the positions prefilled; preemptions; tokens generated and tokens per second of step time; the most pool blocks held at once.</source>
+        <translation>每个调度器截至本步：填充槽位与空闲槽位（算了又扔掉）及其在预填充槽位和生成槽位中的占比；前缀命中：由前缀缓存提供的预填充位置占比，以及因此省下的 token；已预填充：实际预填充的位置数；抢占次数；生成的 token 数与按步耗时计算的每秒 token 数；同时占用的最多块数。</translation>
+    </message>
+    <message>
+        <source>steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>padding</source>
+        <translation>填充</translation>
+    </message>
+    <message>
+        <source>padding %</source>
+        <translation>填充占比</translation>
+    </message>
+    <message>
+        <source>idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>idle %</source>
+        <translation>空闲占比</translation>
+    </message>
+    <message>
+        <source>prefix hits</source>
+        <translation>前缀命中</translation>
+    </message>
+    <message>
+        <source>tokens saved</source>
+        <translation>省下的 token</translation>
+    </message>
+    <message>
+        <source>prefilled</source>
+        <translation>已预填充</translation>
+    </message>
+    <message>
+        <source>preempted</source>
+        <translation>被抢占</translation>
+    </message>
+    <message>
+        <source>tokens</source>
+        <translation>token 数</translation>
+    </message>
+    <message>
+        <source>tokens/s</source>
+        <translation>token/秒</translation>
+    </message>
+    <message>
+        <source>peak blocks</source>
+        <translation>峰值块数</translation>
     </message>
 </context>
 <context>
@@ -556,10 +619,6 @@
 <context>
     <name>LatencyPanel</name>
     <message>
-        <source>step</source>
-        <translation>步</translation>
-    </message>
-    <message>
         <source>per step</source>
         <translation>每步</translation>
     </message>
@@ -588,16 +647,40 @@
         <translation>延迟</translation>
     </message>
     <message>
-        <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow. Bottom: every step reads every weight once and the K/V of every position it attends over; those bytes over the step&apos;s time are the bandwidth it achieved, drawn against this machine&apos;s measured copy bandwidth (dashed): decode is bound by memory, not arithmetic.</source>
-        <translation>图例给出每个引擎 Decode 步的平均耗时。第 0 步是 Prefill：对整个 prompt 做一次前向。之后，朴素引擎的每步耗时随序列变长而增加，因为它每次都重跑全部内容；而带缓存的引擎每步只输入 1 个 token。在很小的模型上，Python 开销主导了耗时，所以也要看省下的工作量（重算次数、字节数）：序列越长、模型越大，时间差距越明显。下图：每一步都要把每个权重读一遍，并读取它所关注的每个位置的 K/V；这些字节除以该步耗时就是它达到的带宽，与本机实测的复制带宽（虚线）对照：Decode 受内存带宽限制，而不是算力。</translation>
+        <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow. Bottom: every step reads every weight once and the K/V of every position it attends over; those bytes over the step&apos;s time are the bandwidth it achieved, drawn against this machine&apos;s measured read ceiling (dashed: a matrix-vector product&apos;s read rate at the run&apos;s threads): decode is bound by memory, not arithmetic.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>copy bandwidth {0} GB/s</source>
         <translation>复制带宽 {0} GB/s</translation>
     </message>
     <message>
+        <source>read ceiling {0} GB/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>{engine}: {ms:.2f} ms/step</source>
         <translation>{engine}：{ms:.2f} 毫秒/步</translation>
+    </message>
+    <message>
+        <source>Latency per request</source>
+        <translation>每个请求的延迟</translation>
+    </message>
+    <message>
+        <source>Time to first token (from the request&apos;s arrival step to the step that emitted its first token) and time per output token after it, per request and scheduler, as of this step.</source>
+        <translation>首 token 时间（从请求到达的那一步到输出第一个 token 的那一步）和其后每个输出 token 的时间，按请求和调度器，截至本步。</translation>
+    </message>
+    <message>
+        <source>TTFT</source>
+        <translation>TTFT</translation>
+    </message>
+    <message>
+        <source>TPOT</source>
+        <translation>TPOT</translation>
+    </message>
+    <message>
+        <source>request</source>
+        <translation>请求</translation>
     </message>
 </context>
 <context>
@@ -625,6 +708,10 @@
     <message>
         <source>This run will take about {0}; the bar beside the timeline shows the time left.</source>
         <translation>这次运行大约需要 {0}；时间轴旁的进度条显示剩余时间。</translation>
+    </message>
+    <message>
+        <source>This run has ended: Run (Ctrl+R) starts a new one.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>&amp;Resume</source>
@@ -739,6 +826,22 @@
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
+        <source>&amp;Serve view</source>
+        <translation>服务视图(&amp;S)</translation>
+    </message>
+    <message>
+        <source>Many requests, one model: the schedulers side by side</source>
+        <translation>多个请求，一个模型：各调度器并排对比</translation>
+    </message>
+    <message>
+        <source>Continue in the Serve view...</source>
+        <translation>在服务视图中继续...</translation>
+    </message>
+    <message>
+        <source>The text so far and your next message as a chat, served by prefix and paged</source>
+        <translation>把目前的文本和你的下一条消息作为对话，用 prefix 和 paged 来服务</translation>
+    </message>
+    <message>
         <source>Memory calculator...</source>
         <translation>显存计算器...</translation>
     </message>
@@ -749,6 +852,34 @@
     <message>
         <source>Reset layout</source>
         <translation>重置布局</translation>
+    </message>
+    <message>
+        <source>The panels, sizes and docks a run of this kind starts with</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Zoom in</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Text, plots, lines and markers larger, now</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Zoom out</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Text, plots, lines and markers smaller, now</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Zoom 100%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Text and plots at their normal size</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Step &amp;narration</source>
@@ -795,8 +926,8 @@
         <translation>缩放(&amp;Z)</translation>
     </message>
     <message>
-        <source>Text and plots larger or smaller, from the next start</source>
-        <translation>放大或缩小文字和图表，下次启动时生效</translation>
+        <source>Text, plots, lines and markers larger or smaller, at once</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>&amp;Help</source>
@@ -811,40 +942,16 @@
         <translation>根据本机上次运行该模型时的每步耗时</translation>
     </message>
     <message>
-        <source>at least: from the model&apos;s size and this machine&apos;s measured {0:.3g} GFLOP/s</source>
-        <translation>至少：根据模型规模和本机实测的 {0:.3g} GFLOP/s</translation>
+        <source>before any run: each step&apos;s bytes read at this machine&apos;s {0:.3g} GB/s or its FLOPs at {1:.3g} GFLOP/s, whichever is slower</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>before any run: from the model&apos;s size and this machine&apos;s measured {0:.3g} GFLOP/s</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>This run will take about {0} ({1}).</source>
         <translation>这次运行大约需要 {0}（{1}）。</translation>
-    </message>
-    <message>
-        <source>Zoom</source>
-        <translation>缩放</translation>
-    </message>
-    <message>
-        <source>kvviz opens at {percent}% from its next start (now {now}%): text, plots and controls all scale, as on a projector.</source>
-        <translation>kvviz 下次启动时将以 {percent}% 显示（当前 {now}%）：文字、图表和控件一同缩放，适合投影。</translation>
-    </message>
-    <message>
-        <source>Restart now</source>
-        <translation>立即重启</translation>
-    </message>
-    <message>
-        <source>Close kvviz and open it again at the new zoom (the steps shown are not kept)</source>
-        <translation>关闭 kvviz 并以新的缩放比例重新打开（当前显示的步骤不会保留）</translation>
-    </message>
-    <message>
-        <source>Later</source>
-        <translation>稍后</translation>
-    </message>
-    <message>
-        <source>OK</source>
-        <translation>确定</translation>
-    </message>
-    <message>
-        <source>Could not start kvviz again: {command}</source>
-        <translation>无法重新启动 kvviz：{command}</translation>
     </message>
 </context>
 <context>
@@ -902,10 +1009,6 @@
         <translation>prompt token 数</translation>
     </message>
     <message>
-        <source>off</source>
-        <translation>关闭</translation>
-    </message>
-    <message>
         <source>window W</source>
         <translation>窗口 W</translation>
     </message>
@@ -922,12 +1025,20 @@
         <translation>缓存策略</translation>
     </message>
     <message>
+        <source>Latent attention (MLA)</source>
+        <translation>潜在注意力（MLA）</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <source>Latent attention (MLA)</source>
-        <translation>潜在注意力（MLA）</translation>
+        <source>custom (edit the shape)</source>
+        <translation>自定义（编辑形状）</translation>
     </message>
     <message>
         <source>tokens</source>
@@ -994,8 +1105,36 @@
         <translation>显示本章的复制量表格（按原书的约定）</translation>
     </message>
     <message>
-        <source>custom (edit the shape)</source>
-        <translation>自定义（编辑形状）</translation>
+        <source>the chapter&apos;s tiny model: 2 layers, 4 heads of 32, fp32</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Qwen3-0.6B&apos;s published config: 28 layers, 16 Q / 8 KV heads, head_dim 128, bf16</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Qwen3-0.6B as the chapter assumed it: head_dim 64 (hidden 1024 / 16 heads); not the real model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPT-2 small&apos;s published config: 12 layers, 12 heads of 64, every head cached (no grouped-query attention), fp32</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the chapter prints 56 KB per token for Qwen3-0.6B because it took head_dim 64 (hidden 1024 / 16 heads); the published config sets head_dim 128, so a token holds 114,688 B (112 KiB) in bf16 and every figure in the chapter&apos;s copy table doubles</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>this is the chapter&apos;s assumed shape (head_dim 64), not Qwen3-0.6B&apos;s published one (head_dim 128)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} tokens is beyond the model&apos;s context window ({1})</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Your own shape, starting from {0}</source>
@@ -1024,6 +1163,14 @@
     <message>
         <source>MLA {0}: ({1} + {2}) values x {3} layers = {4} B per token, {5}% of its {6} heads uncompressed.</source>
         <translation>MLA {0}：({1} + {2}) 个值 × {3} 层 = 每个 token {4} B，为其 {6} 个头未压缩时的 {5}%。</translation>
+    </message>
+    <message>
+        <source>give at least one length in tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} is not a length in tokens (a whole number, at least 1)</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1089,6 +1236,38 @@
         <translation>{work}缓存数据搬运：{moves}。</translation>
     </message>
     <message>
+        <source>{engines} {n} K/V computed, {again} again</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{engines} {new} new, {cached} read</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>prefill</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>decode</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step {step}, {phase}: {work}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{gbps} GB/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{rate} ({pct}%)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{work} {reads}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>the cache holds {held} of {n} positions</source>
         <translation>缓存保留 {n} 个位置中的 {held} 个</translation>
     </message>
@@ -1109,12 +1288,47 @@
         <translation>{engine} 在 {ms} 内读取了 {weights} 权重和 {kv} K/V，{gbps} GB/s</translation>
     </message>
     <message>
+        <source>{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine&apos;s read ceiling</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine&apos;s copy bandwidth</source>
         <translation>{engine} 在 {ms} 内读取了 {weights} 权重和 {kv} K/V，{gbps} GB/s，为本机复制带宽的 {pct}%</translation>
     </message>
     <message>
         <source>{reads}.</source>
         <translation>{reads}。</translation>
+    </message>
+</context>
+<context>
+    <name>PageAction</name>
+    <message>
+        <source>Interactive &amp;page (HTML)...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The run as one HTML file with a step slider and every panel; it opens in any browser, with no network</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Page export</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>nothing to export yet: run the engines or open a saved trace first</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Export interactive page</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>HTML pages (*.html)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} bytes</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1143,6 +1357,18 @@
         <translation>重新显示全部面板</translation>
     </message>
     <message>
+        <source>Grid</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{n} behind tabs: no room to show them readable</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The window has no room to show these panels readable at this size and zoom, so they wait behind their tabs instead of being squeezed. A larger window, a smaller zoom (View &gt; Zoom) or fewer panels (View) brings them back into the grid.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Loading the panels...</source>
         <translation>正在加载面板...</translation>
     </message>
@@ -1153,6 +1379,57 @@
     <message>
         <source>Every panel is hidden: show some in the View menu</source>
         <translation>所有面板都已隐藏：请在“视图”菜单中选择要显示的面板</translation>
+    </message>
+</context>
+<context>
+    <name>PoolPanel</name>
+    <message>
+        <source>Block pool</source>
+        <translation>块池</translation>
+    </message>
+    <message>
+        <source>Every physical KV block of each scheduler&apos;s pool at this step, coloured by the request holding it and filled as far as it is written. A number is a ref count (a prefix shared by several requests); hatched: cached but free, kept for a prefix hit; grey: free. Hover a block to see its request&apos;s block table (logical → physical).</source>
+        <translation>本步各调度器块池中的每个物理 KV 块，按持有它的请求着色，已写入多少就填多少。数字是引用计数（多个请求共享的前缀）；斜线：已缓存但空闲，留给前缀命中；灰色：空闲。鼠标悬停在块上可看到其请求的块表（逻辑 → 物理）。</translation>
+    </message>
+    <message>
+        <source>no run yet</source>
+        <translation>尚未运行</translation>
+    </message>
+    <message>
+        <source>{0}: {1} of {2} blocks free</source>
+        <translation>{0}：{2} 块中 {1} 块空闲</translation>
+    </message>
+    <message>
+        <source>, {0} cached</source>
+        <translation>，{0} 块已缓存</translation>
+    </message>
+    <message>
+        <source>used</source>
+        <translation>使用中</translation>
+    </message>
+    <message>
+        <source>cached, free</source>
+        <translation>已缓存、空闲</translation>
+    </message>
+    <message>
+        <source>free</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>{0}: block {1}, {2}, {3} of {4} positions written</source>
+        <translation>{0}：块 {1}，{2}，已写入 {4} 个位置中的 {3} 个</translation>
+    </message>
+    <message>
+        <source>held by requests {0} (ref count {1})</source>
+        <translation>被请求 {0} 持有（引用计数 {1}）</translation>
+    </message>
+    <message>
+        <source>request {0}: {1}</source>
+        <translation>请求 {0}：{1}</translation>
+    </message>
+    <message>
+        <source>no blocks</source>
+        <translation>没有块</translation>
     </message>
 </context>
 <context>
@@ -1190,8 +1467,8 @@
         <translation>{engine}：平均 KL {kl} nat，top-1 {agree}</translation>
     </message>
     <message>
-        <source>, own output parts at step {0}</source>
-        <translation>，自身输出在第 {0} 步分叉</translation>
+        <source>, its tokens differ from exact from step {0}</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1348,6 +1625,18 @@
         <translation>运行 (Ctrl+R)</translation>
     </message>
     <message>
+        <source>The saved run&apos;s settings, read-only while it is shown.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Edit</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Change the settings for a new run (the saved run stays shown)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>checkpoint folder</source>
         <translation>检查点文件夹</translation>
     </message>
@@ -1447,12 +1736,28 @@
         <translation>引擎进程已结束（退出码 {0}）</translation>
     </message>
     <message>
+        <source>the engine process was stopped (SIGSTOP) while idle and was ended</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>{0}; a new one was started and the model loaded again</source>
         <translation>{0}；已启动新的引擎进程并重新加载模型</translation>
     </message>
     <message>
         <source>the engine process did not start (exit code {0})</source>
         <translation>引擎进程未能启动（退出码 {0}）</translation>
+    </message>
+    <message>
+        <source>the engine process was ended by Stop while it started</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the engine process did not start within {0:g} s and was ended</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the engine process did not start ({0})</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>the engine process did not answer Stop within {0:g} s and was ended</source>
@@ -1476,6 +1781,400 @@
     <message>
         <source>step</source>
         <translation>步</translation>
+    </message>
+</context>
+<context>
+    <name>ServeExports</name>
+    <message>
+        <source>nothing to export: run a workload or open a serve record first</source>
+        <translation>没有可导出的内容：先运行一个负载，或打开一份服务记录</translation>
+    </message>
+    <message>
+        <source>View as PNG...</source>
+        <translation>视图导出为 PNG...</translation>
+    </message>
+    <message>
+        <source>View as SVG...</source>
+        <translation>视图导出为 SVG...</translation>
+    </message>
+    <message>
+        <source>Serve record (JSON)...</source>
+        <translation>服务记录（JSON）...</translation>
+    </message>
+    <message>
+        <source>Steps (CSV)...</source>
+        <translation>各步（CSV）...</translation>
+    </message>
+    <message>
+        <source>Steps as GIF or MP4...</source>
+        <translation>各步导出为 GIF 或 MP4...</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+    <message>
+        <source>saved {0}</source>
+        <translation>已保存 {0}</translation>
+    </message>
+</context>
+<context>
+    <name>ServeForm</name>
+    <message>
+        <source>one batch padded to its longest prompt, run until its longest request ends</source>
+        <translation>一个批次，填充到最长的提示，一直运行到最长的请求结束</translation>
+    </message>
+    <message>
+        <source>a finished request leaves, a waiting one joins at the next step</source>
+        <translation>完成的请求离开，等待的请求在下一步加入</translation>
+    </message>
+    <message>
+        <source>continuous, with a token budget per step shared by decodes and prefill chunks</source>
+        <translation>连续批处理，每步有 token 预算，由解码和预填充分块共享</translation>
+    </message>
+    <message>
+        <source>continuous over one block pool; the newest request is preempted when it runs out</source>
+        <translation>在一个块池上连续批处理；块用完时抢占最新的请求</translation>
+    </message>
+    <message>
+        <source>paged, with full blocks shared by a chained hash (prefix caching)</source>
+        <translation>分页，满块按链式哈希共享（前缀缓存）</translation>
+    </message>
+    <message>
+        <source>each request reserves its maximum length up front: the chapter&apos;s fragmentation</source>
+        <translation>每个请求预先申请其最大长度：本章所说的碎片</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求</translation>
+    </message>
+    <message>
+        <source>prompt</source>
+        <translation>提示</translation>
+    </message>
+    <message>
+        <source>new</source>
+        <translation>新增</translation>
+    </message>
+    <message>
+        <source>arrives</source>
+        <translation>到达</translation>
+    </message>
+    <message>
+        <source>new tokens to generate</source>
+        <translation>要生成的新 token 数</translation>
+    </message>
+    <message>
+        <source>the scheduler step at which the request arrives</source>
+        <translation>请求到达的调度步</translation>
+    </message>
+    <message>
+        <source>Add</source>
+        <translation>添加</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Load preset</source>
+        <translation>载入预设</translation>
+    </message>
+    <message>
+        <source>Replace the table with a preset workload</source>
+        <translation>用预设负载替换表格</translation>
+    </message>
+    <message>
+        <source>Schedulers</source>
+        <translation>调度器</translation>
+    </message>
+    <message>
+        <source>Max batch</source>
+        <translation>最大批次</translation>
+    </message>
+    <message>
+        <source>Pool blocks</source>
+        <translation>池中块数</translation>
+    </message>
+    <message>
+        <source>Token budget</source>
+        <translation>token 预算</translation>
+    </message>
+    <message>
+        <source>Block size</source>
+        <translation>块大小</translation>
+    </message>
+    <message>
+        <source>most requests running in one step</source>
+        <translation>一步中同时运行的最多请求数</translation>
+    </message>
+    <message>
+        <source>physical KV blocks in the shared pool</source>
+        <translation>共享池中的物理 KV 块数</translation>
+    </message>
+    <message>
+        <source>most tokens one step computes (chunked prefill)</source>
+        <translation>一步最多计算的 token 数（分块预填充）</translation>
+    </message>
+    <message>
+        <source>tokens per KV block</source>
+        <translation>每个 KV 块的 token 数</translation>
+    </message>
+    <message>
+        <source>Run (Ctrl+R)</source>
+        <translation>运行 (Ctrl+R)</translation>
+    </message>
+    <message>
+        <source>choose a model</source>
+        <translation>请选择模型</translation>
+    </message>
+    <message>
+        <source>add at least one request</source>
+        <translation>至少添加一个请求</translation>
+    </message>
+    <message>
+        <source>at most {0} requests</source>
+        <translation>最多 {0} 个请求</translation>
+    </message>
+    <message>
+        <source>request {0}: the prompt is empty</source>
+        <translation>请求 {0}：提示为空</translation>
+    </message>
+    <message>
+        <source>request {0}: new tokens must be at least 1</source>
+        <translation>请求 {0}：新 token 数至少为 1</translation>
+    </message>
+    <message>
+        <source>request {0}: the arrival step must be 0 or more</source>
+        <translation>请求 {0}：到达步必须大于等于 0</translation>
+    </message>
+    <message>
+        <source>tick at least one scheduler</source>
+        <translation>至少勾选一个调度器</translation>
+    </message>
+    <message>
+        <source>the token budget is smaller than one block</source>
+        <translation>token 预算小于一个块</translation>
+    </message>
+</context>
+<context>
+    <name>ServeHook</name>
+    <message>
+        <source>Run the compare view first: Continue serves its text as the first turn of a chat</source>
+        <translation>请先在对比视图中运行：“继续”会把它的文本作为对话的第一轮来服务</translation>
+    </message>
+    <message>
+        <source>Continue in the Serve view</source>
+        <translation>在服务视图中继续</translation>
+    </message>
+    <message>
+        <source>Your next message (the text so far is re-sent before it):</source>
+        <translation>你的下一条消息（之前的全部文本会在它前面重新发送）：</translation>
+    </message>
+    <message>
+        <source>Why does the cache grow?</source>
+        <translation>缓存为什么会增长？</translation>
+    </message>
+</context>
+<context>
+    <name>ServeNarration</name>
+    <message>
+        <source>request {0} finished and left</source>
+        <translation>请求 {0} 完成并离开</translation>
+    </message>
+    <message>
+        <source>request {0} joined and reused {1} blocks of a cached prefix ({2} tokens not prefilled)</source>
+        <translation>请求 {0} 加入，复用了已缓存前缀的 {1} 个块（{2} 个 token 无需预填充）</translation>
+    </message>
+    <message>
+        <source>request {0} joined</source>
+        <translation>请求 {0} 加入</translation>
+    </message>
+    <message>
+        <source>request {0} was preempted ({1} blocks freed, {2} positions to compute again)</source>
+        <translation>请求 {0} 被抢占（释放 {1} 个块，{2} 个位置需要重新计算）</translation>
+    </message>
+    <message>
+        <source>{0} padding slots computed and thrown away</source>
+        <translation>{0} 个填充槽位算了又扔掉</translation>
+    </message>
+    <message>
+        <source>{0} idle slots of finished requests</source>
+        <translation>已完成请求的 {0} 个空闲槽位</translation>
+    </message>
+    <message>
+        <source>nothing to run</source>
+        <translation>没有可运行的</translation>
+    </message>
+    <message>
+        <source>{0} of {1} blocks free</source>
+        <translation>{1} 块中 {0} 块空闲</translation>
+    </message>
+    <message>
+        <source> ({0} more cached)</source>
+        <translation>（另有 {0} 块已缓存）</translation>
+    </message>
+    <message>
+        <source>{0}: done after {1} steps</source>
+        <translation>{0}：{1} 步后完成</translation>
+    </message>
+    <message>
+        <source>{0}, step {1}: {2}</source>
+        <translation>{0}，第 {1} 步：{2}</translation>
+    </message>
+</context>
+<context>
+    <name>ServeTransport</name>
+    <message>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Scrub through the recorded steps (Left/Right, Home/End)</source>
+        <translation>拖动浏览已记录的各步（左/右、Home/End）</translation>
+    </message>
+    <message>
+        <source>no steps yet: Run (Ctrl+R)</source>
+        <translation>还没有步：运行 (Ctrl+R)</translation>
+    </message>
+    <message>
+        <source>step {0} / {1}</source>
+        <translation>第 {0} / {1} 步</translation>
+    </message>
+    <message>
+        <source>request {0}</source>
+        <translation>请求 {0}</translation>
+    </message>
+</context>
+<context>
+    <name>ServeWindow</name>
+    <message>
+        <source>kvviz: serving many requests</source>
+        <translation>kvviz：同时服务多个请求</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Step</source>
+        <translation>单步(&amp;S)</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Previous step</source>
+        <translation>上一步</translation>
+    </message>
+    <message>
+        <source>Next step</source>
+        <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Back 10 steps</source>
+        <translation>后退 10 步</translation>
+    </message>
+    <message>
+        <source>Forward 10 steps</source>
+        <translation>前进 10 步</translation>
+    </message>
+    <message>
+        <source>First step</source>
+        <translation>第一步</translation>
+    </message>
+    <message>
+        <source>Newest step (follow the run)</source>
+        <translation>最新一步（跟随运行）</translation>
+    </message>
+    <message>
+        <source>Open serve record...</source>
+        <translation>打开服务记录...</translation>
+    </message>
+    <message>
+        <source>&amp;Close</source>
+        <translation>关闭(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Serve the workload with every ticked scheduler, in lockstep (Ctrl+R)</source>
+        <translation>用每个勾选的调度器同步服务该负载 (Ctrl+R)</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>继续(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>暂停(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Export</source>
+        <translation>导出(&amp;E)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>Workload</source>
+        <translation>负载</translation>
+    </message>
+    <message>
+        <source>Transport</source>
+        <translation>播放控制</translation>
+    </message>
+    <message>
+        <source> Speed </source>
+        <translation> 速度 </translation>
+    </message>
+    <message>
+        <source> steps/s</source>
+        <translation> 步/秒</translation>
+    </message>
+    <message>
+        <source>as fast as possible</source>
+        <translation>尽可能快</translation>
+    </message>
+    <message>
+        <source>idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>loading the model...</source>
+        <translation>正在加载模型...</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>no worker: this window only replays</source>
+        <translation>没有工作线程：此窗口只能回放</translation>
+    </message>
+    <message>
+        <source>replaying {0}</source>
+        <translation>正在回放 {0}</translation>
+    </message>
+    <message>
+        <source>Open serve record</source>
+        <translation>打开服务记录</translation>
+    </message>
+    <message>
+        <source>Serve records (*.json)</source>
+        <translation>服务记录 (*.json)</translation>
     </message>
 </context>
 <context>
@@ -1520,6 +2219,18 @@
 <context>
     <name>StatusFields</name>
     <message>
+        <source>read {0} GB/s ({1}, 1 thread)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>read {0} GB/s ({1}, {2} threads)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>read {0} GB/s ({1})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>copy {0} GB/s ({1})</source>
         <translation>复制 {0} GB/s（{1}）</translation>
     </message>
@@ -1528,12 +2239,12 @@
         <translation>复制 {0} GB/s，峰值 {1} GB/s（{2}）</translation>
     </message>
     <message>
-        <source>copy {0} GB/s (cpu)</source>
-        <translation>复制 {0} GB/s（cpu）</translation>
+        <source>read {0} GB/s of {1} GB/s peak ({2})</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Memory copy bandwidth, bytes read plus bytes written per second (1 GB = 10^9 B): the ceiling a decode step runs against, since every step reads every weight and the K/V it attends over</source>
-        <translation>内存复制带宽：每秒读取加写入的字节数（1 GB = 10^9 B）。这是解码步的上限，因为每一步都要读取全部权重以及它所关注的 K/V</translation>
+        <source>Read: the memory read ceiling a decode step runs against, since every step reads every weight and the K/V it attends over and writes next to nothing: a float32 matrix-vector product over a matrix larger than the last-level cache, at the run&apos;s threads (1 GB = 10^9 B). Copy (a trace saved before the read ceiling was measured): bytes read plus bytes written per second of a memory copy, not a bound on a decode step</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>device {0}, {1}</source>
@@ -1615,6 +2326,10 @@
         <translation>占复制带宽</translation>
     </message>
     <message>
+        <source>of read ceiling</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>mean KL</source>
         <translation>平均 KL</translation>
     </message>
@@ -1673,8 +2388,8 @@
         <translation>读取字节数除以各步耗时之和，单位 GB/s（10^9 B/s）：引擎实际达到的内存带宽</translation>
     </message>
     <message>
-        <source>The read rate as a share of this machine&apos;s measured copy bandwidth (shown in the status bar): how close decode runs to the memory wall</source>
-        <translation>读取速率占本机实测复制带宽（见状态栏）的比例：Decode 离内存墙有多近</translation>
+        <source>The read rate as a share of this machine&apos;s measured read ceiling (shown in the status bar; a trace saved before it was measured: the copy bandwidth): how close decode runs to the memory wall</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Mean KL divergence (nats) of the next-token distribution from the exact engine&apos;s, teacher-forced on its tokens: 0 for an exact cache</source>
@@ -1689,8 +2404,8 @@
         <translation>汇总</translation>
     </message>
     <message>
-        <source>Totals up to the selected step. Time alone can mislead on a tiny model, where Python overhead dominates each step; the work columns show what the cache saves: K/V projections (O(n²) for naive, one per token for a cache) and bytes copied (O(n²) for the chapter&apos;s torch.cat cache, none for static and paged). The memory wall: the bytes the steps had to read (every weight, and the K/V each attends over), those bytes over their time, and that rate against this machine&apos;s copy bandwidth; in a panel too short for them these rows step aside (the narration still tells them).</source>
-        <translation>截至所选步的累计值。在很小的模型上，每步耗时主要是 Python 开销，只看时间容易误判；工作量各列显示缓存省下了什么：K/V 投影次数（朴素引擎为 O(n²)，有缓存时每个 token 一次）和复制字节数（本章的 torch.cat 缓存为 O(n²)，static 和 paged 为零）。内存墙：各步必须读取的字节数（每个权重，以及每步所关注的 K/V）、这些字节除以耗时得到的速率，以及该速率与本机复制带宽之比；面板太矮时这几行会让出位置（叙述栏仍会给出这些数字）。</translation>
+        <source>Totals up to the selected step. Time alone can mislead on a tiny model, where Python overhead dominates each step; the work columns show what the cache saves: K/V projections (O(n²) for naive, one per token for a cache) and bytes copied (O(n²) for the chapter&apos;s torch.cat cache, none for static and paged). The memory wall: the bytes the steps had to read (every weight, and the K/V each attends over), those bytes over their time, and that rate against this machine&apos;s read ceiling; in a panel too short for them these rows step aside (the narration still tells them).</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Totals over steps 0–{step} ({n} new tokens)</source>
@@ -1699,6 +2414,80 @@
     <message>
         <source>Work saved: naive computed &lt;b&gt;{naive}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
         <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
+    </message>
+</context>
+<context>
+    <name>TextPanel</name>
+    <message>
+        <source>Request {0}: its text</source>
+        <translation>请求 {0} 的文本</translation>
+    </message>
+    <message>
+        <source>The selected request&apos;s prompt and what each scheduler has generated for it so far. Click a cell of the timeline or a block of the pool to choose the request.</source>
+        <translation>所选请求的提示，以及各调度器到目前为止为它生成的内容。点击时间线上的格子或块池中的块来选择请求。</translation>
+    </message>
+</context>
+<context>
+    <name>TimelinePanel</name>
+    <message>
+        <source>Request timeline</source>
+        <translation>请求时间线</translation>
+    </message>
+    <message>
+        <source>Request timeline: wasted slots {0}</source>
+        <translation>请求时间线：浪费的槽位 {0}</translation>
+    </message>
+    <message>
+        <source>A row per request, a column per token slot of each step: what the request&apos;s slot did. Padding and idle slots are computed and thrown away (static batching). Click a cell to select that request and step.</source>
+        <translation>每行一个请求，每列是某一步中的一个 token 槽位：该请求的槽位做了什么。填充和空闲槽位算了又扔掉（静态批处理）。点击格子选择该请求和该步。</translation>
+    </message>
+    <message>
+        <source>no run yet</source>
+        <translation>尚未运行</translation>
+    </message>
+    <message>
+        <source>{0}: {1} padding + {2} idle slots wasted, {3} steps</source>
+        <translation>{0}：浪费 {1} 个填充 + {2} 个空闲槽位，共 {3} 步</translation>
+    </message>
+    <message>
+        <source>a step over {0} slots drawn in {0} columns</source>
+        <translation>超过 {0} 个槽位的步画成 {0} 列</translation>
+    </message>
+    <message>
+        <source>{0}: request {1}, step {2}: {3}</source>
+        <translation>{0}：请求 {1}，第 {2} 步：{3}</translation>
+    </message>
+    <message>
+        <source>not arrived</source>
+        <translation>未到达</translation>
+    </message>
+    <message>
+        <source>waiting</source>
+        <translation>等待</translation>
+    </message>
+    <message>
+        <source>prefill</source>
+        <translation>预填充</translation>
+    </message>
+    <message>
+        <source>decode</source>
+        <translation>解码</translation>
+    </message>
+    <message>
+        <source>padding</source>
+        <translation>填充</translation>
+    </message>
+    <message>
+        <source>idle slot</source>
+        <translation>空闲槽位</translation>
+    </message>
+    <message>
+        <source>preempted</source>
+        <translation>被抢占</translation>
+    </message>
+    <message>
+        <source>finished</source>
+        <translation>已完成</translation>
     </message>
 </context>
 <context>
@@ -1714,6 +2503,10 @@
     <message>
         <source>step {step}</source>
         <translation>第 {step} 步</translation>
+    </message>
+    <message>
+        <source> … {n} prompt tokens not shown … </source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Type a prompt and press Run (Ctrl+R): each engine&apos;s tokens appear here, one per step.</source>
@@ -1852,6 +2645,29 @@
     <message>
         <source>paused</source>
         <translation>已暂停</translation>
+    </message>
+</context>
+<context>
+    <name>UsagePanel</name>
+    <message>
+        <source>Pool use and batch size</source>
+        <translation>块池占用与批次大小</translation>
+    </message>
+    <message>
+        <source>Above: KV blocks held by some request after each step (of the pool&apos;s size); a cross is a preemption. Below: requests computed in each step (the batch). One line per scheduler.</source>
+        <translation>上：每步之后被请求持有的 KV 块数（相对于池的大小）；叉号表示一次抢占。下：每步计算的请求数（批次）。每个调度器一条线。</translation>
+    </message>
+    <message>
+        <source>blocks used</source>
+        <translation>已用块数</translation>
+    </message>
+    <message>
+        <source>batch</source>
+        <translation>批次</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>步</translation>
     </message>
 </context>
 <context>

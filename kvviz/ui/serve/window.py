@@ -192,28 +192,28 @@ class ServeWindow(QMainWindow):
         self.view_menu.addAction(self.toolbar.toggleViewAction())
 
     def retranslate_ui(self) -> None:
-        tr = self.tr
-        self.setWindowTitle(tr("kvviz: serving many requests"))
-        for act, text in ((self.act_run, tr("&Run")), (self.act_step, tr("&Step")), (self.act_stop, tr("S&top")),
-                          (self.act_prev, tr("Previous step")), (self.act_next, tr("Next step")),
-                          (self.act_back10, tr("Back 10 steps")), (self.act_fwd10, tr("Forward 10 steps")),
-                          (self.act_first, tr("First step")), (self.act_last, tr("Newest step (follow the run)")),
-                          (self.act_open, tr("Open serve record...")), (self.act_close, tr("&Close"))):
+        self.setWindowTitle(self.tr("kvviz: serving many requests"))
+        for act, text in ((self.act_run, self.tr("&Run")), (self.act_step, self.tr("&Step")),
+                          (self.act_stop, self.tr("S&top")), (self.act_prev, self.tr("Previous step")),
+                          (self.act_next, self.tr("Next step")), (self.act_back10, self.tr("Back 10 steps")),
+                          (self.act_fwd10, self.tr("Forward 10 steps")), (self.act_first, self.tr("First step")),
+                          (self.act_last, self.tr("Newest step (follow the run)")),
+                          (self.act_open, self.tr("Open serve record...")), (self.act_close, self.tr("&Close"))):
             act.setText(text)
-        self.act_run.setToolTip(tr("Serve the workload with every ticked scheduler, in lockstep (Ctrl+R)"))
-        self.act_pause.setText(tr("&Resume") if self.state == "paused" else tr("&Pause"))
-        self.file_menu.setTitle(tr("&File"))
-        self.export_menu.setTitle(tr("&Export"))
-        self.run_menu.setTitle(tr("&Run"))
-        self.view_menu.setTitle(tr("&View"))
-        self.form_dock.setWindowTitle(tr("Workload"))
-        self.form_dock.toggleViewAction().setText(tr("Workload"))
-        self.toolbar.toggleViewAction().setText(tr("Transport"))
-        self.speed_label.setText(tr(" Speed "))
-        self.speed_spin.setSuffix(tr(" steps/s"))
-        self.speed_spin.setSpecialValueText(tr("as fast as possible"))
-        self.state_label.setText({"idle": tr("idle"), "loading": tr("loading the model..."),
-                                  "running": tr("running"), "paused": tr("paused")}[self.state])
+        self.act_run.setToolTip(self.tr("Serve the workload with every ticked scheduler, in lockstep (Ctrl+R)"))
+        self.act_pause.setText(self.tr("&Resume") if self.state == "paused" else self.tr("&Pause"))
+        self.file_menu.setTitle(self.tr("&File"))
+        self.export_menu.setTitle(self.tr("&Export"))
+        self.run_menu.setTitle(self.tr("&Run"))
+        self.view_menu.setTitle(self.tr("&View"))
+        self.form_dock.setWindowTitle(self.tr("Workload"))
+        self.form_dock.toggleViewAction().setText(self.tr("Workload"))
+        self.toolbar.toggleViewAction().setText(self.tr("Transport"))
+        self.speed_label.setText(self.tr(" Speed "))
+        self.speed_spin.setSuffix(self.tr(" steps/s"))
+        self.speed_spin.setSpecialValueText(self.tr("as fast as possible"))
+        self.state_label.setText({"idle": self.tr("idle"), "loading": self.tr("loading the model..."),
+                                  "running": self.tr("running"), "paused": self.tr("paused")}[self.state])
         self.form.retranslate()
         self.transport.retranslate()
         self.grid.retranslate()
