@@ -83,6 +83,7 @@ BOUNDS: dict[str, Bound] = {
     "weight_decay": Bound(0.0, 10.0, integer=False),
     "time_limit": Bound(0.0, 1e7, integer=False, low_open=True, why="seconds"),
     "eval_every": Bound(0, 10_000_000, why="0: never"),
+    "stall_s": Bound(0.0, 86_400.0, integer=False, low_open=True, why="seconds"),
 }
 MAX_MODEL_CHARS = 4096  # a preset, a folder path (PATH_MAX) or ORG/NAME@REVISION all fit
 

@@ -10,7 +10,8 @@ import logging
 import sys
 
 from kvviz.format import fmt_bytes
-from kvviz.options import model_name
+from kvviz.models.download import STALL_BYTES, STALL_S
+from kvviz.options import bounded, model_name
 
 REPORT_EVERY_S = 0.1  # how often the progress line is redrawn
 
@@ -19,6 +20,9 @@ def configure(parser) -> None:
     parser.add_argument("model", metavar="ORG/NAME[@REVISION]", type=model_name,
                         help="a Hugging Face Hub model id, e.g. Qwen/Qwen3-0.6B (HF_ENDPOINT for a mirror, "
                              "HF_TOKEN for a private repo)")
+    parser.add_argument("--stall-timeout", dest="stall_s", type=bounded("stall_s"), default=STALL_S, metavar="S",
+                        help=f"give up when less than {STALL_BYTES >> 10} KiB came in S seconds, keeping what came "
+                             f"for the next try (default {STALL_S:g})")
 
 
 def _clock(seconds: float | None) -> str:
@@ -92,7 +96,7 @@ def run(args) -> int:
     saved = hub_logger.handlers[:], hub_logger.propagate
     hub_logger.handlers, hub_logger.propagate = [_NoteHandler(printer)], False
     try:
-        folder = download(plan, progress=printer, report_every_s=REPORT_EVERY_S)
+        folder = download(plan, progress=printer, report_every_s=REPORT_EVERY_S, stall_s=args.stall_s)
     except (KeyboardInterrupt, DownloadCancelled):
         printer.end()
         print(f"kvviz download: interrupted; run `kvviz download {args.model}` again to resume "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -26,8 +27,17 @@ PARTIAL_SUFFIX = ".kvviz-partial"  # beside the blob it becomes: same disk, so t
 _SHA256 = 64  # an LFS file's ETag is the sha256 of its content, 64 hex digits
 
 
+STALL_S = 30.0  # a download that gets less than STALL_BYTES in this long gives up (kept for the next try)
+RETRIES = 5  # a dropped connection is resumed this many times in a row before the download gives up
+STALL_BYTES = 64 << 10  # a link slower than ~2 KiB/s (a server trickling 1 byte/s) is stalled, not slow
+
+
 class DownloadCancelled(Exception):
     """The cancel flag was set: the partial file is kept, and the next download resumes it."""
+
+
+class DownloadStalled(ValueError):
+    """No progress (fewer than STALL_BYTES) for the stall deadline: one line; the partial file is kept."""
 
 
 @dataclass(frozen=True)
@@ -255,8 +265,10 @@ class _Meter:
     """Counts bytes for the progress callback; raises DownloadCancelled when the flag is set."""
 
     def __init__(self, plan: DownloadPlan, progress: ProgressCallback | None, cancel: threading.Event | None,
-                 min_interval_s: float = 0.1) -> None:
+                 min_interval_s: float = 0.1, stall_s: float = STALL_S) -> None:
         self.plan, self.progress, self.cancel = plan, progress, cancel
+        self.stall_s = stall_s
+        self.restart_stall_clock()
         self.done = 0
         self.fetched = 0
         self.file, self.index = "", 0
@@ -268,27 +280,29 @@ class _Meter:
         if self.cancel is not None and self.cancel.is_set():
             raise DownloadCancelled(f"{self.plan.hub_id}: download cancelled")
 
+    def restart_stall_clock(self) -> None:
+        self._window_start, self._window_bytes = time.monotonic(), 0
+
+    def stalled(self, got: int | None = None) -> DownloadStalled:
+        got = self._window_bytes if got is None else got
+        return DownloadStalled(f"{self.plan.hub_id}: {self.file}: no progress for {self.stall_s:g} s ({got:,} bytes "
+                               f"in that time); what came is kept: run the same command again to resume")
+
     def add(self, n: int, *, fetched: bool, force: bool = False) -> None:
         self.done += n
         if fetched:
             self.fetched += n
+            self._window_bytes += n
+            if self._window_bytes >= STALL_BYTES:
+                self.restart_stall_clock()
+            elif time.monotonic() - self._window_start > self.stall_s:
+                raise self.stalled()
         now = time.perf_counter()
         if self.progress is not None and (force or now - self._last >= self.min_interval_s):
             self._last = now
             self.progress(DownloadProgress(self.file, self.index, len(self.plan.files), self.done,
                                            self.plan.total_bytes, self.fetched, now - self.start))
         self.check()
-
-    def bar_class(self):
-        """A class huggingface_hub's http_get accepts as `tqdm_class`: it only counts."""
-        meter = self
-
-        class _Bar(_SilentBar):
-            def update(self, n: int) -> None:
-                meter.add(n, fetched=True)
-
-        return _Bar
-
 
 def _verify(partial: Path, expected_size: int | None, etag: str, name: str) -> None:
     size = partial.stat().st_size
@@ -306,10 +320,44 @@ def _verify(partial: Path, expected_size: int | None, etag: str, name: str) -> N
                              "was removed, run again")
 
 
+def _http_get(url: str, fh, resume: int, headers: dict[str, str], meter: _Meter) -> None:
+    """GET `url` from byte `resume` into `fh` (appending), through huggingface_hub's session (its proxies and
+    headers), every chunk written as it comes. Not huggingface_hub's http_get: that one hands bytes on
+    only in 10 MiB chunks, so a server trickling a byte a second kept it silent for ever. Here each read
+    waits at most the stall deadline, and the meter refuses less than STALL_BYTES in that long."""
+    import httpx2
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    meter.restart_stall_clock()
+    tries = RETRIES
+    while True:
+        asked = dict(headers, Range=f"bytes={resume}-") if resume else headers
+        try:
+            with get_session().stream("GET", url, headers=asked, follow_redirects=True,
+                                      timeout=httpx2.Timeout(meter.stall_s)) as response:
+                hf_raise_for_status(response)
+                if resume and response.status_code != 206:  # the server sent the whole file: start again
+                    fh.truncate(0)
+                    resume = 0
+                for chunk in response.iter_bytes():
+                    fh.write(chunk)
+                    resume += len(chunk)
+                    tries = RETRIES  # bytes came: a later drop gets its own retries
+                    meter.add(len(chunk), fetched=True)
+            return
+        except httpx2.TimeoutException:
+            raise meter.stalled(0) from None
+        except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.ConnectError) as exc:
+            tries -= 1
+            if tries < 0:
+                raise OSError(f"the connection failed {RETRIES + 1} times ({exc})") from None
+            logging.getLogger("huggingface_hub").warning(
+                f"the connection dropped after {resume:,} bytes of {meter.file}; resuming")
+
+
 def _fetch_blob(plan: DownloadPlan, name: str, meter: _Meter) -> None:
-    """Put the file's blob in the cache, resuming a partial copy, with huggingface_hub's http_get."""
+    """Put the file's blob in the cache, resuming a partial copy (_http_get)."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
-    from huggingface_hub.file_download import http_get
     from huggingface_hub.utils import build_hf_headers
 
     url = hf_hub_url(plan.hub_id.repo_id, name, revision=plan.commit, endpoint=plan.endpoint)
@@ -325,8 +373,7 @@ def _fetch_blob(plan: DownloadPlan, name: str, meter: _Meter) -> None:
             fh.truncate(0)
             resume = 0
         meter.add(resume, fetched=False, force=True)
-        http_get(meta.location, fh, resume_size=resume, headers=build_hf_headers(token=_token()),
-                 expected_size=meta.size, displayed_filename=name, tqdm_class=meter.bar_class())
+        _http_get(meta.location, fh, resume, build_hf_headers(token=_token()), meter)
     _verify(partial, meta.size, meta.etag, name)
     os.replace(partial, blob)
 
@@ -341,17 +388,18 @@ def _link(plan: DownloadPlan, name: str, revision: str) -> Path:
 
 
 def download(plan: DownloadPlan, *, progress: ProgressCallback | None = None,
-             cancel: threading.Event | None = None, report_every_s: float = 0.1) -> Path:
+             cancel: threading.Event | None = None, report_every_s: float = 0.1, stall_s: float = STALL_S) -> Path:
     """Fetch the plan's files into the Hugging Face cache; return the snapshot folder.
 
     Raises ValueError (one line) for a refused architecture, too little disk space or a server error,
     DownloadCancelled when `cancel` is set, and OSError (ENOSPC) when the disk fills; in every case
     the cache holds only complete files, and partial ones under PARTIAL_SUFFIX for the next try.
-    `progress` is called at most every `report_every_s` seconds, and when a file starts or is found cached."""
+    `progress` is called at most every `report_every_s` seconds, and when a file starts or is found cached.
+    Less than STALL_BYTES in `stall_s` seconds is DownloadStalled (a ValueError), the partial file kept."""
     from kvviz.models.hf import read_hf_config
 
     check_disk_space(plan)
-    meter = _Meter(plan, progress, cancel, report_every_s)
+    meter = _Meter(plan, progress, cancel, report_every_s, stall_s)
     meter.check()
     snapshot = None
     for index, f in enumerate(plan.files, start=1):
@@ -385,7 +433,7 @@ def download(plan: DownloadPlan, *, progress: ProgressCallback | None = None,
 
 def download_model(model_id: str, *, progress: ProgressCallback | None = None,
                    cancel: threading.Event | None = None, cache_dir: str | Path | None = None,
-                   report_every_s: float = 0.1) -> Path:
+                   report_every_s: float = 0.1, stall_s: float = STALL_S) -> Path:
     """plan_download + download in one call (the app's Download button can make just this one)."""
     return download(plan_download(model_id, cache_dir=cache_dir), progress=progress, cancel=cancel,
-                    report_every_s=report_every_s)
+                    report_every_s=report_every_s, stall_s=stall_s)
