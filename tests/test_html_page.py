@@ -227,3 +227,33 @@ def test_the_chinese_page_says_what_the_chinese_window_says(browser, page, run, 
     (SHOTS / "zh.png").write_bytes(png)
     browser.pump()
     assert not browser.problems, browser.problems
+
+
+def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(browser, tmp_path):
+    """window, sinks and int8 beside concat: the narration's eviction sentences equal the window's, and the
+    summary's quality rows hold the mean KL and top-1 agreement of the trace's own per-step figures."""
+    import kvviz
+    from kvviz.page import write_page
+
+    run = kvviz.compare("KV cache demo", engines=("concat", "window", "sinks", "int8"), tokens=14, model="tiny",
+                        window=8, sinks=2, threads=1)
+    page = write_page(tmp_path / "bounded.html", run.info, run.traces, step=0)
+    browser.open(page)
+    for step in range(run.n_steps):
+        if step:
+            browser.press("ArrowRight")
+        assert browser.eval("document.getElementById('narration').textContent") == window_narration(run, step)
+    assert "Eviction:" in window_narration(run, run.n_steps - 1)
+    cells = summary_cells(browser)
+    for engine in ("window", "sinks", "int8"):
+        kl = [t.kl_to_exact for t in run.traces[engine] if t.kl_to_exact is not None]
+        agree = [t.top1_agrees for t in run.traces[engine] if t.top1_agrees is not None]
+        assert cells["mean_kl"][engine] == f"{sum(kl) / len(kl):.3g}"
+        assert cells["top1_agreement"][engine] == f"{100 * sum(agree) / len(agree):.0f}%"
+    assert cells["mean_kl"]["concat"] == "0" and cells["top1_agreement"]["concat"] == "100%"
+    image, png = browser.screenshot()
+    (SHOTS / "bounded.png").write_bytes(png)
+    matrix = browser.rect("#panel-work_matrix canvas")
+    assert pixels(image, matrix, (0xb5, 0x17, 0x9e)) > 0  # keys the window and sinks caches evicted
+    browser.pump()
+    assert not browser.problems, browser.problems

@@ -421,8 +421,8 @@ function kindsImage(e, k, px) {
   const kindAt = (i, j) => {
     if (j > i) return 1;
     if (i < a || i >= b) return 0;
+    if (gone.has(j)) return 2;  // the mask allowed them before; the cache had dropped them (classify's order)
     if (W !== null && !(i - j < W - S || j < S)) return 1;
-    if (gone.has(j)) return 2;
     return j < a ? 3 : j < p ? 4 : 5;
   };
   if (m === n) { for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) img[i * m + j] = kindAt(i, j); return [img, m]; }
