@@ -4,11 +4,12 @@ Knows how to read a file and count what a model predicts; knows nothing about tr
 """
 from __future__ import annotations
 
-import json
 import math
+import os
 import sys
 from pathlib import Path
 
+from kvviz.fileio import read_json
 from kvviz.options import add_model, add_threads, bounded
 
 DEFAULT_CONTEXT = 512  # used when a model folder records no trained context
@@ -25,17 +26,17 @@ def configure(parser) -> None:
     parser.add_argument("--batch-size", type=bounded("batch_size"), default=8, help="windows per forward (default 8)")
 
 
+MAX_TEXT_BYTES = 1 << 30  # a text to score: a GiB is far past what a CPU scores in a sitting
+
+
 def read_text(path: str | Path) -> str:
     """The file's text; a one-line ValueError naming the file if it is missing, not UTF-8 or empty."""
+    from kvviz.fileio import read_bytes
+
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path}: is a folder, not a text file")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ValueError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+    if not os.path.lexists(path):
+        raise ValueError(f"{path}: file not found")
+    data = read_bytes(path, MAX_TEXT_BYTES, "text file")  # a FIFO, a device, a loop of links: one line
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -94,8 +95,8 @@ def trained_context(name_or_path: str) -> int | None:
     if folder is None or not (folder / "training.json").is_file():
         return None
     try:
-        value = json.loads((folder / "training.json").read_text(encoding="utf-8")).get("context")
-    except (OSError, ValueError, AttributeError, RecursionError):
+        value = read_json(folder / "training.json", max_depth=4, max_bytes=1 << 20).get("context")
+    except (ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and value > 0 else None
 

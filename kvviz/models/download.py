@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -20,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kvviz.fileio import read_json
 from kvviz.models.hub import NEEDED_PATTERNS, HubId, hf_cache_dir, parse_hub_id
 
 INDEX_NAME = "model.safetensors.index.json"  # as kvviz.models.hf names it (not imported: that imports torch)
@@ -189,7 +189,7 @@ def _index_shards(plan: DownloadPlan) -> set[str]:
     except Exception as exc:  # huggingface_hub's HTTP and connection errors
         raise _server_error(exc, plan.hub_id, plan.endpoint) from None
     try:
-        weight_map = json.loads(path.read_text(encoding="utf-8"))["weight_map"]
+        weight_map = read_json(path, max_depth=3)["weight_map"]
         return {str(v) for v in weight_map.values()}
     except (ValueError, KeyError, TypeError, AttributeError):
         raise ValueError(f"{plan.hub_id}: {INDEX_NAME} on {plan.endpoint} is not an index (no weight_map)") from None
