@@ -1304,31 +1304,31 @@
     <name>PageAction</name>
     <message>
         <source>Interactive &amp;page (HTML)...</source>
-        <translation type="unfinished"></translation>
+        <translation>交互式网页（HTML）(&amp;P)...</translation>
     </message>
     <message>
         <source>The run as one HTML file with a step slider and every panel; it opens in any browser, with no network</source>
-        <translation type="unfinished"></translation>
+        <translation>把这次运行存为一个 HTML 文件：带步骤滑块和全部面板，可在任何浏览器中打开，无需联网</translation>
     </message>
     <message>
         <source>Page export</source>
-        <translation type="unfinished"></translation>
+        <translation>网页导出</translation>
     </message>
     <message>
         <source>nothing to export yet: run the engines or open a saved trace first</source>
-        <translation type="unfinished"></translation>
+        <translation>还没有可导出的内容：请先运行引擎，或打开已保存的追踪记录</translation>
     </message>
     <message>
         <source>Export interactive page</source>
-        <translation type="unfinished"></translation>
+        <translation>导出交互式网页</translation>
     </message>
     <message>
         <source>HTML pages (*.html)</source>
-        <translation type="unfinished"></translation>
+        <translation>HTML 网页 (*.html)</translation>
     </message>
     <message>
         <source>{0} bytes</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 字节</translation>
     </message>
 </context>
 <context>
