@@ -58,6 +58,21 @@ def test_from_a_trace_writes_the_page_and_the_data_without_a_model(trace, tmp_pa
     assert "<script src" not in text and "<link" not in text
 
 
+def test_a_model_run_with_html(tmp_path):
+    """`kvviz export --html` runs the engines in the offscreen window, as every export does, and writes the page
+    of that run; the trace it is built from is not left behind unless --json asked for it."""
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "kvviz", "export", "--out", str(out), "--html", "--tokens", "4",
+                           "--model", "tiny-random", "--threads", "1", "--step", "2"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["run.html"]
+    data = page_data(out / "run.html")
+    assert [e["name"] for e in data["engines"]] == ["naive", "concat", "static", "paged"]
+    assert data["range"] == [0, 3] and data["start"]["step"] == 2
+    assert data["info"]["model_name"] == "tiny-random"
+
+
 def test_a_range_of_steps(trace, tmp_path):
     assert main(["export", "--from", str(trace), "--out", str(tmp_path / "o"), "--html", "--steps", "2:5"]) == 0
     data = page_data(tmp_path / "o" / "run.html")

@@ -289,6 +289,7 @@ def run(args) -> int:
         finally:
             if not kept:
                 trace.unlink(missing_ok=True)
+                print(f"kvviz export: removed {trace} (the page's source; --json keeps it)", file=sys.stderr)
         check_page(saved, job.first, job.last)
         write_html(job, saved, ProgressLine(sys.stderr))
     return code
