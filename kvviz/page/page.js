@@ -851,8 +851,8 @@ function init() {
   const slider = document.getElementById("slider");
   slider.min = String(FIRST); slider.max = String(LAST);
   slider.addEventListener("input", () => setStep(Number(slider.value)));
-  document.getElementById("play").addEventListener("click", togglePlay);
-  for (const b of document.querySelectorAll("#langs button")) b.addEventListener("click", () => { lang = b.dataset.lang; draw(); });
+  document.getElementById("play").addEventListener("click", ev => { ev.currentTarget.blur(); togglePlay(); });
+  for (const b of document.querySelectorAll("#langs button")) b.addEventListener("click", () => { lang = b.dataset.lang; b.blur(); draw(); });
   document.addEventListener("keydown", ev => {
     if (ev.target && ev.target.tagName === "SELECT") return;
     const moves = { ArrowLeft: step - 1, ArrowRight: step + 1, Home: FIRST, End: LAST };
