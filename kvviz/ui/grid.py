@@ -216,6 +216,9 @@ class PanelGrid(QSplitter):
         if self.is_installed:
             return False
         self.is_installed = True
+        from kvviz.ui import style  # pyqtgraph: imported with the panels
+
+        self.zoom = round(style.ZOOM * 100)  # the panels are built at the zoom in effect
         self._load_panels()
         for i, key in enumerate(self.frames):
             self.frames[key].setParent(self._parking)
@@ -428,15 +431,12 @@ class PanelGrid(QSplitter):
             return False
         across, down = panel.plot_grid()
 
-        def overlap(a0: int, a1: int, b0: int, b1: int) -> bool:
-            return min(a1, b1) - max(a0, b0) > 2
-
-        # The plots stacked in one column, and side by side in one row: what the frame gives them.
-        column = max(sum(o.height() for o in boxes if overlap(b.left(), b.right(), o.left(), o.right()))
-                     for b in boxes)
-        row = max(sum(o.width() for o in boxes if overlap(b.top(), b.bottom(), o.top(), o.bottom())) for b in boxes)
+        # What the frame holds besides its plots, counted as if every plot were as small as the smallest
+        # (a grid of plots shares its height unevenly: the titled top row's views are the shorter).
         legends = sum(label.height() for label in self._legends(key) if label.text())
-        self._overhead[(key, self.zoom, across, down)] = (frame.width() - row, frame.height() - column - legends)
+        w, h = min(b.width() for b in boxes), min(b.height() for b in boxes)
+        self._overhead[(key, self.zoom, across, down)] = (frame.width() - across * w,
+                                                         frame.height() - down * h - legends)
         need = panel.readable_plot()
         return min(b.width() for b in boxes) < need[0] - 1 or min(b.height() for b in boxes) < need[1] - 1
 

@@ -275,9 +275,12 @@ class WorkMatrixPanel(Panel):
         return style.readable(style.READABLE_MATRIX)
 
     def plot_grid(self) -> tuple[int, int]:
+        """The squarest grid of the engines' views (what a cell of readable size gets; a wide, short
+        cell lays them in one row, which needs less height): fixed by the count, so the size the grid
+        asks for does not follow the shape it last gave."""
         n = len(self._views) or 1
-        cols = self._cols or 1
-        return min(cols, n), math.ceil(n / cols)
+        cols = math.ceil(math.sqrt(n))
+        return cols, math.ceil(n / cols)
 
     def title(self) -> str:
         return self.tr("Work matrix")
