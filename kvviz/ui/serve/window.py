@@ -35,6 +35,7 @@ from kvviz.ui.serve.spec import ServeSpec
 from kvviz.ui.serve.transport import ServeTransport
 
 FRAME_MS = 33  # records streaming in are drawn at most this often
+ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
 THREAD_WAIT_MS = 30_000
 
 
@@ -64,7 +65,8 @@ class ServeWindow(QMainWindow):
         self.request: int | None = None
         self._follow = True
         self._drawn: tuple | None = None
-        self.frame_ms: list[float] = []  # how long each frame took (the benchmark reads it)
+        self.frame_ms: list[float] = []  # how long each frame took, wall clock (the benchmark reads it)
+        self.frame_cpu_ms: list[float] = []  # and the GUI thread's CPU time in it (the machine's load aside)
         self._frame_timer = QTimer(self)  # single shot: started when something changed, never left running
         self._frame_timer.setSingleShot(True)
         self._frame_timer.timeout.connect(self.draw)
@@ -400,11 +402,12 @@ class ServeWindow(QMainWindow):
         target = (id(self.run), self.run.version, self.step, self.request, self.grid.shown_key())
         if target == self._drawn:
             return
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         self._drawn = target
         self.transport.show_step(self.run, self.step, self.request)
         self.grid.draw(self.run, self.step, self.request)
         self.frame_ms.append((time.perf_counter() - started) * 1000)
+        self.frame_cpu_ms.append((time.thread_time() - cpu) * 1000)
         self.frame_drawn.emit()
 
     # ------------------------------------------------------------------ files
@@ -420,7 +423,9 @@ class ServeWindow(QMainWindow):
             return
         self._worker.request_stop()
         self._thread.quit()
-        self._thread.wait(THREAD_WAIT_MS)
+        if not self._thread.wait(ABORT_AFTER_MS):  # a long step holds the thread: end the engine process
+            self._worker.session.abort()
+            self._thread.wait(THREAD_WAIT_MS)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
         app = QApplication.instance()
@@ -433,7 +438,7 @@ class ServeWindow(QMainWindow):
 
 def open_serve_window(parent: QWidget | None = None, settings: QSettings | None = None,
                       spec: ServeSpec | None = None) -> ServeWindow:
-    """A Serve window with its own worker (the library runs in the worker's thread), shown."""
+    """A Serve window with its own worker (the engines in a child process), shown."""
     from kvviz.ui.serve.worker import ServeWorker
 
     window = ServeWindow(ServeWorker(), settings)

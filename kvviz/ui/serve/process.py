@@ -1,0 +1,187 @@
+"""The serving session and its engine process: ServeSession loads a model and steps one ServeEngine per
+scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process
+(multiprocessing, spawn), so the engines never share the window's interpreter lock. No Qt: the worker
+(kvviz.ui.serve.worker) is the Qt adapter around either.
+
+Wire protocol: (command, args) in, ("ok", value) or ("error", one line) out; commands "start", "steps",
+"end", "close".
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+import traceback
+
+from kvviz.session import default_threads, error_message
+from kvviz.ui.serve.spec import ServeSpec
+
+CLOSE_WAIT_S = 2.0
+
+
+class ServeSession:
+    """The model (kept while its name, device, dtype and threads stay the same) and one run's engines."""
+
+    def __init__(self) -> None:
+        self._loaded: tuple | None = None  # (key, model, tokenizer)
+        self._engines: dict = {}
+        self._streams: dict = {}
+
+    def _load(self, name: str, device: str, dtype: str, threads: int | None):
+        """Loaded as every command loads a model (kvviz.commands.bench.setup: device, dtype, threads)."""
+        from kvviz.commands.bench import setup
+
+        key = (name, device, dtype, threads)
+        if self._loaded is None or self._loaded[0] != key:
+            self._loaded = None
+            args = argparse.Namespace(model=name, device=device, dtype=dtype, prompt=name,
+                                      threads=threads or default_threads(), temperature=0.0, top_k=None,
+                                      top_p=None, seed=0)
+            model, tokenizer, _sampling, _device = setup(args)
+            self._loaded = (key, model, tokenizer)
+        return self._loaded[1], self._loaded[2]
+
+    def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto", threads: int | None = None) -> dict:
+        """Set up every ticked scheduler's engine; the run's meta for the window."""
+        from kvviz.serving.engine import ServeEngine
+        from kvviz.serving.record import SchedulerSettings
+
+        self.end()
+        if not spec.schedulers:
+            raise ValueError("tick at least one scheduler")
+        model, tokenizer = self._load(spec.model, device, dtype, threads)
+        workload = spec.workload()
+        settings = SchedulerSettings(max_batch=spec.max_batch, blocks=spec.blocks, block_size=spec.block_size,
+                                     token_budget=spec.token_budget)
+        self._engines = {k: ServeEngine(model, tokenizer, workload, k, settings) for k in spec.schedulers}
+        self._streams = {k: e.steps_iter() for k, e in self._engines.items()}
+        self._tokenizer = tokenizer
+        first = next(iter(self._engines.values()))
+        return {"run_id": spec.run_id, "workload": workload, "model": first.info,
+                "settings": {k: e.settings for k, e in self._engines.items()},
+                "prompt_lens": tuple(len(p) for p in first.prompts), "start_paused": spec.start_paused}
+
+    def round(self) -> list:
+        """Step k of every scheduler not finished yet: [(scheduler, ServeStep, {request: token text})]."""
+        out = []
+        for k, stream in list(self._streams.items()):
+            record = next(stream, None)
+            if record is None:
+                del self._streams[k]
+                continue
+            out.append((k, record, {r: self._tokenizer.token_text(t) for r, t in record.emitted}))
+        return out
+
+    def steps(self, budget_s: float = 0.0) -> tuple[list, dict | None]:
+        """Rounds back to back for budget_s (at least one); with them, once every scheduler has finished,
+        each one's results ({scheduler: (RequestResult, ...)}), else None."""
+        batch: list = []
+        started = time.perf_counter()
+        while True:
+            got = self.round()
+            batch += got
+            if not got or time.perf_counter() - started >= budget_s:
+                break
+        if self._streams:
+            return batch, None
+        return batch, {k: e.result().results for k, e in self._engines.items()}
+
+    def end(self) -> None:
+        self._streams, self._engines = {}, {}
+
+    def close(self) -> None:
+        self.end()
+        self._loaded = None
+
+    def abort(self) -> None:
+        """Nothing to kill in this thread."""
+
+
+def serve_child(conn) -> None:
+    """The engine process's loop: answer each command until "close" or the parent goes away."""
+    session = ServeSession()
+    commands = {"start": session.start, "steps": session.steps, "end": session.end}
+    while True:
+        try:
+            command, args = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            break
+        if command == "close":
+            break
+        try:
+            value = commands[command](*args)
+        except Exception as exc:
+            if not isinstance(exc, ValueError):
+                traceback.print_exc()
+            session.end()
+            reply = ("error", error_message(exc))
+        else:
+            reply = ("ok", value)
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            break
+    session.close()
+
+
+class ServeProcess:
+    """A ServeSession in a child process, with the same methods; calls block the caller (the worker's
+    thread) until the child answers, without holding the interpreter lock."""
+
+    def __init__(self) -> None:
+        self._proc = None
+        self._conn = None
+
+    def _call(self, command: str, *args):
+        if self._proc is None or not self._proc.is_alive():
+            self._drop()
+            ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no Qt, no window state
+            self._conn, child = ctx.Pipe()
+            self._proc = ctx.Process(target=serve_child, args=(child,), name="kvviz-serve-engines", daemon=True)
+            self._proc.start()
+            child.close()
+        try:
+            self._conn.send((command, args))
+            status, value = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            code = self._proc.exitcode if self._proc is not None else None
+            self._drop()
+            raise RuntimeError(f"the serve engine process ended unexpectedly (exit code {code})") from exc
+        if status == "error":
+            raise ValueError(value)
+        return value
+
+    def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto", threads: int | None = None) -> dict:
+        return self._call("start", spec, device, dtype, threads)
+
+    def steps(self, budget_s: float = 0.0) -> tuple[list, dict | None]:
+        return self._call("steps", budget_s)
+
+    def end(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self._call("end")
+
+    def abort(self) -> None:
+        """From any thread: end the child now (a step in progress raises in the caller)."""
+        proc = self._proc
+        if proc is not None and proc.is_alive():
+            proc.kill()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.send(("close", ()))
+            except (OSError, ValueError):
+                pass
+        self._drop()
+
+    def _drop(self) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if conn is not None:
+            conn.close()
+        if proc is not None:
+            proc.join(CLOSE_WAIT_S)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
