@@ -27,13 +27,16 @@ KEYS = {"ArrowLeft": ("ArrowLeft", 37), "ArrowRight": ("ArrowRight", 39), "Home"
 
 
 def chromium_path() -> str | None:
-    return os.environ.get("KVVIZ_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    named = os.environ.get("KVVIZ_CHROMIUM")
+    if named:
+        return named if os.access(named, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def missing() -> str:
     """Why the browser tests cannot run here ("" when they can)."""
     if chromium_path() is None:
-        return "no chromium on PATH (Debian: apt-get install chromium chromium-driver)"
+        return "no chromium on PATH or at $KVVIZ_CHROMIUM (Debian: apt-get install chromium chromium-driver)"
     try:
         import websocket  # noqa: F401
     except ImportError:
@@ -122,6 +125,15 @@ class Browser:
                 raise RuntimeError(f"the page did not draw within {wait_s} s: {self.problems}")
             time.sleep(0.02)
         return time.perf_counter() - t0
+
+    def open_any(self, path: Path) -> None:
+        """Load a file that is not itself a page (a notebook cell's HTML) and wait for it to load."""
+        self.call("Page.navigate", url=Path(path).resolve().as_uri())
+        deadline = time.monotonic() + 30
+        while self.eval("document.readyState") != "complete":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the file did not load within 30 s")
+            time.sleep(0.02)
 
     def eval(self, expression: str):
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)

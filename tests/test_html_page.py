@@ -257,3 +257,19 @@ def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(bro
     assert pixels(image, matrix, (0xb5, 0x17, 0x9e)) > 0  # keys the window and sinks caches evicted
     browser.pump()
     assert not browser.problems, browser.problems
+
+
+def test_the_notebook_cells_iframe_draws_the_page(browser, run, tmp_path):
+    """Run._repr_html_ (what a notebook cell shows): the page in a sandboxed iframe's srcdoc, drawn there."""
+    host = tmp_path / "cell.html"
+    host.write_text(f"<!DOCTYPE html><html><body style='margin:0'>{run._repr_html_()}</body></html>", "utf-8")
+    browser.open_any(host)
+    browser.eval("new Promise(r => setTimeout(r, 1500))")
+    image, png = browser.screenshot()
+    (SHOTS / "iframe.png").write_bytes(png)
+    frame = browser.rect("iframe")
+    assert frame[2] > 1000 and frame[3] == 980
+    assert pixels(image, frame, CELL["recomputed"]) > 1000  # naive's work matrix, drawn inside the frame
+    assert pixels(image, frame, (0xd6, 0x27, 0x28)) > 20  # naive's colour: its name, its curves
+    browser.pump()
+    assert not browser.problems, browser.problems

@@ -535,7 +535,7 @@ function drawAttention(k) {
   let earlier = 0; for (let i = 0; i < a; i++) if (filled(i)) earlier++;
   el.attention.caption.textContent = earlier ? pyFormat(A("Outlined: the {rows} row(s) computed at this step. The {earlier} rows above were computed at earlier steps."), { rows: n - a, earlier })
     : pyFormat(A("Outlined: the {rows} row(s) computed at this step."), { rows: n - a });
-  const side = Math.max(8, Math.min(w - 44 - 72, h - 62)), mx = 44, my = 40, dpr = window.devicePixelRatio || 1;
+  const side = Math.max(8, Math.min(w - 44 - 72, h - 72)), mx = 44, my = 40, dpr = window.devicePixelRatio || 1;
   const m = Math.min(n, Math.max(8, Math.floor(side * dpr))), f = n / m;
   const pooled = new Float32Array(m * m).fill(NaN);
   let topW = 0;
