@@ -105,7 +105,7 @@ def run(args) -> int:
     runs = []
     head = (f"{'scheduler':<10} {'steps':>5} {'wall ms':>9} {'tok/s':>8} {'TTFT ms med/p90':>16} "
             f"{'TPOT ms med/p90':>16} {'padding':>12} {'idle':>12} {'pool mean/peak':>16} {'preempt':>7} "
-            f"{'hit rate':>8} {'prefill computed/no reuse':>26} {'GB/s':>6}")
+            f"{'hit rate':>8} {'prefill computed/no reuse':>26} {'GB/s':>6} {'longest step ms':>15}")
     print(head)
     for key in schedulers:
         r = serve(model, tokenizer, workload, key, settings)
@@ -119,7 +119,8 @@ def run(args) -> int:
               f"{f'{s.padding_slots}/{s.prefill_slots} {100 * s.padding_share:.0f}%':>12} "
               f"{f'{s.idle_slots}/{s.generation_slots} {100 * s.idle_share:.0f}%':>12} "
               f"{f'{s.pool_mean_blocks:.1f}/{s.pool_peak_blocks} of {s.pool_blocks}':>16} {s.preemptions:>7} "
-              f"{100 * s.prefix_hit_rate:>7.1f}% {f'{s.prefill_computed:,}/{s.prompt_tokens:,}':>26} {gbps:>6.2f}")
+              f"{100 * s.prefix_hit_rate:>7.1f}% {f'{s.prefill_computed:,}/{s.prompt_tokens:,}':>26} {gbps:>6.2f} "
+              f"{max(st.latency_ms for st in r.steps):>15.1f}")  # the longest stall of everyone's decode
     if "reserve" in schedulers and "paged" in schedulers:
         res, pag = (next(r for r in runs if r.scheduler == k).summary() for k in ("reserve", "paged"))
         print(f"one pool of {settings.blocks} blocks: paged ran up to {pag.peak_running} requests at once, reserve "
