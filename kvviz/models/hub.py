@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvviz.fileio import read_bytes
+
 # The files kvviz reads from a checkpoint (the rest of a repo is neither needed nor checked).
 NEEDED_PATTERNS = ("config.json", "tokenizer.json", "*.safetensors", "model.safetensors.index.json")
 # A repo id as the Hub allows it: letters, digits, '-', '_', '.'; no '--' or '..'; 96 characters at most.
@@ -110,6 +112,9 @@ def _find_hf(hub_id: HubId) -> Path | None:
     cache = hf_cache_dir()
     if cache.is_dir():
         _check_readable(cache)
+    ref = cache / repo_folder_name(repo_id=hub_id.repo_id, repo_type="model") / "refs" / (hub_id.revision or "main")
+    if os.path.lexists(ref):  # huggingface_hub reads it with a plain open(): a FIFO there would hang it
+        read_bytes(ref, 4096, "ref file (a commit hash)")
     try:
         path = snapshot_download(hub_id.repo_id, revision=hub_id.revision, cache_dir=cache,
                                  local_files_only=True, allow_patterns=list(NEEDED_PATTERNS))
@@ -124,7 +129,6 @@ def _find_hf(hub_id: HubId) -> Path | None:
     except PermissionError as exc:
         raise ValueError(f"{exc.filename or cache}: cannot read this cache folder (permission denied)") from None
     except UnicodeDecodeError:  # huggingface_hub reads refs/<revision> as text and does not say which file
-        ref = cache / repo_folder_name(repo_id=hub_id.repo_id, repo_type="model") / "refs" / (hub_id.revision or "main")
         raise ValueError(f"{ref}: not UTF-8 text, so not a commit hash (a damaged cache; "
                          f"`kvviz download {hub_id}` fetches it again)") from None
     except OSError as exc:  # a name too long, a loop of links inside the cache
