@@ -58,6 +58,29 @@ def test_from_a_trace_writes_the_page_and_the_data_without_a_model(trace, tmp_pa
     assert "<script src" not in text and "<link" not in text
 
 
+def test_from_a_trace_the_images_and_animation_are_the_replayed_windows(trace, tmp_path):
+    """--png/--svg/--gif from a saved run: the run replayed in the offscreen window (no model), one GIF frame
+    per step of --steps."""
+    from PIL import Image
+
+    out = tmp_path / "img"
+    done = subprocess.run([sys.executable, "-m", "kvviz", "export", "--from", str(trace), "--out", str(out), "--png",
+                           "--svg", "--gif", "--csv", "--steps", "0:3", "--size", "1280x800"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["decode.gif", "steps.csv", "summary.csv", "window.png",
+                                                     "window.svg"]
+    with Image.open(out / "decode.gif") as gif:
+        assert gif.n_frames == 4
+    import numpy as np
+
+    with Image.open(out / "window.png") as png:
+        assert png.size == (1280, 800)
+        pixels = np.asarray(png.convert("RGB"))
+    naive_red = np.all(pixels == np.array([0xd6, 0x27, 0x28], dtype=np.uint8), axis=-1).sum()
+    assert naive_red > 50  # the replayed run drawn: naive's name and curves in its colour
+
+
 def test_a_model_run_with_html(tmp_path):
     """`kvviz export --html` runs the engines in the offscreen window, as every export does, and writes the page
     of that run; the trace it is built from is not left behind unless --json asked for it."""
