@@ -13,6 +13,7 @@ from kvviz.format import fmt_bytes
 from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model, check_cache_settings
 
 GRAPH = "static+graph"  # --cuda-graph's row: kvviz.engines.graph, the static engine replayed from a CUDA graph
+COMPILED = "static+compiled"  # --compile's row: the same static-shape step compiled by torch.compile
 
 
 def configure(parser) -> None:
@@ -31,6 +32,11 @@ def configure(parser) -> None:
     parser.add_argument("--cuda-graph", action="store_true",
                         help=f"CUDA only: also run static with its decode step replayed from a CUDA graph, as "
                              f"engine {GRAPH!r} beside eager static (added if not named), same tokens checked")
+    parser.add_argument("--compile", action="store_true",
+                        help=f"also run static with its static-shape decode step compiled by torch.compile, as "
+                             f"engine {COMPILED!r} beside eager static (added if not named), same tokens checked; "
+                             f"the compile (tens of seconds on a small CPU) happens in the warm-up, outside the "
+                             f"figures")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -106,6 +112,8 @@ def run_once(model, key, prompt_ids, n, sampling, trace, block_size, **cache_opt
 
     if key == GRAPH:
         engine = make_engine("static", model, block_size=block_size, cuda_graph=True)
+    elif key == COMPILED:
+        engine = make_engine("static", model, block_size=block_size, compiled=True)
     else:
         engine = make_engine(key, model, block_size=block_size, **cache_opts)
     t0 = time.perf_counter()
@@ -172,8 +180,13 @@ def run(args) -> int:
     if args.cuda_graph:
         check_cuda_graph(device, cfg)
         graph_rows = (GRAPH,)
+    if args.compile:
+        from kvviz.engines.graph import check_supported
+
+        check_supported(cfg)
+        graph_rows = (*graph_rows, COMPILED)
     bare = engines  # the engines --reference times a bare loop beside
-    engines = engines + (("static",) if args.cuda_graph and "static" not in engines else ()) + graph_rows
+    engines = engines + (("static",) if graph_rows and "static" not in engines else ()) + graph_rows
     exact_keys = (*EXACT_KEYS, *graph_rows)
     width = max(7, *(len(k) for k in engines))
     prompt_ids = tokenizer.encode(args.prompt)
@@ -284,7 +297,7 @@ def run(args) -> int:
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
             "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead, "reference": reference,
-            "cuda_graph": args.cuda_graph,
+            "cuda_graph": args.cuda_graph, "compile": args.compile,
             "wall": dict(weights_read_bytes=wall.weights_bytes, embed_row_bytes=wall.row_bytes,
                          kv_bytes_per_token=wall.kv_bytes_per_token, crossover_tokens=wall.crossover(),
                          read_gbps=ceiling.read_gbps, read_median_gbps=ceiling.median_gbps,

@@ -23,9 +23,17 @@ APPROXIMATE_KEYS: tuple[str, ...] = tuple(k for k, c in CACHES.items() if not c.
 
 
 def make_engine(key: str, model, *, block_size: int = 16, window: int | None = None, sinks: int | None = None,
-                residual: int | None = None, cuda_graph: bool = False) -> Engine:
+                residual: int | None = None, cuda_graph: bool = False, compiled: bool = False) -> Engine:
     """`window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None).
-    `cuda_graph`: `static` with its decode step captured as a CUDA graph (kvviz.engines.graph; CUDA only)."""
+    `cuda_graph`: `static` with its decode step captured as a CUDA graph (kvviz.engines.graph; CUDA only).
+    `compiled`: `static` with its static-shape decode step compiled by torch.compile (an option, not a default)."""
+    if compiled:
+        if key != "static" or cuda_graph:
+            raise ValueError(f"a compiled step is for the static engine alone, not {key!r}"
+                             + (" with a CUDA graph" if cuda_graph else ""))
+        from kvviz.engines.graph import GraphStaticEngine
+
+        return GraphStaticEngine(model, block_size=block_size, graph=False, compiled=True)
     if cuda_graph:
         if key != "static":
             raise ValueError(f"a CUDA graph is for the static engine only, not {key!r}")

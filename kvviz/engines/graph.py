@@ -13,7 +13,10 @@ written the way gpt-fast writes it:
 
 On CUDA `_begin` warms the step up on a side stream and captures it once; each decode step then copies
 the token id and position into the inputs and replays. On a CPU (or with `graph=False`) the same
-step runs eagerly, which is what the tests check against the eager `static` engine. The prefill stays
+step runs eagerly, which is what the tests check against the eager `static` engine. With
+`compiled=True` the step is compiled by `torch.compile` (inductor; fixed shapes, so one compile per
+run length and model, tens of seconds on a small CPU, done in `_begin`, outside every step's time):
+an option measured beside eager (`kvviz bench --compile`), not the default. The prefill stays
 the model's ordinary forward. The engine is traced as `static` is, with the same figures. Llama-family
 models only. It knows nothing of the bench or the app.
 """
@@ -28,6 +31,7 @@ from kvviz.engines.cached import CachedEngine
 from kvviz.models.transformer import ForwardResult, head_weights, rms_norm, rotate
 
 WARMUP_STEPS = 3  # eager runs on a side stream before capture (lazy initialisation, kernel selection)
+_COMPILED = None  # torch.compile(StaticStep._step), made at the first compiled run
 
 
 def check_supported(cfg) -> None:
@@ -77,6 +81,15 @@ class StaticStep:
     def replay(self) -> None:
         self.graph.replay()
 
+    def compile(self) -> None:
+        """Run the step compiled from now on (torch.compile, one compiled function for every StaticStep:
+        dynamo guards on the tensors' shapes, so a run of a new length or model compiles again)."""
+        global _COMPILED
+        if _COMPILED is None:
+            _COMPILED = torch.compile(StaticStep._step, dynamic=False)
+        compiled = _COMPILED
+        self._step = lambda: compiled(self)
+
     def _step(self) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         p = self.plan
         H, KV, D, eps = p.shape
@@ -114,14 +127,18 @@ class GraphStaticEngine(CachedEngine):
     """`static`, its decode step static-shaped and, on CUDA, replayed from a graph.
 
     `graph`: None captures on CUDA and runs eagerly elsewhere; True requires CUDA; False never captures
-    (the tests' CPU path). `capture_ms`: the last run's warm-up and capture, outside every step's time."""
+    (the tests' CPU path). `compiled`: the step compiled by torch.compile instead. `capture_ms`: the last
+    run's warm-up and capture (or compile), outside every step's time."""
 
-    def __init__(self, model, *, block_size: int = 16, graph: bool | None = None) -> None:
+    def __init__(self, model, *, block_size: int = 16, graph: bool | None = None, compiled: bool = False) -> None:
         check_supported(model.cfg)
         super().__init__(model, cache_key="static", block_size=block_size)
         if graph and self.device.type != "cuda":
             raise ValueError(f"a CUDA graph needs a CUDA device, not {self.device.type}")
-        self.graph = self.device.type == "cuda" if graph is None else graph
+        if graph and compiled:
+            raise ValueError("a step is either compiled or replayed from a CUDA graph, not both")
+        self.graph = (self.device.type == "cuda" and not compiled) if graph is None else graph
+        self.compiled = compiled
         self.step_fn: StaticStep | None = None
         self.capture_ms = 0.0
         self.row_bytes = 0  # K and V of one position, all layers: what a decode step writes
@@ -137,6 +154,14 @@ class GraphStaticEngine(CachedEngine):
                 self.step_fn.pos.zero_()  # the warm-up writes row 0; the prefill overwrites it
                 self.step_fn.capture()
             torch.cuda.synchronize(self.device)
+            self.capture_ms = (time.perf_counter() - t0) * 1000.0
+        elif self.compiled:  # compiled (or its compiled code found) now, on row 0, which the prefill overwrites
+            t0 = time.perf_counter()
+            self.step_fn.compile()
+            with torch.inference_mode():
+                self.step_fn.token.fill_(int(prompt_ids[0]))
+                self.step_fn.pos.zero_()
+                self.step_fn.run()
             self.capture_ms = (time.perf_counter() - t0) * 1000.0
 
     def _forward(self, ids, step, trace):

@@ -68,11 +68,12 @@ class RMSNorm(nn.Module):
 
 
 _FUSED_RMS_NORM = getattr(torch, "_fused_rms_norm", None)
+_compiling = torch.compiler.is_compiling
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     if x.dtype == torch.float32:
-        if _FUSED_RMS_NORM is not None and x.is_cpu:
+        if _FUSED_RMS_NORM is not None and x.is_cpu and not _compiling():  # (dynamo cannot trace the fused one)
             # F.rms_norm runs five kernels on a CPU; the fused one, bit for bit the same (checked over
             # widths 32-4096 in tests/test_engines.py), saves a fifth of a tiny model's norm time
             return _FUSED_RMS_NORM(x, (x.shape[-1],), weight, eps)[0]
