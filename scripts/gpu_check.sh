@@ -2,7 +2,10 @@
 # The GPU check, one command, under 5 minutes on one GPU: `kvviz bench` for every engine on the `wide`
 # preset and on a random Llama checkpoint in Hugging Face format (grouped-query attention, bf16), device
 # memory per engine, the out-of-memory message, kvviz beside transformers, and the GPU tests. On CUDA,
-# also `static` with its decode step replayed from a CUDA graph beside eager `static` (--cuda-graph).
+# also `static` with its decode step replayed from a CUDA graph beside eager `static` (--cuda-graph), and
+# the read ceiling (issue 26): a float32 matrix-vector product over 1 GiB timed with CUDA events, both
+# layouts, beside the device-to-device copy and the nominal peak; each bench row's share of it ("of ceil");
+# `kvviz memory --device` prints the roofline beside the bench's measured decode tokens/s.
 #
 #   scripts/gpu_check.sh                  # on a CUDA machine, from anywhere
 #   DEVICE=cpu TOKENS="5 10" REPEAT=1 scripts/gpu_check.sh   # a dry run of the script itself
@@ -54,11 +57,40 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 fi
 
 echo
+echo "== read ceiling on $DEVICE (kvviz.bandwidth.read_ceiling: float32 F.linear of one row over a matrix well"
+echo "   past the last-level cache, both layouts, fastest of 9; CUDA timed with CUDA events) beside the copy"
+"$PY" - <<'PYEOF'
+import os
+
+import torch
+
+from kvviz.bandwidth import probe_cuda, read_ceiling
+from kvviz.devices import resolve_device
+
+device = resolve_device(os.environ["DEVICE"])
+for threads in ((1, 2) if device.type == "cpu" else (torch.get_num_threads(),)):
+    torch.set_num_threads(threads)
+    c = read_ceiling(device, refresh=True)
+    print(f"{device}: read {c.read_gbps:,.1f} GB/s (median {c.median_gbps:,.1f}; {c.method}; {threads} thread(s)); "
+          f"copy {c.copy_gbps or 0:,.1f} GB/s (read + written)"
+          + (f"; nominal peak {c.peak_gbps:,.0f} GB/s, read = {100 * c.read_gbps / c.peak_gbps:.0f}% of it"
+             if c.peak_gbps else ""))
+if device.type == "cuda":  # the copy probe again at the read probe's size, for scale
+    copy = probe_cuda(device, buffer_bytes=1 << 30)
+    print(f"copy of 1 GiB: {copy.copy_gbps:,.1f} GB/s (read + written)")
+PYEOF
+
+echo
 echo "== kvviz bench: wide preset, every engine, $DEVICE"
 "$PY" -m kvviz bench --model wide --device "$DEVICE" --tokens "${TOKEN_LIST[@]}" --repeat "$REPEAT" \
     --json "$OUT_DIR/bench-wide.json"
 graph_bench wide fp32 bench-graph-wide-fp32.json
 graph_bench wide bf16 bench-graph-wide-bf16.json
+
+echo
+echo "== the roofline of wide on $DEVICE beside the bench's measured decode (kvviz memory --device)"
+"$PY" -m kvviz memory --model wide --device "$DEVICE" --tokens "${TOKEN_LIST[@]}" --batch 8 \
+    --measured "$OUT_DIR/bench-wide.json" --json "$OUT_DIR/roofline-wide.json" || echo "(kvviz memory exit code $?)"
 
 echo
 echo "== building a random Llama checkpoint (Hugging Face format) in $CKPT"
