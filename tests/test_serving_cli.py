@@ -96,3 +96,20 @@ def test_decode_sweep(torch_cpu, capsys, tmp_path):
     assert extra == 3 * wall.row_bytes + 3 * (one["bytes_per_step"] - wall.weights_bytes - wall.row_bytes)
     assert four["bytes_per_token"] < one["bytes_per_token"] / 2
     assert len([line for line in out.splitlines() if line.split() and line.split()[0] in ("1", "4")]) == 2
+
+
+def test_bpe_checkpoint_folder(torch_cpu, capsys, tmp_path):
+    pytest.importorskip("tokenizers")
+    from kvviz.config import ModelConfig
+    from kvviz.models.hf import save_hf_checkpoint, train_tokenizer_json
+    from kvviz.models.transformer import Transformer
+
+    cfg = ModelConfig(name="ck", arch="llama", vocab_size=320, d_model=64, n_layer=2, n_head=4, n_kv_head=2,
+                      head_dim=16, d_ff=96, max_seq_len=256, tie_embeddings=False)
+    save_hf_checkpoint(Transformer(cfg).init_weights(1), tmp_path, tokenizer_json=train_tokenizer_json(320))
+    rc, out, err = _serve(capsys, "--workload", "shared-prefix", "--model", str(tmp_path), "--schedulers",
+                          "static,prefix", "--block-size", "4", "--threads", "1")
+    assert rc == 0, err
+    assert "tokens identical across schedulers: yes" in out
+    prefix = next(line for line in out.splitlines() if line.startswith("prefix"))
+    assert " 0.0%" not in prefix  # BPE tokens still share full blocks of the system prompt

@@ -57,7 +57,11 @@ def _run(model, case):
     return serve(model, _Ids(), wl, key, s)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomized: the same examples every run, so the suite cannot pass today and fail tomorrow
+SEEN = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@settings(max_examples=100, **SEEN)
 @given(case=cases())
 def test_any_workload_any_scheduler_gives_solo_tokens(tiny_random, case):
     key, wl, s = case
@@ -79,7 +83,7 @@ def test_any_workload_any_scheduler_gives_solo_tokens(tiny_random, case):
         assert all(not step.prefix_hits for step in r.steps)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, **SEEN)
 @given(case=cases(), temperature=st.sampled_from((0.7, 1.5)))
 def test_seeded_sampling_any_scheduler_gives_solo_tokens(tiny_random, case, temperature):
     from dataclasses import replace
@@ -106,7 +110,7 @@ def test_the_workloads_drawn_reach_preemption_and_prefix_hits(tiny_random):
         return case[0] == "prefix" and any(step.prefix_hits for step in _run(tiny_random, case).steps)
 
     for wanted in (preempts, hits):
-        case = find(cases(), wanted, settings=settings(max_examples=300, deadline=None, database=None,
+        case = find(cases(), wanted, settings=settings(max_examples=300, deadline=None, database=None, derandomize=True,
                                                             phases=[Phase.generate]))  # no shrinking
         r = _run(tiny_random, case)
         for i, req in enumerate(case[1].requests):
