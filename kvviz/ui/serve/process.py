@@ -1,22 +1,29 @@
 """The serving session and its engine process: ServeSession loads a model and steps one ServeEngine per
-scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process
-(multiprocessing, spawn), so the engines never share the window's interpreter lock. No Qt: the worker
-(kvviz.ui.serve.worker) is the Qt adapter around either.
+scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process,
+so the engines never share the window's interpreter lock. No Qt: the worker (kvviz.ui.serve.worker) is
+the Qt adapter around either.
 
-Wire protocol: (command, args) in, ("ok", value) or ("error", one line) out; commands "start", "steps",
-"end", "close".
+The child is a fresh interpreter (`python -c`, as kvviz.session's engine process; a multiprocessing spawn
+re-imports the caller's main script, and a script without a __main__ guard then starts itself again). It
+speaks over its stdin and stdout pipes, private to the two processes: (command, args) in, ("ok", value) or
+("error", one line) out; commands "start", "steps", "end", "close".
 """
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import os
+import subprocess
+import sys
 import time
 import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
 
 from kvviz.session import default_threads, error_message
 from kvviz.ui.serve.spec import ServeSpec
 
 CLOSE_WAIT_S = 2.0
+_ENTRY = "from kvviz.ui.serve.process import serve_stdio; serve_stdio()"
 
 
 class ServeSession:
@@ -97,13 +104,20 @@ class ServeSession:
         """Nothing to kill in this thread."""
 
 
-def serve_child(conn) -> None:
+def serve_stdio() -> None:
+    """The engine process's entry point: commands on stdin, answers on stdout (later prints go to stderr)."""
+    answers = os.dup(1)
+    os.dup2(2, 1)
+    serve_child(Connection(os.dup(0), writable=False), Connection(answers, readable=False))
+
+
+def serve_child(commands_in: Connection, answers_out: Connection) -> None:
     """The engine process's loop: answer each command until "close" or the parent goes away."""
     session = ServeSession()
     commands = {"start": session.start, "steps": session.steps, "end": session.end}
     while True:
         try:
-            command, args = conn.recv()
+            command, args = commands_in.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             break
         if command == "close":
@@ -118,7 +132,7 @@ def serve_child(conn) -> None:
         else:
             reply = ("ok", value)
         try:
-            conn.send(reply)
+            answers_out.send(reply)
         except (EOFError, OSError):
             break
     session.close()
@@ -129,22 +143,32 @@ class ServeProcess:
     thread) until the child answers, without holding the interpreter lock."""
 
     def __init__(self) -> None:
-        self._proc = None
-        self._conn = None
+        self._proc: subprocess.Popen | None = None
+        self._to: Connection | None = None
+        self._from: Connection | None = None
+
+    def _launch(self) -> None:
+        import kvviz
+
+        root = str(Path(kvviz.__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        self._proc = proc = subprocess.Popen([sys.executable, "-c", _ENTRY], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, env=env)
+        self._to = Connection(os.dup(proc.stdin.fileno()), readable=False)
+        self._from = Connection(os.dup(proc.stdout.fileno()), writable=False)
+        proc.stdin.close()
+        proc.stdout.close()
 
     def _call(self, command: str, *args):
-        if self._proc is None or not self._proc.is_alive():
+        if self._proc is None or self._proc.poll() is not None:
             self._drop()
-            ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no Qt, no window state
-            self._conn, child = ctx.Pipe()
-            self._proc = ctx.Process(target=serve_child, args=(child,), name="kvviz-serve-engines", daemon=True)
-            self._proc.start()
-            child.close()
+            self._launch()
         try:
-            self._conn.send((command, args))
-            status, value = self._conn.recv()
+            self._to.send((command, args))
+            status, value = self._from.recv()
         except (EOFError, OSError) as exc:
-            code = self._proc.exitcode if self._proc is not None else None
+            code = self._proc.poll() if self._proc is not None else None
             self._drop()
             raise RuntimeError(f"the serve engine process ended unexpectedly (exit code {code})") from exc
         if status == "error":
@@ -158,30 +182,32 @@ class ServeProcess:
         return self._call("steps", budget_s)
 
     def end(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
+        if self._proc is not None and self._proc.poll() is None:
             self._call("end")
 
     def abort(self) -> None:
-        """From any thread: end the child now (a step in progress raises in the caller)."""
+        """From any thread: end the child now (a call in progress raises in the caller)."""
         proc = self._proc
-        if proc is not None and proc.is_alive():
+        if proc is not None and proc.poll() is None:
             proc.kill()
 
     def close(self) -> None:
-        if self._conn is not None:
+        if self._to is not None:
             try:
-                self._conn.send(("close", ()))
+                self._to.send(("close", ()))
             except (OSError, ValueError):
                 pass
         self._drop()
 
     def _drop(self) -> None:
-        proc, conn = self._proc, self._conn
-        self._proc = self._conn = None
-        if conn is not None:
-            conn.close()
+        proc, to, frm = self._proc, self._to, self._from
+        self._proc = self._to = self._from = None
+        for conn in (to, frm):
+            if conn is not None:
+                conn.close()
         if proc is not None:
-            proc.join(CLOSE_WAIT_S)
-            if proc.is_alive():
+            try:
+                proc.wait(CLOSE_WAIT_S)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.join()
+                proc.wait()
