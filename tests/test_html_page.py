@@ -229,7 +229,7 @@ def test_the_chinese_page_says_what_the_chinese_window_says(browser, page, run, 
     assert not browser.problems, browser.problems
 
 
-def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(browser, tmp_path):
+def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(browser, tmp_path, qapp):
     """window, sinks and int8 beside concat: the narration's eviction sentences equal the window's, and the
     summary's quality rows hold the mean KL and top-1 agreement of the trace's own per-step figures."""
     import kvviz
@@ -251,6 +251,18 @@ def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(bro
         assert cells["mean_kl"][engine] == f"{sum(kl) / len(kl):.3g}"
         assert cells["top1_agreement"][engine] == f"{100 * sum(agree) / len(agree):.0f}%"
     assert cells["mean_kl"]["concat"] == "0" and cells["top1_agreement"]["concat"] == "100%"
+    # the quality panel's legend: the window's own QualityPanel.legend_text, engine by engine
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.panels.quality import QualityPanel
+
+    history, panel = RunHistory(info=run.info, traces=run.traces), QualityPanel()
+    for step in (run.n_steps - 1, 3):
+        browser.press("End")
+        for _ in range(run.n_steps - 1 - step):
+            browser.press("ArrowLeft")
+        legend = browser.eval("[...document.querySelectorAll('#panel-quality .legend div')].map(d => d.textContent)")
+        assert [text[2:] for text in legend] == [panel.legend_text(e, history, step) for e in run.engines]
+    browser.press("End")
     image, png = browser.screenshot()
     (SHOTS / "bounded.png").write_bytes(png)
     matrix = browser.rect("#panel-work_matrix canvas")

@@ -273,17 +273,23 @@ const PANELS = [
   ["latency", "LatencyPanel", "Latency", "canvas"],
   ["bytes", "BytesPanel", "Bytes copied", "canvas"],
   ["cache_memory", "CacheMemoryPanel", "Cache memory", "canvas"],
+  ["quality", "QualityPanel", "Quality", "canvas"],
   ["summary", "SummaryPanel", "Summary", "body"],
 ];
+// The quality panel where it tells something: a run with an approximate cache (as the summary's quality rows).
+const APPROXIMATE = ENGINES.some(e => !EXACT.includes(e.name));
+if (!APPROXIMATE) PANELS.splice(PANELS.findIndex(p => p[0] === "quality"), 1);
 const el = {};
 function buildPanels() {
   const grid = document.getElementById("grid");
+  if (PANELS.length > 8) grid.style.gridTemplateColumns = "repeat(5, minmax(0, 1fr))";
   for (const [key, , , kind] of PANELS) {
     const section = document.createElement("section");
     section.className = "panel"; section.id = "panel-" + key;
     section.innerHTML = `<h2></h2><div class="legend"></div>` + (key === "attention" ?
       `<div class="attn-top"><label></label><select></select><span class="caption"></span></div>` : "") +
       (kind === "canvas" ? `<canvas></canvas>` : `<div class="body"></div>`) + (key === "cache_memory" ? `<div class="legend pool"></div>` : "");
+    if (key === "summary" && PANELS.length > 8) section.style.gridColumn = "span 2";  // five columns: room for its figures
     grid.appendChild(section);
     el[key] = { section, title: section.querySelector("h2"), legend: section.querySelector(".legend"),
       canvas: section.querySelector("canvas"), body: section.querySelector(".body") };
@@ -687,6 +693,48 @@ function drawCacheMemory(k) {
   pool.className = "legend pool cols";
 }
 
+// Quality: KL(exact || engine) per step and the top-1 disagreements so far (kvviz/ui/panels/quality.py).
+function klOf(e) {
+  if (!e._kl) e._kl = e.steps.kl_to_exact.map(v => v !== null ? v : EXACT.includes(e.name) ? 0 : NaN);
+  return e._kl;
+}
+function shareText(share) {  // a whole percent that reads 100% (or 0%) only when it is exactly that
+  let percent = 100 * share;
+  if (share > 0 && share < 1) percent = Math.min(99, Math.max(1, Math.floor(percent)));
+  return fixed(percent, 0) + "%";
+}
+function parted(e) {  // the first step where the engine's own tokens differ from the first exact engine's
+  const ref = ENGINES.find(x => EXACT.includes(x.name));
+  if (!ref || ref === e) return null;
+  const a = ref.steps.token_id, b = e.steps.token_id;
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return i;
+  return null;
+}
+function drawQuality(k) {
+  const Q = s => tr("QualityPanel", s);
+  el.quality.legend.innerHTML = ENGINES.map(e => {
+    const kk = stepOf(e, k), kl = klOf(e).slice(0, kk + 1).filter(v => !isNaN(v));
+    if (!kl.length) return swatch(e.color, pyFormat(Q("{engine}: not measured (no exact engine in the run)"), { engine: esc(e.name) }), e.dash ? "dashed" : "line");
+    let seen = 0, misses = 0;
+    for (let j = 0; j <= kk; j++) {
+      if (e.steps.top1_agrees[j] !== null || EXACT.includes(e.name)) seen++;
+      if (e.steps.top1_agrees[j] === false) misses++;
+    }
+    let text = pyFormat(Q("{engine}: mean KL {kl} nats, top-1 {agree}"), { engine: esc(e.name),
+      kl: gFormat(kl.reduce((a, b) => a + b, 0) / kl.length, 3), agree: shareText((seen - misses) / Math.max(seen, 1)) });
+    const p = parted(e);
+    if (p !== null && p <= kk) text += pyFormat(Q(", its tokens differ from exact from step {0}"), { 0: p });
+    return swatch(e.color, text, e.dash ? "dashed" : "line");
+  }).join("");
+  const missed = e => running(e, "misses", (x, j) => x.steps.top1_agrees[j] === false ? 1 : 0);
+  stacked(k, [
+    { title: Q("KL(exact || engine) per step"), left: Q("KL") + " (nats)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: klOf(e) })),
+      dots: ENGINES.map(e => ({ x: stepOf(e, k), y: klOf(e)[stepOf(e, k)], color: e.color })) },
+    { title: Q("top-1 disagreements so far"), left: Q("steps"), series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: missed(e) })),
+      dots: ENGINES.map(e => ({ x: stepOf(e, k), y: missed(e)[stepOf(e, k)], color: e.color })) },
+  ], el.quality.canvas);
+}
+
 // Summary: per engine totals up to the step (kvviz/ui/panels/summary.py).
 const COLUMNS = [["total_ms", false], ["tokens_per_s", true], ["speedup_vs_naive", true], ["kv_projections", false],
   ["bytes_copied", null], ["bytes_written", null], ["bytes_gathered", null], ["peak_cache_bytes", null], ["bytes_read", null],
@@ -805,7 +853,7 @@ function drawBar(k) {
   document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
 }
 const DRAW = { token_stream: drawTokens, work_matrix: drawWorkMatrix, recompute: drawRecompute, attention: drawAttention,
-  latency: drawLatency, bytes: drawBytes, cache_memory: drawCacheMemory, summary: drawSummary };
+  latency: drawLatency, bytes: drawBytes, cache_memory: drawCacheMemory, quality: drawQuality, summary: drawSummary };
 let frames = 0, SERVE = null;  // SERVE: serve.js's drawing of a serve record, when the page is one
 function drawServeBar(k) {
   document.getElementById("step-name").textContent = tr("TransportBar", "Step");
