@@ -40,6 +40,7 @@ class ModelRunner:
         shape = ((n_blocks + 1) * block_size, cfg.n_kv_head, cfg.head_dim)  # (slots, KV, D)
         self.k_pool = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(cfg.n_layer)]
         self.v_pool = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(cfg.n_layer)]
+        self.thrown_rows = torch.empty(0, dtype=torch.long)  # the last step's padding and idle rows
         self._sin_for: torch.Tensor | None = None
         self._sin_signed: torch.Tensor | None = None
 
@@ -108,6 +109,7 @@ class ModelRunner:
                 gather[j, :lens[j]] = torch.tensor(self._history(rows[i]), device=dev)
             else:
                 gather[j, 0] = slots[starts[i]]
+        R, flat_gather = len(one), gather.view(-1)
         key_mask = None
         if len(set(lens)) > 1:
             key_mask = (torch.arange(L, device=dev) < torch.tensor(lens, device=dev)[:, None])[:, None, None, :]
@@ -137,8 +139,10 @@ class ModelRunner:
             y = torch.empty(N, H, D, device=dev, dtype=q.dtype)
             if one:
                 qd = q.index_select(0, one_q).unsqueeze(2)  # (R, H, 1, D)
-                kd = kp[gather].permute(0, 2, 1, 3)  # (R, L, KV, D) -> (R, KV, L, D)
-                vd = vp[gather].permute(0, 2, 1, 3)
+                # index_select of the flat slots: advanced indexing (kp[gather]) took 23% of a batch-32
+                # decode step of `wide` here (2.5 ms a call), index_select a third of that
+                kd = kp.index_select(0, flat_gather).view(R, L, KV, D).permute(0, 2, 1, 3)  # (R, KV, L, D)
+                vd = vp.index_select(0, flat_gather).view(R, L, KV, D).permute(0, 2, 1, 3)
                 out = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=key_mask, enable_gqa=gqa)
                 y.index_copy_(0, one_q, out.squeeze(2))
             for s, n, hist, mask in chunks:
