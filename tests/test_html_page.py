@@ -285,3 +285,37 @@ def test_the_notebook_cells_iframe_draws_the_page(browser, run, tmp_path):
     assert pixels(image, frame, (0xd6, 0x27, 0x28)) > 20  # naive's colour: its name, its curves
     browser.pump()
     assert not browser.problems, browser.problems
+
+
+def test_the_legends_are_the_windows(browser, page, run, qapp):
+    """Each series panel's legend (latency, bytes copied, cache memory) and the recompute count's, line for line
+    the window's own panels' legend_text / kv_computed at three steps."""
+    from kvviz.format import fmt_count
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.panels.bytes import BytesPanel
+    from kvviz.ui.panels.cache_memory import CacheMemoryPanel
+    from kvviz.ui.panels.latency import LatencyPanel
+    from kvviz.ui.panels.recompute import RecomputePanel
+
+    history = RunHistory(info=run.info, traces=run.traces)
+    panels = {"latency": LatencyPanel(), "bytes": BytesPanel(), "cache_memory": CacheMemoryPanel()}
+    recompute = RecomputePanel()
+    browser.open(page)
+    browser.press("Home")
+    for step, key in ((0, None), (5, "ArrowRight"), (run.n_steps - 1, "End")):
+        if key == "ArrowRight":
+            for _ in range(5):
+                browser.press(key)
+        elif key:
+            browser.press(key)
+        assert browser.eval("document.body.dataset.step") == str(step)
+        for name, panel in panels.items():
+            shown = browser.eval(f"[...document.querySelectorAll('#panel-{name} .legend:not(.pool) div')]"
+                                 ".map(d => d.textContent)")
+            expected = [panel.legend_text(e, history, step) for e in run.engines]
+            if name == "cache_memory":
+                expected.append("tokens held")
+            assert [text[2:] for text in shown] == expected, name
+        shown = browser.eval("[...document.querySelectorAll('#panel-recompute .legend div')].map(d => d.textContent)")
+        assert [text[2:] for text in shown] == [
+            f"{e}: {fmt_count(recompute.kv_computed(history, e, step))} K/V computed" for e in run.engines]
