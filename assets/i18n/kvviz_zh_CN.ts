@@ -648,7 +648,7 @@
     </message>
     <message>
         <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow. Bottom: every step reads every weight once and the K/V of every position it attends over; those bytes over the step&apos;s time are the bandwidth it achieved, drawn against this machine&apos;s measured read ceiling (dashed: a matrix-vector product&apos;s read rate at the run&apos;s threads): decode is bound by memory, not arithmetic.</source>
-        <translation type="unfinished"></translation>
+        <translation>图例给出每个引擎 Decode 步的平均耗时。第 0 步是 Prefill：对整个 prompt 做一次前向。之后，朴素引擎的每步耗时随序列变长而增加，因为它每次都重跑全部内容；而带缓存的引擎每步只输入 1 个 token。在很小的模型上，Python 开销主导了耗时，所以也要看省下的工作量（重算次数、字节数）：序列越长、模型越大，时间差距越明显。下图：每一步都要把每个权重读一遍，并读取它所关注的每个位置的 K/V；这些字节除以该步耗时就是它达到的带宽，与本机实测的读取上限（虚线：以本次运行的线程数做矩阵-向量乘的读取速率）对照：Decode 受内存带宽限制，而不是算力。</translation>
     </message>
     <message>
         <source>copy bandwidth {0} GB/s</source>
@@ -656,7 +656,7 @@
     </message>
     <message>
         <source>read ceiling {0} GB/s</source>
-        <translation type="unfinished"></translation>
+        <translation>读取上限 {0} GB/s</translation>
     </message>
     <message>
         <source>{engine}: {ms:.2f} ms/step</source>
@@ -711,7 +711,7 @@
     </message>
     <message>
         <source>This run has ended: Run (Ctrl+R) starts a new one.</source>
-        <translation type="unfinished"></translation>
+        <translation>这次运行已结束：按“运行”(Ctrl+R) 开始新的一次。</translation>
     </message>
     <message>
         <source>&amp;Resume</source>
@@ -855,31 +855,31 @@
     </message>
     <message>
         <source>The panels, sizes and docks a run of this kind starts with</source>
-        <translation type="unfinished"></translation>
+        <translation>这类运行开始时的面板、尺寸和停靠窗</translation>
     </message>
     <message>
         <source>Zoom in</source>
-        <translation type="unfinished"></translation>
+        <translation>放大</translation>
     </message>
     <message>
         <source>Text, plots, lines and markers larger, now</source>
-        <translation type="unfinished"></translation>
+        <translation>文字、图表、线条和标记立即放大</translation>
     </message>
     <message>
         <source>Zoom out</source>
-        <translation type="unfinished"></translation>
+        <translation>缩小</translation>
     </message>
     <message>
         <source>Text, plots, lines and markers smaller, now</source>
-        <translation type="unfinished"></translation>
+        <translation>文字、图表、线条和标记立即缩小</translation>
     </message>
     <message>
         <source>Zoom 100%</source>
-        <translation type="unfinished"></translation>
+        <translation>缩放 100%</translation>
     </message>
     <message>
         <source>Text and plots at their normal size</source>
-        <translation type="unfinished"></translation>
+        <translation>文字和图表恢复正常大小</translation>
     </message>
     <message>
         <source>Step &amp;narration</source>
@@ -927,7 +927,7 @@
     </message>
     <message>
         <source>Text, plots, lines and markers larger or smaller, at once</source>
-        <translation type="unfinished"></translation>
+        <translation>文字、图表、线条和标记立即放大或缩小</translation>
     </message>
     <message>
         <source>&amp;Help</source>
@@ -943,11 +943,11 @@
     </message>
     <message>
         <source>before any run: each step&apos;s bytes read at this machine&apos;s {0:.3g} GB/s or its FLOPs at {1:.3g} GFLOP/s, whichever is slower</source>
-        <translation type="unfinished"></translation>
+        <translation>尚未运行：按本机 {0:.3g} GB/s 读取每步的字节数，或按 {1:.3g} GFLOP/s 计算其浮点运算量，取较慢者</translation>
     </message>
     <message>
         <source>before any run: from the model&apos;s size and this machine&apos;s measured {0:.3g} GFLOP/s</source>
-        <translation type="unfinished"></translation>
+        <translation>尚未运行：根据模型大小和本机实测的 {0:.3g} GFLOP/s</translation>
     </message>
     <message>
         <source>This run will take about {0} ({1}).</source>
@@ -1106,35 +1106,35 @@
     </message>
     <message>
         <source>the chapter&apos;s tiny model: 2 layers, 4 heads of 32, fp32</source>
-        <translation type="unfinished"></translation>
+        <translation>本章的小模型：2 层，4 个 32 维的头，fp32</translation>
     </message>
     <message>
         <source>Qwen3-0.6B&apos;s published config: 28 layers, 16 Q / 8 KV heads, head_dim 128, bf16</source>
-        <translation type="unfinished"></translation>
+        <translation>Qwen3-0.6B 公布的配置：28 层，16 个 Q 头 / 8 个 KV 头，head_dim 128，bf16</translation>
     </message>
     <message>
         <source>Qwen3-0.6B as the chapter assumed it: head_dim 64 (hidden 1024 / 16 heads); not the real model</source>
-        <translation type="unfinished"></translation>
+        <translation>本章假设的 Qwen3-0.6B：head_dim 64（隐藏维 1024 / 16 个头）；并非真实模型</translation>
     </message>
     <message>
         <source>GPT-2 small&apos;s published config: 12 layers, 12 heads of 64, every head cached (no grouped-query attention), fp32</source>
-        <translation type="unfinished"></translation>
+        <translation>GPT-2 small 公布的配置：12 层，12 个 64 维的头，每个头都缓存（没有分组查询注意力），fp32</translation>
     </message>
     <message>
         <source>a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16</source>
-        <translation type="unfinished"></translation>
+        <translation>Llama-3-70B 级别的模型：80 层，64 个 Q 头 / 8 个 KV 头，head_dim 128，bf16</translation>
     </message>
     <message>
         <source>the chapter prints 56 KB per token for Qwen3-0.6B because it took head_dim 64 (hidden 1024 / 16 heads); the published config sets head_dim 128, so a token holds 114,688 B (112 KiB) in bf16 and every figure in the chapter&apos;s copy table doubles</source>
-        <translation type="unfinished"></translation>
+        <translation>本章给出 Qwen3-0.6B 每个词元 56 KB，因为它取了 head_dim 64（隐藏维 1024 / 16 个头）；公布的配置是 head_dim 128，所以 bf16 下一个词元占 114,688 B（112 KiB），本章复制表中的每个数字都要翻倍</translation>
     </message>
     <message>
         <source>this is the chapter&apos;s assumed shape (head_dim 64), not Qwen3-0.6B&apos;s published one (head_dim 128)</source>
-        <translation type="unfinished"></translation>
+        <translation>这是本章假设的形状（head_dim 64），不是 Qwen3-0.6B 公布的形状（head_dim 128）</translation>
     </message>
     <message>
         <source>{0} tokens is beyond the model&apos;s context window ({1})</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 个词元超出了模型的上下文窗口（{1}）</translation>
     </message>
     <message>
         <source>Your own shape, starting from {0}</source>
@@ -1166,11 +1166,11 @@
     </message>
     <message>
         <source>give at least one length in tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>请至少给出一个以词元计的长度</translation>
     </message>
     <message>
         <source>{0} is not a length in tokens (a whole number, at least 1)</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 不是以词元计的长度（须为整数，至少为 1）</translation>
     </message>
 </context>
 <context>
@@ -1237,35 +1237,35 @@
     </message>
     <message>
         <source>{engines} {n} K/V computed, {again} again</source>
-        <translation type="unfinished"></translation>
+        <translation>{engines} 计算了 {n} 个 K/V，其中 {again} 个重算</translation>
     </message>
     <message>
         <source>{engines} {new} new, {cached} read</source>
-        <translation type="unfinished"></translation>
+        <translation>{engines} 新算 {new} 个，读取 {cached} 个</translation>
     </message>
     <message>
         <source>prefill</source>
-        <translation type="unfinished"></translation>
+        <translation>预填充</translation>
     </message>
     <message>
         <source>decode</source>
-        <translation type="unfinished"></translation>
+        <translation>解码</translation>
     </message>
     <message>
         <source>Step {step}, {phase}: {work}.</source>
-        <translation type="unfinished"></translation>
+        <translation>第 {step} 步，{phase}：{work}。</translation>
     </message>
     <message>
         <source>{gbps} GB/s</source>
-        <translation type="unfinished"></translation>
+        <translation>{gbps} GB/s</translation>
     </message>
     <message>
         <source>{rate} ({pct}%)</source>
-        <translation type="unfinished"></translation>
+        <translation>{rate}（{pct}%）</translation>
     </message>
     <message>
         <source>{work} {reads}.</source>
-        <translation type="unfinished"></translation>
+        <translation>{work}{reads}。</translation>
     </message>
     <message>
         <source>the cache holds {held} of {n} positions</source>
@@ -1289,7 +1289,7 @@
     </message>
     <message>
         <source>{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine&apos;s read ceiling</source>
-        <translation type="unfinished"></translation>
+        <translation>{engine} 在 {ms} 内读取了 {weights} 权重和 {kv} K/V，{gbps} GB/s，为本机读取上限的 {pct}%</translation>
     </message>
     <message>
         <source>{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine&apos;s copy bandwidth</source>
@@ -1361,7 +1361,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>{n} behind tabs: no room to show them readable</source>
+        <source>{n} panels behind tabs (no room to show them readable):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1468,7 +1468,7 @@
     </message>
     <message>
         <source>, its tokens differ from exact from step {0}</source>
-        <translation type="unfinished"></translation>
+        <translation>，自第 {0} 步起其词元与精确结果不同</translation>
     </message>
 </context>
 <context>
@@ -1626,15 +1626,15 @@
     </message>
     <message>
         <source>The saved run&apos;s settings, read-only while it is shown.</source>
-        <translation type="unfinished"></translation>
+        <translation>已保存运行的设置，显示期间为只读。</translation>
     </message>
     <message>
         <source>Edit</source>
-        <translation type="unfinished"></translation>
+        <translation>编辑</translation>
     </message>
     <message>
         <source>Change the settings for a new run (the saved run stays shown)</source>
-        <translation type="unfinished"></translation>
+        <translation>为新的运行修改设置（已保存的运行仍然显示）</translation>
     </message>
     <message>
         <source>checkpoint folder</source>
@@ -2220,15 +2220,15 @@
     <name>StatusFields</name>
     <message>
         <source>read {0} GB/s ({1}, 1 thread)</source>
-        <translation type="unfinished"></translation>
+        <translation>读取 {0} GB/s（{1}，1 个线程）</translation>
     </message>
     <message>
         <source>read {0} GB/s ({1}, {2} threads)</source>
-        <translation type="unfinished"></translation>
+        <translation>读取 {0} GB/s（{1}，{2} 个线程）</translation>
     </message>
     <message>
         <source>read {0} GB/s ({1})</source>
-        <translation type="unfinished"></translation>
+        <translation>读取 {0} GB/s（{1}）</translation>
     </message>
     <message>
         <source>copy {0} GB/s ({1})</source>
@@ -2240,11 +2240,11 @@
     </message>
     <message>
         <source>read {0} GB/s of {1} GB/s peak ({2})</source>
-        <translation type="unfinished"></translation>
+        <translation>读取 {0} GB/s，峰值 {1} GB/s（{2}）</translation>
     </message>
     <message>
         <source>Read: the memory read ceiling a decode step runs against, since every step reads every weight and the K/V it attends over and writes next to nothing: a float32 matrix-vector product over a matrix larger than the last-level cache, at the run&apos;s threads (1 GB = 10^9 B). Copy (a trace saved before the read ceiling was measured): bytes read plus bytes written per second of a memory copy, not a bound on a decode step</source>
-        <translation type="unfinished"></translation>
+        <translation>读取：解码步所受的内存读取上限。每一步都要读取全部权重以及它所关注的 K/V，几乎不写入：以本次运行的线程数，对一个大于末级缓存的矩阵做 float32 矩阵-向量乘（1 GB = 10^9 B）。复制（在测量读取上限之前保存的轨迹）：内存复制每秒读取加写入的字节数，并不是解码步的上限</translation>
     </message>
     <message>
         <source>device {0}, {1}</source>
@@ -2327,7 +2327,7 @@
     </message>
     <message>
         <source>of read ceiling</source>
-        <translation type="unfinished"></translation>
+        <translation>占读取上限</translation>
     </message>
     <message>
         <source>mean KL</source>
@@ -2389,7 +2389,7 @@
     </message>
     <message>
         <source>The read rate as a share of this machine&apos;s measured read ceiling (shown in the status bar; a trace saved before it was measured: the copy bandwidth): how close decode runs to the memory wall</source>
-        <translation type="unfinished"></translation>
+        <translation>读取速率占本机实测读取上限（见状态栏；在测量它之前保存的轨迹：复制带宽）的比例：Decode 离内存墙有多近</translation>
     </message>
     <message>
         <source>Mean KL divergence (nats) of the next-token distribution from the exact engine&apos;s, teacher-forced on its tokens: 0 for an exact cache</source>
@@ -2405,7 +2405,7 @@
     </message>
     <message>
         <source>Totals up to the selected step. Time alone can mislead on a tiny model, where Python overhead dominates each step; the work columns show what the cache saves: K/V projections (O(n²) for naive, one per token for a cache) and bytes copied (O(n²) for the chapter&apos;s torch.cat cache, none for static and paged). The memory wall: the bytes the steps had to read (every weight, and the K/V each attends over), those bytes over their time, and that rate against this machine&apos;s read ceiling; in a panel too short for them these rows step aside (the narration still tells them).</source>
-        <translation type="unfinished"></translation>
+        <translation>截至所选步的累计值。在很小的模型上，每步耗时主要是 Python 开销，只看时间容易误判；工作量各列显示缓存省下了什么：K/V 投影次数（朴素引擎为 O(n²)，有缓存时每个 token 一次）和复制字节数（本章的 torch.cat 缓存为 O(n²)，static 和 paged 为零）。内存墙：各步必须读取的字节数（每个权重，以及每步所关注的 K/V）、这些字节除以耗时得到的速率，以及该速率与本机读取上限之比；面板太矮时这几行会让出位置（叙述栏仍会给出这些数字）。</translation>
     </message>
     <message>
         <source>Totals over steps 0–{step} ({n} new tokens)</source>
