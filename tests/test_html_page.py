@@ -319,3 +319,31 @@ def test_the_legends_are_the_windows(browser, page, run, qapp):
         shown = browser.eval("[...document.querySelectorAll('#panel-recompute .legend div')].map(d => d.textContent)")
         assert [text[2:] for text in shown] == [
             f"{e}: {fmt_count(recompute.kv_computed(history, e, step))} K/V computed" for e in run.engines]
+
+
+def test_the_summary_is_the_windows_cell_for_cell(browser, page, run, qapp):
+    """Every figure of the page's summary, and every row name with its unit, equal the window's SummaryPanel's
+    at three steps."""
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.panels.summary import COLUMNS, SummaryPanel
+
+    history = RunHistory(info=run.info, traces=run.traces)
+    panel = SummaryPanel()
+    panel.resize(900, 1200)  # room for every row on one line
+    browser.open(page)
+    browser.press("Home")
+    for step in (0, 1, 2):
+        if step:
+            browser.press("ArrowRight")
+        panel.show_step(history, step)
+        cells = summary_cells(browser)
+        names = browser.eval("Object.fromEntries([...document.querySelectorAll('#panel-summary tr[data-key]')]"
+                             ".map(tr => [tr.dataset.key, tr.querySelector('th').textContent]))")
+        table = panel._table
+        for row, (key, _higher) in enumerate(COLUMNS):
+            if key not in cells:
+                continue
+            assert names[key] == table.verticalHeaderItem(row).text(), key
+            for col, engine in enumerate(run.engines):
+                assert cells[key][engine] == table.item(row, col).text(), (key, engine, step)
+        assert set(cells) >= {"total_ms", "kv_projections", "bytes_copied", "bytes_read", "read_gbps", "copy_share"}
