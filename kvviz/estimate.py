@@ -1,6 +1,8 @@
 """How long a run will take, and how much of one is left: from the run's own steps when it has some,
 from an earlier run of the same model when there was one, else from the model's config and this
-machine's measured matrix throughput (then a lower bound: it knows no per-step overhead).
+machine: each step's FLOPs at its measured matrix rate and the bytes it must read (kvviz.wall) at its
+measured read bandwidth, whichever is slower (a decode step at batch 1 is memory-bound: FLOPs alone
+had put a `wide` run under the announced length), plus the Python dispatch of the step's tensor ops.
 
 A step's latency is modelled per engine as a + b*L + c*L^2 in the context length L (the positions a
 step attends over): a cached engine's step grows with L through attention, the no-cache engine's
@@ -17,8 +19,22 @@ import numpy as np
 
 from kvviz.config import ModelConfig
 from kvviz.trace import StepTrace
+from kvviz.wall import WallShape
 
 NO_CACHE_ENGINE = "naive"  # the one engine with no cache: every step recomputes the whole sequence
+# What a step costs besides its FLOPs and bytes: its tensor ops launched one by one from Python (a
+# `wide` decode step is ~240 ops for 8 layers, counted with torch.profiler; docs/architecture.md), plus
+# the engine's own bookkeeping. DISPATCH_MS per op was fitted to `kvviz bench` on this 2-core machine
+# (docs/lecture-window.md): tiny's steps are almost all dispatch.
+OPS_PER_STEP = 20
+OPS_PER_LAYER = 30
+DISPATCH_MS = 0.004
+# A forward's products reach the probe's 64x64 rate from this hidden size on, and a share in proportion
+# below it (thin products are dispatch and memory more than arithmetic): `naive` in kvviz bench here ran
+# at 0.27 of it for tiny (hidden 128) and 0.86 for wide (512), the load taken out.
+FULL_RATE_HIDDEN = 512
+
+Fit = "LatencyFit | tuple[LatencyFit, ...]"  # one fit, or bounds of which a step takes the slowest
 
 
 @dataclass(frozen=True)
@@ -73,13 +89,20 @@ def fit_history(traces: Mapping[str, Sequence[StepTrace]], recent: int | None = 
     return {key: fit for key, steps in traces.items() if (fit := fit_traces(steps, recent)) is not None}
 
 
+def dispatch_ms(cfg: ModelConfig) -> float:
+    """A forward's ops launched from Python, whatever their size (see DISPATCH_MS)."""
+    return DISPATCH_MS * (OPS_PER_STEP + OPS_PER_LAYER * cfg.n_layer)
+
+
 def config_fits(cfg: ModelConfig, engines: Iterable[str], flops_per_s: float) -> dict[str, LatencyFit]:
     """Each engine's arithmetic alone, from the config: 2 FLOPs per weight per computed position
-    (the output head once per step), attention's 4*n_layer*n_head*head_dim per pair of positions."""
+    (the output head once per step), attention's 4*n_layer*n_head*head_dim per pair of positions;
+    plus the step's dispatch."""
     head = cfg.vocab_size * cfg.d_model
     body = max(0, cfg.param_count() - head * (1 if cfg.tie_embeddings else 2))
+    flops_per_s *= min(1.0, cfg.d_model / FULL_RATE_HIDDEN)
     per_pos = 2.0 * body / flops_per_s * 1e3  # ms per computed position
-    per_step = 2.0 * head / flops_per_s * 1e3
+    per_step = 2.0 * head / flops_per_s * 1e3 + dispatch_ms(cfg)
     attn = 4.0 * cfg.n_layer * cfg.n_head * cfg.head_dim / flops_per_s * 1e3  # ms per (query, key) pair
     prefill = (per_step, per_pos, attn / 2)  # every prompt position, attending over P/2 on average
     return {key: LatencyFit(*(prefill if key == NO_CACHE_ENGINE else (per_step + per_pos, attn, 0.0)),
@@ -87,20 +110,67 @@ def config_fits(cfg: ModelConfig, engines: Iterable[str], flops_per_s: float) ->
             for key in engines}
 
 
-def run_ms(fits: Mapping[str, LatencyFit], prompt_len: int, new_tokens: int, *, from_step: int = 0,
+def wall_fits(cfg: ModelConfig, engines: Iterable[str], read_gbps: float, dtype: str | None = None
+              ) -> dict[str, LatencyFit]:
+    """Each engine's memory floor, from the config: the bytes a step must read (kvviz.wall: every
+    weight once, the computed positions' embedding rows, the K/V attended over or written) at
+    `read_gbps`, plus the step's dispatch. A cached decode step reads the K/V of every position; the
+    no-cache engine's step is a prefill of the whole sequence, writing each position's K/V."""
+    if not read_gbps > 0:
+        raise ValueError(f"a read bandwidth must be positive, got {read_gbps!r} GB/s")
+    shape = WallShape.from_config(cfg, dtype)
+    per_byte = 1e3 / (read_gbps * 1e9)  # ms per byte
+    overhead = dispatch_ms(cfg)
+    prefill = (shape.weights_bytes * per_byte + overhead, (shape.row_bytes + shape.kv_bytes_per_token) * per_byte, 0.0)
+    cached = ((shape.weights_bytes + shape.row_bytes) * per_byte + overhead, shape.kv_bytes_per_token * per_byte, 0.0)
+    return {key: LatencyFit(*(prefill if key == NO_CACHE_ENGINE else cached), prefill_coef=prefill, measured=False)
+            for key in engines}
+
+
+def bound_fits(cfg: ModelConfig, engines: Sequence[str], flops_per_s: float, read_gbps: float | None,
+               dtype: str | None = None) -> dict[str, Fit]:
+    """Each engine's (FLOPs, bytes) bounds, of which run_ms takes the slower at every step; the FLOPs
+    alone where no read bandwidth is known."""
+    flops = config_fits(cfg, engines, flops_per_s)
+    if read_gbps is None or not read_gbps > 0:
+        return dict(flops)
+    wall = wall_fits(cfg, engines, read_gbps, dtype)
+    return {key: (flops[key], wall[key]) for key in engines}
+
+
+def _bounds(fit) -> tuple[LatencyFit, ...]:
+    return fit if isinstance(fit, tuple) else (fit,)
+
+
+def run_ms(fits: Mapping[str, Fit], prompt_len: int, new_tokens: int, *, from_step: int = 0,
            steps_per_s: float = 0.0) -> float:
     """Milliseconds for lockstep rounds from_step .. new_tokens-1 of these engines (step 0 is the
-    prefill; decode step k attends over prompt_len + k positions). A speed limit makes a round last at
-    least 1/steps_per_s."""
+    prefill; decode step k attends over prompt_len + k positions). An engine given several fits (its
+    bounds) takes the slowest at each step. A speed limit makes a round last at least 1/steps_per_s."""
     if not fits or from_step >= new_tokens:
         return 0.0
     steps = np.arange(max(from_step, 1), new_tokens, dtype=np.float64)
-    rounds = sum(fit.decode_ms(prompt_len + steps) for fit in fits.values())
+    rounds = sum(np.maximum.reduce([f.decode_ms(prompt_len + steps) for f in _bounds(fit)]) for fit in fits.values())
     floor = 1000.0 / steps_per_s if steps_per_s > 0 else 0.0
     total = float(np.maximum(rounds, floor).sum()) if steps.size else 0.0
     if from_step == 0:
-        total += max(floor, sum(fit.prefill_at(prompt_len) for fit in fits.values()))
+        total += max(floor, sum(max(f.prefill_at(prompt_len) for f in _bounds(fit)) for fit in fits.values()))
     return total
+
+
+def load_slowdown(load: float | None = None, cores: int | None = None) -> float:
+    """How much slower a single-threaded run goes on this machine now than on an idle one: the runnable
+    processes (the 1-minute load average, plus the run itself) over the cores, at least 1. A machine
+    other work keeps busy (load 7.8 on 2 cores here) runs every step ~4x slower than its probes say."""
+    import os
+
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (OSError, AttributeError):
+            return 1.0
+    cores = cores or os.cpu_count() or 1
+    return max(1.0, (load + 1.0) / cores)
 
 
 def probe_flops_per_s(size: int = 64, bursts: int = 7, per_burst: int = 8) -> float:

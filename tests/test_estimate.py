@@ -53,11 +53,14 @@ def test_the_configs_arithmetic_by_hand():
     body = cfg.param_count() - head
     fits = estimate.config_fits(cfg, ("naive", "concat"), rate)
     pair = 4 * 2 * 4 * 32  # FLOPs per (query, key) pair across layers and heads
+    # Hidden 128 of the full rate's 512: a quarter of the probe's rate; 20 + 30 per layer ops dispatched.
+    rate *= 128 / 512
+    dispatch = estimate.DISPATCH_MS * (20 + 30 * 2)
     # concat's decode step at L = 100: one position through the weights, the head, 100 pairs.
-    concat = (2 * body + 2 * head + pair * 100) / rate * 1e3
+    concat = (2 * body + 2 * head + pair * 100) / rate * 1e3 + dispatch
     assert fits["concat"].decode_ms(np.float64(100)) == pytest.approx(concat)
     # naive's at L = 100: 100 positions through the weights, the head once, 100 * 100 / 2 pairs.
-    naive = (2 * body * 100 + 2 * head + pair * 100 * 100 / 2) / rate * 1e3
+    naive = (2 * body * 100 + 2 * head + pair * 100 * 100 / 2) / rate * 1e3 + dispatch
     assert fits["naive"].decode_ms(np.float64(100)) == pytest.approx(naive)
     # Either engine's prefill of 50 prompt tokens: the naive step at L = 50.
     assert fits["concat"].prefill_at(50) == pytest.approx(fits["naive"].decode_ms(np.float64(50)))
@@ -67,3 +70,34 @@ def test_the_configs_arithmetic_by_hand():
 def test_the_machines_matrix_rate_is_measured():
     rate = estimate.probe_flops_per_s(size=64, bursts=3)
     assert math.isfinite(rate) and 1e7 < rate < 1e14
+
+
+def test_the_memory_wall_bound_by_hand_and_the_slower_bound_wins():
+    """wide at 10 GB/s: a cached decode step reading the weights (every matrix once, one embedding row)
+    and the K/V of L positions, counted here from the shape; the estimate takes the slower of that and
+    the FLOPs at each step."""
+    from kvviz.models.presets import PRESETS
+
+    cfg = PRESETS["wide"].config  # 8 layers, hidden 512, 8 KV heads of 64, float32
+    kv_per_token = 2 * 8 * 8 * 64 * 4
+    # Every parameter is read whole but the token table, of which one row is looked up (a tied head reads it whole).
+    whole, row = cfg.param_count() - (0 if cfg.tie_embeddings else cfg.vocab_size * 512), 512
+    dispatch = estimate.DISPATCH_MS * (20 + 30 * 8)
+    wall = estimate.wall_fits(cfg, ("concat", "naive"), 10.0)
+    at_300 = ((whole + row) * 4 + 300 * kv_per_token) / 10e9 * 1e3 + dispatch
+    assert wall["concat"].decode_ms(np.float64(300)) == pytest.approx(at_300)
+    # naive: a forward over all 300 positions, its K/V written: the weights once, 300 rows and K/Vs.
+    assert wall["naive"].decode_ms(np.float64(300)) == pytest.approx(
+        (whole * 4 + 300 * (row * 4 + kv_per_token)) / 10e9 * 1e3 + dispatch)
+    # At a fast matrix rate the bytes bound the cached steps; the run is the sum of the slower bounds.
+    bounds = estimate.bound_fits(cfg, ("concat",), 1e15, 10.0)
+    flops = estimate.config_fits(cfg, ("concat",), 1e15)
+    assert estimate.run_ms(bounds, 59, 100) == pytest.approx(estimate.run_ms(wall, 59, 100) - estimate.run_ms(
+        {"naive": wall["naive"]}, 59, 100))
+    assert estimate.run_ms(bounds, 59, 100) > estimate.run_ms(flops, 59, 100)
+    assert estimate.bound_fits(cfg, ("concat",), 1e15, None) == flops  # no bandwidth known: FLOPs alone
+
+
+def test_the_load_slows_an_estimate_down_never_speeds_it_up():
+    assert estimate.load_slowdown(0.2, 2) == 1.0
+    assert estimate.load_slowdown(7.0, 2) == pytest.approx(4.0)  # 7 others and the run itself on 2 cores

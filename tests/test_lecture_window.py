@@ -210,3 +210,73 @@ def test_a_saved_zoom_opens_at_that_zoom_and_kvviz_zoom_is_for_one_launch(tmp_pa
                               text=True, env=env, cwd=ROOT, timeout=120)
         assert proc.stdout.strip().splitlines()[-1:] == [want], proc.stderr
     assert settings_at(ini).value("view/zoom", type=int) == 125
+
+
+def test_the_memory_calculator_keeps_its_place_and_follows_a_language_switch(qtbot):
+    """Return in the lengths field recomputes and leaves the dialog open; each table shows at least five
+    rows however small the dialog; an error takes the figures' place without moving the tables; an open
+    dialog, its preset's description, its note and its errors follow a switch to Chinese."""
+    from PySide6.QtWidgets import QApplication
+
+    from kvviz.ui import i18n
+    from kvviz.ui.memory_dialog import MIN_TABLE_ROWS, MemoryDialog
+
+    i18n.set_language("en")
+    dialog = MemoryDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.resize(400, 300)  # smaller than its content: the tables keep their rows
+    qtbot.wait(50)
+    for table in (dialog.table, dialog.strategy_table):
+        visible = table.viewport().height() // table.verticalHeader().defaultSectionSize()
+        assert visible >= MIN_TABLE_ROWS, visible
+    dialog.resize(800, 760)
+    qtbot.wait(50)
+    top = dialog.table.mapTo(dialog, dialog.table.rect().topLeft()).y()
+    dialog.lengths_edit.setFocus()
+    dialog.lengths_edit.setText("100 x")
+    qtbot.keyClick(dialog.lengths_edit, Qt.Key.Key_Return)
+    assert dialog.isVisible() and dialog.report() is None and "'x'" in dialog.error_label.text()
+    qtbot.wait(50)
+    assert dialog.table.mapTo(dialog, dialog.table.rect().topLeft()).y() == top  # no jump
+    dialog.set_preset("qwen3-0.6b")
+    try:
+        i18n.set_language("zh_CN")
+        QApplication.processEvents()
+        assert dialog.windowTitle() != "KV cache memory calculator"
+        assert "公布的配置" in dialog.description_label.text()
+        assert "本章" in dialog.error_label.text() or "词元" in dialog.error_label.text()  # the lengths error
+        dialog.set_lengths([100])
+        assert "本章" in dialog.notes_label.text()  # the Qwen3 note in Chinese
+        assert dialog.table.horizontalHeaderItem(0).text() != "tokens"
+    finally:
+        i18n.set_language("en")
+
+
+def test_open_trace_updates_the_form_the_status_bar_and_the_quality_panel(qtbot, open_window, tmp_path):
+    """A window that ran concat on tiny-random opens a saved run of int8 and concat with another prompt
+    and length: the form shows that run's settings read-only, the last run's "window N core" is gone,
+    the quality panel is shown for the int8 run's figures."""
+    from kvviz import traceio
+    from kvviz.ui.export_actions import install_export_actions
+
+    window = open_window()
+    saved = tmp_path / "int8.json"
+    prepared(qtbot, window, ("concat", "int8"), tokens=9, size=(1500, 920))
+    window.form.prompt_edit.setPlainText("an int8 run")
+    run_to_end(qtbot, window)
+    saved.write_text(traceio.dumps_run(window.history.info, window.history.traces))
+    window.grid.panel_actions["quality"].setChecked(False)
+    window.grid.chosen.discard("quality")
+    prepared(qtbot, window, ("concat",), tokens=30)
+    window.toolbar.speed_spin.setValue(20)  # 1.5 s of stepping: a "window N core" figure to drop
+    run_to_end(qtbot, window)
+    assert window.status_fields.cost.isVisibleTo(window)
+    assert install_export_actions(window).open_trace(str(saved))
+    assert window.form.prompt_edit.toPlainText() == "an int8 run" and window.form.tokens_spin.value() == 9
+    assert window.form.checked_engines() == ("concat", "int8")
+    assert window.form.read_only() and not window.form.prompt_edit.isEnabled() and window.form.run_button.isEnabled()
+    assert not window.status_fields.cost.isVisibleTo(window)
+    assert window.grid.panel_actions["quality"].isChecked()
+    window.form.edit_button.click()
+    assert not window.form.read_only() and window.form.prompt_edit.isEnabled()

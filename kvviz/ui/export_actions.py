@@ -59,8 +59,10 @@ def _tr(text: str) -> str:
 
 # -- what can be exported ---------------------------------------------------------------------------------
 def target_keys(window: QMainWindow, visible_only: bool = False) -> list[str]:
-    """WINDOW, then the panel keys in the window's order (only those shown, if asked)."""
-    keys = [k for k, f in window.grid.frames.items() if not visible_only or f.isVisibleTo(window)]
+    """WINDOW, then the panel keys in the window's order (only those shown, if asked: in the grid or
+    behind a tab, which an export brings forward)."""
+    shown = set(window.grid.shown_panels())
+    keys = [k for k, f in window.grid.frames.items() if not visible_only or f.isVisibleTo(window) or k in shown]
     return [WINDOW, *keys]
 
 
@@ -74,6 +76,13 @@ def target_widget(window: QMainWindow, key: str) -> QWidget:
     frame = window.grid.frames.get(key)
     if frame is None:
         raise ValueError(_tr("unknown panel {0!r}; choose from {1}").format(key, ", ".join(target_keys(window))))
+    grid = window.grid
+    tabs = getattr(grid, "tabs", None)
+    if not frame.isVisibleTo(window) and tabs is not None and key in grid.shown_panels():
+        # Behind a tab (no room in the grid at this size and zoom), or in the grid while a tab is shown:
+        # its own tab, else the grid's, brought forward to draw it.
+        want = key if key in getattr(grid, "moved", ()) else ""
+        tabs.setCurrentIndex(next((i for i in range(tabs.count()) if (tabs.tabData(i) or "") == want), -1))
     if not frame.isVisibleTo(window):
         raise ValueError(_tr("the panel {0!r} is hidden: show it (View menu) to export it").format(key))
     return frame
@@ -239,10 +248,12 @@ def replay_run(window: QMainWindow, saved: traceio.SavedRun, source: str = "") -
             history.add(trace)
     for panel in window.grid.panels.values():
         panel.clear()
-    for frame in window.grid.frames.values():
-        if frame.error:
-            frame.error = ""
-            frame.retranslate()
+    window.grid.forget_run()  # every panel drawn afresh from the replay, an error mark dropped
+    if "quality" in window.grid.start_panels(history):  # the trace has quality figures: shown
+        window.grid.show_unless_chosen("quality")
+    window.form.show_run(info)  # its settings, read-only while it is shown
+    window.window_cost.reset()  # the last run's "window 0.23 core" is not this replay's
+    window.status_fields.show_cost(window.window_cost)
     window.clear_error()
     n = history.n_steps()
     draw_step(window, n - 1, [WINDOW])

@@ -12,13 +12,16 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDockWidget,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QToolButton,
     QVBoxLayout,
@@ -29,6 +32,7 @@ from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtyp
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.messages import Environment, ModelChoice
 from kvviz.options import BOUNDS, CACHE_SETTINGS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
+from kvviz.trace import RunInfo
 from kvviz.ui.qtutil import blocked
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")
@@ -163,6 +167,20 @@ class RunForm(QWidget):
         self.validation_label.setWordWrap(True)
         self.validation_label.setStyleSheet("color: #b00020;")
         outer.addWidget(self.validation_label)
+        # A replayed run's settings are shown read-only (File > Open trace); Edit gives the fields back.
+        self.replay_row = QWidget()
+        replay_layout = QHBoxLayout(self.replay_row)
+        replay_layout.setContentsMargins(0, 0, 0, 0)
+        self.replay_note = QLabel()
+        self.replay_note.setObjectName("replay_note")
+        self.replay_note.setWordWrap(True)
+        self.replay_note.setStyleSheet("color: #5c4400;")
+        self.edit_button = QPushButton()
+        self.edit_button.clicked.connect(lambda: self.set_read_only(False))
+        replay_layout.addWidget(self.replay_note, 1)
+        replay_layout.addWidget(self.edit_button)
+        self.replay_row.hide()
+        outer.addWidget(self.replay_row)
         self.run_button = QPushButton()
         self.run_button.clicked.connect(self.run_clicked)
         outer.addWidget(self.run_button)
@@ -232,6 +250,9 @@ class RunForm(QWidget):
         self.layer_spin.setToolTip(tip)
         self.head_spin.setToolTip(tip)
         self.run_button.setText(self.tr("Run (Ctrl+R)"))
+        self.replay_note.setText(self.tr("The saved run's settings, read-only while it is shown."))
+        self.edit_button.setText(self.tr("Edit"))
+        self.edit_button.setToolTip(self.tr("Change the settings for a new run (the saved run stays shown)"))
 
     # ------------------------------------------------------------------ what it offers
     def set_environment(self, env: Environment) -> None:
@@ -321,6 +342,35 @@ class RunForm(QWidget):
     # ------------------------------------------------------------------ what it describes
     def checked_engines(self) -> tuple[str, ...]:
         return tuple(k for k, box in self.engine_checks.items() if box.isChecked())
+
+    def show_run(self, info: RunInfo) -> None:
+        """A replayed run's settings (model, device, dtype, prompt, engines, lengths, cache sizes),
+        read-only until Edit or a new Run. A model or device this machine does not offer is left as is."""
+        self.set_read_only(False)
+        if info.model_name and (info.model_name in self.models or self.model_combo.findData(info.model_name) >= 0):
+            self.model_combo.setCurrentIndex(self.model_combo.findData(info.model_name))
+        for combo, value in ((self.device_combo, info.device), (self.dtype_combo, info.dtype)):
+            if value and combo.findData(value) >= 0:
+                combo.setCurrentIndex(combo.findData(value))
+        self.prompt_edit.setPlainText(info.prompt)
+        self.set_engines(info.engines)
+        for spin, value in ((self.tokens_spin, info.max_new_tokens), (self.block_spin, info.block_size),
+                            (self.window_spin, info.window), (self.sinks_spin, info.sinks),
+                            (self.residual_spin, info.residual)):
+            if value:
+                spin.setValue(value)
+        self.set_read_only(True)
+
+    def set_read_only(self, on: bool) -> None:
+        """The fields locked (a replay shown) or editable again; Run stays, and unlocks them."""
+        for widget in (self.prompt_edit, self.model_combo, self.open_button, self.device_combo, self.dtype_combo,
+                       self.engine_box, self.tokens_spin, self.block_spin, self.window_spin, self.sinks_spin,
+                       self.residual_spin, self.sampling_box, self.layer_spin, self.head_spin):
+            widget.setEnabled(not on)
+        self.replay_row.setVisible(on)
+
+    def read_only(self) -> bool:
+        return self.replay_row.isVisibleTo(self)
 
     def set_engines(self, engines) -> None:
         for key, box in self.engine_checks.items():
@@ -506,3 +556,19 @@ class RunForm(QWidget):
         self.head_spin.setMaximum(255)
         self.layer_spin.setValue(s.value("trace/layer", 0, type=int))
         self.head_spin.setValue(s.value("trace/head", 0, type=int))
+
+
+def inputs_dock(form: RunForm, window: QWidget) -> QDockWidget:
+    """The Inputs dock: the form in a scroll area (it scrolls on a short screen, never sideways)."""
+    dock = QDockWidget(window)
+    dock.setObjectName("inputs_dock")
+    # Closable: View > Inputs (its toggle action) is greyed out on a dock that cannot be closed.
+    dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                     | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setWidget(form)
+    dock.setWidget(scroll)
+    return dock

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -18,12 +18,15 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QScrollArea,
     QSpinBox,
+    QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -37,6 +40,7 @@ from kvviz.format import fmt_bytes, fmt_count, fmt_ms
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
 CUSTOM = "custom"
+MIN_TABLE_ROWS = 5  # each figures table shows at least this many rows (the default lengths are five)
 
 
 class MemoryDialog(QDialog):
@@ -44,7 +48,6 @@ class MemoryDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle(self.tr("KV cache memory calculator"))
         self._configs: dict[str, ModelConfig] = {}
         self._descriptions: dict[str, str] = {}
         self._custom_base: ModelConfig = memory.MEMORY_PRESETS["qwen3-0.6b"].config
@@ -60,46 +63,45 @@ class MemoryDialog(QDialog):
         for name, short in DTYPES:
             self.dtype_combo.addItem(short, name)
         self.lengths_edit = QLineEdit(" ".join(str(n) for n in memory.DEFAULT_TOKENS))
-        self.lengths_edit.setToolTip(self.tr("Cache lengths n in tokens, separated by spaces or commas"))
         self.bandwidth_spin = QDoubleSpinBox()
         self.bandwidth_spin.setRange(0.1, 1e6)
         self.bandwidth_spin.setDecimals(1)
         self.bandwidth_spin.setValue(memory.DEFAULT_BANDWIDTH_GBPS)
         self.bandwidth_spin.setSuffix(" GB/s")
-        self.bandwidth_spin.setToolTip(self.tr("Memory bandwidth; 1 GB = 10^9 bytes (an A100 has about 2000 GB/s)"))
         self.block_spin = _spin(1, 1 << 16, memory.DEFAULT_BLOCK_SIZE)
         self.prompt_spin = _spin(0, 10_000_000, 0)
-        self.prompt_spin.setToolTip(self.tr("Tokens written by one prefill before decoding: they copy nothing"))
 
+        # Every label kept, so a language switch (retranslate) reaches an open dialog.
+        self.labels = {key: QLabel() for key in ("model", "layers", "kv_heads", "head_dim", "shape", "lengths",
+                                                 "bandwidth", "block", "prompt", "window", "sinks", "residual",
+                                                 "strategies", "mla")}
         form = QFormLayout()
-        form.addRow(self.tr("Model"), self.model_combo)
+        form.addRow(self.labels["model"], self.model_combo)
         form.addRow("", self.description_label)
         shape = QHBoxLayout()
-        for label, spin in ((self.tr("layers"), self.layers_spin), (self.tr("KV heads"), self.kv_heads_spin),
-                            (self.tr("head_dim"), self.head_dim_spin)):
-            shape.addWidget(QLabel(label))
+        for key, spin in (("layers", self.layers_spin), ("kv_heads", self.kv_heads_spin),
+                          ("head_dim", self.head_dim_spin)):
+            shape.addWidget(self.labels[key])
             shape.addWidget(spin)
         shape.addWidget(self.dtype_combo)
-        form.addRow(self.tr("Shape"), shape)
-        form.addRow(self.tr("Lengths (tokens)"), self.lengths_edit)
-        form.addRow(self.tr("Bandwidth"), self.bandwidth_spin)
-        form.addRow(self.tr("Paged block size"), self.block_spin)
-        form.addRow(self.tr("Prompt tokens"), self.prompt_spin)
+        form.addRow(self.labels["shape"], shape)
+        form.addRow(self.labels["lengths"], self.lengths_edit)
+        form.addRow(self.labels["bandwidth"], self.bandwidth_spin)
+        form.addRow(self.labels["block"], self.block_spin)
+        form.addRow(self.labels["prompt"], self.prompt_spin)
         # The cache strategies beside the exact one (kvviz.cache_math): W, S, R and an MLA shape
         self.window_spin, self.sinks_spin, self.residual_spin = _spin(1, 1 << 24, 4096), _spin(1, 1 << 24, 4), \
             _spin(0, 1 << 24, 0)
-        self.residual_spin.setSpecialValueText(self.tr("off"))
         strategies = QHBoxLayout()
-        for text, spin in ((self.tr("window W"), self.window_spin), (self.tr("sinks S"), self.sinks_spin),
-                           (self.tr("int8 residual R"), self.residual_spin)):
-            strategies.addWidget(QLabel(text))
+        for key, spin in (("window", self.window_spin), ("sinks", self.sinks_spin), ("residual", self.residual_spin)):
+            strategies.addWidget(self.labels[key])
             strategies.addWidget(spin, 1)
-        form.addRow(self.tr("Strategies"), strategies)
+        form.addRow(self.labels["strategies"], strategies)
         self.mla_combo = QComboBox()
-        self.mla_combo.addItem(self.tr("none"), "")
+        self.mla_combo.addItem("", "")
         for name in MLA_PRESETS:
             self.mla_combo.addItem(name, name)
-        form.addRow(self.tr("Latent attention (MLA)"), self.mla_combo)
+        form.addRow(self.labels["mla"], self.mla_combo)
 
         self.per_layer_label = QLabel()
         self.per_token_label = QLabel()
@@ -110,63 +112,59 @@ class MemoryDialog(QDialog):
         self.error_label = QLabel()
         self.error_label.setStyleSheet("color: #c62828")
         self.error_label.setWordWrap(True)
-        self.error_label.hide()
-
-        self.columns = (self.tr("tokens"), self.tr("KV cache"), self.tr("step copy"), self.tr("its time"),
-                        self.tr("total copy"), self.tr("its time"), self.tr("blocks"), self.tr("empty slots"),
-                        self.tr("wasted"))
-        self.table = QTableWidget(0, len(self.columns))
-        self.table.setHorizontalHeaderLabels(list(self.columns))
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setToolTip(self.tr(
-            "step copy: what torch.cat copies on the step that brings the cache to n tokens (the n-1 already "
-            "held, K and V, every layer); total copy: summed over the generation; time: bytes / bandwidth, "
-            "each byte counted once; blocks and empty slots: a paged cache's last block"))
-
-        self.strategy_columns = (self.tr("tokens"), self.tr("full"), self.tr("window"), self.tr("sinks"),
-                                 self.tr("int8"), self.tr("MLA"))
-        self.strategy_table = QTableWidget(0, len(self.strategy_columns))
-        self.strategy_table.setHorizontalHeaderLabels(list(self.strategy_columns))
-        self.strategy_table.verticalHeader().hide()
-        self.strategy_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.strategy_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.strategy_table.setToolTip(self.tr(
-            "Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold "
-            "at most W tokens (W counts the sinks); int8 holds 1 B a value plus a 4 B scale per token and KV "
-            "head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per "
-            "token per layer, for the chosen published shape"))
-        self.strategy_label = QLabel()
-        self.strategy_label.setWordWrap(True)
+        self.error_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.notes_label = QLabel()
         self.notes_label.setWordWrap(True)
-        self.chapter_check = QCheckBox(self.tr("Show the chapter's copy table (in its own convention)"))
+        # The figures or the error in one place of one height: an error had pushed the tables down.
+        self.figures = QStackedWidget()
+        page = QWidget()
+        page_layout = QVBoxLayout(page)
+        page_layout.setContentsMargins(0, 0, 0, 0)
+        for label in (self.per_layer_label, self.per_token_label, self.crossover_label, self.notes_label):
+            page_layout.addWidget(label)
+        page_layout.addStretch(1)
+        self.figures.addWidget(page)
+        self.figures.addWidget(self.error_label)
+
+        self.table = _table(9)
+        self.strategy_table = _table(6)
+        self.strategy_label = QLabel()
+        self.strategy_label.setWordWrap(True)
+        self.chapter_check = QCheckBox()
         self.chapter_text = QPlainTextEdit()
         self.chapter_text.setReadOnly(True)
         self.chapter_text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.chapter_text.hide()
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
+        for button in buttons.buttons():  # Return in the lengths field recomputes; it had closed the dialog
+            button.setAutoDefault(False)
+            button.setDefault(False)
 
-        layout = QVBoxLayout(self)
+        # Everything but Close in a scroll area: on a short screen it scrolls instead of squeezing the
+        # tables to two rows and re-wrapping the labels each time one of them changes.
+        content = QWidget()
+        layout = QVBoxLayout(content)
         layout.addLayout(form)
-        layout.addWidget(self.per_layer_label)
-        layout.addWidget(self.per_token_label)
-        layout.addWidget(self.crossover_label)
-        layout.addWidget(self.error_label)
-        layout.addWidget(self.table)
+        layout.addWidget(self.figures)
+        layout.addWidget(self.table, 3)
         layout.addWidget(self.strategy_label)
-        layout.addWidget(self.strategy_table)
-        layout.addWidget(self.notes_label)
+        layout.addWidget(self.strategy_table, 2)
         layout.addWidget(self.chapter_check)
-        layout.addWidget(self.chapter_text)
-        layout.addWidget(buttons)
-        self.resize(760, 560)
+        layout.addWidget(self.chapter_text, 2)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.addWidget(scroll, 1)
+        outer.addWidget(buttons)
+        self.resize(800, 760)
 
         for name, preset in memory.MEMORY_PRESETS.items():
             self._add(name, preset.config, preset.description)
-        self.model_combo.addItem(self.tr("custom (edit the shape)"), CUSTOM)
+        self.model_combo.addItem("", CUSTOM)
+        self.retranslate()
 
         self.model_combo.currentIndexChanged.connect(self._on_model_changed)
         for spin in (self.layers_spin, self.kv_heads_spin, self.head_dim_spin):
@@ -182,6 +180,82 @@ class MemoryDialog(QDialog):
         self.chapter_check.toggled.connect(self.chapter_text.setVisible)
         self.chapter_check.toggled.connect(self._recompute)
         self.set_preset("qwen3-0.6b")
+
+    def retranslate(self) -> None:
+        """Every string in the current language (again after a switch, with the dialog open)."""
+        self.setWindowTitle(self.tr("KV cache memory calculator"))
+        self.lengths_edit.setToolTip(self.tr("Cache lengths n in tokens, separated by spaces or commas"))
+        self.bandwidth_spin.setToolTip(self.tr("Memory bandwidth; 1 GB = 10^9 bytes (an A100 has about 2000 GB/s)"))
+        self.prompt_spin.setToolTip(self.tr("Tokens written by one prefill before decoding: they copy nothing"))
+        texts = {"model": self.tr("Model"), "layers": self.tr("layers"), "kv_heads": self.tr("KV heads"),
+                 "head_dim": self.tr("head_dim"), "shape": self.tr("Shape"), "lengths": self.tr("Lengths (tokens)"),
+                 "bandwidth": self.tr("Bandwidth"), "block": self.tr("Paged block size"),
+                 "prompt": self.tr("Prompt tokens"), "window": self.tr("window W"), "sinks": self.tr("sinks S"),
+                 "residual": self.tr("int8 residual R"), "strategies": self.tr("Strategies"),
+                 "mla": self.tr("Latent attention (MLA)")}
+        for key, text in texts.items():
+            self.labels[key].setText(text)
+        self.residual_spin.setSpecialValueText(self.tr("off"))
+        self.mla_combo.setItemText(0, self.tr("none"))
+        self.model_combo.setItemText(self.model_combo.findData(CUSTOM), self.tr("custom (edit the shape)"))
+        self.columns = (self.tr("tokens"), self.tr("KV cache"), self.tr("step copy"), self.tr("its time"),
+                        self.tr("total copy"), self.tr("its time"), self.tr("blocks"), self.tr("empty slots"),
+                        self.tr("wasted"))
+        self.table.setHorizontalHeaderLabels(list(self.columns))
+        self.table.setToolTip(self.tr(
+            "step copy: what torch.cat copies on the step that brings the cache to n tokens (the n-1 already "
+            "held, K and V, every layer); total copy: summed over the generation; time: bytes / bandwidth, "
+            "each byte counted once; blocks and empty slots: a paged cache's last block"))
+        self.strategy_columns = (self.tr("tokens"), self.tr("full"), self.tr("window"), self.tr("sinks"),
+                                 self.tr("int8"), self.tr("MLA"))
+        self.strategy_table.setHorizontalHeaderLabels(list(self.strategy_columns))
+        self.strategy_table.setToolTip(self.tr(
+            "Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold "
+            "at most W tokens (W counts the sinks); int8 holds 1 B a value plus a 4 B scale per token and KV "
+            "head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per "
+            "token per layer, for the chosen published shape"))
+        self.chapter_check.setText(self.tr("Show the chapter's copy table (in its own convention)"))
+        if self.model_combo.currentIndex() >= 0:
+            self._on_model_changed(self.model_combo.currentIndex())  # the description and figures again
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def _description(self, name: str) -> str:
+        """A preset's one line in the current language (kvviz.memory's English where none is known)."""
+        text = self._descriptions.get(name, "")
+        known = {
+            "the chapter's tiny model: 2 layers, 4 heads of 32, fp32":
+                self.tr("the chapter's tiny model: 2 layers, 4 heads of 32, fp32"),
+            "Qwen3-0.6B's published config: 28 layers, 16 Q / 8 KV heads, head_dim 128, bf16":
+                self.tr("Qwen3-0.6B's published config: 28 layers, 16 Q / 8 KV heads, head_dim 128, bf16"),
+            "Qwen3-0.6B as the chapter assumed it: head_dim 64 (hidden 1024 / 16 heads); not the real model":
+                self.tr("Qwen3-0.6B as the chapter assumed it: head_dim 64 (hidden 1024 / 16 heads); not the real "
+                        "model"),
+            "GPT-2 small's published config: 12 layers, 12 heads of 64, every head cached (no grouped-query "
+            "attention), fp32":
+                self.tr("GPT-2 small's published config: 12 layers, 12 heads of 64, every head cached (no "
+                        "grouped-query attention), fp32"),
+            "a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16":
+                self.tr("a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16"),
+        }
+        return known.get(text, text)
+
+    def _note(self, note: str) -> str:
+        """One of kvviz.memory's notes in the current language."""
+        if note == memory.QWEN3_NOTE:
+            return self.tr("the chapter prints 56 KB per token for Qwen3-0.6B because it took head_dim 64 (hidden "
+                           "1024 / 16 heads); the published config sets head_dim 128, so a token holds 114,688 B "
+                           "(112 KiB) in bf16 and every figure in the chapter's copy table doubles")
+        if note == memory.CHAPTER_NOTE:
+            return self.tr("this is the chapter's assumed shape (head_dim 64), not Qwen3-0.6B's published one "
+                           "(head_dim 128)")
+        found = re.fullmatch(r"(\d+) tokens is beyond the model's context window \((\d+)\)", note)
+        if found:
+            return self.tr("{0} tokens is beyond the model's context window ({1})").format(*found.groups())
+        return note
 
     # -- driving it ----------------------------------------------------------------------------
     def add_models(self, configs: Mapping[str, ModelConfig], descriptions: Mapping[str, str] | None = None) -> None:
@@ -233,7 +307,7 @@ class MemoryDialog(QDialog):
         if name != CUSTOM:
             cfg = self._configs[name]
             self._custom_base = cfg
-            self.description_label.setText(self._descriptions.get(name, ""))
+            self.description_label.setText(self._description(name))
             for spin, value in ((self.layers_spin, cfg.n_layer), (self.kv_heads_spin, cfg.n_kv_head),
                                 (self.head_dim_spin, cfg.head_dim)):
                 spin.blockSignals(True)
@@ -270,7 +344,7 @@ class MemoryDialog(QDialog):
             # and chapter table had stayed beside the error, as if they held for the text now typed.
             self._report = None
             self.error_label.setText(str(exc))
-            self.error_label.show()
+            self.figures.setCurrentWidget(self.error_label)
             self.table.setRowCount(0)
             self.strategy_table.setRowCount(0)
             self.strategy_label.clear()
@@ -282,8 +356,11 @@ class MemoryDialog(QDialog):
             self.chapter_text.clear()
             return
         self._report = report
-        self.error_label.hide()
+        self.figures.setCurrentIndex(0)
         self._show(report)
+        # The figures' place keeps the tallest it has been: a shorter text (an error) never pulls the
+        # tables up, and the next figures never push them down again.
+        self.figures.setMinimumHeight(max(self.figures.minimumHeight(), self.figures.sizeHint().height()))
 
     def _show(self, r: memory.MemoryReport) -> None:
         c = r.config
@@ -310,7 +387,7 @@ class MemoryDialog(QDialog):
                     item.setToolTip(f"{fmt_count(exact)} B")
                 self.table.setItem(row, col, item)
         self._show_strategies(r)
-        self.notes_label.setText("\n".join(r.notes))
+        self.notes_label.setText("\n".join(self._note(n) for n in r.notes))
         self.notes_label.setVisible(bool(r.notes))
         if self.chapter_check.isChecked():
             self.chapter_text.setPlainText("\n".join(memory.chapter_comparison(
@@ -354,16 +431,33 @@ class MemoryDialog(QDialog):
 
 
 def parse_lengths(text: str) -> list[int]:
-    """"100 500, 1000" -> [100, 500, 1000]; ValueError for anything that is not a positive whole number."""
+    """"100 500, 1000" -> [100, 500, 1000]; ValueError (in the current language) for anything that is not
+    a positive whole number."""
     items = [s for s in re.split(r"[\s,;]+", text.strip()) if s]
     if not items:
-        raise ValueError("give at least one length in tokens")
+        raise ValueError(_tr("give at least one length in tokens"))
     lengths = []
     for s in items:
         if not re.fullmatch(r"[0-9]+", s) or int(s) < 1:
-            raise ValueError(f"{s!r} is not a length in tokens (a whole number, at least 1)")
+            raise ValueError(_tr("{0} is not a length in tokens (a whole number, at least 1)").format(repr(s)))
         lengths.append(int(s))
     return lengths
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("MemoryDialog", text)
+
+
+def _table(columns: int) -> QTableWidget:
+    """A read-only figures table that shows at least MIN_TABLE_ROWS rows, whatever the dialog's size (it had
+    shown two)."""
+    table = QTableWidget(0, columns)
+    table.verticalHeader().hide()
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    rows = table.verticalHeader().defaultSectionSize() * MIN_TABLE_ROWS
+    table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth() + 2)
+    return table
 
 
 def _spin(low: int, high: int, value: int | None = None) -> QSpinBox:

@@ -120,6 +120,11 @@ class TransportBar(QWidget):
         self.progress = QProgressBar()
         self.progress.setObjectName("run_progress")
         self.progress.setTextVisible(True)
+        # The text centred over a pale fill, dark on it and beside it alike: the style's own bar had
+        # drawn white text on a dark fill, and half of "4 / 40 steps" vanished on the light part.
+        self.progress.setStyleSheet(
+            "QProgressBar { border: 1px solid #9a9a9a; border-radius: 3px; background: #f6f6f6; color: #1a1a1a;"
+            " text-align: center; } QProgressBar::chunk { background: #bcd7f0; }")
         self.progress.hide()
         # The panels show a run the form no longer describes (another model, device or dtype, a replay).
         self.shown_run_label = QLabel()

@@ -8,23 +8,16 @@ repaints the panels from the history on a timer, never from the worker's signals
 from __future__ import annotations
 
 import gc
-import sys
 import uuid
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
-    QDockWidget,
     QFileDialog,
-    QFrame,
-    QHBoxLayout,
-    QLabel,
     QMainWindow,
-    QScrollArea,
     QStyle,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -33,22 +26,22 @@ from kvviz.format import fmt_ms
 from kvviz.messages import Environment, ModelChoice, RunRequest
 from kvviz.options import CACHE_SETTINGS
 from kvviz.trace import RunInfo
+from kvviz.ui import dialogs
 from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
 from kvviz.ui.estimates import RunEstimates
-from kvviz.ui.form import RunForm
+from kvviz.ui.form import RunForm, inputs_dock
 from kvviz.ui.frames import FramePainter
 from kvviz.ui.grid import PanelGrid
 from kvviz.ui.history import RunHistory
+from kvviz.ui.placement import restore_geometry
 from kvviz.ui.presentation import Presentation
 from kvviz.ui.qtutil import edits_text
-from kvviz.ui.status import StatusFields, WindowCost
+from kvviz.ui.status import ErrorStrip, StatusFields, WindowCost
 from kvviz.ui.transport import RunState, TransportBar, TransportToolbar
+from kvviz.ui.worker_host import WorkerHost
 from kvviz.ui.zoom import saved_zoom
 
-ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
-THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
 SLOW_RUN_S = 10.0  # a run estimated to take longer is announced before it starts
-DEFAULT_SIZE = (1500, 920)  # a first launch on a screen with room for it
 
 
 class MainWindow(QMainWindow):
@@ -92,7 +85,8 @@ class MainWindow(QMainWindow):
         self.form.set_open_action(self.act_open)
         self.form.changed.connect(self._on_form_changed)
         self.form.run_clicked.connect(lambda: self.start_run())
-        self._build_dock()
+        self.form_dock = inputs_dock(self.form, self)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.form_dock)
         self.grid = PanelGrid(self.settings)
         self.grid.step_picked.connect(self.select_step)
         self.grid.installed.connect(self._on_panels_installed)
@@ -118,12 +112,9 @@ class MainWindow(QMainWindow):
         else:
             self.grid.install()
 
-        self._worker = worker
-        self._thread = QThread(self)
-        self._thread.setObjectName("kvviz-run-worker")
-        worker.moveToThread(self._thread)
+        self._worker_host = WorkerHost(worker, self)
         self._connect_worker(worker)
-        self._thread.start()
+        self._worker_host.start()
         app = QCoreApplication.instance()
         if app is not None:  # quitting without closing this window still stops the thread first
             app.aboutToQuit.connect(self.shutdown_worker)
@@ -132,21 +123,6 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self.environment_requested.emit)
 
     # ------------------------------------------------------------------ construction
-    def _build_dock(self) -> None:
-        self.form_dock = QDockWidget(self)
-        self.form_dock.setObjectName("inputs_dock")
-        # Closable: View > Inputs (its toggle action) is greyed out on a dock that cannot be closed.
-        self.form_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                                   | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                                   | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setWidget(self.form)
-        self.form_dock.setWidget(scroll)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.form_dock)
-
     def _build_central(self) -> None:
         central = QWidget()
         # Where the transport's keys go: a click on the timeline, a panel or a plot (none of which
@@ -159,21 +135,8 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.setSpacing(4)
 
-        self.error_frame = QFrame()
-        self.error_frame.setStyleSheet("QFrame { background: #fdecea; border: 1px solid #b00020; }")
-        err_layout = QHBoxLayout(self.error_frame)
-        err_layout.setContentsMargins(6, 2, 6, 2)
-        self.error_label = QLabel()
-        self.error_label.setObjectName("error")
-        self.error_label.setWordWrap(True)
-        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.error_label.setStyleSheet("color: #b00020; border: none;")
-        self.error_close = QToolButton()
-        self.error_close.setText("×")
-        self.error_close.clicked.connect(self.clear_error)
-        err_layout.addWidget(self.error_label, 1)
-        err_layout.addWidget(self.error_close)
-        self.error_frame.hide()
+        self.error_frame = ErrorStrip()
+        self.error_label = self.error_frame.label
         layout.addWidget(self.error_frame)
         layout.addWidget(self.transport)
         layout.addWidget(self.grid, 1)
@@ -213,6 +176,7 @@ class MainWindow(QMainWindow):
         self.toolbar.show_state(self.state)
         if hasattr(self, "status_fields"):
             self._update_status()
+            self.status_fields.show_cost(self.window_cost)  # "window 0.16 core" in the new language
         if self.shortcuts_dialog is not None:
             self.shortcuts_dialog.fill()
         scrollbar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
@@ -282,8 +246,6 @@ class MainWindow(QMainWindow):
         worker.step_traced.connect(self._on_step_traced)
         worker.run_failed.connect(self._on_run_failed)
         worker.run_finished.connect(self._on_run_finished)
-        # Direct: runs in the worker's thread as it ends, so the worker's timer is stopped there.
-        self._thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
 
     @property
     def env(self) -> Environment | None:
@@ -353,19 +315,7 @@ class MainWindow(QMainWindow):
 
     def shutdown_worker(self) -> None:
         """Stop the run and the worker's thread, waiting for a step or model load in progress to end."""
-        if not self._thread.isRunning():
-            return
-        self.stop_requested.emit()
-        self._thread.quit()
-        if self._thread.wait(ABORT_AFTER_MS):
-            return
-        # A long step or model load holds the thread: end the engine process, if there is one.
-        abort = getattr(self._worker, "abort", None)
-        if abort is not None:
-            abort()
-        if not self._thread.wait(THREAD_WAIT_MS):
-            print("kvviz: still waiting for the worker thread to finish its step...", file=sys.stderr)
-            self._thread.wait()
+        self._worker_host.shut_down(self.stop_requested.emit)
 
     # ------------------------------------------------------------------ transport
     def start_run(self, *, paused: bool = False) -> bool:
@@ -379,8 +329,10 @@ class MainWindow(QMainWindow):
         if self.state is not RunState.IDLE:
             self.stop_requested.emit()
         self.clear_error()
+        self.form.set_read_only(False)  # a replay's settings, run: the fields are the user's again
         self.run_id = request.run_id
         self.window_cost.reset()
+        self.status_fields.show_cost(self.window_cost)  # the last run's figure is not this one's
         self._start_paused = paused
         if set(request.run.engines) & set(CACHE_SETTINGS) and self.grid.show_unless_chosen("quality"):
             self.statusBar().showMessage(self.tr("The quality panel is shown: this run has an approximate cache "
@@ -514,15 +466,13 @@ class MainWindow(QMainWindow):
         self.act_stop.setEnabled(self.state is not RunState.IDLE)
 
     def show_error(self, message: str) -> None:
-        self.error_label.setText(message)
-        self.error_frame.show()
+        self.error_frame.show_error(message)
 
     def clear_error(self) -> None:
-        self.error_label.clear()
-        self.error_frame.hide()
+        self.error_frame.clear()
 
     def error_text(self) -> str:
-        return self.error_label.text() if self.error_frame.isVisibleTo(self) else ""
+        return self.error_frame.text()
 
     def _update_status(self) -> None:
         """Device, model, parameter count, KV bytes per token of what the panels show: the run drawn
@@ -563,34 +513,17 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ dialogs
     def show_memory_calculator(self) -> None:
-        """The KV memory calculator (non-modal; one instance, raised when asked again)."""
-        from kvviz.ui.memory_dialog import MemoryDialog
-
-        if getattr(self, "_memory_dialog", None) is None:
-            self._memory_dialog = MemoryDialog(self)
-        self._memory_dialog.show()
-        self._memory_dialog.raise_()
-        self._memory_dialog.activateWindow()
+        self.memory_dialog = dialogs.show_memory_calculator(self, getattr(self, "memory_dialog", None))
 
     def shortcut_rows(self) -> list[tuple[str, str]]:
-        from kvviz.ui.dialogs.shortcuts import shortcut_rows
-
-        return shortcut_rows(self)
+        return dialogs.shortcut_rows(self)
 
     def show_shortcuts(self) -> None:
         """Help > Keyboard shortcuts (F1): a table to keep open beside the window, not modal."""
-        from kvviz.ui.dialogs.shortcuts import ShortcutsDialog
-
-        if self.shortcuts_dialog is None:
-            self.shortcuts_dialog = ShortcutsDialog(self)
-        self.shortcuts_dialog.fill()
-        self.shortcuts_dialog.show()
-        self.shortcuts_dialog.raise_()
+        self.shortcuts_dialog = dialogs.show_shortcuts(self, self.shortcuts_dialog)
 
     def _show_about(self) -> None:
-        from kvviz.ui.dialogs.about import show_about
-
-        show_about(self, self.env)
+        dialogs.show_about(self, self.env)
 
     # ------------------------------------------------------------------ the form
     def validation_text(self) -> str:
@@ -636,42 +569,11 @@ class MainWindow(QMainWindow):
         self.act_narration.setChecked(s.value("view/narration", True, type=bool))
         self.transport.narration.setVisible(self.act_narration.isChecked())
         self._default_state = self.saveState()
-        if not (s.contains("window/geometry") and self.restoreGeometry(s.value("window/geometry"))):
-            self._first_size()
-        self._fit_to_screen()
+        restore_geometry(self, s)
         if s.contains("window/state"):
             self.restoreState(s.value("window/state"))
         if saved_zoom(s) != 100:
             self.presentation.set_zoom(saved_zoom(s))
-
-    def _fit_to_screen(self) -> None:
-        """A restored size no larger than the screen it opens on, and on it (a saved 1920x1080 window
-        opened on a 1280x720 projector)."""
-        screen = self.screen() or QGuiApplication.primaryScreen()
-        if screen is None or QGuiApplication.platformName() == "offscreen" or self.isMaximized():
-            return
-        room, frame = screen.availableGeometry(), self.frameGeometry()
-        extra_w, extra_h = frame.width() - self.width(), frame.height() - self.height()
-        width = min(self.width(), room.width() - extra_w)
-        height = min(self.height(), room.height() - extra_h)
-        if (width, height) != (self.width(), self.height()):
-            self.resize(width, height)
-        x = min(max(frame.x(), room.x()), room.right() + 1 - width - extra_w)
-        y = min(max(frame.y(), room.y()), room.bottom() + 1 - height - extra_h)
-        if (x, y) != (frame.x(), frame.y()):
-            self.move(x, y)
-
-    def _first_size(self) -> None:
-        """A first launch: 1500x920, or the whole screen where that is smaller (under Xvfb at 1280x720 the
-        window had opened 220 px wider than the screen, the summary and attention panels cut off)."""
-        screen = self.screen() or QGuiApplication.primaryScreen()
-        room = screen.availableGeometry() if screen is not None else None
-        offscreen = QGuiApplication.platformName() == "offscreen"  # no display to fit: the caller sizes it
-        if offscreen or room is None or (room.width() >= DEFAULT_SIZE[0] and room.height() >= DEFAULT_SIZE[1]):
-            self.resize(*DEFAULT_SIZE)
-            return
-        self.setGeometry(room)
-        self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
 
     # ------------------------------------------------------------------ presentation, zoom, layout
     def reset_layout(self) -> None:

@@ -75,7 +75,7 @@ class QualityPanel(SeriesPanel):
             engine=engine, kl=f"{measured.mean():.3g}", agree=share_text((seen - misses) / max(seen, 1)))
         parted = self._parted(history, engine)
         if parted is not None and parted <= step:
-            text += self.tr(", own output parts at step {0}").format(parted)
+            text += self.tr(", its tokens differ from exact from step {0}").format(parted)
         return text
 
     @staticmethod
