@@ -1,6 +1,7 @@
 """Save and load a model as `config.json` + `model.safetensors` in one folder; every failure names the file."""
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -47,6 +48,11 @@ def check_finite(state: dict[str, torch.Tensor], source: Path) -> None:
     one computes garbage that greedy decoding would still turn into tokens."""
     for name, tensor in state.items():
         if not tensor.is_floating_point():
+            continue
+        # One reduction first: a sum is finite when every element is (a finite sum cannot hide a NaN or an
+        # infinity); a reduction costs a tenth of an elementwise isfinite (0.6 vs 6 s for a 0.6B model here).
+        # Only a non-finite sum, which may also be finite values adding past float32's range, is searched.
+        if math.isfinite(float(torch.sum(tensor, dtype=torch.float32))):
             continue
         flat = tensor.reshape(-1)
         for at in range(0, flat.numel(), FINITE_CHUNK):
