@@ -197,7 +197,7 @@
     </message>
     <message>
         <source>{engine}: {bytes}, room for {cap} tokens, {held} held</source>
-        <translation type="unfinished"></translation>
+        <translation>{engine}：{bytes}，可容纳 {cap} 个词元，已存 {held} 个</translation>
     </message>
     <message>
         <source>{engine}: {bytes}, {cap} tokens</source>
@@ -1358,15 +1358,15 @@
     </message>
     <message>
         <source>Grid</source>
-        <translation type="unfinished"></translation>
+        <translation>网格</translation>
     </message>
     <message>
         <source>{n} panels behind tabs (no room to show them readable):</source>
-        <translation type="unfinished"></translation>
+        <translation>{n} 个面板在标签页后（没有空间清晰显示）：</translation>
     </message>
     <message>
         <source>The window has no room to show these panels readable at this size and zoom, so they wait behind their tabs instead of being squeezed. A larger window, a smaller zoom (View &gt; Zoom) or fewer panels (View) brings them back into the grid.</source>
-        <translation type="unfinished"></translation>
+        <translation>在当前窗口大小和缩放下，没有足够空间清晰显示这些面板，因此它们放在各自的标签页后，而不是被挤小。更大的窗口、更小的缩放（视图 &gt; 缩放）或更少的面板（视图）可让它们回到网格中。</translation>
     </message>
     <message>
         <source>Loading the panels...</source>
@@ -2506,7 +2506,7 @@
     </message>
     <message>
         <source> … {n} prompt tokens not shown … </source>
-        <translation type="unfinished"></translation>
+        <translation> … 未显示 {n} 个提示词元 … </translation>
     </message>
     <message>
         <source>Type a prompt and press Run (Ctrl+R): each engine&apos;s tokens appear here, one per step.</source>

@@ -188,11 +188,10 @@ class PanelGrid(QSplitter):
         self.moved_note = QLabel()
         self.moved_note.setObjectName("moved_panels_note")
         self.moved_note.setWordWrap(False)
-        # The note never widens the window: it takes the width the tabs leave (its whole text is its tooltip).
-        self.moved_note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.moved_note.setMinimumWidth(0)
-        strip_layout.addWidget(self.tabs)
-        strip_layout.addWidget(self.moved_note, 1)
+        # The note is short (its whole story is its tooltip) and never widens the window.
+        self.moved_note.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
+        strip_layout.addWidget(self.moved_note)  # first: many tabs scroll, the note stays in sight
+        strip_layout.addWidget(self.tabs, 1)
         self.is_installed = False
         self.chosen: set[str] = set(settings.value("view/chosen_panels", "", type=str).split(",")) - {""}
         self._focused = ""  # the panel given the whole grid by a double-click on its title
@@ -518,7 +517,7 @@ class PanelGrid(QSplitter):
                 self.tabs.setTabData(i, "" if i == 0 else self.moved[i - 1])
             self.tabs.setCurrentIndex(0 if not self._tab else 1 + self.moved.index(self._tab))
         if self.moved:
-            self.moved_note.setText(self.tr("{n} behind tabs: no room to show them readable").format(
+            self.moved_note.setText(self.tr("{n} panels behind tabs (no room to show them readable):").format(
                 n=len(self.moved)))
             self.moved_note.setToolTip(self.tr(
                 "The window has no room to show these panels readable at this size and zoom, so they wait "
