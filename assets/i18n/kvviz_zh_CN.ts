@@ -1737,7 +1737,7 @@
     </message>
     <message>
         <source>the engine process was stopped (SIGSTOP) while idle and was ended</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎进程在空闲时被暂停（SIGSTOP），已将其结束</translation>
     </message>
     <message>
         <source>{0}; a new one was started and the model loaded again</source>
@@ -1749,15 +1749,15 @@
     </message>
     <message>
         <source>the engine process was ended by Stop while it started</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎进程在启动时被“停止”结束</translation>
     </message>
     <message>
         <source>the engine process did not start within {0:g} s and was ended</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎进程未在 {0:g} 秒内启动，已将其结束</translation>
     </message>
     <message>
         <source>the engine process did not start ({0})</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎进程未能启动（{0}）</translation>
     </message>
     <message>
         <source>the engine process did not answer Stop within {0:g} s and was ended</source>
