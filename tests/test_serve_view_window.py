@@ -122,3 +122,65 @@ def test_a_live_shared_prefix_run_of_paged_beside_prefix(qtbot, tmp_path, torch_
     runs = record.load_runs(w.exports.export("json", tmp_path / "live.json"))
     assert [r.scheduler for r in runs] == ["paged", "prefix"]
     w.close()
+
+
+def test_step_pause_and_stop_keys_drive_a_live_run_and_idle_paints_nothing(qtbot, torch_cpu):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication
+
+    from kvviz.ui.serve.worker import ServeWorker
+
+    w = ServeWindow(ServeWorker(threads=1, isolate=False))
+    qtbot.addWidget(w)
+    w.resize(1280, 720)
+    w.show()
+    w.form.set_models(["tiny-random"], "tiny-random")
+    w.form.load_preset("course-batch")
+    w.form.set_schedulers(("static", "paged"))
+    qtbot.waitExposed(w)
+    w.give_keys_to_transport()
+    w.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=5000)
+    with qtbot.waitSignal(w.run_started, timeout=60_000):
+        qtbot.keyClick(w.panel_area, Qt.Key.Key_N)  # Step from idle: a paused run, one lockstep round
+    qtbot.waitUntil(lambda: w.run.n_steps() == 1, timeout=10_000)
+    assert w.state == "paused" and {k: w.run.n_steps(k) for k in w.run.schedulers} == {"static": 1, "paged": 1}
+    qtbot.keyClick(w.panel_area, Qt.Key.Key_N)
+    qtbot.waitUntil(lambda: w.run.n_steps() == 2, timeout=10_000)
+    qtbot.keyClick(w.panel_area, Qt.Key.Key_Right)  # at the newest step of a paused run: one more round
+    qtbot.waitUntil(lambda: w.run.n_steps() == 3, timeout=10_000)
+    qtbot.wait(200)
+    assert w.run.n_steps() == 3 and w.state == "paused"  # paused: nothing more is computed
+    with qtbot.waitSignal(w.run_finished, timeout=60_000):
+        qtbot.keyClick(w.panel_area, Qt.Key.Key_Space)  # resume: it runs to the end
+    assert w.state == "idle" and w.run.n_steps() == 20 and set(w.run.results) == {"static", "paged"}
+
+    class Paints(QObject):
+        count = 0
+
+        def eventFilter(self, obj, event):  # noqa: N802 (Qt override)
+            if event.type() == QEvent.Type.Paint:
+                Paints.count += 1
+            return False
+
+    counter = Paints()
+    for frame in w.grid.frames.values():
+        frame.panel.installEventFilter(counter)
+    qtbot.wait(1000)
+    assert Paints.count == 0  # idle after the run: nothing is drawn again
+    assert not w._frame_timer.isActive() and not w._worker._timer.isActive()
+    w.close()
+
+
+def test_svg_and_gif_exports_of_a_replayed_record(qtbot, window, tmp_path):
+    from PIL import Image
+
+    w = window
+    w.replay(ServeHistory.from_runs((shared_prefix_pair("paged"), shared_prefix_pair("prefix"))))
+    drawn(qtbot, w)
+    svg = w.exports.export("svg", tmp_path / "serve.svg")
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+    gif = w.exports.export("gif", tmp_path / "serve.gif")
+    with Image.open(gif) as image:
+        assert image.n_frames == 4  # one frame per step
+    assert w.step == 0  # the step shown before the export

@@ -192,6 +192,10 @@ class ServeWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         self.view_menu.addAction(self.form_dock.toggleViewAction())
         self.view_menu.addAction(self.toolbar.toggleViewAction())
+        self.view_menu.addSeparator()
+        for act in self.grid.panel_actions.values():  # each panel shown or hidden
+            act.toggled.connect(lambda _on: self.request_frame(now=True))
+            self.view_menu.addAction(act)
 
     def retranslate_ui(self) -> None:
         self.setWindowTitle(self.tr("kvviz: serving many requests"))
@@ -374,7 +378,7 @@ class ServeWindow(QMainWindow):
 
     def next_step(self) -> None:
         n = self.run.n_steps()
-        if self.state == "paused" and self.step >= n - 1:
+        if self.state == "paused" and (self.step >= n - 1 or self._follow):  # following: at the newest
             self.step_once()
         else:
             self.scrub(1)
