@@ -8,9 +8,8 @@ Skips, saying why, where chromium or websocket-client is missing (.ci/run instal
 """
 from __future__ import annotations
 
-import html
 import json
-import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import html_page_cdp
@@ -56,8 +55,21 @@ def pixels(image: np.ndarray, rect, color) -> int:
     return int(np.all(area == np.array(color, dtype=np.uint8), axis=-1).sum())
 
 
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
 def text_of(rich: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "", rich))
+    """The text a browser shows of rich text (a figure "<0.01" is text, not a tag)."""
+    parser = _Text()
+    parser.feed(rich)
+    parser.close()
+    return "".join(parser.parts)
 
 
 def window_narration(run, step: int) -> str:

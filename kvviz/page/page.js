@@ -352,7 +352,7 @@ function narration(k) {
     for (const [e, kk] of steps) {
       const [weights, kv] = wallRead(e, kk), ms = e.steps.latency_ms[kk], g = gbps(weights + kv, ms);
       if (!(g < Infinity)) continue;
-      const values = { engine: engineHtml(e), weights: fmtBytes(weights), kv: fmtBytes(kv), ms: fmtMs(ms), gbps: fmtFigure(g) };
+      const values = { engine: engineHtml(e), weights: fmtBytes(weights), kv: fmtBytes(kv), ms: fmtMs(ms), gbps: esc(fmtFigure(g)) };  // "<0.01" is text
       const pct = { pct: INFO.ceiling === null ? "" : fixed(100 * g / INFO.ceiling, 0) };
       if (INFO.ceiling === null) reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s"), values));
       else if (INFO.ceiling_kind === "read") reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine's read ceiling"),
@@ -455,6 +455,20 @@ function kindsImage(e, k, px) {
   }
   return [img, m];
 }
+const STEP_ROW_PX = 5;  // the step's rows are drawn at least this tall (kvviz/ui/panels/work_matrix.py)
+function lastRowImage(e, k, m) {  // the kinds of the step's last computed row, max-pooled into m pixels
+  const s = e.steps, a = s.pos_start[k], n = s.pos_stop[k], i = n - 1, p = prevStop(e, k);
+  const W = s.window[k], S = s.sinks[k] || 0, gone = new Set(W === null ? [] : evicted(e, k).filter(q => q < a));
+  const kinds = new Uint8Array(m), f = n / m;
+  for (let j = 0; j < n; j++) {
+    const v = gone.has(j) ? 2 : W !== null && !(i - j < W - S || j < S) ? 1 : j < a ? 3 : j < p ? 4 : 5;
+    const c = Math.min(m - 1, Math.floor(j / f));
+    if (v > kinds[c]) kinds[c] = v;
+  }
+  const id = new ImageData(m, 1);
+  for (let c = 0; c < m; c++) { const rgb = KIND_COLORS[kinds[c]]; id.data.set([rgb[0], rgb[1], rgb[2], 255], 4 * c); }
+  return id;
+}
 function drawWorkMatrix(k) {
   const Wm = s => tr("WorkMatrixPanel", s);
   const evicting = ENGINES.some(e => e.steps.window.some(v => v !== null));
@@ -483,8 +497,18 @@ function drawWorkMatrix(k) {
     for (let i = 0; i < m * m; i++) { const c = KIND_COLORS[img[i]]; id.data[4 * i] = c[0]; id.data[4 * i + 1] = c[1]; id.data[4 * i + 2] = c[2]; id.data[4 * i + 3] = 255; }
     const tmp = document.createElement("canvas"); tmp.width = m; tmp.height = m; tmp.getContext("2d").putImageData(id, 0, 0);
     ctx.imageSmoothingEnabled = false; ctx.drawImage(tmp, mx, my, side, side);
-    const n = s.pos_stop[kk];
-    outline(ctx, mx, my + side * s.pos_start[kk] / n, side, side * rowsN / n);
+    const n = s.pos_stop[kk], cell = side / n;
+    if (n <= 64 && cell >= 8) {  // a small matrix: each cell a tile, a thin gap between (the window's _TILE)
+      ctx.fillStyle = "#ffffff";
+      for (let i = 1; i <= n; i++) { ctx.fillRect(mx + i * cell - cell / 8, my, cell / 8, side); ctx.fillRect(mx, my + i * cell - cell / 8, side, cell / 8); }
+    }
+    if (rowsN * cell >= STEP_ROW_PX) outline(ctx, mx, my + side * s.pos_start[kk] / n, side, rowsN * cell);
+    else {  // the step's last row drawn STEP_ROW_PX tall over the matrix, so the keys it read show (_emphasise_step)
+      const row = lastRowImage(e, kk, m);
+      const strip = document.createElement("canvas"); strip.width = m; strip.height = 1; strip.getContext("2d").putImageData(row, 0, 0);
+      ctx.drawImage(strip, mx, my + side - STEP_ROW_PX, side, STEP_ROW_PX);
+      outline(ctx, mx, my + side - STEP_ROW_PX, side, STEP_ROW_PX);
+    }
     ctx.fillStyle = FG; ctx.textAlign = "right"; ctx.textBaseline = "middle";
     for (const v of niceTicks(0, n, 3)) if (v < n) ctx.fillText(String(v), mx - 3, my + side * (v + 0.5) / n);
     ctx.textAlign = "center"; ctx.textBaseline = "top";
