@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blocks", type=int, default=64, help="for --bench: the pool's blocks (default 64)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores but one)")
     parser.add_argument("--size", default="1920x1080", help="for --bench: the window's size (default 1920x1080)")
+    parser.add_argument("--both", action="store_true",
+                        help="for --bench: the engines in a child process, then in the worker's thread, one run each")
     args = parser.parse_args(argv)
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -123,14 +125,21 @@ def main(argv: list[str] | None = None) -> int:
     from kvviz.ui.serve.worker import ServeWorker
 
     settings = QSettings(args.settings, QSettings.Format.IniFormat) if args.settings else None
+    if args.bench:
+        w, _, h = args.size.partition("x")
+        for isolate in (True, False) if args.both else (True,):
+            window = ServeWindow(ServeWorker(threads=args.threads, isolate=isolate), settings)
+            window.form.set_models([args.model], args.model)
+            window.show()
+            print("engines in a child process:" if isolate else "engines in the worker's thread:")
+            code = bench(app, window, args.bench, args.schedulers, args.blocks, (int(w), int(h)))
+            window.close()
+            if code:
+                return code
+        return 0
     window = ServeWindow(ServeWorker(threads=args.threads), settings)
     window.form.set_models([args.model], args.model)
     window.show()
-    if args.bench:
-        w, _, h = args.size.partition("x")
-        code = bench(app, window, args.bench, args.schedulers, args.blocks, (int(w), int(h)))
-        window.close()
-        return code
     if args.replay and not window.exports.open_record(args.replay):
         print(f"kvviz: {window.error_text()}", file=sys.stderr)
         return 2
