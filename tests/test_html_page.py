@@ -182,7 +182,7 @@ def test_space_plays_and_pauses(browser, page, run):
 
 def test_the_formatters_are_pythons(browser, page):
     """fmt_bytes, fmt_ms, fmt_figure and fmt_count ported to the page give kvviz.format's text."""
-    from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
+    from kvviz.format import fmt_bytes, fmt_count, fmt_count_short, fmt_figure, fmt_ms
 
     browser.open(page)
     rng = np.random.default_rng(0)
@@ -197,6 +197,9 @@ def test_the_formatters_are_pythons(browser, page):
     assert got[0] == [fmt_bytes(v) for v in values]
     assert got[1] == [fmt_ms(v) for v in ms]
     assert got[2] == [fmt_figure(v) for v in ms + values]
+    whole = [int(v) for v in values if v < 2**53]
+    short = browser.eval(f"{json.dumps(whole)}.map(v => window.kvviz.formatters.fmtCountShort(v))")
+    assert short == [fmt_count_short(v) for v in whole]
     exact = [i for i, v in enumerate(values) if v < 2**53]  # a JSON number is whole up to 2^53: every count
     assert [got[3][i] for i in exact] == [fmt_count(int(values[i])) for i in exact]
 
@@ -215,6 +218,7 @@ def test_the_chinese_page_says_what_the_chinese_window_says(browser, page, run, 
         from PySide6.QtCore import QCoreApplication
 
         title = QCoreApplication.translate("WorkMatrixPanel", "Work matrix")
+        model = QCoreApplication.translate("StatusFields", "model {0}").format(run.info.model_name)
         step_label = QCoreApplication.translate("TransportBar", "step {0} / {1}  {2}").format(
             3, run.n_steps - 1, QCoreApplication.translate("TransportBar", "decode"))
     finally:
@@ -222,6 +226,8 @@ def test_the_chinese_page_says_what_the_chinese_window_says(browser, page, run, 
     assert expected != window_narration(run, 3)  # the window's Chinese differs from its English
     assert browser.eval("document.getElementById('narration').textContent") == expected
     assert browser.eval("document.querySelector('#panel-work_matrix h2').textContent") == title
+    assert model != f"model {run.info.model_name}"  # translated
+    assert model in browser.eval("document.getElementById('status').textContent")
     assert browser.eval("document.getElementById('step-label').textContent") == step_label
     missing = []
     for key in ("End", "Home"):  # every panel drawn in Chinese at the prefill and the last step

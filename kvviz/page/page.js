@@ -84,6 +84,11 @@ function fmtFigure(v) {
   return Math.abs(v) >= 99.95 ? commas(fixed(v, 0)) : threeFigures(v);
 }
 function fmtCount(n) { return commas(String(Math.trunc(n))); }
+function fmtCountShort(n) {  // millions or billions (parameters), below 100,000 the count itself
+  if (n >= 1e9) return `${fixed(n / 1e9, 2)} B`;
+  if (n >= 100000) return `${fixed(n / 1e6, 2)} M`;
+  return fmtCount(n);
+}
 function byteUnit(n) {
   let unit = "B", size = 1;
   for (const name of BYTE_UNITS) { if (Math.abs(n) < size * 1024) break; unit = name; size *= 1024; }
@@ -869,10 +874,13 @@ function drawBar(k) {
   else if (d === null) { badge.textContent = T("identical"); badge.className = "same"; }
   else { badge.textContent = pyFormat(T("differ at step {0}"), { 0: d }); badge.className = "differ"; }
   document.getElementById("narration").innerHTML = narration(k);
-  document.getElementById("status").textContent = `${INFO.model_name}, ${INFO.device}, ${INFO.dtype} · ` +
-    `${fmtCount(INFO.param_count)} params · KV ${fmtBytes(INFO.kv_bytes_per_token)}/token` +
-    (INFO.ceiling !== null ? ` · ${INFO.ceiling_kind} ${fmtFigure(INFO.ceiling)} GB/s` : "") +
-    ` · run ${INFO.run_id}`;
+  const F = t => tr("StatusFields", t);  // the window's status bar fields (kvviz/ui/status.py)
+  const fields = [pyFormat(F("device {0}, {1}"), { 0: INFO.device || "-", 1: INFO.dtype || "-" }),
+    pyFormat(F("model {0}"), { 0: INFO.model_name }), pyFormat(F("{0} parameters"), { 0: fmtCountShort(INFO.param_count) }),
+    pyFormat(F("KV {0} per token"), { 0: fmtBytes(INFO.kv_bytes_per_token) })];
+  if (INFO.ceiling !== null) fields.push(pyFormat(INFO.ceiling_kind === "read" ? F("read {0} GB/s ({1})") : F("copy {0} GB/s ({1})"),
+    { 0: fmtFigure(INFO.ceiling), 1: INFO.device }));
+  document.getElementById("status").textContent = fields.join("   ");
   for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
   document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
 }
@@ -937,6 +945,6 @@ function init() {
   performance.mark("kvviz-drawn");  // the first step drawn: what the benchmark times
 }
 window.kvviz = { get step() { return step; }, get lang() { return lang; }, setStep, errors,
-  get untranslated() { return [...untranslated].map(k => k.split("\u0000")); }, formatters: { fmtBytes, fmtMs, fmtFigure, fmtCount, pyFormat } };
+  get untranslated() { return [...untranslated].map(k => k.split("\u0000")); }, formatters: { fmtBytes, fmtMs, fmtFigure, fmtCount, fmtCountShort, pyFormat } };
 init();
 })();
