@@ -163,6 +163,7 @@ def test_step_pause_and_stop_keys_drive_a_live_run_and_idle_paints_nothing(qtbot
                 Paints.count += 1
             return False
 
+    qtbot.wait(500)  # the last frame painted
     counter = Paints()
     for frame in w.grid.frames.values():
         frame.panel.installEventFilter(counter)
