@@ -303,3 +303,39 @@ def test_drawing_a_million_positions_costs_what_is_shown(qtbot):
     pool = grid.panels["cache_memory"]._image.image
     assert pool.size <= 1_000_000 // 4 + 1000
     assert np.isin(pool, (0, 1, 2, 3, 4)).all()
+
+
+def test_the_summary_shows_all_its_rows_or_says_where_they_went(qtbot):
+    """Too short for the memory wall's rows, the summary sets them aside and its heading names them;
+    given its readable size, every row with figures is shown and the heading names none."""
+    from kvviz.trace import RunInfo as Info
+    from kvviz.ui.panels.summary import COLUMNS, WALL_ROWS, SummaryPanel
+
+    base = synthetic(EXACT, new=20)
+    info = Info(run_id="s", prompt_ids=base.info.prompt_ids, engines=EXACT, max_new_tokens=20,
+                weights_read_bytes=4_000_000, embed_row_bytes=2048, kv_bytes_per_token=1024, copy_gbps=10.0)
+    hist = RunHistory()
+    hist.reset(info)
+    for engine in EXACT:
+        for t in base.traces[engine]:
+            hist.add(t)
+    panel = SummaryPanel()
+    qtbot.addWidget(panel)
+    panel.resize(420, 200)
+    panel.show()
+    panel.show_step(hist, 19)
+    qtbot.wait(30)
+    assert panel._wall_rows == WALL_ROWS  # the run recorded the wall's figures and the copy bandwidth
+    aside = panel.set_aside()
+    assert aside, "a 200 px panel had room for every row"
+    heading = panel._heading.text()
+    names = {"bytes_read": "read", "read_gbps": "read rate", "copy_share": "of copy"}
+    assert f"(+{len(aside)} in the narration)" in heading, heading
+    assert all(names[k] in panel._heading.toolTip() for k in aside), panel._heading.toolTip()
+    w, h = panel.readable_size()
+    panel.resize(max(w, 420), h)
+    qtbot.wait(30)
+    panel.show_step(hist, 19)
+    assert panel.set_aside() == [] and "narration" not in panel._heading.text()
+    hidden = [key for row, (key, _h) in enumerate(COLUMNS) if key in WALL_ROWS and panel._table.isRowHidden(row)]
+    assert hidden == [k for k in WALL_ROWS if k not in panel._wall_rows]

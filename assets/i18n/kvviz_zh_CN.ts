@@ -2412,6 +2412,14 @@
         <translation>第 0–{step} 步累计（{n} 个新 token）</translation>
     </message>
     <message>
+        <source>Set aside for want of room (the narration tells them): {rows}</source>
+        <translation>因空间不足而省略（解说中有）：{rows}</translation>
+    </message>
+    <message>
+        <source> (+{n} in the narration)</source>
+        <translation>（另 {n} 行见解说）</translation>
+    </message>
+    <message>
         <source>Work saved: naive computed &lt;b&gt;{naive}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
         <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
     </message>

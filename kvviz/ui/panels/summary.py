@@ -147,6 +147,7 @@ class SummaryPanel(Panel):
         self._values: dict[str, dict[str, float | int | None]] = {}
         self._shown: tuple[RunHistory, int] | None = None
         self._read = _ReadTotals()
+        self._heading_text = ""  # the heading without the note of rows set aside
         self._wall_rows: tuple[str, ...] = ()  # the wall's rows with figures to show (WALL_ROWS, in order)
         self._aside_for: tuple | None = None  # the fit (room, type, rows) the wall's rows were last placed for
         self._sized_for: tuple | None = None  # the room and rows the type was last chosen for
@@ -161,14 +162,18 @@ class SummaryPanel(Panel):
         if self._shown is not None:
             self.show_step(*self._shown)  # the heading, figures with units and the note
 
+    def _plain_names(self) -> list[str]:
+        """The rows' names, in COLUMNS' order, without units."""
+        return [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
+                self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache"),
+                self.tr("read"), self.tr("read rate"),
+                self.tr("of copy") if self._ceiling == "copy" else self.tr("of read ceiling"),
+                self.tr("mean KL"), self.tr("top-1 same")]
+
     def _headers(self) -> list[str]:
         """The rows' names, with the unit of a time or byte row: after it, or under it where the
         table is too narrow for both on one line."""
-        names = [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
-                 self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache"),
-                 self.tr("read"), self.tr("read rate"),
-                 self.tr("of copy") if self._ceiling == "copy" else self.tr("of read ceiling"),
-                 self.tr("mean KL"), self.tr("top-1 same")]
+        names = self._plain_names()
         if self._two_lines:  # a word a line, or more where they are no wider than the longest word
             # (a three-line "read\nrate\n(GB/s)" had left a 1500x920 window's panel no room for the next)
             metrics = QFontMetrics(self._table.verticalHeader().font())
@@ -255,6 +260,7 @@ class SummaryPanel(Panel):
         self._table.setVerticalHeaderLabels(self._headers())
         self._hide_run_rows()
         self._heading.setText("")
+        self._heading_text = ""
         self._note.setText("")
         self._shown = None
 
@@ -300,8 +306,9 @@ class SummaryPanel(Panel):
                 "top1_agreement": 1.0 if engine in EXACT else s.top1_agreement,
             }
         shown = min(step, history.n_steps() - 1)
-        self._heading.setText(self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
-            step=shown, n=shown + 1))
+        self._heading_text = self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
+            step=shown, n=shown + 1)
+        self._heading.setText(self._heading_text + self._aside_text())
         approximate = any(e not in EXACT for e in engines)  # the quality rows only where they tell something
         for row, (key, _higher) in enumerate(COLUMNS):
             if key in QUALITY_ROWS and self._table.isRowHidden(row) == approximate:
@@ -501,12 +508,32 @@ class SummaryPanel(Panel):
         if any(key in self._wall_rows for key in WALL_ROWS):
             table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
             height = self._rows_height()
-        for key in reversed(self._wall_rows):
-            if height <= room:
+        aside = list(reversed(self._wall_rows))
+        while True:
+            # The heading names the rows set aside; a longer heading leaves less room: measured again.
+            if self._heading.text() and self._heading.text() != self._heading_text + self._aside_text():
+                self._heading.setText(self._heading_text + self._aside_text())
+                names = dict(zip((key for key, _higher in COLUMNS), self._plain_names()))
+                self._heading.setToolTip(self.tr("Set aside for want of room (the narration tells them): {rows}")
+                                         .format(rows=", ".join(names[k] for k in self.set_aside()))
+                                         if self.set_aside() else "")
+            if not aside or height <= self._table_room():
                 break
+            key = aside.pop(0)
             height -= table.rowHeight(rows[key])
             table.setRowHidden(rows[key], True)
         return height
+
+    def set_aside(self) -> list[str]:
+        """The wall's rows with figures that the panel has no room for (the narration tells them)."""
+        return [key for key in self._wall_rows if self._table.isRowHidden(COLUMNS.index((key, None)))]
+
+    def _aside_text(self) -> str:
+        aside = self.set_aside()
+        if not aside:
+            return ""
+        # Short: a narrow panel's heading must not take the rows' room (the rows' names are its tooltip).
+        return self.tr(" (+{n} in the narration)").format(n=len(aside))
 
     def _rows_height(self, scrolls: bool | None = None) -> int:
         """The table's height with its visible rows (what _fit sets, less 2 px of room below) and the
