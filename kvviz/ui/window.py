@@ -112,6 +112,7 @@ class MainWindow(QMainWindow):
         else:
             self.grid.install()
 
+        self._worker = worker
         self._worker_host = WorkerHost(worker, self)
         self._connect_worker(worker)
         self._worker_host.start()
@@ -513,7 +514,7 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ dialogs
     def show_memory_calculator(self) -> None:
-        self.memory_dialog = dialogs.show_memory_calculator(self, getattr(self, "memory_dialog", None))
+        self._memory_dialog = dialogs.show_memory_calculator(self, getattr(self, "_memory_dialog", None))
 
     def shortcut_rows(self) -> list[tuple[str, str]]:
         return dialogs.shortcut_rows(self)
