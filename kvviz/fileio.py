@@ -104,13 +104,15 @@ def _why(exc: OSError, folder: Path) -> str:
 def check_depth(doc, limit: int, what: str) -> None:
     """ValueError if `doc` nests lists/objects deeper than `limit` (iterative: no recursion to exhaust).
     Every JSON file kvviz reads has a known, shallow shape; deeper nesting is never data it reads."""
+    if not isinstance(doc, (list, dict)):
+        return
     stack = [(doc, 1)]
-    while stack:
+    while stack:  # only containers are pushed: a list of a million numbers is one filter, not a million pops
         value, depth = stack.pop()
-        if isinstance(value, (list, dict)):
-            if depth > limit:
-                raise ValueError(f"{what}: the JSON nests more than {limit} levels deep")
-            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+        if depth > limit:
+            raise ValueError(f"{what}: the JSON nests more than {limit} levels deep")
+        children = value.values() if type(value) is dict else value
+        stack.extend((v, depth + 1) for v in children if type(v) is list or type(v) is dict)
 
 
 def read_json(path: str | Path, max_depth: int, max_bytes: int = 64 << 20):

@@ -251,12 +251,15 @@ MAX_BYTES = 1 << 50  # a byte count on one step or one device: a pebibyte
 MAX_TRACE_BYTES = 4 << 30  # a file past 4 GiB is no trace kvviz wrote that a window could hold
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _check_text(value: str, what: str, limit: int) -> None:
     if len(value) > limit:
         raise ValueError(f"{what} is {len(value):,} characters, more than {limit:,} (no tokenizer makes that)")
-    for ch in value:
-        if "\ud800" <= ch <= "\udfff":
-            raise ValueError(f"{what} holds a lone surrogate (U+{ord(ch):04X}), which no tokenizer decodes to")
+    found = _SURROGATE.search(value)
+    if found:
+        raise ValueError(f"{what} holds a lone surrogate (U+{ord(found.group()):04X}), which no tokenizer decodes to")
 
 
 def _check_range(value: int | float, what: str, low: float, high: float) -> None:
@@ -273,16 +276,20 @@ def check_info(info: RunInfo) -> None:
         _check_text(getattr(info, key), f"info.{key}", 4096)
     if len(info.prompt_ids) > MAX_TEXT_CHARS:
         raise ValueError(f"info.prompt_ids holds {len(info.prompt_ids):,} ids, more than {MAX_TEXT_CHARS:,}")
-    for i in info.prompt_ids:
-        if not _is_int(i) or not 0 <= i <= MAX_TOKEN_ID:
-            raise ValueError(f"info.prompt_ids holds {i!r}, not a token id (0..{MAX_TOKEN_ID:,})")
+    ids = info.prompt_ids  # a million-token prompt: checked by builtins, not a Python loop per id
+    if ids and (not set(map(type, ids)) <= {int} or min(ids) < 0 or max(ids) > MAX_TOKEN_ID):
+        bad = next(i for i in ids if not _is_int(i) or not 0 <= i <= MAX_TOKEN_ID)
+        raise ValueError(f"info.prompt_ids holds {bad!r}, not a token id (0..{MAX_TOKEN_ID:,})")
     if info.prompt_labels and len(info.prompt_labels) != len(info.prompt_ids):
         raise ValueError(f"info.prompt_labels has {len(info.prompt_labels)} labels for "
                          f"{len(info.prompt_ids)} prompt ids")
-    for label in info.prompt_labels:
-        if not isinstance(label, str):
-            raise ValueError(f"info.prompt_labels holds {label!r}, not a string")
-        _check_text(label, "a prompt label", MAX_TOKEN_CHARS)
+    labels = info.prompt_labels
+    if labels and not set(map(type, labels)) <= {str}:
+        bad = next(label for label in labels if not isinstance(label, str))
+        raise ValueError(f"info.prompt_labels holds {one_line(repr(bad), 60)}, not a string")
+    if labels and (max(map(len, labels)) > MAX_TOKEN_CHARS or _SURROGATE.search("".join(labels))):
+        for label in labels:
+            _check_text(label, "a prompt label", MAX_TOKEN_CHARS)
     for name in info.engines:
         if name not in ENGINES:
             raise ValueError(f"info.engines names {name!r}, not an engine kvviz runs ({', '.join(ENGINES)})")
