@@ -185,3 +185,21 @@ def test_svg_and_gif_exports_of_a_replayed_record(qtbot, window, tmp_path):
     with Image.open(gif) as image:
         assert image.n_frames == 4  # one frame per step
     assert w.step == 0  # the step shown before the export
+
+
+def test_a_kvviz_serve_json_file_replays_without_a_model(qtbot, window, tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "cli.json"
+    subprocess.run([sys.executable, "-m", "kvviz", "serve", "--workload", "course-batch", "--schedulers",
+                    "static,paged", "--model", "tiny-random", "--threads", "1", "--json", str(path)],
+                   check=True, capture_output=True, timeout=300)
+    assert window.exports.open_record(path)
+    drawn(qtbot, window)
+    run = window.run
+    assert run.schedulers == ("static", "paged") and run.n_steps() == 20
+    static = run.counters("static", run.n_steps())
+    assert (static["padding"], static["idle"]) == (55, 23)  # the course's figures, drawn from the command's file
+    assert window.grid.panels["timeline"].title() == "Request timeline: wasted slots static 78, paged 0"
+    assert "replay" in window.statusBar().currentMessage()
