@@ -345,3 +345,23 @@ def test_one_forward_per_step(tiny, monkeypatch):
     r = run(model, tok, course_batch(), "continuous", settings())
     qkv = model.plan().layers[0].qkv.data_ptr()
     assert calls.count(qkv) == len([s for s in r.steps if s.work]) == 20
+
+
+@pytest.mark.parametrize("arch, changes", [("qwen3", dict(qk_norm=True)), ("qwen2", dict(qkv_bias=True))])
+def test_qwen_shapes_equal_solo_static(torch_cpu, byte_tokenizer, arch, changes):
+    """q/k norms before the rotation (Qwen3) and QKV biases (Qwen2) take the batched path too."""
+    import torch
+
+    from kvviz.config import ModelConfig
+    from kvviz.models.transformer import Transformer
+
+    cfg = ModelConfig(name=arch, arch=arch, vocab_size=256, d_model=64, n_layer=2, n_head=4, n_kv_head=2,
+                      head_dim=16, d_ff=96, max_seq_len=256, tie_embeddings=False, **changes)
+    model = Transformer(cfg).init_weights(3).eval()
+    with torch.no_grad():  # biases and norms away from their init, so skipping them would show
+        for name, p in model.named_parameters():
+            if name.endswith(("bias", "norm.weight")):
+                p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(len(name))) * 0.3)
+    for key in ("static", "chunked", "prefix"):
+        assert_solo(model, byte_tokenizer, load_workload("shared-prefix"), key,
+                    settings(max_batch=4, blocks=60, block_size=8, token_budget=16))
