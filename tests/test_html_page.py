@@ -163,6 +163,14 @@ def test_the_page_in_chromium_at_three_steps(browser, page, run):
     assert browser.eval("document.body.dataset.step") == "6"
     browser.press("End")
     check_step(browser, run, run.n_steps - 1, "last.png")
+    for engine in ENGINES:  # each engine's recorded weights (an engine whose rows equal another's shares them)
+        browser.eval(f"(() => {{ const s = document.querySelector('#panel-attention select'); s.value = '{engine}';"
+                     " s.dispatchEvent(new Event('change')); })()")
+        image, _png = browser.screenshot()
+        assert pixels(image, browser.rect("#panel-attention canvas"), (0x44, 0x01, 0x54)) > 0, engine
+        caption = browser.eval("document.querySelector('#panel-attention .caption').textContent")
+        t = run.traces[engine][-1]
+        assert caption.startswith(f"Outlined: the {t.pos_stop - t.pos_start} row(s) computed at this step."), caption
     browser.press("Home")
     assert browser.eval("document.body.dataset.step") == "0"
 

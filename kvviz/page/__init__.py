@@ -86,6 +86,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
     """What page.js draws from: the run's info, per engine its steps as columns (0..last: the totals and the
     attention rows need the earlier steps), the steps the slider spans, and the strings in both languages."""
     engines = []
+    stored: dict[str, str] = {}  # attention rows (base64) -> the engine that holds them in the page
     n_steps = max((len(v) for v in traces.values()), default=0)
     last = n_steps - 1 if last is None else min(last, n_steps - 1)
     for order, (name, all_steps) in enumerate(traces.items()):
@@ -98,11 +99,16 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             "kl_to_exact", "top1_agrees")}
         columns["latency_ms"] = [float(v) for v in columns["latency_ms"]]
         tables = [list(t.block_table) if t.block_table is not None else None for t in steps]
+        attention = _attention(steps)
+        if attention is not None:  # the exact caches' weights agree to the bit in float16: stored once
+            owner = stored.setdefault(attention["rows"], name)
+            if owner != name:
+                attention.update(rows=None, rows_of=owner)
         engines.append({
             "name": name, "color": engine_color(name, order), "dash": ENGINE_DASH.get(name), "order": order,
             "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
             "block_table": tables if any(v is not None for v in tables) else None,
-            "attention": _attention(steps),
+            "attention": attention,
         })
     prompt = list(info.prompt_labels) or [str(i) for i in info.prompt_ids]
     wall = info.wall()

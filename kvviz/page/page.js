@@ -150,6 +150,7 @@ function running(e, key, fn) {  // running sums of a column (or fn(e, k)), kept 
 }
 function attention(e) {
   if (!e.attention) return null;
+  if (e.attention.rows_of) return attention(ENGINES.find(x => x.name === e.attention.rows_of));  // the same rows
   if (!e._rows) e._rows = decodeHalf(e.attention.rows);
   return e._rows;
 }
