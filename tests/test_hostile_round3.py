@@ -403,7 +403,7 @@ def test_logits_that_overflow_stop_the_run_in_one_line(hf_folder, tmp_path, caps
 
 def test_the_sampler_refuses_non_finite_logits(torch_cpu):
     from kvviz.config import SamplingConfig
-    from kvviz.sampling import NonFiniteLogits, Sampler
+    from kvviz.sampling import NonFiniteLogits, Sampler, check_picked
 
     torch = torch_cpu
     cases = {"NaN": torch.tensor([0.0, float("nan"), 1.0]), "+Inf": torch.tensor([0.0, float("inf"), 1.0]),
@@ -411,7 +411,7 @@ def test_the_sampler_refuses_non_finite_logits(torch_cpu):
     for logits in cases.values():
         for cfg in (SamplingConfig(), SamplingConfig(temperature=1.0, seed=1)):
             with pytest.raises(NonFiniteLogits):
-                Sampler(cfg)(logits) if not cfg.greedy else Sampler(cfg).pick(logits)
+                Sampler(cfg)(logits) if not cfg.greedy else check_picked(logits, Sampler(cfg).pick(logits))
     assert Sampler(SamplingConfig()).pick(torch.tensor([0.0, float("-inf"), 1.0])) == 2  # a masked -Inf is fine
 
 

@@ -14,7 +14,7 @@ import torch
 from kvviz.config import SamplingConfig, TraceOptions
 from kvviz.devices import allocated_bytes
 from kvviz.models.transformer import ForwardResult, Transformer
-from kvviz.sampling import Sampler
+from kvviz.sampling import Sampler, check_picked
 from kvviz.timing import StepTimer
 from kvviz.trace import StepTrace
 
@@ -99,6 +99,8 @@ class Engine(ABC):
                 else:
                     raise ValueError(f"step {step}: only {len(forced_tokens)} forced tokens given")
             latency_ms = stop()
+            if forced_tokens is None:
+                check_picked(out.logits[0], token)  # NaN/Inf logits stop the run (kvviz.sampling)
             pos_stop = len(ids)
             ids.append(token)
             # The model returns fresh tensors each step, so numpy views of them are the trace's own:
