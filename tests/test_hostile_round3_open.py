@@ -103,3 +103,23 @@ def test_kvviz_bad_trace_is_one_line_exit_2_before_any_window(tmp_path):
             assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, (argv, proc.stderr)
             assert name in lines[0]
             assert sorted(p.name for p in tmp_path.iterdir()) == before  # no settings file, nothing written
+
+
+def test_file_open_trace_on_a_special_file_is_a_message_in_the_window(open_window, tmp_path):
+    """File > Open trace: a FIFO, /dev/zero, a /proc file, a loop of links, a folder are each one line in the
+    window's error strip, at once (a FIFO had frozen the window, /dev/zero had let a MemoryError escape)."""
+    from kvviz.ui.export_actions import install_export_actions
+
+    window = open_window()
+    actions = install_export_actions(window)
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "proc.json").symlink_to("/proc/self/status")
+    (tmp_path / "loop.json").symlink_to("loop.json")
+    (tmp_path / "folder.json").mkdir()
+    for name, says in (("fifo.json", "FIFO"), ("zero.json", "character device"), ("proc.json", "/proc"),
+                       ("loop.json", "loop of symbolic links"), ("folder.json", "a folder")):
+        assert not actions.open_trace(str(tmp_path / name))
+        text = window.error_text()
+        assert name in text and says in text and "\n" not in text, text
+    assert window.history.n_steps() == 0
