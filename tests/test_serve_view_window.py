@@ -185,6 +185,10 @@ def test_svg_and_gif_exports_of_a_replayed_record(qtbot, window, tmp_path):
     with Image.open(gif) as image:
         assert image.n_frames == 4  # one frame per step
     assert w.step == 0  # the step shown before the export
+    mp4 = w.exports.export("gif", tmp_path / "serve.mp4")  # the animation's format follows the suffix
+    from kvviz.ui.exporters import probe_mp4
+
+    probe_mp4(mp4, 4)  # an H.264 file of four frames (raises otherwise)
 
 
 def test_a_kvviz_serve_json_file_replays_without_a_model(qtbot, window, tmp_path):
