@@ -5,6 +5,7 @@ FLOPs at this machine's probed matrix rate and the bytes a step reads at its mea
 The arithmetic is kvviz.estimate's (no Qt there)."""
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 from PySide6.QtCore import QCoreApplication
@@ -53,6 +54,8 @@ class RunEstimates:
         if self._read_gbps is None:
             from kvviz import bandwidth
 
+            # The worker's default: every core but one (a figure at other threads only where none is cached).
+            threads = threads or max(1, (os.cpu_count() or 2) - 1)
             ceiling = bandwidth.cached_read_ceiling(threads) or bandwidth.cached_read_ceiling()
             try:
                 self._read_gbps = ceiling.read_gbps if ceiling is not None else bandwidth.cpu_bandwidth().copy_gbps

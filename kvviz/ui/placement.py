@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QMainWindow
+from PySide6.QtWidgets import QMainWindow, QWidget
 
 DEFAULT_SIZE = (1500, 920)  # a first launch on a screen with room for it
 GEOMETRY_KEY = "window/geometry"
@@ -18,8 +18,8 @@ def restore_geometry(window: QMainWindow, settings: QSettings) -> None:
     fit_to_screen(window)
 
 
-def fit_to_screen(window: QMainWindow) -> None:
-    """No larger than the screen the window opens on, and on it."""
+def fit_to_screen(window: QWidget) -> None:
+    """No larger than the screen the window (or a dialog) opens on, and on it."""
     screen = window.screen() or QGuiApplication.primaryScreen()
     if screen is None or QGuiApplication.platformName() == "offscreen" or window.isMaximized():
         return  # offscreen: no display to fit, the caller sizes it

@@ -69,13 +69,17 @@ class Presentation(QObject):
         zoom). Saved for the next start unless `save` is False (`kvviz --zoom` is for one launch)."""
         w = self.window
         percent = check_zoom(int(percent))
-        self.zoom = percent
+        before, self.zoom = self.zoom, percent
         QApplication.setFont(zoomed_font(self._base_font, percent))
         w.grid.set_zoom(percent)
         if save:
             w.settings.setValue(ZOOM_KEY, percent)
         self._show_zoom_choice(percent)
         w.retranslate_ui()  # the widths measured from the font: the progress text, the Inputs dock
+        if w.isVisible():  # (at launch the saved dock width is already the saved zoom's)
+            # The Inputs dock grows and shrinks with its text: its minimum follows the font, its width not.
+            width = round(w.form_dock.width() * percent / before)
+            w.resizeDocks([w.form_dock], [width], Qt.Orientation.Horizontal)
         w.frames.redraw_all()
 
     def zoom_step(self, direction: int) -> None:

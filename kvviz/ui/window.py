@@ -3,7 +3,7 @@ the panel grid, the menus, the dialogs and the status bar, and wires their signa
 
 No torch, no engines, no models: the window talks to a run worker (handed in by the app) through
 signals, learns the presets, devices and engines from the Environment the worker lists, and
-repaints the panels from the history on a timer, never from the worker's signals.
+draws the history in frames (frames.py) when something changed, never from the worker's signals.
 """
 from __future__ import annotations
 
@@ -12,15 +12,7 @@ import uuid
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import (
-    QApplication,
-    QDialog,
-    QFileDialog,
-    QMainWindow,
-    QStyle,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMainWindow, QStyle, QVBoxLayout, QWidget
 
 from kvviz.format import fmt_ms
 from kvviz.messages import Environment, ModelChoice, RunRequest

@@ -8,8 +8,12 @@ from PySide6.QtWidgets import QDialog, QWidget
 def show_memory_calculator(window: QWidget, dialog: QDialog | None) -> QDialog:
     """The KV memory calculator (non-modal; one instance, raised when asked again)."""
     from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.placement import fit_to_screen
 
-    return _raised(dialog or MemoryDialog(window))
+    if dialog is None:
+        dialog = MemoryDialog(window)
+        fit_to_screen(dialog)  # 800x760 is taller than a 1280x720 projector: it scrolls instead
+    return _raised(dialog)
 
 
 def shortcut_rows(window: QWidget) -> list[tuple[str, str]]:
