@@ -41,7 +41,8 @@ def configure(parser) -> None:
                       help="run.html: the run as one self-contained interactive page (step slider, every panel, "
                            "English/Chinese; opens from disk with no network)")
     parser.add_argument("--from", dest="from_trace", default=None, metavar="TRACE.json",
-                        help="re-export a saved run (a trace JSON) instead of running a model: no model needed")
+                        help="re-export a saved run (a trace JSON) instead of running a model: no model needed; "
+                             "a `kvviz serve --json` record exports as its page (--html)")
     parser.add_argument("--lang", default="en", help="interface language: en (default) or zh_CN")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size (default: 1600x1000)")
     parser.add_argument("--scale", type=float, default=1.0, help="image and animation scale, e.g. 2 for slides")
