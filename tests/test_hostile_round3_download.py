@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from hubserver import HubServer, Repo, keep_hub_client_local
+from test_download import checkpoint  # noqa: F401 - the same tiny Qwen3 checkpoint, as a fixture
 
 from kvviz.cli import main
 from kvviz.models.download import PARTIAL_SUFFIX
@@ -53,19 +54,6 @@ class SlowServer(HubServer):
         h.close_connection = True
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    from kvviz.config import ModelConfig
-    from kvviz.models import build_decoder
-    from kvviz.models.hf import save_hf_checkpoint, train_tokenizer_json
-
-    cfg = ModelConfig(name="t", arch="qwen3", vocab_size=300, d_model=64, n_layer=2, n_head=4, n_kv_head=2,
-                      head_dim=16, d_ff=96, max_seq_len=128, qk_norm=True)
-    folder = tmp_path_factory.mktemp("ckpt") / "tiny"
-    save_hf_checkpoint(build_decoder(cfg).init_weights(0), folder, tokenizer_json=train_tokenizer_json(300))
-    return folder
-
-
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     from huggingface_hub.utils import logging as hf_logging
@@ -85,7 +73,7 @@ def _partials(cache: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("every_s", [0.2, None], ids=["trickle", "silent"])
-def test_a_stalled_download_gives_up_in_one_line_and_the_next_try_resumes(checkpoint, cache, monkeypatch, capsys,
+def test_a_stalled_download_gives_up_in_one_line_and_the_next_try_resumes(checkpoint, cache, monkeypatch, capsys,  # noqa: F811
                                                                           every_s):
     head = 20_000
     server = SlowServer({REPO: Repo.from_folder(checkpoint)}, head=head, every_s=every_s)
