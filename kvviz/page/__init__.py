@@ -27,7 +27,6 @@ MAX_PAGE_BYTES = 64 << 20
 ENGINE_COLORS = {"naive": "#d62728", "concat": "#ff7f0e", "static": "#2ca02c", "paged": "#1f77b4"}
 EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 ENGINE_DASH = {"naive": None, "concat": None, "static": [6, 3], "paged": [2, 2]}
-EXACT = ("naive", "concat", "static", "paged")
 
 
 def engine_color(engine: str, order: int) -> str:
@@ -39,7 +38,7 @@ def _column(steps: Sequence[StepTrace], key: str) -> list:
 
 
 def _shown_tokens(labels: Sequence[str]) -> dict:
-    """Labels grouped as read (kvviz.tokenizer.group_labels): each token's shown text (a group's text on its
+    """Labels grouped as read (kvviz.textshow.group_labels): each token's shown text (a group's text on its
     first token, "" on the others) and the [start, stop) of the group it belongs to."""
     shown, start, stop = [], [], []
     for group in group_labels(list(labels)):
