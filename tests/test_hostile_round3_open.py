@@ -123,3 +123,16 @@ def test_file_open_trace_on_a_special_file_is_a_message_in_the_window(open_windo
         text = window.error_text()
         assert name in text and says in text and "\n" not in text, text
     assert window.history.n_steps() == 0
+
+
+def test_the_window_and_the_record_do_not_import_the_tokenizer_module():
+    """The display rules live in kvviz.textshow: the trace record and every panel import that, and the
+    tokenizer module (with its encode limits and the tokenizers library) stays out of the window."""
+    code = ("import sys, pkgutil, importlib, kvviz.traceio, kvviz.ui.window, kvviz.ui.panels\n"
+            "for m in pkgutil.iter_modules(kvviz.ui.panels.__path__):\n"
+            "    importlib.import_module('kvviz.ui.panels.' + m.name)\n"
+            "print(sorted(k for k in sys.modules if k in ('kvviz.tokenizer', 'tokenizers')))")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
