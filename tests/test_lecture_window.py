@@ -11,7 +11,7 @@ import textwrap
 import time
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
 
 from tests.conftest import settings_at
 from tests.test_ui_window import PROMPT, ROOT, run_to_end, type_prompt
@@ -280,3 +280,47 @@ def test_open_trace_updates_the_form_the_status_bar_and_the_quality_panel(qtbot,
     assert window.grid.panel_actions["quality"].isChecked()
     window.form.edit_button.click()
     assert not window.form.read_only() and window.form.prompt_edit.isEnabled()
+
+
+def test_the_frame_painter_alone_draws_what_changed_then_stops(qtbot, tiny_random, byte_tokenizer):
+    """FramePainter with a real grid, transport and history and no window: steps arriving wake it, it
+    follows the newest, draws every shown panel at one step and stops its timer when all are drawn; a
+    pick wakes it again; a hidden panel is not drawn."""
+    from PySide6.QtCore import QSettings
+
+    from kvviz.ui.frames import FramePainter
+    from kvviz.ui.grid import PanelGrid
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.transport import TransportBar
+    from tests.test_panels import make_history
+
+    full = make_history(tiny_random, byte_tokenizer, PROMPT)
+    history = RunHistory()
+    grid = PanelGrid(QSettings(os.devnull, QSettings.Format.IniFormat))
+    transport = TransportBar(history)
+    host = QWidget()
+    layout = QVBoxLayout(host)
+    layout.addWidget(transport)
+    layout.addWidget(grid)
+    qtbot.addWidget(host)
+    host.resize(1500, 920)
+    host.show()
+    grid.install()
+    shown = []
+    painter = FramePainter(history, grid, transport, running=lambda: True, shown=lambda: shown.append(1),
+                           idle_work=lambda: False)
+    history.reset(full.info)
+    for steps in zip(*full.traces.values()):
+        for trace in steps:
+            history.add(trace)
+        painter.wake()
+    qtbot.waitUntil(lambda: not painter.ticking(), timeout=10_000)
+    newest = (history.version, history.n_steps() - 1)
+    visible = [k for k, frame in grid.frames.items() if not frame.isHidden()]
+    assert visible and all(grid.painted.get(k) == newest for k in visible)
+    assert transport.timeline.value() == history.n_steps() - 1 and shown
+    painter.select(2)
+    assert painter.ticking()
+    qtbot.waitUntil(lambda: not painter.ticking(), timeout=10_000)
+    assert all(grid.painted.get(k) == (history.version, 2) for k in visible)
+    assert transport.step_label.text().startswith("step 2 /")

@@ -159,12 +159,13 @@ class MemoryDialog(QDialog):
         outer = QVBoxLayout(self)
         outer.addWidget(scroll, 1)
         outer.addWidget(buttons)
-        self.resize(800, 760)
+        self.retranslate()  # the texts first: the width below is theirs, at the app's zoom
+        self.resize(max(800, content.sizeHint().width() + 40), 760)  # the opener keeps it on the screen
 
         for name, preset in memory.MEMORY_PRESETS.items():
             self._add(name, preset.config, preset.description)
         self.model_combo.addItem("", CUSTOM)
-        self.retranslate()
+        self.model_combo.setItemText(self.model_combo.findData(CUSTOM), self.tr("custom (edit the shape)"))
 
         self.model_combo.currentIndexChanged.connect(self._on_model_changed)
         for spin in (self.layers_spin, self.kv_heads_spin, self.head_dim_spin):
