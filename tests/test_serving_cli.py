@@ -113,3 +113,14 @@ def test_bpe_checkpoint_folder(torch_cpu, capsys, tmp_path):
     assert "tokens identical across schedulers: yes" in out
     prefix = next(line for line in out.splitlines() if line.startswith("prefix"))
     assert " 0.0%" not in prefix  # BPE tokens still share full blocks of the system prompt
+
+
+def test_a_pool_larger_than_memory_is_refused_before_allocating(torch_cpu, capsys):
+    from kvviz.models.io import available_ram
+
+    if (available_ram() or 0) > 512 << 30:
+        pytest.skip("this machine could hold the pool")
+    rc, out, err = _serve(capsys, "--workload", "course-batch", "--schedulers", "paged", "--blocks", "1048576",
+                          "--model", "wide", "--threads", "1")
+    assert rc == 1 and "a K/V pool of 1,048,576 blocks of 16 needs 512.0 GiB" in err, err
+    assert len(err.strip().splitlines()) == 1

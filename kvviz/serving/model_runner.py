@@ -28,6 +28,14 @@ def check_supported(model) -> None:
         raise ValueError(f"kvviz serve runs Llama-family models (kvviz, llama, qwen2, qwen3), not {arch}")
 
 
+def check_pool_memory(need: int, what: str, device: torch.device) -> None:
+    """Refuse (InsufficientMemory: one line, exit 1) a K/V pool larger than the memory free for it."""
+    from kvviz.models.io import check_memory
+
+    free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else None  # None: the host's RAM
+    check_memory(need, what, available=free)
+
+
 class ModelRunner:
     def __init__(self, model: Transformer, n_blocks: int, block_size: int) -> None:
         check_supported(model)
@@ -38,6 +46,9 @@ class ModelRunner:
         self.block_size = block_size
         self.scratch = n_blocks  # the block after the pool's: padding and idle K/V land here
         shape = ((n_blocks + 1) * block_size, cfg.n_kv_head, cfg.head_dim)  # (slots, KV, D)
+        elem = torch.empty((), dtype=self.dtype).element_size()
+        check_pool_memory(2 * cfg.n_layer * shape[0] * shape[1] * shape[2] * elem,
+                          f"a K/V pool of {n_blocks:,} blocks of {block_size}", self.device)
         self.k_pool = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(cfg.n_layer)]
         self.v_pool = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(cfg.n_layer)]
         self.thrown_rows = torch.empty(0, dtype=torch.long)  # the last step's padding and idle rows
