@@ -148,6 +148,11 @@ class Browser:
             self.call("Input.dispatchKeyEvent", type=kind, key=key, code=code, windowsVirtualKeyCode=vk,
                       nativeVirtualKeyCode=vk, **({"text": text} if kind == "keyDown" and text else {}))
 
+    def click(self, x: float, y: float) -> None:
+        """A left click at (x, y) in CSS pixels."""
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
     def screenshot(self):
         """The page as drawn, an (H, W, 3) uint8 array (and the PNG bytes)."""
         import numpy as np

@@ -373,3 +373,24 @@ def test_the_summary_is_the_windows_cell_for_cell(browser, page, run, qapp):
             for col, engine in enumerate(run.engines):
                 assert cells[key][engine] == table.item(row, col).text(), (key, engine, step)
         assert set(cells) >= {"total_ms", "kv_projections", "bytes_copied", "bytes_read", "read_gbps", "copy_share"}
+
+
+def test_a_click_on_a_plot_or_a_token_shows_its_step(browser, page, run):
+    """As in the window: a click in a per-step plot shows the step under it, on a generated token the step that
+    sampled it, on the prompt the prefill."""
+    browser.open(page)
+    x, y, w, h = browser.rect("#panel-latency canvas")
+    left, width = browser.eval("(() => { const a = document.querySelector('#panel-latency canvas')._steps;"
+                               " return [a.left, a.width]; })()")
+    last = run.n_steps - 1
+    for target in (3, 17):
+        browser.click(x + left + width * target / last, y + h / 6)
+        assert browser.eval("document.body.dataset.step") == str(target)
+    token = browser.rect("#panel-token_stream .engine[data-engine=concat] span[data-step='5']")
+    browser.click(token[0] + token[2] / 2, token[1] + token[3] / 2)
+    assert browser.eval("document.body.dataset.step") == "5"
+    prompt = browser.rect("#panel-token_stream .engine[data-engine=paged] .prompt")
+    browser.click(prompt[0] + 5, prompt[1] + 5)
+    assert browser.eval("document.body.dataset.step") == "0"
+    browser.pump()
+    assert not browser.problems, browser.problems

@@ -303,6 +303,14 @@ function buildPanels() {
   const sel = el.attention.section.querySelector("select");
   for (const e of ENGINES) if (e.attention) { const o = document.createElement("option"); o.textContent = e.name; sel.appendChild(o); }
   sel.addEventListener("change", () => draw());
+  for (const key of ["latency", "bytes", "cache_memory", "quality"]) {
+    if (el[key] && el[key].canvas) el[key].canvas.addEventListener("click", ev => pickStep(el[key].canvas, ev));
+  }
+  el.token_stream.body.addEventListener("click", ev => {  // a generated token shows the step that sampled it
+    const span = ev.target.closest("span[data-step]");  // (the body carries the shown step too)
+    if (span && !window.getSelection().toString()) setStep(Number(span.dataset.step));
+    else if (ev.target.closest(".prompt")) setStep(0);  // the prompt: computed at prefill
+  });
   el.attention.select = sel;
   el.attention.caption = el.attention.section.querySelector(".caption");
   el.attention.label = el.attention.section.querySelector("label");
@@ -629,9 +637,17 @@ function stacked(k, specs, canvas) {
     for (const s of spec.series) for (const v of s.ys) if (isFinite(v) && v > yMax) yMax = v;
     if (spec.hline && spec.hline.y > yMax) yMax = spec.hline.y;
     yMax = yMax > 0 ? yMax * 1.05 : 1;
-    plot(ctx, 0, r * ph, w, ph, Object.assign({ xMax: Math.max(1, LAST), yMax, vline: k, vlineDash: [4, 3],
+    const area = plot(ctx, 0, r * ph, w, ph, Object.assign({ xMax: Math.max(1, LAST), yMax, vline: k, vlineDash: [4, 3],
       bottom: r === specs.length - 1 ? tr("SeriesPanel", "step") : "" }, spec));
+    if (area && r === 0) canvas._steps = { left: area.left, width: area.pw, right: w };
   });
+}
+function pickStep(canvas, ev) {  // a click in a per-step plot shows the step under it, as in the window
+  const at = canvas._steps;
+  if (!at) return;
+  const x = ev.clientX - canvas.getBoundingClientRect().left;
+  if (x < at.left || x > at.left + at.width) return;
+  setStep(Math.round((x - at.left) / at.width * Math.max(1, LAST)));
 }
 function drawLatency(k) {
   const L = s => tr("LatencyPanel", s);
@@ -685,8 +701,9 @@ function drawCacheMemory(k) {
   let yMax = 1; for (const s of series) for (const v of s.ys) if (v > yMax) yMax = v;
   const paged = ENGINES.find(e => e.block_table);
   const plotW = paged ? w * 0.58 : w;
-  plot(ctx, 0, 0, plotW, h, { title: C("resident K/V"), left: C("memory"), bottom: tr("SeriesPanel", "step"), bytes: true, xMax: Math.max(1, LAST), yMax: yMax * 1.05,
+  const area = plot(ctx, 0, 0, plotW, h, { title: C("resident K/V"), left: C("memory"), bottom: tr("SeriesPanel", "step"), bytes: true, xMax: Math.max(1, LAST), yMax: yMax * 1.05,
     series, vline: k, dots: ENGINES.map(e => ({ x: stepOf(e, k), y: e.steps.cache_bytes[stepOf(e, k)], color: e.color })) });
+  el.cache_memory.canvas._steps = area ? { left: area.left, width: area.pw } : null;
   const pool = el.cache_memory.pool;
   if (!paged) { pool.innerHTML = swatch(MUTED, C("no paged engine: no block table"), "square"); return; }
   const kk = stepOf(paged, k), size = paged.steps.block_size[kk] || 1, table = paged.block_table[kk] || [];
