@@ -78,7 +78,7 @@ def as_run(saved) -> Run:
 
 
 def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int = 40, *, model: str = "tiny",
-            device: str = "cpu", dtype: str = "auto", block_size: int = 16, window: int = 32, sinks: int = 4,
+            device: str = "auto", dtype: str = "auto", block_size: int = 16, window: int = 32, sinks: int = 4,
             residual: int | None = None, layer: int | None = 0, head: int = 0, temperature: float = 0.0,
             seed: int = 0, threads: int | None = None) -> Run:
     """Run the engines on `prompt` in lockstep, `tokens` new tokens each, in this process, and return the
