@@ -54,7 +54,7 @@ MAX_TOKEN_LABEL_CHARS = 256  # kvviz.traceio.MAX_TOKEN_CHARS: a trace could not 
 # scripts, an emoji sequence; what the regexes of real pre-tokenizers and the merges handle in linear time.
 PROBE_TEXTS = ("a" * 2000, "1" * 500 + " " * 500, "ab" * 1000 + "!", "The key and value of a token never change. " * 20,
                "中文字符和emoji 👩\u200d👩\u200d👧 ünïcödé " * 20, "\n\t" * 500)
-PROBE_MS_PER_CHAR = 0.05  # 50 us a character: real tokenizers take 1-3 us here; ten times slower is a bomb
+PROBE_MS_PER_CHAR = 0.2  # 200 us a character: real tokenizers take 1-3 us; a hundred times slower is a bomb
 ENCODE_S_FLOOR = 2.0  # an encode may take this long, or as long as the probe's rate says, whichever is more
 
 
@@ -112,15 +112,8 @@ class HFTokenizer:
         """Token ids of `text` (no special tokens added); ValueError naming the component at fault for a
         panic, more than MAX_TOKENS_PER_CHAR tokens a character, or an encode far slower than the probe's."""
         started = time.perf_counter()
-        try:
-            with _quiet_panics():
-                ids = self._tok.encode(text, add_special_tokens=False).ids
-        except Exception as exc:
-            raise ValueError(f"{self.path}: cannot encode the text ({self._blame(text, exc)})") from None
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            raise ValueError(f"{self.path}: cannot encode the text ({self._blame(text, exc)})") from None
+        ids = _guarded(lambda: self._tok.encode(text, add_special_tokens=False).ids,
+                       lambda exc: f"{self.path}: cannot encode the text ({self._blame(text, exc)})")
         spent = time.perf_counter() - started
         if len(ids) > MAX_TOKENS_PER_CHAR * max(1, len(text)):
             raise ValueError(f"{self.path}: refused: {len(ids):,} tokens for {len(text):,} characters, more than "
@@ -133,17 +126,9 @@ class HFTokenizer:
         return ids
 
     def decode(self, ids: list[int]) -> str:
-        try:
-            with _quiet_panics():
-                return self._tok.decode(list(ids), skip_special_tokens=False)
-        except Exception as exc:
-            raise ValueError(f"{self.path}: cannot decode tokens ({_component(self._doc, 'decoder')}: "
-                             f"{_panic_text(exc)})") from None
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            raise ValueError(f"{self.path}: cannot decode tokens ({_component(self._doc, 'decoder')}: "
-                             f"{_panic_text(exc)})") from None
+        return _guarded(lambda: self._tok.decode(list(ids), skip_special_tokens=False),
+                        lambda exc: f"{self.path}: cannot decode tokens ({_component(self._doc, 'decoder')}: "
+                                    f"{_panic_text(exc)})")
 
     def token_text(self, token_id: int) -> str:
         """The token's text; where it holds part of a character, that part's bytes as `<xx>`."""
@@ -220,6 +205,18 @@ class HFTokenizer:
             if spent > worst_s:
                 worst, worst_s = name, spent
         return worst
+
+
+def _guarded(call, refusal):
+    """call()'s result; an error or a Rust panic from the library (a BaseException) becomes
+    ValueError(refusal(exc)), its backtrace held back (_quiet_panics). Ctrl+C and exit pass through."""
+    try:
+        with _quiet_panics():
+            return call()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
+        raise ValueError(refusal(exc)) from None
 
 
 def _type(comp: Any) -> str:
