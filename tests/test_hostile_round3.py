@@ -433,3 +433,10 @@ def test_an_option_out_of_bounds_is_refused_at_parse_time_by_every_command(tmp_p
     monkeypatch.chdir(tmp_path)
     line = _refused_by_cli("option bound", " ".join(argv)[:60], argv, capsys, tmp_path)
     assert "argument" in line  # argparse's refusal: at parse time, before any model or window
+
+
+def test_the_zoom_bound_is_view_zoom_s_range():
+    from kvviz.options import BOUNDS
+    from kvviz.ui.zoom import ZOOM_RANGE
+
+    assert (BOUNDS["zoom"].low, BOUNDS["zoom"].high) == ZOOM_RANGE

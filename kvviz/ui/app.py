@@ -24,7 +24,9 @@ def configure(parser) -> None:
                         help="open the window on this saved run (File > Open trace), checked before the window opens")
     parser.add_argument("--settings", metavar="FILE",
                         help="keep the window's settings in this INI file instead of the user's")
-    parser.add_argument("--zoom", type=int, metavar="PERCENT",
+    from kvviz.options import bounded
+
+    parser.add_argument("--zoom", type=bounded("zoom"), metavar="PERCENT",
                         help="text and plots at this size, e.g. 150 on a projector, for this launch (default: "
                              "View > Zoom's saved choice; 100). View > Zoom and Ctrl+plus / Ctrl+minus / Ctrl+0 "
                              "change it live")
