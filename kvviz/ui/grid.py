@@ -68,6 +68,16 @@ def _layouts_to_try(kept: list[str], needs: dict[str, tuple[int, int]]):
         yield [kept]
 
 
+def _bands(starts: list[int], size: int) -> int:
+    """How many columns (or rows) plots starting at these x (or y) make: a start more than half a
+    plot past the last band's begins another (views of one column differ by their axes' widths)."""
+    count, last = 0, None
+    for start in sorted(starts):
+        if last is None or start > last + size / 2:
+            count, last = count + 1, start
+    return count
+
+
 def share(room: int, needs: list[int], handle: int = HANDLE_PX) -> list[int]:
     """Sizes for cells in a row (or rows in the grid): each its need, and the room left shared out
     equally; where the needs do not fit, in proportion to them."""
@@ -171,7 +181,8 @@ class PanelGrid(QSplitter):
         # Panels the window has no readable room for wait behind tabs under the grid (give_way).
         self.moved: list[str] = []
         self._tab = ""  # the moved panel shown alone from its tab ("": the grid tab)
-        self._overhead: dict[tuple, tuple[int, int]] = {}  # (panel, zoom, plots across, down) -> frame less plots
+        self._overhead: dict[tuple, tuple[int, int]] = {}  # (panel, zoom) -> what its frame holds besides plots
+        self._drawn_shape: dict[str, tuple] = {}  # panel -> (plot grid, legend height, own size) when last drawn
         self._checks = 0  # layout checks since the last resize (see _check_layout)
         self._check_timer = QTimer(self)
         self._check_timer.setSingleShot(True)
@@ -385,7 +396,7 @@ class PanelGrid(QSplitter):
             return fixed[0] + margins.left() + margins.right(), fixed[1] + header
         across, down = panel.plot_grid()
         width, height = panel.readable_plot()
-        over = self._overhead.get((key, self.zoom, across, down))
+        over = self._overhead.get((key, self.zoom))
         if over is None:  # an axis with its numbers and name; titles and a step axis
             over = (style.px(74) + style.px(10) * (across - 1), header + style.px(24) * down + style.px(30))
         need_w = over[0] + across * width
@@ -428,14 +439,14 @@ class PanelGrid(QSplitter):
         boxes = self.plot_boxes(key)
         if not boxes or not frame.isVisible():
             return False
-        across, down = panel.plot_grid()
-
-        # What the frame holds besides its plots, counted as if every plot were as small as the smallest
-        # (a grid of plots shares its height unevenly: the titled top row's views are the shorter).
-        legends = sum(label.height() for label in self._legends(key) if label.text())
+        # What the frame holds besides its plots, with the plots as they are laid out now (a grid of
+        # views takes the shape its cell suits) and each counted as small as the smallest (a grid of
+        # plots shares its height unevenly: the titled top row's views are the shorter).
         w, h = min(b.width() for b in boxes), min(b.height() for b in boxes)
-        self._overhead[(key, self.zoom, across, down)] = (frame.width() - across * w,
-                                                         frame.height() - down * h - legends)
+        across = _bands([b.left() for b in boxes], w)  # columns: lefts more than half a plot apart
+        down = _bands([b.top() for b in boxes], h)
+        legends = sum(label.height() for label in self._legends(key) if label.text())
+        self._overhead[(key, self.zoom)] = (frame.width() - across * w, frame.height() - down * h - legends)
         need = panel.readable_plot()
         return min(b.width() for b in boxes) < need[0] - 1 or min(b.height() for b in boxes) < need[1] - 1
 
@@ -459,6 +470,17 @@ class PanelGrid(QSplitter):
 
     def _laid_rows(self) -> list[list[str]]:
         return [[row.widget(i).panel.key for i in range(row.count())] for row in self.rows if not row.isHidden()]
+
+    def _check_if_grown(self, key: str) -> None:
+        """A draw that changed what a panel needs (a run's engines gave the work matrix four views, its
+        legends took more lines): check the layout again once the frame is painted."""
+        panel = self.panels[key]
+        shape = (panel.plot_grid(), sum(label.height() for label in self._legends(key) if label.text()),
+                 panel.readable_size())
+        if self._drawn_shape.get(key) != shape:
+            self._drawn_shape[key] = shape
+            self._checks = 0
+            self._check_timer.start()
 
     def _scenes_of(self, key: str) -> list:
         from kvviz.ui.panels._plots import scenes_in
@@ -710,6 +732,7 @@ class PanelGrid(QSplitter):
                 self._scenes[key] = scenes_in(self.frames[key])
             self._zoom_panel(key)
             settle(self._scenes[key])  # painted once per draw (see settle)
+            self._check_if_grown(key)
         except Exception as exc:  # one broken panel must not take the window down
             frame = self.frames[key]
             if not frame.error:

@@ -394,6 +394,11 @@ class WorkMatrixPanel(Panel):
             # An empty column keeps the width it was given (columnCount counts only those holding
             # items): a 1x4 grid's fourth column, left at 1000, took a third of a later 2x2 grid's width.
             grid.setColumnPreferredWidth(col, 1000 if col <= cols else 0)
+        for row in range(max(rows + 1, grid.rowCount())):
+            # Equal matrices down the grid too: the titled top row and the bottom row with its axis had
+            # shared the height unevenly (336 and 204 px in one panel), the short one setting the need.
+            grid.setRowPreferredHeight(row, 1000 if row < rows else 0)
+            grid.setRowStretchFactor(row, 1 if row < rows else 0)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
