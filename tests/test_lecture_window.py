@@ -155,13 +155,16 @@ def test_zoom_is_live_and_keeps_the_run_the_step_and_the_layout(qtbot, open_wind
     run_id, shown = window.history.info.run_id, window.grid.shown_panels()
     points = QApplication.font().pointSizeF()
     label = window.transport.step_label
-    rows = dark_rows(label)
+    header = next(f.header for f in window.grid.frames.values() if f.isVisible())  # bold, by a style sheet
+    rows, header_rows, dock = dark_rows(label), dark_rows(header), window.form_dock.width()
     qtbot.keyClick(window.panel_area, Qt.Key.Key_Plus, Qt.KeyboardModifier.ControlModifier)
     qtbot.keyClick(window.panel_area, Qt.Key.Key_Plus, Qt.KeyboardModifier.ControlModifier)
     qtbot.wait(100)
     assert window.presentation.zoom == 150 and window.grid.zoom == 150
     assert QApplication.font().pointSizeF() == points * 1.5
     assert dark_rows(label) >= rows * 1.3  # the text on screen is taller, not only a number
+    assert dark_rows(header) >= header_rows * 1.3  # a styled label too (they had kept the old font)
+    assert window.form_dock.width() > dock * 1.3  # the Inputs dock with its text
     assert window.history.info.run_id == run_id and window.selected_step == 5
     assert window.grid.shown_panels() == shown
     assert window.zoom_group.checkedAction().data() == 150
@@ -172,6 +175,7 @@ def test_zoom_is_live_and_keeps_the_run_the_step_and_the_layout(qtbot, open_wind
     assert window.presentation.zoom == 125
     qtbot.keyClick(window.panel_area, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
     assert window.presentation.zoom == 100 and QApplication.font().pointSizeF() == points
+    qtbot.waitUntil(lambda: abs(window.form_dock.width() - dock) <= 2, timeout=2_000)
     rows_by_action = dict(window.shortcut_rows())
     assert rows_by_action["Zoom 100%"] == "Ctrl+0" and rows_by_action["Reset layout"] == "Ctrl+Shift+L"
 

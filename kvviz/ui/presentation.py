@@ -4,9 +4,9 @@ and the grid's plot text, lines and markers, live, saved for the next start). It
 window's docks, state and fonts; it knows nothing of runs."""
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QFont, QKeySequence
-from PySide6.QtWidgets import QApplication, QMainWindow
+from PySide6.QtWidgets import QApplication, QLayout, QMainWindow, QWidget
 
 from kvviz.ui.actions import set_action_tip
 from kvviz.ui.qtutil import blocked
@@ -19,6 +19,7 @@ class Presentation(QObject):
         self.window = window
         self.zoom = 100  # percent: View > Zoom's choice in effect
         self._base_font = QFont(QApplication.font())  # the app's font at 100%
+        self._dock_width: int | None = None  # the Inputs dock's width at the zoom asked, until it is set
         self._presenting: tuple | None = None  # in presentation mode: (dock state, window state) before it
 
     def _give_escape(self, presenting: bool) -> None:
@@ -71,16 +72,28 @@ class Presentation(QObject):
         percent = check_zoom(int(percent))
         before, self.zoom = self.zoom, percent
         QApplication.setFont(zoomed_font(self._base_font, percent))
+        repolish_styled()
         w.grid.set_zoom(percent)
         if save:
             w.settings.setValue(ZOOM_KEY, percent)
         self._show_zoom_choice(percent)
-        w.retranslate_ui()  # the widths measured from the font: the progress text, the Inputs dock
-        if w.isVisible():  # (at launch the saved dock width is already the saved zoom's)
-            # The Inputs dock grows and shrinks with its text: its minimum follows the font, its width not.
-            width = round(w.form_dock.width() * percent / before)
-            w.resizeDocks([w.form_dock], [width], Qt.Orientation.Horizontal)
+        # The widths measured from the font (the progress text, the Inputs dock's minimum) once the
+        # widgets have taken it, after this turn of the event loop (measured now, they lagged a zoom).
+        if w.isVisible():  # at launch the saved dock width is already the saved zoom's
+            width = self._dock_width if self._dock_width is not None else w.form_dock.width()
+            self._dock_width = round(width * percent / before)  # two keys in one turn: scaled twice
+        QTimer.singleShot(0, self._fit_to_font)
         w.frames.redraw_all()
+
+    def _fit_to_font(self) -> None:
+        w = self.window
+        for layout in w.findChildren(QLayout):  # their cached sizes are the old font's until invalidated
+            layout.invalidate()
+        w.retranslate_ui()
+        if self._dock_width is not None:
+            # The Inputs dock grows and shrinks with its text: its minimum follows the font, its width not.
+            w.resizeDocks([w.form_dock], [self._dock_width], Qt.Orientation.Horizontal)
+            self._dock_width = None
 
     def zoom_step(self, direction: int) -> None:
         """One of View > Zoom's choices larger (+1) or smaller (-1)."""
@@ -97,6 +110,16 @@ class Presentation(QObject):
             w.zoom_menu.insertAction(after[0] if after else None, act)
             acts[percent] = act
         acts[percent].setChecked(True)  # the group unchecks the others (a setChecked is no trigger)
+
+
+def repolish_styled() -> None:
+    """A widget with a style sheet keeps the font it was polished with (the panels' bold titles, the
+    badge, the progress bar, the error strip stayed at 100%): each is polished again at the app's font."""
+    for top in QApplication.topLevelWidgets():
+        for widget in (top, *top.findChildren(QWidget)):
+            sheet = widget.styleSheet()
+            if sheet:
+                widget.setStyleSheet(sheet)
 
 
 def zoomed_font(base: QFont, percent: int) -> QFont:

@@ -159,7 +159,8 @@ class TransportBar(QWidget):
         # Wide enough for its longest text in this language: squeezed by the timeline's stretch it
         # had wrapped "125 / 300 steps, paused" into a 70-px box at 1920 px (seen under Xvfb).
         longest = self.tr("{0}, about {1} left").format(self.tr("{0} / {1} steps").format(99999, 99999), "59.9 min")
-        self.progress.setFixedWidth(self.progress.fontMetrics().horizontalAdvance(longest) + 24)
+        self.progress.setFixedWidth(self.fontMetrics().horizontalAdvance(longest) + 24)  # (its style sheet keeps
+        # the font it was polished with: the bar's own metrics lagged a zoom)
         self.update_badge()
         self.update_step_label()
 
