@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kvviz.serving.spec import PRESETS, SCHEDULERS, ServeSpec, WorkRequest, preset_requests
 from kvviz.ui.qtutil import blocked
-from kvviz.ui.serve.spec import PRESETS, SCHEDULERS, ServeSpec, WorkRequest, preset_requests
 
 DEFAULT_CHECKED = ("static", "continuous", "paged", "prefix")
 MAX_REQUESTS = 256

@@ -8,8 +8,8 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QInputDialog, QLineEdit
 
+from kvviz.serving.spec import ServeSpec, WorkRequest
 from kvviz.textshow import label_bytes
-from kvviz.ui.serve.spec import ServeSpec, WorkRequest
 from kvviz.ui.serve.window import ServeWindow, open_serve_window
 
 CONTINUE_SCHEDULERS = ("paged", "prefix")

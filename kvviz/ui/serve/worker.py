@@ -1,4 +1,4 @@
-"""The serve worker: the Qt adapter around the serving session (kvviz.ui.serve.process), one ServeEngine
+"""The serve worker: the Qt adapter around the serving session (kvviz.serving.session), one ServeEngine
 per ticked scheduler stepped in lockstep rounds (step k of every scheduler before step k+1 of any), the
 records forwarded in batches as signals.
 
@@ -16,9 +16,9 @@ import traceback
 
 from PySide6.QtCore import QMetaObject, QObject, Qt, QTimer, Signal, Slot
 
+from kvviz.serving.session import ServeProcess, ServeSession
+from kvviz.serving.spec import ServeSpec
 from kvviz.session import error_message
-from kvviz.ui.serve.process import ServeProcess, ServeSession
-from kvviz.ui.serve.spec import ServeSpec
 
 BATCH_S = 0.02  # as fast as possible: rounds back to back for this long, then one signal with them all
 # In this thread (isolate=False), then this long with nothing to do, so the GUI thread (sharing the

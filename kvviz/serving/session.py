@@ -1,6 +1,7 @@
 """The serving session and its engine process: ServeSession loads a model and steps one ServeEngine per
 scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process,
-so the engines never share the window's interpreter lock. No Qt: the worker (kvviz.ui.serve.worker) is
+so the engines never share the window's interpreter lock. No Qt (the library side of the Serve view, beside
+kvviz.session for the compare view): the worker (kvviz.ui.serve.worker) is
 the Qt adapter around either.
 
 The child is a fresh interpreter (`python -c`, as kvviz.session's engine process; a multiprocessing spawn
@@ -19,11 +20,11 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from kvviz.serving.spec import ServeSpec
 from kvviz.session import default_threads, error_message
-from kvviz.ui.serve.spec import ServeSpec
 
 CLOSE_WAIT_S = 2.0
-_ENTRY = "from kvviz.ui.serve.process import serve_stdio; serve_stdio()"
+_ENTRY = "from kvviz.serving.session import serve_stdio; serve_stdio()"
 
 
 class ServeSession:
