@@ -392,5 +392,14 @@ def test_a_click_on_a_plot_or_a_token_shows_its_step(browser, page, run):
     prompt = browser.rect("#panel-token_stream .engine[data-engine=paged] .prompt")
     browser.click(prompt[0] + 5, prompt[1] + 5)
     assert browser.eval("document.body.dataset.step") == "0"
+    # a query row of naive's work matrix: the step that first computed that position
+    n_prompt = len(run.info.prompt_ids)
+    for row in (n_prompt - 1, n_prompt + 8):
+        browser.press("End")  # the matrix of the last step holds every row
+        cx, cy = browser.rect("#panel-work_matrix canvas")[:2]
+        at = browser.eval("document.querySelector('#panel-work_matrix canvas')._rows.naive")
+        browser.click(cx + at["x"] + at["side"] / 2, cy + at["y"] + at["side"] * (row + 0.5) / at["n"])
+        expected = next(t.step for t in run.traces["naive"] if t.pos_stop > row)
+        assert browser.eval("document.body.dataset.step") == str(expected)
     browser.pump()
     assert not browser.problems, browser.problems

@@ -303,6 +303,7 @@ function buildPanels() {
   const sel = el.attention.section.querySelector("select");
   for (const e of ENGINES) if (e.attention) { const o = document.createElement("option"); o.textContent = e.name; sel.appendChild(o); }
   sel.addEventListener("change", () => draw());
+  for (const key of ["work_matrix", "attention"]) el[key].canvas.addEventListener("click", ev => pickRow(el[key].canvas, ev));
   for (const key of ["latency", "bytes", "cache_memory", "quality"]) {
     if (el[key] && el[key].canvas) el[key].canvas.addEventListener("click", ev => pickStep(el[key].canvas, ev));
   }
@@ -505,6 +506,7 @@ function drawWorkMatrix(k) {
     ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color; ctx.fillText(e.name, x0 + cw / 2, y0 + 2);
     ctx.font = "11px sans-serif"; ctx.fillStyle = FG; ctx.fillText(detail, x0 + cw / 2, y0 + 17);
     const side = Math.max(8, Math.min(cw - 34, ch - 40)), mx = x0 + 28 + (cw - 34 - side) / 2, my = y0 + 32;
+    (el.work_matrix.canvas._rows = el.work_matrix.canvas._rows || {})[e.name] = { x: mx, y: my, side, n: s.pos_stop[kk] };
     const dpr = window.devicePixelRatio || 1;
     const [img, m] = kindsImage(e, kk, Math.max(8, Math.floor(side * dpr)));
     const id = new ImageData(m, m);
@@ -581,6 +583,7 @@ function drawAttention(k) {
     : pyFormat(A("Outlined: the {rows} row(s) computed at this step."), { rows: n - a });
   const side = Math.max(8, Math.min(w - 44 - 72, h - 72)), mx = 44, my = 40, dpr = window.devicePixelRatio || 1;
   const m = Math.min(n, Math.max(8, Math.floor(side * dpr))), f = n / m;
+  el.attention.canvas._rows = { [e.name]: { x: mx, y: my, side, n } };
   const pooled = new Float32Array(m * m).fill(NaN);
   let topW = 0;
   for (let i = 0; i < n; i++) {
@@ -641,6 +644,21 @@ function stacked(k, specs, canvas) {
       bottom: r === specs.length - 1 ? tr("SeriesPanel", "step") : "" }, spec));
     if (area && r === 0) canvas._steps = { left: area.left, width: area.pw, right: w };
   });
+}
+function stepOfPosition(e, position) {  // the step that first computed the position (_plots.step_of_position)
+  const stops = e.steps.pos_stop;
+  let lo = 0, hi = stops.length;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (stops[mid] <= position) lo = mid + 1; else hi = mid; }
+  return position >= 0 && lo < stops.length ? lo : null;
+}
+function pickRow(canvas, ev) {  // a click on a query row of a matrix shows the step that computed it
+  const r = canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
+  for (const [name, at] of Object.entries(canvas._rows || {})) {
+    if (x < at.x || x > at.x + at.side || y < at.y || y > at.y + at.side) continue;
+    const step = stepOfPosition(ENGINES.find(e => e.name === name), Math.floor((y - at.y) / at.side * at.n));
+    if (step !== null) setStep(step);
+    return;
+  }
 }
 function pickStep(canvas, ev) {  // a click in a per-step plot shows the step under it, as in the window
   const at = canvas._steps;
@@ -915,15 +933,16 @@ function drawServeBar(k) {
 }
 function draw() {
   document.documentElement.lang = lang === "zh_CN" ? "zh-CN" : "en";
+  // The bar and the narration first: the narration's height sets the panels', which the canvases measure.
   if (SERVE) {
-    try { SERVE.draw(step); } catch (err) { errors.push("serve: " + err); console.error("serve", err); }
     drawServeBar(step);
+    try { SERVE.draw(step); } catch (err) { errors.push("serve: " + err); console.error("serve", err); }
   } else {
-    for (const [key, context, title] of PANELS) {
-      el[key].title.textContent = tr(context, title);
+    drawBar(step);
+    for (const [key, context, title] of PANELS) el[key].title.textContent = tr(context, title);
+    for (const [key] of PANELS) {
       try { DRAW[key](step); } catch (err) { errors.push(key + ": " + err); console.error(key, err); }
     }
-    drawBar(step);
   }
   frames++;
   document.body.dataset.step = String(step);

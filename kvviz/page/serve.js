@@ -125,8 +125,8 @@ window.kvvizServe = function (lib) {
   }
   return {
     draw(k) {
+      document.getElementById("narration").textContent = narrate(k);  // first: its height sets the panels'
       drawTimeline(k); drawPool(k); drawCounters(k);
-      document.getElementById("narration").textContent = narrate(k);
     },
     label(k) { return pyFormat(tr("TransportBar", "{0} / {1} steps"), { 0: k, 1: DATA.range[1] }); },
     status() { return `${DATA.model.name}, ${DATA.model.device}, ${DATA.model.dtype} · ${DATA.workload}: ${DATA.n_requests} requests`; },
