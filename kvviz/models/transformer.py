@@ -68,7 +68,9 @@ class RMSNorm(nn.Module):
 
 
 _FUSED_RMS_NORM = getattr(torch, "_fused_rms_norm", None)
-_compiling = torch.compiler.is_compiling
+# True only while dynamo traces (a function returning False in eager: 0.09 us a call here, where
+# torch.compiler.is_compiling took 0.26 us and 0.6% of a wide decode step in a py-spy profile)
+_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
