@@ -22,6 +22,14 @@ ENGINES = ("naive", "concat", "static", "paged")
 TOKENS = 24
 BLOCK = 4
 SHOTS = Path(__file__).resolve().parent.parent / "build" / "html-page-shots"
+
+
+def _keep(name: str, png: bytes) -> None:
+    """A screenshot kept for a person to look at (any test may run first, or alone)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / name).write_bytes(png)
+
+
 CELL = {"masked": (0xd4, 0xd4, 0xd4), "cached": (0x7f, 0xb3, 0xe0), "recomputed": (0xe4, 0x57, 0x2e),
         "computed": (0xff, 0xb0, 0x00)}
 POOL = {"used": (0x1f, 0x77, 0xb4), "new": (0xff, 0xb0, 0x00), "wasted": (0xf4, 0xa5, 0x82)}
@@ -118,8 +126,7 @@ def check_step(browser, run, step: int, shot: str) -> None:
     assert row_name == f"time ({unit})"
 
     image, png = browser.screenshot()
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    (SHOTS / shot).write_bytes(png)
+    _keep(shot, png)
     # the work matrix: naive recomputes every decode step (red-orange cells), the caches read theirs
     matrix = browser.rect("#panel-work_matrix canvas")
     assert pixels(image, matrix, CELL["masked"]) > 0
@@ -250,7 +257,7 @@ def test_the_chinese_page_says_what_the_chinese_window_says(browser, page, run, 
     finally:
         i18n.set_language("en")
     image, png = browser.screenshot()
-    (SHOTS / "zh.png").write_bytes(png)
+    _keep("zh.png", png)
     browser.pump()
     assert not browser.problems, browser.problems
 
@@ -290,7 +297,7 @@ def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(bro
         assert [text[2:] for text in legend] == [panel.legend_text(e, history, step) for e in run.engines]
     browser.press("End")
     image, png = browser.screenshot()
-    (SHOTS / "bounded.png").write_bytes(png)
+    _keep("bounded.png", png)
     matrix = browser.rect("#panel-work_matrix canvas")
     assert pixels(image, matrix, (0xb5, 0x17, 0x9e)) > 0  # keys the window and sinks caches evicted
     browser.pump()
@@ -304,7 +311,7 @@ def test_the_notebook_cells_iframe_draws_the_page(browser, run, tmp_path):
     browser.open_any(host)
     browser.eval("new Promise(r => setTimeout(r, 1500))")
     image, png = browser.screenshot()
-    (SHOTS / "iframe.png").write_bytes(png)
+    _keep("iframe.png", png)
     frame = browser.rect("iframe")
     assert frame[2] > 1000 and frame[3] == 980
     assert pixels(image, frame, CELL["recomputed"]) > 1000  # naive's work matrix, drawn inside the frame
