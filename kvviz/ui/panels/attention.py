@@ -277,6 +277,8 @@ class AttentionPanel(Panel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._engine_box = QComboBox()
+        # As wide as its longest engine name at the app's type size ("conca" at 150% before).
+        self._engine_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self._engine_box.currentTextChanged.connect(self._on_engine_changed)
         self._caption = QLabel()
         self._caption.setStyleSheet(f"color: {style.MUTED_TEXT}")
