@@ -205,7 +205,7 @@ html = run._repr_html_()
 assert html.startswith("<iframe srcdoc=") and "kvviz-data" in html
 shown = kvviz.show(run, step=1)
 assert "srcdoc" in (shown.data if hasattr(shown, "data") else shown)
-import kvviz.page.serve, kvviz.ui.serve.model  # a serve record's page too: records and numpy only
+import kvviz.page.serve, kvviz.serving.history  # a serve record's page too: records and numpy only
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("PySide6", "shiboken6", "pyqtgraph")))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)

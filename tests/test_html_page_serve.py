@@ -26,8 +26,8 @@ def record(tmp_path_factory) -> Path:
 
 def test_the_serve_views_colours():
     import kvviz.page.serve as page
+    from kvviz.serving.history import CELL_KINDS
     from kvviz.ui.serve import colors
-    from kvviz.ui.serve.model import CELL_KINDS
 
     assert page.CELL_COLORS == colors.CELL_COLORS and page.CELL_KINDS == CELL_KINDS
     assert page.SCHEDULER_COLORS == colors.SCHEDULER_COLORS and page.REQUEST_PALETTE == colors._REQUEST_PALETTE
@@ -44,8 +44,8 @@ def test_a_refused_serve_export(record, tmp_path, capsys):
 @pytest.mark.skipif(bool(html_page_cdp.missing()), reason=html_page_cdp.missing() or "runs")
 def test_the_serve_page_in_chromium(record, tmp_path, qapp):
     from kvviz.cli import main
+    from kvviz.serving.history import ServeHistory
     from kvviz.serving.record import load_runs
-    from kvviz.ui.serve.model import ServeHistory
     from kvviz.ui.serve.narration import narrate
     from kvviz.ui.serve.panels.counters import cell_text, rows
 

@@ -10,9 +10,9 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QMouseEvent
 from test_serve_view_records import COURSE_NEW, COURSE_PROMPTS, course_batch_static, shared_prefix_pair
 
+from kvviz.serving.history import ServeHistory
 from kvviz.ui.exporters import image_array
 from kvviz.ui.serve import colors
-from kvviz.ui.serve.model import ServeHistory
 
 
 def rgb(hex_color: str) -> np.ndarray:

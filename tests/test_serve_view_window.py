@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, Qt
 from test_serve_view_records import course_batch_static, shared_prefix_pair
 
 from kvviz.serving import record
-from kvviz.ui.serve.model import ServeHistory
+from kvviz.serving.history import ServeHistory
 from kvviz.ui.serve.window import ServeWindow
 
 

@@ -38,7 +38,7 @@ def test_shot_writes_a_non_blank_png_of_the_requested_size(tmp_path):
 @pytest.mark.parametrize("args, says", [
     (["--size", "big"], "--size must be WIDTHxHEIGHT"),
     (["--size", "100x100"], "outside 320x240"),
-    (["--tokens", "0"], "argument --tokens: must be at least 1 and at most 1,000,000"),  # options.BOUNDS, as bench says it
+    (["--tokens", "0"], "argument --tokens: must be at least 1 and at most 1,000,000"),  # as bench says it
     (["--tokens", "1000000000000"], "argument --tokens: must be at least 1 and at most 1,000,000"),
     (["--engines", "concat,concat"], "named twice"),
     (["--hide", "summary,nope", "--model", "tiny-random"], "unknown panel 'nope'"),

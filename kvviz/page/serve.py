@@ -2,7 +2,7 @@
 the request timeline, the block pool, the counters and the narration of the step a slider selects, scheduler
 beside scheduler, as the Serve view draws them. No Qt, no torch.
 
-The figures are the Serve view's own: its history (kvviz.ui.serve.model, records and numpy only) makes the
+The figures are the Serve view's own: its history (kvviz.serving.history, records and numpy only) makes the
 timeline's cells and the counters; serve.js draws them and tells each step in the view's words.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _steps_of(steps) -> list[dict]:
 
 
 def serve_data(runs: Sequence[ServeRun]) -> dict:
-    from kvviz.ui.serve.model import ServeHistory  # records and numpy only: no Qt
+    from kvviz.serving.history import ServeHistory  # records and numpy only: no Qt
 
     if not runs:
         raise ValueError("the serve record holds no runs")

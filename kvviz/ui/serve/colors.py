@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor
 
-from kvviz.ui.serve.model import CELL_KINDS
+from kvviz.serving.history import CELL_KINDS
 
 CELL_COLORS: dict[str, str] = {
     "none": "#ffffff",  # not arrived yet, or no slot of this step's width

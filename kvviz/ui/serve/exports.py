@@ -15,8 +15,8 @@ from PySide6.QtGui import QAction, QImage
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu
 
 from kvviz.serving import record
+from kvviz.serving.history import ServeHistory
 from kvviz.ui import exporters
-from kvviz.ui.serve.model import ServeHistory
 
 CSV_COLUMNS = ("scheduler", "step", "latency_ms", "slots", "prefill_slots", "decode_slots", "padding_slots",
                "idle_slots", "requests_in_batch", "admitted", "finished", "preempted", "prefix_hit_tokens",

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
-from kvviz.ui.serve.model import ServeHistory
+from kvviz.serving.history import ServeHistory
 from kvviz.ui.serve.panels import SERVE_PANELS
 from kvviz.ui.serve.panels.base import ServePanel
 

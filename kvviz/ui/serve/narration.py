@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
 
+from kvviz.serving.history import ServeHistory
 from kvviz.serving.record import ServeStep
-from kvviz.ui.serve.model import ServeHistory
 
 
 def _tr(text: str) -> str:

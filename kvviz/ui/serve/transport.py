@@ -7,8 +7,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QSlider, QVBoxLayout, QWidget
 
+from kvviz.serving.history import ServeHistory
 from kvviz.ui.qtutil import blocked
-from kvviz.ui.serve.model import ServeHistory
 from kvviz.ui.serve.narration import narrate
 
 NARRATION_LINES = 2

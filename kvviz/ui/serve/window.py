@@ -27,11 +27,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kvviz.serving.history import ServeHistory
 from kvviz.serving.spec import ServeSpec
 from kvviz.ui.qtutil import edits_text
 from kvviz.ui.serve.form import ServeForm
 from kvviz.ui.serve.grid import ServeGrid
-from kvviz.ui.serve.model import ServeHistory
 from kvviz.ui.serve.transport import ServeTransport
 
 FRAME_MS = 33  # records streaming in are drawn at most this often

@@ -1,6 +1,6 @@
 """What every serve panel is: a widget that draws a ServeHistory at one selected step (and request).
 
-Serve panels see the ServeHistory (kvviz.ui.serve.model: the library's per-step records and numpy arrays
+Serve panels see the ServeHistory (kvviz.serving.history: the library's per-step records and numpy arrays
 derived from them) only: no torch, no engines, no worker.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
-from kvviz.ui.serve.model import ServeHistory
+from kvviz.serving.history import ServeHistory
 
 
 class ServePanel(QWidget):

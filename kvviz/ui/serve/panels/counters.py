@@ -10,8 +10,8 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
+from kvviz.serving.history import ServeHistory
 from kvviz.ui.serve import colors
-from kvviz.ui.serve.model import ServeHistory
 from kvviz.ui.serve.panels.base import ServePanel
 
 

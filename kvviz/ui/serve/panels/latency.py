@@ -9,9 +9,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
+from kvviz.serving.history import ServeHistory
 from kvviz.ui import style
 from kvviz.ui.serve import colors
-from kvviz.ui.serve.model import ServeHistory
 from kvviz.ui.serve.panels._plots import TwoPlotPanel
 
 BAR_SHARE = 0.8  # of a request's width, split among the schedulers

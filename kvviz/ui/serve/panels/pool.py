@@ -13,8 +13,8 @@ from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from kvviz.serving.history import ServeHistory
 from kvviz.ui.serve import colors
-from kvviz.ui.serve.model import ServeHistory
 from kvviz.ui.serve.panels.base import ServePanel
 
 GAP = 2

@@ -10,9 +10,9 @@ import html
 
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
+from kvviz.serving.history import ServeHistory
 from kvviz.ui import style
 from kvviz.ui.serve import colors
-from kvviz.ui.serve.model import ServeHistory
 from kvviz.ui.serve.panels.base import ServePanel
 
 PROMPT_CHARS = 600  # a longer prompt is shown by its end

@@ -12,8 +12,8 @@ from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from kvviz.serving.history import CELL_KINDS, IDLE, PADDING, ServeHistory
 from kvviz.ui.serve import colors
-from kvviz.ui.serve.model import CELL_KINDS, IDLE, PADDING, ServeHistory
 from kvviz.ui.serve.panels.base import ServePanel
 
 LABEL_W = 30  # px left of the cells for "r12"

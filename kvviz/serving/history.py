@@ -1,8 +1,9 @@
-"""The serve view's history: every scheduler's ServeStep records (kvviz.serving.record), appended as
+"""The serve history: every scheduler's ServeStep records (kvviz.serving.record), appended as
 they arrive or loaded from a saved serve record, and the numpy arrays the panels draw derived from
 them (the timeline's cells, the pool's owners, the per-step series, each request's latency so far).
 
-No Qt, no torch: records and numpy only, so panels, exports and replay share it. Scrubbing is in
+No Qt, no torch: records and numpy only, so the Serve view's panels, its exports, replay and the HTML page
+share it. Scrubbing is in
 lockstep: step k of every scheduler, each clamped to its last recorded step.
 """
 from __future__ import annotations
