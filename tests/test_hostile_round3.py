@@ -192,6 +192,11 @@ def test_a_special_file_as_a_kvviz_config_or_a_text_to_score_is_one_line(tmp_pat
 
 @pytest.mark.parametrize("how", [*SPECIALS, "binary"])
 def test_a_special_or_binary_refs_main_in_the_hf_cache_is_one_line(hf_folder, tmp_path, monkeypatch, capsys, how):
+    from huggingface_hub import constants  # imported before HF_HUB_CACHE is set: its default stays the real one
+
+    from kvviz.models.hub import list_cached_models
+
+    assert constants.HF_HUB_CACHE
     cache = tmp_path / "hub"
     repo = cache / "models--org--tiny"
     commit = "0" * 40
@@ -206,6 +211,9 @@ def test_a_special_or_binary_refs_main_in_the_hf_cache_is_one_line(hf_folder, tm
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     line = _refused_by_cli("special file", f"refs/main as {how}", [*BENCH, "--model", "org/tiny"], capsys, tmp_path)
     assert "main" in line
+    if how in ("fifo", "dev-zero", "loop"):  # the window's model list: huggingface_hub's scan would open it
+        listed = [m for m in list_cached_models() if m.source == "Hugging Face"]
+        assert len(listed) == 1 and not listed[0].openable and "refs" in listed[0].problem
 
 
 def test_a_hub_id_of_5000_characters_is_one_line(capsys, tmp_path):

@@ -212,6 +212,10 @@ def _hf_entries() -> list[CachedModel]:
     from huggingface_hub import scan_cache_dir
     from huggingface_hub.errors import CacheNotFound
 
+    blocking = _unreadable_refs(hf_cache_dir())
+    if blocking:  # huggingface_hub's scan opens every ref with a plain open(): a FIFO there would hang it
+        return [CachedModel(str(blocking), HF_SOURCE, blocking, 0,
+                            problem=f"cannot list this cache: {blocking} is not a regular file")]
     try:
         info = scan_cache_dir(hf_cache_dir())
     except CacheNotFound:
@@ -228,6 +232,25 @@ def _hf_entries() -> list[CachedModel]:
                         max(repo.revisions, key=lambda r: r.last_modified))
         out.append(_describe(repo.repo_id, HF_SOURCE, Path(revision.snapshot_path), revision.size_on_disk))
     return out
+
+
+def _unreadable_refs(cache: Path) -> Path | None:
+    """The first ref file in the cache that is not a regular file once links are followed (a FIFO, a
+    device, a loop, a folder where a file belongs), or None. Refs are a few small files per repo."""
+    import stat
+
+    if not cache.is_dir():
+        return None
+    for refs in sorted(cache.glob("models--*/refs")):
+        for root, _dirs, files in os.walk(refs):
+            for name in files:
+                path = Path(root) / name
+                try:
+                    if not stat.S_ISREG(os.stat(path).st_mode):
+                        return path
+                except OSError:  # a loop of links, a dangling one
+                    return path
+    return None
 
 
 def _folder_size(folder: Path) -> int:
