@@ -61,7 +61,9 @@ def test_kvviz_trace_json_opens_the_window_on_the_saved_run(qapp, trace_file, tm
             while time.monotonic() < deadline:
                 QApplication.processEvents()
                 window = next((w for w in QApplication.topLevelWidgets() if hasattr(w, "history")), None)
-                if window is not None and window.history.n_steps() > 0:
+                # the replay shown, and the worker's thread started (it is started after the first paint:
+                # closing before that would leave it running past the window)
+                if window is not None and window.history.n_steps() > 0 and window.env is not None:
                     break
                 time.sleep(0.01)
             for _ in range(20):
