@@ -200,7 +200,7 @@ function plot(ctx, x0, y0, w, h, o) {
   const Y = v => bottom - (v - yMin) / ((o.yMax - yMin) || 1) * ph;
   ctx.fillStyle = "#fff"; ctx.fillRect(left, top, pw, ph);
   ctx.strokeStyle = "rgba(48,48,48,0.15)"; ctx.lineWidth = 1;
-  const xt = niceTicks(o.xMin || 0, o.xMax, Math.max(2, Math.floor(pw / 55)));
+  const xt = o.xTicks || niceTicks(o.xMin || 0, o.xMax, Math.max(2, Math.floor(pw / 55)));
   ctx.beginPath();
   for (const [v] of yt) { const y = Math.round(Y(v)) + 0.5; ctx.moveTo(left, y); ctx.lineTo(right, y); }
   for (const v of xt) { const x = Math.round(X(v)) + 0.5; ctx.moveTo(x, top); ctx.lineTo(x, bottom); }
@@ -962,7 +962,7 @@ function togglePlay() {
 function init() {
   if (DATA.start.embedded) document.body.classList.add("embedded");
   if (DATA.kind === "serve") {
-    SERVE = window.kvvizServe({ DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch });
+    SERVE = window.kvvizServe({ DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch, plot, niceTicks, redraw: draw });
     document.getElementById("badge").style.display = "none";
   } else buildPanels();
   const slider = document.getElementById("slider");

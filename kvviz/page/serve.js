@@ -1,25 +1,40 @@
 /* kvviz serve page: a serve record drawn at one step, scheduler beside scheduler, as the Serve view draws it
-   (kvviz/ui/serve): the request timeline, the block pool, the counters and the narration. page.js (after this
+   (kvviz/ui/serve): the request timeline, the block pool, pool use and batch size, latency per request, the
+   counters, the selected request's text and the narration. A click on the timeline selects a request. page.js (after this
    file) gives the words, formatters and drawing helpers, then calls window.kvvizServe. */
 "use strict";
 window.kvvizServe = function (lib) {
-  const { DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch } = lib;
+  const { DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch, plot, niceTicks, redraw } = lib;
   const RUNS = DATA.schedulers, KINDS = DATA.cell_kinds, COLORS = KINDS.map(k => hex(DATA.cell_colors[k]));
   const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020";
   for (const r of RUNS) { const raw = atob(r.cells); r.grid = new Uint8Array(raw.length); for (let i = 0; i < raw.length; i++) r.grid[i] = raw.charCodeAt(i); }
   const el = {};
   const grid = document.getElementById("grid");
-  grid.style.gridTemplateColumns = "minmax(0, 3fr) minmax(0, 2fr)";
-  grid.style.gridTemplateRows = "minmax(0, 3fr) minmax(0, 2fr)";
-  for (const key of ["timeline", "pool", "counters"]) {
+  grid.style.gridTemplateColumns = "minmax(0, 5fr) minmax(0, 3fr) minmax(0, 3fr)";
+  grid.style.gridTemplateRows = "minmax(0, 2fr) minmax(0, 2fr) minmax(0, 1fr)";
+  const PLACE = { timeline: ["1", "1 / span 2"], text: ["1", "3"], pool: ["2", "1"], usage: ["3", "1"],
+    counters: ["2", "2 / span 2"], latency: ["3", "2 / span 2"] };
+  for (const key of ["timeline", "pool", "usage", "counters", "latency", "text"]) {
     const section = document.createElement("section");
     section.className = "panel"; section.id = "panel-" + key;
-    section.innerHTML = `<h2></h2><div class="legend cols"></div>` + (key === "counters" ? `<div class="body"></div>` : `<canvas></canvas>`);
-    if (key === "timeline") section.style.gridRow = "1 / span 2";
+    const body = key === "counters" || key === "text";
+    section.innerHTML = `<h2></h2><div class="legend ${key === "timeline" ? "cols" : ""}"></div>` + (body ? `<div class="body"></div>` : `<canvas></canvas>`);
+    [section.style.gridColumn, section.style.gridRow] = PLACE[key];
     grid.appendChild(section);
     el[key] = { title: section.querySelector("h2"), legend: section.querySelector(".legend"), canvas: section.querySelector("canvas"), body: section.querySelector(".body") };
   }
   const clamp = (r, k) => Math.min(k, r.steps.length - 1);
+  let request = 0;  // the selected request (the text panel's)
+  const css = document.createElement("style");  // the text panel's look (the view's: muted prompt, red note)
+  css.textContent = "#panel-text p { margin: 2px 0; white-space: pre-wrap; word-break: break-all; } " +
+    "#panel-text .prompt-text { color: #8a8a8a; } #panel-text .differ { color: #b00020; }";
+  document.head.appendChild(css);
+  const legendOf = () => RUNS.map(r => `<span style="color:${r.color}">&#9632;&nbsp;<b>${esc(r.name)}</b></span>`).join(" ");
+  el.timeline.canvas.addEventListener("click", ev => {  // a cell picks its request, as in the Serve view
+    const box = el.timeline.canvas.getBoundingClientRect(), band = box.height / RUNS.length;
+    const y = (ev.clientY - box.top) % band - 16, ph = band - 22;
+    if (y >= 0 && y < ph) { request = Math.min(DATA.n_requests - 1, Math.floor(y / ph * DATA.n_requests)); redraw(); }
+  });
   function requestColor(i) { return DATA.palette[i % DATA.palette.length]; }
 
   // The narration (kvviz/ui/serve/narration.py): one sentence per scheduler.
@@ -123,10 +138,86 @@ window.kvvizServe = function (lib) {
       RUNS.map(r => `<td data-scheduler="${esc(r.name)}">${cellText(key, r.counters[clamp(r, k)])}</td>`).join("") + "</tr>";
     el.counters.body.innerHTML = out + "</tbody></table>";
   }
+
+  // Pool use and batch size (kvviz/ui/serve/panels/usage.py): a line per scheduler, a cross per preemption.
+  function drawUsage(k) {
+    const U = t => tr("UsagePanel", t);
+    el.usage.title.textContent = U("Pool use and batch size");
+    el.usage.legend.innerHTML = legendOf();
+    const [ctx, w, h] = fitCanvas(el.usage.canvas), half = Math.floor(h / 2);
+    const xMax = Math.max(1, ...RUNS.map(r => r.steps.length - 1)), top = Math.max(1, ...RUNS.map(r => r.blocks)) * 1.05;
+    const batchMax = Math.max(1, ...RUNS.map(r => Math.max(...r.series.batch)));
+    const line = key => RUNS.map(r => ({ color: r.color, ys: r.series[key], width: 2 }));
+    const a = plot(ctx, 0, 0, w, half, { left: U("blocks used"), xMax, yMax: top, series: line("used"), vline: k, vlineDash: [] });
+    const b = plot(ctx, 0, half, w, h - half, { left: U("batch"), bottom: U("step"), xMax, yMax: batchMax * 1.05, series: line("batch"), vline: k, vlineDash: [] });
+    if (a) for (const r of RUNS) r.series.preemptions.forEach((p, i) => {
+      if (!p) return;
+      const x = a.X(i), y = a.Y(r.series.used[i]);
+      ctx.strokeStyle = r.color; ctx.lineWidth = 2; ctx.beginPath();
+      ctx.moveTo(x - 4, y - 4); ctx.lineTo(x + 4, y + 4); ctx.moveTo(x + 4, y - 4); ctx.lineTo(x - 4, y + 4); ctx.stroke();
+    });
+    el.usage.canvas.dataset.plots = JSON.stringify([a, b].map(p => p && [p.left, p.top, p.pw, p.ph]));
+  }
+
+  // Latency per request (kvviz/ui/serve/panels/latency.py, ServeHistory.latency): TTFT from the start of the
+  // arrival step to the end of the step of the first token; TPOT the time after it over the tokens after it.
+  function latency(r, k) {
+    const n = DATA.n_requests, steps = r.steps.slice(0, clamp(r, k) + 1), ends = [], starts = [];
+    let t = 0;
+    for (const s of steps) { t += s.ms; ends.push(t); starts.push(t - s.ms); }
+    const first = new Array(n).fill(-1), last = new Array(n).fill(-1), count = new Array(n).fill(0);
+    steps.forEach((s, i) => { for (const q of s.em) { if (first[q] < 0) first[q] = i; last[q] = i; count[q]++; } });
+    const ttft = [], tpot = [];
+    for (let q = 0; q < n; q++) {
+      ttft.push(first[q] >= 0 && DATA.arrival[q] < starts.length ? ends[first[q]] - starts[DATA.arrival[q]] : NaN);
+      tpot.push(count[q] >= 2 ? (ends[last[q]] - ends[first[q]]) / (count[q] - 1) : NaN);
+    }
+    return [ttft, tpot];
+  }
+  function drawLatency(k) {
+    const L = t => tr("LatencyPanel", t);
+    el.latency.title.textContent = L("Latency per request");
+    el.latency.legend.innerHTML = legendOf();
+    const [ctx, w, h] = fitCanvas(el.latency.canvas), half = Math.floor(h / 2), n = DATA.n_requests;
+    const values = RUNS.map(r => latency(r, k)), width = 0.8 / RUNS.length;
+    const every = Math.max(1, Math.floor(n / 10)), xTicks = [];
+    for (let q = 0; q < n; q += every) xTicks.push(q);
+    const boxes = [0, 1].map(j => {
+      const known = values.flatMap(v => v[j].filter(x => isFinite(x)));
+      const yMax = Math.max(1e-9, ...known) * 1.05;
+      const p = plot(ctx, 0, j ? half : 0, w, j ? h - half : half, { left: L(j ? "TPOT" : "TTFT") + " (ms)", bottom: j ? L("request") : undefined,
+        xMin: -0.6, xMax: Math.max(0, n - 1) + 0.6, yMax, xTicks });
+      if (p) RUNS.forEach((r, i) => values[i][j].forEach((v, q) => {
+        if (!isFinite(v)) return;
+        const x = q - 0.4 + width * (i + 0.5);
+        ctx.fillStyle = r.color; ctx.fillRect(p.X(x - width / 2), p.Y(v), p.X(x + width / 2) - p.X(x - width / 2), p.Y(0) - p.Y(v));
+      }));
+      return p && [p.left, p.top, p.pw, p.ph, yMax];
+    });
+    el.latency.canvas.dataset.plots = JSON.stringify(boxes);
+    el.latency.canvas.dataset.values = JSON.stringify(values.map(v => v.map(a => a.map(x => isFinite(x) ? x : null))));
+  }
+
+  // The selected request's text (kvviz/ui/serve/panels/text.py): its prompt, then each scheduler's words so far.
+  function drawText(k) {
+    const X = t => tr("TextPanel", t), q = Math.min(request, Math.max(0, DATA.n_requests - 1));
+    el.text.title.textContent = pyFormat(X("Request {0}: its text"), { 0: q });
+    el.text.legend.innerHTML = "";
+    const words = RUNS.map(r => {
+      const t = r.texts[q], kk = clamp(r, k);
+      let c = 0;
+      for (let i = 0; i <= kk; i++) for (const e of r.steps[i].em) if (e === q) c++;
+      return t.ends[c] >= 0 ? t.full.slice(0, t.ends[c]) : t.odd[String(c)];
+    });
+    const done = RUNS.every(r => k >= r.steps.length - 1);
+    el.text.body.innerHTML = `<p class="prompt-text">${esc(DATA.prompts[q] || "")}</p>` +
+      RUNS.map((r, i) => `<p class="said" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> <span>${esc(words[i])}</span></p>`).join("") +
+      (done && new Set(words).size > 1 ? `<p class="differ">${esc(X("the schedulers generated different text"))}</p>` : "");
+  }
   return {
     draw(k) {
       document.getElementById("narration").textContent = narrate(k);  // first: its height sets the panels'
-      drawTimeline(k); drawPool(k); drawCounters(k);
+      drawTimeline(k); drawPool(k); drawUsage(k); drawCounters(k); drawLatency(k); drawText(k);
     },
     label(k) { return pyFormat(tr("TransportBar", "{0} / {1} steps"), { 0: k, 1: DATA.range[1] }); },
     status() { return `${DATA.model.name}, ${DATA.model.device}, ${DATA.model.dtype} · ${DATA.workload}: ${DATA.n_requests} requests`; },

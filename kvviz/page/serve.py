@@ -1,6 +1,7 @@
 """A serve record (kvviz.serving.record: every scheduler's ServeStep records) as one self-contained HTML page:
-the request timeline, the block pool, the counters and the narration of the step a slider selects, scheduler
-beside scheduler, as the Serve view draws them. No Qt, no torch.
+the request timeline, the block pool, pool use and batch size, latency per request, the counters, the selected
+request's text and the narration of the step a slider selects, scheduler beside scheduler, as the Serve view
+draws them. No Qt, no torch.
 
 The figures are the Serve view's own: its history (kvviz.serving.history, records and numpy only) makes the
 timeline's cells and the counters; serve.js draws them and tells each step in the view's words.
@@ -27,6 +28,7 @@ SCHEDULER_COLORS = {"static": "#d62728", "continuous": "#ff7f0e", "chunked": "#9
                     "prefix": "#2ca02c", "reserve": "#8c564b"}
 REQUEST_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                    "#9c755f", "#86bcb6", "#8cd17d", "#d4a6c8", "#a0cbe8", "#ffbe7d", "#499894", "#f1ce63")
+PROMPT_CHARS = 600  # a longer prompt is shown by its end (the Serve view's text panel's)
 COUNTERS = ("steps", "padding", "padding_share", "idle", "idle_share", "hit_rate", "saved", "prefill",
             "preemptions", "tokens", "tokens_per_s", "peak_blocks")
 
@@ -44,7 +46,24 @@ def _steps_of(steps) -> list[dict]:
             "states": "".join(state[0] for state in pool.states),  # u(sed), c(ached), f(ree)
             "owner": [o[0] if o else -1 for o in pool.owners], "filled": list(pool.filled),
             "refs": list(pool.ref_counts), "bs": pool.block_size, "ms": s.latency_ms,
+            "em": [r for r, _t in s.emitted],  # requests that emitted a token (the latency's count)
         })
+    return out
+
+
+def _texts_of(history, k: str) -> list[dict]:
+    """Per request the Serve view's text panel's words (ServeHistory.text_of) after each count of emitted
+    tokens: the text after all of them ("full"), and per count its length when a prefix of it, else the text."""
+    at: dict[int, list[int]] = {r: [] for r in range(history.n_requests())}  # the step of each emitted token
+    for s in history.steps[k]:
+        for r, _t in s.emitted:
+            at[r].append(s.step)
+    out = []
+    for r, steps in at.items():
+        texts = [""] + [history.text_of(k, r, step)[1] for step in steps]
+        full = texts[-1]
+        out.append({"full": full, "ends": [len(t) if full.startswith(t) else -1 for t in texts],
+                    "odd": {str(c): t for c, t in enumerate(texts) if not full.startswith(t)}})
     return out
 
 
@@ -68,10 +87,15 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
             "cols": int(timeline.cells.shape[1]), "x0": timeline.x0.tolist(),
             "steps": _steps_of(history.steps[k]),
             "counters": [{key: history.counters(k, step)[key] for key in COUNTERS} for step in range(n)],
+            "series": {key: history.series(k)[key].astype(int).tolist() for key in ("used", "batch", "preemptions")},
+            "blocks": int(history.settings[k].blocks), "texts": _texts_of(history, k),
         })
     n_steps = max(history.n_steps(k) for k in history.schedulers)
     model = runs[0].model
+    prompts = [r.prompt for r in history.workload.requests]
     return {"kind": "serve", "workload": history.workload_name, "n_requests": history.n_requests(),
+            "arrival": [int(r.arrival) for r in history.workload.requests],
+            "prompts": [p if len(p) <= PROMPT_CHARS else "…" + p[-PROMPT_CHARS:] for p in prompts],
             "model": {"name": model.name, "device": model.device, "dtype": model.dtype},
             "schedulers": schedulers, "range": [0, n_steps - 1], "cell_kinds": list(CELL_KINDS),
             "cell_colors": CELL_COLORS, "palette": list(REQUEST_PALETTE), "strings": page_strings(),
