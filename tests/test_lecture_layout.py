@@ -131,10 +131,14 @@ def ran(qtbot, open_window):
     return window
 
 
-@pytest.mark.parametrize("size,zoom", [((1280, 720), 100), ((1280, 720), 150), ((1920, 1080), 150)])
-def test_no_laid_out_plot_is_below_its_readable_size_and_the_rest_wait_behind_tabs(qtbot, ran, size, zoom):
+@pytest.mark.parametrize("size,zoom,present", [((1280, 720), 100, False), ((1280, 720), 150, False),
+                                               ((1920, 1080), 150, False), ((1280, 720), 100, True)])
+def test_no_laid_out_plot_is_below_its_readable_size_and_the_rest_wait_behind_tabs(qtbot, ran, size, zoom, present):
+    """Also in presentation mode (F11) with four engines: the summary is laid out whole or on a tab."""
     window = ran
     window.resize(*size)
+    if present:
+        window.presentation.set(True, full_screen=False)
     window.grid.set_zoom(zoom)
     settle_window(qtbot, window)
     grid = window.grid

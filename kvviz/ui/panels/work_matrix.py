@@ -371,6 +371,17 @@ class WorkMatrixPanel(Panel):
             return
         w, h = max(1, self._canvas.width()), max(1, self._canvas.height())
         cols = max(range(1, n + 1), key=lambda c: (min(w / c, h / math.ceil(n / c)), -c))
+        # Each row of views takes a two-line title and the grid an axis of numbers: where that leaves the
+        # squarest grid's matrices below their readable size and another grid's not, that one (at 150%
+        # on 1280x720 a 2x2 grid left 129 px where a row of four left 296).
+        title, axis = style.px(36), style.px(44)
+
+        def matrix_px(c: int) -> float:
+            return min((w - axis) / c, (h - axis) / math.ceil(n / c) - title)
+
+        best = max(range(1, n + 1), key=lambda c: (matrix_px(c), -c))
+        if matrix_px(cols) < self.readable_plot()[1] <= matrix_px(best):
+            cols = best
         if cols == self._cols and not force:
             return
         old, self._cols = self._cols, cols
