@@ -1,6 +1,8 @@
 """Request timeline: a row per request, a column per token slot of each step, one block per scheduler;
 each cell what that request's slot did (waiting, prefill, decode, padding, idle, preempted, finished),
-like the course's padding bars. The wasted slots (padding + idle) are counted in the title.
+like the course's padding bars. The wasted slots (padding + idle) are counted in the title. Under each
+block, a step-number axis: labels at the least round interval (1, 2, 5, 10, ...) at which none touches the
+next, a tick at the start of every labelled step; the interval follows the panel's width.
 
 Drawn from ServeHistory.timeline (numpy cells) with QPainter: one indexed image per scheduler, scaled
 by whole pixels while the slots fit, so every cell is the same size.
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from kvviz.serving.history import CELL_KINDS, IDLE, PADDING, ServeHistory
@@ -20,6 +22,8 @@ LABEL_W = 30  # px left of the cells for "r12"
 MARK_W = 8  # without labels (rows too low): the margin that marks the selected request
 MARK_H = 4  # the strip under a block that marks the step shown (the cells themselves are never drawn over)
 MAX_ROW_PX = 22
+AXIS_GAP = 8  # px at the least between two step labels
+NICE = (1, 2, 5)
 LEGEND_KINDS = ("waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
 
 
@@ -49,6 +53,15 @@ def fit_cap(widths: list[np.ndarray], room_px: int) -> int | None:
     return lo
 
 
+def nice_intervals():
+    """1, 2, 5, 10, 20, 50, ... (steps between two labels)."""
+    scale = 1
+    while True:
+        for m in NICE:
+            yield m * scale
+        scale *= 10
+
+
 class TimelinePanel(ServePanel):
     key = "timeline"
 
@@ -62,6 +75,7 @@ class TimelinePanel(ServePanel):
         self.blocks: list[tuple[str, QRect, int]] = []  # (scheduler, cells rect, px per slot) as last painted
         self.cell_px = (0, 0)  # (width, height) of one cell when whole pixels (0: scaled down)
         self.cap: int | None = None  # the most columns a step takes (None: one per slot)
+        self.axis: dict[str, list[tuple[int, QRect]]] = {}  # per scheduler: (step, its label's rect) as painted
         self._images: dict[str, tuple[int, QImage]] = {}
 
     def title(self) -> str:
@@ -110,6 +124,7 @@ class TimelinePanel(ServePanel):
         painter = QPainter(self)
         painter.fillRect(self.rect(), QColor("#ffffff"))
         self.blocks = []
+        self.axis = {}
         run = self.run
         if run is None or not run.n_steps():
             painter.setPen(QColor("#8a8a8a"))
@@ -120,7 +135,10 @@ class TimelinePanel(ServePanel):
         schedulers = [k for k in run.schedulers if run.n_steps(k)]
         n_req = run.n_requests()
         legend_h = line + 2
-        room = self.height() - legend_h - (line + MARK_H + 4) * len(schedulers)
+        small = QFont(painter.font())
+        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
+        axis_h = QFontMetrics(small).height() + 3  # the tick and the step numbers under the strip
+        room = self.height() - legend_h - (line + MARK_H + 4 + axis_h) * len(schedulers)
         row_px = max(1, min(MAX_ROW_PX, room // max(1, n_req * len(schedulers))))
         label_w = LABEL_W if row_px >= fm.height() - 4 else MARK_W
         width = self.width() - label_w - 4
@@ -129,8 +147,6 @@ class TimelinePanel(ServePanel):
         whole = width // max(1, most)
         self.cell_px = (whole, row_px) if whole >= 1 else (0, row_px)
         y = 2
-        small = QFont(painter.font())
-        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
         for k in schedulers:
             timeline = run.timeline(k, self.cap)
             painter.setPen(QColor(colors.scheduler_color(k)))
@@ -147,7 +163,8 @@ class TimelinePanel(ServePanel):
             painter.drawImage(rect, self._image(k))
             self.blocks.append((k, rect, cell_w))
             self._draw_marks(painter, k, rect, cell_w, row_px, small, label_w)
-            y += n_req * row_px + MARK_H + 4
+            self._draw_axis(painter, k, rect, cell_w, small, rect.bottom() + 2 + MARK_H + 1, axis_h)
+            y += n_req * row_px + MARK_H + 4 + axis_h
         self._draw_legend(painter, QRect(2, self.height() - legend_h, self.width() - 4, legend_h))
 
     def _draw_marks(self, painter: QPainter, k: str, rect: QRect, cell_w: float, row_px: int, small: QFont,
@@ -176,6 +193,33 @@ class TimelinePanel(ServePanel):
                 painter.drawText(QRect(0, rect.top() + r * row_px, label_w - 3, row_px),
                                  Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"r{r}")
             painter.setFont(self.font())
+
+    def _draw_axis(self, painter: QPainter, k: str, rect: QRect, cell_w: float, small: QFont, top: int,
+                   height: int) -> None:
+        """Step numbers under the block: the least round interval (1, 2, 5, 10, ...) whose labels, each centred
+        on its step's columns (kept inside the block), leave AXIS_GAP between them; a tick at each labelled
+        step's first column."""
+        x0 = self.run.timeline(k, self.cap).x0
+        n = len(x0) - 1
+        fm = QFontMetrics(small)
+        for interval in nice_intervals():
+            labels = []
+            for step in range(0, n, interval):
+                w = fm.horizontalAdvance(str(step))
+                mid = rect.left() + (x0[step] + x0[step + 1]) * cell_w / 2
+                left = int(round(min(max(mid - w / 2, rect.left()), rect.right() + 1 - w)))
+                labels.append((step, QRect(left, top + 2, w, height - 2)))
+            boxes = [box for _s, box in labels]
+            if interval >= n or all(b.left() >= a.right() + 1 + AXIS_GAP for a, b in zip(boxes, boxes[1:])):
+                break
+        painter.setFont(small)
+        painter.setPen(QColor("#303030"))
+        for step, box in labels:
+            a = rect.left() + round(x0[step] * cell_w)
+            painter.drawLine(a, top, a, top + 2)
+            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, str(step))
+        self.axis[k] = labels
+        painter.setFont(self.font())
 
     def _draw_legend(self, painter: QPainter, rect: QRect) -> None:
         x = rect.left()
