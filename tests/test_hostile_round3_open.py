@@ -60,7 +60,8 @@ def test_kvviz_trace_json_opens_the_window_on_the_saved_run(qapp, trace_file, tm
             window = None
             while time.monotonic() < deadline:
                 QApplication.processEvents()
-                window = next((w for w in QApplication.topLevelWidgets() if hasattr(w, "history")), None)
+                window = next((w for w in QApplication.topLevelWidgets()  # this run's: an earlier one is closed
+                               if hasattr(w, "history") and w.isVisible()), None)
                 # the replay shown, and the worker's thread started (it is started after the first paint:
                 # closing before that would leave it running past the window)
                 if window is not None and window.history.n_steps() > 0 and window.env is not None:
@@ -76,6 +77,7 @@ def test_kvviz_trace_json_opens_the_window_on_the_saved_run(qapp, trace_file, tm
             if window is not None:
                 window.grab().save(str(tmp_path / "replay.png"))
                 window.close()
+                window.deleteLater()
             return 0
 
     real = app_module.ensure_app
