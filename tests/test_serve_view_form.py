@@ -36,11 +36,13 @@ def test_presets_fill_the_table_and_edits_reach_the_spec(qtbot):
     assert (spec.schedulers, spec.token_budget, spec.block_size) == (("chunked",), 8, 16)
 
 
-def test_a_pool_smaller_than_a_request_is_one_line_in_the_window(qtbot, torch_cpu):
+def test_a_pool_smaller_than_a_request_is_one_line_in_the_window(qtbot, torch_cpu, tmp_path):
+    from conftest import settings_at
+
     from kvviz.ui.serve.window import ServeWindow
     from kvviz.ui.serve.worker import ServeWorker
 
-    w = ServeWindow(ServeWorker(threads=1, isolate=False))
+    w = ServeWindow(ServeWorker(threads=1, isolate=False), settings_at(tmp_path / "serve.ini"))
     qtbot.addWidget(w)
     w.show()
     w.form.set_models(["tiny-random"], "tiny-random")

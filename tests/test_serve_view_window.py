@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, QSettings, Qt
 from test_serve_view_records import course_batch_static, shared_prefix_pair
 
 from kvviz.serving import record
@@ -74,7 +74,7 @@ def test_an_exported_serve_record_replays_in_a_fresh_window(qtbot, window, tmp_p
     png = w.exports.export("png", tmp_path / "serve.png")
     assert png.stat().st_size > 10_000
 
-    fresh = ServeWindow(None)
+    fresh = ServeWindow(None, QSettings(str(tmp_path / "fresh.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(fresh)
     fresh.resize(1280, 720)
     fresh.show()
@@ -92,7 +92,7 @@ def test_an_exported_serve_record_replays_in_a_fresh_window(qtbot, window, tmp_p
 def test_a_live_shared_prefix_run_of_paged_beside_prefix(qtbot, tmp_path, torch_cpu):
     from kvviz.ui.serve.worker import ServeWorker
 
-    w = ServeWindow(ServeWorker(threads=1))
+    w = ServeWindow(ServeWorker(threads=1), QSettings(str(tmp_path / "serve.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)
     w.resize(1280, 720)
     w.show()
@@ -124,13 +124,14 @@ def test_a_live_shared_prefix_run_of_paged_beside_prefix(qtbot, tmp_path, torch_
     w.close()
 
 
-def test_step_pause_and_stop_keys_drive_a_live_run_and_idle_paints_nothing(qtbot, torch_cpu):
+def test_step_pause_and_stop_keys_drive_a_live_run_and_idle_paints_nothing(qtbot, torch_cpu, tmp_path):
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication
 
     from kvviz.ui.serve.worker import ServeWorker
 
-    w = ServeWindow(ServeWorker(threads=1, isolate=False))
+    w = ServeWindow(ServeWorker(threads=1, isolate=False),
+                    QSettings(str(tmp_path / "serve.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(w)
     w.resize(1280, 720)
     w.show()

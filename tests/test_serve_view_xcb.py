@@ -13,6 +13,7 @@ import queue
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,14 +29,16 @@ SHOTS = Path(os.environ.get("KVVIZ_SERVE_SHOTS", "")) if os.environ.get("KVVIZ_S
 
 # -- the driver (runs in the app's process) ------------------------------------------------------
 def drive() -> int:
-    from PySide6.QtCore import QObject, QRect, Signal
+    from PySide6.QtCore import QObject, QRect, QSettings, Signal
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([sys.argv[0]])
     from kvviz.ui.serve.window import ServeWindow
     from kvviz.ui.serve.worker import ServeWorker
 
-    window = ServeWindow(ServeWorker(threads=1))
+    # A settings file of its own: the form the window saves on closing never reaches ~/.config.
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "serve.ini"), QSettings.Format.IniFormat)
+    window = ServeWindow(ServeWorker(threads=1), settings)
     window.setGeometry(app.primaryScreen().availableGeometry())
     window.showMaximized()
     window.form.set_models(["tiny-random"], "tiny-random")

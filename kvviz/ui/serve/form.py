@@ -7,6 +7,8 @@ library's workload module (kvviz.serving.workload: plain Python, no torch).
 """
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import QCoreApplication, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -289,6 +291,45 @@ class ServeForm(QWidget):
         if self.token_budget.value() < self.block_size.value() and "chunked" in self.checked_schedulers():
             return _tr("the token budget is smaller than one block")
         return ""
+
+    # -- saved values (QSettings, under serve/: the compare window's form keeps run/) ---------------
+    def sizes(self) -> dict[str, QSpinBox]:
+        return {"max_batch": self.max_batch, "blocks": self.blocks, "token_budget": self.token_budget,
+                "block_size": self.block_size}
+
+    def save(self, settings: QSettings) -> None:
+        s = settings
+        s.setValue("serve/model", self.model_combo.currentText().strip())
+        s.setValue("serve/requests", json.dumps([[r.prompt, r.new_tokens, r.arrival] for r in self.requests()]))
+        s.setValue("serve/schedulers", ",".join(self.checked_schedulers()))
+        s.setValue("serve/preset", self.preset_combo.currentData() or "")
+        s.setValue("serve/random_n", self.random_spin.value())
+        for key, spin in self.sizes().items():
+            s.setValue(f"serve/{key}", spin.value())
+
+    def restore(self, settings: QSettings) -> None:
+        """The values `save` kept; a missing or unreadable one keeps the form's default."""
+        s = settings
+        if s.contains("serve/model"):
+            self.model_combo.setCurrentText(s.value("serve/model", "", type=str))
+        self.random_spin.setValue(s.value("serve/random_n", self.random_spin.value(), type=int))
+        with blocked(self.preset_combo):
+            index = self.preset_combo.findData(s.value("serve/preset", "", type=str))
+            if index >= 0:
+                self.preset_combo.setCurrentIndex(index)
+        self.random_spin.setEnabled(self.preset_combo.currentData() == "random")
+        try:
+            rows = json.loads(s.value("serve/requests", "null", type=str))
+            requests = [WorkRequest(str(p), int(n), int(a)) for p, n, a in rows[:MAX_REQUESTS]]
+        except (TypeError, ValueError):
+            requests = None
+        if requests:
+            self.set_requests(requests)
+        if s.contains("serve/schedulers"):
+            self.set_schedulers([k for k in s.value("serve/schedulers", "", type=str).split(",") if k])
+        for key, spin in self.sizes().items():
+            spin.setValue(s.value(f"serve/{key}", spin.value(), type=int))
+        self.changed.emit()
 
     def show_problem(self) -> None:
         reason = self.problem()

@@ -74,6 +74,7 @@ class ServeWindow(QMainWindow):
         self._frame_cost_s = 0.0  # the last frame's drawing and painting, wall clock
 
         self.form = ServeForm(self.settings)
+        self.form.restore(self.settings)  # the last launch's workload, schedulers and sizes
         self.form.run_clicked.connect(lambda: self.start_run())
         self.form.changed.connect(lambda: self._enable())
         self._build_actions()
@@ -443,6 +444,8 @@ class ServeWindow(QMainWindow):
             app.removeEventFilter(self)
         self._frame_timer.stop()
         self.shutdown_worker()
+        self.form.save(self.settings)
+        self.settings.sync()
         super().closeEvent(event)
 
 
