@@ -141,6 +141,11 @@ def first_run(x11, tmp_path_factory):
     app = App(x11, write_ini(tmp / "kvviz.ini"))
     try:
         app.wait_event("ready", timeout=120)
+        # The whole screen, as a maximised window: 1500x920 gives some panels no readable room, and the
+        # grid puts them behind tabs (tests/test_lecture_layout_xcb.py); here every panel is checked.
+        window = str(app.state()["window_id"])
+        app.xdotool("windowmove", window, "0", "0")
+        app.xdotool("windowsize", window, str(x11.size[0]), str(x11.size[1]))
         time.sleep(IDLE_S)
         idle = app.grab(tmp / "idle.png")
         app.click(app.ask("rects")["prompt"])
