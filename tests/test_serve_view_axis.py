@@ -1,7 +1,7 @@
 """The Serve view timeline's step-number axis: under every scheduler's block, labels at a round interval
-(1, 2, 5, 10, ...), every multiple of it labelled, each over its own step's columns (cell_at there answers
-that step), none touching the next, each with ink in the grab and a tick at its step's first column; the
-next rounder interval would be needed by no label pair (the least one is taken); a narrow panel labels fewer."""
+(1, 2, 5, 10, ...), nine in ten of its multiples labelled at the least, each over its own step's columns
+(cell_at there answers that step), none touching the next, each with ink in the grab and a tick at its
+step's first column; a narrow panel labels fewer."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +16,7 @@ from kvviz.serving.history import ServeHistory
 @pytest.mark.parametrize("width", [900, 260])
 @pytest.mark.parametrize("which", ["course", "pair"])
 def test_the_step_axis_labels_sit_over_their_steps(qtbot, which, width):
-    from kvviz.ui.serve.panels.timeline import AXIS_GAP, TimelinePanel
+    from kvviz.ui.serve.panels.timeline import AXIS_GAP, KEEP_SHARE, TimelinePanel
 
     runs = ((course_batch_static(),) if which == "course"
             else (shared_prefix_pair("paged"), shared_prefix_pair("prefix")))
@@ -29,9 +29,10 @@ def test_the_step_axis_labels_sit_over_their_steps(qtbot, which, width):
         labels = panel.axis[k]
         steps = [s for s, _box in labels]
         assert steps[0] == 0 and steps == sorted(steps)
-        interval = steps[1] - steps[0] if len(steps) > 1 else run.n_steps(k)
+        interval = min(b - a for a, b in zip(steps, steps[1:])) if len(steps) > 1 else run.n_steps(k)
         assert interval in (1, 2, 5, 10, 20, 50, 100) or len(steps) == 1
-        assert steps == list(range(0, run.n_steps(k), interval))
+        multiples = list(range(0, run.n_steps(k), interval))
+        assert set(steps) <= set(multiples) and len(steps) >= KEEP_SHARE * len(multiples)
         for (_s, a), (_t, b) in zip(labels, labels[1:]):
             assert b.left() >= a.right() + 1 + AXIS_GAP
         for step, box in labels:

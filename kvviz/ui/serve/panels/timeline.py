@@ -1,8 +1,9 @@
 """Request timeline: a row per request, a column per token slot of each step, one block per scheduler;
 each cell what that request's slot did (waiting, prefill, decode, padding, idle, preempted, finished),
 like the course's padding bars. The wasted slots (padding + idle) are counted in the title. Under each
-block, a step-number axis: labels at the least round interval (1, 2, 5, 10, ...) at which none touches the
-next, a tick at the start of every labelled step; the interval follows the panel's width.
+block, a step-number axis: labels at the least round interval (1, 2, 5, 10, ...) at which nine in ten of its
+multiples have room (a multiple crowded by narrow steps before it is left out), a tick at the start of every
+labelled step; the interval follows the panel's width.
 
 Drawn from ServeHistory.timeline (numpy cells) with QPainter: one indexed image per scheduler, scaled
 by whole pixels while the slots fit, so every cell is the same size.
@@ -23,6 +24,7 @@ MARK_W = 8  # without labels (rows too low): the margin that marks the selected 
 MARK_H = 4  # the strip under a block that marks the step shown (the cells themselves are never drawn over)
 MAX_ROW_PX = 22
 AXIS_GAP = 8  # px at the least between two step labels
+KEEP_SHARE = 0.9  # an interval is taken when this share of its multiples find room (narrow steps crowd some out)
 NICE = (1, 2, 5)
 LEGEND_KINDS = ("waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
 
@@ -196,21 +198,24 @@ class TimelinePanel(ServePanel):
 
     def _draw_axis(self, painter: QPainter, k: str, rect: QRect, cell_w: float, small: QFont, top: int,
                    height: int) -> None:
-        """Step numbers under the block: the least round interval (1, 2, 5, 10, ...) whose labels, each centred
-        on its step's columns (kept inside the block), leave AXIS_GAP between them; a tick at each labelled
-        step's first column."""
+        """Step numbers under the block at the least round interval (1, 2, 5, 10, ...) for which KEEP_SHARE of
+        its multiples find room, each centred on its step's columns (kept inside the block) and AXIS_GAP from
+        the label before it (a multiple without room is left out: steps are as wide as their slots); a tick at
+        each labelled step's first column."""
         x0 = self.run.timeline(k, self.cap).x0
         n = len(x0) - 1
         fm = QFontMetrics(small)
         for interval in nice_intervals():
-            labels = []
-            for step in range(0, n, interval):
+            labels, right = [], -10**9
+            multiples = range(0, n, interval)
+            for step in multiples:
                 w = fm.horizontalAdvance(str(step))
                 mid = rect.left() + (x0[step] + x0[step + 1]) * cell_w / 2
                 left = int(round(min(max(mid - w / 2, rect.left()), rect.right() + 1 - w)))
-                labels.append((step, QRect(left, top + 2, w, height - 2)))
-            boxes = [box for _s, box in labels]
-            if interval >= n or all(b.left() >= a.right() + 1 + AXIS_GAP for a, b in zip(boxes, boxes[1:])):
+                if left >= right + 1 + AXIS_GAP:  # else crowded out by the label before it
+                    labels.append((step, QRect(left, top + 2, w, height - 2)))
+                    right = left + w - 1
+            if interval >= n or len(labels) >= KEEP_SHARE * len(multiples):
                 break
         painter.setFont(small)
         painter.setPen(QColor("#303030"))
