@@ -57,9 +57,19 @@ class FramePainter(QObject):
 
     # ------------------------------------------------------------------ waking and resting
     def wake(self) -> None:
-        """Something may need drawing: tick until it is drawn, then stop."""
+        """Something may need drawing: tick until it is drawn, then stop. A timer woken from rest ticks
+        at once (after the events already queued), not a period later: a step computed in a paused
+        run is on screen before the next key."""
         if not self._timer.isActive():
             self._timer.start()
+            QTimer.singleShot(0, self._on_timer_timeout)
+
+    def step_arrived(self) -> None:
+        """A step was added to the history: followed at once (the keys act on the newest step even
+        while painting rests), drawn at the next frame."""
+        if self.follow and self.history.n_steps():
+            self.selected = self.history.n_steps() - 1
+        self.wake()
 
     def ticking(self) -> bool:
         return self._timer.isActive()
@@ -172,7 +182,7 @@ class FramePainter(QObject):
         if n == 0:
             self._user_selected = False
             if changed or not timed:
-                self._show_transport()
+                self._show_transport(self.selected)
             if not timed:  # a run that ended before its first step: forget the last one
                 self.grid.clear_stale()
             if then is not None:
@@ -182,7 +192,7 @@ class FramePainter(QObject):
         target = (version, self.selected)
         if user or (not timed and then is None):
             drawn = self.grid.draw(self.history, self.selected, target)
-            self._show_transport()
+            self._show_transport(self.selected)
             return drawn
         keys = self._stale_panels(target)
         if not keys and not changed:
@@ -210,7 +220,7 @@ class FramePainter(QObject):
             return drawn
         self._frame = None
         self.grid.setUpdatesEnabled(True)
-        self._show_transport()
+        self._show_transport(step)
         self._resume_at = time.perf_counter() + PAINT_REST * (time.perf_counter() - started)
         if then is not None:
             then()
@@ -220,9 +230,9 @@ class FramePainter(QObject):
         while self._frame is not None:
             self._next_in_frame()
 
-    def _show_transport(self) -> None:
+    def _show_transport(self, step: int) -> None:
         """The timeline, the step label, the narration and the badge at the step the panels show."""
-        self.transport.set_steps(self.history.n_steps(), self.selected)
+        self.transport.set_steps(self.history.n_steps(), step)
         self.transport.update_badge()
         self.transport.update_step_label()
         self._shown()

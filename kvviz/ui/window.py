@@ -276,7 +276,7 @@ class MainWindow(QMainWindow):
         if trace.run_id != self.history.info.run_id:
             return  # a late record of an earlier run
         self.history.add(trace)
-        self.frames.wake()
+        self.frames.step_arrived()
         self.step_traced.emit(trace)
 
     @Slot(str, str)
