@@ -131,11 +131,26 @@ def ran(qtbot, open_window):
     return window
 
 
-@pytest.mark.parametrize("size,zoom,present", [((1280, 720), 100, False), ((1280, 720), 150, False),
-                                               ((1920, 1080), 150, False), ((1280, 720), 100, True)])
-def test_no_laid_out_plot_is_below_its_readable_size_and_the_rest_wait_behind_tabs(qtbot, ran, size, zoom, present):
-    """Also in presentation mode (F11) with four engines: the summary is laid out whole or on a tab."""
+@pytest.fixture
+def language():
+    from kvviz.ui import i18n
+
+    yield i18n
+    i18n.set_language("en")
+
+
+@pytest.mark.parametrize("size,zoom,present,lang", [
+    ((1280, 720), 100, False, "en"), ((1280, 720), 150, False, "en"), ((1920, 1080), 150, False, "en"),
+    ((1280, 720), 100, True, "en"), ((1280, 720), 150, False, "zh_CN"), ((1500, 920), 100, False, "zh_CN")])
+def test_no_laid_out_plot_is_below_its_readable_size_and_the_rest_wait_behind_tabs(qtbot, ran, size, zoom, present,
+                                                                                   lang, language):
+    """Also in presentation mode (F11) with four engines (the summary laid out whole or on a tab), and in
+    Chinese (other legends, other titles)."""
     window = ran
+    if lang != "en":
+        language.set_language(lang)
+        window.retranslate_ui()
+        assert window.grid.frames["work_matrix"].header.text() == "工作矩阵"
     window.resize(*size)
     if present:
         window.presentation.set(True, full_screen=False)

@@ -289,6 +289,9 @@ class PanelGrid(QSplitter):
             self.alone_actions[key].setProperty("shortcut_help", self.tr("{panel} alone in the grid").format(
                 panel=frame.panel.title()))
         self._update_strip()
+        if self.is_installed:  # the legends and titles of another language take other room
+            self._checks = 0
+            self._check_timer.start()
         self.act_all_panels.setText(self.tr("All panels"))
         self.act_all_panels.setProperty("shortcut_help", self.tr("All panels in the grid again"))
 
