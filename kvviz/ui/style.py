@@ -79,6 +79,7 @@ def set_zoom(percent: int) -> float:
 # cells), in pixels; scaled with the zoom (readable). A panel declares which it needs (Panel.readable_plot).
 READABLE_PLOT = (150, 80)  # a line plot
 READABLE_MATRIX = (100, 100)  # a matrix (work matrix, attention map)
+STEP_ROW_PX = 5  # the step's rows in a matrix are drawn (and framed) at least this tall on screen
 
 
 def readable(size: tuple[int, int]) -> tuple[int, int]:

@@ -441,7 +441,12 @@ class AttentionPanel(Panel):
         self._image.setRect(0, 0, codes.shape[1] * factor, codes.shape[0] * factor)
         fit_matrix(self._plot, codes.shape[1] * factor, codes.shape[0] * factor)
         self._colorbar.setLevels((0.0, top))
-        self._outline.setRect(QRectF(0, current.pos_start, n, current.pos_stop - current.pos_start))
+        # The step's rows framed at least STEP_ROW_PX tall on screen, however long the run (one row of
+        # 2,000 is a fifth of a pixel): the frame grows upwards from the rows' end.
+        extent = max(codes.shape[0] * factor, 1)
+        tall = style.px(style.STEP_ROW_PX) * extent / max(self._plot.getViewBox().height(), 1.0)
+        top = min(current.pos_start, max(0.0, current.pos_stop - tall))
+        self._outline.setRect(QRectF(0, top, n, current.pos_stop - top))
         self._outline.show()
         order = list(history.engines).index(engine)
         layer, head = current.weights_layer, current.weights_head

@@ -43,7 +43,7 @@ _GAP = len(KIND_NAMES)  # display-only code: the thin line between cells of a sm
 _LUT = style.lookup_table([style.CELL_COLORS[k] for k in KIND_NAMES] + [style.PLOT_BACKGROUND])
 _GRID_MAX = 64  # up to this many positions each cell is drawn as a tile with a gap around it
 LABELLED_MAX = 4096  # longer sequences are numbered, never labelled with tokens (no cell is 8 px wide)
-STEP_ROW_PX = 5  # the step's rows are drawn at least this tall on screen (at 100%), framed
+STEP_ROW_PX = style.STEP_ROW_PX  # the step's rows are drawn at least this tall on screen (at 100%), framed
 _TILE = 8
 
 
