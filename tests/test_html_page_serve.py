@@ -197,6 +197,14 @@ def test_the_serve_pages_usage_latency_and_text(record, tight, tmp_path, qapp):
                   return [document.querySelector('#panel-text h2').textContent,
                           document.querySelector('#panel-text .prompt-text').textContent, out]; })()""")
                 assert said[0] == f"Request {request}: its text"
+                marked = browser.screenshot()[0][ty: ty + th, tx: tx + 30]  # the label margin, each band
+                rows = np.nonzero((np.abs(marked.astype(int) - (0xff, 0xd5, 0x4f)).sum(axis=-1) <= 30).any(axis=1))[0]
+                bands = {int(y // band) for y in rows}
+                assert bands == set(range(len(history.schedulers))), bands  # a mark in every scheduler's band
+                for b in bands:  # the mark's middle on the request's row, one row tall
+                    mine = rows[rows // band == b]
+                    assert int((np.median(mine) % band - 16) / (band - 22) * n) == request, (request, b)
+                    assert len(mine) == pytest.approx((band - 22) / n, abs=2)
                 prompt = history.workload.requests[request].prompt
                 assert said[1] == (prompt if len(prompt) <= PROMPT_CHARS else "…" + prompt[-PROMPT_CHARS:])
                 assert said[2] == {k: history.text_of(k, request, step)[1] for k in history.schedulers}

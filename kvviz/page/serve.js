@@ -6,7 +6,7 @@
 window.kvvizServe = function (lib) {
   const { DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch, plot, niceTicks, redraw } = lib;
   const RUNS = DATA.schedulers, KINDS = DATA.cell_kinds, COLORS = KINDS.map(k => hex(DATA.cell_colors[k]));
-  const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020";
+  const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020", SELECTED_ROW = "#ffd54f";
   for (const r of RUNS) { const raw = atob(r.cells); r.grid = new Uint8Array(raw.length); for (let i = 0; i < raw.length; i++) r.grid[i] = raw.charCodeAt(i); }
   const el = {};
   const grid = document.getElementById("grid");
@@ -83,6 +83,7 @@ window.kvvizServe = function (lib) {
       ctx.strokeStyle = "#b0b0b0"; ctx.lineWidth = 1; ctx.strokeRect(x0 + 0.5, y0 + 0.5, pw - 1, ph - 1);
       const kk = clamp(r, k), a = r.x0[kk] / cols * pw, b = r.x0[kk + 1] / cols * pw;
       ctx.strokeStyle = SELECTED; ctx.lineWidth = 2; ctx.strokeRect(x0 + a - 1, y0 - 1, Math.max(2, b - a) + 2, ph + 2);
+      ctx.fillStyle = SELECTED_ROW; ctx.fillRect(0, y0 + request * ph / n, x0 - 2, Math.max(1, ph / n));  // the view's mark
       ctx.font = "10px sans-serif"; ctx.fillStyle = "#303030"; ctx.textAlign = "right"; ctx.textBaseline = "middle";
       const every = Math.max(1, Math.ceil(n / Math.max(1, ph / 12)));
       for (let q = 0; q < n; q += every) ctx.fillText(String(q), x0 - 3, y0 + (q + 0.5) * ph / n);
