@@ -66,3 +66,21 @@ def test_latency_wall_line_is_the_read_ceiling(qtbot):
     assert "read ceiling 9.50 GB/s" in panel._copy_line.label.toPlainText()
     low, high = plot.getViewBox().viewRange()[1]
     assert low <= 9.5 <= high
+
+
+def test_memory_dialog_shows_the_roofline(qtbot, monkeypatch):
+    from kvviz import bandwidth
+    from kvviz.bandwidth import ReadCeiling
+    from kvviz.ui.memory_dialog import MemoryDialog
+
+    monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: ReadCeiling("cpu", 17.6, 1, 1, 1))
+    dialog = MemoryDialog()
+    qtbot.addWidget(dialog)
+    dialog.set_preset("chapter-tiny")
+    dialog.bandwidth_spin.setValue(10.0)
+    dialog.set_lengths([100])
+    text = dialog.crossover_label.text()
+    # tests/test_read_ceiling_roofline.py works these by hand: 2,436,096 B a step at 100 positions, 0.4999 FLOP
+    # a byte, 4,104.9 tokens/s at 10 GB/s; batch 8 reads 2,230,784 + 8 x 205,312 B = 3,873,280 B (3.7 MiB)
+    assert "Roofline at 100 positions and 10.0 GB/s: a decode step reads 2.3 MiB, 0.5 FLOP a byte" in text
+    assert "batch 8 reads 3.7 MiB" in text and "this machine's read ceiling: 17.6 GB/s at 1 thread(s)" in text

@@ -957,6 +957,10 @@
 <context>
     <name>MemoryDialog</name>
     <message>
+        <source>custom (edit the shape)</source>
+        <translation>自定义（编辑形状）</translation>
+    </message>
+    <message>
         <source>KV cache memory calculator</source>
         <translation>KV Cache 显存计算器</translation>
     </message>
@@ -1035,10 +1039,6 @@
     <message>
         <source>none</source>
         <translation>无</translation>
-    </message>
-    <message>
-        <source>custom (edit the shape)</source>
-        <translation>自定义（编辑形状）</translation>
     </message>
     <message>
         <source>tokens</source>
@@ -1155,6 +1155,14 @@
     <message>
         <source>A decode step reads {0} of weights ({1}, d_model, d_ff, vocab included); from {2} tokens on it reads more K/V than weights: the cache, not the model, then dominates the step</source>
         <translation>每个解码步读取 {0} 权重（{1}，含 d_model、d_ff、词表）；从 {2} 个 token 起，它读取的 K/V 多于权重：此后主导这一步的是缓存，而不是模型</translation>
+    </message>
+    <message>
+        <source>Roofline at {0} positions and {1} GB/s: a decode step reads {2}, {3} FLOP a byte, {4} tokens/s at most; batch 8 reads {5}, {6} FLOP a byte, {7} tokens/s in all</source>
+        <translation>屋顶线：{0} 个位置、{1} GB/s 时，一个解码步读取 {2}，每字节 {3} FLOP，最多 {4} tokens/s；批大小 8 时读取 {5}，每字节 {6} FLOP，合计 {7} tokens/s</translation>
+    </message>
+    <message>
+        <source> (this machine&apos;s read ceiling: {0} GB/s at {1} thread(s))</source>
+        <translation>（本机读取上限：{0} GB/s，{1} 个线程）</translation>
     </message>
     <message>
         <source>Window and sinks stop growing at {0} tokens ({1}); int8 holds {2} B per token, {3}% of {4} B.</source>

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 from kvviz import memory
 from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.config import ModelConfig
-from kvviz.format import fmt_bytes, fmt_count, fmt_ms
+from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
 CUSTOM = "custom"
@@ -373,7 +373,8 @@ class MemoryDialog(QDialog):
         self.crossover_label.setText(self.tr(
             "A decode step reads {0} of weights ({1}, d_model, d_ff, vocab included); from {2} tokens on it "
             "reads more K/V than weights: the cache, not the model, then dominates the step").format(
-            fmt_bytes(r.decode_weights_bytes), c.name, fmt_count(r.crossover_tokens)))
+            fmt_bytes(r.decode_weights_bytes), c.name, fmt_count(r.crossover_tokens))
+            + "\n" + self._roofline_text(r))
         self.table.setRowCount(len(r.lengths))
         for row, f in enumerate(r.lengths):
             cells = [(fmt_count(f.tokens), None), (fmt_bytes(f.cache_bytes), f.cache_bytes),
@@ -394,6 +395,24 @@ class MemoryDialog(QDialog):
             self.chapter_text.setPlainText("\n".join(memory.chapter_comparison(
                 c, [f.tokens for f in r.lengths], dtype=r.dtype, bandwidth_gbps=r.bandwidth_gbps)))
 
+
+    def _roofline_text(self, r: memory.MemoryReport) -> str:
+        """The roofline at the longest length (kvviz.memory.roofline), at the dialog's bandwidth, batch 1 and 8;
+        and this machine's read ceiling, where the engine process has measured one (read from its cache file)."""
+        from kvviz.bandwidth import cached_read_ceiling
+
+        one, eight = memory.roofline(r.config, [r.lengths[-1].tokens], ceiling_gbps=r.bandwidth_gbps, batch=8,
+                                     dtype=r.dtype).points[0]
+        text = self.tr("Roofline at {0} positions and {1} GB/s: a decode step reads {2}, {3} FLOP a byte, "
+                       "{4} tokens/s at most; batch 8 reads {5}, {6} FLOP a byte, {7} tokens/s in all").format(
+            fmt_count(one.kv_len), fmt_figure(r.bandwidth_gbps), fmt_bytes(one.bytes_per_step), f"{one.intensity:.2g}",
+            fmt_figure(one.tokens_per_s), fmt_bytes(eight.bytes_per_step), f"{eight.intensity:.2g}",
+            fmt_figure(eight.tokens_per_s))
+        ceiling = cached_read_ceiling()
+        if ceiling is not None:
+            text += self.tr(" (this machine's read ceiling: {0} GB/s at {1} thread(s))").format(
+                fmt_figure(ceiling.read_gbps), ceiling.threads)
+        return text
 
     def strategy_rows(self) -> list[list[str]]:
         """The strategies table's text, row by row (for tests and copy)."""
