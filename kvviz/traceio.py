@@ -592,7 +592,9 @@ def summary_markdown(traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | 
     from kvviz.format import fmt_bytes
 
     head = ("engine", "new tokens", "total ms", "tokens/s", "speedup vs naive", "K/V projections", "copied",
-            "written", "gathered", "peak cache", "read", "read GB/s", "of copy bandwidth", "same tokens as naive")
+            "written", "gathered", "peak cache", "read", "read GB/s",
+            "of read ceiling" if info is not None and info.ceiling_kind() == "read" else "of copy bandwidth",
+            "same tokens as naive")  # the share's ceiling: RunInfo.bandwidth_gbps(), named by ceiling_kind()
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * 12 + [":---:"]) + "|"]
     for r in summary_rows(traces, info):
         sp = "-" if r["speedup_vs_naive"] is None else f"{r['speedup_vs_naive']:.2f}×"

@@ -84,3 +84,13 @@ def test_memory_dialog_shows_the_roofline(qtbot, monkeypatch):
     # a byte, 4,104.9 tokens/s at 10 GB/s; batch 8 reads 2,230,784 + 8 x 205,312 B = 3,873,280 B (3.7 MiB)
     assert "Roofline at 100 positions and 10.0 GB/s: a decode step reads 2.3 MiB, 0.5 FLOP a byte" in text
     assert "batch 8 reads 3.7 MiB" in text and "this machine's read ceiling: 17.6 GB/s at 1 thread(s)" in text
+
+
+def test_summary_markdown_names_the_read_ceiling():
+    from kvviz import traceio
+
+    hist = _with_read(cached_history(TINY, 10.0, 1.0, (5, 6), 4), 5.0)
+    md = traceio.summary_markdown(hist.traces, hist.info)
+    assert "| read | read GB/s | of read ceiling |" in md and "| 45% |" in md  # 2.242 GB/s of 5 GB/s
+    old = cached_history(TINY, 10.0, 1.0, (5, 6), 4)  # a trace from before the read ceiling: the copy, named so
+    assert "| of copy bandwidth |" in traceio.summary_markdown(old.traces, old.info)
