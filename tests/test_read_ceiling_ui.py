@@ -94,3 +94,19 @@ def test_summary_markdown_names_the_read_ceiling():
     assert "| read | read GB/s | of read ceiling |" in md and "| 45% |" in md  # 2.242 GB/s of 5 GB/s
     old = cached_history(TINY, 10.0, 1.0, (5, 6), 4)  # a trace from before the read ceiling: the copy, named so
     assert "| of copy bandwidth |" in traceio.summary_markdown(old.traces, old.info)
+
+
+def test_a_rate_below_a_hundredth_stays_text_in_the_narration(qapp):
+    """fmt_figure says "<0.01" for a trace of a rate; unescaped, Qt's rich text read it as a tag and
+    dropped the narration up to the next tag (the next engine's name went with it)."""
+    from PySide6.QtGui import QTextDocument
+
+    from kvviz.ui.narration import describe
+
+    # 171,872,256 B in 20 s = 0.0086 GB/s
+    hist = _with_read(wide_history(latency_ms=20_000.0, engines=("concat", "static")), 12.0)
+    doc = QTextDocument()
+    doc.setHtml(describe(hist, 2, color=lambda e, i: "#000"))
+    text = doc.toPlainText()
+    assert "concat read 104.5 MiB of weights and 59.4 MiB of K/V in 20.0 s, <0.01 GB/s, 0% of" in text, text
+    assert "static read 104.5 MiB" in text, text

@@ -28,6 +28,12 @@ def _names(names: list[str]) -> str:
     return _tr("{names} and {last}").format(names=_tr(", ").join(names[:-1]), last=names[-1])
 
 
+def _figure(value: float) -> str:
+    """A figure as rich text: fmt_figure says "<0.01" for a trace of one, which Qt would read as a tag
+    (and drop the text up to the next one)."""
+    return html.escape(fmt_figure(value))
+
+
 def _engine_html(engine: str, order: int, color) -> str:
     return f'<b style="color:{color(engine, order)}">{html.escape(engine)}</b>'
 
@@ -119,7 +125,7 @@ def _short(history: RunHistory, steps, color) -> str:
     for engine, order, trace, _prev in steps if shape is not None else ():
         gbps = shape.read(trace).gbps(trace.latency_ms)
         if gbps < float("inf"):
-            rate = _tr("{gbps} GB/s").format(gbps=fmt_figure(gbps))
+            rate = _tr("{gbps} GB/s").format(gbps=_figure(gbps))
             if copy is not None:
                 rate = _tr("{rate} ({pct}%)").format(rate=rate, pct=f"{100 * gbps / copy:.0f}")
             rates.append(f"{_engine_html(engine, order, color)} {rate}")
@@ -165,8 +171,9 @@ def _wall(history: RunHistory, steps, color) -> str:
         gbps = read.gbps(trace.latency_ms)
         if not gbps < float("inf"):  # NaN or inf: a step with no time recorded
             continue
-        values = dict(engine=_engine_html(engine, order, color), weights=fmt_bytes(read.weights_bytes),
-                      kv=fmt_bytes(read.kv_bytes), ms=fmt_ms(trace.latency_ms), gbps=fmt_figure(gbps))
+        values = dict(engine=_engine_html(engine, order, color), weights=html.escape(fmt_bytes(read.weights_bytes)),
+                      kv=html.escape(fmt_bytes(read.kv_bytes)), ms=html.escape(fmt_ms(trace.latency_ms)),
+                      gbps=_figure(gbps))
         if copy is None:
             parts.append(_tr("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s").format(
                 **values))
