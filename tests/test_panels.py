@@ -310,7 +310,7 @@ def test_narration_tells_a_step_from_its_traces(qtbot, history):
     paged = history.at("paged", k)
     assert f"paged wrote {fmt_bytes(paged.bytes_written)} and gathered {fmt_bytes(paged.bytes_gathered)}" in text
     assert "naive copied" not in text and "naive wrote" not in text  # naive keeps no cache
-    assert "Cache traffic" not in plain(k, traffic=False)
+    assert "Cache traffic" not in plain(k, form="no_traffic")
     assert plain(10_000).startswith(f"Step {NEW_TOKENS - 1}, decode")  # past the end: the last step
     assert describe(RunHistory(), 0) == ""
 

@@ -706,7 +706,9 @@ def test_a_zoom_out_of_range_is_one_line_and_exit_code_2():
         proc = subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, env=env,
                               cwd=ROOT, timeout=60)
         lines = proc.stderr.strip().splitlines()
-        assert proc.returncode == 2 and len(lines) == 1 and "outside 50..300" in lines[0], proc.stderr
+        # the bound of every command's --zoom (kvviz.options), said as every bound is
+        assert proc.returncode == 2 and len(lines) == 1 and "must be at least 50 and at most 300" in lines[0], \
+            proc.stderr
 
 
 def test_escape_leaves_presentation_mode_before_it_stops_a_run(qtbot, open_window):
