@@ -103,9 +103,7 @@ def build_menus(w) -> None:
     w.view_menu.addSeparator()
     w._panel_actions_end = w.view_menu.addSeparator()  # panel toggles go above this
     # Ctrl+1..9: one panel alone in the grid (as a double-click on its title); Ctrl+Shift+A: all again
-    # (Ctrl+0, the grid's own key for it, is the zoom's 100% as in browsers).
     w.alone_menu = w.view_menu.addMenu("")
-    w.grid.act_all_panels.setShortcut(QKeySequence("Ctrl+Shift+A"))
     w.addAction(w.grid.act_all_panels)
     w.alone_menu.addAction(w.grid.act_all_panels)
     w.alone_menu.addSeparator()

@@ -169,8 +169,9 @@ class PanelGrid(QSplitter):
         self.panel_load_errors: list[str] = []
         self.panel_actions: dict[str, QAction] = {}  # View's toggle per panel
         self.alone_actions: dict[str, QAction] = {}  # Ctrl+1..9: one panel alone
-        self.act_all_panels = QAction(self)  # Ctrl+0: all again
-        self.act_all_panels.setShortcut(QKeySequence("Ctrl+0"))
+        # all again (Ctrl+0 is the zoom's 100%, as in browsers)
+        self.act_all_panels = QAction(self)
+        self.act_all_panels.setShortcut(QKeySequence("Ctrl+Shift+A"))
         self.act_all_panels.triggered.connect(lambda: self.show_checked_panels())
         self.rows: list[QSplitter] = []
         self.no_panels_label = QLabel()
@@ -577,7 +578,7 @@ class PanelGrid(QSplitter):
         self.no_panels_label.setText(text)
 
     def show_alone(self, key: str) -> None:
-        """This panel alone in the grid (shown first if View had hidden it); Ctrl+0 shows all again."""
+        """This panel alone in the grid (shown first if View had hidden it); Ctrl+Shift+A shows all again."""
         self.panel_actions[key].setChecked(True)
         if self._focused != key:
             self.toggle_focus(key)
