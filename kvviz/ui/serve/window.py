@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from kvviz.serving.history import ServeHistory
 from kvviz.serving.spec import ServeSpec
+from kvviz.ui.placement import first_size
 from kvviz.ui.qtutil import edits_text
 from kvviz.ui.serve.form import ServeForm
 from kvviz.ui.serve.grid import ServeGrid
@@ -86,7 +87,7 @@ class ServeWindow(QMainWindow):
         self._build_central()
         self._build_toolbar()
         self.retranslate_ui()
-        self.resize(1500, 920)
+        first_size(self)  # 1500x920, or the whole screen where that is smaller (a 1280x720 projector)
 
         self._thread: QThread | None = None
         if worker is not None:

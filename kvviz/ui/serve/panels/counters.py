@@ -53,7 +53,10 @@ class CountersPanel(ServePanel):
         self.table.horizontalHeader().setFont(font)
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 3)
         self.table.horizontalHeader().setMinimumSectionSize(20)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        # each column as wide as its figures (stretched equally, four schedulers' "1,234" read "1,..." in
+        # the panel's width at 1280x720); the last takes what is left, a scroll bar where they cannot fit
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
         layout.addWidget(self.table)
         self.shown: dict[str, dict[str, float]] = {}
 
