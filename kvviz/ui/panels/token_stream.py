@@ -387,4 +387,5 @@ class TokenStreamPanel(Panel):
                 f'</div>')
         scroll = self._view.verticalScrollBar().value()
         self._view.setHtml("".join(blocks))
+        self._view.document().setTextWidth(self._view.viewport().width())
         self._view.verticalScrollBar().setValue(scroll)
