@@ -5,6 +5,7 @@ from kvviz.caches import CACHES
 from kvviz.engines.base import Engine, validate_request
 from kvviz.engines.cached import CachedEngine
 from kvviz.engines.naive import NaiveEngine
+from kvviz.options import parse_names
 
 ENGINE_KEYS: tuple[str, ...] = ("naive", *CACHES)
 
@@ -50,15 +51,7 @@ def make_engine(key: str, model, *, block_size: int = 16, window: int | None = N
 
 def parse_engines(text: str | list[str]) -> tuple[str, ...]:
     """`"naive,concat"` -> ("naive", "concat"), refusing unknown or repeated names."""
-    items = [s.strip() for s in (text.split(",") if isinstance(text, str) else text) if s.strip()]
-    if not items:
-        raise ValueError("no engines given")
-    for key in items:
-        if key not in ENGINE_KEYS:
-            raise ValueError(f"unknown engine {key!r}; choose from {', '.join(ENGINE_KEYS)}")
-    if len(set(items)) != len(items):
-        raise ValueError(f"an engine is named twice in {','.join(items)}")
-    return tuple(items)
+    return parse_names(text, ENGINE_KEYS, "engine", "engines")
 
 
 __all__ = ["ENGINE_KEYS", "EXACT_KEYS", "APPROXIMATE_KEYS", "ENGINE_HELP", "Engine", "make_engine", "parse_engines",

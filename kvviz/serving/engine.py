@@ -14,6 +14,7 @@ import torch
 
 from kvviz.config import SamplingConfig
 from kvviz.devices import synchronize
+from kvviz.options import parse_names
 from kvviz.sampling import Sampler
 from kvviz.serving.block_manager import BlockManager
 from kvviz.serving.model_runner import ModelRunner, check_supported
@@ -28,15 +29,7 @@ DEFAULT_TOKEN_BUDGET = 64
 
 def parse_schedulers(text: str) -> tuple[str, ...]:
     """`"static,paged"` -> ("static", "paged"), refusing unknown or repeated names."""
-    items = [s.strip() for s in text.split(",") if s.strip()]
-    if not items:
-        raise ValueError("no schedulers given")
-    for key in items:
-        if key not in SCHEDULER_CLASSES:
-            raise ValueError(f"unknown scheduler {key!r}; choose from {', '.join(SCHEDULER_CLASSES)}")
-    if len(set(items)) != len(items):
-        raise ValueError(f"a scheduler is named twice in {','.join(items)}")
-    return tuple(items)
+    return parse_names(text, tuple(SCHEDULER_CLASSES), "scheduler", "schedulers")
 
 
 def tokenize(workload: Workload, tokenizer) -> list[list[int]]:
