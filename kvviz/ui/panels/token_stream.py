@@ -93,6 +93,16 @@ class _TokenView(QTextBrowser):
         super().__init__()
         self._panel = panel
 
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """The lines wrap at the view's width (the document had kept a width from before the grid resized
+        the panel, under Xvfb: a horizontal scroll bar, the selected token past the right edge)."""
+        super().resizeEvent(event)
+        self.document().setTextWidth(self.viewport().width())
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)  # a resize while hidden (a panel behind a tab) is laid out on show
+        self.document().setTextWidth(self.viewport().width())
+
     def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 (Qt override)
         cursor = self.textCursor()
         data = QMimeData()
@@ -387,5 +397,5 @@ class TokenStreamPanel(Panel):
                 f'</div>')
         scroll = self._view.verticalScrollBar().value()
         self._view.setHtml("".join(blocks))
-        self._view.document().setTextWidth(self._view.viewport().width())
+        self._view.document().setTextWidth(self._view.viewport().width())  # as resizeEvent does
         self._view.verticalScrollBar().setValue(scroll)
