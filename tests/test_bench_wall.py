@@ -36,3 +36,34 @@ def test_bench_reports_bytes_read_and_the_reference(tmp_path, capsys, monkeypatc
     assert doc["wall"]["read_gbps"] > 0 and doc["wall"]["read_threads"] == 1
     assert concat["read_share"] == pytest.approx(concat["read_gbps"] / doc["wall"]["read_gbps"])
     assert "GB/s" in text.splitlines()[2]  # the table's header names the column
+
+
+def test_bench_probes_the_ceiling_beside_its_runs_and_says_when_a_run_beat_it(tmp_path, capsys, monkeypatch):
+    """A ceiling cached in another minute is no ceiling for this run: the bench probes again (once, at its
+    threads) and names an engine that read faster than the probe did, instead of printing a share over 100%."""
+    from kvviz import bandwidth
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 15.0, 64 << 20, 4))
+    probes = []
+
+    def probe(threads=None, buffer_bytes=None, bursts=bandwidth.READ_BURSTS):
+        probes.append(threads)
+        return bandwidth.ReadCeiling(device="cpu", read_gbps=0.001, threads=threads, buffer_bytes=64, bursts=1,
+                                     median_gbps=0.001, machine=bandwidth.machine_key(), measured_at=1.0)
+
+    monkeypatch.setattr(bandwidth, "probe_read_cpu", probe)
+    cached = bandwidth.ReadCeiling(device="cpu", read_gbps=500.0, threads=1, buffer_bytes=64, bursts=1,
+                                   machine=bandwidth.machine_key(), measured_at=0.5)
+    bandwidth._write_doc(bandwidth.cache_path(), {"machines": {}, "read": {bandwidth.machine_key(): {"1": {
+        k: getattr(cached, k) for k in bandwidth.ReadCeiling.__dataclass_fields__}}}})
+    assert bandwidth.cached_read_ceiling(1).read_gbps == 500.0
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "3", "--engines", "concat", "--repeat", "1",
+               "--threads", "1", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0 and probes == [1]  # probed once, at the run's thread count, although one was cached
+    assert json.loads(out.read_text())["wall"]["read_gbps"] == 0.001
+    assert "cpu read ceiling 0.0 GB/s at 1 thread(s)" in text
+    assert "above the read ceiling probed at the start (0.0 GB/s): concat; the machine was busier" in text
+    assert bandwidth.cached_read_ceiling(1).read_gbps == 0.001  # the cache holds the newest probe
