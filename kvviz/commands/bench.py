@@ -14,6 +14,7 @@ from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, c
 
 GRAPH = "static+graph"  # --cuda-graph's row: kvviz.engines.graph, the static engine replayed from a CUDA graph
 COMPILED = "static+compiled"  # --compile's row: the same static-shape step compiled by torch.compile
+OPENBLAS = "static+openblas"  # --blas openblas's row: static, its projections through numpy's OpenBLAS
 
 
 def configure(parser) -> None:
@@ -37,6 +38,10 @@ def configure(parser) -> None:
                              f"engine {COMPILED!r} beside eager static (added if not named), same tokens checked; "
                              f"the compile (tens of seconds on a small CPU) happens in the warm-up, outside the "
                              f"figures")
+    parser.add_argument("--blas", choices=("torch", "openblas"), default="torch",
+                        help=f"openblas: also run static with every projection through numpy's OpenBLAS "
+                             f"(kvviz.kernels), as engine {OPENBLAS!r} beside static (added if not named), same "
+                             f"tokens checked, and print that kernel's own read ceiling; CPU float32 only")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -114,6 +119,8 @@ def run_once(model, key, prompt_ids, n, sampling, trace, block_size, **cache_opt
         engine = make_engine("static", model, block_size=block_size, cuda_graph=True)
     elif key == COMPILED:
         engine = make_engine("static", model, block_size=block_size, compiled=True)
+    elif key == OPENBLAS:
+        engine = make_engine("static", model, block_size=block_size, blas="openblas")
     else:
         engine = make_engine(key, model, block_size=block_size, **cache_opts)
     t0 = time.perf_counter()
@@ -153,6 +160,22 @@ def check_cuda_graph(device, cfg) -> None:
     check_supported(cfg)
 
 
+def check_openblas(device, cfg, model) -> None:
+    """--blas openblas is refused before any run (one line, exit 2) off a CPU, below float32, for GPT-2 or
+    without numpy on OpenBLAS."""
+    import torch
+
+    from kvviz.engines.graph import check_supported
+    from kvviz.kernels import openblas
+
+    dtype = next(model.parameters()).dtype
+    if device.type != "cpu" or dtype != torch.float32:
+        raise ValueError(f"--blas openblas is for float32 on a CPU, not {str(dtype).replace('torch.', '')} on "
+                         f"{device.type}")
+    check_supported(cfg)
+    openblas()
+
+
 def memory_line(wall, ceiling, device_type: str) -> str:
     """The bench's memory line: what a decode step reads, the read ceiling it runs against (kvviz.bandwidth,
     at the run's threads), and the copy figure beside it, named as what it is."""
@@ -185,6 +208,9 @@ def run(args) -> int:
 
         check_supported(cfg)
         graph_rows = (*graph_rows, COMPILED)
+    if args.blas == "openblas":
+        check_openblas(device, cfg, model)
+        graph_rows = (*graph_rows, OPENBLAS)
     bare = engines  # the engines --reference times a bare loop beside
     engines = engines + (("static",) if graph_rows and "static" not in engines else ()) + graph_rows
     exact_keys = (*EXACT_KEYS, *graph_rows)
@@ -199,7 +225,7 @@ def run(args) -> int:
              "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
     import torch
 
-    from kvviz.bandwidth import read_ceiling
+    from kvviz.bandwidth import READ_BURSTS, read_ceiling
     from kvviz.wall import WallShape, bytes_read
 
     dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
@@ -211,8 +237,19 @@ def run(args) -> int:
           f"hidden {cfg.d_model}; device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); "
           f"prompt {len(prompt_ids)} tokens; trace {args.trace}; median of {args.repeat}")
     print(memory_line(wall, ceiling, device.type))
+    openblas_gbps = None
+    if args.blas == "openblas":
+        from kvviz.kernels import read_ceiling_openblas
+
+        openblas_gbps = read_ceiling_openblas(torch.get_num_threads())
+        print(f"OpenBLAS's own read ceiling (numpy.matmul, the same matrix, both layouts, fastest of "
+              f"{READ_BURSTS}): {openblas_gbps:,.1f} GB/s at {torch.get_num_threads()} thread(s); "
+              f"{OPENBLAS}'s share below is against it")
     for key in engines:  # warm-up: first-call allocations and kernel selection stay out of the figures
         run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size, **opts)
+
+    def ceiling_of(key: str) -> float:  # what each row's share is against: its own kernel's ceiling
+        return openblas_gbps if key == OPENBLAS else ceiling.read_gbps
 
     cells: list[Cell] = []
     identical = True
@@ -251,7 +288,7 @@ def run(args) -> int:
             print(f"{n:>5} {key:<{width}} {c.total_ms:>9.2f} {c.tokens_per_s:>8.1f} {sp:>8} {c.kv_projections:>9} "
                   f"{fmt_bytes(c.bytes_copied):>10} {fmt_bytes(c.bytes_written):>10} "
                   f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f} "
-                  f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f} {ceiling.percent_of(c.read_gbps):>6.0f}%")
+                  f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f} {100 * c.read_gbps / ceiling_of(key):>6.0f}%")
             cells.append(c)
         exact = [k for k in engines if k in exact_keys]  # the approximate caches may differ: that is their cost
         base = row[exact[0]].token_ids if exact else []
@@ -263,7 +300,7 @@ def run(args) -> int:
         if exact:
             quality_rows(model, exact[0], [k for k in engines if k not in exact_keys], prompt_ids, n, sampling,
                          row, opts)
-    above = sorted({c.engine for c in cells if c.read_gbps > ceiling.read_gbps})
+    above = sorted({c.engine for c in cells if c.read_gbps > ceiling_of(c.engine)})
     if above:
         print(f"above the read ceiling probed at the start ({ceiling.read_gbps:,.1f} GB/s): {', '.join(above)}; "
               "the machine was busier during the probe than during the runs, so rerun for a share")
@@ -303,7 +340,8 @@ def run(args) -> int:
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
             "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead, "reference": reference,
-            "cuda_graph": args.cuda_graph, "compile": args.compile,
+            "cuda_graph": args.cuda_graph, "compile": args.compile, "blas": args.blas,
+            "openblas_read_gbps": openblas_gbps,
             "wall": dict(weights_read_bytes=wall.weights_bytes, embed_row_bytes=wall.row_bytes,
                          kv_bytes_per_token=wall.kv_bytes_per_token, crossover_tokens=wall.crossover(),
                          read_gbps=ceiling.read_gbps, read_median_gbps=ceiling.median_gbps,
@@ -315,7 +353,7 @@ def run(args) -> int:
                              bytes_written=c.bytes_written, bytes_gathered=c.bytes_gathered,
                              peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
                              tail_step_ms=c.tail_step_ms, bytes_read=c.bytes_read, read_gbps=c.read_gbps,
-                             read_share=c.read_gbps / ceiling.read_gbps,
+                             read_share=c.read_gbps / ceiling_of(c.engine),
                              step_ms=c.step_ms, mean_kl=c.mean_kl, top1_agreement=c.top1_agreement,
                              first_divergence=c.first_divergence) for c in cells],
             "cache_settings": dict(window=args.window, sinks=args.sinks, residual=args.residual),

@@ -24,10 +24,19 @@ APPROXIMATE_KEYS: tuple[str, ...] = tuple(k for k, c in CACHES.items() if not c.
 
 
 def make_engine(key: str, model, *, block_size: int = 16, window: int | None = None, sinks: int | None = None,
-                residual: int | None = None, cuda_graph: bool = False, compiled: bool = False) -> Engine:
+                residual: int | None = None, cuda_graph: bool = False, compiled: bool = False,
+                blas: str = "torch") -> Engine:
     """`window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None).
     `cuda_graph`: `static` with its decode step captured as a CUDA graph (kvviz.engines.graph; CUDA only).
-    `compiled`: `static` with its static-shape decode step compiled by torch.compile (an option, not a default)."""
+    `compiled`: `static` with its static-shape decode step compiled by torch.compile (an option, not a default).
+    `blas`: "openblas" runs a cached engine with every projection through numpy's OpenBLAS (kvviz.kernels; an
+    option measured beside the default, CPU float32 only)."""
+    if blas != "torch":
+        if key not in CACHES or cuda_graph or compiled:
+            raise ValueError(f"--blas {blas} is for the eager cached engines alone, not {key!r}"
+                             + (" with a CUDA graph" if cuda_graph else " compiled" if compiled else ""))
+        return CachedEngine(model, cache_key=key, block_size=block_size, blas=blas,
+                            options=dict(window=window, sinks=sinks, residual=residual))
     if compiled:
         if key != "static" or cuda_graph:
             raise ValueError(f"a compiled step is for the static engine alone, not {key!r}"

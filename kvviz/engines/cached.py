@@ -8,11 +8,17 @@ import torch
 
 from kvviz.caches import CACHES, KVCache
 from kvviz.engines.base import Engine
+from kvviz.kernels import BLAS_CHOICES, OpenBlasLinear
 
 
 class CachedEngine(Engine):
-    def __init__(self, model, *, cache_key: str, block_size: int = 16, options: dict | None = None) -> None:
+    def __init__(self, model, *, cache_key: str, block_size: int = 16, options: dict | None = None,
+                 blas: str = "torch") -> None:
         super().__init__(model, block_size=block_size)
+        if blas not in BLAS_CHOICES:
+            raise ValueError(f"unknown --blas {blas!r}; choose from {', '.join(BLAS_CHOICES)}")
+        self.blas = blas  # "openblas": every projection through numpy's OpenBLAS (kvviz.kernels), an option
+        self.kernel: OpenBlasLinear | None = None
         self.key = cache_key
         self.cache_cls = CACHES[cache_key]
         self.options = options or {}  # window, sinks, residual: the approximate caches' settings
@@ -29,6 +35,8 @@ class CachedEngine(Engine):
         # piece of the engine's own cost (2% of a decode step in a py-spy profile); the model reads it
         # once, for the embedding lookup
         self._token = torch.zeros((1, 1), dtype=torch.long, device=self.device)
+        if self.blas == "openblas":  # at the threads torch has now (the bench and the app set them)
+            self.kernel = OpenBlasLinear(self.model.plan(), torch.get_num_threads())
 
     def _forward(self, ids, step, trace):
         cache = self.cache
@@ -40,7 +48,12 @@ class CachedEngine(Engine):
             x = self._token
             x.fill_(new[0])  # (1, 1)
         # forward(), not __call__: a step is short, and kvviz's models carry no hooks to run
-        out = self.model.forward(x, cache=cache, weights_layer=trace.weights_layer, weights_head=trace.weights_head)
+        if self.kernel is None:
+            out = self.model.forward(x, cache=cache, weights_layer=trace.weights_layer, weights_head=trace.weights_head)
+        else:
+            with self.kernel.running():
+                out = self.model.forward(x, cache=cache, weights_layer=trace.weights_layer,
+                                         weights_head=trace.weights_head, linear=self.kernel)
         cache.commit(len(new))
         return out, len(ids) - len(new)
 

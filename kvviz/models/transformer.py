@@ -322,12 +322,13 @@ class Transformer(nn.Module):
                         w.data = w.data.t().contiguous().t()
 
     def forward(self, ids: torch.Tensor, cache=None, weights_layer: int | None = None,
-                weights_head: int = 0, all_logits: bool = False) -> ForwardResult:
+                weights_head: int = 0, all_logits: bool = False, linear=None) -> ForwardResult:
         """ids (B, T). With a cache, positions continue from its length and K/V are stored in it.
 
         Each layer: RMSNorm, one fused QKV matmul, q/k norms (Qwen3), RoPE, cached attention (the
         chapter's, as in `attend`), the output projection, RMSNorm, SwiGLU. Run functionally over
-        `plan()`."""
+        `plan()`. `linear`: the projections' kernel, F.linear unless given (kvviz.kernels.OpenBlasLinear)."""
+        lin = linear or F.linear
         B, T = ids.shape
         past = cache.seq_len if cache is not None else 0
         mask, mask_tensor, kv_pos = step_mask(T, cache, ids.device)
@@ -341,7 +342,7 @@ class Transformer(nn.Module):
         weights = None
         gqa = H != KV
         for i, (ln1, wqkv, bqkv, qn, kn, wo, ln2, wgu, wdown) in enumerate(p.layers):
-            qkv = F.linear(rms_norm(x, ln1, eps), wqkv, bqkv).view(B, T, H + 2 * KV, D)
+            qkv = lin(rms_norm(x, ln1, eps), wqkv, bqkv).view(B, T, H + 2 * KV, D)
             if qn is not None:  # Qwen3: each head's q and k normalised before the rotation
                 q = rms_norm(qkv[:, :, :H], qn, eps).transpose(1, 2)  # (B, H, T, D)
                 k = rms_norm(qkv[:, :, H:H + KV], kn, eps).transpose(1, 2)  # (B, KV, T, D)
@@ -358,11 +359,11 @@ class Transformer(nn.Module):
                                                enable_gqa=gqa)
             if i == weights_layer and weights_head is not None:
                 weights = head_weights(q, k, mask, weights_head, mask_tensor)
-            x = x + F.linear(y.transpose(1, 2).reshape(B, T, H * D), wo)
-            gate, up = F.linear(rms_norm(x, ln2, eps), wgu).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, wdown)
+            x = x + lin(y.transpose(1, 2).reshape(B, T, H * D), wo)
+            gate, up = lin(rms_norm(x, ln2, eps), wgu).chunk(2, dim=-1)
+            x = x + lin(F.silu(gate) * up, wdown)
         x = rms_norm(x if all_logits else x[:, -1:], p.final_norm, eps)
-        logits = F.linear(x, p.head)  # (B, T|1, V)
+        logits = lin(x, p.head)  # (B, T|1, V)
         weights = place_weights(weights, kv_pos, mask.kv_len)
         return ForwardResult(logits=logits if all_logits else logits[:, -1], mask=mask, attn_weights=weights)
 

@@ -1,0 +1,119 @@
+"""`--blas openblas` (kvviz.kernels, issue 26 item 2): every projection of a cached engine through numpy's
+OpenBLAS, an option beside the default: the same tokens and figures, torch's threads restored, one-line
+refusals (never timed)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("threadpoolctl")
+
+from kvviz import kernels  # noqa: E402
+from kvviz.cli import main  # noqa: E402
+from kvviz.config import ModelConfig, SamplingConfig, TraceOptions  # noqa: E402
+from kvviz.engines import make_engine  # noqa: E402
+from kvviz.models.transformer import Transformer  # noqa: E402
+
+CFG = ModelConfig(name="t", d_model=64, n_layer=2, n_head=4, n_kv_head=2, head_dim=16, d_ff=128, vocab_size=97,
+                  max_seq_len=256, tie_embeddings=False, qkv_bias=True)
+
+try:
+    kernels.openblas()
+    HAVE_OPENBLAS = True
+except ValueError:
+    HAVE_OPENBLAS = False
+needs_openblas = pytest.mark.skipif(not HAVE_OPENBLAS, reason="numpy here is not built on OpenBLAS")
+
+
+def _run(engine, n=40, trace=None):
+    return list(engine.generate(list(range(1, 12)), n, SamplingConfig(), trace or TraceOptions(masks=True, logits=True,
+                                                                                                weights_layer=1)))
+
+
+@needs_openblas
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("key", ["static", "concat", "paged", "window"])
+def test_openblas_gives_the_same_tokens_and_figures_and_restores_torchs_threads(key, threads):
+    model = Transformer(CFG).init_weights(5)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ref = _run(make_engine(key, model, window=24))
+        got = _run(make_engine(key, model, window=24, blas="openblas"))
+        assert torch.get_num_threads() == threads  # held at one thread only while a step runs
+    finally:
+        torch.set_num_threads(before)
+    assert [t.token_id for t in got] == [t.token_id for t in ref]
+    for a, b in zip(ref, got):
+        assert (a.bytes_written, a.bytes_copied, a.bytes_gathered, a.cache_len, a.kv_projections, a.mask_spec) == (
+            b.bytes_written, b.bytes_copied, b.bytes_gathered, b.cache_len, b.kv_projections, b.mask_spec)
+        np.testing.assert_allclose(b.logits, a.logits, rtol=0, atol=1e-4)  # another kernel: a rounding apart
+        np.testing.assert_allclose(b.attn_weights, a.attn_weights, rtol=0, atol=1e-5)
+        assert not np.array_equal(b.logits, np.zeros_like(b.logits))
+    # the logits are the trace's own: a later step did not overwrite an earlier one's
+    assert not np.array_equal(got[1].logits, got[2].logits)
+
+
+@needs_openblas
+def test_openblas_sets_its_own_threads_to_the_runs():
+    model = Transformer(CFG).init_weights(5)
+    before = torch.get_num_threads()
+    blas = kernels.openblas()
+    blas.set_num_threads(1)
+    torch.set_num_threads(2)
+    try:
+        engine = make_engine("static", model, blas="openblas")
+        _run(engine, n=3)
+        assert engine.kernel.threads == 2 and blas.num_threads == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+@needs_openblas
+def test_openblas_read_ceiling_is_a_figure():
+    gbps = kernels.read_ceiling_openblas(1, buffer_bytes=4 << 20, bursts=2)
+    assert 0.01 < gbps < 1e5
+
+
+def test_openblas_is_refused_in_one_line_where_it_does_not_apply():
+    model = Transformer(CFG).init_weights(5)
+    with pytest.raises(ValueError, match="eager cached engines alone, not 'naive'"):
+        make_engine("naive", model, blas="openblas")
+    with pytest.raises(ValueError, match="compiled"):
+        make_engine("static", model, blas="openblas", compiled=True)
+    with pytest.raises(ValueError, match="unknown --blas 'mkl'"):
+        make_engine("static", model, blas="mkl")
+    if HAVE_OPENBLAS:
+        half = Transformer(CFG).init_weights(5).to(torch.bfloat16)
+        with pytest.raises(ValueError, match="CPU float32 weights only"):
+            _run(make_engine("static", half, blas="openblas"), n=2)
+
+
+def test_bench_refuses_openblas_below_float32_before_any_run(capsys):
+    rc = main(["bench", "--model", "tiny", "--tokens", "3", "--engines", "static", "--repeat", "1", "--dtype",
+               "bfloat16", "--blas", "openblas"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--blas openblas is for float32 on a CPU, not bfloat16 on cpu" in err[0]
+
+
+@needs_openblas
+def test_bench_puts_the_openblas_row_beside_static_against_its_own_ceiling(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(kernels, "read_ceiling_openblas", lambda threads: 123.0)
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "4", "--engines", "concat", "--repeat", "1",
+               "--threads", "1", "--blas", "openblas", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    cells = {c["engine"]: c for c in doc["results"]}
+    assert set(cells) == {"concat", "static", "static+openblas"}  # static added beside the option's row
+    assert cells["static+openblas"]["token_ids"] == cells["static"]["token_ids"]
+    assert doc["blas"] == "openblas" and doc["openblas_read_gbps"] == 123.0
+    assert cells["static+openblas"]["read_share"] == pytest.approx(cells["static+openblas"]["read_gbps"] / 123.0)
+    assert cells["static"]["read_share"] == pytest.approx(cells["static"]["read_gbps"] / doc["wall"]["read_gbps"])
+    assert "OpenBLAS's own read ceiling (numpy.matmul, the same matrix, both layouts, fastest of 9): 123.0 GB/s" in text
+    assert "tokens identical across engines: yes" in text
