@@ -395,12 +395,16 @@ def measured_from_bench(doc: dict) -> tuple[list[MeasuredDecode], float, str]:
     prompt = doc.get("prompt_tokens")
     if isinstance(prompt, bool) or not isinstance(prompt, int) or prompt < 1:
         raise ValueError("the bench file holds no prompt length")
+    own = doc.get("openblas_read_gbps")  # `--blas openblas`: that row's kernel has its own ceiling
     out = []
     for r in doc["results"]:
         step_ms = r.get("step_ms") or []
+        label, row_gbps = f"{r.get('engine')} ({r.get('new_tokens')} tokens)", gbps
+        if r.get("engine") == "static+openblas" and own:
+            _check_bandwidth(own)
+            label, row_gbps = f"{label}, against OpenBLAS's {float(own):,.1f} GB/s", float(own)
         # step k >= 1 computes position prompt + k - 1: it attends over prompt + k positions
-        m = measured_decode(f"{r.get('engine')} ({r.get('new_tokens')} tokens)", shape,
-                            ((prompt + k, float(ms)) for k, ms in enumerate(step_ms) if k > 0), gbps)
+        m = measured_decode(label, shape, ((prompt + k, float(ms)) for k, ms in enumerate(step_ms) if k > 0), row_gbps)
         if m is not None:
             out.append(m)
     return out, float(gbps), kind

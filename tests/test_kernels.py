@@ -117,3 +117,10 @@ def test_bench_puts_the_openblas_row_beside_static_against_its_own_ceiling(tmp_p
     assert cells["static"]["read_share"] == pytest.approx(cells["static"]["read_gbps"] / doc["wall"]["read_gbps"])
     assert "OpenBLAS's own read ceiling (numpy.matmul, the same matrix, both layouts, fastest of 9): 123.0 GB/s" in text
     assert "tokens identical across engines: yes" in text
+    # the roofline's measured lines hold the row against the same ceiling
+    assert main(["memory", "--model", "tiny", "--tokens", "10", "--measured", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if line.lstrip().startswith("static+openblas"))
+    assert "against OpenBLAS's 123.0 GB/s" in row and "% of the ceiling" in row
+    plain = next(line for line in lines if line.lstrip().startswith("static (4 tokens)"))
+    assert "OpenBLAS" not in plain
