@@ -2,18 +2,19 @@
 
 Why it exists (measured on the 2-core development VM, an AMD EPYC, torch 2.13.0 CPU, numpy 2.4 on
 OpenBLAS 0.3.31; docs/benchmarks.md, "Decode at the read limit"): torch's float32 product of one row
-against a matrix that fits the caches ran 31-46 GB/s on one thread where OpenBLAS ran 59-125, and
-over the `wide` model's 33 matrices in turn (104.5 MiB, every one read from memory, as a decode step
+against a matrix that fits the caches ran 31-46 GB/s on one thread where OpenBLAS ran 59-76, and
+over the `wide` model's 32 projections in turn (104 MiB, every one read from memory, as a decode step
 reads them) 12.6 GB/s against 15.9; with two threads torch's kernel stayed at 13.0 (it does not use the
 second thread for matrices this small) and OpenBLAS's read 20.2. Both read a 256 MiB matrix at about
 the same 17-21 GB/s on one thread: the difference is in the kernel, not in the memory.
 
-`kvviz bench --blas openblas` runs the static-shape step (kvviz.engines.graph) with every projection
-through this kernel (row `static+openblas`), measured beside the default; `read_ceiling_openblas`
-probes the same kernel's own read ceiling, so that the row's share is against what its kernel can read.
-Not the default: it changes the rounding (the tokens of every test agreed, the logits moved by ~1e-6),
-it needs numpy on OpenBLAS, and while it runs torch's own thread pool is held at one thread (two pools
-spinning on two cores made a step six times slower). CPU float32 only. No Qt.
+`make_engine(key, model, blas="openblas")` runs a cached engine with every projection through this kernel
+(Transformer.forward's `linear`); `kvviz bench --blas openblas` puts `static` so beside the default (row
+`static+openblas`), and `read_ceiling_openblas` probes the same kernel's own read ceiling, so that the
+row's share is against what its kernel can read. Not the default: on `tiny`, whose matrices are a few
+KiB, it was slower (0.79x); it changes the rounding (logits within 1e-4 in the tests, the tokens the
+same); it needs numpy on OpenBLAS; and while a step runs torch's own thread pool is held at one thread
+(two pools spinning on two cores made a step six times slower). CPU float32 only. No Qt.
 """
 from __future__ import annotations
 
