@@ -86,6 +86,11 @@ def test_openblas_is_refused_in_one_line_where_it_does_not_apply():
         make_engine("static", model, blas="openblas", compiled=True)
     with pytest.raises(ValueError, match="unknown --blas 'mkl'"):
         make_engine("static", model, blas="mkl")
+    gpt2 = Transformer(CFG)
+    gpt2.cfg = ModelConfig(name="g", arch="gpt2", d_model=64, n_layer=2, n_head=4, n_kv_head=4, head_dim=16,
+                           d_ff=128, vocab_size=97, max_seq_len=256)
+    with pytest.raises(ValueError, match="covers Llama-family models only, not gpt2"):
+        make_engine("static", gpt2, blas="openblas")
     if HAVE_OPENBLAS:
         half = Transformer(CFG).init_weights(5).to(torch.bfloat16)
         with pytest.raises(ValueError, match="CPU float32 weights only"):

@@ -17,6 +17,8 @@ class CachedEngine(Engine):
         super().__init__(model, block_size=block_size)
         if blas not in BLAS_CHOICES:
             raise ValueError(f"unknown --blas {blas!r}; choose from {', '.join(BLAS_CHOICES)}")
+        if blas != "torch" and model.cfg.arch == "gpt2":
+            raise ValueError(f"--blas {blas} covers Llama-family models only, not gpt2")
         self.blas = blas  # "openblas": every projection through numpy's OpenBLAS (kvviz.kernels), an option
         self.kernel: OpenBlasLinear | None = None
         self.key = cache_key
