@@ -38,6 +38,20 @@ def openblas():
     return found[0]
 
 
+def check_supported(model) -> None:
+    """ValueError (one line) for a model the OpenBLAS kernel does not cover: off a CPU, below float32, GPT-2
+    (whose forward takes no kernel), or no OpenBLAS under numpy. The engine and the bench both ask it."""
+    import torch
+
+    param = next(model.parameters())
+    if param.device.type != "cpu" or param.dtype != torch.float32:
+        raise ValueError(f"--blas openblas is for float32 on a CPU, not {str(param.dtype).replace('torch.', '')} "
+                         f"on {param.device.type}")
+    if model.cfg.arch == "gpt2":
+        raise ValueError("--blas openblas covers Llama-family models only, not gpt2")
+    openblas()
+
+
 class OpenBlasLinear:
     """`F.linear(x, w, b)` for the plan's weights through numpy's OpenBLAS, at `threads` threads.
 
@@ -57,9 +71,6 @@ class OpenBlasLinear:
         self._torch, self._matmul = torch, numpy.matmul
         weights = [w for layer in plan.layers for w in (layer.qkv, layer.o, layer.gate_up, layer.down)]
         weights.append(plan.head)
-        for w in weights:
-            if not w.is_cpu or w.dtype != torch.float32:
-                raise ValueError(f"--blas openblas: CPU float32 weights only, not {w.device.type} {w.dtype}")
         self._views = {id(w): w.detach().numpy().T for w in weights}  # (in, out) views of the same bytes
 
     def __call__(self, x, w, b=None):

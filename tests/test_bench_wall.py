@@ -65,5 +65,5 @@ def test_bench_probes_the_ceiling_beside_its_runs_and_says_when_a_run_beat_it(tm
     assert rc == 0 and probes == [1]  # probed once, at the run's thread count, although one was cached
     assert json.loads(out.read_text())["wall"]["read_gbps"] == 0.001
     assert "cpu read ceiling 0.0 GB/s at 1 thread(s)" in text
-    assert "above the read ceiling probed at the start (0.0 GB/s): concat; the machine was busier" in text
+    assert "above the read ceiling probed at the start: concat (0.0 GB/s); the machine was busier" in text
     assert bandwidth.cached_read_ceiling(1).read_gbps == 0.001  # the cache holds the newest probe

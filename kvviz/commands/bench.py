@@ -160,22 +160,6 @@ def check_cuda_graph(device, cfg) -> None:
     check_supported(cfg)
 
 
-def check_openblas(device, cfg, model) -> None:
-    """--blas openblas is refused before any run (one line, exit 2) off a CPU, below float32, for GPT-2 or
-    without numpy on OpenBLAS."""
-    import torch
-
-    from kvviz.kernels import openblas
-
-    dtype = next(model.parameters()).dtype
-    if device.type != "cpu" or dtype != torch.float32:
-        raise ValueError(f"--blas openblas is for float32 on a CPU, not {str(dtype).replace('torch.', '')} on "
-                         f"{device.type}")
-    if cfg.arch == "gpt2":
-        raise ValueError("--blas openblas covers Llama-family models only, not gpt2")
-    openblas()
-
-
 def memory_line(wall, ceiling, device_type: str) -> str:
     """The bench's memory line: what a decode step reads, the read ceiling it runs against (kvviz.bandwidth,
     at the run's threads), and the copy figure beside it, named as what it is."""
@@ -209,7 +193,9 @@ def run(args) -> int:
         check_supported(cfg)
         graph_rows = (*graph_rows, COMPILED)
     if args.blas == "openblas":
-        check_openblas(device, cfg, model)
+        from kvviz.kernels import check_supported as check_openblas
+
+        check_openblas(model)  # before any run: one line, exit 2
         graph_rows = (*graph_rows, OPENBLAS)
     bare = engines  # the engines --reference times a bare loop beside
     engines = engines + (("static",) if graph_rows and "static" not in engines else ()) + graph_rows
@@ -302,8 +288,9 @@ def run(args) -> int:
                          row, opts)
     above = sorted({c.engine for c in cells if c.read_gbps > ceiling_of(c.engine)})
     if above:
-        print(f"above the read ceiling probed at the start ({ceiling.read_gbps:,.1f} GB/s): {', '.join(above)}; "
-              "the machine was busier during the probe than during the runs, so rerun for a share")
+        named = ", ".join(f"{k} ({ceiling_of(k):,.1f} GB/s)" for k in above)
+        print(f"above the read ceiling probed at the start: {named}; the machine was busier during the probe "
+              "than during the runs, so rerun for a share")
     if len([k for k in engines if k in exact_keys]) > 1:
         which = "" if all(k in exact_keys for k in engines) else " (the exact ones; the approximate: above)"
         print(f"tokens identical across engines{which}: " + ("yes" if identical else "NO"))

@@ -9,6 +9,7 @@ import torch
 from kvviz.caches import CACHES, KVCache
 from kvviz.engines.base import Engine
 from kvviz.kernels import BLAS_CHOICES, OpenBlasLinear
+from kvviz.kernels import check_supported as check_openblas
 
 
 class CachedEngine(Engine):
@@ -17,8 +18,8 @@ class CachedEngine(Engine):
         super().__init__(model, block_size=block_size)
         if blas not in BLAS_CHOICES:
             raise ValueError(f"unknown --blas {blas!r}; choose from {', '.join(BLAS_CHOICES)}")
-        if blas != "torch" and model.cfg.arch == "gpt2":
-            raise ValueError(f"--blas {blas} covers Llama-family models only, not gpt2")
+        if blas == "openblas":
+            check_openblas(model)
         self.blas = blas  # "openblas": every projection through numpy's OpenBLAS (kvviz.kernels), an option
         self.kernel: OpenBlasLinear | None = None
         self.key = cache_key
