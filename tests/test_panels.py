@@ -31,7 +31,7 @@ def history(tiny_random, byte_tokenizer) -> RunHistory:
     return make_history(tiny_random, byte_tokenizer, PROMPT)
 
 
-def make_history(tiny_random, tok, prompt: str) -> RunHistory:
+def make_history(tiny_random, tok, prompt: str, new_tokens: int = NEW_TOKENS) -> RunHistory:
     from kvviz.config import TraceOptions
     from kvviz.engines import make_engine
 
@@ -39,15 +39,15 @@ def make_history(tiny_random, tok, prompt: str) -> RunHistory:
     cfg = tiny_random.cfg
     info = RunInfo(run_id="r", model_name=cfg.name, prompt=prompt, prompt_ids=tuple(ids),
                    prompt_labels=tuple(tok.token_text(i) for i in ids), engines=ENGINES,
-                   max_new_tokens=NEW_TOKENS, n_layer=cfg.n_layer, n_head=cfg.n_head,
+                   max_new_tokens=new_tokens, n_layer=cfg.n_layer, n_head=cfg.n_head,
                    n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
                    kv_bytes_per_token=cfg.kv_bytes_per_token(), block_size=BLOCK_SIZE)
     hist = RunHistory()
     hist.reset(info)
     runs = {k: make_engine(k, tiny_random, block_size=BLOCK_SIZE).generate(
-        ids, NEW_TOKENS, trace=TraceOptions(weights_layer=0), run_id="r", token_text=tok.token_text)
+        ids, new_tokens, trace=TraceOptions(weights_layer=0), run_id="r", token_text=tok.token_text)
         for k in ENGINES}
-    for _ in range(NEW_TOKENS):  # lockstep, as the window's compare mode records them
+    for _ in range(new_tokens):  # lockstep, as the window's compare mode records them
         for k in ENGINES:
             hist.add(next(runs[k]))
     return hist
@@ -266,7 +266,8 @@ def test_a_click_on_a_token_picks_the_step_that_sampled_it(qtbot, history):
         for step in (0, 3, NEW_TOKENS - 1):
             first = start if step == 0 else int(ends[step - 1])
             text = block.text()[first:int(ends[step])]
-            assert text == texts[engine][step].replace("\n", "\u21b5\u2028"), (engine, step, text)
+            # the token, then a zero-width space: a line may end between any two tokens
+            assert text == texts[engine][step].replace("\n", "\u21b5\u2028") + "\u200b", (engine, step, text)
 
     def click_position(position: int) -> None:
         cursor = view.textCursor()
@@ -532,6 +533,25 @@ def test_token_stream_keeps_spaces_and_wraps_between_words(qtbot, tiny_random, b
     assert wraps >= 2 * len(ENGINES)  # the prompt did wrap, in every engine's block
 
 
+def test_token_stream_wraps_at_every_width_never_scrolls_sideways(qtbot, tiny_random, byte_tokenizer):
+    """Every line fits the view at every width: a run of tokens without spaces had stayed one line at some
+    widths (Qt's word-or-anywhere wrap: a 647 px line at 284 px under Xvfb, a horizontal scroll bar and the
+    selected token past the right edge), so each generated token ends with a zero-width space. The run is
+    tests/test_desktop_xcb.py's: tiny-random, 30 tokens after "A cache is a promise"."""
+    history = make_history(tiny_random, byte_tokenizer, "A cache is a promise", new_tokens=30)
+    panel = make_panel(qtbot, "token_stream")
+    panel.show()
+    panel.show_step(history, 29)
+    view = panel._view
+    wider = []
+    for width in range(180, 460, 2):
+        panel.resize(width, 300)
+        qtbot.wait(1)
+        if view.document().idealWidth() > view.viewport().width() + 1 or view.horizontalScrollBar().isVisible():
+            wider.append((view.viewport().width(), round(view.document().idealWidth())))
+    assert not wider, wider
+
+
 def test_token_stream_draws_the_same_text_per_token_or_in_three_spans(qtbot, history, monkeypatch):
     """A long run whose engines agree is drawn as three spans per engine (no pass over each token):
     the same text and highlight as one span per token, without the zebra shading."""
@@ -583,7 +603,7 @@ def test_token_stream_underlines_a_token_that_differs_from_the_first_engine(qtbo
     block = panel._view.document().findBlockByNumber(ENGINES.index("paged"))
     start, ends = panel._token_ends[ENGINES.index("paged")]
     assert "differs from naive from step 3" in block.text()
-    assert block.text()[int(ends[2]):int(ends[3])] == "\u00a7"
+    assert block.text()[int(ends[2]):int(ends[3])] == "\u00a7\u200b"
 
 
 @pytest.mark.parametrize("key", panel_keys())

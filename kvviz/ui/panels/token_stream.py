@@ -40,11 +40,15 @@ _BREAK = "\u200b"
 
 def shown_text(text: str, prompt: bool = False) -> str:
     """The characters a token is drawn as (a line break as Qt's U+2028): the text itself, or for a
-    whitespace-only token its marks."""
+    whitespace-only token its marks. A generated token ends with a zero-width space: a line may end
+    between any two tokens, never inside one. (Without it Qt's word-or-anywhere wrap left a run of
+    tokens without spaces unwrapped at some widths: at 284 px, under Xvfb, a 647 px line, a horizontal
+    scroll bar, and the selected token past the right edge.)"""
     if text == "\\n":  # a newline as some tokenizers label it
         text = "\n"
     if not text.isspace() or (prompt and text == " "):
-        return text.replace("\n", NEWLINE_MARK + "\u2028")
+        shown = text.replace("\n", NEWLINE_MARK + "\u2028")
+        return shown if prompt or not text else shown + _BREAK
     marks = "".join(_WHITESPACE_MARKS.get(ch, "\u00b7") for ch in text.replace("\n", ""))
     return (marks + _BREAK if marks else "") + (NEWLINE_MARK + "\u2028") * text.count("\n")
 
@@ -93,16 +97,6 @@ class _TokenView(QTextBrowser):
         super().__init__()
         self._panel = panel
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        """The lines wrap at the view's width (the document had kept a width from before the grid resized
-        the panel, under Xvfb: a horizontal scroll bar, the selected token past the right edge)."""
-        super().resizeEvent(event)
-        self.document().setTextWidth(self.viewport().width())
-
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        super().showEvent(event)  # a resize while hidden (a panel behind a tab) is laid out on show
-        self.document().setTextWidth(self.viewport().width())
-
     def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 (Qt override)
         cursor = self.textCursor()
         data = QMimeData()
@@ -122,6 +116,9 @@ class TokenStreamPanel(Panel):
         self._view = _TokenView(self)
         self._view.setOpenLinks(False)
         self._view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        # the lines wrap at the view's width (a break after every token): nothing to scroll sideways to,
+        # where a glyph's sub-pixel overhang (0.6 px at 206 px) had shown a scroll bar
+        self._view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._set_font()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -385,8 +382,8 @@ class TokenStreamPanel(Panel):
             header = "" if diverged is None else self.tr("differs from {first} from step {step}").format(
                 first=engines[0], step=diverged)
             # Where each token is in this block's text: the name, two spaces, the note, a line break,
-            # the prompt, then one token per step.
-            start = _shown_length(engine) + 2 + _shown_length(header) + 1 + self._prompt_length
+            # the prompt, then one token per step (each with its zero-width space, in shown_text).
+            start = _shown_length(engine, True) + 2 + _shown_length(header, True) + 1 + self._prompt_length  # as text
             lengths = [_shown_length(text) for text in grouped.shown]
             self._token_ends.append((start, start + np.cumsum(lengths, dtype=np.int64)))
             blocks.append(
@@ -397,5 +394,4 @@ class TokenStreamPanel(Panel):
                 f'</div>')
         scroll = self._view.verticalScrollBar().value()
         self._view.setHtml("".join(blocks))
-        self._view.document().setTextWidth(self._view.viewport().width())  # as resizeEvent does
         self._view.verticalScrollBar().setValue(scroll)
