@@ -71,22 +71,34 @@ def check_screen(app: App, path, zoom: int, engines) -> dict:
     return sizes
 
 
-@pytest.mark.parametrize("screen", [(1280, 720), (1500, 920), (1920, 1080)])
-def test_every_shown_plot_is_readable_at_100_and_150_percent(tmp_path, screen):
+def _start(tmp_path, screen, engines):
+    """An X server of `screen`, the app on it with `engines` ready and its window over the whole screen (as
+    maximised), the panels clicked so keys go to the window. Skips where the X tools are missing."""
     missing = xserver.what_is_missing()
     if missing:
         pytest.skip(missing)
     server = xserver.start_xvfb(screen)
     ini = tmp_path / "kvviz.ini"
-    write_ini(ini, EXACT)
+    write_ini(ini, engines)
     app = App(server, ini)
     try:
         app.wait_event("ready", timeout=120)
         window = str(app.state()["window_id"])
         app.xdotool("windowmove", window, "0", "0")
-        app.xdotool("windowsize", window, str(screen[0]), str(screen[1]))  # the whole screen, as maximised
+        app.xdotool("windowsize", window, str(screen[0]), str(screen[1]))
         time.sleep(1)
-        app.click([screen[0] // 2, screen[1] // 2, 1, 1])  # the panels: keys go to the window
+        app.click([screen[0] // 2, screen[1] // 2, 1, 1])
+    except BaseException:
+        app.close()
+        server.stop()
+        raise
+    return server, app
+
+
+@pytest.mark.parametrize("screen", [(1280, 720), (1500, 920), (1920, 1080)])
+def test_every_shown_plot_is_readable_at_100_and_150_percent(tmp_path, screen):
+    server, app = _start(tmp_path, screen, EXACT)
+    try:
         app.key("ctrl+r")
         app.wait_event("finished", timeout=240)
         time.sleep(2)
@@ -105,20 +117,8 @@ def test_every_shown_plot_is_readable_at_100_and_150_percent(tmp_path, screen):
 
 def test_approximate_caches_at_1280x720_and_150_percent(tmp_path):
     """window, sinks and int8: the quality panel joins the grid or a tab, readable either way."""
-    missing = xserver.what_is_missing()
-    if missing:
-        pytest.skip(missing)
-    server = xserver.start_xvfb((1280, 720))
-    ini = tmp_path / "kvviz.ini"
-    write_ini(ini, APPROX)
-    app = App(server, ini)
+    server, app = _start(tmp_path, (1280, 720), APPROX)
     try:
-        app.wait_event("ready", timeout=120)
-        window = str(app.state()["window_id"])
-        app.xdotool("windowmove", window, "0", "0")
-        app.xdotool("windowsize", window, "1280", "720")
-        time.sleep(1)
-        app.click([640, 360, 1, 1])
         app.key("ctrl+equal", "ctrl+equal")
         app.key("ctrl+r")
         app.wait_event("finished", timeout=240)
