@@ -22,6 +22,7 @@ import time
 from contextlib import contextmanager
 
 BLAS_CHOICES = ("torch", "openblas")
+ROW = "static+openblas"  # the bench's row for it, which `kvviz memory --measured` reads back
 
 
 def openblas():
@@ -60,14 +61,13 @@ class OpenBlasLinear:
     flag); no copy of any weight. The output is a fresh tensor every call (the trace keeps the logits)."""
 
     def __init__(self, plan, threads: int) -> None:
+        import numpy
         import torch
 
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.blas = openblas()
         self.threads = threads
-        import numpy
-
         self._torch, self._matmul = torch, numpy.matmul
         weights = [w for layer in plan.layers for w in (layer.qkv, layer.o, layer.gate_up, layer.down)]
         weights.append(plan.head)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.config import DTYPE_BYTES, ModelConfig, canonical_dtype
+from kvviz.kernels import ROW as OPENBLAS_ROW  # (no torch: kernels imports it only when used)
 from kvviz.wall import WallShape
 
 DEFAULT_TOKENS = (100, 500, 1000)
@@ -400,7 +401,7 @@ def measured_from_bench(doc: dict) -> tuple[list[MeasuredDecode], float, str]:
     for r in doc["results"]:
         step_ms = r.get("step_ms") or []
         label, row_gbps = f"{r.get('engine')} ({r.get('new_tokens')} tokens)", gbps
-        if r.get("engine") == "static+openblas" and own:
+        if r.get("engine") == OPENBLAS_ROW and own:
             _check_bandwidth(own)
             label, row_gbps = f"{label}, against OpenBLAS's {float(own):,.1f} GB/s", float(own)
         # step k >= 1 computes position prompt + k - 1: it attends over prompt + k positions

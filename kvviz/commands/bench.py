@@ -10,11 +10,12 @@ import time
 from dataclasses import dataclass
 
 from kvviz.format import fmt_bytes
+from kvviz.kernels import ROW as OPENBLAS_ROW
 from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model, check_cache_settings
 
 GRAPH = "static+graph"  # --cuda-graph's row: kvviz.engines.graph, the static engine replayed from a CUDA graph
 COMPILED = "static+compiled"  # --compile's row: the same static-shape step compiled by torch.compile
-OPENBLAS = "static+openblas"  # --blas openblas's row: static, its projections through numpy's OpenBLAS
+OPENBLAS = OPENBLAS_ROW  # --blas openblas's row: static, its projections through numpy's OpenBLAS
 
 
 def configure(parser) -> None:
