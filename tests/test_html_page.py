@@ -304,6 +304,24 @@ def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(bro
     assert not browser.problems, browser.problems
 
 
+def test_a_canvas_that_gets_its_size_after_a_draw_is_drawn_again(browser, page):
+    """A notebook cell's iframe can run the page's script before it is laid out: every canvas measured 0 and
+    was drawn 1 px wide, stretched (a solid block, the plots blank), with no window resize to follow. Here
+    the work matrix is hidden while a step is drawn and shown again, the window's size unchanged."""
+    browser.open(page)
+    browser.press("End")
+    browser.eval("document.querySelector('#panel-work_matrix').style.display = 'none'")
+    browser.press("ArrowLeft")  # drawn while hidden: its canvas measures 0
+    assert browser.eval("document.querySelector('#panel-work_matrix canvas').width") == 1
+    browser.eval("document.querySelector('#panel-work_matrix').style.display = ''")
+    browser.eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert browser.eval("document.querySelector('#panel-work_matrix canvas').width") > 100
+    image, _ = browser.screenshot()
+    assert pixels(image, browser.rect("#panel-work_matrix canvas"), CELL["recomputed"]) > 1000
+    browser.pump()
+    assert not browser.problems, browser.problems
+
+
 def test_the_notebook_cells_iframe_draws_the_page(browser, run, tmp_path):
     """Run._repr_html_ (what a notebook cell shows): the page in a sandboxed iframe's srcdoc, drawn there."""
     host = tmp_path / "cell.html"

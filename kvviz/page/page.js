@@ -976,8 +976,14 @@ function init() {
     if (ev.key === " " || ev.code === "Space") { ev.preventDefault(); togglePlay(); }
     else if (ev.key in moves) { ev.preventDefault(); setStep(moves[ev.key]); }
   });
+  // Drawn again whenever the page's size changes, the first layout included: in a notebook cell's iframe
+  // the script can run before the frame is laid out, when every canvas measures 0 (drawn 1 px, stretched)
   let pending = 0;
-  window.addEventListener("resize", () => { cancelAnimationFrame(pending); pending = requestAnimationFrame(draw); });
+  const redraw = () => { cancelAnimationFrame(pending); pending = requestAnimationFrame(draw); };
+  if (window.ResizeObserver) {
+    const sizes = new ResizeObserver(redraw);
+    for (const node of [document.documentElement, ...document.querySelectorAll("canvas")]) sizes.observe(node);
+  } else window.addEventListener("resize", redraw);
   draw();
   performance.mark("kvviz-drawn");  // the first step drawn: what the benchmark times
 }
