@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-BLAS_CHOICES = ("torch", "openblas")
+BLAS_CHOICES = ("torch", "openblas", "native")  # native: kvviz.native, the decode step in C
 ROW = "static+openblas"  # the bench's row for it, which `kvviz memory --measured` reads back
 
 
@@ -39,17 +39,23 @@ def openblas():
     return found[0]
 
 
-def check_supported(model) -> None:
-    """ValueError (one line) for a model the OpenBLAS kernel does not cover: off a CPU, below float32, GPT-2
-    (whose forward takes no kernel), or no OpenBLAS under numpy. The engine and the bench both ask it."""
+def check_cpu_llama(model, blas: str) -> None:
+    """ValueError (one line) unless `model` is a float32 Llama-family model on a CPU, what both kernel options
+    (`--blas openblas`, `--blas native`) cover: GPT-2's forward takes no kernel."""
     import torch
 
     param = next(model.parameters())
     if param.device.type != "cpu" or param.dtype != torch.float32:
-        raise ValueError(f"--blas openblas is for float32 on a CPU, not {str(param.dtype).replace('torch.', '')} "
+        raise ValueError(f"--blas {blas} is for float32 on a CPU, not {str(param.dtype).replace('torch.', '')} "
                          f"on {param.device.type}")
     if model.cfg.arch == "gpt2":
-        raise ValueError("--blas openblas covers Llama-family models only, not gpt2")
+        raise ValueError(f"--blas {blas} covers Llama-family models only, not gpt2")
+
+
+def check_supported(model) -> None:
+    """ValueError (one line) for a model the OpenBLAS kernel does not cover: off a CPU, below float32, GPT-2,
+    or no OpenBLAS under numpy. The engine and the bench both ask it."""
+    check_cpu_llama(model, "openblas")
     openblas()
 
 

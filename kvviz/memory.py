@@ -25,6 +25,7 @@ from typing import Any
 
 from kvviz.config import DTYPE_BYTES, ModelConfig, canonical_dtype
 from kvviz.kernels import ROW as OPENBLAS_ROW  # (no torch: kernels imports it only when used)
+from kvviz.native import ROW as NATIVE_ROW  # (nor does kvviz.native)
 from kvviz.wall import WallShape
 
 DEFAULT_TOKENS = (100, 500, 1000)
@@ -396,14 +397,17 @@ def measured_from_bench(doc: dict) -> tuple[list[MeasuredDecode], float, str]:
     prompt = doc.get("prompt_tokens")
     if isinstance(prompt, bool) or not isinstance(prompt, int) or prompt < 1:
         raise ValueError("the bench file holds no prompt length")
-    own = doc.get("openblas_read_gbps")  # `--blas openblas`: that row's kernel has its own ceiling
+    # `--blas openblas` / `--blas native`: that row's kernel has its own ceiling
+    own = {OPENBLAS_ROW: ("OpenBLAS's", doc.get("openblas_read_gbps")),
+           NATIVE_ROW: ("the native kernel's", doc.get("native_read_gbps"))}
     out = []
     for r in doc["results"]:
         step_ms = r.get("step_ms") or []
         label, row_gbps = f"{r.get('engine')} ({r.get('new_tokens')} tokens)", gbps
-        if r.get("engine") == OPENBLAS_ROW and own:
-            _check_bandwidth(own)
-            label, row_gbps = f"{label}, against OpenBLAS's {float(own):,.1f} GB/s", float(own)
+        whose, own_gbps = own.get(r.get("engine"), (None, None))
+        if own_gbps:
+            _check_bandwidth(own_gbps)
+            label, row_gbps = f"{label}, against {whose} {float(own_gbps):,.1f} GB/s", float(own_gbps)
         # step k >= 1 computes position prompt + k - 1: it attends over prompt + k positions
         m = measured_decode(label, shape, ((prompt + k, float(ms)) for k, ms in enumerate(step_ms) if k > 0), row_gbps)
         if m is not None:

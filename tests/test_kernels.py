@@ -97,35 +97,47 @@ def test_openblas_is_refused_in_one_line_where_it_does_not_apply():
             make_engine("static", half, blas="openblas")
 
 
-def test_bench_refuses_openblas_below_float32_before_any_run(capsys):
+@pytest.mark.parametrize("blas", ["openblas", "native"])
+def test_bench_refuses_a_kernel_option_below_float32_before_any_run(capsys, blas):
     rc = main(["bench", "--model", "tiny", "--tokens", "3", "--engines", "static", "--repeat", "1", "--dtype",
-               "bfloat16", "--blas", "openblas"])
+               "bfloat16", "--blas", blas])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "--blas openblas is for float32 on a CPU, not bfloat16 on cpu" in err[0]
+    assert rc == 2 and len(err) == 1 and f"--blas {blas} is for float32 on a CPU, not bfloat16 on cpu" in err[0]
+
+
+def bench_beside_static(tmp_path, capsys, blas: str, row: str, gbps: float, tokens: int = 4):
+    """`kvviz bench --blas BLAS` on tiny beside concat, then `kvviz memory --measured` of its file: the checks
+    every kernel option's row shares (static added beside it, the same tokens, its share against its own
+    ceiling `gbps`, the other rows against the probe's). Returns (bench text, bench doc, memory lines)."""
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", str(tokens), "--engines", "concat",
+               "--repeat", "1", "--threads", "1", "--blas", blas, "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    cells = {c["engine"]: c for c in doc["results"]}
+    assert set(cells) == {"concat", "static", row}  # static added beside the option's row
+    assert cells[row]["token_ids"] == cells["static"]["token_ids"]
+    assert cells[row]["bytes_written"] == cells["static"]["bytes_written"] > 0
+    assert doc["blas"] == blas
+    assert cells[row]["read_share"] == pytest.approx(cells[row]["read_gbps"] / gbps)
+    assert cells["static"]["read_share"] == pytest.approx(cells["static"]["read_gbps"] / doc["wall"]["read_gbps"])
+    assert "tokens identical across engines: yes" in text
+    # the roofline's measured lines hold the row against the same ceiling
+    assert main(["memory", "--model", "tiny", "--tokens", "10", "--measured", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    line = next(x for x in lines if x.lstrip().startswith(row))
+    assert f"{gbps:,.1f} GB/s" in line and "% of the ceiling" in line
+    plain = next(x for x in lines if x.lstrip().startswith("static (4 tokens)" if tokens == 4 else "static ("))
+    assert "against" not in plain
+    return text, doc, line
 
 
 @needs_openblas
 def test_bench_puts_the_openblas_row_beside_static_against_its_own_ceiling(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(kernels, "read_ceiling_openblas", lambda threads: 123.0)
-    out = tmp_path / "b.json"
-    rc = main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "4", "--engines", "concat", "--repeat", "1",
-               "--threads", "1", "--blas", "openblas", "--json", str(out)])
-    text = capsys.readouterr().out
-    assert rc == 0
-    doc = json.loads(out.read_text())
-    cells = {c["engine"]: c for c in doc["results"]}
-    assert set(cells) == {"concat", "static", "static+openblas"}  # static added beside the option's row
-    assert cells["static+openblas"]["token_ids"] == cells["static"]["token_ids"]
-    assert doc["blas"] == "openblas" and doc["openblas_read_gbps"] == 123.0
-    assert cells["static+openblas"]["read_share"] == pytest.approx(cells["static+openblas"]["read_gbps"] / 123.0)
-    assert cells["static"]["read_share"] == pytest.approx(cells["static"]["read_gbps"] / doc["wall"]["read_gbps"])
+    text, doc, line = bench_beside_static(tmp_path, capsys, "openblas", "static+openblas", 123.0)
+    assert doc["openblas_read_gbps"] == 123.0
     assert "OpenBLAS's own read ceiling (numpy.matmul, the same matrix, both layouts, fastest of 9): 123.0 GB/s" in text
-    assert "tokens identical across engines: yes" in text
-    # the roofline's measured lines hold the row against the same ceiling
-    assert main(["memory", "--model", "tiny", "--tokens", "10", "--measured", str(out)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    row = next(line for line in lines if line.lstrip().startswith("static+openblas"))
-    assert "against OpenBLAS's 123.0 GB/s" in row and "% of the ceiling" in row
-    plain = next(line for line in lines if line.lstrip().startswith("static (4 tokens)"))
-    assert "OpenBLAS" not in plain
+    assert "against OpenBLAS's 123.0 GB/s" in line

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 from kvviz.format import fmt_bytes
 from kvviz.kernels import ROW as OPENBLAS_ROW
+from kvviz.native import ROW as NATIVE_ROW
 from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model, check_cache_settings
 
 GRAPH = "static+graph"  # --cuda-graph's row: kvviz.engines.graph, the static engine replayed from a CUDA graph
 COMPILED = "static+compiled"  # --compile's row: the same static-shape step compiled by torch.compile
 OPENBLAS = OPENBLAS_ROW  # --blas openblas's row: static, its projections through numpy's OpenBLAS
+NATIVE = NATIVE_ROW  # --blas native's row: static, each decode step one C call (kvviz.native)
 
 
 def configure(parser) -> None:
@@ -39,10 +41,12 @@ def configure(parser) -> None:
                              f"engine {COMPILED!r} beside eager static (added if not named), same tokens checked; "
                              f"the compile (tens of seconds on a small CPU) happens in the warm-up, outside the "
                              f"figures")
-    parser.add_argument("--blas", choices=("torch", "openblas"), default="torch",
+    parser.add_argument("--blas", choices=("torch", "openblas", "native"), default="torch",
                         help=f"openblas: also run static with every projection through numpy's OpenBLAS "
-                             f"(kvviz.kernels), as engine {OPENBLAS!r} beside static (added if not named), same "
-                             f"tokens checked, and print that kernel's own read ceiling; CPU float32 only")
+                             f"(kvviz.kernels), as engine {OPENBLAS!r}; native: also run static with each decode "
+                             f"step as one call of kvviz's C kernel (kvviz.native, compiled at first use), as "
+                             f"engine {NATIVE!r}; beside static (added if not named), same tokens checked, and "
+                             f"print that kernel's own read ceiling; CPU float32 only")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -122,6 +126,8 @@ def run_once(model, key, prompt_ids, n, sampling, trace, block_size, **cache_opt
         engine = make_engine("static", model, block_size=block_size, compiled=True)
     elif key == OPENBLAS:
         engine = make_engine("static", model, block_size=block_size, blas="openblas")
+    elif key == NATIVE:
+        engine = make_engine("static", model, block_size=block_size, blas="native")
     else:
         engine = make_engine(key, model, block_size=block_size, **cache_opts)
     t0 = time.perf_counter()
@@ -198,6 +204,11 @@ def run(args) -> int:
 
         check_openblas(model)  # before any run: one line, exit 2
         graph_rows = (*graph_rows, OPENBLAS)
+    elif args.blas == "native":
+        from kvviz.native import check_supported as check_native
+
+        check_native(model)  # before any run (it compiles the kernel once per machine): one line, exit 2
+        graph_rows = (*graph_rows, NATIVE)
     bare = engines  # the engines --reference times a bare loop beside
     engines = engines + (("static",) if graph_rows and "static" not in engines else ()) + graph_rows
     exact_keys = (*EXACT_KEYS, *graph_rows)
@@ -224,7 +235,7 @@ def run(args) -> int:
           f"hidden {cfg.d_model}; device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); "
           f"prompt {len(prompt_ids)} tokens; trace {args.trace}; median of {args.repeat}")
     print(memory_line(wall, ceiling, device.type))
-    openblas_gbps = None
+    openblas_gbps = native_gbps = None
     if args.blas == "openblas":
         from kvviz.kernels import read_ceiling_openblas
 
@@ -232,11 +243,18 @@ def run(args) -> int:
         print(f"OpenBLAS's own read ceiling (numpy.matmul, the same matrix, both layouts, fastest of "
               f"{READ_BURSTS}): {openblas_gbps:,.1f} GB/s at {torch.get_num_threads()} thread(s); "
               f"{OPENBLAS}'s share below is against it")
+    elif args.blas == "native":
+        from kvviz.native import read_ceiling_native
+
+        native_gbps = read_ceiling_native(torch.get_num_threads())
+        print(f"the native kernel's own read ceiling (its matrix-vector product, the same matrix, both layouts, "
+              f"fastest of {READ_BURSTS}): {native_gbps:,.1f} GB/s at {torch.get_num_threads()} thread(s); "
+              f"{NATIVE}'s share below is against it")
     for key in engines:  # warm-up: first-call allocations and kernel selection stay out of the figures
         run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size, **opts)
 
     def ceiling_of(key: str) -> float:  # what each row's share is against: its own kernel's ceiling
-        return openblas_gbps if key == OPENBLAS else ceiling.read_gbps
+        return openblas_gbps if key == OPENBLAS else native_gbps if key == NATIVE else ceiling.read_gbps
 
     cells: list[Cell] = []
     identical = True
@@ -290,8 +308,16 @@ def run(args) -> int:
     above = sorted({c.engine for c in cells if c.read_gbps > ceiling_of(c.engine)})
     if above:
         named = ", ".join(f"{k} ({ceiling_of(k):,.1f} GB/s)" for k in above)
-        print(f"above the read ceiling probed at the start: {named}; the machine was busier during the probe "
-              "than during the runs, so rerun for a share")
+        from kvviz.bandwidth import last_level_cache_bytes
+
+        llc = last_level_cache_bytes() if device.type == "cpu" else None
+        if llc and wall.weights_bytes <= llc:  # the step's weights can stay in the cache between steps
+            why = (f"a step's {fmt_bytes(wall.weights_bytes)} of weights fit in this CPU's {fmt_bytes(llc)} "
+                   f"last-level cache, which the probe's {fmt_bytes(ceiling.buffer_bytes)} do not: a model larger "
+                   f"than the cache measures against memory")
+        else:
+            why = "the machine was busier during the probe than during the runs, so rerun for a share"
+        print(f"above the read ceiling probed at the start: {named}; {why}")
     if len([k for k in engines if k in exact_keys]) > 1:
         which = "" if all(k in exact_keys for k in engines) else " (the exact ones; the approximate: above)"
         print(f"tokens identical across engines{which}: " + ("yes" if identical else "NO"))
@@ -329,7 +355,7 @@ def run(args) -> int:
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
             "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead, "reference": reference,
             "cuda_graph": args.cuda_graph, "compile": args.compile, "blas": args.blas,
-            "openblas_read_gbps": openblas_gbps,
+            "openblas_read_gbps": openblas_gbps, "native_read_gbps": native_gbps,
             "wall": dict(weights_read_bytes=wall.weights_bytes, embed_row_bytes=wall.row_bytes,
                          kv_bytes_per_token=wall.kv_bytes_per_token, crossover_tokens=wall.crossover(),
                          read_gbps=ceiling.read_gbps, read_median_gbps=ceiling.median_gbps,

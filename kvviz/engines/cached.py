@@ -10,6 +10,8 @@ from kvviz.caches import CACHES, KVCache
 from kvviz.engines.base import Engine
 from kvviz.kernels import BLAS_CHOICES, OpenBlasLinear
 from kvviz.kernels import check_supported as check_openblas
+from kvviz.models.transformer import ForwardResult
+from kvviz.trace import MaskSpec
 
 
 class CachedEngine(Engine):
@@ -20,8 +22,17 @@ class CachedEngine(Engine):
             raise ValueError(f"unknown --blas {blas!r}; choose from {', '.join(BLAS_CHOICES)}")
         if blas == "openblas":
             check_openblas(model)
-        self.blas = blas  # "openblas": every projection through numpy's OpenBLAS (kvviz.kernels), an option
+        if blas == "native":
+            if cache_key != "static":
+                raise ValueError(f"--blas native is for the static engine alone, not {cache_key!r}")
+            from kvviz.native import check_supported as check_native
+
+            check_native(model)
+        # "openblas": every projection through numpy's OpenBLAS (kvviz.kernels); "native": each decode step
+        # one C call (kvviz.native). Options, measured beside the default
+        self.blas = blas
         self.kernel: OpenBlasLinear | None = None
+        self.native = None
         self.key = cache_key
         self.cache_cls = CACHES[cache_key]
         self.options = options or {}  # window, sinks, residual: the approximate caches' settings
@@ -40,11 +51,23 @@ class CachedEngine(Engine):
         self._token = torch.zeros((1, 1), dtype=torch.long, device=self.device)
         if self.blas == "openblas":  # at the threads torch has now (the bench and the app set them)
             self.kernel = OpenBlasLinear(self.model.plan(), torch.get_num_threads())
+        elif self.blas == "native":
+            from kvviz.native import NativeStep
+
+            self.native = NativeStep(self.model, c, torch.get_num_threads())
+            self._kv_row_bytes = c.token_bytes * self.cfg.n_layer  # what StaticCache.update counts a token
 
     def _forward(self, ids, step, trace):
         cache = self.cache
         new = ids if step == 0 else ids[-1:]  # prefill: the prompt; decode: the last token only
         cache.prepare(len(new))
+        if self.native is not None and step > 0 and trace.weights_layer is None:
+            past = cache.seq_len  # the whole step in C: the new K/V written into the cache's own tensors
+            out = ForwardResult(logits=self.native(new[0], past), attn_weights=None,
+                                mask=MaskSpec(q_len=1, kv_len=past + 1, past_len=past))
+            cache.counters.written += self._kv_row_bytes
+            cache.commit(1)
+            return out, past
         if step == 0:
             x = torch.tensor([new], device=self.device)  # (1, T_new)
         else:

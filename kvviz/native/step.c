@@ -1,0 +1,267 @@
+/* kvviz's native decode step: one token through a Llama-family model with a static KV cache, in C.
+ *
+ * The same computation as kvviz.models.transformer.Transformer.forward for one new token (T = 1) with
+ * kvviz.caches.static.StaticCache, float32 on a CPU: RMSNorm, the fused QKV projection (+ bias), the
+ * q/k norms (Qwen3), RoPE from the model's own tables, the new K/V written into the cache's own tensors
+ * at `pos`, attention over positions 0..pos, the output projection, RMSNorm, SwiGLU, the final norm and
+ * the head. Only the rounding differs (sums in another order).
+ *
+ * Why: a decode step streams every weight once, and torch's kernel reads the small matrices of a model
+ * like `wide` (1-6 MiB each) well below the read ceiling, with a Python dispatch and a thread-pool wake-up
+ * around each of some 100 ops. Here the whole step is one call and one OpenMP parallel region: the threads
+ * split every matrix into contiguous row ranges (each thread's read is one sequential stream) and meet at a
+ * barrier between the step's stages. No allocation: the caller passes a workspace.
+ *
+ * Built at first use by kvviz.native (cc -O3 -march=native -fopenmp), loaded with ctypes. No Python here.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <omp.h>
+
+/* ints: the layout of `ip` */
+enum { I_C, I_H, I_KV, I_D, I_F, I_V, I_L, I_TMAX, I_THREADS, I_BIAS, I_QKNORM, I_HEAD_CM, I_NINTS };
+/* per layer, in `lp` (11 pointers) and `lf` (4 layout flags: 1 = column-major, stored (in, out)) */
+enum { P_LN1, P_QKV, P_BQKV, P_QN, P_KN, P_O, P_LN2, P_GU, P_DOWN, P_K, P_V, P_NPTR };
+/* globals, in `gp` */
+enum { G_EMBED, G_NORM, G_HEAD, G_COS, G_SIN, G_WS, G_NPTR };
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* [lo, hi) of n items for thread t of nt, in multiples of `grain` */
+static void split(int n, int grain, int t, int nt, int* lo, int* hi) {
+    int chunks = (n + grain - 1) / grain;
+    int per = chunks / nt, extra = chunks % nt;
+    int c0 = t * per + MIN(t, extra), c1 = c0 + per + (t < extra);
+    *lo = MIN(n, c0 * grain);
+    *hi = MIN(n, c1 * grain);
+}
+
+/* y[o] (+)= W[o, :] . x over rows [o0, o1) of a row-major (out, in) matrix */
+static void rows_rm(const float* restrict W, const float* restrict x, float* restrict y, int in, int o0, int o1,
+                    const float* bias, int accum) {
+    int o = o0;
+    for (; o + 4 <= o1; o += 4) {
+        const float *w0 = W + (size_t)o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
+        float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+        for (int k = 0; k < in; k++) {
+            float xk = x[k];
+            s0 += w0[k] * xk;
+            s1 += w1[k] * xk;
+            s2 += w2[k] * xk;
+            s3 += w3[k] * xk;
+        }
+        float s[4] = {s0, s1, s2, s3};
+        for (int r = 0; r < 4; r++) {
+            float v = s[r] + (bias ? bias[o + r] : 0.f);
+            y[o + r] = accum ? y[o + r] + v : v;
+        }
+    }
+    for (; o < o1; o++) {
+        const float* w0 = W + (size_t)o * in;
+        float s0 = 0.f;
+#pragma omp simd reduction(+ : s0)
+        for (int k = 0; k < in; k++) s0 += w0[k] * x[k];
+        float v = s0 + (bias ? bias[o] : 0.f);
+        y[o] = accum ? y[o] + v : v;
+    }
+}
+
+/* acc[:] = sum over i in [i0, i1) of x[i] * W[i, :] for a column-major weight stored (in, out) */
+static void rows_cm(const float* restrict W, const float* restrict x, float* restrict acc, int out, int i0, int i1) {
+    for (int j = 0; j < out; j++) acc[j] = 0.f;
+    int i = i0;
+    for (; i + 4 <= i1; i += 4) {
+        const float *w0 = W + (size_t)i * out, *w1 = w0 + out, *w2 = w1 + out, *w3 = w2 + out;
+        float a0 = x[i], a1 = x[i + 1], a2 = x[i + 2], a3 = x[i + 3];
+#pragma omp simd
+        for (int j = 0; j < out; j++) acc[j] += a0 * w0[j] + a1 * w1[j] + a2 * w2[j] + a3 * w3[j];
+    }
+    for (; i < i1; i++) {
+        const float* w0 = W + (size_t)i * out;
+        float a0 = x[i];
+#pragma omp simd
+        for (int j = 0; j < out; j++) acc[j] += a0 * w0[j];
+    }
+}
+
+/* y (+)= W x (+ bias), called by every thread of the region; ends with a barrier.
+ * part: nt * out floats of scratch (the column-major case's partial sums). */
+static void gemv(const float* W, int cm, const float* x, float* y, int in, int out, const float* bias, int accum,
+                 float* part, int t, int nt) {
+    int lo, hi;
+    if (!cm) {
+        split(out, 16, t, nt, &lo, &hi);
+        rows_rm(W, x, y, in, lo, hi, bias, accum);
+    } else if (nt == 1) {
+        rows_cm(W, x, part, out, 0, in);
+        for (int j = 0; j < out; j++) {
+            float v = part[j] + (bias ? bias[j] : 0.f);
+            y[j] = accum ? y[j] + v : v;
+        }
+    } else {
+        split(in, 4, t, nt, &lo, &hi);
+        rows_cm(W, x, part + (size_t)t * out, out, lo, hi);
+#pragma omp barrier
+        split(out, 16, t, nt, &lo, &hi);
+        for (int j = lo; j < hi; j++) {
+            float v = bias ? bias[j] : 0.f;
+            for (int u = 0; u < nt; u++) v += part[(size_t)u * out + j];
+            y[j] = accum ? y[j] + v : v;
+        }
+    }
+#pragma omp barrier
+}
+
+/* out = x * rsqrt(mean(x^2) + eps) * w, n values */
+static void rmsnorm(const float* restrict x, const float* restrict w, float* restrict out, int n, float eps) {
+    float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    float r = 1.0f / sqrtf(ss / (float)n + eps);
+#pragma omp simd
+    for (int i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+}
+
+/* RoPE as kvviz's `rotate`: x * cos + roll(x, D/2) * sin_signed, in place on one head */
+static void rope(float* restrict x, const float* restrict cos_, const float* restrict sin_, int D, float* tmp) {
+    int half = D / 2;
+    for (int d = 0; d < D; d++) tmp[d] = x[d];
+    for (int d = 0; d < D; d++) x[d] = tmp[d] * cos_[d] + tmp[(d + half) % D] * sin_[d];
+}
+
+/* Workspace floats the step needs (the caller allocates them once per run). */
+int64_t kv_workspace_floats(const int64_t* ip) {
+    int64_t C = ip[I_C], H = ip[I_H], KV = ip[I_KV], D = ip[I_D], F = ip[I_F], V = ip[I_V], T = ip[I_TMAX];
+    int64_t nt = ip[I_THREADS];
+    int64_t widest = 2 * F;
+    if ((H + 2 * KV) * D > widest) widest = (H + 2 * KV) * D;
+    if (V > widest) widest = V;
+    if (C > widest) widest = C;
+    /* x, xn, qkv, att, gu, h, scores (H * T), rope tmp (per thread), partial sums */
+    return 2 * C + (H + 2 * KV) * D + H * D + 2 * F + F + H * T + nt * D + nt * widest + 64;
+}
+
+/* One decode step: token `token` at position `pos` (the cache holds 0..pos-1; its K/V rows for pos are
+ * written here). logits: V floats. Returns 0. */
+int kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const* lp, float eps, int64_t token,
+              int64_t pos, float* logits) {
+    const int C = (int)ip[I_C], H = (int)ip[I_H], KV = (int)ip[I_KV], D = (int)ip[I_D], F = (int)ip[I_F];
+    const int V = (int)ip[I_V], L = (int)ip[I_L], TMAX = (int)ip[I_TMAX], NT = (int)ip[I_THREADS];
+    const int has_bias = (int)ip[I_BIAS], qknorm = (int)ip[I_QKNORM], head_cm = (int)ip[I_HEAD_CM];
+    const float* embed = (const float*)gp[G_EMBED];
+    const float* cos_ = (const float*)gp[G_COS] + (size_t)pos * D;
+    const float* sin_ = (const float*)gp[G_SIN] + (size_t)pos * D;
+    float* ws = (float*)gp[G_WS];
+    float* x = ws;
+    float* xn = x + C;
+    float* qkv = xn + C;
+    float* att = qkv + (size_t)(H + 2 * KV) * D;
+    float* gu = att + (size_t)H * D;
+    float* hid = gu + 2 * (size_t)F;
+    float* scores = hid + F;
+    float* rtmp = scores + (size_t)H * TMAX;
+    float* part = rtmp + (size_t)NT * D;
+    const int group = H / KV;
+    const float scale = 1.0f / sqrtf((float)D);
+    const int n = (int)pos + 1; /* positions attention sees */
+
+    for (int c = 0; c < C; c++) x[c] = embed[(size_t)token * C + c];
+
+#pragma omp parallel num_threads(NT)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int lo, hi;
+        for (int l = 0; l < L; l++) {
+            void* const* P = lp + (size_t)l * P_NPTR;
+            const int64_t* cm = lf + (size_t)l * 4;
+            float* kc = (float*)P[P_K];
+            float* vc = (float*)P[P_V];
+#pragma omp single
+            rmsnorm(x, (const float*)P[P_LN1], xn, C, eps);
+            /* (the implicit barrier of `single`) */
+            gemv((const float*)P[P_QKV], (int)cm[0], xn, qkv, C, (H + 2 * KV) * D,
+                 has_bias ? (const float*)P[P_BQKV] : NULL, 0, part, t, nt);
+            /* q/k norms and the rotation, a head at a time; the new K and V into the cache at pos */
+            split(H + 2 * KV, 1, t, nt, &lo, &hi);
+            for (int h = lo; h < hi; h++) {
+                float* hv = qkv + (size_t)h * D;
+                if (h < H + KV) {
+                    if (qknorm) rmsnorm(hv, (const float*)(h < H ? P[P_QN] : P[P_KN]), hv, D, eps);
+                    rope(hv, cos_, sin_, D, rtmp + (size_t)t * D);
+                }
+                if (h >= H) {
+                    int g = h < H + KV ? h - H : h - H - KV;
+                    float* dst = (h < H + KV ? kc : vc) + ((size_t)g * TMAX + pos) * D;
+                    for (int d = 0; d < D; d++) dst[d] = hv[d];
+                }
+            }
+#pragma omp barrier
+            /* attention, a query head at a time over positions 0..pos */
+            split(H, 1, t, nt, &lo, &hi);
+            for (int h = lo; h < hi; h++) {
+                const float* q = qkv + (size_t)h * D;
+                const int g = h / group;
+                const float* K = kc + (size_t)g * TMAX * D;
+                const float* Vv = vc + (size_t)g * TMAX * D;
+                float* s = scores + (size_t)h * TMAX;
+                float mx = -INFINITY;
+                for (int p = 0; p < n; p++) {
+                    const float* kr = K + (size_t)p * D;
+                    float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+                    for (int d = 0; d < D; d++) dot += q[d] * kr[d];
+                    s[p] = dot * scale;
+                    if (s[p] > mx) mx = s[p];
+                }
+                float sum = 0.f;
+                for (int p = 0; p < n; p++) {
+                    s[p] = expf(s[p] - mx);
+                    sum += s[p];
+                }
+                float* o = att + (size_t)h * D;
+                for (int d = 0; d < D; d++) o[d] = 0.f;
+                for (int p = 0; p < n; p++) {
+                    const float* vr = Vv + (size_t)p * D;
+                    const float w = s[p];
+#pragma omp simd
+                    for (int d = 0; d < D; d++) o[d] += w * vr[d];
+                }
+                const float inv = 1.0f / sum;
+                for (int d = 0; d < D; d++) o[d] *= inv;
+            }
+#pragma omp barrier
+            gemv((const float*)P[P_O], (int)cm[1], att, x, H * D, C, NULL, 1, part, t, nt);
+#pragma omp single
+            rmsnorm(x, (const float*)P[P_LN2], xn, C, eps);
+            gemv((const float*)P[P_GU], (int)cm[2], xn, gu, C, 2 * F, NULL, 0, part, t, nt);
+            split(F, 16, t, nt, &lo, &hi);
+            for (int j = lo; j < hi; j++) {
+                float g = gu[j];
+                hid[j] = g / (1.0f + expf(-g)) * gu[F + j];
+            }
+#pragma omp barrier
+            gemv((const float*)P[P_DOWN], (int)cm[3], hid, x, F, C, NULL, 1, part, t, nt);
+        }
+#pragma omp single
+        rmsnorm(x, (const float*)gp[G_NORM], xn, C, eps);
+        gemv((const float*)gp[G_HEAD], head_cm, xn, logits, C, V, NULL, 0, part, t, nt);
+    }
+    return 0;
+}
+
+/* The read ceiling as this file's kernel reads: `reps` products of x against W (in, out) column-major or
+ * (out, in) row-major at `nt` threads; returns the fastest in seconds. */
+double kv_gemv_best(const float* W, int cm, const float* x, float* y, int in, int out, float* part, int nt,
+                    int reps) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(nt)
+        gemv(W, cm, x, y, in, out, NULL, 0, part, omp_get_thread_num(), omp_get_num_threads());
+        double dt = omp_get_wtime() - t0;
+        if (dt < best) best = dt;
+    }
+    return best;
+}

@@ -1,0 +1,171 @@
+"""`--blas native` (kvviz.native, issue 26 item 2): each `static` decode step as one call of kvviz's C kernel,
+an option beside the default: the same tokens, logits within a rounding, the same figures, traced steps in
+torch, the build cached and written whole, one-line refusals (never timed)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kvviz import native  # noqa: E402
+from kvviz.config import ModelConfig, SamplingConfig, TraceOptions  # noqa: E402
+from kvviz.engines import make_engine  # noqa: E402
+from kvviz.models.transformer import Transformer  # noqa: E402
+from tests.test_kernels import bench_beside_static  # noqa: E402
+
+HAVE_CC = native.compiler() is not None
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (cc, gcc or $CC) to build kvviz/native/step.c")
+
+# Every feature the C step covers: grouped-query heads, a QKV bias, q/k norms (Qwen3), an untied head, a
+# width (96) not a multiple of the kernel's row blocks, llama3 rope scaling
+CONFIGS = {
+    "gqa-bias": ModelConfig(name="a", d_model=96, n_layer=2, n_head=6, n_kv_head=2, head_dim=16, d_ff=200,
+                            vocab_size=97, max_seq_len=256, tie_embeddings=False, qkv_bias=True),
+    "qwen3": ModelConfig(name="b", arch="qwen3", d_model=64, n_layer=3, n_head=4, n_kv_head=2, head_dim=32,
+                         d_ff=128, vocab_size=101, max_seq_len=256, qk_norm=True, norm_eps=1e-6, rope_theta=1e6),
+    "llama3-rope": ModelConfig(name="c", d_model=128, n_layer=2, n_head=4, n_kv_head=4, head_dim=32, d_ff=384,
+                               vocab_size=89, max_seq_len=256, tie_embeddings=False,
+                               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+}
+
+
+def _run(engine, n=40, trace=None, prompt=None):
+    return list(engine.generate(prompt or list(range(1, 12)), n, SamplingConfig(),
+                                trace or TraceOptions(masks=True, logits=True)))
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Builds go to ~/.cache/kvviz/native; the tests keep the user's own (one shared build per session)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / "kvviz-native-cache"))
+
+
+@needs_cc
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_native_gives_the_same_tokens_logits_and_figures_as_torch(name, threads):
+    model = Transformer(CONFIGS[name]).init_weights(7)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ref = _run(make_engine("static", model))
+        engine = make_engine("static", model, blas="native")
+        got = _run(engine)
+    finally:
+        torch.set_num_threads(before)
+    assert engine.native is not None and engine.native.threads == threads
+    assert [t.token_id for t in got] == [t.token_id for t in ref]
+    for a, b in zip(ref, got):
+        assert (a.bytes_written, a.bytes_copied, a.bytes_gathered, a.cache_len, a.kv_projections, a.mask_spec,
+                a.pos_start, a.pos_stop) == (b.bytes_written, b.bytes_copied, b.bytes_gathered, b.cache_len,
+                                             b.kv_projections, b.mask_spec, b.pos_start, b.pos_stop)
+        np.testing.assert_allclose(b.logits, a.logits, rtol=0, atol=1e-4)  # sums in another order
+        assert np.abs(b.logits).max() > 0.1  # a real result, not a zeroed buffer
+    assert not np.array_equal(got[1].logits, got[2].logits)  # each step's logits are its own tensor
+
+
+@needs_cc
+def test_the_cache_holds_the_same_keys_and_values_as_torchs():
+    model = Transformer(CONFIGS["qwen3"]).init_weights(3)
+    ref, got = make_engine("static", model), make_engine("static", model, blas="native")
+    _run(ref, n=20)
+    _run(got, n=20)
+    stop = ref.cache.seq_len
+    assert stop == got.cache.seq_len == 11 + 19
+    for layer in range(model.cfg.n_layer):
+        for a, b in ((ref.cache.k, got.cache.k), (ref.cache.v, got.cache.v)):
+            np.testing.assert_allclose(b[layer][:, :, :stop].numpy(), a[layer][:, :, :stop].numpy(), rtol=0, atol=1e-4)
+            assert not b[layer][:, :, stop:].any()  # nothing written past the run's positions
+
+
+@needs_cc
+def test_a_traced_step_runs_in_torch_with_its_weights():
+    model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
+    trace = TraceOptions(masks=True, logits=True, weights_layer=1, weights_head=3)
+    ref = _run(make_engine("static", model), n=12, trace=trace)
+    got = _run(make_engine("static", model, blas="native"), n=12, trace=trace)
+    assert [t.token_id for t in got] == [t.token_id for t in ref]
+    for a, b in zip(ref, got):
+        assert b.attn_weights is not None
+        np.testing.assert_array_equal(b.attn_weights, a.attn_weights)
+
+
+@needs_cc
+def test_a_long_run_grows_nothing_mid_run():
+    """The rotary tables are made long enough for the whole run before the C step reads their address."""
+    cfg = ModelConfig(name="d", d_model=64, n_layer=1, n_head=4, n_kv_head=4, head_dim=16, d_ff=128, vocab_size=61,
+                      max_seq_len=6000, tie_embeddings=False)
+    model = Transformer(cfg).init_weights(2)
+    ref = _run(make_engine("static", model), n=4200 - 11, trace=TraceOptions(masks=False, logits=True))
+    model = Transformer(cfg).init_weights(2)
+    got = _run(make_engine("static", model, blas="native"), n=4200 - 11, trace=TraceOptions(masks=False, logits=True))
+    assert [t.token_id for t in got] == [t.token_id for t in ref]
+    np.testing.assert_allclose(got[-1].logits, ref[-1].logits, rtol=0, atol=1e-4)
+
+
+@needs_cc
+def test_the_build_is_cached_and_written_whole(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(native, "_LIB", None)
+    lib = native.load()
+    path = native.library_path(native.compiler())
+    assert path.is_file() and path.parent == tmp_path / "kvviz" / "native"
+    assert os.listdir(path.parent) == [path.name]  # the temporary name renamed, nothing else left
+    assert lib.kv_workspace_floats is not None
+    stamp = path.stat().st_mtime_ns
+    monkeypatch.setattr(native, "_LIB", None)
+    native.load()
+    assert path.stat().st_mtime_ns == stamp  # built once per source, flags and CPU
+
+
+@needs_cc
+def test_a_build_that_fails_says_why_in_one_line(tmp_path, monkeypatch):
+    broken = tmp_path / "step.c"
+    broken.write_text("int kv_decode( {\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(native, "_LIB", None)
+    monkeypatch.setattr(native, "SOURCE", broken)
+    with pytest.raises(ValueError, match=r"could not build step\.c: .*error") as err:
+        native.load()
+    assert "\n" not in str(err.value)
+    assert not list((tmp_path / "cache" / "kvviz" / "native").iterdir())  # no half-written library left
+
+
+def test_native_is_refused_in_one_line_where_it_does_not_apply(monkeypatch):
+    model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
+    with pytest.raises(ValueError, match="--blas native is for the static engine alone, not 'concat'"):
+        make_engine("concat", model, blas="native")
+    with pytest.raises(ValueError, match="eager cached engines alone, not 'naive'"):
+        make_engine("naive", model, blas="native")
+    gpt2 = Transformer(CONFIGS["gqa-bias"])
+    gpt2.cfg = ModelConfig(name="g", arch="gpt2", d_model=64, n_layer=2, n_head=4, n_kv_head=4, head_dim=16,
+                           d_ff=128, vocab_size=97, max_seq_len=256)
+    with pytest.raises(ValueError, match="covers Llama-family models only, not gpt2"):
+        make_engine("static", gpt2, blas="native")
+    half = Transformer(CONFIGS["gqa-bias"]).init_weights(5).to(torch.bfloat16)
+    with pytest.raises(ValueError, match="is for float32 on a CPU, not bfloat16 on cpu"):
+        make_engine("static", half, blas="native")
+    monkeypatch.setattr(native, "_LIB", None)
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    with pytest.raises(ValueError, match=r"needs a C compiler \(cc or \$CC\), and none was found"):
+        make_engine("static", model, blas="native")
+
+
+@needs_cc
+def test_native_read_ceiling_is_a_figure():
+    gbps = native.read_ceiling_native(1, buffer_bytes=4 << 20, bursts=2)
+    assert 0.01 < gbps < 1e5
+
+
+@needs_cc
+def test_bench_puts_the_native_row_beside_static_against_its_own_ceiling(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(native, "read_ceiling_native", lambda threads: 321.0)
+    text, doc, line = bench_beside_static(tmp_path, capsys, "native", "static+native", 321.0)
+    assert doc["native_read_gbps"] == 321.0
+    assert "the native kernel's own read ceiling (its matrix-vector product, the same matrix, both layouts, " \
+           "fastest of 9): 321.0 GB/s" in text
+    assert "against the native kernel's 321.0 GB/s" in line
