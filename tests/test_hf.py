@@ -561,14 +561,23 @@ def test_gpu_out_of_memory_is_one_clear_line():
 # -- kvviz hfbench (a command that prints figures; here only that it runs and agrees) ---------------
 
 @pytest.mark.slow
-def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys):
+@pytest.mark.parametrize("engine", [None, "static+native"])
+def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys, tmp_path, engine):
+    from kvviz import native
     from kvviz.cli import main
 
-    rc = main(["hfbench", "--tokens", "3", "--repeat", "1"])
+    if engine == "static+native" and native.compiler() is None:
+        pytest.skip("no C compiler for kvviz/native/step.c")
+    out_json = tmp_path / "h.json"
+    rc = main(["hfbench", "--tokens", "3", "--repeat", "1", "--json", str(out_json)]
+              + (["--engine", engine] if engine else []))
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "kvviz concat" in out and "transformers" in out and "decode speed, kvviz / transformers:" in out
+    side = f"kvviz {engine or 'concat'}"
+    assert side in out and "transformers" in out and "decode speed, kvviz / transformers:" in out
     assert "tokens identical: yes" in out
+    doc = json.loads(out_json.read_text())
+    assert doc["engine"] == (engine or "concat") and [s["name"] for s in doc["sides"]] == [side, "transformers"]
 
 
 def test_hfbench_refuses_a_missing_folder(tmp_path, capsys):

@@ -1,5 +1,7 @@
 """`kvviz hfbench`: decode speed of kvviz's concat engine beside transformers' `generate` (dynamic cache)
-on the same local weights, measured side by side in one run. Prints only what it measured.
+on the same local weights, measured side by side in one run. Prints only what it measured. `--engine`
+puts another kvviz engine on kvviz's side: `static`, or `static+native` (its decode step in kvviz's C kernel,
+kvviz.native).
 
 Without --model it builds a tiny random Llama checkpoint with transformers in a temporary folder.
 Needs `transformers` (a test-only dependency of kvviz); reads local folders only, never the hub.
@@ -42,6 +44,9 @@ def configure(parser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
     parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else fp32)")
     add_seed(parser, "seed of the random checkpoint's weights")
+    parser.add_argument("--engine", choices=ENGINES, default="concat",
+                        help="kvviz's side: concat (default, the chapter's cache), static, or static+native (the "
+                             "static engine with each decode step one call of kvviz's C kernel; CPU float32)")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -108,12 +113,12 @@ def _peak(device) -> int | None:
     return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
 
 
-def run_kvviz(model, prompt_ids: list[int], n: int, device) -> tuple[float, list[int]]:
-    """Milliseconds for the concat engine to produce n tokens (no per-step copies asked for)."""
+def run_kvviz(model, prompt_ids: list[int], n: int, device, key: str = "concat") -> tuple[float, list[int]]:
+    """Milliseconds for kvviz's engine `key` (concat unless given) to produce n tokens (no per-step copies
+    asked for)."""
     from kvviz.config import SamplingConfig, TraceOptions
-    from kvviz.engines import make_engine
 
-    engine = make_engine("concat", model)
+    engine = _engine(model, key)
     t0 = _clock(device)
     tokens = [t.token_id for t in engine.generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))]
     return (_clock(device) - t0) * 1000.0, tokens
@@ -132,6 +137,17 @@ def run_transformers(hf_model, prompt_ids: list[int], n: int, device) -> tuple[f
         out = hf_model.generate(x, attention_mask=mask, generation_config=gen)
     ms = (_clock(device) - t0) * 1000.0
     return ms, out[0, len(prompt_ids):].tolist()
+
+
+ENGINES = ("concat", "static", "static+native")
+
+
+def _engine(model, key: str):
+    from kvviz.engines import make_engine
+
+    if key == "static+native":
+        return make_engine("static", model, blas="native")
+    return make_engine(key, model)
 
 
 BURST = 8  # steps a side takes before the other takes as many (kvviz.reference.BURST)
@@ -170,21 +186,20 @@ class _Lockstep:
         self._catch_up(self.n)
 
 
-def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device) -> dict:
-    """transformers' `generate` and kvviz's concat engine decoding in turns (BURST steps each), as
+def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device, key: str = "concat") -> dict:
+    """transformers' `generate` and kvviz's engine `key` decoding in turns (BURST steps each), as
     {side: (total ms, prefill ms, tokens)}. transformers' time is the whole call less kvviz's steps
     inside it; its prefill runs to its first new token. kvviz's prefill is its first step."""
     import torch
     from transformers import GenerationConfig
 
     from kvviz.config import SamplingConfig, TraceOptions
-    from kvviz.engines import make_engine
 
     gen = GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False, eos_token_id=None, pad_token_id=0)
     x = torch.tensor([prompt_ids], device=device)
     mask = torch.ones_like(x)
     t0 = _clock(device)
-    steps = make_engine("concat", model).generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))
+    steps = _engine(model, key).generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))
     setup_ms = (_clock(device) - t0) * 1000.0
     streamer = _Lockstep(steps, n, device)
     t0 = _clock(device)
@@ -193,7 +208,7 @@ def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device) -> dict
     whole_ms = (_clock(device) - t0) * 1000.0
     kvviz_ms = setup_ms + sum(streamer.kvviz_ms)
     tf_prefill = (streamer.first_token_at - t0) * 1000.0
-    return {"kvviz concat": (kvviz_ms, setup_ms + streamer.kvviz_ms[0], streamer.kvviz_tokens),
+    return {f"kvviz {key}": (kvviz_ms, setup_ms + streamer.kvviz_ms[0], streamer.kvviz_tokens),
             "transformers": (whole_ms - sum(streamer.kvviz_ms), tf_prefill, out[0, len(prompt_ids):].tolist())}
 
 
@@ -223,6 +238,10 @@ def run(args) -> int:
         prompt_ids = load_hf_tokenizer(folder, cfg).encode(args.prompt)
         check_against_model(cfg, len(prompt_ids), args.tokens)
         model = load_hf_model(folder).to(device=device, dtype=dtype)
+        if args.engine == "static+native":
+            from kvviz.native import check_supported
+
+            check_supported(model)  # before any run: one line, exit 2
         hf_model = transformers.AutoModelForCausalLM.from_pretrained(
             folder, local_files_only=True, attn_implementation="sdpa").to(device=device, dtype=dtype).eval()
         return _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, transformers.__version__)
@@ -231,7 +250,8 @@ def run(args) -> int:
 def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_version) -> int:
     import torch
 
-    sides = {"kvviz concat": lambda n: run_kvviz(model, prompt_ids, n, device),
+    key = args.engine
+    sides = {f"kvviz {key}": lambda n: run_kvviz(model, prompt_ids, n, device, key),
              "transformers": lambda n: run_transformers(hf_model, prompt_ids, n, device)}
     n = args.tokens
     for fn in sides.values():  # warm-up: first-call allocations and kernel choice stay out of the figures
@@ -242,7 +262,7 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     peaks: dict[str, int | None] = {}
     consistent = True
     for _ in range(args.repeat):  # in turns: BURST steps of one, then as many of the other
-        for name, (ms, first_ms, toks) in run_lockstep(model, hf_model, prompt_ids, n, device).items():
+        for name, (ms, first_ms, toks) in run_lockstep(model, hf_model, prompt_ids, n, device, key).items():
             full[name].append(ms)
             prefill[name].append(first_ms)
             if tokens.setdefault(name, toks) != toks:
@@ -259,17 +279,18 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     per_repeat = sorted((full[ref.name][i] - prefill[ref.name][i]) / (full[ours.name][i] - prefill[ours.name][i])
                         for i in range(args.repeat))
     ratio = statistics.median(per_repeat)
-    identical = consistent and tokens["kvviz concat"] == tokens["transformers"]
+    identical = consistent and tokens[ours.name] == tokens["transformers"]
     dtype_name = str(dtype).replace("torch.", "")
     print(f"checkpoint {label}: {cfg.arch}, {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of "
           f"{cfg.head_dim}, hidden {cfg.d_model}, vocab {cfg.vocab_size}")
     print(f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); transformers {hf_version}; "
           f"prompt {len(prompt_ids)} tokens; {n} new tokens; median of {args.repeat}, the two decoding in turns of "
           f"{BURST} steps")
-    print(f"{'side':<14} {'total ms':>9} {'prefill ms':>10} {'decode tok/s':>12}"
+    width = max(14, *(len(s.name) for s in results))
+    print(f"{'side':<{width}} {'total ms':>9} {'prefill ms':>10} {'decode tok/s':>12}"
           + (f" {'peak device':>11}" if device.type == "cuda" else ""))
     for s in results:
-        print(f"{s.name:<14} {s.total_ms:>9.1f} {s.prefill_ms:>10.2f} {s.decode_tokens_per_s:>12.1f}"
+        print(f"{s.name:<{width}} {s.total_ms:>9.1f} {s.prefill_ms:>10.2f} {s.decode_tokens_per_s:>12.1f}"
               + (f" {fmt_bytes(s.peak_device_bytes):>11}" if s.peak_device_bytes is not None else ""))
     spread = f" (repeats {per_repeat[0]:.2f}-{per_repeat[-1]:.2f}x)" if args.repeat > 1 else ""
     print(f"decode speed, kvviz / transformers: {ratio:.2f}x, the median of each repeat's ratio{spread}")
@@ -279,7 +300,7 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
 
         doc = {"checkpoint": label, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
                "threads": torch.get_num_threads(), "transformers": hf_version, "prompt_tokens": len(prompt_ids),
-               "new_tokens": n, "repeat": args.repeat, "ratio": ratio, "ratio_per_repeat": per_repeat,
+               "new_tokens": n, "repeat": args.repeat, "engine": key, "ratio": ratio, "ratio_per_repeat": per_repeat,
                "identical": identical,
                "sides": [dict(name=s.name, total_ms=s.total_ms, prefill_ms=s.prefill_ms,
                               decode_tokens_per_s=s.decode_tokens_per_s, peak_device_bytes=s.peak_device_bytes,
