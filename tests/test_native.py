@@ -4,6 +4,7 @@ torch, the build cached and written whole, one-line refusals (never timed)."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -16,8 +17,21 @@ from kvviz.engines import make_engine  # noqa: E402
 from kvviz.models.transformer import Transformer  # noqa: E402
 from tests.test_kernels import bench_beside_static  # noqa: E402
 
-HAVE_CC = native.compiler() is not None
-needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (cc, gcc or $CC) to build kvviz/native/step.c")
+# Builds go to ~/.cache/kvviz/native; the tests keep the user's own (one build for the session, here)
+BUILDS = tempfile.mkdtemp(prefix="kvviz-native-test-")
+try:  # a compiler that cannot build it (no OpenMP, say) is refused in one line; the tests that need it skip
+    _before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = BUILDS
+    native.load()
+    WHY_NOT = None
+except ValueError as exc:
+    WHY_NOT = str(exc)
+finally:
+    if _before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = _before
+needs_cc = pytest.mark.skipif(WHY_NOT is not None, reason=f"kvviz/native/step.c cannot be built here: {WHY_NOT}")
 
 # Every feature the C step covers: grouped-query heads, a QKV bias, q/k norms (Qwen3), an untied head, a
 # width (96) not a multiple of the kernel's row blocks, llama3 rope scaling
@@ -39,9 +53,8 @@ def _run(engine, n=40, trace=None, prompt=None):
 
 
 @pytest.fixture(autouse=True)
-def _own_cache(tmp_path, monkeypatch):
-    """Builds go to ~/.cache/kvviz/native; the tests keep the user's own (one shared build per session)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / "kvviz-native-cache"))
+def _own_cache(monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", BUILDS)
 
 
 @needs_cc
