@@ -96,8 +96,7 @@ class Engine(ABC):
         # `kvviz bench --reference` holds every step against a bare loop of the same rule (kvviz.reference)
         key, n_layer, forward, figures = self.key, self.cfg.n_layer, self._forward, self._cache_figures
         masks, want_logits, pick = trace.masks, trace.logits, sampler.pick
-        device = self.device
-        memory = None if device.type == "cpu" else allocated_bytes  # a CPU reports no figure: not asked each step
+        device, memory = self.device, allocated_bytes  # None where the device reports no figure (a CPU)
         start, stop = timer.start, timer.stop
         for step in range(max_new_tokens):
             start()
@@ -125,6 +124,6 @@ class Engine(ABC):
                 weights_layer=trace.weights_layer if weights is not None else None,
                 weights_head=trace.weights_head if weights is not None else None,
                 logits=_to_numpy(out.logits[0]) if want_logits else None,
-                device_mem_bytes=None if memory is None else memory(device),
+                device_mem_bytes=memory(device),
                 **figures(),
             )
