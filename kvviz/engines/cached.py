@@ -10,8 +10,7 @@ from kvviz.caches import CACHES, KVCache
 from kvviz.engines.base import Engine
 from kvviz.kernels import BLAS_CHOICES, OpenBlasLinear
 from kvviz.kernels import check_supported as check_openblas
-from kvviz.models.transformer import ForwardResult
-from kvviz.trace import MaskSpec
+from kvviz.models.transformer import ForwardResult, causal_mask
 
 
 class CachedEngine(Engine):
@@ -64,7 +63,7 @@ class CachedEngine(Engine):
         if self.native is not None and step > 0 and trace.weights_layer is None:
             past = cache.seq_len  # the whole step in C: the new K/V written into the cache's own tensors
             out = ForwardResult(logits=self.native(new[0], past), attn_weights=None,
-                                mask=MaskSpec(q_len=1, kv_len=past + 1, past_len=past))
+                                mask=causal_mask(1, past, self.device)[0])
             cache.counters.written += self._kv_row_bytes
             cache.commit(1)
             return out, past
