@@ -96,15 +96,31 @@ def test_the_cache_holds_the_same_keys_and_values_as_torchs():
 
 
 @needs_cc
-def test_a_traced_step_runs_in_torch_with_its_weights():
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("layer, head", [(0, 0), (1, 3), (1, 5)])
+def test_a_traced_step_gives_the_heads_weights_from_c(layer, head, threads, monkeypatch):
+    """The traced head's softmax comes out of the C step (grouped heads: 3 and 5 share KV head 1 and 2)."""
     model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
-    trace = TraceOptions(masks=True, logits=True, weights_layer=1, weights_head=3)
-    ref = _run(make_engine("static", model), n=12, trace=trace)
-    got = _run(make_engine("static", model, blas="native"), n=12, trace=trace)
+    trace = TraceOptions(masks=True, logits=True, weights_layer=layer, weights_head=head)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ref = _run(make_engine("static", model), n=12, trace=trace)
+        engine = make_engine("static", model, blas="native")
+        calls = []
+        real = native.NativeStep.__call__
+        monkeypatch.setattr(native.NativeStep, "__call__", lambda self, *a: calls.append(a) or real(self, *a))
+        got = _run(engine, n=12, trace=trace)
+    finally:
+        torch.set_num_threads(before)
+    assert len(calls) == 11 and all(c[2:] == (layer, head) for c in calls)  # every decode step, in C
     assert [t.token_id for t in got] == [t.token_id for t in ref]
-    for a, b in zip(ref, got):
-        assert b.attn_weights is not None
-        np.testing.assert_array_equal(b.attn_weights, a.attn_weights)
+    np.testing.assert_array_equal(got[0].attn_weights, ref[0].attn_weights)  # prefill: torch's
+    for a, b in zip(ref[1:], got[1:]):
+        assert b.attn_weights.shape == a.attn_weights.shape == (1, a.pos_stop)
+        np.testing.assert_allclose(b.attn_weights, a.attn_weights, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(b.attn_weights.sum(), 1.0, atol=1e-5)
+    assert not np.array_equal(got[3].attn_weights[0, :3], got[4].attn_weights[0, :3])  # each step its own
 
 
 @needs_cc

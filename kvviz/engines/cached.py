@@ -60,10 +60,11 @@ class CachedEngine(Engine):
         cache = self.cache
         new = ids if step == 0 else ids[-1:]  # prefill: the prompt; decode: the last token only
         cache.prepare(len(new))
-        if self.native is not None and step > 0 and trace.weights_layer is None:
+        if self.native is not None and step > 0:
             past = cache.seq_len  # the whole step in C: the new K/V written into the cache's own tensors
-            out = ForwardResult(logits=self.native(new[0], past), attn_weights=None,
-                                mask=causal_mask(1, past, self.device)[0])
+            layer = trace.weights_layer if trace.weights_head is not None else None
+            logits, weights = self.native(new[0], past, layer, trace.weights_head or 0)
+            out = ForwardResult(logits=logits, attn_weights=weights, mask=causal_mask(1, past, self.device)[0])
             cache.counters.written += self._kv_row_bytes
             cache.commit(1)
             return out, past

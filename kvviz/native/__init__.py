@@ -4,7 +4,7 @@ A decode step of a model like `wide` is some hundred small ops: each projection 
 reads below the read ceiling, each op a Python dispatch and a thread-pool wake-up. step.c runs the step in
 one OpenMP parallel region at the run's thread count: every matrix split into contiguous row ranges, one
 sequential read per thread, a barrier between stages, no allocation. `make_engine("static", model,
-blas="native")` decodes so (prefill, and any step whose attention weights are traced, stay in torch);
+blas="native")` decodes so, a traced head's attention weights included (prefill stays in torch);
 `kvviz bench --blas native` runs it beside the default (row `static+native`), and `read_ceiling_native`
 probes what its own matrix-vector product reads over the probe's buffer.
 
@@ -81,7 +81,7 @@ def load():
     P, I64 = ctypes.c_void_p, ctypes.c_int64
     lib.kv_workspace_floats.argtypes = [P]
     lib.kv_workspace_floats.restype = I64
-    lib.kv_decode.argtypes = [P, P, P, P, ctypes.c_float, I64, I64, P]
+    lib.kv_decode.argtypes = [P, P, P, P, ctypes.c_float, I64, I64, P, I64, I64, P]
     lib.kv_decode.restype = ctypes.c_int
     lib.kv_gemv_best.argtypes = [P, ctypes.c_int, P, P, ctypes.c_int, ctypes.c_int, P, ctypes.c_int, ctypes.c_int]
     lib.kv_gemv_best.restype = ctypes.c_double
@@ -171,12 +171,19 @@ class NativeStep:
         self._empty = torch.empty
         self.threads = threads
 
-    def __call__(self, token: int, pos: int):
-        """Logits (1, V) of `token` at position `pos`, a fresh tensor (the trace keeps it); the cache's K/V
-        rows at `pos` are written in every layer (the caller counts them and commits)."""
+    def __call__(self, token: int, pos: int, weights_layer: int | None = None, weights_head: int = 0):
+        """(logits (1, V), weights) of `token` at position `pos`, fresh tensors (the trace keeps them); the
+        cache's K/V rows at `pos` are written in every layer (the caller counts them and commits). weights:
+        None, or with `weights_layer` given, that layer's query head `weights_head` over positions 0..pos,
+        (1, 1, pos + 1), as Transformer.forward returns them."""
         logits = self._empty((1, self.V), dtype=self._ws.dtype)
-        self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr())
-        return logits
+        if weights_layer is None:
+            self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr(), -1, 0, None)
+            return logits, None
+        weights = self._empty((1, 1, pos + 1), dtype=self._ws.dtype)
+        self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr(), weights_layer, weights_head,
+                            weights.data_ptr())
+        return logits, weights
 
 
 def read_ceiling_native(threads: int, buffer_bytes: int | None = None, bursts: int | None = None) -> float:

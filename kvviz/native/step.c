@@ -144,9 +144,11 @@ int64_t kv_workspace_floats(const int64_t* ip) {
 }
 
 /* One decode step: token `token` at position `pos` (the cache holds 0..pos-1; its K/V rows for pos are
- * written here). logits: V floats. Returns 0. */
+ * written here). logits: V floats. Where wlayer >= 0, the attention weights of query head `whead` in layer
+ * `wlayer` (softmax(q k^T / sqrt(D)) over positions 0..pos, what the trace shows) go to `wout` (pos + 1
+ * floats). Returns 0. */
 int kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const* lp, float eps, int64_t token,
-              int64_t pos, float* logits) {
+              int64_t pos, float* logits, int64_t wlayer, int64_t whead, float* wout) {
     const int C = (int)ip[I_C], H = (int)ip[I_H], KV = (int)ip[I_KV], D = (int)ip[I_D], F = (int)ip[I_F];
     const int V = (int)ip[I_V], L = (int)ip[I_L], TMAX = (int)ip[I_TMAX], NT = (int)ip[I_THREADS];
     const int has_bias = (int)ip[I_BIAS], qknorm = (int)ip[I_QKNORM], head_cm = (int)ip[I_HEAD_CM];
@@ -230,6 +232,8 @@ int kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const
                 }
                 const float inv = 1.0f / sum;
                 for (int d = 0; d < D; d++) o[d] *= inv;
+                if (l == wlayer && h == whead)
+                    for (int p = 0; p < n; p++) wout[p] = s[p] * inv;
             }
 #pragma omp barrier
             gemv((const float*)P[P_O], (int)cm[1], att, x, H * D, C, NULL, 1, part, t, nt);
