@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvviz.format import DEFAULT_PROMPT, fmt_bytes
+from kvviz.native import ROW as NATIVE_ROW
 from kvviz.options import (
     add_model,
     add_output,
@@ -139,13 +140,13 @@ def run_transformers(hf_model, prompt_ids: list[int], n: int, device) -> tuple[f
     return ms, out[0, len(prompt_ids):].tolist()
 
 
-ENGINES = ("concat", "static", "static+native")
+ENGINES = ("concat", "static", NATIVE_ROW)
 
 
 def _engine(model, key: str):
     from kvviz.engines import make_engine
 
-    if key == "static+native":
+    if key == NATIVE_ROW:
         return make_engine("static", model, blas="native")
     return make_engine(key, model)
 
@@ -238,7 +239,7 @@ def run(args) -> int:
         prompt_ids = load_hf_tokenizer(folder, cfg).encode(args.prompt)
         check_against_model(cfg, len(prompt_ids), args.tokens)
         model = load_hf_model(folder).to(device=device, dtype=dtype)
-        if args.engine == "static+native":
+        if args.engine == NATIVE_ROW:
             from kvviz.native import check_supported
 
             check_supported(model)  # before any run: one line, exit 2

@@ -47,9 +47,11 @@ def _cpu_flags() -> str:
 
 
 def library_path(cc: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """Beside kvviz's other cached figures (kvviz.bandwidth.cache_path: $XDG_CACHE_HOME or ~/.cache, kvviz/)."""
+    from kvviz.bandwidth import cache_path
+
     key = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *FLAGS, _cpu_flags())).encode()).hexdigest()[:16]
-    return Path(base) / "kvviz" / "native" / f"step-{key}.so"
+    return cache_path().parent / "native" / f"step-{key}.so"
 
 
 def load():
