@@ -166,14 +166,16 @@ READ_MIN_BUFFER_BYTES = 128 << 20
 READ_MAX_BUFFER_BYTES = 512 << 20
 READ_COLUMNS = 4096  # the matrix is (rows, 4096) float32: a 7B-class model's hidden width
 READ_BURSTS = 9
+READ_PROBE_VERSION = 2  # 2: the native step's kernel probed beside torch's (a cached version-1 figure is torch's)
 CUDA_READ_BUFFER_BYTES = 1 << 30  # well past any GPU's L2 (50-60 MiB on an H100/H200)
 
 
 @dataclass(frozen=True)
 class ReadCeiling:
     """The read bandwidth a batch-1 decode step can reach: a float32 matrix-vector product over a matrix
-    beyond the last-level cache, as torch runs it with `threads` threads; the matrix's bytes over the
-    fastest burst. The copy figure of the same machine rides beside it, named as what it is."""
+    beyond the last-level cache, as the engines' kernels run it with `threads` threads (torch's, and on a
+    CPU kvviz's native step's where it builds, the faster); the matrix's bytes over the fastest burst. The
+    copy figure of the same machine rides beside it, named as what it is."""
 
     device: str  # "cpu", "cuda:0"
     read_gbps: float  # matrix bytes read per second, fastest burst, GB/s (10^9 B/s)
@@ -186,6 +188,7 @@ class ReadCeiling:
     method: str = "float32 matrix-vector product (F.linear)"
     machine: str = ""
     measured_at: float = 0.0
+    version: int = READ_PROBE_VERSION  # of the probe that measured it: an older probe's cached figure is stale
 
     def percent_of(self, gbps: float) -> float:
         """An achieved read bandwidth as a percentage of this ceiling."""
@@ -202,7 +205,7 @@ def read_buffer_bytes(llc_bytes: int | None = None) -> int:
     return min(READ_MAX_BUFFER_BYTES, max(READ_MIN_BUFFER_BYTES, 4 * (llc or 0)))
 
 
-def _gemv_bursts(torch, matrix, bursts: int, timer) -> tuple[list[float], str]:
+def _gemv_bursts(torch, matrix, bursts: int, timer, warm: bool = True) -> tuple[list[float], str]:
     """Seconds of each of `bursts` products of one row against `matrix`, after a warm-up, in the faster of
     its two layouts: y = x W^T over the stored (rows, cols) matrix, and y = x W over the same bytes read as
     its transpose (the column-major case: kvviz lays out its wide projections so, see
@@ -219,7 +222,7 @@ def _gemv_bursts(torch, matrix, bursts: int, timer) -> tuple[list[float], str]:
     times: dict[str, list[float]] = {k: [] for k in sides}
     with torch.inference_mode():
         for x, w in sides.values():  # pages touched, kernels picked
-            for _ in range(2):
+            for _ in range(2 if warm else 0):
                 F.linear(x, w)
         for _ in range(bursts):
             for key, (x, w) in sides.items():
@@ -233,7 +236,8 @@ def _gemv_bursts(torch, matrix, bursts: int, timer) -> tuple[list[float], str]:
 def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
                    bursts: int = READ_BURSTS) -> ReadCeiling:
     """Time `bursts` float32 matrix-vector products over a matrix beyond the last-level cache with torch's
-    CPU kernels at `threads` threads (default: torch's current count, restored after)."""
+    CPU kernels at `threads` threads (default: torch's current count, restored after), and with kvviz's
+    native step's kernel where it builds; the faster kernel's figure is the ceiling."""
     import statistics
 
     import torch
@@ -259,10 +263,68 @@ def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+    # The engines' default decode step on a CPU is kvviz's C step (kvviz.native) where it builds: its own
+    # product over the same matrix is probed beside torch's, and the ceiling is the faster kernel's (on one
+    # AMD EPYC here it read 34 GB/s on one thread where torch's read 21: torch's figure was no ceiling there)
+    from kvviz import native
+
+    if native.build_error() is None:
+        own = native.gemv_seconds(matrix, threads, bursts)
+        best = min(own, key=lambda k: min(own[k]))
+        line = ", ".join(f"{k} {nbytes / min(v) / 1e9:,.1f} (median {nbytes / statistics.median(v) / 1e9:,.1f})"
+                         for k, v in own.items())
+        faster = min(own[best]) < min(times)
+        method = (f"{method}; kvviz's native step's product (kvviz.native), GB/s: {line}; the ceiling is "
+                  f"{'the native' if faster else 'torch'}'s")
+        if faster:
+            times = own[best]
     del matrix
     return ReadCeiling(device="cpu", read_gbps=nbytes / min(times) / 1e9, threads=threads, buffer_bytes=nbytes,
                        bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9, method=method,
-                       machine=machine_key(), measured_at=time.time())
+                       machine=machine_key(), measured_at=time.time(), version=READ_PROBE_VERSION)
+
+
+class ReadProbe:
+    """The CPU read ceiling's products one burst at a time, over one matrix held for a whole bench, so that
+    the bench samples the ceiling in the same minutes as its runs, a burst before each run: on the shared
+    development machine (load average 0) the fastest burst moved from 29 to 40 GB/s from one minute to the
+    next, and an engine's run measured against a probe taken minutes before it read 65-87% of it."""
+
+    def __init__(self, threads: int, buffer_bytes: int | None = None) -> None:
+        import torch
+
+        n = buffer_bytes or read_buffer_bytes()
+        self.threads = threads
+        self.matrix = torch.full((max(1, n // (4 * READ_COLUMNS)), READ_COLUMNS), 1.0 / READ_COLUMNS)
+        self.nbytes = self.matrix.numel() * 4
+        from kvviz import native
+
+        self._native = native if native.build_error() is None else None
+        self.bursts: list[float] = []
+
+    def burst(self) -> float:
+        """GB/s of this burst's fastest product (torch's F.linear and the native step's, both layouts); kept."""
+        import torch
+
+        def timer(fn) -> float:
+            t0 = time.perf_counter()
+            fn()
+            return time.perf_counter() - t0
+
+        before = torch.get_num_threads()
+        try:
+            if self.threads != before:
+                torch.set_num_threads(self.threads)
+            times, _ = _gemv_bursts(torch, self.matrix, 1, timer, warm=False)
+        finally:
+            if torch.get_num_threads() != before:
+                torch.set_num_threads(before)
+        best = min(times)
+        if self._native is not None:
+            own = self._native.gemv_seconds(self.matrix, self.threads, 1, warm=False)
+            best = min(best, *(min(v) for v in own.values()))
+        self.bursts.append(self.nbytes / best / 1e9)
+        return self.bursts[-1]
 
 
 def probe_read_cuda(device, buffer_bytes: int = CUDA_READ_BUFFER_BYTES, bursts: int = READ_BURSTS) -> ReadCeiling:
@@ -290,10 +352,12 @@ def probe_read_cuda(device, buffer_bytes: int = CUDA_READ_BUFFER_BYTES, bursts: 
     return ReadCeiling(device=str(device), read_gbps=nbytes / min(times) / 1e9, threads=torch.get_num_threads(),
                        buffer_bytes=nbytes, bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9,
                        method=method, peak_gbps=nominal_peak_gbps(props), machine=f"{machine_key()} | {props.name}",
-                       measured_at=time.time())
+                       measured_at=time.time(), version=READ_PROBE_VERSION)
 
 
 def _ceiling_from_entry(entry) -> ReadCeiling | None:
+    if not isinstance(entry, dict) or entry.get("version", 1) != READ_PROBE_VERSION:
+        return None  # written by an older probe (torch's kernel alone): probed again
     try:
         c = ReadCeiling(**entry)
     except TypeError:

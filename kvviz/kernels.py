@@ -21,7 +21,8 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-BLAS_CHOICES = ("torch", "openblas", "native")  # native: kvviz.native, the decode step in C
+# auto: the native step (kvviz.native, the decode step in C) where it applies, else torch; the engines' default
+BLAS_CHOICES = ("auto", "torch", "openblas", "native")
 ROW = "static+openblas"  # the bench's row for it, which `kvviz memory --measured` reads back
 
 

@@ -36,10 +36,10 @@ def _layer_weights(model):
 
 
 def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str = "concat",
-                  *, block_size: int = 16, seed: int = 0) -> tuple[list[int], list[float]]:
+                  *, block_size: int = 16, seed: int = 0, kernel: str = "auto") -> tuple[list[int], list[float]]:
     """Greedy tokens and each step's milliseconds (forward + cache write + argmax, device synchronised,
     as the engines' StepTimer counts them). Prefill is step 0, as in the engines."""
-    steps = bare_steps(model, prompt_ids, max_new_tokens, rule, block_size=block_size, seed=seed)
+    steps = bare_steps(model, prompt_ids, max_new_tokens, rule, block_size=block_size, seed=seed, kernel=kernel)
     tokens: list[int] = []
     step_ms: list[float] = []
     while True:
@@ -52,9 +52,14 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
 
 
 def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str = "concat",
-               *, block_size: int = 16, seed: int = 0) -> Iterator[int]:
+               *, block_size: int = 16, seed: int = 0, kernel: str = "auto") -> Iterator[int]:
     """The bare loop one step at a time: set up now (weights, tables, the cache), then each next() runs
-    one step, device synchronised, and gives its greedy token."""
+    one step, device synchronised, and gives its greedy token.
+
+    `kernel`: the decode step's, chosen as the engines choose it (kvviz.engines.cached): "auto" runs a
+    concat, static or paged decode step as one call of kvviz's C step (kvviz.native) wherever the engine
+    would, over the loop's own buffers, so that kvviz/bare measures the instrument under the same kernel;
+    "torch" always torch's ops."""
     if rule not in RULES:
         raise ValueError(f"unknown cache rule {rule!r}; choose from {', '.join(RULES)}")
     if not supports(model):
@@ -107,6 +112,16 @@ def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str 
         kbuf, vbuf = [None] * n_layer, [None] * n_layer
 
     ids = [int(i) for i in prompt_ids]
+    step_c = None  # the native decode step, where the engine would run one
+    if kernel == "auto" and rule != "naive":
+        from kvviz import native
+
+        if native.why_not(model, rule) is None:
+            step_c = native.NativeStep(model, torch.get_num_threads(), mode=rule, k=kbuf, v=vbuf, max_len=total,
+                                       table=table if rule == "paged" else None, block_size=block_size)
+            slot = torch.zeros((1, KV, 1, D), device=device, dtype=dtype)
+    elif kernel not in ("auto", "torch"):
+        raise ValueError(f"unknown kernel {kernel!r}; choose auto or torch")
 
     def steps() -> Iterator[int]:  # a closure: the set-up above runs at the call, not at the first step
         past = 0
@@ -117,6 +132,24 @@ def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str 
                 new = ids if step == 0 or rule == "naive" else ids[-1:]
                 T = len(new)
                 stop = past + T
+                if step_c is not None and step > 0:  # the whole decode step in C, the cache rule around it
+                    if rule == "paged":
+                        while len(table) * block_size < stop:
+                            table.append(free.pop())
+                    elif rule == "concat":  # the history copied one row longer, as torch.cat([past, k]) does
+                        for li in range(n_layer):
+                            kbuf[li] = torch.cat((kbuf[li], slot), dim=2)
+                            vbuf[li] = torch.cat((vbuf[li], slot), dim=2)
+                        step_c.rebind()
+                    logits, _, token = step_c(new[0], past)  # the kernel's greedy pick, as the engine takes it
+                    if token is None:
+                        token = int(logits[0].argmax())
+            if step_c is not None and step > 0:
+                ids.append(token)
+                past = stop
+                yield token
+                continue
+            with torch.inference_mode():
                 if rule == "paged":
                     while len(table) * block_size < stop:
                         table.append(free.pop())
@@ -186,7 +219,7 @@ def trace_options(mode: str):
 
 
 def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int = 5, block_size: int = 16,
-            modes: Sequence[str] = TRACE_MODES) -> dict:
+            modes: Sequence[str] = TRACE_MODES, kernel: str = "auto") -> dict:
     """kvviz's `rule` engine (once per trace mode) and the bare loop, `repeat` times, in turns.
 
     Within a repeat the sides take BURST steps each in turn (the order rotating every turn), and each
@@ -216,9 +249,9 @@ def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int 
         for side in sides:
             t0 = clock()
             if side == "bare":
-                steps[side] = bare_steps(model, prompt_ids, n, rule, block_size=block_size)
+                steps[side] = bare_steps(model, prompt_ids, n, rule, block_size=block_size, kernel=kernel)
             else:
-                steps[side] = make_engine(rule, model, block_size=block_size).generate(
+                steps[side] = make_engine(rule, model, block_size=block_size, blas=kernel).generate(
                     prompt_ids, n, SamplingConfig(), options[side])
             spent[side] += clock() - t0
         order = sides if i % 2 == 0 else sides[::-1]
@@ -251,14 +284,15 @@ TARGETS = {"off": 0.95, "full": 0.85}  # issue 16: kvviz/bare at least this, tra
 
 
 def reference_rows(model, prompt_ids: Sequence[int], tokens: Sequence[int], engines: Sequence[str], *,
-                   repeat: int, block_size: int = 16, out=print) -> list[dict]:
+                   repeat: int, block_size: int = 16, out=print, kernel: str = "auto") -> list[dict]:
     """`kvviz bench --reference`: compare() for every engine with a bare rule at every length, printed
     as a table (one line a row, as it is measured) and returned as JSON-ready rows."""
     keys = [e for e in engines if e in RULES]
     skipped = [e for e in engines if e not in RULES]
     out(f"kvviz against a bare loop (the same weights and cache rule, no engine, trace or sampler): wall time of "
         f"the whole generation (set-up, every step, trace records included and kept), the sides taking turns of "
-        f"{BURST} steps; kvviz/bare = the median over {repeat} repeats of bare time / kvviz time; off = no "
+        f"{BURST} steps, each side's decode step through the same kernel (--kernel {kernel}); kvviz/bare = the "
+        f"median over {repeat} repeats of bare time / kvviz time; off = no "
         f"tracing, full = the app's (masks + layer 0 head 0 weights)"
         + (f"; no bare loop for {', '.join(skipped)}" if skipped else ""))
     out(f"{'new':>5} {'engine':<7} {'bare ms':>9} {'off ms':>9} {'kvviz/bare':>10} {'full ms':>9} "
@@ -266,7 +300,7 @@ def reference_rows(model, prompt_ids: Sequence[int], tokens: Sequence[int], engi
     rows = []
     for n in tokens:
         for key in keys:
-            row = compare(model, prompt_ids, n, key, repeat=repeat, block_size=block_size)
+            row = compare(model, prompt_ids, n, key, repeat=repeat, block_size=block_size, kernel=kernel)
             rows.append(row)
             out(f"{n:>5} {key:<7} {row['bare_ms']:>9.1f} {row['kvviz_ms']['off']:>9.1f} "
                 f"{row['ratio']['off']:>9.2f}x {row['kvviz_ms']['full']:>9.1f} {row['ratio']['full']:>9.2f}x  "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -34,8 +35,16 @@ def test_bench_reports_bytes_read_and_the_reference(tmp_path, capsys, monkeypatc
     assert "from 1,090 tokens on; cpu read ceiling " in text and "kvviz/bare" in text
     assert "; cpu copy bandwidth 15.0 GB/s (read + written, not a decode bound)" in text
     assert doc["wall"]["read_gbps"] > 0 and doc["wall"]["read_threads"] == 1
-    assert concat["read_share"] == pytest.approx(concat["read_gbps"] / doc["wall"]["read_gbps"])
-    assert "GB/s" in text.splitlines()[2]  # the table's header names the column
+    # each row against the fastest burst of the probe, at the start or one of those taken before every run
+    bursts = doc["wall"]["read_during_runs_gbps"]
+    assert len(bursts) == 2 and all(b > 0 for b in bursts)  # one run a row, repeat 1
+    assert doc["wall"]["read_fastest_gbps"] == max(doc["wall"]["read_gbps"], *bursts)
+    assert concat["read_share"] == pytest.approx(concat["read_gbps"] / doc["wall"]["read_fastest_gbps"])
+    assert concat["read_share_of_median"] == pytest.approx(concat["read_gbps"] / statistics.median(bursts))
+    assert "read ceiling during the runs (2 bursts, one before each run): fastest " in text
+    assert "decode kernel: concat: each decode step one call of kvviz's C step" in text or \
+        "decode kernel: naive, concat: torch's ops" in text  # no compiler: torch's, and the line says why
+    assert "GB/s" in text.splitlines()[3]  # the table's header names the column
 
 
 @pytest.mark.parametrize("llc", [4096, 480 << 20])
@@ -57,6 +66,7 @@ def test_bench_probes_the_ceiling_beside_its_runs_and_says_when_a_run_beat_it(tm
                                      median_gbps=0.001, machine=bandwidth.machine_key(), measured_at=1.0)
 
     monkeypatch.setattr(bandwidth, "probe_read_cpu", probe)
+    monkeypatch.setattr(bandwidth.ReadProbe, "burst", lambda self: self.bursts.append(0.001) or 0.001)
     cached = bandwidth.ReadCeiling(device="cpu", read_gbps=500.0, threads=1, buffer_bytes=64, bursts=1,
                                    machine=bandwidth.machine_key(), measured_at=0.5)
     bandwidth._write_doc(bandwidth.cache_path(), {"machines": {}, "read": {bandwidth.machine_key(): {"1": {
@@ -69,7 +79,7 @@ def test_bench_probes_the_ceiling_beside_its_runs_and_says_when_a_run_beat_it(tm
     assert rc == 0 and probes == [1]  # probed once, at the run's thread count, although one was cached
     assert json.loads(out.read_text())["wall"]["read_gbps"] == 0.001
     assert "cpu read ceiling 0.0 GB/s at 1 thread(s)" in text
-    named = "above the read ceiling probed at the start: concat (0.0 GB/s); "
+    named = "above the read ceiling probed beside the runs: concat (0.0 GB/s); "
     if llc == 4096:
         assert named + "the machine was busier during the probe than during the runs, so rerun for a share" in text
     else:

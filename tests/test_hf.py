@@ -561,8 +561,8 @@ def test_gpu_out_of_memory_is_one_clear_line():
 # -- kvviz hfbench (a command that prints figures; here only that it runs and agrees) ---------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", [None, "static+native"])
-def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys, tmp_path, monkeypatch, engine):
+@pytest.mark.parametrize("engine, kernel", [(None, None), (None, "torch"), ("static+native", None)])
+def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys, tmp_path, monkeypatch, engine, kernel):
     from kvviz import native
     from kvviz.cli import main
 
@@ -574,7 +574,7 @@ def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys, tmp_p
             pytest.skip(f"kvviz/native/step.c cannot be built here: {exc}")
     out_json = tmp_path / "h.json"
     rc = main(["hfbench", "--tokens", "3", "--repeat", "1", "--json", str(out_json)]
-              + (["--engine", engine] if engine else []))
+              + (["--engine", engine] if engine else []) + (["--kernel", kernel] if kernel else []))
     out = capsys.readouterr().out
     assert rc == 0, out
     side = f"kvviz {engine or 'concat'}"
@@ -582,6 +582,11 @@ def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys, tmp_p
     assert "tokens identical: yes" in out
     doc = json.loads(out_json.read_text())
     assert doc["engine"] == (engine or "concat") and [s["name"] for s in doc["sides"]] == [side, "transformers"]
+    # kvviz's decode step: its C step by default where it builds, torch's when asked, and the line says which
+    built = native.build_error() is None
+    assert doc["kernel"] == ("native" if engine or (kernel is None and built) else "torch")
+    assert ("kvviz's decode step: kvviz's C step (kvviz.native)" if doc["kernel"] == "native" else
+            "kvviz's decode step: torch's ops") in out
 
 
 def test_hfbench_refuses_a_missing_folder(tmp_path, capsys):

@@ -1,6 +1,8 @@
-"""`--blas native` (kvviz.native, issue 26 item 2): each `static` decode step as one call of kvviz's C kernel,
-an option beside the default: the same tokens, logits within a rounding, the same figures, traced steps in
-torch, the build cached and written whole, one-line refusals (never timed)."""
+"""The native decode step (kvviz.native, issue 26 item 2): each concat, static and paged decode step as one call
+of kvviz's C kernel, the engines' default on a CPU in float32 (`--blas native` asks for it, `--kernel torch` /
+blas="torch" refuses it): the same tokens, logits within a rounding, the same figures and cache contents as
+torch's path, the traced head's weights from C, the bare loop on the same kernel, the build cached and written
+whole, one-line refusals, the fallback to torch where it does not apply (never timed)."""
 from __future__ import annotations
 
 import os
@@ -57,42 +59,98 @@ def _own_cache(monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", BUILDS)
 
 
+KEYS = ("concat", "static", "paged")  # the caches step.c reads in place
+FIGURES = ("bytes_written", "bytes_copied", "bytes_gathered", "cache_len", "cache_capacity", "cache_bytes",
+           "block_table", "block_size", "kv_projections", "mask_spec", "pos_start", "pos_stop")
+
+
 @needs_cc
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("key", KEYS)
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_native_gives_the_same_tokens_logits_and_figures_as_torch(name, threads):
+def test_native_gives_the_same_tokens_logits_and_figures_as_torch(name, key, threads):
     model = Transformer(CONFIGS[name]).init_weights(7)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        ref = _run(make_engine("static", model))
-        engine = make_engine("static", model, blas="native")
+        ref = _run(make_engine(key, model, blas="torch", block_size=4))
+        engine = make_engine(key, model, block_size=4)  # the default: native, where it builds
         got = _run(engine)
     finally:
         torch.set_num_threads(before)
-    assert engine.native is not None and engine.native.threads == threads
+    assert engine.blas == "native" and engine.native is not None and engine.native.threads == threads
     assert [t.token_id for t in got] == [t.token_id for t in ref]
     for a, b in zip(ref, got):
-        assert (a.bytes_written, a.bytes_copied, a.bytes_gathered, a.cache_len, a.kv_projections, a.mask_spec,
-                a.pos_start, a.pos_stop) == (b.bytes_written, b.bytes_copied, b.bytes_gathered, b.cache_len,
-                                             b.kv_projections, b.mask_spec, b.pos_start, b.pos_stop)
+        assert [getattr(a, f) for f in FIGURES] == [getattr(b, f) for f in FIGURES]
         np.testing.assert_allclose(b.logits, a.logits, rtol=0, atol=1e-4)  # sums in another order
         assert np.abs(b.logits).max() > 0.1  # a real result, not a zeroed buffer
     assert not np.array_equal(got[1].logits, got[2].logits)  # each step's logits are its own tensor
+    if key == "concat":  # the chapter's copy is made and counted: the whole history, every step
+        assert all(t.bytes_copied == 2 * model.cfg.n_layer * (t.pos_start * model.cfg.n_kv_head
+                                                              * model.cfg.head_dim * 4) for t in got[1:])
+    if key == "paged":
+        assert all(t.bytes_gathered > 0 for t in got) and len(set(got[-1].block_table)) == len(got[-1].block_table)
+
+
+def _kv(engine, layer):
+    """(K, V) of every position the run stored, (KV, T, D), whatever the cache's layout."""
+    c = engine.cache
+    stop = c.seq_len
+    if c.key == "paged":
+        S = c.block_size
+        rows = [c.table[p // S] * S + p % S for p in range(stop)]
+        return tuple(pool[layer].reshape(-1, *pool[layer].shape[2:])[rows].transpose(0, 1).numpy()
+                     for pool in (c.k_pool, c.v_pool))
+    return c.k[layer][0, :, :stop].numpy(), c.v[layer][0, :, :stop].numpy()
 
 
 @needs_cc
-def test_the_cache_holds_the_same_keys_and_values_as_torchs():
+@pytest.mark.parametrize("key", KEYS)
+def test_the_cache_holds_the_same_keys_and_values_as_torchs(key):
     model = Transformer(CONFIGS["qwen3"]).init_weights(3)
-    ref, got = make_engine("static", model), make_engine("static", model, blas="native")
+    ref, got = make_engine(key, model, blas="torch", block_size=4), make_engine(key, model, block_size=4)
     _run(ref, n=20)
     _run(got, n=20)
     stop = ref.cache.seq_len
-    assert stop == got.cache.seq_len == 11 + 19
+    assert stop == got.cache.seq_len == 11 + 19 and got.blas == "native"
     for layer in range(model.cfg.n_layer):
-        for a, b in ((ref.cache.k, got.cache.k), (ref.cache.v, got.cache.v)):
-            np.testing.assert_allclose(b[layer][:, :, :stop].numpy(), a[layer][:, :, :stop].numpy(), rtol=0, atol=1e-4)
-            assert not b[layer][:, :, stop:].any()  # nothing written past the run's positions
+        for a, b in zip(_kv(ref, layer), _kv(got, layer)):
+            assert a.shape == b.shape == (model.cfg.n_kv_head, stop, model.cfg.head_dim)
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-4)
+    if key == "static":
+        assert not got.cache.k[0][:, :, stop:].any()  # nothing written past the run's positions
+    if key == "concat":
+        assert got.cache.k[0].shape[2] == stop and got.cache.k[0].is_contiguous()  # grown a row a step
+
+
+@needs_cc
+def test_the_default_kernel_is_native_where_it_applies_and_torch_elsewhere(monkeypatch):
+    model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
+    assert [make_engine(k, model).blas for k in KEYS] == ["native"] * 3
+    assert make_engine("window", model).blas == "torch"  # an approximate cache: torch's ops
+    assert make_engine("static", model, blas="torch").blas == "torch"
+    assert make_engine("static", Transformer(CONFIGS["gqa-bias"]).init_weights(5).to(torch.bfloat16)).blas == "torch"
+    monkeypatch.setattr(native, "_WHY_NOT", {"build": "--blas native needs a C compiler"})
+    assert make_engine("static", model).blas == "torch"  # no compiler: the run goes on in torch
+
+
+@needs_cc
+def test_the_native_pick_is_torchs_argmax_and_a_non_finite_logit_stops_the_run():
+    from kvviz.sampling import NonFiniteLogits
+
+    model = Transformer(CONFIGS["llama3-rope"]).init_weights(4)
+    engine = make_engine("static", model)
+    out = _run(engine, n=3)
+    assert all(t.token_id == int(np.argmax(t.logits)) for t in out)
+    steps = make_engine("static", model).generate(list(range(1, 12)), 5, SamplingConfig(), TraceOptions())
+    assert next(steps).phase == "prefill"  # torch's forward, finite
+    with torch.no_grad():  # in place: the C step reads these very weights
+        model.lm_head.weight[7].fill_(float("inf"))  # +inf and -inf summed: a non-finite logit 7
+    with pytest.raises(NonFiniteLogits):
+        next(steps)  # the first decode step, in C
+    step = native.NativeStep.for_cache(model, engine.cache, 1)
+    logits, _, greedy = step(3, 2)
+    assert greedy is None and not np.isfinite(logits[0, 7].item())  # the C pick declines; Python's check refuses
 
 
 @needs_cc
@@ -166,8 +224,9 @@ def test_a_build_that_fails_says_why_in_one_line(tmp_path, monkeypatch):
 
 def test_native_is_refused_in_one_line_where_it_does_not_apply(monkeypatch):
     model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
-    with pytest.raises(ValueError, match="--blas native is for the static engine alone, not 'concat'"):
-        make_engine("concat", model, blas="native")
+    with pytest.raises(ValueError, match=r"--blas native is for the exact cached engines \(static, concat, paged\), "
+                                         r"not 'window'"):
+        make_engine("window", model, blas="native")
     with pytest.raises(ValueError, match="eager cached engines alone, not 'naive'"):
         make_engine("naive", model, blas="native")
     gpt2 = Transformer(CONFIGS["gqa-bias"])
@@ -198,3 +257,25 @@ def test_bench_puts_the_native_row_beside_static_against_its_own_ceiling(tmp_pat
     assert "the native kernel's own read ceiling (its matrix-vector product, the same matrix, both layouts, " \
            "fastest of 9): 321.0 GB/s" in text
     assert "against the native kernel's 321.0 GB/s" in line
+
+
+@needs_cc
+def test_the_bench_says_which_kernel_decoded_each_row_and_takes_torch_when_asked(tmp_path, capsys):
+    import json
+
+    from kvviz.cli import main
+
+    for kernel, want in (("auto", "native"), ("torch", "torch")):
+        out = tmp_path / f"{kernel}.json"
+        assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "3", "--engines", "naive,static,window",
+                     "--repeat", "1", "--threads", "1", "--kernel", kernel, "--window", "3", "--sinks", "1",
+                     "--json", str(out)]) == 0
+        doc = json.loads(out.read_text())
+        assert doc["kernel"] == kernel
+        assert doc["step_kernels"] == {"naive": "torch", "static": want, "window": "torch"}
+        text = capsys.readouterr().out
+        line = next(ln for ln in text.splitlines() if ln.startswith("decode kernel: "))
+        assert "naive: torch's ops: no cache, every step a whole-sequence forward" in line
+        assert "window: torch's ops: a cache step.c does not read" in line
+        assert ("static: each decode step one call of kvviz's C step (kvviz.native)" if kernel == "auto" else
+                "static: torch's ops (--kernel torch)") in line

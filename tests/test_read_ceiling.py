@@ -133,3 +133,42 @@ def test_cuda_read_probe():
     c = bandwidth.probe_read_cuda("cuda", buffer_bytes=256 << 20, bursts=3)
     assert c.device.startswith("cuda") and c.read_gbps > 1
     assert c.peak_gbps is None or c.peak_gbps > c.read_gbps / 2
+
+
+def test_the_probe_reads_with_the_engines_kernels_and_keeps_the_faster():
+    """The engines' default decode step on a CPU is kvviz's C step where it builds: its own product is probed
+    beside torch's over the same matrix, each figure named, and the ceiling is the faster kernel's."""
+    pytest.importorskip("torch")
+    from kvviz import native
+
+    if native.build_error() is not None:
+        pytest.skip(f"kvviz/native/step.c cannot be built here: {native.build_error()}")
+    c = bandwidth.probe_read_cpu(threads=1, buffer_bytes=4 << 20, bursts=3)
+    assert "F.linear" in c.method and "kvviz's native step's product" in c.method
+    figures = [float(x.split(" (")[0].replace(",", "")) for x in c.method.replace(";", ",").split("-major ")[1:]]
+    assert len(figures) == 4 and c.read_gbps == pytest.approx(max(figures), rel=0.06)  # printed to 0.1 GB/s
+    torch_best, native_best = max(figures[:2]), max(figures[2:])
+    if abs(native_best - torch_best) > 0.2:  # printed to 0.1 GB/s: which one won is readable from the line
+        assert c.method.endswith("the ceiling is the native's") == (native_best > torch_best)
+    assert c.version == bandwidth.READ_PROBE_VERSION
+
+
+def test_a_figure_cached_by_the_torch_only_probe_is_measured_again(tmp_path, monkeypatch):
+    path = tmp_path / "bw.json"
+    old = {k: v for k, v in ReadCeiling(device="cpu", read_gbps=21.0, threads=1, buffer_bytes=64, bursts=1,
+                                        machine=bandwidth.machine_key()).__dict__.items() if k != "version"}
+    path.write_text(json.dumps({"schema": "kvviz-bandwidth", "machines": {},
+                                "read": {bandwidth.machine_key(): {"1": old}}}))
+    calls = _fake_probes(monkeypatch)
+    assert cached_read_ceiling(1, path=path) is None  # no version: written by the probe of torch's kernel alone
+    assert read_ceiling("cpu", 1, path=path).read_gbps == 15.0 and ("read", 1) in calls
+    assert cached_read_ceiling(1, path=path).read_gbps == 15.0  # the new figure kept, with its version
+
+
+def test_a_read_probe_takes_one_burst_at_a_time_beside_a_run():
+    pytest.importorskip("torch")
+    probe = bandwidth.ReadProbe(1, buffer_bytes=4 << 20)
+    assert probe.nbytes == 4 << 20 and probe.bursts == []
+    first = probe.burst()
+    probe.burst()
+    assert len(probe.bursts) == 2 and probe.bursts[0] == first and all(0.01 < b < 10_000 for b in probe.bursts)

@@ -87,3 +87,27 @@ def test_compare_takes_each_repeats_own_ratio(models, monkeypatch):
     # in turns of 3 steps: every side has taken steps 0-2 before any side takes step 3, and so on
     first_repeat = [k // 3 for _, k in progress[:21]]
     assert first_repeat == sorted(first_repeat) and first_repeat.count(0) == 9 and first_repeat.count(2) == 3
+
+
+@pytest.mark.parametrize("rule", ["concat", "static", "paged"])
+def test_the_bare_loop_decodes_on_the_engines_kernel(models, rule, monkeypatch):
+    """--reference holds kvviz to a bare loop of the same kernel: where the engine's decode step is kvviz's C
+    step (kvviz.native) the bare loop's is too, over its own buffers, and `kernel="torch"` puts both on torch."""
+    from kvviz import native
+
+    if native.build_error() is not None:
+        pytest.skip(f"kvviz/native/step.c cannot be built here: {native.build_error()}")
+    model = models["gqa"]
+    prompt = [72, 101, 108, 108, 111, 44, 32]
+    calls = []
+    real = native.NativeStep.__call__
+    monkeypatch.setattr(native.NativeStep, "__call__", lambda self, *a: calls.append(a) or real(self, *a))
+    on_c, _ = bare_generate(model, prompt, 24, rule, block_size=4)
+    assert len(calls) == 23  # every decode step in C; prefill in torch
+    on_torch, _ = bare_generate(model, prompt, 24, rule, block_size=4, kernel="torch")
+    assert len(calls) == 23  # none more
+    engine = make_engine(rule, model, block_size=4, blas="torch")
+    assert on_c == on_torch == [t.token_id for t in engine.generate(prompt, 24, SamplingConfig(),
+                                                                    TraceOptions(masks=False))]
+    with pytest.raises(ValueError, match="unknown kernel 'fast'; choose auto or torch"):
+        bare_generate(model, prompt, 4, rule, kernel="fast")

@@ -50,10 +50,15 @@ class KVCache(ABC):
         """Bytes of K plus V for one token in one layer (all batch rows)."""
         return 2 * self.batch * self.cfg.n_kv_head * self.cfg.head_dim * self.elem_bytes
 
-    def prepare(self, n_new: int) -> None:
-        """Make room for `n_new` tokens before a forward (allocation happens here, not in update)."""
+    def reserve(self, n_new: int) -> None:
+        """Room for `n_new` more tokens (a block cache takes its blocks here), and nothing else: what a kernel
+        that writes the cache itself needs (kvviz.native); `prepare` adds what `update` will use."""
         if self.seq_len + n_new > self.max_len:
             raise ValueError(f"{self.key} cache: {self.seq_len + n_new} tokens exceed its length {self.max_len}")
+
+    def prepare(self, n_new: int) -> None:
+        """Make room for `n_new` tokens before a forward (allocation happens here, not in update)."""
+        self.reserve(n_new)
 
     @abstractmethod
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -31,13 +31,16 @@ class PagedCache(KVCache):
         self._slots: torch.Tensor | None = None  # pool slots of the step's new tokens
         self._gather_idx: torch.Tensor | None = None
 
-    def prepare(self, n_new: int) -> None:
-        super().prepare(n_new)
+    def reserve(self, n_new: int) -> None:
+        super().reserve(n_new)
         need = -(-(self.seq_len + n_new) // self.block_size)
         while len(self.table) < need:
             if not self.free:
                 raise MemoryError("paged cache: block pool exhausted")
             self.table.append(self.free.pop())
+
+    def prepare(self, n_new: int) -> None:
+        super().prepare(n_new)  # reserve(): the blocks
         S = self.block_size
         pos = torch.arange(self.seq_len, self.seq_len + n_new)
         table = torch.tensor(self.table)

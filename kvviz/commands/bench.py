@@ -41,6 +41,10 @@ def configure(parser) -> None:
                              f"engine {COMPILED!r} beside eager static (added if not named), same tokens checked; "
                              f"the compile (tens of seconds on a small CPU) happens in the warm-up, outside the "
                              f"figures")
+    parser.add_argument("--kernel", choices=("auto", "torch"), default="auto",
+                        help="the engines' decode step: auto (default) runs concat, static and paged with each decode "
+                             "step one call of kvviz's C step (kvviz.native, compiled at first use) on a CPU in "
+                             "float32, torch's ops elsewhere; torch: torch's ops for every engine")
     parser.add_argument("--blas", choices=("torch", "openblas", "native"), default="torch",
                         help=f"openblas: also run static with every projection through numpy's OpenBLAS "
                              f"(kvviz.kernels), as engine {OPENBLAS!r}; native: also run static with each decode "
@@ -116,8 +120,9 @@ def setup(args):
     return model, tokenizer, sampling, device
 
 
-def run_once(model, key, prompt_ids, n, sampling, trace, block_size, **cache_opts):
-    """`cache_opts`: window, sinks, residual of the approximate caches."""
+def run_once(model, key, prompt_ids, n, sampling, trace, block_size, kernel="auto", **cache_opts):
+    """`cache_opts`: window, sinks, residual of the approximate caches; `kernel`: the engines' decode step
+    (auto: kvviz.native's where it applies, torch: torch's)."""
     from kvviz.engines import make_engine
 
     if key == GRAPH:
@@ -129,11 +134,42 @@ def run_once(model, key, prompt_ids, n, sampling, trace, block_size, **cache_opt
     elif key == NATIVE:
         engine = make_engine("static", model, block_size=block_size, blas="native")
     else:
-        engine = make_engine(key, model, block_size=block_size, **cache_opts)
+        engine = make_engine(key, model, block_size=block_size, blas=kernel, **cache_opts)
     t0 = time.perf_counter()
     traces = list(engine.generate(prompt_ids, n, sampling, trace))
     wall_ms = (time.perf_counter() - t0) * 1000.0
     return traces, wall_ms
+
+
+def step_kernels(model, engines, kernel: str) -> dict[str, str]:
+    """Each row's decode-step kernel: "native" (kvviz.native's C step) or "torch", as the engines choose it."""
+    from kvviz import native
+
+    fixed = {GRAPH: "torch", COMPILED: "torch", OPENBLAS: "openblas", NATIVE: "native"}
+    return {k: fixed.get(k) or ("native" if kernel == "auto" and native.why_not(model, k) is None else "torch")
+            for k in engines}
+
+
+def kernel_line(model, engines, kernel: str) -> str:
+    """One line: which rows decode through which kernel, and why not the native step where it is not."""
+    from kvviz import native
+
+    groups: dict[str, list[str]] = {}
+    for key, kind in step_kernels(model, engines, kernel).items():
+        if kind == "native":
+            why = "each decode step one call of kvviz's C step (kvviz.native)"
+        elif kind != "torch":
+            why = f"{kind}'s kernel"
+        elif key == "naive":
+            why = "torch's ops: no cache, every step a whole-sequence forward"
+        elif kernel == "torch" and key in native.MODES:
+            why = "torch's ops (--kernel torch)"
+        elif key in native.MODES:
+            why = f"torch's ops ({native.why_not(model, key)})"
+        else:
+            why = "torch's ops: a cache step.c does not read"
+        groups.setdefault(why, []).append(key)
+    return "decode kernel: " + "; ".join(f"{', '.join(keys)}: {why}" for why, keys in groups.items())
 
 
 def quality_rows(model, reference, approximate, prompt_ids, n, sampling, row, opts) -> None:
@@ -235,6 +271,7 @@ def run(args) -> int:
           f"hidden {cfg.d_model}; device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); "
           f"prompt {len(prompt_ids)} tokens; trace {args.trace}; median of {args.repeat}")
     print(memory_line(wall, ceiling, device.type))
+    print(kernel_line(model, engines, args.kernel))
     openblas_gbps = native_gbps = None
     if args.blas == "openblas":
         from kvviz.kernels import read_ceiling_openblas
@@ -251,21 +288,41 @@ def run(args) -> int:
               f"fastest of {READ_BURSTS}): {native_gbps:,.1f} GB/s at {torch.get_num_threads()} thread(s); "
               f"{NATIVE}'s share below is against it")
     for key in engines:  # warm-up: first-call allocations and kernel selection stay out of the figures
-        run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size, **opts)
+        run_once(model, key, prompt_ids, min(4, min(args.tokens)), sampling, trace, args.block_size,
+                 args.kernel, **opts)
+
+    # A burst of the probe before every timed run (a CPU's): the ceiling sampled in the same minutes as the
+    # runs. Each row's share is against the fastest burst of all (the start's probe included); "of med" is
+    # against the median burst taken during the runs, what the memory gave most of the time beside them
+    from kvviz.bandwidth import ReadProbe
+
+    probe = ReadProbe(torch.get_num_threads(), ceiling.buffer_bytes) if device.type == "cpu" else None
+
+    def fastest() -> float:
+        return max([ceiling.read_gbps, *(probe.bursts if probe else ())])
+
+    def median_burst() -> float:
+        return statistics.median(probe.bursts) if probe and probe.bursts else ceiling.median_gbps
 
     def ceiling_of(key: str) -> float:  # what each row's share is against: its own kernel's ceiling
-        return openblas_gbps if key == OPENBLAS else native_gbps if key == NATIVE else ceiling.read_gbps
+        return openblas_gbps if key == OPENBLAS else native_gbps if key == NATIVE else fastest()
+
+    def median_share(key: str, c) -> str:  # the rows on the probed kernels; the options' own ceilings: "-"
+        return "-" if key in (OPENBLAS, NATIVE) else f"{100 * c.read_gbps / median_burst():.0f}%"
 
     cells: list[Cell] = []
     identical = True
     print(f"{'new':>5} {'engine':<{width}} {'total ms':>9} {'tok/s':>8} {'speedup':>8} {'K/V proj':>9} "
           f"{'copied':>10} {'written':>10} {'gathered':>10} {'peak cache':>10} {'last10% ms':>10} {'read':>10} "
-          f"{'GB/s':>7} {'of ceil':>7}")
+          f"{'GB/s':>7} {'of ceil':>7} {'of med':>7}")
     for n in args.tokens:
         runs: dict[str, list] = {k: [] for k in engines}
         for _ in range(args.repeat):  # interleaved, so drift on a noisy machine hits every engine alike
             for key in engines:
-                runs[key].append(run_once(model, key, prompt_ids, n, sampling, trace, args.block_size, **opts))
+                if probe is not None:
+                    probe.burst()
+                runs[key].append(run_once(model, key, prompt_ids, n, sampling, trace, args.block_size, args.kernel,
+                                          **opts))
         row: dict[str, Cell] = {}
         for key in engines:
             totals = [sum(t.latency_ms for t in traces) for traces, _ in runs[key]]
@@ -293,7 +350,8 @@ def run(args) -> int:
             print(f"{n:>5} {key:<{width}} {c.total_ms:>9.2f} {c.tokens_per_s:>8.1f} {sp:>8} {c.kv_projections:>9} "
                   f"{fmt_bytes(c.bytes_copied):>10} {fmt_bytes(c.bytes_written):>10} "
                   f"{fmt_bytes(c.bytes_gathered):>10} {fmt_bytes(c.peak_cache_bytes):>10} {c.tail_step_ms:>10.3f} "
-                  f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f} {100 * c.read_gbps / ceiling_of(key):>6.0f}%")
+                  f"{fmt_bytes(c.bytes_read):>10} {c.read_gbps:>7.2f} {100 * c.read_gbps / ceiling_of(key):>6.0f}% "
+                  f"{median_share(key, c):>7}")
             cells.append(c)
         exact = [k for k in engines if k in exact_keys]  # the approximate caches may differ: that is their cost
         base = row[exact[0]].token_ids if exact else []
@@ -305,6 +363,10 @@ def run(args) -> int:
         if exact:
             quality_rows(model, exact[0], [k for k in engines if k not in exact_keys], prompt_ids, n, sampling,
                          row, opts)
+    if probe is not None and probe.bursts:
+        print(f"read ceiling during the runs ({len(probe.bursts)} bursts, one before each run): fastest "
+              f"{max(probe.bursts):,.1f} GB/s, median {median_burst():,.1f}; 'of ceil' is each row against the "
+              f"fastest burst of all ({fastest():,.1f}, the start's probe included), 'of med' against the median")
     above = sorted({c.engine for c in cells if c.read_gbps > ceiling_of(c.engine)})
     if above:
         named = ", ".join(f"{k} ({ceiling_of(k):,.1f} GB/s)" for k in above)
@@ -317,7 +379,7 @@ def run(args) -> int:
                    f"than the cache measures against memory")
         else:
             why = "the machine was busier during the probe than during the runs, so rerun for a share"
-        print(f"above the read ceiling probed at the start: {named}; {why}")
+        print(f"above the read ceiling probed beside the runs: {named}; {why}")
     if len([k for k in engines if k in exact_keys]) > 1:
         which = "" if all(k in exact_keys for k in engines) else " (the exact ones; the approximate: above)"
         print(f"tokens identical across engines{which}: " + ("yes" if identical else "NO"))
@@ -332,7 +394,7 @@ def run(args) -> int:
             for _ in range(args.repeat):
                 for mode, mode_opts in modes.items():
                     walls[mode].append(run_once(model, key, prompt_ids, n, sampling, mode_opts, args.block_size,
-                                                **opts)[1])
+                                                args.kernel, **opts)[1])
             off, full = statistics.median(walls["off"]), statistics.median(walls["full"])
             pct = (full / off - 1.0) * 100.0
             overhead.append(dict(engine=key, new_tokens=n, off_wall_ms=off, full_wall_ms=full, overhead_pct=pct))
@@ -343,7 +405,7 @@ def run(args) -> int:
 
         if supports(model):
             reference = reference_rows(model, prompt_ids, args.tokens, bare, repeat=args.repeat,
-                                       block_size=args.block_size)
+                                       block_size=args.block_size, kernel=args.kernel)
             identical = identical and all(r["same_tokens"] for r in reference)
         else:
             print(f"--reference: no bare loop for {cfg.arch} models", file=sys.stderr)
@@ -354,11 +416,14 @@ def run(args) -> int:
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
             "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead, "reference": reference,
-            "cuda_graph": args.cuda_graph, "compile": args.compile, "blas": args.blas,
+            "cuda_graph": args.cuda_graph, "compile": args.compile, "blas": args.blas, "kernel": args.kernel,
+            "step_kernels": step_kernels(model, engines, args.kernel),
             "openblas_read_gbps": openblas_gbps, "native_read_gbps": native_gbps,
             "wall": dict(weights_read_bytes=wall.weights_bytes, embed_row_bytes=wall.row_bytes,
                          kv_bytes_per_token=wall.kv_bytes_per_token, crossover_tokens=wall.crossover(),
                          read_gbps=ceiling.read_gbps, read_median_gbps=ceiling.median_gbps,
+                         read_during_runs_gbps=list(probe.bursts) if probe else [],
+                         read_fastest_gbps=fastest(), read_during_median_gbps=median_burst(),
                          read_threads=ceiling.threads, read_buffer_bytes=ceiling.buffer_bytes,
                          read_method=ceiling.method, copy_gbps=ceiling.copy_gbps, peak_gbps=ceiling.peak_gbps),
             "results": [dict(engine=c.engine, new_tokens=c.new_tokens, total_ms=c.total_ms, wall_ms=c.wall_ms,
@@ -368,6 +433,8 @@ def run(args) -> int:
                              peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
                              tail_step_ms=c.tail_step_ms, bytes_read=c.bytes_read, read_gbps=c.read_gbps,
                              read_share=c.read_gbps / ceiling_of(c.engine),
+                             read_share_of_median=(None if c.engine in (OPENBLAS, NATIVE)
+                                                   else c.read_gbps / median_burst()),
                              step_ms=c.step_ms, mean_kl=c.mean_kl, top1_agreement=c.top1_agreement,
                              first_divergence=c.first_divergence) for c in cells],
             "cache_settings": dict(window=args.window, sinks=args.sinks, residual=args.residual),

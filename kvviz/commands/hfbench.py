@@ -1,7 +1,8 @@
 """`kvviz hfbench`: decode speed of kvviz's concat engine beside transformers' `generate` (dynamic cache)
 on the same local weights, measured side by side in one run. Prints only what it measured. `--engine`
-puts another kvviz engine on kvviz's side: `static`, or `static+native` (its decode step in kvviz's C kernel,
-kvviz.native).
+puts another kvviz engine on kvviz's side: `static`, or `static+native` (static with kvviz's C step asked for,
+refused in one line where it cannot run). kvviz's engines decode through their default kernel, kvviz's C
+step (kvviz.native) on a CPU in float32, unless `--kernel torch`.
 
 Without --model it builds a tiny random Llama checkpoint with transformers in a temporary folder.
 Needs `transformers` (a test-only dependency of kvviz); reads local folders only, never the hub.
@@ -47,7 +48,11 @@ def configure(parser) -> None:
     add_seed(parser, "seed of the random checkpoint's weights")
     parser.add_argument("--engine", choices=ENGINES, default="concat",
                         help="kvviz's side: concat (default, the chapter's cache), static, or static+native (the "
-                             "static engine with each decode step one call of kvviz's C kernel; CPU float32)")
+                             "static engine with each decode step one call of kvviz's C kernel, asked for; CPU "
+                             "float32)")
+    parser.add_argument("--kernel", choices=("auto", "torch"), default="auto",
+                        help="kvviz's decode step: auto (default: kvviz's C step, kvviz.native, on a CPU in float32, "
+                             "torch's ops elsewhere), or torch's ops")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -114,12 +119,13 @@ def _peak(device) -> int | None:
     return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
 
 
-def run_kvviz(model, prompt_ids: list[int], n: int, device, key: str = "concat") -> tuple[float, list[int]]:
+def run_kvviz(model, prompt_ids: list[int], n: int, device, key: str = "concat",
+              kernel: str = "auto") -> tuple[float, list[int]]:
     """Milliseconds for kvviz's engine `key` (concat unless given) to produce n tokens (no per-step copies
     asked for)."""
     from kvviz.config import SamplingConfig, TraceOptions
 
-    engine = _engine(model, key)
+    engine = _engine(model, key, kernel)
     t0 = _clock(device)
     tokens = [t.token_id for t in engine.generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))]
     return (_clock(device) - t0) * 1000.0, tokens
@@ -143,12 +149,12 @@ def run_transformers(hf_model, prompt_ids: list[int], n: int, device) -> tuple[f
 ENGINES = ("concat", "static", NATIVE_ROW)
 
 
-def _engine(model, key: str):
+def _engine(model, key: str, kernel: str = "auto"):
     from kvviz.engines import make_engine
 
     if key == NATIVE_ROW:
         return make_engine("static", model, blas="native")
-    return make_engine(key, model)
+    return make_engine(key, model, blas=kernel)
 
 
 BURST = 8  # steps a side takes before the other takes as many (kvviz.reference.BURST)
@@ -187,7 +193,8 @@ class _Lockstep:
         self._catch_up(self.n)
 
 
-def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device, key: str = "concat") -> dict:
+def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device, key: str = "concat",
+                 kernel: str = "auto") -> dict:
     """transformers' `generate` and kvviz's engine `key` decoding in turns (BURST steps each), as
     {side: (total ms, prefill ms, tokens)}. transformers' time is the whole call less kvviz's steps
     inside it; its prefill runs to its first new token. kvviz's prefill is its first step."""
@@ -200,7 +207,7 @@ def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device, key: st
     x = torch.tensor([prompt_ids], device=device)
     mask = torch.ones_like(x)
     t0 = _clock(device)
-    steps = _engine(model, key).generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))
+    steps = _engine(model, key, kernel).generate(prompt_ids, n, SamplingConfig(), TraceOptions(masks=False))
     setup_ms = (_clock(device) - t0) * 1000.0
     streamer = _Lockstep(steps, n, device)
     t0 = _clock(device)
@@ -252,7 +259,9 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     import torch
 
     key = args.engine
-    sides = {f"kvviz {key}": lambda n: run_kvviz(model, prompt_ids, n, device, key),
+    kernel = getattr(args, "kernel", "auto")
+    step_kernel = _engine(model, key, kernel).blas
+    sides = {f"kvviz {key}": lambda n: run_kvviz(model, prompt_ids, n, device, key, kernel),
              "transformers": lambda n: run_transformers(hf_model, prompt_ids, n, device)}
     n = args.tokens
     for fn in sides.values():  # warm-up: first-call allocations and kernel choice stay out of the figures
@@ -263,7 +272,8 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
     peaks: dict[str, int | None] = {}
     consistent = True
     for _ in range(args.repeat):  # in turns: BURST steps of one, then as many of the other
-        for name, (ms, first_ms, toks) in run_lockstep(model, hf_model, prompt_ids, n, device, key).items():
+        for name, (ms, first_ms, toks) in run_lockstep(model, hf_model, prompt_ids, n, device, key,
+                                                               kernel).items():
             full[name].append(ms)
             prefill[name].append(first_ms)
             if tokens.setdefault(name, toks) != toks:
@@ -286,7 +296,8 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
           f"{cfg.head_dim}, hidden {cfg.d_model}, vocab {cfg.vocab_size}")
     print(f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); transformers {hf_version}; "
           f"prompt {len(prompt_ids)} tokens; {n} new tokens; median of {args.repeat}, the two decoding in turns of "
-          f"{BURST} steps")
+          f"{BURST} steps; kvviz's decode step: "
+          + ("kvviz's C step (kvviz.native)" if step_kernel == "native" else "torch's ops"))
     width = max(14, *(len(s.name) for s in results))
     print(f"{'side':<{width}} {'total ms':>9} {'prefill ms':>10} {'decode tok/s':>12}"
           + (f" {'peak device':>11}" if device.type == "cuda" else ""))
@@ -301,7 +312,8 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
 
         doc = {"checkpoint": label, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
                "threads": torch.get_num_threads(), "transformers": hf_version, "prompt_tokens": len(prompt_ids),
-               "new_tokens": n, "repeat": args.repeat, "engine": key, "ratio": ratio, "ratio_per_repeat": per_repeat,
+               "new_tokens": n, "repeat": args.repeat, "engine": key,
+               "kernel": step_kernel, "ratio": ratio, "ratio_per_repeat": per_repeat,
                "identical": identical,
                "sides": [dict(name=s.name, total_ms=s.total_ms, prefill_ms=s.prefill_ms,
                               decode_tokens_per_s=s.decode_tokens_per_s, peak_device_bytes=s.peak_device_bytes,

@@ -25,13 +25,15 @@ APPROXIMATE_KEYS: tuple[str, ...] = tuple(k for k, c in CACHES.items() if not c.
 
 def make_engine(key: str, model, *, block_size: int = 16, window: int | None = None, sinks: int | None = None,
                 residual: int | None = None, cuda_graph: bool = False, compiled: bool = False,
-                blas: str = "torch") -> Engine:
+                blas: str = "auto") -> Engine:
     """`window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None).
     `cuda_graph`: `static` with its decode step captured as a CUDA graph (kvviz.engines.graph; CUDA only).
     `compiled`: `static` with its static-shape decode step compiled by torch.compile (an option, not a default).
-    `blas`: "openblas" runs a cached engine with every projection through numpy's OpenBLAS (kvviz.kernels; an
-    option measured beside the default, CPU float32 only)."""
-    if blas != "torch":
+    `blas`: "auto" (the default) runs concat, static and paged with each decode step one C call (kvviz.native)
+    wherever it applies (a float32 Llama-family model on a CPU, a C compiler), torch's ops elsewhere; "torch"
+    always torch's; "native" that kernel or a one-line refusal; "openblas" runs a cached engine with every
+    projection through numpy's OpenBLAS (kvviz.kernels; an option measured beside the default, CPU float32 only)."""
+    if blas not in ("torch", "auto"):
         if key not in CACHES or cuda_graph or compiled:
             raise ValueError(f"--blas {blas} is for the eager cached engines alone, not {key!r}"
                              + (" with a CUDA graph" if cuda_graph else " compiled" if compiled else ""))
@@ -53,7 +55,7 @@ def make_engine(key: str, model, *, block_size: int = 16, window: int | None = N
     if key == "naive":
         return NaiveEngine(model, block_size=block_size)
     if key in CACHES:
-        return CachedEngine(model, cache_key=key, block_size=block_size,
+        return CachedEngine(model, cache_key=key, block_size=block_size, blas=blas,
                             options=dict(window=window, sinks=sinks, residual=residual))
     raise ValueError(f"unknown engine {key!r}; choose from {', '.join(ENGINE_KEYS)}")
 

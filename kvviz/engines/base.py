@@ -96,20 +96,23 @@ class Engine(ABC):
         # `kvviz bench --reference` holds every step against a bare loop of the same rule (kvviz.reference)
         key, n_layer, forward, figures = self.key, self.cfg.n_layer, self._forward, self._cache_figures
         masks, want_logits, pick = trace.masks, trace.logits, sampler.pick
+        greedy = sampling.greedy and forced_tokens is None  # a kernel's own argmax may stand for the pick
         device, memory = self.device, allocated_bytes  # None where the device reports no figure (a CPU)
         start, stop = timer.start, timer.stop
         for step in range(max_new_tokens):
             start()
             with _inference_mode():
                 out, pos_start = forward(ids, step, trace)
-                if forced_tokens is None:
+                if greedy and out.greedy is not None:  # the native step's: torch.argmax's index, finite
+                    token = out.greedy
+                elif forced_tokens is None:
                     token = pick(out.logits[0])
                 elif step < len(forced_tokens):
                     token = int(forced_tokens[step])
                 else:
                     raise ValueError(f"step {step}: only {len(forced_tokens)} forced tokens given")
             latency_ms = stop()
-            if forced_tokens is None:
+            if forced_tokens is None and not (greedy and out.greedy is not None):
                 check_picked(out.logits[0], token)  # NaN/Inf logits stop the run (kvviz.sampling)
             pos_stop = len(ids)
             ids.append(token)

@@ -10,25 +10,31 @@ from kvviz.caches import CACHES, KVCache
 from kvviz.engines.base import Engine
 from kvviz.kernels import BLAS_CHOICES, OpenBlasLinear
 from kvviz.kernels import check_supported as check_openblas
-from kvviz.models.transformer import ForwardResult, causal_mask
+from kvviz.models.transformer import ForwardResult
+from kvviz.trace import MaskSpec
 
 
 class CachedEngine(Engine):
     def __init__(self, model, *, cache_key: str, block_size: int = 16, options: dict | None = None,
-                 blas: str = "torch") -> None:
+                 blas: str = "auto") -> None:
         super().__init__(model, block_size=block_size)
         if blas not in BLAS_CHOICES:
             raise ValueError(f"unknown --blas {blas!r}; choose from {', '.join(BLAS_CHOICES)}")
         if blas == "openblas":
             check_openblas(model)
-        if blas == "native":
-            if cache_key != "static":
-                raise ValueError(f"--blas native is for the static engine alone, not {cache_key!r}")
-            from kvviz.native import check_supported as check_native
+        from kvviz import native
 
-            check_native(model)
-        # "openblas": every projection through numpy's OpenBLAS (kvviz.kernels); "native": each decode step
-        # one C call (kvviz.native). Options, measured beside the default
+        if blas == "native":
+            if cache_key not in native.MODES:
+                raise ValueError(f"--blas native is for the exact cached engines ({', '.join(native.MODES)}), "
+                                 f"not {cache_key!r}")
+            native.check_supported(model)
+        elif blas == "auto":  # the default: each decode step one C call wherever step.c covers the run
+            blas = "native" if native.why_not(model, cache_key) is None else "torch"
+        # "native": each decode step one C call (kvviz.native), the same for concat, static and paged, so that
+        # the caches are compared under one kernel; "torch": torch's ops (the approximate caches, GPU, bf16,
+        # GPT-2, no compiler, or asked for); "openblas": every projection through numpy's OpenBLAS
+        # (kvviz.kernels), an option measured beside the default
         self.blas = blas
         self.kernel: OpenBlasLinear | None = None
         self.native = None
@@ -53,21 +59,37 @@ class CachedEngine(Engine):
         elif self.blas == "native":
             from kvviz.native import NativeStep
 
-            self.native = NativeStep(self.model, c, torch.get_num_threads())
-            self._kv_row_bytes = c.token_bytes * self.cfg.n_layer  # what StaticCache.update counts a token
+            self.native = NativeStep.for_cache(self.model, c, torch.get_num_threads())
+            self._kv_row_bytes = c.token_bytes * self.cfg.n_layer  # what each cache's update counts a token
+            cfg = self.cfg  # concat's placeholder row: torch.cat copies the history and it into a new tensor
+            # paged: K and V of one block in every layer, what index_select copies a block
+            self._block_bytes = c.block_size * self._kv_row_bytes if self.key == "paged" else 0
+            self._slot = torch.zeros((1, cfg.n_kv_head, 1, cfg.head_dim), dtype=self.dtype, device=self.device)
 
     def _forward(self, ids, step, trace):
         cache = self.cache
         new = ids if step == 0 else ids[-1:]  # prefill: the prompt; decode: the last token only
-        cache.prepare(len(new))
         if self.native is not None and step > 0:
+            cache.reserve(1)  # room (paged: a block when the last is full); no index tensors for step.c
             past = cache.seq_len  # the whole step in C: the new K/V written into the cache's own tensors
             layer = trace.weights_layer if trace.weights_head is not None else None
-            logits, weights = self.native(new[0], past, layer, trace.weights_head or 0)
-            out = ForwardResult(logits=logits, attn_weights=weights, mask=causal_mask(1, past, self.device)[0])
-            cache.counters.written += self._kv_row_bytes
+            counters = cache.counters
+            if self.key == "concat":  # the chapter's copy, as ConcatCache.update makes it: past + 1 new rows
+                slot, ks, vs = self._slot, cache.k, cache.v
+                for i in range(len(ks)):
+                    ks[i] = torch.cat((ks[i], slot), dim=2)
+                    vs[i] = torch.cat((vs[i], slot), dim=2)
+                counters.copied += past * self._kv_row_bytes  # each layer's K and V of `past` tokens
+                self.native.rebind()
+            elif self.key == "paged":  # the gather step.c makes for attention, the bytes PagedCache.update counts
+                counters.gathered += len(cache.table) * self._block_bytes
+            logits, weights, greedy = self.native(new[0], past, layer, trace.weights_head or 0)
+            out = ForwardResult(logits=logits, attn_weights=weights, greedy=greedy,
+                                mask=MaskSpec(q_len=1, kv_len=past + 1, past_len=past) if trace.masks else None)
+            counters.written += self._kv_row_bytes
             cache.commit(1)
             return out, past
+        cache.prepare(len(new))
         if step == 0:
             x = torch.tensor([new], device=self.device)  # (1, T_new)
         else:

@@ -91,6 +91,7 @@ class ForwardResult:
     logits: torch.Tensor  # (B, V) at the last position
     mask: MaskSpec
     attn_weights: torch.Tensor | None  # (B, T_q, T_kv) of the requested layer/head
+    greedy: int | None = None  # argmax of logits[0], known finite, where the step's kernel gave it (kvviz.native)
 
 
 def _split_on_save(fused: str, parts: tuple[str, ...], sizes: tuple[int, ...]):

@@ -26,7 +26,8 @@ import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("step.c")
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
+# -fno-math-errno: expf may be vectorised (glibc's libmvec), as nothing here reads errno
+FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-shared", "-fPIC")
 ROW = "static+native"  # the bench's row for it, which `kvviz memory --measured` reads back
 _LIB = None
 
@@ -84,7 +85,7 @@ def load():
     lib.kv_workspace_floats.argtypes = [P]
     lib.kv_workspace_floats.restype = I64
     lib.kv_decode.argtypes = [P, P, P, P, ctypes.c_float, I64, I64, P, I64, I64, P]
-    lib.kv_decode.restype = ctypes.c_int
+    lib.kv_decode.restype = I64
     lib.kv_gemv_best.argtypes = [P, ctypes.c_int, P, P, ctypes.c_int, ctypes.c_int, P, ctypes.c_int, ctypes.c_int]
     lib.kv_gemv_best.restype = ctypes.c_double
     _LIB = lib
@@ -102,6 +103,28 @@ def check_supported(model) -> None:
         raise ValueError(f"--blas native needs query heads a multiple of KV heads and an even head size, "
                          f"not {cfg.n_head}/{cfg.n_kv_head} heads of {cfg.head_dim}")
     load()
+
+
+_WHY_NOT: dict = {}  # the build's refusal, asked once per process (a failed build is not retried per engine)
+
+
+def why_not(model, key: str) -> str | None:
+    """None where the native step runs `key`'s decode steps for `model` (an exact cached engine, a float32
+    Llama-family model on a CPU, a C compiler that built step.c); else the one-line reason. Never raises:
+    the engines ask it to choose their default kernel ("auto")."""
+    if key not in MODES:
+        return f"the native step reads {', '.join(MODES)} caches, not {key!r}"
+    try:
+        from kvviz.kernels import check_cpu_llama
+
+        check_cpu_llama(model, "native")
+        cfg = model.cfg
+        if cfg.n_head % cfg.n_kv_head or cfg.head_dim % 2:
+            return (f"the native step needs query heads a multiple of KV heads and an even head size, "
+                    f"not {cfg.n_head}/{cfg.n_kv_head} heads of {cfg.head_dim}")
+    except ValueError as e:
+        return str(e)
+    return build_error()
 
 
 def _matrix(w, keep: list):
@@ -124,34 +147,48 @@ def _vector(v, keep: list) -> int:
     return v.data_ptr()
 
 
-class NativeStep:
-    """Decode steps of `model` through a StaticCache `cache` at `threads` threads, in C. One per run: it holds
-    the pointers of the cache's tensors, the model's weights and a workspace, and the tensors themselves."""
+MODES = {"static": 0, "concat": 1, "paged": 2}  # the cache rules step.c reads in place (its I_MODE)
 
-    def __init__(self, model, cache, threads: int) -> None:
+
+class NativeStep:
+    """Decode steps of `model` at `threads` threads, in C, over one sequence's K/V in one of the exact rules:
+
+    - "static": `k`, `v` one (1, KV, max_len, D) tensor a layer, written in place at each step's position;
+    - "concat": `k`, `v` lists the caller's torch.cat has just made one position longer (the whole history
+      copied, as the chapter's cache does): `rebind()` hands step.c the new tensors before each step;
+    - "paged": `k`, `v` one (N, block_size, KV, D) pool a layer and `table` the block table (a list the
+      caller grows as the sequence takes blocks): step.c writes each new row into its block's slot and
+      gathers the sequence's blocks into one buffer for attention, the copy kvviz.caches.paged makes.
+
+    One per run: it holds the pointers of the K/V tensors, the model's weights and a workspace, and the
+    tensors themselves. The engine (kvviz.engines.cached) and the bare loop (kvviz.reference) both use it."""
+
+    def __init__(self, model, threads: int, *, mode: str, k, v, max_len: int, table: list | None = None,
+                 block_size: int = 0) -> None:
         import numpy as np
         import torch
 
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
+        if mode not in MODES:
+            raise ValueError(f"the native step reads {', '.join(MODES)} caches, not {mode!r}")
         check_supported(model)
         lib = self._lib = load()
         cfg = model.cfg
-        model.rope_tables(cache.max_len, cache.device)  # long enough for the whole run, before the plan is read
+        device = next(model.parameters()).device
+        model.rope_tables(max_len, device)  # long enough for the whole run, before the plan is read
         plan = model.plan()
         keep: list = [plan]
         H, KV, D, eps = plan.shape
         C, F, L = cfg.d_model, plan.layers[0].gate_up.shape[0] // 2, len(plan.layers)
         V = plan.head.shape[0]
         head_ptr, head_cm = _matrix(plan.head, keep)
-        self.V = V
-        ints = [C, H, KV, D, F, V, L, cache.max_len, threads, int(plan.layers[0].qkv_bias is not None),
-                int(plan.layers[0].q_norm is not None), head_cm]
+        self.V, self.mode, self.L = V, mode, L
+        ints = [C, H, KV, D, F, V, L, max_len, threads, int(plan.layers[0].qkv_bias is not None),
+                int(plan.layers[0].q_norm is not None), head_cm, MODES[mode], block_size]
         self._ip = np.array(ints, dtype=np.int64)
         flags, ptrs = [], []
-        for layer, k, v in zip(plan.layers, cache.k, cache.v):
-            if not (k.is_contiguous() and v.is_contiguous()):
-                raise ValueError("--blas native needs the static cache's own contiguous tensors")
+        for layer in plan.layers:
             row = []
             for name in ("qkv", "o", "gate_up", "down"):
                 ptr, cm = _matrix(getattr(layer, name), keep)
@@ -159,33 +196,111 @@ class NativeStep:
             (qkv, qkv_cm), (o, o_cm), (gu, gu_cm), (down, down_cm) = row
             flags += [qkv_cm, o_cm, gu_cm, down_cm]
             ptrs += [_vector(layer.ln1, keep), qkv, _vector(layer.qkv_bias, keep), _vector(layer.q_norm, keep),
-                     _vector(layer.k_norm, keep), o, _vector(layer.ln2, keep), gu, down, k.data_ptr(), v.data_ptr()]
-        keep += list(cache.k) + list(cache.v)
+                     _vector(layer.k_norm, keep), o, _vector(layer.ln2, keep), gu, down, 0, 0]
         self._lf = np.array(flags, dtype=np.int64)
         self._lp = np.array(ptrs, dtype=np.uint64)
+        self._k, self._v = k, v  # the caller's lists (concat replaces their tensors every step)
+        if mode != "concat":
+            for i in range(L):
+                if not (k[i].is_contiguous() and v[i].is_contiguous()):
+                    raise ValueError("the native step needs the cache's own contiguous tensors")
+            self.rebind()
         self._ws = torch.empty(int(lib.kv_workspace_floats(self._ip.ctypes.data)), dtype=torch.float32)
+        self._table, self._table_list, self._blocks = None, table, 0
+        gather = 0
+        if mode == "paged":
+            if block_size < 1 or table is None:
+                raise ValueError("a paged native step needs the block table and a block size")
+            n_blocks = k[0].shape[0]
+            self._table = np.zeros(n_blocks, dtype=np.int64)
+            self._gather = torch.empty(2 * n_blocks * block_size * KV * D, dtype=torch.float32)
+            gather = self._gather.data_ptr()
         embed = _vector(plan.embed, keep)
         self._gp = np.array([embed, _vector(plan.final_norm, keep), head_ptr, _vector(plan.cos, keep),
-                             _vector(plan.sin_signed, keep), self._ws.data_ptr()], dtype=np.uint64)
+                             _vector(plan.sin_signed, keep), self._ws.data_ptr(),
+                             0 if self._table is None else self._table.ctypes.data, gather], dtype=np.uint64)
         self._keep = keep
         self._eps = ctypes.c_float(eps)
         self._args = (self._ip.ctypes.data, self._lf.ctypes.data, self._gp.ctypes.data, self._lp.ctypes.data)
         self._empty = torch.empty
         self.threads = threads
 
+    @classmethod
+    def for_cache(cls, model, cache, threads: int) -> NativeStep:
+        """The step over one of kvviz.caches' exact caches (static, concat, paged), its own tensors."""
+        if cache.key == "paged":
+            return cls(model, threads, mode="paged", k=cache.k_pool, v=cache.v_pool, max_len=cache.max_len,
+                       table=cache.table, block_size=cache.block_size)
+        if cache.key not in MODES:
+            raise ValueError(f"the native step reads {', '.join(MODES)} caches, not {cache.key!r}")
+        return cls(model, threads, mode=cache.key, k=cache.k, v=cache.v, max_len=cache.max_len)
+
+    def rebind(self) -> None:
+        """Hand step.c the tensors now in the K/V lists (concat: after the caller's torch.cat)."""
+        lp, k, v = self._lp, self._k, self._v
+        for i in range(self.L):
+            lp[i * P_NPTR + P_K] = k[i].data_ptr()
+            lp[i * P_NPTR + P_V] = v[i].data_ptr()
+
     def __call__(self, token: int, pos: int, weights_layer: int | None = None, weights_head: int = 0):
-        """(logits (1, V), weights) of `token` at position `pos`, fresh tensors (the trace keeps them); the
-        cache's K/V rows at `pos` are written in every layer (the caller counts them and commits). weights:
+        """(logits (1, V), weights, greedy) of `token` at position `pos`, fresh tensors (the trace keeps them);
+        the K/V rows at `pos` are written in every layer (the caller counts them and commits). weights:
         None, or with `weights_layer` given, that layer's query head `weights_head` over positions 0..pos,
-        (1, 1, pos + 1), as Transformer.forward returns them."""
+        (1, 1, pos + 1), as Transformer.forward returns them. greedy: torch.argmax of the logits where that
+        logit is finite, else None (the caller's check refuses it)."""
+        if self._table is not None and len(self._table_list) != self._blocks:  # the sequence took a block
+            table = self._table_list
+            self._table[:len(table)] = table
+            self._blocks = len(table)
         logits = self._empty((1, self.V), dtype=self._ws.dtype)
         if weights_layer is None:
-            self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr(), -1, 0, None)
-            return logits, None
+            best = self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr(), -1, 0, None)
+            return logits, None, (best if best >= 0 else None)
         weights = self._empty((1, 1, pos + 1), dtype=self._ws.dtype)
-        self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr(), weights_layer, weights_head,
-                            weights.data_ptr())
-        return logits, weights
+        best = self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr(), weights_layer,
+                                   weights_head, weights.data_ptr())
+        return logits, weights, (best if best >= 0 else None)
+
+
+P_NPTR, P_K, P_V = 11, 9, 10  # step.c's per-layer pointers: how many, and where K and V are
+
+
+def build_error() -> str | None:
+    """None where step.c is built (or builds now), else the one-line reason; asked once per process."""
+    if "build" not in _WHY_NOT:
+        try:
+            load()
+            _WHY_NOT["build"] = None
+        except ValueError as e:
+            _WHY_NOT["build"] = str(e)
+    return _WHY_NOT["build"]
+
+
+def gemv_seconds(matrix, threads: int, bursts: int, warm: bool = True) -> dict[str, list[float]]:
+    """Seconds of each of `bursts` products of step.c's matrix-vector kernel at `threads` threads over the
+    float32 (rows, cols) `matrix` (a numpy array or a CPU tensor, read in place), in both layouts: row-major
+    (out = rows) and column-major (the same bytes read as (in, out), as the wide projections are laid out).
+    The layouts take turns, burst by burst, after a warm-up (`warm`), as kvviz.bandwidth times torch's."""
+    import numpy as np
+
+    lib = load()
+    if hasattr(matrix, "numpy"):
+        matrix = matrix.numpy()
+    rows, cols = matrix.shape
+    sides = {}
+    for name, cm, (inn, out) in (("row-major", 0, (cols, rows)), ("column-major", 1, (rows, cols))):
+        x = np.ones(inn, np.float32)
+        y = np.empty(out, np.float32)
+        part = np.empty(threads * out, np.float32)
+        sides[name] = ((matrix.ctypes.data, cm, x.ctypes.data, y.ctypes.data, inn, out, part.ctypes.data, threads),
+                       (x, y, part))
+        if warm:
+            lib.kv_gemv_best(*sides[name][0], 2)  # pages touched
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    for _ in range(bursts):
+        for name, (args, _keep) in sides.items():
+            times[name].append(lib.kv_gemv_best(*args, 1))
+    return times
 
 
 def read_ceiling_native(threads: int, buffer_bytes: int | None = None, bursts: int | None = None) -> float:
@@ -196,18 +311,10 @@ def read_ceiling_native(threads: int, buffer_bytes: int | None = None, bursts: i
 
     from kvviz import bandwidth
 
-    lib = load()
     n = buffer_bytes or bandwidth.read_buffer_bytes()
     bursts = bursts or bandwidth.READ_BURSTS
     cols = bandwidth.READ_COLUMNS
     rows = max(1, n // (4 * cols))
     matrix = np.full((rows, cols), 1.0 / cols, dtype=np.float32)
-    best = float("inf")
-    for cm, (inn, out) in ((0, (cols, rows)), (1, (rows, cols))):
-        x = np.ones(inn, np.float32)
-        y = np.empty(out, np.float32)
-        part = np.empty(threads * out, np.float32)
-        args = (matrix.ctypes.data, cm, x.ctypes.data, y.ctypes.data, inn, out, part.ctypes.data, threads)
-        lib.kv_gemv_best(*args, 2)  # pages touched
-        best = min(best, lib.kv_gemv_best(*args, bursts))
-    return matrix.nbytes / best / 1e9
+    times = gemv_seconds(matrix, threads, bursts)
+    return matrix.nbytes / min(min(v) for v in times.values()) / 1e9

@@ -20,11 +20,19 @@
 #include <omp.h>
 
 /* ints: the layout of `ip` */
-enum { I_C, I_H, I_KV, I_D, I_F, I_V, I_L, I_TMAX, I_THREADS, I_BIAS, I_QKNORM, I_HEAD_CM, I_NINTS };
+enum { I_C, I_H, I_KV, I_D, I_F, I_V, I_L, I_TMAX, I_THREADS, I_BIAS, I_QKNORM, I_HEAD_CM, I_MODE, I_BLOCK,
+       I_NINTS };
+/* I_MODE, where the K/V live (the cache's own tensors; K row of position p, KV head g):
+ *   0 static: (KV, TMAX, D) per layer, row p at (g * TMAX + p) * D
+ *   1 concat: (KV, pos + 1, D) per layer, the tensors torch.cat just made one position longer, row p at
+ *     (g * (pos + 1) + p) * D
+ *   2 paged: a pool (N, S, KV, D) per layer, S = I_BLOCK, and a block table (G_TABLE, int64): position p
+ *     at slot table[p / S] * S + p % S. Attention reads the sequence's blocks gathered into one
+ *     (n_used * S, KV, D) buffer (G_GATHER), as kvviz.caches.paged does for SDPA, and counts the same bytes */
 /* per layer, in `lp` (11 pointers) and `lf` (4 layout flags: 1 = column-major, stored (in, out)) */
 enum { P_LN1, P_QKV, P_BQKV, P_QN, P_KN, P_O, P_LN2, P_GU, P_DOWN, P_K, P_V, P_NPTR };
 /* globals, in `gp` */
-enum { G_EMBED, G_NORM, G_HEAD, G_COS, G_SIN, G_WS, G_NPTR };
+enum { G_EMBED, G_NORM, G_HEAD, G_COS, G_SIN, G_WS, G_TABLE, G_GATHER, G_NPTR };
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -114,6 +122,26 @@ static void gemv(const float* W, int cm, const float* x, float* y, int in, int o
 #pragma omp barrier
 }
 
+/* o[:] = sum over p < n of w[p] * V[p, :], V's rows `stride` floats apart, four rows at a time (o is read
+ * and written once for four rows) */
+static void axpys(const float* restrict V, size_t stride, const float* restrict w, int D, int n,
+                  float* restrict o) {
+    for (int d = 0; d < D; d++) o[d] = 0.f;
+    int p = 0;
+    for (; p + 4 <= n; p += 4) {
+        const float *v0 = V + (size_t)p * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
+        const float a0 = w[p], a1 = w[p + 1], a2 = w[p + 2], a3 = w[p + 3];
+#pragma omp simd
+        for (int d = 0; d < D; d++) o[d] += a0 * v0[d] + a1 * v1[d] + a2 * v2[d] + a3 * v3[d];
+    }
+    for (; p < n; p++) {
+        const float* v0 = V + (size_t)p * stride;
+        const float a0 = w[p];
+#pragma omp simd
+        for (int d = 0; d < D; d++) o[d] += a0 * v0[d];
+    }
+}
+
 /* out = x * rsqrt(mean(x^2) + eps) * w, n values */
 static void rmsnorm(const float* restrict x, const float* restrict w, float* restrict out, int n, float eps) {
     float ss = 0.f;
@@ -146,12 +174,16 @@ int64_t kv_workspace_floats(const int64_t* ip) {
 /* One decode step: token `token` at position `pos` (the cache holds 0..pos-1; its K/V rows for pos are
  * written here). logits: V floats. Where wlayer >= 0, the attention weights of query head `whead` in layer
  * `wlayer` (softmax(q k^T / sqrt(D)) over positions 0..pos, what the trace shows) go to `wout` (pos + 1
- * floats). Returns 0. */
-int kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const* lp, float eps, int64_t token,
+ * floats). Returns the greedy pick, the first index of the largest logit, as torch.argmax takes it (a NaN
+ * counts as the largest), where that logit is finite; else -1 (the caller's own check then refuses it). */
+int64_t kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const* lp, float eps, int64_t token,
               int64_t pos, float* logits, int64_t wlayer, int64_t whead, float* wout) {
     const int C = (int)ip[I_C], H = (int)ip[I_H], KV = (int)ip[I_KV], D = (int)ip[I_D], F = (int)ip[I_F];
     const int V = (int)ip[I_V], L = (int)ip[I_L], TMAX = (int)ip[I_TMAX], NT = (int)ip[I_THREADS];
     const int has_bias = (int)ip[I_BIAS], qknorm = (int)ip[I_QKNORM], head_cm = (int)ip[I_HEAD_CM];
+    const int mode = (int)ip[I_MODE], S = (int)ip[I_BLOCK];
+    const int64_t* table = (const int64_t*)gp[G_TABLE];
+    float* gk = (float*)gp[G_GATHER];
     const float* embed = (const float*)gp[G_EMBED];
     const float* cos_ = (const float*)gp[G_COS] + (size_t)pos * D;
     const float* sin_ = (const float*)gp[G_SIN] + (size_t)pos * D;
@@ -168,6 +200,13 @@ int kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const
     const int group = H / KV;
     const float scale = 1.0f / sqrtf((float)D);
     const int n = (int)pos + 1; /* positions attention sees */
+    /* attention's addressing of K/V row (p, g): base + p * pstride + g * gstride */
+    const size_t tstride = mode == 1 ? (size_t)n : (size_t)TMAX;
+    const size_t pstride = mode == 2 ? (size_t)KV * D : (size_t)D;
+    const size_t gstride = mode == 2 ? (size_t)D : tstride * D;
+    const int n_used = mode == 2 ? (n + S - 1) / S : 0;
+    const size_t gathered = (size_t)n_used * S * KV * D; /* floats of K (and of V) gathered a layer */
+    float* gv = gk + gathered;
 
     for (int c = 0; c < C; c++) x[c] = embed[(size_t)token * C + c];
 
@@ -195,41 +234,53 @@ int kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const
                 }
                 if (h >= H) {
                     int g = h < H + KV ? h - H : h - H - KV;
-                    float* dst = (h < H + KV ? kc : vc) + ((size_t)g * TMAX + pos) * D;
+                    float* dst = (h < H + KV ? kc : vc) +
+                                 (mode == 2 ? ((size_t)(table[pos / S] * S + pos % S) * KV + g) * D
+                                            : g * tstride * D + (size_t)pos * D);
                     for (int d = 0; d < D; d++) dst[d] = hv[d];
                 }
             }
 #pragma omp barrier
+            const float *kb = kc, *vb = vc;
+            if (mode == 2) { /* the gather, block by block, as index_select copies them */
+                const size_t blk = (size_t)S * KV * D;
+                split(n_used, 1, t, nt, &lo, &hi);
+                for (int b = lo; b < hi; b++) {
+                    const float* ks = kc + (size_t)table[b] * blk;
+                    const float* vs = vc + (size_t)table[b] * blk;
+                    float* kd = gk + (size_t)b * blk;
+                    float* vd = gv + (size_t)b * blk;
+                    for (size_t i = 0; i < blk; i++) kd[i] = ks[i];
+                    for (size_t i = 0; i < blk; i++) vd[i] = vs[i];
+                }
+                kb = gk;
+                vb = gv;
+#pragma omp barrier
+            }
             /* attention, a query head at a time over positions 0..pos */
             split(H, 1, t, nt, &lo, &hi);
             for (int h = lo; h < hi; h++) {
                 const float* q = qkv + (size_t)h * D;
                 const int g = h / group;
-                const float* K = kc + (size_t)g * TMAX * D;
-                const float* Vv = vc + (size_t)g * TMAX * D;
+                const float* K = kb + (size_t)g * gstride;
+                const float* Vv = vb + (size_t)g * gstride;
                 float* s = scores + (size_t)h * TMAX;
-                float mx = -INFINITY;
                 for (int p = 0; p < n; p++) {
-                    const float* kr = K + (size_t)p * D;
+                    const float* kr = K + (size_t)p * pstride;
                     float dot = 0.f;
 #pragma omp simd reduction(+ : dot)
                     for (int d = 0; d < D; d++) dot += q[d] * kr[d];
                     s[p] = dot * scale;
-                    if (s[p] > mx) mx = s[p];
                 }
+                float mx = -INFINITY;
+                for (int p = 0; p < n; p++) mx = s[p] > mx ? s[p] : mx;
                 float sum = 0.f;
                 for (int p = 0; p < n; p++) {
                     s[p] = expf(s[p] - mx);
                     sum += s[p];
                 }
                 float* o = att + (size_t)h * D;
-                for (int d = 0; d < D; d++) o[d] = 0.f;
-                for (int p = 0; p < n; p++) {
-                    const float* vr = Vv + (size_t)p * D;
-                    const float w = s[p];
-#pragma omp simd
-                    for (int d = 0; d < D; d++) o[d] += w * vr[d];
-                }
+                axpys(Vv, pstride, s, D, n, o);
                 const float inv = 1.0f / sum;
                 for (int d = 0; d < D; d++) o[d] *= inv;
                 if (l == wlayer && h == whead)
@@ -252,7 +303,15 @@ int kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* const
         rmsnorm(x, (const float*)gp[G_NORM], xn, C, eps);
         gemv((const float*)gp[G_HEAD], head_cm, xn, logits, C, V, NULL, 0, part, t, nt);
     }
-    return 0;
+    int64_t best = 0;
+    for (int64_t i = 0; i < V; i++) {
+        if (isnan(logits[i])) {
+            best = i;
+            break;
+        }
+        if (logits[i] > logits[best]) best = i;
+    }
+    return isfinite(logits[best]) ? best : -1;
 }
 
 /* The read ceiling as this file's kernel reads: `reps` products of x against W (in, out) column-major or
