@@ -42,8 +42,13 @@ def test_bench_reports_bytes_read_and_the_reference(tmp_path, capsys, monkeypatc
     assert concat["read_share"] == pytest.approx(concat["read_gbps"] / doc["wall"]["read_fastest_gbps"])
     assert concat["read_share_of_median"] == pytest.approx(concat["read_gbps"] / statistics.median(bursts))
     assert "read ceiling during the runs (2 bursts, one before each run): fastest " in text
-    assert "decode kernel: concat: each decode step one call of kvviz's C step" in text or \
-        "decode kernel: naive, concat: torch's ops" in text  # no compiler: torch's, and the line says why
+    # the decode steps alone: their bytes (the prefill's left out) over their median step times
+    assert concat["decode_bytes_read"] == 8_962_048
+    assert concat["decode_read_gbps"] == pytest.approx(8_962_048 / (sum(concat["step_ms"][1:]) * 1e6))
+    assert "decode steps alone (prefill left out), GB/s, of ceil / of med: naive at 5 " in text
+    assert "decode kernel: naive: torch's ops: no cache, every step a whole-sequence forward; " in text
+    assert "; concat: each decode step one call of kvviz's C step" in text or \
+        "; concat: torch's ops (" in text  # no compiler: torch's, and the line says why
     assert "GB/s" in text.splitlines()[3]  # the table's header names the column
 
 

@@ -69,6 +69,7 @@ class Cell:
     token_ids: list[int]
     speedup_vs_naive: float | None = None
     bytes_read: int = 0  # weights + K/V every step must read, summed (kvviz.wall)
+    decode_bytes_read: int = 0  # the same over the decode steps alone (prefill excluded)
     mean_kl: float | None = None  # approximate caches: quality against the first exact engine (kvviz.quality)
     top1_agreement: float | None = None
     first_divergence: int | None = None
@@ -79,6 +80,14 @@ class Cell:
         from kvviz.wall import achieved_gbps
 
         return achieved_gbps(self.bytes_read, self.total_ms)
+
+    @property
+    def decode_read_gbps(self) -> float:
+        """The decode steps' bandwidth alone: their bytes over their summed median step times (prefill, a
+        forward over the whole prompt, is left out: the issue's target is decode)."""
+        from kvviz.wall import achieved_gbps
+
+        return achieved_gbps(self.decode_bytes_read, sum(self.step_ms[1:]))
 
     @property
     def tokens_per_s(self) -> float:
@@ -336,7 +345,8 @@ def run(args) -> int:
                 bytes_written=sum(t.bytes_written for t in first),
                 bytes_gathered=sum(t.bytes_gathered for t in first),
                 peak_cache_bytes=max(t.cache_bytes for t in first),
-                token_ids=[t.token_id for t in first], bytes_read=bytes_read(wall, first))
+                token_ids=[t.token_id for t in first], bytes_read=bytes_read(wall, first),
+                decode_bytes_read=bytes_read(wall, first[1:]))
             for traces, _ in runs[key][1:]:  # repeats must agree with themselves too
                 if [t.token_id for t in traces] != row[key].token_ids:
                     identical = False
@@ -364,9 +374,15 @@ def run(args) -> int:
             quality_rows(model, exact[0], [k for k in engines if k not in exact_keys], prompt_ids, n, sampling,
                          row, opts)
     if probe is not None and probe.bursts:
-        print(f"read ceiling during the runs ({len(probe.bursts)} bursts, one before each run): fastest "
+        n_bursts = f"{len(probe.bursts)} burst{'s' if len(probe.bursts) != 1 else ''}"
+        print(f"read ceiling during the runs ({n_bursts}, one before each run): fastest "
               f"{max(probe.bursts):,.1f} GB/s, median {median_burst():,.1f}; 'of ceil' is each row against the "
               f"fastest burst of all ({fastest():,.1f}, the start's probe included), 'of med' against the median")
+    decoding = [c for c in cells if c.new_tokens > 1 and c.engine not in (OPENBLAS, NATIVE)]
+    if decoding:
+        print("decode steps alone (prefill left out), GB/s, of ceil / of med: " + "; ".join(
+            f"{c.engine} at {c.new_tokens} {c.decode_read_gbps:.2f} ({100 * c.decode_read_gbps / fastest():.0f}% / "
+            f"{100 * c.decode_read_gbps / median_burst():.0f}%)" for c in decoding))
     above = sorted({c.engine for c in cells if c.read_gbps > ceiling_of(c.engine)})
     if above:
         named = ", ".join(f"{k} ({ceiling_of(k):,.1f} GB/s)" for k in above)
@@ -432,6 +448,8 @@ def run(args) -> int:
                              bytes_written=c.bytes_written, bytes_gathered=c.bytes_gathered,
                              peak_cache_bytes=c.peak_cache_bytes, token_ids=c.token_ids,
                              tail_step_ms=c.tail_step_ms, bytes_read=c.bytes_read, read_gbps=c.read_gbps,
+                             decode_bytes_read=c.decode_bytes_read,
+                             decode_read_gbps=c.decode_read_gbps if c.new_tokens > 1 else None,
                              read_share=c.read_gbps / ceiling_of(c.engine),
                              read_share_of_median=(None if c.engine in (OPENBLAS, NATIVE)
                                                    else c.read_gbps / median_burst()),
