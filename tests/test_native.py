@@ -279,3 +279,19 @@ def test_the_bench_says_which_kernel_decoded_each_row_and_takes_torch_when_asked
         assert "window: torch's ops: a cache step.c does not read" in line
         assert ("static: each decode step one call of kvviz's C step (kvviz.native)" if kernel == "auto" else
                 "static: torch's ops (--kernel torch)") in line
+
+
+@needs_cc
+def test_an_unwritable_build_folder_is_one_line_and_the_engines_go_on_in_torch(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(native, "_LIB", None)
+    monkeypatch.setattr(native, "_WHY_NOT", {})
+    with pytest.raises(ValueError, match=r"^--blas native: could not build or load step\.c: \w+Error: ") as err:
+        native.load()
+    assert "\n" not in str(err.value)
+    model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
+    engine = make_engine("static", model)
+    assert engine.blas == "torch" and native.why_not(model, "static") == str(err.value)
+    assert len(_run(engine, n=5)) == 5  # the run itself goes on, on torch's ops

@@ -65,6 +65,25 @@ def load():
     cc = compiler()
     if cc is None:
         raise ValueError("--blas native needs a C compiler (cc or $CC), and none was found")
+    try:
+        lib = _build_and_open(cc)
+    except (OSError, subprocess.SubprocessError) as e:  # an unwritable cache, a hung compiler, a bad library
+        raise ValueError(f"--blas native: could not build or load {SOURCE.name}: "
+                         f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else e!r}") from None
+    P, I64 = ctypes.c_void_p, ctypes.c_int64
+    lib.kv_workspace_floats.argtypes = [P]
+    lib.kv_workspace_floats.restype = I64
+    lib.kv_decode.argtypes = [P, P, P, P, ctypes.c_float, I64, I64, P, I64, I64, P]
+    lib.kv_decode.restype = I64
+    lib.kv_gemv_best.argtypes = [P, ctypes.c_int, P, P, ctypes.c_int, ctypes.c_int, P, ctypes.c_int, ctypes.c_int]
+    lib.kv_gemv_best.restype = ctypes.c_double
+    _LIB = lib
+    return lib
+
+
+def _build_and_open(cc: str):
+    """step.c compiled into the cache folder (once per source, flags and CPU: a temporary name, then a
+    rename), opened with ctypes."""
     path = library_path(cc)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,16 +99,7 @@ def load():
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-    lib = ctypes.CDLL(str(path))
-    P, I64 = ctypes.c_void_p, ctypes.c_int64
-    lib.kv_workspace_floats.argtypes = [P]
-    lib.kv_workspace_floats.restype = I64
-    lib.kv_decode.argtypes = [P, P, P, P, ctypes.c_float, I64, I64, P, I64, I64, P]
-    lib.kv_decode.restype = I64
-    lib.kv_gemv_best.argtypes = [P, ctypes.c_int, P, P, ctypes.c_int, ctypes.c_int, P, ctypes.c_int, ctypes.c_int]
-    lib.kv_gemv_best.restype = ctypes.c_double
-    _LIB = lib
-    return lib
+    return ctypes.CDLL(str(path))
 
 
 def check_supported(model) -> None:
