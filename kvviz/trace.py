@@ -42,6 +42,20 @@ def _one_update_init(cls):
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     cls.__init__ = init
+    every = frozenset(names)
+
+    def of(values: dict):
+        """An instance from a dict that names every field, checked as __init__ checks it, without binding
+        some thirty keyword arguments: 0.5 us against 2-3 (an engine builds one a step, and a tiny model's
+        native decode step is 0.1 ms, held to 5% by `kvviz bench --reference`)."""
+        if values.keys() != every:
+            raise TypeError(f"{cls.__name__}: fields {sorted(every ^ values.keys())} missing or unknown")
+        obj = object.__new__(cls)
+        obj.__dict__.update(values)
+        obj.__post_init__()
+        return obj
+
+    cls.of = staticmethod(of)
     return cls
 
 

@@ -99,6 +99,7 @@ class Engine(ABC):
         greedy = sampling.greedy and forced_tokens is None  # a kernel's own argmax may stand for the pick
         device, memory = self.device, allocated_bytes  # None where the device reports no figure (a CPU)
         start, stop = timer.start, timer.stop
+        make = StepTrace.of
         for step in range(max_new_tokens):
             start()
             with _inference_mode():
@@ -119,14 +120,14 @@ class Engine(ABC):
             # The model returns fresh tensors each step, so numpy views of them are the trace's own:
             # no copy is needed beyond the device-to-host one (and a cast from bf16/fp16).
             weights = None if out.attn_weights is None else _to_numpy(out.attn_weights[0])  # (T_q, T_kv)
-            yield StepTrace(
-                run_id=run_id, engine=key, step=step, phase="prefill" if step == 0 else "decode",
-                token_id=token, token_text=token_text(token), pos_start=pos_start, pos_stop=pos_stop,
-                kv_projections=(pos_stop - pos_start) * n_layer, latency_ms=latency_ms,
-                mask_spec=out.mask if masks else None, attn_weights=weights,
-                weights_layer=trace.weights_layer if weights is not None else None,
-                weights_head=trace.weights_head if weights is not None else None,
-                logits=_to_numpy(out.logits[0]) if want_logits else None,
-                device_mem_bytes=memory(device),
-                **figures(),
-            )
+            record = {  # every field (StepTrace.of): no keyword binding in a step's own cost
+                "run_id": run_id, "engine": key, "step": step, "phase": "prefill" if step == 0 else "decode",
+                "token_id": token, "token_text": token_text(token), "pos_start": pos_start, "pos_stop": pos_stop,
+                "kv_projections": (pos_stop - pos_start) * n_layer, "latency_ms": latency_ms,
+                "mask_spec": out.mask if masks else None, "attn_weights": weights,
+                "weights_layer": trace.weights_layer if weights is not None else None,
+                "weights_head": trace.weights_head if weights is not None else None,
+                "logits": _to_numpy(out.logits[0]) if want_logits else None,
+                "device_mem_bytes": memory(device), "kl_to_exact": None, "top1_agrees": None}
+            record.update(figures())
+            yield make(record)
