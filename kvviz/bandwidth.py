@@ -205,6 +205,13 @@ def read_buffer_bytes(llc_bytes: int | None = None) -> int:
     return min(READ_MAX_BUFFER_BYTES, max(READ_MIN_BUFFER_BYTES, 4 * (llc or 0)))
 
 
+def _wall_seconds(fn) -> float:
+    """Seconds one call of `fn` takes on the host's clock (a CPU's probe bursts)."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def _gemv_bursts(torch, matrix, bursts: int, timer, warm: bool = True) -> tuple[list[float], str]:
     """Seconds of each of `bursts` products of one row against `matrix`, after a warm-up, in the faster of
     its two layouts: y = x W^T over the stored (rows, cols) matrix, and y = x W over the same bytes read as
@@ -250,12 +257,7 @@ def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
     rows = n // (4 * READ_COLUMNS)
     matrix = torch.full((rows, READ_COLUMNS), 1.0 / READ_COLUMNS, dtype=torch.float32)
     nbytes = matrix.numel() * 4
-
-    def timer(fn) -> float:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-
+    timer = _wall_seconds
     try:
         if threads != before:
             torch.set_num_threads(threads)
@@ -306,16 +308,11 @@ class ReadProbe:
         """GB/s of this burst's fastest product (torch's F.linear and the native step's, both layouts); kept."""
         import torch
 
-        def timer(fn) -> float:
-            t0 = time.perf_counter()
-            fn()
-            return time.perf_counter() - t0
-
         before = torch.get_num_threads()
         try:
             if self.threads != before:
                 torch.set_num_threads(self.threads)
-            times, _ = _gemv_bursts(torch, self.matrix, 1, timer, warm=False)
+            times, _ = _gemv_bursts(torch, self.matrix, 1, _wall_seconds, warm=False)
         finally:
             if torch.get_num_threads() != before:
                 torch.set_num_threads(before)

@@ -105,6 +105,13 @@ def _build_and_open(cc: str):
 def check_supported(model) -> None:
     """ValueError (one line) for a model the native step does not cover: off a CPU, not float32, GPT-2,
     or no C compiler. The engine and the bench both ask it before any run."""
+    _check_model(model)
+    load()
+
+
+def _check_model(model) -> None:
+    """What step.c computes: a float32 Llama-family model on a CPU, query heads a multiple of KV heads, an
+    even head size; ValueError (one line) otherwise."""
     from kvviz.kernels import check_cpu_llama
 
     check_cpu_llama(model, "native")
@@ -112,7 +119,6 @@ def check_supported(model) -> None:
     if cfg.n_head % cfg.n_kv_head or cfg.head_dim % 2:
         raise ValueError(f"--blas native needs query heads a multiple of KV heads and an even head size, "
                          f"not {cfg.n_head}/{cfg.n_kv_head} heads of {cfg.head_dim}")
-    load()
 
 
 _WHY_NOT: dict = {}  # the build's refusal, asked once per process (a failed build is not retried per engine)
@@ -125,13 +131,7 @@ def why_not(model, key: str) -> str | None:
     if key not in MODES:
         return f"the native step reads {', '.join(MODES)} caches, not {key!r}"
     try:
-        from kvviz.kernels import check_cpu_llama
-
-        check_cpu_llama(model, "native")
-        cfg = model.cfg
-        if cfg.n_head % cfg.n_kv_head or cfg.head_dim % 2:
-            return (f"the native step needs query heads a multiple of KV heads and an even head size, "
-                    f"not {cfg.n_head}/{cfg.n_kv_head} heads of {cfg.head_dim}")
+        _check_model(model)
     except ValueError as e:
         return str(e)
     return build_error()
