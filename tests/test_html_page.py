@@ -314,8 +314,12 @@ def test_a_canvas_that_gets_its_size_after_a_draw_is_drawn_again(browser, page):
     browser.press("ArrowLeft")  # drawn while hidden: its canvas measures 0
     assert browser.eval("document.querySelector('#panel-work_matrix canvas').width") == 1
     browser.eval("document.querySelector('#panel-work_matrix').style.display = ''")
-    browser.eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    assert browser.eval("document.querySelector('#panel-work_matrix canvas').width") > 100
+    # the ResizeObserver's redraw lands within a frame or two; a loaded headless browser can take a few more
+    # (two fixed frames failed once in a fresh-clone CI run): wait frame by frame, up to 3 s
+    width = browser.eval("new Promise(r => { const t0 = performance.now(); (function f() {"
+                         " const w = document.querySelector('#panel-work_matrix canvas').width;"
+                         " if (w > 100 || performance.now() - t0 > 3000) r(w); else requestAnimationFrame(f); })(); })")
+    assert width > 100
     image, _ = browser.screenshot()
     assert pixels(image, browser.rect("#panel-work_matrix canvas"), CELL["recomputed"]) > 1000
     browser.pump()
