@@ -257,11 +257,10 @@ def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
     rows = n // (4 * READ_COLUMNS)
     matrix = torch.full((rows, READ_COLUMNS), 1.0 / READ_COLUMNS, dtype=torch.float32)
     nbytes = matrix.numel() * 4
-    timer = _wall_seconds
     try:
         if threads != before:
             torch.set_num_threads(threads)
-        times, method = _gemv_bursts(torch, matrix, bursts, timer)
+        times, method = _gemv_bursts(torch, matrix, bursts, _wall_seconds)
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
@@ -283,7 +282,7 @@ def probe_read_cpu(threads: int | None = None, buffer_bytes: int | None = None,
     del matrix
     return ReadCeiling(device="cpu", read_gbps=nbytes / min(times) / 1e9, threads=threads, buffer_bytes=nbytes,
                        bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9, method=method,
-                       machine=machine_key(), measured_at=time.time(), version=READ_PROBE_VERSION)
+                       machine=machine_key(), measured_at=time.time())
 
 
 class ReadProbe:
@@ -349,7 +348,7 @@ def probe_read_cuda(device, buffer_bytes: int = CUDA_READ_BUFFER_BYTES, bursts: 
     return ReadCeiling(device=str(device), read_gbps=nbytes / min(times) / 1e9, threads=torch.get_num_threads(),
                        buffer_bytes=nbytes, bursts=bursts, median_gbps=nbytes / statistics.median(times) / 1e9,
                        method=method, peak_gbps=nominal_peak_gbps(props), machine=f"{machine_key()} | {props.name}",
-                       measured_at=time.time(), version=READ_PROBE_VERSION)
+                       measured_at=time.time())
 
 
 def _ceiling_from_entry(entry) -> ReadCeiling | None:

@@ -123,28 +123,29 @@ def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str 
     elif kernel not in ("auto", "torch"):
         raise ValueError(f"unknown kernel {kernel!r}; choose auto or torch")
 
+    def c_step(token: int, past: int, stop: int) -> int:  # the whole decode step in C, the cache rule around it
+        if rule == "paged":
+            while len(table) * block_size < stop:
+                table.append(free.pop())
+        elif rule == "concat":  # the history copied one row longer, as torch.cat([past, k]) does
+            for li in range(n_layer):
+                kbuf[li] = torch.cat((kbuf[li], slot), dim=2)
+                vbuf[li] = torch.cat((vbuf[li], slot), dim=2)
+            step_c.rebind()
+        logits, _, pick = step_c(token, past)  # the kernel's greedy pick, as the engine takes it
+        return int(logits[0].argmax()) if pick is None else pick
+
     def steps() -> Iterator[int]:  # a closure: the set-up above runs at the call, not at the first step
         past = 0
         for step in range(max_new_tokens):
-            with torch.inference_mode():
-                if rule == "naive":
-                    past = 0  # nothing kept: every position again
-                new = ids if step == 0 or rule == "naive" else ids[-1:]
-                T = len(new)
-                stop = past + T
-                if step_c is not None and step > 0:  # the whole decode step in C, the cache rule around it
-                    if rule == "paged":
-                        while len(table) * block_size < stop:
-                            table.append(free.pop())
-                    elif rule == "concat":  # the history copied one row longer, as torch.cat([past, k]) does
-                        for li in range(n_layer):
-                            kbuf[li] = torch.cat((kbuf[li], slot), dim=2)
-                            vbuf[li] = torch.cat((vbuf[li], slot), dim=2)
-                        step_c.rebind()
-                    logits, _, token = step_c(new[0], past)  # the kernel's greedy pick, as the engine takes it
-                    if token is None:
-                        token = int(logits[0].argmax())
+            if rule == "naive":
+                past = 0  # nothing kept: every position again
+            new = ids if step == 0 or rule == "naive" else ids[-1:]
+            T = len(new)
+            stop = past + T
             if step_c is not None and step > 0:
+                with torch.inference_mode():
+                    token = c_step(new[0], past, stop)
                 ids.append(token)
                 past = stop
                 yield token

@@ -104,7 +104,8 @@ class Engine(ABC):
             start()
             with _inference_mode():
                 out, pos_start = forward(ids, step, trace)
-                if greedy and out.greedy is not None:  # the native step's: torch.argmax's index, finite
+                kernel_pick = greedy and out.greedy is not None  # the native step's: torch.argmax's, finite
+                if kernel_pick:
                     token = out.greedy
                 elif forced_tokens is None:
                     token = pick(out.logits[0])
@@ -113,7 +114,7 @@ class Engine(ABC):
                 else:
                     raise ValueError(f"step {step}: only {len(forced_tokens)} forced tokens given")
             latency_ms = stop()
-            if forced_tokens is None and not (greedy and out.greedy is not None):
+            if forced_tokens is None and not kernel_pick:
                 check_picked(out.logits[0], token)  # NaN/Inf logits stop the run (kvviz.sampling)
             pos_stop = len(ids)
             ids.append(token)

@@ -1,16 +1,18 @@
-"""The native decode step: a whole `static` decode step as one C call (step.c), an option beside torch's.
+"""The native decode step: a whole concat, static or paged decode step as one C call (step.c), the exact
+cached engines' default on a CPU in float32 (kvviz.engines.cached, blas="auto"; blas="torch" refuses it).
 
 A decode step of a model like `wide` is some hundred small ops: each projection a 1-6 MiB matrix that torch
 reads below the read ceiling, each op a Python dispatch and a thread-pool wake-up. step.c runs the step in
 one OpenMP parallel region at the run's thread count: every matrix split into contiguous row ranges, one
-sequential read per thread, a barrier between stages, no allocation. `make_engine("static", model,
-blas="native")` decodes so, a traced head's attention weights included (prefill stays in torch);
-`kvviz bench --blas native` runs it beside the default (row `static+native`), and `read_ceiling_native`
-probes what its own matrix-vector product reads over the probe's buffer.
+sequential read per thread, a barrier between stages, no allocation. The engines decode so, a traced head's
+attention weights and the greedy pick included (prefill stays in torch); `why_not` says where it does not
+apply; `kvviz bench --blas native` adds a `static+native` row that asks for it; `gemv_seconds` and
+`read_ceiling_native` time its own matrix-vector product over the read probe's matrix (kvviz.bandwidth).
 
 The C file is compiled at first use with the system's C compiler (`$CC`, else `cc`; `-O3 -march=native
 -fopenmp`) into ~/.cache/kvviz/native/, named by a hash of the source, the flags and the CPU, written to a
-temporary name and renamed. Where there is no compiler the option is refused in one line. CPU float32,
+temporary name and renamed. Where there is no compiler, or the build fails, asking for it is refused in one
+line and the default engines run on torch's ops. CPU float32,
 Llama-family models only (not GPT-2). The numbers differ from torch's by a rounding (sums in another
 order); the tests hold the tokens and the logits to the torch path's. No Qt.
 """
@@ -26,8 +28,7 @@ import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("step.c")
-# -fno-math-errno: expf may be vectorised (glibc's libmvec), as nothing here reads errno
-FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-shared", "-fPIC")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
 ROW = "static+native"  # the bench's row for it, which `kvviz memory --measured` reads back
 _LIB = None
 
@@ -129,7 +130,7 @@ def why_not(model, key: str) -> str | None:
     Llama-family model on a CPU, a C compiler that built step.c); else the one-line reason. Never raises:
     the engines ask it to choose their default kernel ("auto")."""
     if key not in MODES:
-        return f"the native step reads {', '.join(MODES)} caches, not {key!r}"
+        return _not_read(key)
     try:
         _check_model(model)
     except ValueError as e:
@@ -158,6 +159,11 @@ def _vector(v, keep: list) -> int:
 
 
 MODES = {"static": 0, "concat": 1, "paged": 2}  # the cache rules step.c reads in place (its I_MODE)
+P_NPTR, P_K, P_V = 11, 9, 10  # step.c's per-layer pointers: how many, and where K and V are
+
+
+def _not_read(key: str) -> str:
+    return f"the native step reads {', '.join(MODES)} caches, not {key!r}"
 
 
 class NativeStep:
@@ -181,8 +187,8 @@ class NativeStep:
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         if mode not in MODES:
-            raise ValueError(f"the native step reads {', '.join(MODES)} caches, not {mode!r}")
-        check_supported(model)
+            raise ValueError(_not_read(mode))
+        check_supported(model)  # it loads the build
         lib = self._lib = load()
         cfg = model.cfg
         device = next(model.parameters()).device
@@ -193,7 +199,7 @@ class NativeStep:
         C, F, L = cfg.d_model, plan.layers[0].gate_up.shape[0] // 2, len(plan.layers)
         V = plan.head.shape[0]
         head_ptr, head_cm = _matrix(plan.head, keep)
-        self.V, self.mode, self.L = V, mode, L
+        self.V, self.L = V, L
         ints = [C, H, KV, D, F, V, L, max_len, threads, int(plan.layers[0].qkv_bias is not None),
                 int(plan.layers[0].q_norm is not None), head_cm, MODES[mode], block_size]
         self._ip = np.array(ints, dtype=np.int64)
@@ -242,7 +248,7 @@ class NativeStep:
             return cls(model, threads, mode="paged", k=cache.k_pool, v=cache.v_pool, max_len=cache.max_len,
                        table=cache.table, block_size=cache.block_size)
         if cache.key not in MODES:
-            raise ValueError(f"the native step reads {', '.join(MODES)} caches, not {cache.key!r}")
+            raise ValueError(_not_read(cache.key))
         return cls(model, threads, mode=cache.key, k=cache.k, v=cache.v, max_len=cache.max_len)
 
     def rebind(self) -> None:
@@ -270,9 +276,6 @@ class NativeStep:
         best = self._lib.kv_decode(*self._args, self._eps, token, pos, logits.data_ptr(), weights_layer,
                                    weights_head, weights.data_ptr())
         return logits, weights, (best if best >= 0 else None)
-
-
-P_NPTR, P_K, P_V = 11, 9, 10  # step.c's per-layer pointers: how many, and where K and V are
 
 
 def build_error() -> str | None:

@@ -1,7 +1,8 @@
-/* kvviz's native decode step: one token through a Llama-family model with a static KV cache, in C.
+/* kvviz's native decode step: one token through a Llama-family model with a static, concat or paged KV
+ * cache, in C.
  *
  * The same computation as kvviz.models.transformer.Transformer.forward for one new token (T = 1) with
- * kvviz.caches.static.StaticCache, float32 on a CPU: RMSNorm, the fused QKV projection (+ bias), the
+ * kvviz.caches' exact caches (the layouts: I_MODE below), float32 on a CPU: RMSNorm, the fused QKV projection (+ bias), the
  * q/k norms (Qwen3), RoPE from the model's own tables, the new K/V written into the cache's own tensors
  * at `pos`, attention over positions 0..pos, the output projection, RMSNorm, SwiGLU, the final norm and
  * the head. Only the rounding differs (sums in another order).
