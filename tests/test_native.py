@@ -36,8 +36,11 @@ finally:
 needs_cc = pytest.mark.skipif(WHY_NOT is not None, reason=f"kvviz/native/step.c cannot be built here: {WHY_NOT}")
 
 # Every feature the C step covers: grouped-query heads, a QKV bias, q/k norms (Qwen3), an untied head, a
-# width (96) not a multiple of the kernel's row blocks, llama3 rope scaling
+# width (96) not a multiple of the kernel's row blocks, llama3 rope scaling, and widths below and between
+# its 16-float vectors (heads of 10, a hidden width of 40, an MLP of 52: the scalar tails of every sum)
 CONFIGS = {
+    "odd-widths": ModelConfig(name="e", d_model=40, n_layer=2, n_head=4, n_kv_head=2, head_dim=10, d_ff=52,
+                              vocab_size=83, max_seq_len=256, tie_embeddings=False),
     "gqa-bias": ModelConfig(name="a", d_model=96, n_layer=2, n_head=6, n_kv_head=2, head_dim=16, d_ff=200,
                             vocab_size=97, max_seq_len=256, tie_embeddings=False, qkv_bias=True),
     "qwen3": ModelConfig(name="b", arch="qwen3", d_model=64, n_layer=3, n_head=4, n_kv_head=2, head_dim=32,
@@ -295,3 +298,32 @@ def test_an_unwritable_build_folder_is_one_line_and_the_engines_go_on_in_torch(t
     engine = make_engine("static", model)
     assert engine.blas == "torch" and native.why_not(model, "static") == str(err.value)
     assert len(_run(engine, n=5)) == 5  # the run itself goes on, on torch's ops
+
+
+@needs_cc
+def test_the_bench_times_the_step_beside_the_probe_in_turns(tmp_path, capsys):
+    import json
+
+    from kvviz.cli import main
+    from kvviz.models.presets import preset_config
+    from kvviz.wall import WallShape
+
+    out = tmp_path / "beside.json"
+    assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "5", "--engines", "concat,static,paged",
+                 "--repeat", "1", "--threads", "1", "--beside", "4", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    rows = {b["engine"]: b for b in doc["beside"]}
+    assert sorted(rows) == ["paged", "static"]  # concat's copy is torch.cat, outside the C step
+    wall = WallShape.from_config(preset_config("tiny"), "float32")
+    for b in rows.values():
+        assert b["position"] == doc["prompt_tokens"] + 5 - 1  # the step after the run's last
+        assert b["step_bytes"] == wall.decode(b["position"] + 1).total_bytes
+        assert b["steps"] == 4 and b["probe_layout"] in ("row-major", "column-major")
+        assert b["step_ms"] > 0 and b["probe_gbps"] > 0
+        assert abs(b["step_gbps"] - b["step_bytes"] / b["step_ms"] / 1e6) < 1e-6 * b["step_gbps"]
+        assert abs(b["share"] - b["step_gbps"] / b["probe_gbps"]) < 1e-9
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("side by side"))
+    assert "static's decode step at position" in line and "paged's decode step" in line
+    assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "3", "--engines", "static",
+                 "--repeat", "1", "--threads", "1", "--beside", "2", "--kernel", "torch"]) == 0
+    assert "--beside: no static or paged row decodes on the native step" in capsys.readouterr().err

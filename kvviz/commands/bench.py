@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from kvviz.format import fmt_bytes
 from kvviz.kernels import ROW as OPENBLAS_ROW
 from kvviz.native import ROW as NATIVE_ROW
-from kvviz.options import add_output, add_repeat, add_run_options, add_tokens, check_against_model, check_cache_settings
+from kvviz.options import (
+    add_output,
+    add_repeat,
+    add_run_options,
+    add_tokens,
+    bounded,
+    check_against_model,
+    check_cache_settings,
+)
 
 GRAPH = "static+graph"  # --cuda-graph's row: kvviz.engines.graph, the static engine replayed from a CUDA graph
 COMPILED = "static+compiled"  # --compile's row: the same static-shape step compiled by torch.compile
@@ -51,6 +59,10 @@ def configure(parser) -> None:
                              f"step as one call of kvviz's C kernel (kvviz.native, compiled at first use), as "
                              f"engine {NATIVE!r}; beside static (added if not named), same tokens checked, and "
                              f"print that kernel's own read ceiling; CPU float32 only")
+    parser.add_argument("--beside", type=bounded("beside"), default=0, metavar="STEPS",
+                        help="CPU, the native step: after the runs, STEPS decode steps of each static and paged "
+                             "row after its last one, in turns with as many products of the read probe, and the "
+                             "step's read speed as a share of the probe's in the same seconds (medians; 0: off)")
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -148,6 +160,52 @@ def run_once(model, key, prompt_ids, n, sampling, trace, block_size, kernel="aut
     traces = list(engine.generate(prompt_ids, n, sampling, trace))
     wall_ms = (time.perf_counter() - t0) * 1000.0
     return traces, wall_ms
+
+
+BESIDE = ("static", "paged")  # the rows --beside times: their whole decode step is the C call (concat's copy is not)
+
+
+def beside_probe(model, keys, prompt_ids, n: int, steps: int, probe, wall, block_size: int) -> list[dict]:
+    """The decode step against the read probe in the same seconds: for each of `keys` (static, paged) whose
+    decode steps run on kvviz.native, a run of `n` tokens, then `steps` timed repeats of the step after its
+    last one (position prompt + n - 1, the K/V of every earlier position read; nothing committed) and as
+    many products of the probe's matrix in each of the native kernel's two layouts, in turns of three steps
+    and three products a layout. The first of each three is not timed: it follows the other kind, where a
+    step in a run follows a step (and a product a product), each finding what the one before left in the
+    last-level cache. Medians of both, and the step's share of the faster layout's: a ratio of two figures
+    taken side by side, which the machine's drift (a burst before each run can miss the run's minutes by 30%)
+    does not reach."""
+    from kvviz import native
+    from kvviz.config import TraceOptions
+    from kvviz.engines import make_engine
+
+    rows = []
+    for key in keys:
+        if key not in BESIDE or native.why_not(model, key) is not None:
+            continue
+        engine = make_engine(key, model, block_size=block_size)
+        traces = list(engine.generate(prompt_ids, n, trace=TraceOptions(masks=False)))
+        cache, step = engine.cache, engine.native
+        cache.reserve(1)  # the next position's slot (paged: its block); never committed
+        pos, token = cache.seq_len, traces[-1].token_id
+        nbytes = wall.decode(pos + 1).total_bytes
+        step_s: list[float] = []
+        layouts: dict[str, list[float]] = {}
+        for _ in range(-(-steps // 2)):  # turns of three, the last two of each timed
+            for i in range(3):
+                t0 = time.perf_counter()
+                step(token, pos)
+                if i:
+                    step_s.append(time.perf_counter() - t0)
+            for name, secs in native.gemv_seconds(probe.matrix, probe.threads, 3, warm=False).items():
+                layouts.setdefault(name, []).extend(probe.nbytes / t / 1e9 for t in secs[1:])
+        layout = max(layouts, key=lambda k: statistics.median(layouts[k]))
+        step_gbps = nbytes / statistics.median(step_s) / 1e9
+        probe_gbps = statistics.median(layouts[layout])
+        rows.append(dict(engine=key, position=pos, steps=len(step_s), step_bytes=nbytes,
+                         step_ms=1000 * statistics.median(step_s), step_gbps=step_gbps, probe_layout=layout,
+                         probe_gbps=probe_gbps, share=step_gbps / probe_gbps))
+    return rows
 
 
 def step_kernels(model, engines, kernel: str) -> dict[str, str]:
@@ -383,6 +441,19 @@ def run(args) -> int:
         print("decode steps alone (prefill left out), GB/s, of ceil / of med: " + "; ".join(
             f"{c.engine} at {c.new_tokens} {c.decode_read_gbps:.2f} ({100 * c.decode_read_gbps / fastest():.0f}% / "
             f"{100 * c.decode_read_gbps / median_burst():.0f}%)" for c in decoding))
+    beside = []
+    if args.beside:
+        keys = [k for k in engines if k in BESIDE and step_kernels(model, [k], args.kernel)[k] == "native"]
+        if probe is None or not keys:
+            print("--beside: no static or paged row decodes on the native step here (CPU float32, the default "
+                  "kernel)", file=sys.stderr)
+        else:
+            n = max(args.tokens)
+            beside = beside_probe(model, keys, prompt_ids, n, args.beside, probe, wall, args.block_size)
+            print(f"side by side ({beside[0]['steps']} steps and products, in turns, medians): " + "; ".join(
+                f"{b['engine']}'s decode step at position {b['position']} {b['step_ms']:.3f} ms, "
+                f"{b['step_gbps']:.2f} GB/s, beside the probe's product ({b['probe_layout']}) "
+                f"{b['probe_gbps']:.2f} GB/s: {100 * b['share']:.0f}%" for b in beside))
     above = sorted({c.engine for c in cells if c.read_gbps > ceiling_of(c.engine)})
     if above:
         named = ", ".join(f"{k} ({ceiling_of(k):,.1f} GB/s)" for k in above)
@@ -432,6 +503,7 @@ def run(args) -> int:
             "identical": identical, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
             "threads": torch.get_num_threads(), "prompt": args.prompt, "prompt_tokens": len(prompt_ids),
             "repeat": args.repeat, "trace": args.trace, "trace_overhead": overhead, "reference": reference,
+            "beside": beside,
             "cuda_graph": args.cuda_graph, "compile": args.compile, "blas": args.blas, "kernel": args.kernel,
             "step_kernels": step_kernels(model, engines, args.kernel),
             "openblas_read_gbps": openblas_gbps, "native_read_gbps": native_gbps,

@@ -11,13 +11,16 @@
  * like `wide` (1-6 MiB each) well below the read ceiling, with a Python dispatch and a thread-pool wake-up
  * around each of some 100 ops. Here the whole step is one call and one OpenMP parallel region: the threads
  * split every matrix into contiguous row ranges (each thread's read is one sequential stream) and meet at a
- * barrier between the step's stages. No allocation: the caller passes a workspace.
+ * barrier between the step's stages. No allocation: the caller passes a workspace. The sums are written on
+ * 16-float vectors (GCC/Clang vector extensions), the softmax's and SwiGLU's e^x too: the compiler's own
+ * `omp simd` reductions and libm's expf left a fifth of the small matrices' and of attention's read speed.
  *
  * Built at first use by kvviz.native (cc -O3 -march=native -fopenmp), loaded with ctypes. No Python here.
  */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <omp.h>
 
 /* ints: the layout of `ip` */
@@ -46,33 +49,148 @@ static void split(int n, int grain, int t, int nt, int* lo, int* hi) {
     *hi = MIN(n, c1 * grain);
 }
 
-/* y[o] (+)= W[o, :] . x over rows [o0, o1) of a row-major (out, in) matrix */
+/* Sixteen floats as one vector (GCC/Clang vector extensions: one AVX-512 register here, two AVX2 ones or
+ * four SSE ones elsewhere), and its sum as a tree of halves. The horizontal sums matter: a dot product
+ * over 512 floats written as `omp simd reduction` ends in sixteen dependent scalar adds, which cost the
+ * wide model's (out, 512) matrices a fifth of their read speed (docs/benchmarks.md, issue 26). */
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
+typedef int32_t v16i __attribute__((vector_size(64))); /* a comparison's mask, an exponent's bits */
+
+static inline v16 load16(const float* p) {
+    v16 v;
+    memcpy(&v, p, sizeof v); /* an unaligned load */
+    return v;
+}
+
+static inline float hsum16(v16 v) {
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+    v8 s8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+            __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    v4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+#else
+    return ((v[0] + v[8]) + (v[4] + v[12])) + ((v[1] + v[9]) + (v[5] + v[13])) +
+           (((v[2] + v[10]) + (v[6] + v[14])) + ((v[3] + v[11]) + (v[7] + v[15])));
+#endif
+}
+
+static inline void store16(float* p, v16 v) { memcpy(p, &v, sizeof v); }
+
+/* m ? a : b, lane by lane */
+static inline v16 select16(v16i m, v16 a, v16 b) { return (v16)(((v16i)a & m) | ((v16i)b & ~m)); }
+
+/* e^x, sixteen at a time: Cephes' expf (x = n ln 2 + r, a degree-6 polynomial in r, 2^n put into the
+ * exponent bits), relative error ~1e-7 (within a float rounding of expf). x is held to [-87, 88], where
+ * 2^n is a normal float: below, e^x < 2e-38 comes out as ~1.6e-38; a NaN stays a NaN. libm's expf is
+ * a call per value, which made the softmax a fifth of attention's time at 1,000 positions. */
+static inline v16 exp16(v16 x) {
+    const v16 zero = {0}, lo = zero - 87.0f, hi = zero + 88.0f;
+    x = select16(x < lo, lo, x);
+    x = select16(x > hi, hi, x);
+    const v16 magic = zero + 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    v16 n = (x * 1.44269504088896341f + magic) - magic;
+    v16 r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    v16 r2 = r * r;
+    v16 y = 1.9875691500e-4f * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * r2 + r + 1.0f;
+    v16i e = (__builtin_convertvector(n, v16i) + 127) << 23;
+    return y * (v16)e;
+}
+
+/* the largest of s[0..n) (NaNs passed over, as `s > mx` does); -inf for n = 0 */
+static float max_of(const float* restrict s, int n) {
+    float mx = -INFINITY;
+    int p = 0;
+    if (n >= 16) {
+        v16 m = load16(s);
+        for (p = 16; p + 16 <= n; p += 16) {
+            v16 v = load16(s + p);
+            m = select16(v > m, v, m);
+        }
+        for (int i = 0; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
+    }
+    for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
+    return mx;
+}
+
+/* s[p] = e^(s[p] - mx) for p < n; returns their sum */
+static float exp_shifted(float* restrict s, int n, float mx) {
+    int p = 0;
+    float sum = 0.f;
+    if (n >= 16) {
+        v16 acc = {0};
+        for (; p + 16 <= n; p += 16) {
+            v16 e = exp16(load16(s + p) - mx);
+            store16(s + p, e);
+            acc += e;
+        }
+        sum = hsum16(acc);
+    }
+    for (; p < n; p++) {
+        s[p] = expf(s[p] - mx);
+        sum += s[p];
+    }
+    return sum;
+}
+
+/* h[j] = silu(g[j]) * u[j] = g / (1 + e^-g) * u over j in [lo, hi) */
+static void swiglu(const float* restrict g, const float* restrict u, float* restrict h, int lo, int hi) {
+    int j = lo;
+    for (; j + 16 <= hi; j += 16) {
+        v16 gv = load16(g + j);
+        store16(h + j, gv / (1.0f + exp16(-gv)) * load16(u + j));
+    }
+    for (; j < hi; j++) h[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
+}
+
+/* x . w over n floats */
+static inline float dot(const float* restrict x, const float* restrict w, int n) {
+    int k = 0;
+    float s = 0.f;
+    if (n >= 16) {
+        v16 a = load16(x) * load16(w);
+        for (k = 16; k + 16 <= n; k += 16) a += load16(x + k) * load16(w + k);
+        s = hsum16(a);
+    }
+    for (; k < n; k++) s += x[k] * w[k];
+    return s;
+}
+
+/* y[o] (+)= W[o, :] . x over rows [o0, o1) of a row-major (out, in) matrix, four rows a pass */
 static void rows_rm(const float* restrict W, const float* restrict x, float* restrict y, int in, int o0, int o1,
                     const float* bias, int accum) {
     int o = o0;
+    const int vin = in / 16 * 16;
     for (; o + 4 <= o1; o += 4) {
         const float *w0 = W + (size_t)o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
-        float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-        for (int k = 0; k < in; k++) {
-            float xk = x[k];
-            s0 += w0[k] * xk;
-            s1 += w1[k] * xk;
-            s2 += w2[k] * xk;
-            s3 += w3[k] * xk;
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int k = 0; k < vin; k += 16) {
+            v16 xk = load16(x + k);
+            a0 += load16(w0 + k) * xk;
+            a1 += load16(w1 + k) * xk;
+            a2 += load16(w2 + k) * xk;
+            a3 += load16(w3 + k) * xk;
         }
-        float s[4] = {s0, s1, s2, s3};
+        float s[4] = {hsum16(a0), hsum16(a1), hsum16(a2), hsum16(a3)};
+        for (int k = vin; k < in; k++) {
+            s[0] += w0[k] * x[k];
+            s[1] += w1[k] * x[k];
+            s[2] += w2[k] * x[k];
+            s[3] += w3[k] * x[k];
+        }
         for (int r = 0; r < 4; r++) {
             float v = s[r] + (bias ? bias[o + r] : 0.f);
             y[o + r] = accum ? y[o + r] + v : v;
         }
     }
     for (; o < o1; o++) {
-        const float* w0 = W + (size_t)o * in;
-        float s0 = 0.f;
-#pragma omp simd reduction(+ : s0)
-        for (int k = 0; k < in; k++) s0 += w0[k] * x[k];
-        float v = s0 + (bias ? bias[o] : 0.f);
+        float v = dot(W + (size_t)o * in, x, in) + (bias ? bias[o] : 0.f);
         y[o] = accum ? y[o] + v : v;
     }
 }
@@ -123,6 +241,15 @@ static void gemv(const float* W, int cm, const float* x, float* y, int in, int o
 #pragma omp barrier
 }
 
+/* Attention reads each head's K rows, then its V rows, as short streams (256 B a row, 100-300 KB a head at
+ * 400-1,000 positions) that the hardware's prefetcher starts late: asking for the row AHEAD positions on
+ * made the wide model's whole step 5-9% faster at 1,000 positions, one thread (docs/benchmarks.md). */
+#define AHEAD 16
+
+static inline void prefetch_row(const float* row, int D) {
+    for (int d = 0; d < D; d += 16) __builtin_prefetch(row + d); /* a 64-byte line each */
+}
+
 /* o[:] = sum over p < n of w[p] * V[p, :], V's rows `stride` floats apart, four rows at a time (o is read
  * and written once for four rows) */
 static void axpys(const float* restrict V, size_t stride, const float* restrict w, int D, int n,
@@ -131,6 +258,7 @@ static void axpys(const float* restrict V, size_t stride, const float* restrict 
     int p = 0;
     for (; p + 4 <= n; p += 4) {
         const float *v0 = V + (size_t)p * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
+        for (int r = p + AHEAD; r < p + AHEAD + 4 && r < n; r++) prefetch_row(V + (size_t)r * stride, D);
         const float a0 = w[p], a1 = w[p + 1], a2 = w[p + 2], a3 = w[p + 3];
 #pragma omp simd
         for (int d = 0; d < D; d++) o[d] += a0 * v0[d] + a1 * v1[d] + a2 * v2[d] + a3 * v3[d];
@@ -144,7 +272,7 @@ static void axpys(const float* restrict V, size_t stride, const float* restrict 
 }
 
 /* out = x * rsqrt(mean(x^2) + eps) * w, n values */
-static void rmsnorm(const float* restrict x, const float* restrict w, float* restrict out, int n, float eps) {
+static void rmsnorm(const float* x, const float* restrict w, float* out, int n, float eps) { /* in place too */
     float ss = 0.f;
 #pragma omp simd reduction(+ : ss)
     for (int i = 0; i < n; i++) ss += x[i] * x[i];
@@ -267,19 +395,11 @@ int64_t kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* c
                 const float* Vv = vb + (size_t)g * gstride;
                 float* s = scores + (size_t)h * TMAX;
                 for (int p = 0; p < n; p++) {
-                    const float* kr = K + (size_t)p * pstride;
-                    float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-                    for (int d = 0; d < D; d++) dot += q[d] * kr[d];
-                    s[p] = dot * scale;
+                    if (p + AHEAD < n) prefetch_row(K + (size_t)(p + AHEAD) * pstride, D);
+                    s[p] = dot(q, K + (size_t)p * pstride, D) * scale;
                 }
-                float mx = -INFINITY;
-                for (int p = 0; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-                float sum = 0.f;
-                for (int p = 0; p < n; p++) {
-                    s[p] = expf(s[p] - mx);
-                    sum += s[p];
-                }
+                for (int p = 0; p < AHEAD && p < n; p++) prefetch_row(Vv + (size_t)p * pstride, D); /* V's start */
+                const float sum = exp_shifted(s, n, max_of(s, n));
                 float* o = att + (size_t)h * D;
                 axpys(Vv, pstride, s, D, n, o);
                 const float inv = 1.0f / sum;
@@ -293,10 +413,7 @@ int64_t kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* c
             rmsnorm(x, (const float*)P[P_LN2], xn, C, eps);
             gemv((const float*)P[P_GU], (int)cm[2], xn, gu, C, 2 * F, NULL, 0, part, t, nt);
             split(F, 16, t, nt, &lo, &hi);
-            for (int j = lo; j < hi; j++) {
-                float g = gu[j];
-                hid[j] = g / (1.0f + expf(-g)) * gu[F + j];
-            }
+            swiglu(gu, gu + F, hid, lo, hi);
 #pragma omp barrier
             gemv((const float*)P[P_DOWN], (int)cm[3], hid, x, F, C, NULL, 1, part, t, nt);
         }
