@@ -63,7 +63,7 @@ BOUNDS: dict[str, Bound] = {
     "threads": Bound(1, 4 * CPU_COUNT, why=f"four per core of this machine's {CPU_COUNT}"),
     "block_size": Bound(1, BLOCK_SIZE_MAX, why="and no more than the model's context"),
     "repeat": Bound(1, 1000),
-    "beside": Bound(0, 100_000, why="decode steps, each beside one product of the read probe; 0 is off"),
+    "beside": Bound(0, 100_000, why="decode steps timed in turns with the read probe's products; 0 is off"),
     "batch_size": Bound(1, 4096),
     "blocks": Bound(1, 1 << 20, why="blocks in kvviz serve's pool"),  # kvviz.serving
     "token_budget": Bound(1, 1_000_000, why="and no smaller than one block"),

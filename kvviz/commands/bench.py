@@ -166,8 +166,8 @@ BESIDE = ("static", "paged")  # the rows --beside times: their whole decode step
 
 
 def beside_probe(model, keys, prompt_ids, n: int, steps: int, probe, wall, block_size: int) -> list[dict]:
-    """The decode step against the read probe in the same seconds: for each of `keys` (static, paged) whose
-    decode steps run on kvviz.native, a run of `n` tokens, then `steps` timed repeats of the step after its
+    """The decode step against the read probe in the same seconds: for each of `keys` (static or paged rows
+    whose decode steps run on kvviz.native), a run of `n` tokens, then `steps` timed repeats of the step after its
     last one (position prompt + n - 1, the K/V of every earlier position read; nothing committed) and as
     many products of the probe's matrix in each of the native kernel's two layouts, in turns of three steps
     and three products a layout. The first of each three is not timed: it follows the other kind, where a
@@ -180,9 +180,7 @@ def beside_probe(model, keys, prompt_ids, n: int, steps: int, probe, wall, block
     from kvviz.engines import make_engine
 
     rows = []
-    for key in keys:
-        if key not in BESIDE or native.why_not(model, key) is not None:
-            continue
+    for key in keys:  # the caller's: rows in BESIDE that decode on the native step (step_kernels)
         engine = make_engine(key, model, block_size=block_size)
         traces = list(engine.generate(prompt_ids, n, trace=TraceOptions(masks=False)))
         cache, step = engine.cache, engine.native
