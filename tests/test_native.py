@@ -37,7 +37,8 @@ needs_cc = pytest.mark.skipif(WHY_NOT is not None, reason=f"kvviz/native/step.c 
 
 # Every feature the C step covers: grouped-query heads, a QKV bias, q/k norms (Qwen3), an untied head, a
 # width (96) not a multiple of the kernel's row blocks, llama3 rope scaling, and widths below and between
-# its 16-float vectors (heads of 10, a hidden width of 40, an MLP of 52: the scalar tails of every sum)
+# its vectors of 16, 8 or 4 floats (heads of 10, a hidden width of 40, an MLP of 52: the scalar tails of
+# every sum at 16, of the heads' and the MLP's at 8 and 4)
 CONFIGS = {
     "odd-widths": ModelConfig(name="e", d_model=40, n_layer=2, n_head=4, n_kv_head=2, head_dim=10, d_ff=52,
                               vocab_size=83, max_seq_len=256, tie_embeddings=False),
@@ -280,7 +281,8 @@ def test_the_bench_says_which_kernel_decoded_each_row_and_takes_torch_when_asked
         line = next(ln for ln in text.splitlines() if ln.startswith("decode kernel: "))
         assert "naive: torch's ops: no cache, every step a whole-sequence forward" in line
         assert "window: torch's ops: a cache step.c does not read" in line
-        assert ("static: each decode step one call of kvviz's C step (kvviz.native)" if kernel == "auto" else
+        assert (f"static: each decode step one call of kvviz's C step (kvviz.native, vectors of "
+                f"{native.vector_floats()} floats)" if kernel == "auto" else
                 "static: torch's ops (--kernel torch)") in line
 
 
@@ -327,3 +329,47 @@ def test_the_bench_times_the_step_beside_the_probe_in_turns(tmp_path, capsys):
     assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "3", "--engines", "static",
                  "--repeat", "1", "--threads", "1", "--beside", "2", "--kernel", "torch"]) == 0
     assert "--beside: no static or paged row decodes on the native step" in capsys.readouterr().err
+
+
+def _cpu_has(flag: str) -> bool:
+    line = next((ln for ln in open("/proc/cpuinfo").read().splitlines() if ln.startswith("flags")), "")
+    return flag in line.split()
+
+
+X86_GCC = pytest.mark.skipif(
+    not (os.path.exists("/proc/cpuinfo") and _cpu_has("sse2") and native.compiler()
+         and os.path.basename(native.compiler()) in ("cc", "gcc", "clang")),
+    reason="the narrower builds need gcc or clang on an x86-64 Linux CPU")
+
+
+@needs_cc
+def test_the_build_sums_on_vectors_of_the_cpus_own_width():
+    # GCC keeps a vector wider than the CPU's registers in memory: step.c's 16-float vectors on an AVX2 CPU
+    # read the row-major matrices at 0.58 of the column-major ones (docs/benchmarks.md, issue 26)
+    if not os.path.exists("/proc/cpuinfo"):
+        pytest.skip("no /proc/cpuinfo to read the CPU's vector width from")
+    want = 16 if _cpu_has("avx512f") else 8 if _cpu_has("avx") else 4
+    if not (_cpu_has("sse2") or _cpu_has("avx")):
+        pytest.skip("not an x86 CPU")
+    assert native.vector_floats() == want
+
+
+@needs_cc
+@X86_GCC
+@pytest.mark.parametrize("extra, width", [(("-mno-avx512f",), None), (("-mno-avx",), 4)])
+def test_a_narrower_build_gives_the_same_tokens_and_logits_as_torch(extra, width, tmp_path, monkeypatch):
+    # every width's code runs here, whatever this CPU's own is: a build told not to use AVX-512 (8 floats on
+    # an AVX CPU) and one told not to use AVX at all (SSE, 4 floats), each against torch's path
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(native, "FLAGS", native.FLAGS + extra)
+    monkeypatch.setattr(native, "_LIB", None)
+    assert native.vector_floats() == (width or (8 if _cpu_has("avx") else 4))
+    for name in ("odd-widths", "qwen3"):
+        model = Transformer(CONFIGS[name]).init_weights(11)
+        for key in ("static", "paged"):
+            ref = _run(make_engine(key, model, blas="torch", block_size=4))
+            engine = make_engine(key, model, block_size=4)
+            got = _run(engine)
+            assert engine.blas == "native"
+            assert [t.token_id for t in got] == [t.token_id for t in ref]
+            np.testing.assert_allclose(got[-1].logits, ref[-1].logits, rtol=0, atol=1e-4)

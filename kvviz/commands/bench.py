@@ -222,7 +222,8 @@ def kernel_line(model, engines, kernel: str) -> str:
     groups: dict[str, list[str]] = {}
     for key, kind in step_kernels(model, engines, kernel).items():
         if kind == "native":
-            why = "each decode step one call of kvviz's C step (kvviz.native)"
+            why = ("each decode step one call of kvviz's C step "
+                   f"(kvviz.native, vectors of {native.vector_floats()} floats)")
         elif kind != "torch":
             why = f"{kind}'s kernel"
         elif key == "naive":

@@ -78,6 +78,8 @@ def load():
     lib.kv_decode.restype = I64
     lib.kv_gemv_best.argtypes = [P, ctypes.c_int, P, P, ctypes.c_int, ctypes.c_int, P, ctypes.c_int, ctypes.c_int]
     lib.kv_gemv_best.restype = ctypes.c_double
+    lib.kv_vector_floats.argtypes = []
+    lib.kv_vector_floats.restype = I64
     _LIB = lib
     return lib
 
@@ -101,6 +103,12 @@ def _build_and_open(cc: str):
             if os.path.exists(tmp):
                 os.unlink(tmp)
     return ctypes.CDLL(str(path))
+
+
+def vector_floats() -> int:
+    """The floats in one vector of the build (16 with AVX-512, 8 with AVX/AVX2, 4 elsewhere): step.c's sums
+    are written at the CPU's own width, which `-march=native` decides; ValueError where it cannot be built."""
+    return int(load().kv_vector_floats())
 
 
 def check_supported(model) -> None:

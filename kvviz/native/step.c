@@ -12,7 +12,7 @@
  * around each of some 100 ops. Here the whole step is one call and one OpenMP parallel region: the threads
  * split every matrix into contiguous row ranges (each thread's read is one sequential stream) and meet at a
  * barrier between the step's stages. No allocation: the caller passes a workspace. The sums are written on
- * 16-float vectors (GCC/Clang vector extensions), the softmax's and SwiGLU's e^x too: the compiler's own
+ * vectors of the CPU's width (GCC/Clang vector extensions), the softmax's and SwiGLU's e^x too: the compiler's own
  * `omp simd` reductions and libm's expf left a fifth of the small matrices' and of attention's read speed.
  *
  * Built at first use by kvviz.native (cc -O3 -march=native -fopenmp), loaded with ctypes. No Python here.
@@ -49,71 +49,91 @@ static void split(int n, int grain, int t, int nt, int* lo, int* hi) {
     *hi = MIN(n, c1 * grain);
 }
 
-/* Sixteen floats as one vector (GCC/Clang vector extensions: one AVX-512 register here, two AVX2 ones or
- * four SSE ones elsewhere), and its sum as a tree of halves. The horizontal sums matter: a dot product
- * over 512 floats written as `omp simd reduction` ends in sixteen dependent scalar adds, which cost the
- * wide model's (out, 512) matrices a fifth of their read speed (docs/benchmarks.md, issue 26). */
-typedef float v16 __attribute__((vector_size(64)));
+/* A vector of VL floats, the CPU's own width (GCC/Clang vector extensions: 16 with AVX-512, 8 with AVX/AVX2,
+ * 4 elsewhere: SSE, NEON), and its sum as a tree of halves. The horizontal sums matter: a dot product over
+ * 512 floats written as `omp simd reduction` ends in sixteen dependent scalar adds, which cost the wide
+ * model's (out, 512) matrices a fifth of their read speed (docs/benchmarks.md, issue 26). The width must be
+ * the CPU's: GCC keeps a 64-byte vector on an AVX2 CPU in memory, not in two registers, and the row-major
+ * product then read at 0.58 of the column-major one (docs/benchmarks.md, issue 26, seventh session). */
+#if defined(__AVX512F__)
+#define VL 16
+#elif defined(__AVX__)
+#define VL 8
+#else
+#define VL 4
+#endif
+typedef float vf __attribute__((vector_size(VL * 4)));
+typedef int32_t vi __attribute__((vector_size(VL * 4))); /* a comparison's mask, an exponent's bits */
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v4 __attribute__((vector_size(16)));
-typedef int32_t v16i __attribute__((vector_size(64))); /* a comparison's mask, an exponent's bits */
 
-static inline v16 load16(const float* p) {
-    v16 v;
+static inline vf loadv(const float* p) {
+    vf v;
     memcpy(&v, p, sizeof v); /* an unaligned load */
     return v;
 }
 
-static inline float hsum16(v16 v) {
+static inline float hsumv(vf v) {
 #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#if VL == 16
     v8 s8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
             __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+#elif VL == 8
+    v8 s8 = v;
+#endif
+#if VL >= 8
     v4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+#else
+    v4 s4 = v;
+#endif
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 #else
-    return ((v[0] + v[8]) + (v[4] + v[12])) + ((v[1] + v[9]) + (v[5] + v[13])) +
-           (((v[2] + v[10]) + (v[6] + v[14])) + ((v[3] + v[11]) + (v[7] + v[15])));
+    float t[VL];
+    memcpy(t, &v, sizeof t);
+    for (int w = VL / 2; w >= 1; w /= 2)
+        for (int i = 0; i < w; i++) t[i] += t[i + w];
+    return t[0];
 #endif
 }
 
-static inline void store16(float* p, v16 v) { memcpy(p, &v, sizeof v); }
+static inline void storev(float* p, vf v) { memcpy(p, &v, sizeof v); }
 
 /* m ? a : b, lane by lane */
-static inline v16 select16(v16i m, v16 a, v16 b) { return (v16)(((v16i)a & m) | ((v16i)b & ~m)); }
+static inline vf selectv(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); }
 
 /* e^x, sixteen at a time: Cephes' expf (x = n ln 2 + r, a degree-6 polynomial in r, 2^n put into the
  * exponent bits), relative error ~1e-7 (within a float rounding of expf). x is held to [-87, 88], where
  * 2^n is a normal float: below, e^x < 2e-38 comes out as ~1.6e-38; a NaN stays a NaN. libm's expf is
  * a call per value, which made the softmax a fifth of attention's time at 1,000 positions. */
-static inline v16 exp16(v16 x) {
-    const v16 zero = {0}, lo = zero - 87.0f, hi = zero + 88.0f;
-    x = select16(x < lo, lo, x);
-    x = select16(x > hi, hi, x);
-    const v16 magic = zero + 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    v16 n = (x * 1.44269504088896341f + magic) - magic;
-    v16 r = x - n * 0.693359375f + n * 2.12194440e-4f;
-    v16 r2 = r * r;
-    v16 y = 1.9875691500e-4f * r + 1.3981999507e-3f;
+static inline vf expv(vf x) {
+    const vf zero = {0}, lo = zero - 87.0f, hi = zero + 88.0f;
+    x = selectv(x < lo, lo, x);
+    x = selectv(x > hi, hi, x);
+    const vf magic = zero + 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    vf n = (x * 1.44269504088896341f + magic) - magic;
+    vf r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    vf r2 = r * r;
+    vf y = 1.9875691500e-4f * r + 1.3981999507e-3f;
     y = y * r + 8.3334519073e-3f;
     y = y * r + 4.1665795894e-2f;
     y = y * r + 1.6666665459e-1f;
     y = y * r + 5.0000001201e-1f;
     y = y * r2 + r + 1.0f;
-    v16i e = (__builtin_convertvector(n, v16i) + 127) << 23;
-    return y * (v16)e;
+    vi e = (__builtin_convertvector(n, vi) + 127) << 23;
+    return y * (vf)e;
 }
 
 /* the largest of s[0..n) (NaNs passed over, as `s > mx` does); -inf for n = 0 */
 static float max_of(const float* restrict s, int n) {
     float mx = -INFINITY;
     int p = 0;
-    if (n >= 16) {
-        v16 m = load16(s);
-        for (p = 16; p + 16 <= n; p += 16) {
-            v16 v = load16(s + p);
-            m = select16(v > m, v, m);
+    if (n >= VL) {
+        vf m = loadv(s);
+        for (p = VL; p + VL <= n; p += VL) {
+            vf v = loadv(s + p);
+            m = selectv(v > m, v, m);
         }
-        for (int i = 0; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
+        for (int i = 0; i < VL; i++) mx = m[i] > mx ? m[i] : mx;
     }
     for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
     return mx;
@@ -123,14 +143,14 @@ static float max_of(const float* restrict s, int n) {
 static float exp_shifted(float* restrict s, int n, float mx) {
     int p = 0;
     float sum = 0.f;
-    if (n >= 16) {
-        v16 acc = {0};
-        for (; p + 16 <= n; p += 16) {
-            v16 e = exp16(load16(s + p) - mx);
-            store16(s + p, e);
+    if (n >= VL) {
+        vf acc = {0};
+        for (; p + VL <= n; p += VL) {
+            vf e = expv(loadv(s + p) - mx);
+            storev(s + p, e);
             acc += e;
         }
-        sum = hsum16(acc);
+        sum = hsumv(acc);
     }
     for (; p < n; p++) {
         s[p] = expf(s[p] - mx);
@@ -142,9 +162,9 @@ static float exp_shifted(float* restrict s, int n, float mx) {
 /* h[j] = silu(g[j]) * u[j] = g / (1 + e^-g) * u over j in [lo, hi) */
 static void swiglu(const float* restrict g, const float* restrict u, float* restrict h, int lo, int hi) {
     int j = lo;
-    for (; j + 16 <= hi; j += 16) {
-        v16 gv = load16(g + j);
-        store16(h + j, gv / (1.0f + exp16(-gv)) * load16(u + j));
+    for (; j + VL <= hi; j += VL) {
+        vf gv = loadv(g + j);
+        storev(h + j, gv / (1.0f + expv(-gv)) * loadv(u + j));
     }
     for (; j < hi; j++) h[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
 }
@@ -153,10 +173,10 @@ static void swiglu(const float* restrict g, const float* restrict u, float* rest
 static inline float dot(const float* restrict x, const float* restrict w, int n) {
     int k = 0;
     float s = 0.f;
-    if (n >= 16) {
-        v16 a = load16(x) * load16(w);
-        for (k = 16; k + 16 <= n; k += 16) a += load16(x + k) * load16(w + k);
-        s = hsum16(a);
+    if (n >= VL) {
+        vf a = loadv(x) * loadv(w);
+        for (k = VL; k + VL <= n; k += VL) a += loadv(x + k) * loadv(w + k);
+        s = hsumv(a);
     }
     for (; k < n; k++) s += x[k] * w[k];
     return s;
@@ -166,18 +186,18 @@ static inline float dot(const float* restrict x, const float* restrict w, int n)
 static void rows_rm(const float* restrict W, const float* restrict x, float* restrict y, int in, int o0, int o1,
                     const float* bias, int accum) {
     int o = o0;
-    const int vin = in / 16 * 16;
+    const int vin = in / VL * VL;
     for (; o + 4 <= o1; o += 4) {
         const float *w0 = W + (size_t)o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
-        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (int k = 0; k < vin; k += 16) {
-            v16 xk = load16(x + k);
-            a0 += load16(w0 + k) * xk;
-            a1 += load16(w1 + k) * xk;
-            a2 += load16(w2 + k) * xk;
-            a3 += load16(w3 + k) * xk;
+        vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int k = 0; k < vin; k += VL) {
+            vf xk = loadv(x + k);
+            a0 += loadv(w0 + k) * xk;
+            a1 += loadv(w1 + k) * xk;
+            a2 += loadv(w2 + k) * xk;
+            a3 += loadv(w3 + k) * xk;
         }
-        float s[4] = {hsum16(a0), hsum16(a1), hsum16(a2), hsum16(a3)};
+        float s[4] = {hsumv(a0), hsumv(a1), hsumv(a2), hsumv(a3)};
         for (int k = vin; k < in; k++) {
             s[0] += w0[k] * x[k];
             s[1] += w1[k] * x[k];
@@ -431,6 +451,9 @@ int64_t kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* c
     }
     return isfinite(logits[best]) ? best : -1;
 }
+
+/* the floats in one of this build's vectors (VL: 16, 8 or 4), which the bench prints */
+int64_t kv_vector_floats(void) { return VL; }
 
 /* The read ceiling as this file's kernel reads: `reps` products of x against W (in, out) column-major or
  * (out, in) row-major at `nt` threads; returns the fastest in seconds. */
