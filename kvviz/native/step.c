@@ -101,7 +101,7 @@ static inline void storev(float* p, vf v) { memcpy(p, &v, sizeof v); }
 /* m ? a : b, lane by lane */
 static inline vf selectv(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); }
 
-/* e^x, sixteen at a time: Cephes' expf (x = n ln 2 + r, a degree-6 polynomial in r, 2^n put into the
+/* e^x, a vector (VL floats) at a time: Cephes' expf (x = n ln 2 + r, a degree-6 polynomial in r, 2^n put into the
  * exponent bits), relative error ~1e-7 (within a float rounding of expf). x is held to [-87, 88], where
  * 2^n is a normal float: below, e^x < 2e-38 comes out as ~1.6e-38; a NaN stays a NaN. libm's expf is
  * a call per value, which made the softmax a fifth of attention's time at 1,000 positions. */
