@@ -369,3 +369,25 @@ def test_a_narrower_build_gives_the_same_tokens_and_logits_as_torch(extra, width
             assert engine.blas == "native"
             assert [t.token_id for t in got] == [t.token_id for t in ref]
             np.testing.assert_allclose(got[-1].logits, ref[-1].logits, rtol=0, atol=1e-4)
+
+
+@needs_cc
+def test_the_parts_harness_builds_on_this_step_c_and_prints_its_figures(tmp_path):
+    # scripts/native_parts.c (docs/benchmarks.md's parts of the step) includes step.c and calls its kernels:
+    # a rename there must not leave the harness unbuildable. Figures are printed, not judged (never timed)
+    import re
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    exe = tmp_path / "native_parts"
+    subprocess.run([native.compiler(), *[f for f in native.FLAGS if f not in ("-shared", "-fPIC")], "-o", str(exe),
+                    str(root / "scripts" / "native_parts.c"), "-lm"], check=True, capture_output=True, timeout=300)
+    out = subprocess.run([str(exe), "40"], check=True, capture_output=True, text=True, timeout=300).stdout
+    assert re.search(r"the model's 33 matrices, 104\.5 MiB: [\d.]+ ms, [\d.]+ GB/s; one 128 MiB", out), out
+    assert len(re.findall(r"^  .+: [\d.]+ GB/s$", out, re.M)) == 5, out
+    m = re.search(r"attention at 40 positions, ([\d.]+) MiB of K/V: a head at a time [\d.]+ ms, ([\d.]+) GB/s; "
+                  r"two at a time [\d.]+ ms, ([\d.]+) GB/s", out)
+    assert m and float(m[1]) == round(2 * 8 * 8 * 40 * 64 * 4 / 2**20, 1) and float(m[2]) > 0 < float(m[3]), out
+    bad = subprocess.run([str(exe), "0"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip() == "native_parts: positions must be 1-4096, not 0"

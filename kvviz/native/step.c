@@ -270,25 +270,58 @@ static inline void prefetch_row(const float* row, int D) {
     for (int d = 0; d < D; d += 16) __builtin_prefetch(row + d); /* a 64-byte line each */
 }
 
-/* o[:] = sum over p < n of w[p] * V[p, :], V's rows `stride` floats apart, four rows at a time (o is read
- * and written once for four rows) */
-static void axpys(const float* restrict V, size_t stride, const float* restrict w, int D, int n,
-                  float* restrict o) {
-    for (int d = 0; d < D; d++) o[d] = 0.f;
+/* row r of a stream of n rows `stride` floats apart, or past its end row r - n of the stream read next
+ * (`next`, as long; NULL: none): a head's K pass asks for its V's first rows, its V pass for the next
+ * heads' K, so that no stream starts cold */
+static inline void prefetch_on(const float* cur, const float* next, size_t stride, int r, int n, int D) {
+    if (r < n)
+        prefetch_row(cur + (size_t)r * stride, D);
+    else if (next && r - n < n)
+        prefetch_row(next + (size_t)(r - n) * stride, D);
+}
+
+/* Attention for NH query heads at once (1 or 2, a constant where it is inlined), over positions 0..n-1:
+ * s[i][p] = q[i] . K[i][p] * scale, then s[i] = e^(s[i] - max) (sums[i] their sum), then
+ * o[i] = sum over p of s[i][p] * V[i][p] (four rows a pass; o read and written once for four rows), rows
+ * `stride` floats apart; next[i]: the K that head reads after these (prefetch_on). Two heads read two K
+ * (then two V) streams side by side, each head's sums in the same order as alone (the same logits, bit
+ * for bit). On the 2-core Zen 3 VM, one thread, `wide` at 615 positions: attention's share of the step went
+ * from 1.39 to 1.15 ms with the prefetch across streams and the pairs together, the whole step 2-3% faster
+ * (in turns in one process); scripts/native_parts.c puts the pairs alone at 1.08-1.10x (docs/benchmarks.md). */
+static inline __attribute__((always_inline)) void attend(const int NH, const float* const* q,
+                                                         const float* const* K, const float* const* Vv,
+                                                         const float* const* next, size_t stride, int D, int n,
+                                                         float scale, float* const* s, float* const* o,
+                                                         float* sums) {
+    for (int p = 0; p < n; p++) {
+        for (int i = 0; i < NH; i++) prefetch_on(K[i], Vv[i], stride, p + AHEAD, n, D); /* then V's start */
+        for (int i = 0; i < NH; i++) s[i][p] = dot(q[i], K[i] + (size_t)p * stride, D) * scale;
+    }
+    for (int i = 0; i < NH; i++) {
+        for (int p = 0; p < AHEAD - n && p < n; p++) prefetch_row(Vv[i] + (size_t)p * stride, D); /* n < AHEAD */
+        sums[i] = exp_shifted(s[i], n, max_of(s[i], n));
+        for (int d = 0; d < D; d++) o[i][d] = 0.f;
+    }
     int p = 0;
     for (; p + 4 <= n; p += 4) {
-        const float *v0 = V + (size_t)p * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
-        for (int r = p + AHEAD; r < p + AHEAD + 4 && r < n; r++) prefetch_row(V + (size_t)r * stride, D);
-        const float a0 = w[p], a1 = w[p + 1], a2 = w[p + 2], a3 = w[p + 3];
+        for (int i = 0; i < NH; i++)
+            for (int r = p + AHEAD; r < p + AHEAD + 4; r++) prefetch_on(Vv[i], next[i], stride, r, n, D);
+        for (int i = 0; i < NH; i++) {
+            const float *v0 = Vv[i] + (size_t)p * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
+            const float a0 = s[i][p], a1 = s[i][p + 1], a2 = s[i][p + 2], a3 = s[i][p + 3];
+            float* restrict oi = o[i];
 #pragma omp simd
-        for (int d = 0; d < D; d++) o[d] += a0 * v0[d] + a1 * v1[d] + a2 * v2[d] + a3 * v3[d];
+            for (int d = 0; d < D; d++) oi[d] += a0 * v0[d] + a1 * v1[d] + a2 * v2[d] + a3 * v3[d];
+        }
     }
-    for (; p < n; p++) {
-        const float* v0 = V + (size_t)p * stride;
-        const float a0 = w[p];
+    for (; p < n; p++)
+        for (int i = 0; i < NH; i++) {
+            const float* v0 = Vv[i] + (size_t)p * stride;
+            const float a0 = s[i][p];
+            float* restrict oi = o[i];
 #pragma omp simd
-        for (int d = 0; d < D; d++) o[d] += a0 * v0[d];
-    }
+            for (int d = 0; d < D; d++) oi[d] += a0 * v0[d];
+        }
 }
 
 /* out = x * rsqrt(mean(x^2) + eps) * w, n values */
@@ -406,26 +439,31 @@ int64_t kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* c
                 vb = gv;
 #pragma omp barrier
             }
-            /* attention, a query head at a time over positions 0..pos */
+            /* attention, two query heads at a time (the last alone) over positions 0..pos */
             split(H, 1, t, nt, &lo, &hi);
-            for (int h = lo; h < hi; h++) {
-                const float* q = qkv + (size_t)h * D;
-                const int g = h / group;
-                const float* K = kb + (size_t)g * gstride;
-                const float* Vv = vb + (size_t)g * gstride;
-                float* s = scores + (size_t)h * TMAX;
-                for (int p = 0; p < n; p++) {
-                    if (p + AHEAD < n) prefetch_row(K + (size_t)(p + AHEAD) * pstride, D);
-                    s[p] = dot(q, K + (size_t)p * pstride, D) * scale;
+            for (int h = lo; h < hi; h += 2) {
+                const int nh = h + 1 < hi ? 2 : 1;
+                const float *q[2], *K[2], *Vv[2], *next[2];
+                float *s[2], *o[2], sums[2];
+                for (int i = 0; i < nh; i++) {
+                    const int g = (h + i) / group;
+                    q[i] = qkv + (size_t)(h + i) * D;
+                    K[i] = kb + (size_t)g * gstride;
+                    Vv[i] = vb + (size_t)g * gstride;
+                    next[i] = h + i + nh < hi ? kb + (size_t)((h + i + nh) / group) * gstride : NULL;
+                    s[i] = scores + (size_t)(h + i) * TMAX;
+                    o[i] = att + (size_t)(h + i) * D;
                 }
-                for (int p = 0; p < AHEAD && p < n; p++) prefetch_row(Vv + (size_t)p * pstride, D); /* V's start */
-                const float sum = exp_shifted(s, n, max_of(s, n));
-                float* o = att + (size_t)h * D;
-                axpys(Vv, pstride, s, D, n, o);
-                const float inv = 1.0f / sum;
-                for (int d = 0; d < D; d++) o[d] *= inv;
-                if (l == wlayer && h == whead)
-                    for (int p = 0; p < n; p++) wout[p] = s[p] * inv;
+                if (nh == 2)
+                    attend(2, q, K, Vv, next, pstride, D, n, scale, s, o, sums);
+                else
+                    attend(1, q, K, Vv, next, pstride, D, n, scale, s, o, sums);
+                for (int i = 0; i < nh; i++) {
+                    const float inv = 1.0f / sums[i];
+                    for (int d = 0; d < D; d++) o[i][d] *= inv;
+                    if (l == wlayer && h + i == whead)
+                        for (int p = 0; p < n; p++) wout[p] = s[i][p] * inv;
+                }
             }
 #pragma omp barrier
             gemv((const float*)P[P_O], (int)cm[1], att, x, H * D, C, NULL, 1, part, t, nt);
