@@ -391,3 +391,29 @@ def test_the_parts_harness_builds_on_this_step_c_and_prints_its_figures(tmp_path
     assert m and float(m[1]) == round(2 * 8 * 8 * 40 * 64 * 4 / 2**20, 1) and float(m[2]) > 0 < float(m[3]), out
     bad = subprocess.run([str(exe), "0"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip() == "native_parts: positions must be 1-4096, not 0"
+
+
+@needs_cc
+def test_the_in_turns_script_times_two_builds_of_step_c_on_one_run(capsys):
+    # scripts/native_ab.py (docs/benchmarks.md's "in turns in one process" figures): two builds of this step.c
+    # give the same logits bit for bit, and the line names both with their figures (never timed)
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "native_ab.py"
+    spec = importlib.util.spec_from_file_location("native_ab", path)
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    src = str(Path(native.__file__).with_name("step.c"))
+    threads = torch.get_num_threads()
+    try:
+        assert ab.main([src, src, "--steps", "2", "--positions", "1"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert re.search(r"position \d+: \S+ [\d.]+ ms, [\d.]+ GB/s; \S+ [\d.]+ ms, [\d.]+ GB/s; .+ [\d.]+x; "
+                     r"logits the same bit for bit: True", out), out
+    with pytest.raises(SystemExit):
+        ab.main([src, "--threads", "0"])
+    assert "--threads must be 1 or more" in capsys.readouterr().err
