@@ -38,8 +38,11 @@ needs_cc = pytest.mark.skipif(WHY_NOT is not None, reason=f"kvviz/native/step.c 
 # Every feature the C step covers: grouped-query heads, a QKV bias, q/k norms (Qwen3), an untied head, a
 # width (96) not a multiple of the kernel's row blocks, llama3 rope scaling, and widths below and between
 # its vectors of 16, 8 or 4 floats (heads of 10, a hidden width of 40, an MLP of 52: the scalar tails of
-# every sum at 16, of the heads' and the MLP's at 8 and 4)
+# every sum at 16, of the heads' and the MLP's at 8 and 4), and a hidden width (42) that step.c's four
+# streams a matrix do not divide, so that the rows left over after the quarters are read too, by each thread
 CONFIGS = {
+    "odd-hidden": ModelConfig(name="f", d_model=42, n_layer=2, n_head=3, n_kv_head=1, head_dim=14, d_ff=58,
+                              vocab_size=79, max_seq_len=256, tie_embeddings=False),
     "odd-widths": ModelConfig(name="e", d_model=40, n_layer=2, n_head=4, n_kv_head=2, head_dim=10, d_ff=52,
                               vocab_size=83, max_seq_len=256, tie_embeddings=False),
     "gqa-bias": ModelConfig(name="a", d_model=96, n_layer=2, n_head=6, n_kv_head=2, head_dim=16, d_ff=200,

@@ -182,38 +182,22 @@ static inline float dot(const float* restrict x, const float* restrict w, int n)
     return s;
 }
 
-/* y[o] (+)= W[o, :] . x over rows [o0, o1) of a row-major (out, in) matrix.
- * Rows shorter than a 4 KiB page (the wide model's o 512x512 and its 512x256 head) are read one after another,
- * four sums in each, so the matrix is one linear stream: four rows side by side are four streams of 2 KiB a
- * page that the hardware prefetcher keeps restarting (1 thread, Zen 3: o 12.4-13.2 GB/s that way, 16.8-16.9
- * this way; the head 13.0-14.3 against 17.5-18.4; scripts/native_parts.c). Longer rows (down's 6 KiB) keep
- * four rows a pass, which read them 3-5% faster than one at a time. A rule by shape, never by a timing. */
+/* A matrix is read as four streams at once, one in each quarter of the rows a call reads (a thread's
+ * share), each one linear over its quarter. One core's read speed is how many lines it has in flight,
+ * which grows with the streams the hardware prefetcher runs; four neighbouring rows are four streams too,
+ * but short ones (2-6 KiB, under two pages) that it keeps restarting, and one linear stream holds too few
+ * lines in flight (1 thread, Zen 3, scripts/native_parts.c's 33 matrices of the wide model: neighbouring
+ * rows 13.3-16.5 GB/s, one stream a matrix 13.5-14.7, four quarters 15.9-18.4; docs/benchmarks.md, issue
+ * 26, tenth session). Eight streams read no faster on the model's matrices. A rule by shape, never a timing. */
+#define STREAMS 4
+
+/* y[o] (+)= W[o, :] . x over rows [o0, o1) of a row-major (out, in) matrix */
 static void rows_rm(const float* restrict W, const float* restrict x, float* restrict y, int in, int o0, int o1,
                     const float* bias, int accum) {
-    int o = o0;
-    const int vin = in / VL * VL;
-    if (in < 1024) {
-        const int v4 = in / (4 * VL) * (4 * VL);
-        for (; o < o1; o++) {
-            const float* w = W + (size_t)o * in;
-            vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            int k = 0;
-            for (; k < v4; k += 4 * VL) {
-                a0 += loadv(w + k) * loadv(x + k);
-                a1 += loadv(w + k + VL) * loadv(x + k + VL);
-                a2 += loadv(w + k + 2 * VL) * loadv(x + k + 2 * VL);
-                a3 += loadv(w + k + 3 * VL) * loadv(x + k + 3 * VL);
-            }
-            for (; k < vin; k += VL) a0 += loadv(w + k) * loadv(x + k);
-            float s = hsumv((a0 + a1) + (a2 + a3));
-            for (; k < in; k++) s += w[k] * x[k];
-            float v = s + (bias ? bias[o] : 0.f);
-            y[o] = accum ? y[o] + v : v;
-        }
-        return;
-    }
-    for (; o + 4 <= o1; o += 4) {
-        const float *w0 = W + (size_t)o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
+    const int vin = in / VL * VL, q = (o1 - o0) / STREAMS;
+    for (int o = o0; o < o0 + q; o++) {
+        const float *w0 = W + (size_t)o * in, *w1 = w0 + (size_t)q * in, *w2 = w1 + (size_t)q * in,
+                    *w3 = w2 + (size_t)q * in;
         vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (int k = 0; k < vin; k += VL) {
             vf xk = loadv(x + k);
@@ -230,11 +214,12 @@ static void rows_rm(const float* restrict W, const float* restrict x, float* res
             s[3] += w3[k] * x[k];
         }
         for (int r = 0; r < 4; r++) {
-            float v = s[r] + (bias ? bias[o + r] : 0.f);
-            y[o + r] = accum ? y[o + r] + v : v;
+            const int row = o + r * q;
+            float v = s[r] + (bias ? bias[row] : 0.f);
+            y[row] = accum ? y[row] + v : v;
         }
     }
-    for (; o < o1; o++) {
+    for (int o = o0 + STREAMS * q; o < o1; o++) {
         float v = dot(W + (size_t)o * in, x, in) + (bias ? bias[o] : 0.f);
         y[o] = accum ? y[o] + v : v;
     }
@@ -243,14 +228,15 @@ static void rows_rm(const float* restrict W, const float* restrict x, float* res
 /* acc[:] = sum over i in [i0, i1) of x[i] * W[i, :] for a column-major weight stored (in, out) */
 static void rows_cm(const float* restrict W, const float* restrict x, float* restrict acc, int out, int i0, int i1) {
     for (int j = 0; j < out; j++) acc[j] = 0.f;
-    int i = i0;
-    for (; i + 4 <= i1; i += 4) {
-        const float *w0 = W + (size_t)i * out, *w1 = w0 + out, *w2 = w1 + out, *w3 = w2 + out;
-        float a0 = x[i], a1 = x[i + 1], a2 = x[i + 2], a3 = x[i + 3];
+    const int q = (i1 - i0) / STREAMS;
+    for (int i = i0; i < i0 + q; i++) {
+        const float *w0 = W + (size_t)i * out, *w1 = w0 + (size_t)q * out, *w2 = w1 + (size_t)q * out,
+                    *w3 = w2 + (size_t)q * out;
+        float a0 = x[i], a1 = x[i + q], a2 = x[i + 2 * q], a3 = x[i + 3 * q];
 #pragma omp simd
         for (int j = 0; j < out; j++) acc[j] += a0 * w0[j] + a1 * w1[j] + a2 * w2[j] + a3 * w3[j];
     }
-    for (; i < i1; i++) {
+    for (int i = i0 + STREAMS * q; i < i1; i++) {
         const float* w0 = W + (size_t)i * out;
         float a0 = x[i];
 #pragma omp simd
