@@ -8,7 +8,7 @@
  *    column-major product (the read probe's size), in turns; medians of 60, GB/s, and per shape.
  * 2. attention over 8 layers x 8 heads of 64 at N positions (argument 1; static's layout, 4,096 rows a
  *    head), after a 128 MiB read that leaves none of the K/V in the caches, as the weights do in a step:
- *    one query head at a time (attend(1, ...)) against two at a time (attend(2, ...)), in turns; medians. */
+ *    step.c's attend(), a query head at a time, as the step calls it; the median of 60. */
 #include "../kvviz/native/step.c"
 
 #include <stdio.h>
@@ -104,38 +104,24 @@ static void attention(int n) {
     float* flush = filled(flush_n, 1.0f);
     float *q = filled(KV * D, 0.1f), *sc = filled((size_t)KV * TMAX, 0.f), *out = filled(KV * D, 0.f);
     volatile float sink = 0;
-    double t[2][R];
-    for (int r = 0; r < R; r++)
-        for (int nh = 1; nh <= 2; nh++) {
-            float a = 0;
-            for (size_t i = 0; i < flush_n; i += 16) a += flush[i]; /* a line each: none of K/V stays cached */
-            sink += a;
-            double t0 = now();
-            for (int l = 0; l < L; l++)
-                for (int h = 0; h < KV; h += nh) {
-                    const float *qs[2], *Ks[2], *Vs[2], *next[2];
-                    float *s[2], *o[2], sums[2];
-                    for (int i = 0; i < nh; i++) {
-                        qs[i] = q + (size_t)(h + i) * D;
-                        Ks[i] = K + l * per + (size_t)(h + i) * TMAX * D;
-                        Vs[i] = V + l * per + (size_t)(h + i) * TMAX * D;
-                        next[i] = h + i + nh < KV ? K + l * per + (size_t)(h + i + nh) * TMAX * D : NULL;
-                        s[i] = sc + (size_t)(h + i) * TMAX;
-                        o[i] = out + (size_t)(h + i) * D;
-                    }
-                    if (nh == 2)
-                        attend(2, qs, Ks, Vs, next, D, D, n, 0.125f, s, o, sums);
-                    else
-                        attend(1, qs, Ks, Vs, next, D, D, n, 0.125f, s, o, sums);
-                    sink += sums[0];
-                }
-            t[nh - 1][r] = now() - t0;
-        }
-    const double mb = 2.0 * L * KV * n * D * 4;
-    const double one = median(t[0], R), two = median(t[1], R);
-    printf("attention at %d positions, %.1f MiB of K/V: a head at a time %.3f ms, %.2f GB/s; two at a time "
-           "%.3f ms, %.2f GB/s; %.2fx\n", n, mb / 1048576, 1e3 * one, mb / one / 1e9, 1e3 * two, mb / two / 1e9,
-           one / two);
+    double t[R];
+    for (int r = 0; r < R; r++) {
+        float a = 0;
+        for (size_t i = 0; i < flush_n; i += 16) a += flush[i]; /* a line each: none of K/V stays cached */
+        sink += a;
+        double t0 = now();
+        for (int l = 0; l < L; l++)
+            for (int h = 0; h < KV; h++) {
+                float sum;
+                attend(q + (size_t)h * D, K + l * per + (size_t)h * TMAX * D, V + l * per + (size_t)h * TMAX * D, D,
+                       D, n, 0.125f, sc + (size_t)h * TMAX, out + (size_t)h * D, &sum);
+                sink += sum;
+            }
+        t[r] = now() - t0;
+    }
+    const double mb = 2.0 * L * KV * n * D * 4, m = median(t, R);
+    printf("attention at %d positions, %.1f MiB of K/V: %.3f ms, %.2f GB/s\n", n, mb / 1048576, 1e3 * m,
+           mb / m / 1e9);
 }
 
 int main(int argc, char** argv) {

@@ -272,67 +272,39 @@ static void gemv(const float* W, int cm, const float* x, float* y, int in, int o
 #pragma omp barrier
 }
 
-/* Attention reads each head's K rows, then its V rows, as short streams (256 B a row, 100-300 KB a head at
- * 400-1,000 positions) that the hardware's prefetcher starts late: asking for the row AHEAD positions on
- * made the wide model's whole step 5-9% faster at 1,000 positions, one thread (docs/benchmarks.md). */
-#define AHEAD 16
-
-static inline void prefetch_row(const float* row, int D) {
-    for (int d = 0; d < D; d += 16) __builtin_prefetch(row + d); /* a 64-byte line each */
-}
-
-/* row r of a stream of n rows `stride` floats apart, or past its end row r - n of the stream read next
- * (`next`, as long; NULL: none): a head's K pass asks for its V's first rows, its V pass for the next
- * heads' K, so that no stream starts cold */
-static inline void prefetch_on(const float* cur, const float* next, size_t stride, int r, int n, int D) {
-    if (r < n)
-        prefetch_row(cur + (size_t)r * stride, D);
-    else if (next && r - n < n)
-        prefetch_row(next + (size_t)(r - n) * stride, D);
-}
-
-/* Attention for NH query heads at once (1 or 2, a constant where it is inlined), over positions 0..n-1:
- * s[i][p] = q[i] . K[i][p] * scale, then s[i] = e^(s[i] - max) (sums[i] their sum), then
- * o[i] = sum over p of s[i][p] * V[i][p] (four rows a pass; o read and written once for four rows), rows
- * `stride` floats apart; next[i]: the K that head reads after these (prefetch_on). Two heads read two K
- * (then two V) streams side by side, each head's sums in the same order as alone (the same logits, bit
- * for bit). On the 2-core Zen 3 VM, one thread, `wide` at 615 positions: attention's share of the step went
- * from 1.39 to 1.15 ms with the prefetch across streams and the pairs together, the whole step 2-3% faster
- * (in turns in one process); scripts/native_parts.c puts the pairs alone at 1.08-1.10x (docs/benchmarks.md). */
-static inline __attribute__((always_inline)) void attend(const int NH, const float* const* q,
-                                                         const float* const* K, const float* const* Vv,
-                                                         const float* const* next, size_t stride, int D, int n,
-                                                         float scale, float* const* s, float* const* o,
-                                                         float* sums) {
-    for (int p = 0; p < n; p++) {
-        for (int i = 0; i < NH; i++) prefetch_on(K[i], Vv[i], stride, p + AHEAD, n, D); /* then V's start */
-        for (int i = 0; i < NH; i++) s[i][p] = dot(q[i], K[i] + (size_t)p * stride, D) * scale;
+/* Attention for one query head over positions 0..n-1, rows `stride` floats apart:
+ * s[p] = q . K[p] * scale, then s = e^(s - max) (*sum their sum), then o = sum over p of s[p] * V[p].
+ * Like a matrix (rows_rm), the head's K, then its V, is read as four streams at once, one in each quarter
+ * of the positions: a head's K is one short stream (256 B a row, 100-300 KB at 400-1,000 positions) that
+ * the prefetcher starts late, and two heads side by side with software prefetch into the stream read next
+ * read 11.3-14.4 GB/s where four quarters of one head read 13.4-17.1, one thread (scripts/native_parts.c's
+ * attention, 300-1,115 positions; eight quarters 12.5-15.6, two 11.7-14.8; docs/benchmarks.md, issue 26,
+ * tenth session). V's sum runs in another order than position by position: the logits move by a rounding. */
+static void attend(const float* q, const float* K, const float* Vv, size_t stride, int D, int n, float scale,
+                   float* restrict s, float* restrict o, float* sum) {
+    const int Q = n / 4;
+    for (int p = 0; p < Q; p++) {
+        s[p] = dot(q, K + (size_t)p * stride, D) * scale;
+        s[p + Q] = dot(q, K + (size_t)(p + Q) * stride, D) * scale;
+        s[p + 2 * Q] = dot(q, K + (size_t)(p + 2 * Q) * stride, D) * scale;
+        s[p + 3 * Q] = dot(q, K + (size_t)(p + 3 * Q) * stride, D) * scale;
     }
-    for (int i = 0; i < NH; i++) {
-        for (int p = 0; p < AHEAD - n && p < n; p++) prefetch_row(Vv[i] + (size_t)p * stride, D); /* n < AHEAD */
-        sums[i] = exp_shifted(s[i], n, max_of(s[i], n));
-        for (int d = 0; d < D; d++) o[i][d] = 0.f;
-    }
-    int p = 0;
-    for (; p + 4 <= n; p += 4) {
-        for (int i = 0; i < NH; i++)
-            for (int r = p + AHEAD; r < p + AHEAD + 4; r++) prefetch_on(Vv[i], next[i], stride, r, n, D);
-        for (int i = 0; i < NH; i++) {
-            const float *v0 = Vv[i] + (size_t)p * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
-            const float a0 = s[i][p], a1 = s[i][p + 1], a2 = s[i][p + 2], a3 = s[i][p + 3];
-            float* restrict oi = o[i];
+    for (int p = 4 * Q; p < n; p++) s[p] = dot(q, K + (size_t)p * stride, D) * scale;
+    *sum = exp_shifted(s, n, max_of(s, n));
+    for (int d = 0; d < D; d++) o[d] = 0.f;
+    for (int p = 0; p < Q; p++) {
+        const float *v0 = Vv + (size_t)p * stride, *v1 = v0 + (size_t)Q * stride, *v2 = v1 + (size_t)Q * stride,
+                    *v3 = v2 + (size_t)Q * stride;
+        const float a0 = s[p], a1 = s[p + Q], a2 = s[p + 2 * Q], a3 = s[p + 3 * Q];
 #pragma omp simd
-            for (int d = 0; d < D; d++) oi[d] += a0 * v0[d] + a1 * v1[d] + a2 * v2[d] + a3 * v3[d];
-        }
+        for (int d = 0; d < D; d++) o[d] += a0 * v0[d] + a1 * v1[d] + a2 * v2[d] + a3 * v3[d];
     }
-    for (; p < n; p++)
-        for (int i = 0; i < NH; i++) {
-            const float* v0 = Vv[i] + (size_t)p * stride;
-            const float a0 = s[i][p];
-            float* restrict oi = o[i];
+    for (int p = 4 * Q; p < n; p++) {
+        const float* v0 = Vv + (size_t)p * stride;
+        const float a0 = s[p];
 #pragma omp simd
-            for (int d = 0; d < D; d++) oi[d] += a0 * v0[d];
-        }
+        for (int d = 0; d < D; d++) o[d] += a0 * v0[d];
+    }
 }
 
 /* out = x * rsqrt(mean(x^2) + eps) * w, n values */
@@ -450,31 +422,19 @@ int64_t kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* c
                 vb = gv;
 #pragma omp barrier
             }
-            /* attention, two query heads at a time (the last alone) over positions 0..pos */
+            /* attention, a query head at a time over positions 0..pos */
             split(H, 1, t, nt, &lo, &hi);
-            for (int h = lo; h < hi; h += 2) {
-                const int nh = h + 1 < hi ? 2 : 1;
-                const float *q[2], *K[2], *Vv[2], *next[2];
-                float *s[2], *o[2], sums[2];
-                for (int i = 0; i < nh; i++) {
-                    const int g = (h + i) / group;
-                    q[i] = qkv + (size_t)(h + i) * D;
-                    K[i] = kb + (size_t)g * gstride;
-                    Vv[i] = vb + (size_t)g * gstride;
-                    next[i] = h + i + nh < hi ? kb + (size_t)((h + i + nh) / group) * gstride : NULL;
-                    s[i] = scores + (size_t)(h + i) * TMAX;
-                    o[i] = att + (size_t)(h + i) * D;
-                }
-                if (nh == 2)
-                    attend(2, q, K, Vv, next, pstride, D, n, scale, s, o, sums);
-                else
-                    attend(1, q, K, Vv, next, pstride, D, n, scale, s, o, sums);
-                for (int i = 0; i < nh; i++) {
-                    const float inv = 1.0f / sums[i];
-                    for (int d = 0; d < D; d++) o[i][d] *= inv;
-                    if (l == wlayer && h + i == whead)
-                        for (int p = 0; p < n; p++) wout[p] = s[i][p] * inv;
-                }
+            for (int h = lo; h < hi; h++) {
+                const int g = h / group;
+                float* s = scores + (size_t)h * TMAX;
+                float* o = att + (size_t)h * D;
+                float sum;
+                attend(qkv + (size_t)h * D, kb + (size_t)g * gstride, vb + (size_t)g * gstride, pstride, D, n,
+                       scale, s, o, &sum);
+                const float inv = 1.0f / sum;
+                for (int d = 0; d < D; d++) o[d] *= inv;
+                if (l == wlayer && h == whead)
+                    for (int p = 0; p < n; p++) wout[p] = s[p] * inv;
             }
 #pragma omp barrier
             gemv((const float*)P[P_O], (int)cm[1], att, x, H * D, C, NULL, 1, part, t, nt);
