@@ -277,7 +277,7 @@ static void gemv(const float* W, int cm, const float* x, float* y, int in, int o
  * Like a matrix (rows_rm), the head's K, then its V, is read as four streams at once, one in each quarter
  * of the positions: a head's K is one short stream (256 B a row, 100-300 KB at 400-1,000 positions) that
  * the prefetcher starts late, and two heads side by side with software prefetch into the stream read next
- * read 11.3-14.4 GB/s where four quarters of one head read 13.4-17.1, one thread (scripts/native_parts.c's
+ * read 11.3-14.4 GB/s where four quarters of one head read 12.9-17.1, one thread (scripts/native_parts.c's
  * attention, 300-1,115 positions; eight quarters 12.5-15.6, two 11.7-14.8; docs/benchmarks.md, issue 26,
  * tenth session). V's sum runs in another order than position by position: the logits move by a rounding. */
 static void attend(const float* q, const float* K, const float* Vv, size_t stride, int D, int n, float scale,
