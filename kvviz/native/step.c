@@ -188,7 +188,8 @@ static inline float dot(const float* restrict x, const float* restrict w, int n)
  * but short ones (2-6 KiB, under two pages) that it keeps restarting, and one linear stream holds too few
  * lines in flight (1 thread, Zen 3, scripts/native_parts.c's 33 matrices of the wide model: neighbouring
  * rows 13.3-16.5 GB/s, one stream a matrix 13.5-14.7, four quarters 15.9-18.4; docs/benchmarks.md, issue
- * 26, tenth session). Eight streams read no faster on the model's matrices. A rule by shape, never a timing. */
+ * 26, tenth session). Eight streams read no faster on the model's matrices. A rule by shape, never a timing.
+ * The kernels below (rows_rm, rows_cm, attend) are written out for four. */
 #define STREAMS 4
 
 /* y[o] (+)= W[o, :] . x over rows [o0, o1) of a row-major (out, in) matrix */
@@ -282,14 +283,14 @@ static void gemv(const float* W, int cm, const float* x, float* y, int in, int o
  * tenth session). V's sum runs in another order than position by position: the logits move by a rounding. */
 static void attend(const float* q, const float* K, const float* Vv, size_t stride, int D, int n, float scale,
                    float* restrict s, float* restrict o, float* sum) {
-    const int Q = n / 4;
+    const int Q = n / STREAMS;
     for (int p = 0; p < Q; p++) {
         s[p] = dot(q, K + (size_t)p * stride, D) * scale;
         s[p + Q] = dot(q, K + (size_t)(p + Q) * stride, D) * scale;
         s[p + 2 * Q] = dot(q, K + (size_t)(p + 2 * Q) * stride, D) * scale;
         s[p + 3 * Q] = dot(q, K + (size_t)(p + 3 * Q) * stride, D) * scale;
     }
-    for (int p = 4 * Q; p < n; p++) s[p] = dot(q, K + (size_t)p * stride, D) * scale;
+    for (int p = STREAMS * Q; p < n; p++) s[p] = dot(q, K + (size_t)p * stride, D) * scale;
     *sum = exp_shifted(s, n, max_of(s, n));
     for (int d = 0; d < D; d++) o[d] = 0.f;
     for (int p = 0; p < Q; p++) {
@@ -299,7 +300,7 @@ static void attend(const float* q, const float* K, const float* Vv, size_t strid
 #pragma omp simd
         for (int d = 0; d < D; d++) o[d] += a0 * v0[d] + a1 * v1[d] + a2 * v2[d] + a3 * v3[d];
     }
-    for (int p = 4 * Q; p < n; p++) {
+    for (int p = STREAMS * Q; p < n; p++) {
         const float* v0 = Vv + (size_t)p * stride;
         const float a0 = s[p];
 #pragma omp simd
