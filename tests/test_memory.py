@@ -155,7 +155,7 @@ def test_cli_options(capsys):
     assert main(["memory", "--model", "70b-class", "--tokens", "100", "--bandwidth-gbps", "1000",
                  "--block-size", "32"]) == 0
     text = capsys.readouterr().out
-    assert "327,680 B" in text and "1000 GB/s" in text and "blocks of 32" in text
+    assert "327,680 B" in text and "1,000 GB/s" in text and "blocks of 32" in text
 
 
 def test_cli_model_folder(tmp_path, capsys):

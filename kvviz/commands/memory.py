@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict
 
 from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
-from kvviz.format import fmt_bytes, fmt_count, fmt_ms
+from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
 from kvviz.memory import (
     DEFAULT_BANDWIDTH_GBPS,
     DEFAULT_BATCH,
@@ -67,7 +67,7 @@ def format_report(report: MemoryReport) -> list[str]:
         f"KV per token per layer: 2 x {c.n_kv_head} x {c.head_dim} x {report.dtype_bytes} B = "
         f"{report.bytes_per_token_per_layer:,} B ({fmt_bytes(report.bytes_per_token_per_layer)})",
         f"KV per token, {c.n_layer} layers: {report.bytes_per_token:,} B ({fmt_bytes(report.bytes_per_token)})",
-        f"concat copy time at {report.bandwidth_gbps:g} GB/s (1 GB = 10^9 B, each byte once); "
+        f"concat copy time at {fmt_figure(report.bandwidth_gbps)} GB/s (1 GB = 10^9 B, each byte once); "
         f"paged blocks of {report.block_size} tokens; sizes in KiB/MiB/GiB (2^10/2^20/2^30 B)"
         + (f"; prompt of {report.prompt_tokens} tokens prefilled" if report.prompt_tokens else ""),
         f"{'tokens':>7} {'KV cache':>10} {'step copy':>10} {'its time':>9} {'total copy':>11} {'its time':>10} "
