@@ -296,8 +296,8 @@ def test_narration_tells_a_step_from_its_traces(qtbot, history):
     from kvviz.format import fmt_bytes
     from kvviz.ui.narration import describe
 
-    def plain(step, **kw):
-        return re.sub("<[^>]+>", "", describe(history, step, **kw))
+    def plain(step, **kw):  # the words as read: a figure's no-break space before its unit as a space
+        return re.sub("<[^>]+>", "", describe(history, step, **kw)).replace("\u00a0", " ")
 
     n = len(history.info.prompt_ids)
     assert plain(0).startswith(f"Step 0, prefill: every engine computed the K/V of all {n} prompt positions")

@@ -40,7 +40,24 @@ def test_narration_gives_the_share_of_the_read_ceiling(qapp):
 
     # 171,872,256 B in 20 ms = 8.59 GB/s: 72% of a 12 GB/s read ceiling (the 16 GB/s copy figure unused)
     text = describe(_with_read(wide_history(copy_gbps=16.0), 12.0), 2, color=lambda e, i: "#000")
-    assert "8.59 GB/s, 72% of this machine's read ceiling." in text and "copy" not in text
+    assert "8.59\u00a0GB/s, 72% of this machine's read ceiling." in text and "copy" not in text
+
+
+def test_short_narration_names_what_its_shares_are_of(qapp):
+    """The narrow window's sentence: each engine's rate and share, the first share saying what it is of (a bare
+    "(72%)" left a room guessing what of); figures never part from their units."""
+    import re
+
+    from kvviz.ui.narration import describe
+
+    history = _with_read(wide_history(engines=("concat", "static"), copy_gbps=16.0), 12.0)
+    text = re.sub("<[^>]+>", "", describe(history, 2, color=lambda e, i: "#000", form="short"))
+    assert text.endswith("concat 8.59\u00a0GB/s (72% of the read ceiling); static 8.59\u00a0GB/s (72%).")
+    older = re.sub("<[^>]+>", "", describe(wide_history(copy_gbps=16.0), 2, color=lambda e, i: "#000", form="short"))
+    assert older.endswith("8.59\u00a0GB/s (54% of the copy bandwidth).")
+    for form in ("full", "no_traffic", "short"):
+        words = describe(history, 2, color=lambda e, i: "#000", form=form)
+        assert not re.search(r"\d (GB/s|GiB|MiB|KiB|B|ms|µs)\b", words), form
 
 
 def test_summary_share_is_of_the_read_ceiling(qtbot):
@@ -110,3 +127,40 @@ def test_a_rate_below_a_hundredth_stays_text_in_the_narration(qapp):
     text = doc.toPlainText()
     assert "concat read 104.5 MiB of weights and 59.4 MiB of K/V in 20.0 s, <0.01 GB/s, 0% of" in text, text
     assert "static read 104.5 MiB" in text, text
+
+
+def test_a_message_gets_its_room_in_a_narrow_status_bar(qtbot, monkeypatch):
+    """At 1280x720 and 150% the fields left a message no room ("finished: 150 ste" ran into "device cpu"):
+    while a message shows, the least needed fields step aside; when it goes, they come back. The read ceiling
+    never steps aside."""
+    from PySide6.QtWidgets import QMainWindow
+
+    from kvviz import bandwidth
+    from kvviz.ui.status import StatusFields, WindowCost
+
+    monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: bandwidth.ReadCeiling("cpu", 24.9, 1, 1, 1))
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    window.resize(760, 200)
+    fields = StatusFields(window.statusBar())
+    fields.show_run(RunInfo(device="cpu", dtype="float32", model_name="wide", param_count=27_530_000,
+                            kv_bytes_per_token=32768, read_gbps=24.9, read_threads=1))
+    cost = WindowCost()
+    cost.cpu_s, cost.wall_s = 0.5, 2.0
+    fields.show_cost(cost)
+    window.show()
+    qtbot.waitExposed(window)
+    bar = window.statusBar()
+
+    def left_of_fields() -> int:  # where the leftmost field that takes room begins
+        return min(w.geometry().left() for w in fields._fields() if w.isVisible() and w.width() > 0)
+
+    message = "finished: 150 steps in 14.2 s"
+    qtbot.waitUntil(lambda: left_of_fields() < bar.fontMetrics().horizontalAdvance(message))  # no room before
+    bar.showMessage(message)
+    qtbot.waitUntil(lambda: left_of_fields() > bar.fontMetrics().horizontalAdvance(message))
+    assert fields.bandwidth.width() > 0 and fields.bandwidth.text() == "read 24.9 GB/s (cpu, 1 thread)"
+    assert fields.cost.width() == 0  # the least needed went first
+    bar.clearMessage()
+    qtbot.waitUntil(lambda: all(w.width() > 0 for w in fields._fields() if w.isVisible()))
+    assert fields.cost.isVisible() and fields.mem.isHidden()  # visibility as the run left it

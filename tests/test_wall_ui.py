@@ -46,7 +46,7 @@ def test_narration_tells_the_bytes_read_and_the_bandwidth(qapp):
     # step 2 of concat on wide attends over 1,900 positions: weights 109,611,008 + 2,048 = 109,613,056 B
     # (104.5 MiB), K/V 1,900 x 32,768 = 62,259,200 B (59.4 MiB); 171,872,256 B in 20 ms = 8.59 GB/s,
     # 53.7% of 16 GB/s
-    text = describe(wide_history(), 2, color=lambda e, i: "#000")
+    text = describe(wide_history(), 2, color=lambda e, i: "#000").replace("\u00a0", " ")  # figures' no-break spaces
     assert ("read 104.5 MiB of weights and 59.4 MiB of K/V in 20.0 ms, 8.59 GB/s, 54% of this machine's copy "
             "bandwidth.") in text
     assert WallShape(109_611_008, 2_048, 32_768).step(1899, 1900).gbps(20.0) == pytest.approx(8.5936128)
@@ -58,7 +58,7 @@ def test_narration_tells_the_bytes_read_and_the_bandwidth(qapp):
     old = wide_history(weights_read_bytes=0, embed_row_bytes=0)
     assert "of weights" not in describe(old, 2, color=lambda e, i: "#000")
     # naive computes every position again: its rows too (1,900 x 2,048 B more than one row)
-    both = describe(wide_history(engines=("naive", "concat")), 2, color=lambda e, i: "#000")
+    both = describe(wide_history(engines=("naive", "concat")), 2, color=lambda e, i: "#000").replace("\u00a0", " ")
     assert "naive</b> read 108.2 MiB of weights" in both and "concat</b> read 104.5 MiB of weights" in both
 
 

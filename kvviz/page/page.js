@@ -384,8 +384,10 @@ function narration(k) {
     if (verbs.length) moved.push(`${engineHtml(e)} ${names(verbs)}`);
   }
   if (moved.length) text = pyFormat(N("{work} Cache traffic: {moves}."), { work: text, moves: moved.join(N("; ")) });
-  return text;
+  return unbroken(text);
 }
+// A figure and its unit joined by a no-break space, as the window's narration does (narration._unbroken).
+function unbroken(text) { return text.replace(/(\d) (GB\/s|GiB|MiB|KiB|B|ms|µs|s)\b/g, "$1\u00a0$2"); }
 
 // Token stream: the prompt grey, each engine's tokens, the step's highlighted, later ones faded.
 const WS_MARKS = { " ": "\u00b7", "\t": "\u2192", "\r": "\u240d" };

@@ -9,6 +9,7 @@ records its steps. No torch.
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import QCoreApplication
 
@@ -38,6 +39,15 @@ def _engine_html(engine: str, order: int, color) -> str:
     return f'<b style="color:{color(engine, order)}">{html.escape(engine)}</b>'
 
 
+_FIGURE_UNIT = re.compile(r"(\d) (GB/s|GiB|MiB|KiB|B|ms|µs|s)\b")
+
+
+def _unbroken(text: str) -> str:
+    """A figure and its unit joined by a no-break space, so that a wrapped line never ends on "14.6" and
+    starts the next on "GB/s" (the narration wraps at any width; units follow figures in both languages)."""
+    return _FIGURE_UNIT.sub("\\1\u00a0\\2", text)
+
+
 def describe(history: RunHistory, step: int, color=None, *, form: str = "full") -> str:
     """Rich text: the step's K/V work per group of engines that did the same, what bounded caches
     dropped, what each step read and how fast, then the bytes each engine's cache moved. Forms:
@@ -59,7 +69,7 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
         return ""
     first = steps[0][2]
     if form == "short":
-        return _short(history, steps, color)
+        return _unbroken(_short(history, steps, color))
     if first.phase == "prefill":
         groups: dict[tuple, list[str]] = {}
         for engine, order, trace, _prev_stop in steps:
@@ -100,11 +110,12 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
             moved.append(f"{_engine_html(engine, order, color)} {_names(verbs)}")
     if moved and form == "full":  # one template with what precedes it: Chinese puts no space between sentences
         text = _tr("{work} Cache traffic: {moves}.").format(work=text, moves=_tr("; ").join(moved))
-    return text
+    return _unbroken(text)
 
 
 def _short(history: RunHistory, steps, color) -> str:
-    """"Step 39, decode: naive 98 K/V computed, 97 again; concat, static 1 new, 97 read. concat 7.5 GB/s (47%)"."""
+    """"Step 39, decode: naive 98 K/V computed, 97 again; concat, static 1 new, 97 read. concat 7.5 GB/s (47% of
+    the read ceiling); static 9.1 GB/s (57%)"."""
     first = steps[0][2]
     groups: dict[tuple, list[str]] = {}
     for engine, order, trace, prev_stop in steps:
@@ -121,13 +132,16 @@ def _short(history: RunHistory, steps, color) -> str:
     phase = _tr("prefill") if first.phase == "prefill" else _tr("decode")
     text = _tr("Step {step}, {phase}: {work}.").format(step=first.step, phase=phase, work=_tr("; ").join(parts))
     shape, copy = history.info.wall(), history.info.bandwidth_gbps()
+    first_share = (_tr("{rate} ({pct}% of the read ceiling)") if history.info.ceiling_kind() == "read" else
+                   _tr("{rate} ({pct}% of the copy bandwidth)"))
     rates = []
     for engine, order, trace, _prev in steps if shape is not None else ():
         gbps = shape.read(trace).gbps(trace.latency_ms)
         if gbps < float("inf"):
             rate = _tr("{gbps} GB/s").format(gbps=_figure(gbps))
-            if copy is not None:
-                rate = _tr("{rate} ({pct}%)").format(rate=rate, pct=f"{100 * gbps / copy:.0f}")
+            if copy is not None:  # what the share is of, said once: the first engine's
+                share = _tr("{rate} ({pct}%)") if rates else first_share
+                rate = share.format(rate=rate, pct=f"{100 * gbps / copy:.0f}")
             rates.append(f"{_engine_html(engine, order, color)} {rate}")
     if rates:
         text = _tr("{work} {reads}.").format(work=text, reads=_tr("; ").join(rates))

@@ -10,12 +10,14 @@ import os
 import time
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QStyle, QToolButton
 
 from kvviz.config import ModelConfig
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
 from kvviz.trace import RunInfo
 from kvviz.ui.history import RunHistory
+
+NO_WIDTH_LIMIT = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX, which PySide6 does not export
 
 
 def _tr(text: str) -> str:
@@ -53,10 +55,13 @@ class StatusFields:
     def __init__(self, bar: QStatusBar) -> None:
         self.device, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost = (
             QLabel() for _ in range(7))
-        for label in (self.device, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost):
+        for label in self._fields():
             bar.addPermanentWidget(label)
         self.mem.hide()
         self.cost.hide()
+        self._bar = bar
+        self._squeezed: list[QLabel] = []  # the fields narrowed to nothing while a message needs their room
+        bar.messageChanged.connect(self._on_message_changed)
         self.machine_gbps: float | None = None  # this machine's CPU read ceiling (else copy bandwidth), once read
         self._machine_kind, self._machine_threads = "copy", 0  # what machine_gbps is
         self._run_gbps: tuple[float, float, str] | None = None  # (ceiling, peak, device) of the run shown
@@ -64,6 +69,34 @@ class StatusFields:
         # After the window shows: the figure is read from the per-machine cache file, or probed
         # (~0.1 s, once per machine).
         QTimer.singleShot(0, self._probe)
+
+    def _on_message_changed(self, message: str) -> None:
+        """A message (a run finished, a file saved, a note) is shown left of the fields, in what room they leave:
+        at 1280x720 and 150% they left it none ("finished: 150 ste" ran into "device cpu"). While one shows, the
+        fields it needs the room of step aside, the least needed first (the window's cost, the parameter count,
+        KV per token, the model, the device; never the read ceiling or the device memory), and come back when
+        it goes. They are narrowed, not hidden, so that show()/hide() elsewhere keep meaning what they say."""
+        for label in self._squeezed:
+            label.setMaximumWidth(NO_WIDTH_LIMIT)
+        self._squeezed = []
+        if not message:
+            return
+        spacing = self._bar.style().pixelMetric(QStyle.PixelMetric.PM_LayoutHorizontalSpacing) + 6
+        need = self._bar.fontMetrics().horizontalAdvance(message) + 4 * spacing
+
+        def room() -> int:
+            shown = [w for w in self._fields() if w.isVisible() and w not in self._squeezed]
+            return self._bar.width() - sum(w.sizeHint().width() + spacing for w in shown)
+
+        for label in (self.cost, self.params, self.kv, self.model, self.device):
+            if room() >= need:
+                break
+            if label.isVisible():
+                label.setMaximumWidth(0)
+                self._squeezed.append(label)
+
+    def _fields(self) -> tuple[QLabel, ...]:
+        return self.device, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost
 
     def _probe(self) -> None:
         from kvviz.bandwidth import cached_read_ceiling, cpu_bandwidth
