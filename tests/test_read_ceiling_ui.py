@@ -145,9 +145,6 @@ def test_a_message_gets_its_room_in_a_narrow_status_bar(qtbot, monkeypatch):
     fields = StatusFields(window.statusBar())
     fields.show_run(RunInfo(device="cpu", dtype="float32", model_name="wide", param_count=27_530_000,
                             kv_bytes_per_token=32768, read_gbps=24.9, read_threads=1))
-    cost = WindowCost()
-    cost.cpu_s, cost.wall_s = 0.5, 2.0
-    fields.show_cost(cost)
     window.show()
     qtbot.waitExposed(window)
     bar = window.statusBar()
@@ -156,11 +153,14 @@ def test_a_message_gets_its_room_in_a_narrow_status_bar(qtbot, monkeypatch):
         return min(w.geometry().left() for w in fields._fields() if w.isVisible() and w.width() > 0)
 
     message = "finished: 150 steps in 14.2 s"
-    qtbot.waitUntil(lambda: left_of_fields() < bar.fontMetrics().horizontalAdvance(message))  # no room before
-    bar.showMessage(message)
+    bar.showMessage(message)  # the window's order: the message, then the run's cost beside the fields
+    cost = WindowCost()
+    cost.cpu_s, cost.wall_s = 0.5, 2.0
+    fields.show_cost(cost)
     qtbot.waitUntil(lambda: left_of_fields() > bar.fontMetrics().horizontalAdvance(message))
     assert fields.bandwidth.width() > 0 and fields.bandwidth.text() == "read 24.9 GB/s (cpu, 1 thread)"
     assert fields.cost.width() == 0  # the least needed went first
     bar.clearMessage()
     qtbot.waitUntil(lambda: all(w.width() > 0 for w in fields._fields() if w.isVisible()))
     assert fields.cost.isVisible() and fields.mem.isHidden()  # visibility as the run left it
+    assert left_of_fields() < bar.fontMetrics().horizontalAdvance(message)  # the room the message needed

@@ -61,7 +61,7 @@ class StatusFields:
         self.cost.hide()
         self._bar = bar
         self._squeezed: list[QLabel] = []  # the fields narrowed to nothing while a message needs their room
-        bar.messageChanged.connect(self._on_message_changed)
+        bar.messageChanged.connect(self._fit_message)
         self.machine_gbps: float | None = None  # this machine's CPU read ceiling (else copy bandwidth), once read
         self._machine_kind, self._machine_threads = "copy", 0  # what machine_gbps is
         self._run_gbps: tuple[float, float, str] | None = None  # (ceiling, peak, device) of the run shown
@@ -70,12 +70,15 @@ class StatusFields:
         # (~0.1 s, once per machine).
         QTimer.singleShot(0, self._probe)
 
-    def _on_message_changed(self, message: str) -> None:
+    def _fit_message(self, message: str | None = None) -> None:
         """A message (a run finished, a file saved, a note) is shown left of the fields, in what room they leave:
         at 1280x720 and 150% they left it none ("finished: 150 ste" ran into "device cpu"). While one shows, the
         fields it needs the room of step aside, the least needed first (the window's cost, the parameter count,
         KV per token, the model, the device; never the read ceiling or the device memory), and come back when
-        it goes. They are narrowed, not hidden, so that show()/hide() elsewhere keep meaning what they say."""
+        it goes. They are narrowed, not hidden, so that show()/hide() elsewhere keep meaning what they say.
+        Called when the message changes and when a field does (the window shows its cost after "finished")."""
+        if message is None:
+            message = self._bar.currentMessage()
         for label in self._squeezed:
             label.setMaximumWidth(NO_WIDTH_LIMIT)
         self._squeezed = []
@@ -134,6 +137,7 @@ class StatusFields:
         else:
             text = ""
         self.bandwidth.setText(text)
+        self._fit_message()
         self.bandwidth.setToolTip(_tr(
             "Read: the memory read ceiling a decode step runs against, since every step reads every weight and "
             "the K/V it attends over and writes next to nothing: a float32 matrix-vector product over a matrix "
@@ -173,6 +177,7 @@ class StatusFields:
             if steps and steps[-1].device_mem_bytes is not None:
                 self.mem.setText(_tr("device memory {0}").format(fmt_bytes(steps[-1].device_mem_bytes)))
                 self.mem.show()
+                self._fit_message()
                 return
         self.mem.hide()
 
@@ -190,6 +195,7 @@ class StatusFields:
             "its step times read higher than `kvviz bench` measures with no window open.").format(
                 f"{cost.wall_s:.1f}", f"{cost.cpu_s:.1f}", f"{cores:.2f}", n))
         self.cost.show()
+        self._fit_message()
 
 
 class ErrorStrip(QFrame):
