@@ -1,17 +1,24 @@
-"""The memory calculator as a dialog: pick a preset or edit a shape, read what its KV cache costs.
+"""The memory calculator as a dialog: pick a preset or edit a shape, read what its KV cache costs, and the
+roofline of a decode step: its bytes, its FLOP a byte at batch 1 and 8, the tokens/s a bandwidth allows.
 
-Every figure comes from kvviz.memory (the same functions as `kvviz memory`); no torch here. The
-window may pass the model presets' configs with `add_models` (it learns them from the worker).
+Every figure comes from kvviz.memory (the same functions as `kvviz memory`); no torch here. The window
+passes plain figures with `set_context`: the run it shows (`run_figures`: its model's config, its read
+ceiling, its engines' measured decode tokens/s, from RunInfo and the StepTraces) and the form's CPU
+threads, and the app's model presets with `add_models`. The bandwidth then defaults to the read ceiling
+of that run, else this machine's at those threads (kvviz.bandwidth's cache file; the dialog never
+probes), else the chapter's A100 figure; a typed figure stays until "Measured" puts the ceiling back.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -19,6 +26,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QFrame,
+    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -29,22 +37,95 @@ from PySide6.QtWidgets import (
     QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from kvviz import memory
+from kvviz import bandwidth, memory
 from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
-from kvviz.config import ModelConfig
+from kvviz.config import ModelConfig, canonical_dtype
 from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
+from kvviz.ui.history import RunHistory
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
 CUSTOM = "custom"
 MIN_TABLE_ROWS = 5  # each figures table shows at least this many rows (the default lengths are five)
+ROOFLINE_BATCH = 8  # the roofline's batch beside batch 1 (its sentence says 8)
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A measured bandwidth the dialog can stand on, and whose it is."""
+
+    gbps: float
+    device: str  # "cpu", "cuda:0"
+    threads: int  # the CPU threads it was measured at; 0: not a CPU's, or not known
+    whose: str  # "machine": this machine's (the cache file, or a run this window ran); "trace": a saved run's
+    kind: str = "read"  # "read": a read ceiling; "copy": a trace saved before the read ceiling (not a bound)
+
+
+@dataclass(frozen=True)
+class EngineRate:
+    """One engine's decode steps in a run (the prefill left out): measured, and what a ceiling allows the same
+    steps at batch 1, each reading its bytes at the ceiling (kvviz.memory.measured_decode)."""
+
+    engine: str
+    steps: int
+    ms: float  # summed decode step time
+    tokens_per_s: float  # decode steps per second of their own time
+    allowed_tokens_per_s: float | None  # None: the run recorded no ceiling or no weights figure
+
+    @property
+    def share(self) -> float | None:
+        return None if not self.allowed_tokens_per_s else self.tokens_per_s / self.allowed_tokens_per_s
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """What the dialog shows of the run the window shows: plain figures (no torch), from `run_figures`."""
+
+    run_id: str
+    model: str
+    config: ModelConfig | None  # where the window knows it (a preset, a loaded checkpoint): offered and selected
+    dtype: str
+    threads: int  # the CPU threads it ran with (RunInfo.read_threads; 0: not a CPU run, or not recorded)
+    ceiling: Ceiling | None  # the ceiling the run recorded (RunInfo.bandwidth_gbps), None where none
+    first_len: int  # positions the first and the last decode step attended over (0: no decode step yet)
+    last_len: int
+    engines: tuple[EngineRate, ...]
+
+
+def run_figures(history: RunHistory, config: ModelConfig | None = None, *, own: bool = True) -> RunFigures | None:
+    """The run a history holds as the dialog shows it; None before any run. `own`: this window ran it (its
+    ceiling is this machine's), else a replayed trace (the ceiling of the machine that ran it)."""
+    info = history.info
+    if not info.run_id:
+        return None
+    gbps, kind = info.bandwidth_gbps(), info.ceiling_kind()
+    device = info.device or "-"
+    threads = info.read_threads if device == "cpu" else 0
+    ceiling = None if gbps is None else Ceiling(gbps, device, threads, "machine" if own else "trace", kind or "read")
+    shape = info.wall()
+    rates, lens = [], []
+    for engine, traces in history.traces.items():
+        steps = [(t.pos_stop, t.latency_ms) for t in traces if t.phase == "decode"]
+        ms = float(sum(latency for _, latency in steps))
+        if not steps or not ms > 0:
+            continue
+        lens += [steps[0][0], steps[-1][0]]
+        allowed = None
+        if shape is not None and gbps is not None:
+            allowed = memory.measured_decode(engine, shape, steps, gbps).allowed_tokens_per_s
+        rates.append(EngineRate(engine, len(steps), ms, len(steps) / (ms * 1e-3), allowed))
+    return RunFigures(run_id=info.run_id, model=info.model_name, config=config, dtype=info.dtype, threads=threads,
+                      ceiling=ceiling, first_len=min(lens, default=0), last_len=max(lens, default=0),
+                      engines=tuple(rates))
 
 
 class MemoryDialog(QDialog):
-    """Non-modal; `set_preset(name)` and `report()` drive and read it from code and tests."""
+    """Non-modal; `set_preset(name)`, `set_context(run, threads)` and `report()` drive and read it from code and
+    tests."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -52,8 +133,16 @@ class MemoryDialog(QDialog):
         self._descriptions: dict[str, str] = {}
         self._custom_base: ModelConfig = memory.MEMORY_PRESETS["qwen3-0.6b"].config
         self._report: memory.MemoryReport | None = None
+        self._run: RunFigures | None = None  # the run the window shows (set_context)
+        self._threads: int | None = None  # the form's CPU threads; None: the ceiling measured last
+        self._ceiling: Ceiling | None = None  # the measured ceiling the bandwidth defaults to, and returns to
+        self._source = "default"  # the bandwidth: "measured" (_ceiling), "typed", "default" (the chapter's A100)
+        self._figures_width = self._figures_height = 0  # the figures' held height, and the width it is for
 
         self.model_combo = QComboBox()
+        # a checkpoint's folder path as a model's name: the box keeps its width, the path shows in the list
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_combo.setMinimumContentsLength(16)
         self.description_label = QLabel()
         self.description_label.setWordWrap(True)
         self.layers_spin = _spin(1, 1024)
@@ -68,6 +157,10 @@ class MemoryDialog(QDialog):
         self.bandwidth_spin.setDecimals(1)
         self.bandwidth_spin.setValue(memory.DEFAULT_BANDWIDTH_GBPS)
         self.bandwidth_spin.setSuffix(" GB/s")
+        self.source_label = QLabel()  # whose figure it is: a read ceiling, typed, the chapter's A100
+        self.source_label.setWordWrap(True)
+        self.measured_button = QToolButton()  # back to the measured ceiling after typing another figure
+        self.measured_button.clicked.connect(self.use_measured)
         self.block_spin = _spin(1, 1 << 16, memory.DEFAULT_BLOCK_SIZE)
         self.prompt_spin = _spin(0, 10_000_000, 0)
 
@@ -76,6 +169,9 @@ class MemoryDialog(QDialog):
                                                  "bandwidth", "block", "prompt", "window", "sinks", "residual",
                                                  "strategies", "mla")}
         form = QFormLayout()
+        # A row too wide beside its label goes under it: at 150% zoom the rows had made the content
+        # wider than an 800 px dialog, every paragraph below cut off at its right edge.
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow(self.labels["model"], self.model_combo)
         form.addRow("", self.description_label)
         shape = QHBoxLayout()
@@ -86,16 +182,23 @@ class MemoryDialog(QDialog):
         shape.addWidget(self.dtype_combo)
         form.addRow(self.labels["shape"], shape)
         form.addRow(self.labels["lengths"], self.lengths_edit)
-        form.addRow(self.labels["bandwidth"], self.bandwidth_spin)
+        bandwidth_row = QHBoxLayout()
+        bandwidth_row.addWidget(self.bandwidth_spin, 1)
+        bandwidth_row.addWidget(self.measured_button)
+        form.addRow(self.labels["bandwidth"], bandwidth_row)
+        form.addRow("", self.source_label)  # a row of its own: wrapped beside the field, it was cut in height
         form.addRow(self.labels["block"], self.block_spin)
         form.addRow(self.labels["prompt"], self.prompt_spin)
         # The cache strategies beside the exact one (kvviz.cache_math): W, S, R and an MLA shape
         self.window_spin, self.sinks_spin, self.residual_spin = _spin(1, 1 << 24, 4096), _spin(1, 1 << 24, 4), \
             _spin(0, 1 << 24, 0)
-        strategies = QHBoxLayout()
-        for key, spin in (("window", self.window_spin), ("sinks", self.sinks_spin), ("residual", self.residual_spin)):
-            strategies.addWidget(self.labels[key])
-            strategies.addWidget(spin, 1)
+        strategies = QGridLayout()  # two rows: in one, the three had been wider than the dialog at 150% zoom
+        for i, (key, spin) in enumerate((("window", self.window_spin), ("sinks", self.sinks_spin),
+                                         ("residual", self.residual_spin))):
+            strategies.addWidget(self.labels[key], i // 2, 2 * (i % 2))
+            strategies.addWidget(spin, i // 2, 2 * (i % 2) + 1)
+        strategies.setColumnStretch(1, 1)
+        strategies.setColumnStretch(3, 1)
         form.addRow(self.labels["strategies"], strategies)
         self.mla_combo = QComboBox()
         self.mla_combo.addItem("", "")
@@ -106,9 +209,11 @@ class MemoryDialog(QDialog):
         self.per_layer_label = QLabel()
         self.per_token_label = QLabel()
         self.crossover_label = QLabel()  # where the K/V read overtakes the weights read (kvviz.wall)
-        self.crossover_label.setWordWrap(True)
-        for label in (self.per_layer_label, self.per_token_label, self.crossover_label):
+        self.measured_label = QLabel()  # the run shown: its engines' decode tokens/s beside what the ceiling allows
+        for label in (self.per_layer_label, self.per_token_label, self.crossover_label, self.measured_label):
+            label.setWordWrap(True)  # to the dialog's width, at any zoom and in Chinese
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.measured_label.hide()
         self.error_label = QLabel()
         self.error_label.setStyleSheet("color: #c62828")
         self.error_label.setWordWrap(True)
@@ -120,11 +225,13 @@ class MemoryDialog(QDialog):
         page = QWidget()
         page_layout = QVBoxLayout(page)
         page_layout.setContentsMargins(0, 0, 0, 0)
-        for label in (self.per_layer_label, self.per_token_label, self.crossover_label, self.notes_label):
+        for label in (self.per_layer_label, self.per_token_label, self.crossover_label, self.measured_label,
+                      self.notes_label):
             page_layout.addWidget(label)
         page_layout.addStretch(1)
         self.figures.addWidget(page)
         self.figures.addWidget(self.error_label)
+        self.figures.installEventFilter(self)  # a new width: its held height again (_hold_figures_height)
 
         self.table = _table(9)
         self.strategy_table = _table(6)
@@ -152,7 +259,7 @@ class MemoryDialog(QDialog):
         layout.addWidget(self.strategy_table, 2)
         layout.addWidget(self.chapter_check)
         layout.addWidget(self.chapter_text, 2)
-        scroll = QScrollArea()
+        scroll = self.scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(content)
@@ -172,7 +279,7 @@ class MemoryDialog(QDialog):
             spin.valueChanged.connect(self._on_shape_edited)
         self.dtype_combo.currentIndexChanged.connect(self._recompute)
         self.lengths_edit.textChanged.connect(self._recompute)
-        self.bandwidth_spin.valueChanged.connect(self._recompute)
+        self.bandwidth_spin.valueChanged.connect(self._on_bandwidth_typed)
         self.block_spin.valueChanged.connect(self._recompute)
         self.prompt_spin.valueChanged.connect(self._recompute)
         for spin in (self.window_spin, self.sinks_spin, self.residual_spin):
@@ -180,12 +287,32 @@ class MemoryDialog(QDialog):
         self.mla_combo.currentIndexChanged.connect(self._recompute)
         self.chapter_check.toggled.connect(self.chapter_text.setVisible)
         self.chapter_check.toggled.connect(self._recompute)
+        # The wheel scrolls the dialog: a box or a spin under the pointer changes only once clicked or tabbed to
+        # (scrolling had switched "Latent attention (MLA)" from none to deepseek-v3 on its way past).
+        for box in (*self.findChildren(QComboBox), *self.findChildren(QAbstractSpinBox)):
+            box.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            box.installEventFilter(self)
+        self._ceiling = self._measured_ceiling()  # alone (no window): shown beside the A100 figure, not used
+        self._show_bandwidth_source()
         self.set_preset("qwen3-0.6b")
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        """A wheel over a box or spin that has no focus scrolls the dialog instead of turning into a value:
+        handed to the scroll area here (Qt passes an ignored wheel to the parents only when it came from the
+        window system, not when sent)."""
+        if event.type() == QEvent.Type.Wheel and isinstance(obj, (QComboBox, QAbstractSpinBox)) and not obj.hasFocus():
+            QCoreApplication.sendEvent(self.scroll.viewport(), event)
+            return True
+        if obj is self.figures and event.type() == QEvent.Type.Resize and self.figures.width() != self._figures_width:
+            self._hold_figures_height()
+        return super().eventFilter(obj, event)
 
     def retranslate(self) -> None:
         """Every string in the current language (again after a switch, with the dialog open)."""
         self.setWindowTitle(self.tr("KV cache memory calculator"))
         self.lengths_edit.setToolTip(self.tr("Cache lengths n in tokens, separated by spaces or commas"))
+        self.measured_button.setText(self.tr("Measured"))
+        self._show_bandwidth_source()
         self.bandwidth_spin.setToolTip(self.tr("Memory bandwidth; 1 GB = 10^9 bytes (an A100 has about 2000 GB/s)"))
         self.prompt_spin.setToolTip(self.tr("Tokens written by one prefill before decoding: they copy nothing"))
         texts = {"model": self.tr("Model"), "layers": self.tr("layers"), "kv_heads": self.tr("KV heads"),
@@ -264,6 +391,95 @@ class MemoryDialog(QDialog):
         for name, cfg in configs.items():
             self._add(name, cfg, (descriptions or {}).get(name, ""))
 
+    def set_context(self, run: RunFigures | None, threads: int | None = None) -> None:
+        """What the window shows: the run (`run_figures`; None before any) and the form's CPU threads. A run
+        not shown before has its model offered and selected, at the run's dtype; the bandwidth, unless typed,
+        becomes the run's read ceiling, else this machine's at `threads`, else the chapter's A100 figure."""
+        new = run is not None and (self._run is None or run.run_id != self._run.run_id)
+        self._run, self._threads = run, threads
+        self._ceiling = self._measured_ceiling()
+        if self._source != "typed":
+            self._source = "default" if self._ceiling is None else "measured"
+            self._set_bandwidth(self._ceiling.gbps if self._ceiling else memory.DEFAULT_BANDWIDTH_GBPS)
+        self._show_bandwidth_source()
+        if new and run.config is not None:
+            self._add(run.model, run.config, self._descriptions.get(run.model, ""))
+            self.set_preset(run.model)
+            index = self.dtype_combo.findData(_dtype_name(run.dtype))
+            if index >= 0:
+                self.dtype_combo.setCurrentIndex(index)
+        self._recompute()
+
+    def run_id(self) -> str:
+        """The run it shows ("" for none)."""
+        return self._run.run_id if self._run is not None else ""
+
+    def use_measured(self) -> None:
+        """"Measured": the bandwidth back to the measured ceiling after a typed figure."""
+        if self._ceiling is None:
+            return
+        self._source = "measured"
+        self._set_bandwidth(self._ceiling.gbps)
+        self._show_bandwidth_source()
+        self._recompute()
+
+    def bandwidth_gbps(self) -> float:
+        """The figure the times and the roofline are at: the measured ceiling's own (not the field's rounding),
+        unless typed."""
+        return self._ceiling.gbps if self._source == "measured" else self.bandwidth_spin.value()
+
+    def bandwidth_source(self) -> str:
+        """"measured" (a ceiling), "typed" or "default" (the chapter's A100 figure): what bandwidth_gbps is."""
+        return self._source
+
+    def _measured_ceiling(self) -> Ceiling | None:
+        """The run's read ceiling (its device, its threads), else this machine's at the run's CPU threads or the
+        form's from the cache file (alone, with no window: the one measured last), else None."""
+        run = self._run
+        if run is not None and run.ceiling is not None and run.ceiling.kind == "read":
+            return run.ceiling
+        threads = run.threads if run is not None and run.threads else self._threads
+        found = bandwidth.cached_read_ceiling() if threads is None else bandwidth.cached_read_ceiling(threads)
+        return None if found is None else Ceiling(found.read_gbps, "cpu", found.threads, "machine")
+
+    def _ceiling_name(self, c: Ceiling) -> str:
+        """"this machine's read ceiling, cpu, 1 thread", "the read ceiling the trace recorded, cuda:0", ..."""
+        if c.threads:
+            where = (self.tr("{0}, 1 thread") if c.threads == 1 else self.tr("{0}, {1} threads")).format(
+                c.device, c.threads)
+        else:
+            where = c.device
+        if c.kind == "copy":
+            return self.tr("the copy bandwidth the trace recorded, {0} (not a read ceiling)").format(where)
+        if c.whose == "trace":
+            return self.tr("the read ceiling the trace recorded, {0}").format(where)
+        return self.tr("this machine's read ceiling, {0}").format(where)
+
+    def _show_bandwidth_source(self) -> None:
+        source = self.bandwidth_source()
+        if source == "measured":
+            text = self._ceiling_name(self._ceiling)
+        elif source == "typed":
+            text = self.tr("typed")
+        else:
+            text = self.tr("an A100's, as the chapter takes it")
+        self.source_label.setText(text)
+        self.source_label.setToolTip(self.tr("The bandwidth above is {0}").format(text))
+        self.measured_button.setEnabled(self._ceiling is not None and source != "measured")
+        self.measured_button.setToolTip(
+            self.tr("Back to {0}: {1} GB/s").format(self._ceiling_name(self._ceiling), fmt_figure(self._ceiling.gbps))
+            if self._ceiling is not None else self.tr("No read ceiling is measured on this machine yet"))
+
+    def _set_bandwidth(self, gbps: float) -> None:
+        self.bandwidth_spin.blockSignals(True)
+        self.bandwidth_spin.setValue(gbps)
+        self.bandwidth_spin.blockSignals(False)
+
+    def _on_bandwidth_typed(self) -> None:
+        self._source = "typed"
+        self._show_bandwidth_source()
+        self._recompute()
+
     def set_preset(self, name: str) -> None:
         index = self.model_combo.findData(name)
         if index < 0:
@@ -309,6 +525,7 @@ class MemoryDialog(QDialog):
             cfg = self._configs[name]
             self._custom_base = cfg
             self.description_label.setText(self._description(name))
+            self.description_label.setVisible(bool(self.description_label.text()))  # a checkpoint's: none
             for spin, value in ((self.layers_spin, cfg.n_layer), (self.kv_heads_spin, cfg.n_kv_head),
                                 (self.head_dim_spin, cfg.head_dim)):
                 spin.blockSignals(True)
@@ -319,6 +536,7 @@ class MemoryDialog(QDialog):
             self.dtype_combo.blockSignals(False)
         else:
             self.description_label.setText(self.tr("Your own shape, starting from {0}").format(self._custom_base.name))
+            self.description_label.show()
         self._recompute()
 
     def _on_shape_edited(self) -> None:
@@ -328,6 +546,7 @@ class MemoryDialog(QDialog):
             self.model_combo.setCurrentIndex(custom)
             self.model_combo.blockSignals(False)
             self.description_label.setText(self.tr("Your own shape, starting from {0}").format(self._custom_base.name))
+            self.description_label.show()
         self._recompute()
 
     def _recompute(self) -> None:
@@ -335,7 +554,7 @@ class MemoryDialog(QDialog):
             lengths = parse_lengths(self.lengths_edit.text())
             cfg = self.config()
             report = memory.compute(cfg, lengths, dtype=self.dtype_combo.currentData(),
-                                    bandwidth_gbps=self.bandwidth_spin.value(), block_size=self.block_spin.value(),
+                                    bandwidth_gbps=self.bandwidth_gbps(), block_size=self.block_spin.value(),
                                     prompt_tokens=self.prompt_spin.value())
             if self.sinks_spin.value() >= self.window_spin.value():
                 raise ValueError(self.tr("Sinks ({0}) must be fewer than the window ({1}): the window counts "
@@ -352,6 +571,7 @@ class MemoryDialog(QDialog):
             self.per_layer_label.clear()
             self.per_token_label.clear()
             self.crossover_label.clear()
+            self.measured_label.clear()
             self.notes_label.clear()
             self.notes_label.hide()
             self.chapter_text.clear()
@@ -359,9 +579,20 @@ class MemoryDialog(QDialog):
         self._report = report
         self.figures.setCurrentIndex(0)
         self._show(report)
-        # The figures' place keeps the tallest it has been: a shorter text (an error) never pulls the
-        # tables up, and the next figures never push them down again.
-        self.figures.setMinimumHeight(max(self.figures.minimumHeight(), self.figures.sizeHint().height()))
+        self._hold_figures_height()
+
+    def _hold_figures_height(self) -> None:
+        """The figures' place keeps the tallest it has been at its width: a shorter text (an error) never pulls
+        the tables up, and the next figures never push them down again. Their height at the width they have
+        (the labels wrap): a size hint's, at a width of its own, had left a blank the height of three paragraphs
+        above the tables once the dialog was wider; a new width starts again."""
+        width = self.figures.width()
+        page = self.figures.widget(0)
+        height = page.heightForWidth(width) if page.hasHeightForWidth() else page.sizeHint().height()
+        if width != self._figures_width:
+            self._figures_width, self._figures_height = width, 0
+        self._figures_height = max(self._figures_height, height)
+        self.figures.setMinimumHeight(self._figures_height)
 
     def _show(self, r: memory.MemoryReport) -> None:
         c = r.config
@@ -375,6 +606,9 @@ class MemoryDialog(QDialog):
             "reads more K/V than weights: the cache, not the model, then dominates the step").format(
             fmt_bytes(r.decode_weights_bytes), c.name, fmt_count(r.crossover_tokens))
             + "\n" + self._roofline_text(r))
+        measured = self._measured_text()
+        self.measured_label.setText(measured)
+        self.measured_label.setVisible(bool(measured))
         self.table.setRowCount(len(r.lengths))
         for row, f in enumerate(r.lengths):
             cells = [(fmt_count(f.tokens), None), (fmt_bytes(f.cache_bytes), f.cache_bytes),
@@ -398,21 +632,55 @@ class MemoryDialog(QDialog):
 
     def _roofline_text(self, r: memory.MemoryReport) -> str:
         """The roofline at the longest length (kvviz.memory.roofline), at the dialog's bandwidth, batch 1 and 8;
-        and this machine's read ceiling, where the engine process has measured one (read from its cache file)."""
-        from kvviz.bandwidth import cached_read_ceiling
-
-        one, eight = memory.roofline(r.config, [r.lengths[-1].tokens], ceiling_gbps=r.bandwidth_gbps, batch=8,
-                                     dtype=r.dtype).points[0]
+        then whose that bandwidth is, or, beside a typed one, the measured ceiling."""
+        one, eight = memory.roofline(r.config, [r.lengths[-1].tokens], ceiling_gbps=r.bandwidth_gbps,
+                                     batch=ROOFLINE_BATCH, dtype=r.dtype).points[0]
         text = self.tr("Roofline at {0} positions and {1} GB/s: a decode step reads {2}, {3} FLOP a byte, "
                        "{4} tokens/s at most; batch 8 reads {5}, {6} FLOP a byte, {7} tokens/s in all").format(
             fmt_count(one.kv_len), fmt_figure(r.bandwidth_gbps), fmt_bytes(one.bytes_per_step), f"{one.intensity:.2g}",
             fmt_figure(one.tokens_per_s), fmt_bytes(eight.bytes_per_step), f"{eight.intensity:.2g}",
             fmt_figure(eight.tokens_per_s))
-        ceiling = cached_read_ceiling()
-        if ceiling is not None:
-            text += self.tr(" (this machine's read ceiling: {0} GB/s at {1} thread(s))").format(
-                fmt_figure(ceiling.read_gbps), ceiling.threads)
+        c = self._ceiling
+        if self._source == "measured":
+            return text + self.tr(" ({0} GB/s is {1})").format(fmt_figure(c.gbps), self._ceiling_name(c))
+        if c is not None and c.whose == "machine" and c.device == "cpu" and c.threads:
+            return text + self.tr(" (this machine's read ceiling: {0} GB/s at {1} thread(s))").format(
+                fmt_figure(c.gbps), c.threads)
+        if c is not None:
+            return text + self.tr(" ({0}: {1} GB/s)").format(self._ceiling_name(c), fmt_figure(c.gbps))
+        if self._source == "default":
+            return text + self.tr(" ({0} GB/s is an A100's memory bandwidth, as the chapter takes it: no read "
+                                  "ceiling is measured on this machine yet)").format(fmt_figure(r.bandwidth_gbps))
         return text
+
+    def _measured_text(self) -> str:
+        """The run shown: each engine's decode tokens/s beside what the run's ceiling allows the same steps at
+        batch 1 (empty with no run)."""
+        run = self._run
+        if run is None:
+            return ""
+        if not run.engines:
+            return self.tr("Measured: the run shown ({0}) has no decode step yet; a run's figures come when it "
+                           "ends").format(run.model)
+        c = run.ceiling
+        shared = c is not None and all(e.share is not None for e in run.engines)
+        if shared:
+            head = self.tr("Measured in the run shown ({0}, {1}): its decode steps over {2} to {3} positions (the "
+                           "prefill left out); allowed: the same steps at batch 1, each reading its bytes at {4} GB/s "
+                           "({5}):").format(run.model, run.dtype, fmt_count(run.first_len), fmt_count(run.last_len),
+                                            fmt_figure(c.gbps), self._ceiling_name(c))
+        else:
+            head = self.tr("Measured in the run shown ({0}, {1}): its decode steps over {2} to {3} positions (the "
+                           "prefill left out); the trace records no ceiling or no weights figure to set them "
+                           "against:").format(run.model, run.dtype, fmt_count(run.first_len), fmt_count(run.last_len))
+        lines = [head]
+        for e in run.engines:
+            if shared:
+                lines.append(self.tr("{0}: {1} tokens/s measured, {2}% of the {3} tokens/s allowed").format(
+                    e.engine, fmt_figure(e.tokens_per_s), f"{100 * e.share:.0f}", fmt_figure(e.allowed_tokens_per_s)))
+            else:
+                lines.append(self.tr("{0}: {1} tokens/s measured").format(e.engine, fmt_figure(e.tokens_per_s)))
+        return "\n".join(lines)
 
     def strategy_rows(self) -> list[list[str]]:
         """The strategies table's text, row by row (for tests and copy)."""
@@ -466,6 +734,14 @@ def parse_lengths(text: str) -> list[int]:
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("MemoryDialog", text)
+
+
+def _dtype_name(dtype: str) -> str:
+    """A run's dtype as the dtype box holds it ("float32"), or "" for one it does not know."""
+    try:
+        return canonical_dtype(dtype)
+    except ValueError:
+        return ""
 
 
 def _table(columns: int) -> QTableWidget:

@@ -302,6 +302,7 @@ class MainWindow(QMainWindow):
             # What this run measured, per engine: the next run's estimate on this model starts from it.
             self.estimates.record(self.history)
             self.status_fields.show_cost(self.window_cost)
+            dialogs.refresh_memory_calculator(self, getattr(self, "_memory_dialog", None))  # its measured tokens/s
         self._update_estimate()
         # The final step, one whole frame, before anyone waiting on run_finished looks.
         self.frames.finish(then=lambda: self.run_finished.emit(run_id))
@@ -437,6 +438,7 @@ class MainWindow(QMainWindow):
         self._update_progress()
         if self.history.info is not self._status_run:  # a new run shown (or a trace replayed)
             self._update_status()
+        dialogs.follow_memory_calculator(self, getattr(self, "_memory_dialog", None))  # a run it has not shown
 
     # ------------------------------------------------------------------ state, errors, status
     def _set_state(self, state: RunState) -> None:
@@ -506,6 +508,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ dialogs
     def show_memory_calculator(self) -> None:
+        """Model > Memory calculator (Ctrl+M): one non-modal instance, showing the run shown (its model, its
+        measured decode tokens/s) and told again when a run finishes or a trace is opened."""
         self._memory_dialog = dialogs.show_memory_calculator(self, getattr(self, "_memory_dialog", None))
 
     def shortcut_rows(self) -> list[tuple[str, str]]:
