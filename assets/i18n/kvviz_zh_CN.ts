@@ -197,7 +197,7 @@
     </message>
     <message>
         <source>{engine}: {bytes}, room for {cap} tokens, {held} held</source>
-        <translation>{engine}：{bytes}，可容纳 {cap} 个词元，已存 {held} 个</translation>
+        <translation>{engine}：{bytes}，可容纳 {cap} 个 token，已存 {held} 个</translation>
     </message>
     <message>
         <source>{engine}: {bytes}, {cap} tokens</source>
@@ -969,6 +969,10 @@
         <translation>缓存长度 n（token 数），用空格或逗号分隔</translation>
     </message>
     <message>
+        <source>Measured</source>
+        <translation>实测值</translation>
+    </message>
+    <message>
         <source>Memory bandwidth; 1 GB = 10^9 bytes (an A100 has about 2000 GB/s)</source>
         <translation>显存带宽；1 GB = 10^9 字节（A100 约 2000 GB/s）</translation>
     </message>
@@ -1126,7 +1130,7 @@
     </message>
     <message>
         <source>the chapter prints 56 KB per token for Qwen3-0.6B because it took head_dim 64 (hidden 1024 / 16 heads); the published config sets head_dim 128, so a token holds 114,688 B (112 KiB) in bf16 and every figure in the chapter&apos;s copy table doubles</source>
-        <translation>本章给出 Qwen3-0.6B 每个词元 56 KB，因为它取了 head_dim 64（隐藏维 1024 / 16 个头）；公布的配置是 head_dim 128，所以 bf16 下一个词元占 114,688 B（112 KiB），本章复制表中的每个数字都要翻倍</translation>
+        <translation>本章给出 Qwen3-0.6B 每个 token 56 KB，因为它取了 head_dim 64（隐藏维 1024 / 16 个头）；公布的配置是 head_dim 128，所以 bf16 下一个 token 占 114,688 B（112 KiB），本章复制表中的每个数字都要翻倍</translation>
     </message>
     <message>
         <source>this is the chapter&apos;s assumed shape (head_dim 64), not Qwen3-0.6B&apos;s published one (head_dim 128)</source>
@@ -1134,7 +1138,47 @@
     </message>
     <message>
         <source>{0} tokens is beyond the model&apos;s context window ({1})</source>
-        <translation>{0} 个词元超出了模型的上下文窗口（{1}）</translation>
+        <translation>{0} 个 token 超出了模型的上下文窗口（{1}）</translation>
+    </message>
+    <message>
+        <source>{0}, 1 thread</source>
+        <translation>{0}，1 个线程</translation>
+    </message>
+    <message>
+        <source>{0}, {1} threads</source>
+        <translation>{0}，{1} 个线程</translation>
+    </message>
+    <message>
+        <source>the copy bandwidth the trace recorded, {0} (not a read ceiling)</source>
+        <translation>轨迹记录的复制带宽，{0}（不是读取上限）</translation>
+    </message>
+    <message>
+        <source>the read ceiling the trace recorded, {0}</source>
+        <translation>轨迹记录的读取上限，{0}</translation>
+    </message>
+    <message>
+        <source>this machine&apos;s read ceiling, {0}</source>
+        <translation>本机读取上限，{0}</translation>
+    </message>
+    <message>
+        <source>typed</source>
+        <translation>手动输入</translation>
+    </message>
+    <message>
+        <source>an A100&apos;s, as the chapter takes it</source>
+        <translation>A100 的带宽（按本章的取值）</translation>
+    </message>
+    <message>
+        <source>The bandwidth above is {0}</source>
+        <translation>上面的带宽为：{0}</translation>
+    </message>
+    <message>
+        <source>Back to {0}: {1} GB/s</source>
+        <translation>恢复为{0}：{1} GB/s</translation>
+    </message>
+    <message>
+        <source>No read ceiling is measured on this machine yet</source>
+        <translation>本机尚未测量读取上限</translation>
     </message>
     <message>
         <source>Your own shape, starting from {0}</source>
@@ -1161,8 +1205,40 @@
         <translation>屋顶线：{0} 个位置、{1} GB/s 时，一个解码步读取 {2}，每字节 {3} FLOP，最多 {4} tokens/s；批大小 8 时读取 {5}，每字节 {6} FLOP，合计 {7} tokens/s</translation>
     </message>
     <message>
+        <source> ({0} GB/s is {1})</source>
+        <translation>（{0} GB/s 为{1}）</translation>
+    </message>
+    <message>
         <source> (this machine&apos;s read ceiling: {0} GB/s at {1} thread(s))</source>
         <translation>（本机读取上限：{0} GB/s，{1} 个线程）</translation>
+    </message>
+    <message>
+        <source> ({0}: {1} GB/s)</source>
+        <translation>（{0}为 {1} GB/s）</translation>
+    </message>
+    <message>
+        <source> ({0} GB/s is an A100&apos;s memory bandwidth, as the chapter takes it: no read ceiling is measured on this machine yet)</source>
+        <translation>（{0} GB/s 是 A100 的显存带宽，按本章的取值：本机尚未测量读取上限）</translation>
+    </message>
+    <message>
+        <source>Measured: the run shown ({0}) has no decode step yet; a run&apos;s figures come when it ends</source>
+        <translation>实测：当前显示的运行（{0}）还没有解码步；运行结束时给出其数字</translation>
+    </message>
+    <message>
+        <source>Measured in the run shown ({0}, {1}): its decode steps over {2} to {3} positions (the prefill left out); allowed: the same steps at batch 1, each reading its bytes at {4} GB/s ({5}):</source>
+        <translation>当前显示的运行（{0}，{1}）的实测值：其解码步关注 {2} 至 {3} 个位置（不含 prefill）；允许值：同样的步在批大小 1 时、每步以 {4} GB/s（{5}）读取其字节所能达到的速度：</translation>
+    </message>
+    <message>
+        <source>Measured in the run shown ({0}, {1}): its decode steps over {2} to {3} positions (the prefill left out); the trace records no ceiling or no weights figure to set them against:</source>
+        <translation>当前显示的运行（{0}，{1}）的实测值：其解码步关注 {2} 至 {3} 个位置（不含 prefill）；轨迹没有记录可供对照的上限或权重大小：</translation>
+    </message>
+    <message>
+        <source>{0}: {1} tokens/s measured, {2}% of the {3} tokens/s allowed</source>
+        <translation>{0}：实测 {1} tokens/s，为允许的 {3} tokens/s 的 {2}%</translation>
+    </message>
+    <message>
+        <source>{0}: {1} tokens/s measured</source>
+        <translation>{0}：实测 {1} tokens/s</translation>
     </message>
     <message>
         <source>Window and sinks stop growing at {0} tokens ({1}); int8 holds {2} B per token, {3}% of {4} B.</source>
@@ -1174,11 +1250,11 @@
     </message>
     <message>
         <source>give at least one length in tokens</source>
-        <translation>请至少给出一个以词元计的长度</translation>
+        <translation>请至少给出一个以 token 计的长度</translation>
     </message>
     <message>
         <source>{0} is not a length in tokens (a whole number, at least 1)</source>
-        <translation>{0} 不是以词元计的长度（须为整数，至少为 1）</translation>
+        <translation>{0} 不是以 token 计的长度（须为整数，至少为 1）</translation>
     </message>
 </context>
 <context>
@@ -1262,6 +1338,14 @@
     <message>
         <source>Step {step}, {phase}: {work}.</source>
         <translation>第 {step} 步，{phase}：{work}。</translation>
+    </message>
+    <message>
+        <source>{rate} ({pct}% of the read ceiling)</source>
+        <translation>{rate}（读取上限的 {pct}%）</translation>
+    </message>
+    <message>
+        <source>{rate} ({pct}% of the copy bandwidth)</source>
+        <translation>{rate}（复制带宽的 {pct}%）</translation>
     </message>
     <message>
         <source>{gbps} GB/s</source>
@@ -1476,7 +1560,7 @@
     </message>
     <message>
         <source>, its tokens differ from exact from step {0}</source>
-        <translation>，自第 {0} 步起其词元与精确结果不同</translation>
+        <translation>，自第 {0} 步起其 token 与精确结果不同</translation>
     </message>
 </context>
 <context>
@@ -2522,7 +2606,7 @@
     </message>
     <message>
         <source> … {n} prompt tokens not shown … </source>
-        <translation> … 未显示 {n} 个提示词元 … </translation>
+        <translation> … 未显示 {n} 个提示 token … </translation>
     </message>
     <message>
         <source>Type a prompt and press Run (Ctrl+R): each engine&apos;s tokens appear here, one per step.</source>
