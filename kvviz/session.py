@@ -180,6 +180,7 @@ class EngineSession:
                 raise ValueError(_tr("attention head {0} is outside 0..{1}").format(
                     trace.weights_head, cfg.n_head - 1))
         notes = []
+        kernels = []
         for key in rc.engines:
             options = trace
             if key == "naive" and trace.weights_layer is not None and \
@@ -190,6 +191,7 @@ class EngineSession:
             if key == reference:
                 options = replace(options, logits=True)  # the quality figures compare with its logits
             engine = make_engine(key, model, **cache_opts)
+            kernels.append(getattr(engine, "blas", "torch"))  # the cached engines' choice; the others run torch
             self._streams[key] = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
                                                  run_id=req.run_id, token_text=tokenizer.token_text)
         self._steps = rc.max_new_tokens
@@ -204,7 +206,7 @@ class EngineSession:
             n_head=cfg.n_head, n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
             param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
             block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual or 0,
-            **_wall_fields(cfg, dtype, device))
+            decode_kernels=tuple(kernels), **_wall_fields(cfg, dtype, device))
         return info, loaded, notes
 
     def round(self) -> list[StepTrace]:

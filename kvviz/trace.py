@@ -277,6 +277,9 @@ class RunInfo:
     peak_gbps: float = 0.0  # the device's nominal peak, where it reports one (CUDA)
     read_gbps: float = 0.0  # the read ceiling a decode step runs against, at the run's threads (kvviz.bandwidth)
     read_threads: int = 0  # the torch CPU threads it was measured with
+    # What ran each engine's decode step, in `engines` order: "native" (one call of kvviz's C step a step,
+    # kvviz.native), "torch" (torch's ops), "openblas"; () in traces saved before it was recorded.
+    decode_kernels: tuple[str, ...] = ()
 
     def wall(self) -> WallShape | None:
         """The figures a step's bytes read are built from, or None where the run did not record them."""

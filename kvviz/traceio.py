@@ -241,6 +241,7 @@ def info_from_dict(doc: Any) -> RunInfo:
 # something no run makes (a negative byte count, a 100,000-character token, a block of 10^9 tokens).
 # kvviz.engines.ENGINE_KEYS (a test keeps them equal)
 ENGINES = ("naive", "concat", "static", "paged", "window", "sinks", "int8")
+DECODE_KERNELS = ("native", "torch", "openblas")  # RunInfo.decode_kernels: a cached engine's `blas` once chosen
 MAX_DEPTH = 8  # doc > engines > [] > step > array > shape > []: 7 levels in a file kvviz writes
 MAX_TOKEN_CHARS = 256  # one id decodes to a few bytes: the longest tokens of real vocabularies are < 256
 MAX_TOKEN_ID = (1 << 24) - 1  # vocabularies are < 2^18 tokens; 16M leaves room and bounds any table
@@ -305,6 +306,13 @@ def check_info(info: RunInfo) -> None:
     for key in ("copy_gbps", "peak_gbps", "read_gbps"):  # 0: not measured; a billion GB/s is no memory there is
         _check_range(getattr(info, key), f"info.{key}", 0, 1e9)
     _check_range(info.read_threads, "info.read_threads", 0, 1 << 16)
+    if info.decode_kernels and len(info.decode_kernels) != len(info.engines):
+        raise ValueError(f"info.decode_kernels names {len(info.decode_kernels)} kernels for "
+                         f"{len(info.engines)} engines")
+    for kernel in info.decode_kernels:
+        if kernel not in DECODE_KERNELS:
+            raise ValueError(f"info.decode_kernels names {one_line(repr(kernel), 60)}, not a kernel kvviz runs "
+                             f"({', '.join(DECODE_KERNELS)})")
 
 
 def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:

@@ -405,6 +405,10 @@ def test_the_summary_is_the_windows_cell_for_cell(browser, page, run, qapp):
             for col, engine in enumerate(run.engines):
                 assert cells[key][engine] == table.item(row, col).text(), (key, engine, step)
         assert set(cells) >= {"total_ms", "kv_projections", "bytes_copied", "bytes_read", "read_gbps", "copy_share"}
+        # what ran each engine's decode step, as the window's note says it
+        kernels = browser.eval("(document.querySelector('#panel-summary .note.kernels') || {}).textContent || ''")
+        window_note = text_of(panel._kernel_note(run.info, list(run.engines)))
+        assert kernels.startswith("Decode step: ") and kernels == window_note
 
 
 def test_a_click_on_a_plot_or_a_token_shows_its_step(browser, page, run):

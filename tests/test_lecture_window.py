@@ -249,7 +249,7 @@ def test_the_memory_calculator_keeps_its_place_and_follows_a_language_switch(qtb
         QApplication.processEvents()
         assert dialog.windowTitle() != "KV cache memory calculator"
         assert "公布的配置" in dialog.description_label.text()
-        assert "本章" in dialog.error_label.text() or "长度" in dialog.error_label.text()  # the lengths error, in Chinese
+        assert "本章" in dialog.error_label.text() or "长度" in dialog.error_label.text()  # the lengths error
         dialog.set_lengths([100])
         assert "本章" in dialog.notes_label.text()  # the Qwen3 note in Chinese
         assert dialog.table.horizontalHeaderItem(0).text() != "tokens"

@@ -164,3 +164,24 @@ def test_a_message_gets_its_room_in_a_narrow_status_bar(qtbot, monkeypatch):
     qtbot.waitUntil(lambda: all(w.width() > 0 for w in fields._fields() if w.isVisible()))
     assert fields.cost.isVisible() and fields.mem.isHidden()  # visibility as the run left it
     assert left_of_fields() < bar.fontMetrics().horizontalAdvance(message)  # the room the message needed
+
+
+def test_summary_says_what_ran_each_decode_step(qtbot):
+    """The exact caches decode on kvviz's C step where it applies, the others on torch's ops: the summary says
+    which, and that their times then differ by kernel too; a trace saved before it was recorded says nothing."""
+    import re
+
+    panel = summary_panel(qtbot)
+    hist = cached_history(TINY, 10.0, 1.0, (5, 6), 4, engines=("naive", "concat", "static"))
+    hist.info.decode_kernels = ("torch", "native", "native")
+    panel.show_step(hist, 2)
+    note = re.sub("<[^>]+>", " ", panel._note.text())
+    assert "Decode step: torch's ops (naive); kvviz's C step (concat, static). Their times differ by kernel as " \
+           "well as by cache." in note  # in the engines' order
+    hist.info.decode_kernels = ("native", "native", "native")
+    panel.show_step(hist, 2)
+    assert "Decode step: kvviz's C step (naive, concat, static)." in panel._note.text()
+    assert "differ by kernel" not in panel._note.text()
+    hist.info.decode_kernels = ()
+    panel.show_step(hist, 2)
+    assert "Decode step" not in panel._note.text()

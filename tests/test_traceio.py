@@ -262,3 +262,40 @@ def test_traceio_imports_neither_torch_nor_qt():
     code = "import sys, kvviz.traceio; print([m for m in ('torch', 'PySide6', 'pyqtgraph') if m in sys.modules])"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_decode_kernels_are_saved_checked_and_absent_from_older_traces(run, tmp_path):
+    """RunInfo.decode_kernels (what ran each engine's decode step) goes through a file unchanged; a count that
+    does not match the engines, or a word no engine records, is refused in one line; a trace saved before the
+    field loads with none."""
+    from dataclasses import replace
+
+    info, traces = run
+    kernels = ("torch", "native", "native", "native", "torch", "torch", "openblas")
+    path = traceio.save_run(tmp_path / "k.kvviz.json", replace(info, decode_kernels=kernels), traces)
+    assert traceio.load_run(path).info.decode_kernels == kernels
+    doc = json.loads(path.read_text())
+    for bad, says in ((kernels[:3], "names 3 kernels for 7 engines"), (("cuda",) * 7, "'cuda', not a kernel")):
+        doc["info"]["decode_kernels"] = list(bad)
+        path.write_text(json.dumps(doc))
+        with pytest.raises(ValueError, match=says):
+            traceio.load_run(path)
+    del doc["info"]["decode_kernels"]
+    path.write_text(json.dumps(doc))
+    assert traceio.load_run(path).info.decode_kernels == ()
+
+
+def test_the_session_records_what_ran_each_decode_step():
+    """The window's run (kvviz.session) says which engines decoded on kvviz's C step and which on torch's ops,
+    as the engines themselves chose (kvviz.native.why_not decides, the same call the engine makes)."""
+    import torch
+
+    import kvviz
+    from kvviz import native
+    from kvviz.models.presets import load_model
+
+    run = kvviz.compare("KV cache demo", engines=("naive", "concat", "window"), tokens=4, model="tiny", threads=1,
+                        window=8)
+    model = load_model("tiny", torch.device("cpu"), None)
+    concat = "native" if native.why_not(model, "concat") is None else "torch"
+    assert run.info.decode_kernels == ("torch", concat, "torch")

@@ -2515,6 +2515,38 @@
         <source>Work saved: naive computed &lt;b&gt;{naive}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
         <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
     </message>
+    <message>
+        <source>kvviz&apos;s C step</source>
+        <translation>kvviz 的 C 解码步</translation>
+    </message>
+    <message>
+        <source>torch&apos;s ops</source>
+        <translation>torch 算子</translation>
+    </message>
+    <message>
+        <source>numpy&apos;s OpenBLAS</source>
+        <translation>numpy 的 OpenBLAS</translation>
+    </message>
+    <message>
+        <source>{kernel} ({engines})</source>
+        <translation>{kernel}（{engines}）</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>、</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
+    </message>
+    <message>
+        <source>Decode step: {parts}.</source>
+        <translation>解码步：{parts}。</translation>
+    </message>
+    <message>
+        <source>Decode step: {parts}. Their times differ by kernel as well as by cache.</source>
+        <translation>解码步：{parts}。它们的耗时差异既来自缓存，也来自内核。</translation>
+    </message>
 </context>
 <context>
     <name>TextPanel</name>

@@ -893,6 +893,18 @@ function drawSummary(k) {
     out += `<div class="note">${pyFormat(S("Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache <b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed."),
       { naive: fmtCount(naive.kv_projections), cached: fmtCount(values[fewest.name].kv_projections), ratio })}</div>`;
   }
+  // What ran each engine's decode step (the window's SummaryPanel._kernel_note)
+  const kernelNames = { native: S("kvviz's C step"), torch: S("torch's ops"), openblas: S("numpy's OpenBLAS") };
+  const groups = new Map();
+  for (const e of ENGINES) {
+    const k = (INFO.decode_kernels || {})[e.name];
+    if (k in kernelNames) { if (!groups.has(k)) groups.set(k, []); groups.get(k).push(esc(e.name)); }
+  }
+  if (groups.size) {
+    const parts = [...groups].map(([k, es]) => pyFormat(S("{kernel} ({engines})"), { kernel: kernelNames[k], engines: es.join(S(", ")) })).join(S("; "));
+    out += `<div class="note kernels">${pyFormat(groups.size === 1 ? S("Decode step: {parts}.")
+      : S("Decode step: {parts}. Their times differ by kernel as well as by cache."), { parts })}</div>`;
+  }
   el.summary.body.innerHTML = out;
 }
 

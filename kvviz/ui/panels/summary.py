@@ -6,6 +6,7 @@ read, over their time, against the machine's read ceiling, from RunInfo's figure
 """
 from __future__ import annotations
 
+import html
 import math
 
 from PySide6.QtCore import QEvent, QSize, Qt
@@ -318,7 +319,8 @@ class SummaryPanel(Panel):
         self._wall_rows = () if wall is None else WALL_ROWS if copy is not None else WALL_ROWS[:2]
         self._units = self._row_units()
         self._set_headers()
-        self._note.setText(self._work_note(summaries))
+        self._note.setText("<br>".join(n for n in (self._work_note(summaries), self._kernel_note(history.info, engines))
+                                       if n))
         self._fill(engines)
 
     def _row_units(self) -> dict[str, tuple[str, float]]:
@@ -602,6 +604,26 @@ class SummaryPanel(Panel):
             "<b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never "
             "changed.").format(naive=fmt_count(naive.kv_projections), cached=fmt_count(fewest.kv_projections),
                                ratio=ratio)
+
+
+    def _kernel_note(self, info, engines: list[str]) -> str:
+        """What ran each engine's decode step (RunInfo.decode_kernels; nothing for a trace saved before it): the
+        exact caches run kvviz's C step where it applies, the others torch's ops, so where they differ a time
+        tells the kernel as well as the cache."""
+        names = {"native": self.tr("kvviz's C step"), "torch": self.tr("torch's ops"),
+                 "openblas": self.tr("numpy's OpenBLAS")}  # kvviz.traceio.DECODE_KERNELS
+        kernels = dict(zip(info.engines, info.decode_kernels))
+        groups: dict[str, list[str]] = {}
+        for engine in engines:
+            if kernels.get(engine) in names:
+                groups.setdefault(kernels[engine], []).append(html.escape(engine))
+        if not groups:
+            return ""
+        each, comma = self.tr("{kernel} ({engines})"), self.tr(", ")
+        parts = self.tr("; ").join(each.format(kernel=names[k], engines=comma.join(e)) for k, e in groups.items())
+        if len(groups) == 1:
+            return self.tr("Decode step: {parts}.").format(parts=parts)
+        return self.tr("Decode step: {parts}. Their times differ by kernel as well as by cache.").format(parts=parts)
 
 
 def _wrap(name: str, width: int, metrics: QFontMetrics) -> str:
