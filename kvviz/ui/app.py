@@ -90,11 +90,12 @@ def run(args) -> int:
     window = create_window(settings, defer_panels=True)  # at View > Zoom's saved choice
     if zoom is not None:
         window.presentation.set_zoom(zoom, save=False)  # this launch only: the saved choice stays
-    from kvviz.ui.export_actions import install_export_actions
+    from kvviz.ui.export_actions import install_error_hook, install_export_actions
     from kvviz.ui.i18n import install_language_menu
 
     install_language_menu(window)  # View > Language: the saved choice, else the system's
     install_export_actions(window)  # File > Export, File > Open trace, the Export button
+    install_error_hook(window)  # an exception nothing caught: one line in the window, not only on a terminal
     window.show()
     if saved is not None:
         from kvviz.ui.export_actions import replay_run

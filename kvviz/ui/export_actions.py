@@ -274,6 +274,25 @@ def report_error(window: QMainWindow, text: str) -> None:
     window.statusBar().showMessage(text, 15_000)
 
 
+def install_error_hook(window: QMainWindow) -> None:
+    """An exception no handler caught (a slot, a menu action, a timer) is told in the window's error strip in
+    one line, its traceback on stderr for a report: it had been printed to a terminal a user never sees, and
+    an export that failed so looked as if nothing had been asked. The app carries on, as Qt does after one."""
+    import sys
+
+    from kvviz.errors import one_line
+
+    def hook(kind, exc, tb) -> None:
+        sys.__excepthook__(kind, exc, tb)
+        try:
+            report_error(window, _tr("Something failed inside kvviz: {0}: {1} (the details are on the terminal; "
+                                     "please report them)").format(kind.__name__, one_line(str(exc), 200)))
+        except Exception:  # a window already closing: stderr has it
+            pass
+
+    sys.excepthook = hook
+
+
 # -- dialogs ----------------------------------------------------------------------------------------------
 class ImageExportDialog(QDialog):
     """What to export as an image: the whole window or a panel; PNG (with a scale), SVG or clipboard."""
