@@ -245,7 +245,11 @@ function plot(ctx, x0, y0, w, h, o) {
   if (o.vline !== undefined) {
     ctx.setLineDash(o.vlineDash || [4, 3]); ctx.strokeStyle = o.vlineColor || STEP_LINE; ctx.lineWidth = 1; ctx.beginPath();
     const x = Math.round(X(o.vline)) + 0.5; ctx.moveTo(x, top); ctx.lineTo(x, bottom); ctx.stroke(); ctx.setLineDash([]);
-    if (o.vlineText) { ctx.fillStyle = MUTED; ctx.textAlign = "left"; ctx.textBaseline = "top"; ctx.fillText(o.vlineText, x + 3, top + 3); }
+    if (o.vlineText) {  // right of the line, or left of it where the plot ends first (a short run: "end of p")
+      const after = x + 3 + ctx.measureText(o.vlineText).width <= right;
+      ctx.fillStyle = MUTED; ctx.textAlign = after ? "left" : "right"; ctx.textBaseline = "top";
+      ctx.fillText(o.vlineText, after ? x + 3 : x - 3, top + 3);
+    }
   }
   for (const d of o.dots || []) {
     if (!isFinite(d.y)) continue;
