@@ -35,13 +35,16 @@ def bpe(torch_cpu, tmp_path_factory):
 
 
 def solo(model, ids, n, seed=0, temperature=0.0, top_k=None, logits=False):
-    """The request alone through the static engine: its tokens (and each step's logits)."""
+    """The request alone through the static engine (kvviz.serving.solo, the check `kvviz serve` and the Serve
+    view run): its tokens (and, for the logits test, each step's logits from the same engine)."""
     from kvviz.config import SamplingConfig, TraceOptions
     from kvviz.engines import make_engine
+    from kvviz.serving.solo import solo_tokens
 
-    traces = list(make_engine("static", model).generate(
-        ids, n, SamplingConfig(temperature=temperature, top_k=top_k, seed=seed), TraceOptions(masks=False,
-                                                                                              logits=logits)))
+    sampling = SamplingConfig(temperature=temperature, top_k=top_k, seed=seed)
+    if not logits:
+        return list(solo_tokens(model, ids, n, sampling)), None
+    traces = list(make_engine("static", model).generate(ids, n, sampling, TraceOptions(masks=False, logits=True)))
     return [t.token_id for t in traces], [t.logits for t in traces]
 
 
@@ -59,12 +62,17 @@ def run(model, tok, workload, key, s):
 
 def assert_solo(model, tok, workload, key, s):
     from kvviz.serving.engine import tokenize
+    from kvviz.serving.record import solo_checks
+    from kvviz.serving.solo import request_sampling, run_with_solo, solo_runs
 
     r = run(model, tok, workload, key, s)
-    for i, (ids, req) in enumerate(zip(tokenize(workload, tok), workload.requests)):
+    prompts = tokenize(workload, tok)
+    for i, (ids, req) in enumerate(zip(prompts, workload.requests)):
         seed = req.seed if req.seed is not None else s.seed + i
+        assert request_sampling(s, workload, i).seed == seed
         want, _ = solo(model, ids, req.new_tokens, seed, s.temperature, s.top_k)
         assert list(r.results[i].token_ids) == want, (key, i)
+    assert all(c.equal for c in solo_checks(run_with_solo(r, solo_runs(model, prompts, workload, s))))
     return r
 
 

@@ -25,7 +25,8 @@ def test_course_batch_table_and_json(torch_cpu, capsys, tmp_path):
     assert len(rows) == 6
     assert "55/120 46%" in rows["static"] and "23/80 29%" in rows["static"]
     assert "0/65 0%" in rows["continuous"]
-    assert "tokens identical across schedulers: yes" in out
+    for key in ("static", "continuous", "chunked", "paged", "prefix", "reserve"):
+        assert f"{key}: every request's tokens equal its own solo run (4 of 4)" in out.splitlines()
     runs = load_runs(path)
     assert [r.scheduler for r in runs] == ["static", "continuous", "chunked", "paged", "prefix", "reserve"]
     doc = json.loads(path.read_text())
@@ -33,6 +34,7 @@ def test_course_batch_table_and_json(torch_cpu, capsys, tmp_path):
     assert doc["runs"][0]["summary"]["padding_slots"] == 55
     assert [len(r["token_ids"]) for r in doc["runs"][0]["results"]] == [15, 10, 20, 12]
     assert all(run.results[i].token_ids == runs[0].results[i].token_ids for run in runs for i in range(4))
+    assert all(r.solo_token_ids == r.token_ids for run in runs for r in run.results)
     assert not [p for p in tmp_path.iterdir() if p.name != "serve.json"]  # no temporary left
 
 
@@ -51,7 +53,7 @@ def _bad_workload(tmp_path, name, doc) -> str:
     (["--workload", "course-batch", "--token-budget", "0"], "--token-budget: must be at least 1"),
     (["--workload", "course-batch", "--token-budget", "8"], "smaller than one block of 16"),
     (["--workload", "course-batch", "--blocks", "0"], "--blocks: must be at least 1"),
-    (["--workload", "course-batch", "--schedulers", "paged", "--blocks", "1"], "smaller than request 1 needs"),
+    (["--workload", "course-batch", "--schedulers", "paged", "--blocks", "1"], "than request 2 needs (3 blocks)"),
     (["--workload", "{long}"], "exceeds the model's context of 2048"),
     ([], "give --workload"),
     (["--decode-sweep", "1,0"], "--decode-sweep: must be at least 1"),
@@ -110,7 +112,8 @@ def test_bpe_checkpoint_folder(torch_cpu, capsys, tmp_path):
     rc, out, err = _serve(capsys, "--workload", "shared-prefix", "--model", str(tmp_path), "--schedulers",
                           "static,prefix", "--block-size", "4", "--threads", "1")
     assert rc == 0, err
-    assert "tokens identical across schedulers: yes" in out
+    assert "static: every request's tokens equal its own solo run (10 of 10)" in out.splitlines(), out
+    assert "prefix: every request's tokens equal its own solo run (10 of 10)" in out.splitlines(), out
     prefix = next(line for line in out.splitlines() if line.startswith("prefix"))
     assert " 0.0%" not in prefix  # BPE tokens still share full blocks of the system prompt
 

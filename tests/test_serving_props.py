@@ -34,12 +34,11 @@ def cases(draw):
 
 def _solo(model, ids: tuple[int, ...]) -> list[int]:
     """Greedy: the first n tokens of a longer solo run are the n-token run."""
-    from kvviz.config import SamplingConfig, TraceOptions
-    from kvviz.engines import make_engine
+    from kvviz.config import SamplingConfig
+    from kvviz.serving.solo import solo_tokens
 
     if ids not in _SOLO:
-        _SOLO[ids] = [t.token_id for t in make_engine("static", model).generate(list(ids), MAX_NEW, SamplingConfig(),
-                                                                                 TraceOptions(masks=False))]
+        _SOLO[ids] = list(solo_tokens(model, ids, MAX_NEW, SamplingConfig()))
     return _SOLO[ids]
 
 
@@ -88,16 +87,15 @@ def test_any_workload_any_scheduler_gives_solo_tokens(tiny_random, case):
 def test_seeded_sampling_any_scheduler_gives_solo_tokens(tiny_random, case, temperature):
     from dataclasses import replace
 
-    from kvviz.config import SamplingConfig, TraceOptions
-    from kvviz.engines import make_engine
+    from kvviz.config import SamplingConfig
+    from kvviz.serving.solo import solo_tokens
 
     key, wl, s = case
     s = replace(s, temperature=temperature, seed=5)
     r = _run(tiny_random, (key, wl, s))
     for i, req in enumerate(wl.requests):
-        want = [t.token_id for t in make_engine("static", tiny_random).generate(
-            list(req.prompt_ids), req.new_tokens, SamplingConfig(temperature=temperature, seed=5 + i),
-            TraceOptions(masks=False))]
+        want = list(solo_tokens(tiny_random, req.prompt_ids, req.new_tokens,
+                                SamplingConfig(temperature=temperature, seed=5 + i)))
         assert list(r.results[i].token_ids) == want, (key, i)
 
 

@@ -1,6 +1,7 @@
 """`kvviz serve`: many requests through one model under each scheduler (kvviz.serving), measured: steps,
 time, throughput, TTFT/TPOT, padding and idle waste, the pool's use, preemptions and prefix reuse; and
-every request's tokens compared across the schedulers (exit 1 if they differ).
+every request's tokens under every scheduler checked against its own solo run (kvviz.serving.solo: the request
+alone through the static engine), one line per scheduler (exit 1 if any differs).
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def _ms(v: float | None) -> str:
 
 def run(args) -> int:
     from kvviz.fileio import check_writable
-    from kvviz.serving.engine import ample_blocks, check_workload, parse_schedulers, serve, tokenize
+    from kvviz.serving.engine import ample_blocks, blocks_word, check_workload, parse_schedulers, serve, tokenize
     from kvviz.serving.record import SchedulerSettings, runs_to_dict
     from kvviz.serving.workload import load_workload
 
@@ -100,7 +101,7 @@ def run(args) -> int:
           f"{machine.copy_gbps:,.1f} GB/s")
     print(f"workload {workload.name}: {len(prompts)} requests, {sum(map(len, prompts)):,} prompt tokens, "
           f"{n_new:,} new tokens; max batch {settings.max_batch}, blocks of {settings.block_size}, pool "
-          f"{settings.blocks} blocks for paged/prefix/reserve")
+          f"{blocks_word(settings.blocks)} for paged/prefix/reserve")
     serve(model, tokenizer, workload, schedulers[0], settings)  # warm-up: first-call allocations out of the figures
     runs = []
     head = (f"{'scheduler':<10} {'steps':>5} {'wall ms':>9} {'tok/s':>8} {'TTFT ms med/p90':>16} "
@@ -123,18 +124,27 @@ def run(args) -> int:
               f"{max(st.latency_ms for st in r.steps):>15.1f}")  # the longest stall of everyone's decode
     if "reserve" in schedulers and "paged" in schedulers:
         res, pag = (next(r for r in runs if r.scheduler == k).summary() for k in ("reserve", "paged"))
-        print(f"one pool of {settings.blocks} blocks: paged ran up to {pag.peak_running} requests at once, reserve "
-              f"{res.peak_running} (reserve held up to {res.peak_reserved_bytes:,} B for {res.peak_used_bytes:,} B "
-              f"written)")
-    first = [r.token_ids for r in runs[0].results]
-    identical = True
-    for r in runs[1:]:
-        for i, (a, b) in enumerate(zip(first, (x.token_ids for x in r.results))):
-            if a != b:
-                identical = False
-                print(f"  request {i}: {r.scheduler} differs from {runs[0].scheduler}", file=sys.stderr)
-    if len(runs) > 1:
-        print("tokens identical across schedulers: " + ("yes" if identical else "NO"))
+        print(f"one pool of {blocks_word(settings.blocks)}: paged ran up to {pag.peak_running} requests at once, "
+              f"reserve {res.peak_running} (reserve held up to {res.peak_reserved_bytes:,} B for "
+              f"{res.peak_used_bytes:,} B written)")
+    import time
+
+    from kvviz.serving.record import solo_checks
+    from kvviz.serving.solo import run_with_solo, solo_runs
+
+    t0 = time.perf_counter()
+    solo = solo_runs(model, prompts, workload, settings)
+    solo_s = time.perf_counter() - t0
+    runs = [run_with_solo(r, solo) for r in runs]
+    checks = {r.scheduler: solo_checks(r) for r in runs}
+    for line in solo_lines(checks):
+        print(line)
+    serve_s = sum(r.summary().wall_ms for r in runs) / 1000.0
+    print(f"solo runs: {len(solo)} requests alone through the static engine in {solo_s:.2f} s (the "
+          f"{len(runs)} serve run{'s' if len(runs) != 1 else ''} took {serve_s:.2f} s)")
+    identical = all(c.equal for cs in checks.values() for c in cs)
+    if not identical:
+        print("some request's tokens differ from its own solo run", file=sys.stderr)
     if args.json_path:
         from kvviz.fileio import write_output
 
@@ -143,6 +153,24 @@ def run(args) -> int:
         doc["copy_gbps"] = machine.copy_gbps
         write_output(args.json_path, json.dumps(doc, separators=(",", ":")) + "\n", "--json")
     return 0 if identical else 1
+
+
+def solo_lines(checks: dict) -> list[str]:
+    """One line per scheduler: its requests' tokens against their own solo runs (kvviz.serving.record.SoloCheck),
+    requests numbered from 1 as the Serve view's workload table numbers them."""
+    from kvviz.serving.engine import request_name
+
+    out = []
+    for key, cs in checks.items():
+        same = sum(c.equal for c in cs)
+        if same == len(cs):
+            out.append(f"{key}: every request's tokens equal its own solo run ({same} of {len(cs)})")
+            continue
+        where = ", ".join(f"{request_name(c.request)} from token {c.token + 1}"
+                          + (f" (step {c.step})" if c.step is not None else " (it stopped short)")
+                          for c in cs if not c.equal)
+        out.append(f"{key}: tokens DIFFER from the solo runs: {where}; {same} of {len(cs)} requests equal")
+    return out
 
 
 def sweep(args, model, tokenizer, device) -> int:

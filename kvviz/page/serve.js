@@ -27,7 +27,8 @@ window.kvvizServe = function (lib) {
   let request = 0;  // the selected request (the text panel's)
   const css = document.createElement("style");  // the text panel's look (the view's: muted prompt, red note)
   css.textContent = "#panel-text p { margin: 2px 0; white-space: pre-wrap; word-break: break-all; } " +
-    "#panel-text .prompt-text { color: #8a8a8a; } #panel-text .differ { color: #b00020; }";
+    "#panel-text .prompt-text { color: #8a8a8a; } #panel-text .differ { color: #b00020; } #panel-text .same { color: #1b7f3b; } " +
+    "#panel-text .solo-head { margin-top: 6px; }";
   document.head.appendChild(css);
   const legendOf = () => RUNS.map(r => `<span style="color:${r.color}">&#9632;&nbsp;<b>${esc(r.name)}</b></span>`).join(" ");
   el.timeline.canvas.addEventListener("click", ev => {  // a cell picks its request, as in the Serve view
@@ -213,14 +214,31 @@ window.kvvizServe = function (lib) {
     const done = RUNS.every(r => k >= r.steps.length - 1);
     el.text.body.innerHTML = `<p class="prompt-text">${esc(DATA.prompts[q] || "")}</p>` +
       RUNS.map((r, i) => `<p class="said" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> <span>${esc(words[i])}</span></p>`).join("") +
-      (done && new Set(words).size > 1 ? `<p class="differ">${esc(X("the schedulers generated different text"))}</p>` : "");
+      (done && new Set(words).size > 1 ? `<p class="differ">${esc(X("the schedulers generated different text"))}</p>` : "") +
+      soloLines();
   }
+  // Every request's tokens against its own solo run (text.py's solo_text): a line per scheduler, whatever the step.
+  function soloLines() {
+    const X = t => tr("TextPanel", t), lines = [];
+    for (const r of RUNS) {
+      if (!r.solo) continue;
+      const [n, differ] = r.solo, same = n - differ.length;
+      const words = !differ.length ? pyFormat(X("tokens = solo runs: {0} of {1}"), { 0: same, 1: n })
+        : pyFormat(X("tokens \u2260 solo runs: {0} of {1} equal; {2}"), { 0: same, 1: n, 2: differ.map(([q, t, s]) => s === null
+          ? pyFormat(X("request {0} from token {1} (cut short)"), { 0: q, 1: t + 1 })
+          : pyFormat(X("request {0} from token {1} (step {2})"), { 0: q, 1: t + 1, 2: s })).join("; ") });
+      lines.push(`<p class="solo" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> ` +
+        `<span class="${differ.length ? "differ" : "same"}">${esc(words)}</span></p>`);
+    }
+    return lines.length ? `<p class="prompt-text solo-head">${esc(workloadText())}</p>` + lines.join("") : "";
+  }
+  function workloadText() { return pyFormat(tr("TextPanel", "{0}: {1} requests"), { 0: DATA.workload, 1: DATA.n_requests }); }
   return {
     draw(k) {
       document.getElementById("narration").textContent = narrate(k);  // first: its height sets the panels'
       drawTimeline(k); drawPool(k); drawUsage(k); drawCounters(k); drawLatency(k); drawText(k);
     },
     label(k) { return pyFormat(tr("TransportBar", "{0} / {1} steps"), { 0: k, 1: DATA.range[1] }); },
-    status() { return `${DATA.model.name}, ${DATA.model.device}, ${DATA.model.dtype} · ${DATA.workload}: ${DATA.n_requests} requests`; },
+    status() { return `${DATA.model.name}, ${DATA.model.device}, ${DATA.model.dtype} · ${workloadText()}`; },
   };
 };

@@ -1,7 +1,8 @@
 """A serve record (kvviz.serving.record: every scheduler's ServeStep records) as one self-contained HTML page:
 the request timeline, the block pool, pool use and batch size, latency per request, the counters, the selected
 request's text and the narration of the step a slider selects, scheduler beside scheduler, as the Serve view
-draws them. No Qt, no torch.
+draws them, with every request's tokens under each scheduler checked against its own solo run when the record
+holds the solo runs (RequestResult.solo_token_ids). No Qt, no torch.
 
 The figures are the Serve view's own: its history (kvviz.serving.history, records and numpy only) makes the
 timeline's cells and the counters; serve.js draws them and tells each step in the view's words.
@@ -67,6 +68,16 @@ def _texts_of(history, k: str) -> list[dict]:
     return out
 
 
+def _solo_of(history, k: str) -> list[list] | None:
+    """Each request's tokens against its own solo run (ServeHistory.solo_checks): [request, token, step] of
+    each request that differs ([] when all are equal), with the number of requests first; None when the
+    record holds no solo runs."""
+    checks = history.solo_checks(k)
+    if checks is None:
+        return None
+    return [len(checks), [[c.request, c.token, c.step] for c in checks if not c.equal]]
+
+
 def serve_data(runs: Sequence[ServeRun]) -> dict:
     from kvviz.serving.history import ServeHistory  # records and numpy only: no Qt
 
@@ -89,6 +100,7 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
             "counters": [{key: history.counters(k, step)[key] for key in COUNTERS} for step in range(n)],
             "series": {key: history.series(k)[key].astype(int).tolist() for key in ("used", "batch", "preemptions")},
             "blocks": int(history.settings[k].blocks), "texts": _texts_of(history, k),
+            "solo": _solo_of(history, k),
         })
     n_steps = max(history.n_steps(k) for k in history.schedulers)
     model = runs[0].model

@@ -2,7 +2,7 @@
 and a ServeRun at the end. `step()` is three lines: schedule, run, postprocess.
 
 It knows the tokenizer only to turn prompts into ids and tokens into text; sampling is one seeded
-Sampler per request, so a request draws exactly what its own solo run draws.
+Sampler per request, so a request draws exactly what its own solo run draws (kvviz.serving.solo).
 """
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from dataclasses import replace
 
 import torch
 
-from kvviz.config import SamplingConfig
 from kvviz.devices import synchronize
 from kvviz.options import parse_names
 from kvviz.sampling import Sampler
@@ -21,6 +20,7 @@ from kvviz.serving.model_runner import ModelRunner, check_supported
 from kvviz.serving.record import ModelInfo, RequestResult, RequestState, SchedulerSettings, ServeRun, ServeStep, Work
 from kvviz.serving.scheduler import CACHING, MEMORY_BOUND, SCHEDULER_CLASSES, Batch
 from kvviz.serving.sequence import Sequence
+from kvviz.serving.solo import request_sampling
 from kvviz.serving.workload import Workload
 from kvviz.wall import WallShape
 
@@ -34,6 +34,15 @@ def parse_schedulers(text: str) -> tuple[str, ...]:
 
 def tokenize(workload: Workload, tokenizer) -> list[list[int]]:
     return [list(r.prompt_ids) if r.prompt_ids is not None else tokenizer.encode(r.prompt) for r in workload.requests]
+
+
+def request_name(index: int) -> str:
+    """How a user reads request `index`: from 1, as the Serve view's workload table numbers its rows."""
+    return f"request {index + 1}"
+
+
+def blocks_word(n: int) -> str:
+    return f"{n} block" if n == 1 else f"{n} blocks"
 
 
 def blocks_needed(prompts: list[list[int]], workload: Workload, block_size: int) -> list[int]:
@@ -51,18 +60,19 @@ def check_workload(cfg, prompts: list[list[int]], workload: Workload, settings: 
                          f"{settings.block_size} tokens")
     for i, (p, r) in enumerate(zip(prompts, workload.requests)):
         if not p:
-            raise ValueError(f"request {i}: the prompt is empty after tokenizing")
+            raise ValueError(f"{request_name(i)}: the prompt is empty after tokenizing")
         if max(p) >= cfg.vocab_size:
-            raise ValueError(f"request {i}: token id {max(p)} is outside the model's vocabulary of {cfg.vocab_size}")
+            raise ValueError(f"{request_name(i)}: token id {max(p)} is outside the model's vocabulary of "
+                             f"{cfg.vocab_size}")
         if len(p) + r.new_tokens > cfg.max_seq_len:
-            raise ValueError(f"request {i}: prompt ({len(p)} tokens) + new tokens ({r.new_tokens}) = "
+            raise ValueError(f"{request_name(i)}: prompt ({len(p)} tokens) + new tokens ({r.new_tokens}) = "
                              f"{len(p) + r.new_tokens} exceeds the model's context of {cfg.max_seq_len}")
     if set(schedulers) & set(MEMORY_BOUND):
         need = blocks_needed(prompts, workload, settings.block_size)
         worst = max(range(len(need)), key=need.__getitem__)
         if need[worst] > settings.blocks:
-            raise ValueError(f"a pool of {settings.blocks} blocks of {settings.block_size} is smaller than request "
-                             f"{worst} needs ({need[worst]} blocks)")
+            raise ValueError(f"a pool of {settings.blocks} blocks of {settings.block_size} is smaller than "
+                             f"{request_name(worst)} needs ({blocks_word(need[worst])})")
 
 
 def ample_blocks(prompts: list[list[int]], workload: Workload, settings: SchedulerSettings) -> int:
@@ -84,10 +94,7 @@ class ServeEngine:
             settings = replace(settings, token_budget=max(DEFAULT_TOKEN_BUDGET, settings.block_size))
         check_workload(model.cfg, self.prompts, workload, settings, (scheduler,))
         self.key, self.settings = scheduler, settings
-        sampling = dict(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
-        self.seqs = [Sequence(i, p, r.new_tokens, r.arrival,
-                              Sampler(SamplingConfig(**sampling, seed=r.seed if r.seed is not None
-                                                     else settings.seed + i)))
+        self.seqs = [Sequence(i, p, r.new_tokens, r.arrival, Sampler(request_sampling(settings, workload, i)))
                      for i, (p, r) in enumerate(zip(self.prompts, workload.requests))]
         self.pool = BlockManager(settings.blocks, settings.block_size, caching=scheduler in CACHING)
         self.scheduler = SCHEDULER_CLASSES[scheduler](self.seqs, self.pool, max_batch=settings.max_batch,

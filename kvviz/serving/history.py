@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvviz.serving.record import ModelInfo, RequestResult, SchedulerSettings, ServeRun, ServeStep
+from kvviz.serving.record import (
+    ModelInfo,
+    RequestResult,
+    SchedulerSettings,
+    ServeRun,
+    ServeStep,
+    SoloCheck,
+    compare_solo,
+    emitted_at,
+)
 from kvviz.serving.workload import Workload
 from kvviz.textshow import label_bytes
 
@@ -216,6 +225,17 @@ class ServeHistory:
         if result is not None and n >= len(result.token_ids):
             return prompt, result.text
         return prompt, f"[{n} tokens]"
+
+    def solo_checks(self, scheduler: str) -> tuple[SoloCheck, ...] | None:
+        """Each request's tokens under the scheduler against its own solo run (kvviz.serving.record.SoloCheck),
+        once the run's results carry the solo runs' tokens; None before (a run going or stopped, a record saved
+        without them)."""
+        results = self.results.get(scheduler)
+        if not results or any(r.solo_token_ids is None for r in results):
+            return None
+        at = emitted_at(self.steps.get(scheduler, []))
+        return tuple(compare_solo(scheduler, r.request, r.token_ids, r.solo_token_ids, at.get(r.request, []))
+                     for r in results)
 
     def live_results(self, scheduler: str) -> tuple[RequestResult, ...]:
         """RequestResults derived from the steps so far (a run stopped early, exported before its end)."""

@@ -263,6 +263,56 @@ class RequestResult:
     """Prompt positions it took from the prefix cache instead of computing (all admissions)."""
     computed_tokens: int = 0
     """Positions it prefilled (all admissions: recomputation after a preemption counts again)."""
+    solo_token_ids: tuple[int, ...] | None = None
+    """The tokens of its own solo run (the request alone through the exact `static` engine, same sampling and
+    seed), kvviz.serving.solo; None when not checked (a record saved without the check)."""
+
+
+@dataclass(frozen=True)
+class SoloCheck:
+    """One request's tokens under one scheduler against its own solo run."""
+
+    scheduler: str
+    """One of SCHEDULERS."""
+    request: int
+    """The request's index in the workload (shown from 1, as the workload table numbers it)."""
+    equal: bool
+    """Whether every token equals the solo run's (and there are as many)."""
+    token: int | None = None
+    """Where they first differ: the index of the first token that differs (or is missing from the shorter),
+    None when equal."""
+    step: int | None = None
+    """The scheduler step that emitted that token (None when equal, or when the scheduler emitted no token
+    there: it stopped short)."""
+
+
+def solo_checks(run: ServeRun) -> tuple[SoloCheck, ...] | None:
+    """Each request's tokens against its solo run's (RequestResult.solo_token_ids); None when the record
+    holds no solo run for some request (not checked)."""
+    if any(r.solo_token_ids is None for r in run.results):
+        return None
+    at = emitted_at(run.steps)
+    return tuple(compare_solo(run.scheduler, r.request, r.token_ids, r.solo_token_ids, at.get(r.request, []))
+                 for r in run.results)
+
+
+def emitted_at(steps: Sequence[ServeStep]) -> dict[int, list[int]]:
+    """{request: the step of each token it emitted, in order}."""
+    at: dict[int, list[int]] = {}
+    for s in steps:
+        for request, _token in s.emitted:
+            at.setdefault(request, []).append(s.step)
+    return at
+
+
+def compare_solo(scheduler: str, request: int, tokens: Sequence[int], solo: Sequence[int],
+                 steps: Sequence[int] = ()) -> SoloCheck:
+    """One request's check: `steps` are the steps that emitted its tokens, in order (for SoloCheck.step)."""
+    tokens, solo = tuple(tokens), tuple(solo)
+    if tokens == solo:
+        return SoloCheck(scheduler, request, True)
+    first = next((i for i, (a, b) in enumerate(zip(tokens, solo)) if a != b), min(len(tokens), len(solo)))
+    return SoloCheck(scheduler, request, False, first, steps[first] if first < len(steps) else None)
 
 
 @dataclass(frozen=True)
@@ -562,8 +612,9 @@ def run_from_dict(doc: Any, where: str) -> ServeRun:
             "token_ids": (_list_of(_count), "a list of token ids"), "text": (lambda v: isinstance(v, str), "a string"),
             "arrival": _COUNT, "admitted_step": _COUNT, "first_token_step": _COUNT, "finish_step": _COUNT,
             "ttft_ms": (_number, "a number >= 0"), "tpot_ms": (lambda v: v is None or _number(v), "a number or null"),
-            "preemptions": _COUNT, "cached_tokens": _COUNT, "computed_tokens": _COUNT},
-            optional=("preemptions", "cached_tokens", "computed_tokens"))
+            "preemptions": _COUNT, "cached_tokens": _COUNT, "computed_tokens": _COUNT,
+            "solo_token_ids": (lambda v: v is None or _list_of(_count)(v), "a list of token ids or null")},
+            optional=("preemptions", "cached_tokens", "computed_tokens", "solo_token_ids"))
         if res.request != i:
             raise ValueError(f"{w}: request {res.request} at place {i}")
         results.append(res)

@@ -7,7 +7,7 @@ the Qt adapter around either.
 The child is a fresh interpreter (`python -c`, as kvviz.session's engine process; a multiprocessing spawn
 re-imports the caller's main script, and a script without a __main__ guard then starts itself again). It
 speaks over its stdin and stdout pipes, private to the two processes: (command, args) in, ("ok", value) or
-("error", one line) out; commands "start", "steps", "end", "close".
+("error", one line) out; commands "start", "steps", "solo", "end", "close".
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ class ServeSession:
         self._loaded: tuple | None = None  # (key, model, tokenizer)
         self._engines: dict = {}
         self._streams: dict = {}
+        self._solo: tuple | None = None  # (model, prompts, workload, settings) of the run started last
 
     def _load(self, name: str, device: str, dtype: str, threads: int | None):
         """Loaded as every command loads a model (kvviz.commands.bench.setup: device, dtype, threads)."""
@@ -65,6 +66,7 @@ class ServeSession:
         self._streams = {k: e.steps_iter() for k, e in self._engines.items()}
         self._tokenizer = tokenizer
         first = next(iter(self._engines.values()))
+        self._solo = (model, first.prompts, workload, settings)
         return {"run_id": spec.run_id, "workload": workload, "model": first.info,
                 "settings": {k: e.settings for k, e in self._engines.items()},
                 "prompt_lens": tuple(len(p) for p in first.prompts), "start_paused": spec.start_paused}
@@ -94,8 +96,18 @@ class ServeSession:
             return batch, None
         return batch, {k: e.result().results for k, e in self._engines.items()}
 
+    def solo(self, index: int) -> tuple[int, ...]:
+        """Request `index` of the run alone through the static engine (kvviz.serving.solo): its tokens, for the
+        check of every scheduler's tokens against them. The model's run keeps what it needs after the run."""
+        from kvviz.serving.solo import solo_request
+
+        if self._solo is None:
+            raise ValueError("no run to check")
+        return solo_request(*self._solo, index)
+
     def end(self) -> None:
         self._streams, self._engines = {}, {}
+        self._solo = None
 
     def close(self) -> None:
         self.end()
@@ -115,7 +127,7 @@ def serve_stdio() -> None:
 def serve_child(commands_in: Connection, answers_out: Connection) -> None:
     """The engine process's loop: answer each command until "close" or the parent goes away."""
     session = ServeSession()
-    commands = {"start": session.start, "steps": session.steps, "end": session.end}
+    commands = {"start": session.start, "steps": session.steps, "solo": session.solo, "end": session.end}
     while True:
         try:
             command, args = commands_in.recv()
@@ -181,6 +193,9 @@ class ServeProcess:
 
     def steps(self, budget_s: float = 0.0) -> tuple[list, dict | None]:
         return self._call("steps", budget_s)
+
+    def solo(self, index: int) -> tuple[int, ...]:
+        return self._call("solo", index)
 
     def end(self) -> None:
         if self._proc is not None and self._proc.poll() is None:

@@ -1,6 +1,8 @@
 """The serve worker: the Qt adapter around the serving session (kvviz.serving.session), one ServeEngine
 per ticked scheduler stepped in lockstep rounds (step k of every scheduler before step k+1 of any), the
-records forwarded in batches as signals.
+records forwarded in batches as signals. When every scheduler has finished, each request is run alone
+(ServeSession.solo: its own solo run through the static engine) and the results carry those tokens
+(RequestResult.solo_token_ids), so the panels show every scheduler's tokens checked against them.
 
 A QObject the Serve window moves onto a QThread: typed slots in, past-tense signals out, one batch per
 timer tick so the thread's event loop stays live and Pause, Step and Stop act between batches. The
@@ -17,6 +19,7 @@ import traceback
 from PySide6.QtCore import QMetaObject, QObject, Qt, QTimer, Signal, Slot
 
 from kvviz.serving.session import ServeProcess, ServeSession
+from kvviz.serving.solo import with_solo
 from kvviz.serving.spec import ServeSpec
 from kvviz.session import error_message
 
@@ -31,7 +34,8 @@ class ServeWorker(QObject):
 
     run_started = Signal(str, object)  # run_id, meta (workload, model, settings per scheduler, ...)
     steps_traced = Signal(str, object)  # run_id, [(scheduler, ServeStep, {request: token text}), ...]
-    results_ready = Signal(str, object)  # run_id, {scheduler: (RequestResult, ...)} at a run's end
+    results_ready = Signal(str, object)  # run_id, {scheduler: (RequestResult, ...)} at a run's end, with the
+    # solo runs' tokens (solo_token_ids) unless Stop came while they ran
     run_failed = Signal(str, str)  # run_id, one-line message
     run_finished = Signal(str)  # run_id; always, after run_failed if the run failed
 
@@ -113,8 +117,24 @@ class ServeWorker(QObject):
         if batch:
             self.steps_traced.emit(run_id, batch)
         if results is not None:
+            try:
+                results = self._with_solo(results)
+            except Exception as exc:
+                self._end(exc)
+                return
             self.results_ready.emit(run_id, results)
             self._end()
+
+    def _with_solo(self, results: dict) -> dict:
+        """The results with every request's solo tokens, run here (this thread or the engine process), one
+        request at a time so Stop is read between them (then the results go without)."""
+        n = len(next(iter(results.values()), ()))
+        solo = []
+        for i in range(n):
+            if self._stop.is_set():
+                return results
+            solo.append(self.session.solo(i))
+        return {k: with_solo(v, solo) for k, v in results.items()}
 
     @Slot()
     def _on_timer_timeout(self) -> None:

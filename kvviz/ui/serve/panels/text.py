@@ -1,13 +1,17 @@
 """Token stream of the selected request: its prompt and, per scheduler, the text it has generated as of
 the step shown (every scheduler's tokens should be the same: the schedulers change who runs when, not
-what a request computes). Without a selection, request 0.
+what a request computes). Without a selection, request 0. Once a run has ended and every request has been
+run alone (the worker's solo runs), one line per scheduler says whether every request's tokens equal its own
+solo run: green "tokens = solo runs: 4 of 4", or red, naming each request that differs and the token and step
+where it first does.
 
-Reads ServeHistory.text_of only.
+Reads ServeHistory.text_of and ServeHistory.solo_checks only.
 """
 from __future__ import annotations
 
 import html
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
 from kvviz.serving.history import ServeHistory
@@ -16,6 +20,30 @@ from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
 PROMPT_CHARS = 600  # a longer prompt is shown by its end
+SAME_COLOR = "#1b7f3b"  # tokens equal to the solo runs'
+DIFFER_COLOR = "#b00020"
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("TextPanel", text)
+
+
+def workload_text(name: str, n_requests: int) -> str:
+    """"course-batch: 4 requests": the head of the solo lines (the serve page's status line says it so too)."""
+    return _tr("{0}: {1} requests").format(name, n_requests)
+
+
+def solo_text(checks) -> tuple[bool, str]:
+    """(all equal, the words) of one scheduler's SoloChecks: "tokens = solo runs: 4 of 4", or which requests
+    differ, from which token (counted from 1) and at which step (requests and steps as the timeline
+    numbers them)."""
+    same = sum(c.equal for c in checks)
+    if same == len(checks):
+        return True, _tr("tokens = solo runs: {0} of {1}").format(same, len(checks))
+    where = [(_tr("request {0} from token {1} (step {2})").format(c.request, c.token + 1, c.step)
+              if c.step is not None else _tr("request {0} from token {1} (cut short)").format(c.request, c.token + 1))
+             for c in checks if not c.equal]
+    return False, _tr("tokens ≠ solo runs: {0} of {1} equal; {2}").format(same, len(checks), "; ".join(where))
 
 
 class TextPanel(ServePanel):
@@ -43,6 +71,22 @@ class TextPanel(ServePanel):
         self.browser.clear()
         self._html = ""
 
+    def _solo_html(self, run: ServeHistory) -> str:
+        """The solo lines, once the run's results carry the solo runs' tokens (whatever the step shown)."""
+        lines = []
+        for k in run.schedulers:
+            checks = run.solo_checks(k)
+            if not checks:
+                continue
+            ok, words = solo_text(checks)
+            lines.append(f'<p class="solo" style="margin:2px 0"><b style="color:{colors.scheduler_color(k)}">'
+                         f'{html.escape(k)}</b> <span style="color:{SAME_COLOR if ok else DIFFER_COLOR}">'
+                         f'{html.escape(words)}</span></p>')
+        if not lines:
+            return ""
+        return (f'<p style="margin:6px 0 2px 0; color:{style.MUTED_TEXT}">'
+                f'{html.escape(workload_text(run.workload_name, run.n_requests()))}</p>' + "".join(lines))
+
     def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
         n = run.n_requests()
         if not n:
@@ -68,7 +112,7 @@ class TextPanel(ServePanel):
         done = run.finished and all(step >= run.n_steps(k) - 1 for k in run.schedulers)
         if done and len(same) > 1:
             note = f'<p style="color:#b00020">{html.escape(self.tr("the schedulers generated different text"))}</p>'
-        page = head + "".join(parts) + note
+        page = head + "".join(parts) + note + self._solo_html(run)
         if page != self._html:
             self._html = page
             self.browser.setHtml(page)
