@@ -144,12 +144,13 @@ def test_messages_number_requests_from_1_and_say_1_block(torch_cpu, capsys):
 
 
 # -- the Serve view --------------------------------------------------------------------------------
-def test_the_worker_hands_the_solo_runs_with_the_results(qtbot, tiny_random):
+@pytest.mark.parametrize("isolate", [False, True], ids=["thread", "process"])
+def test_the_worker_hands_the_solo_runs_with_the_results(qtbot, tiny_random, isolate):
     from kvviz.serving.history import ServeHistory
     from kvviz.serving.spec import ServeSpec, preset_requests
     from kvviz.ui.serve.worker import ServeWorker
 
-    worker = ServeWorker(isolate=False, threads=1)
+    worker = ServeWorker(isolate=isolate, threads=1)
     spec = ServeSpec(model="tiny-random", requests=tuple(preset_requests("course-batch")),
                      schedulers=("static", "paged"), max_batch=4, blocks=24, block_size=16, token_budget=32,
                      name="course-batch", run_id="r1")
