@@ -115,7 +115,7 @@ def test_serve_exits_1_on_a_planted_difference(torch_cpu, capsys, monkeypatch, t
 
     real = solo_module.solo_runs
 
-    def wrong(*args, **kw):  # request 2 (shown as 2: the CLI numbers from 1) differs from its third token
+    def wrong(*args, **kw):  # request 1 (counted from 0, as the Serve view does) differs from its third token
         solo = [list(s) for s in real(*args, **kw)]
         solo[1][2] = (solo[1][2] + 1) % 256
         return tuple(tuple(s) for s in solo)
@@ -128,16 +128,16 @@ def test_serve_exits_1_on_a_planted_difference(torch_cpu, capsys, monkeypatch, t
     lines = [line for line in out.splitlines() if "solo run" in line and "DIFFER" in line]
     assert len(lines) == 2, out
     for k, line in zip(("static", "continuous"), lines):
-        assert line.startswith(f"{k}: tokens DIFFER from the solo runs: request 2 from token 3 (step ")
+        assert line.startswith(f"{k}: tokens DIFFER from the solo runs: request 1 from token 3 (step ")
         assert line.endswith("; 3 of 4 requests equal")
     doc = json.loads(path.read_text())
     assert doc["identical"] is False and doc["runs"][0]["results"][1]["solo_token_ids"][2] is not None
 
 
-def test_messages_number_requests_from_1_and_say_1_block(torch_cpu, capsys):
+def test_messages_number_requests_from_0_and_say_1_block(torch_cpu, capsys):
     rc, out, err = _serve(capsys, "--schedulers", "paged", "--blocks", "2")
-    # course-batch's second request (30 + 10 tokens) needs 3 blocks of 16: the table's row 2
-    assert rc == 2 and "is smaller than request 2 needs (3 blocks)" in err, err
+    # course-batch's second request (30 + 10 tokens) needs 3 blocks of 16: request 1, counted from 0
+    assert rc == 2 and "is smaller than request 1 needs (3 blocks)" in err, err
     from kvviz.serving.engine import blocks_word
 
     assert (blocks_word(1), blocks_word(2)) == ("1 block", "2 blocks")

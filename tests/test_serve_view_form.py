@@ -50,6 +50,6 @@ def test_a_pool_smaller_than_a_request_is_one_line_in_the_window(qtbot, torch_cp
     w.form.blocks.setValue(1)
     with qtbot.waitSignal(w.run_finished, timeout=60_000):
         assert w.start_run()
-    assert w.error_text().startswith("a pool of 1 blocks of 16 is smaller than request")
+    assert w.error_text() == "a pool of 1 block of 16 is smaller than request 1 needs (3 blocks)"  # counted from 0
     assert "\n" not in w.error_text() and w.state == "idle"
     w.close()

@@ -53,7 +53,7 @@ def _bad_workload(tmp_path, name, doc) -> str:
     (["--workload", "course-batch", "--token-budget", "0"], "--token-budget: must be at least 1"),
     (["--workload", "course-batch", "--token-budget", "8"], "smaller than one block of 16"),
     (["--workload", "course-batch", "--blocks", "0"], "--blocks: must be at least 1"),
-    (["--workload", "course-batch", "--schedulers", "paged", "--blocks", "1"], "than request 2 needs (3 blocks)"),
+    (["--workload", "course-batch", "--schedulers", "paged", "--blocks", "1"], "than request 1 needs (3 blocks)"),
     (["--workload", "{long}"], "exceeds the model's context of 2048"),
     ([], "give --workload"),
     (["--decode-sweep", "1,0"], "--decode-sweep: must be at least 1"),

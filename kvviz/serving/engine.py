@@ -37,8 +37,9 @@ def tokenize(workload: Workload, tokenizer) -> list[list[int]]:
 
 
 def request_name(index: int) -> str:
-    """How a user reads request `index`: from 1, as the Serve view's workload table numbers its rows."""
-    return f"request {index + 1}"
+    """How a user reads request `index`: from 0, as every panel of the Serve view, its page and the main window's
+    steps count (the workload table numbers its rows the same way)."""
+    return f"request {index}"
 
 
 def blocks_word(n: int) -> str:
@@ -71,7 +72,7 @@ def check_workload(cfg, prompts: list[list[int]], workload: Workload, settings: 
         need = blocks_needed(prompts, workload, settings.block_size)
         worst = max(range(len(need)), key=need.__getitem__)
         if need[worst] > settings.blocks:
-            raise ValueError(f"a pool of {settings.blocks} blocks of {settings.block_size} is smaller than "
+            raise ValueError(f"a pool of {blocks_word(settings.blocks)} of {settings.block_size} is smaller than "
                              f"{request_name(worst)} needs ({blocks_word(need[worst])})")
 
 

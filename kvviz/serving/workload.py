@@ -204,7 +204,7 @@ def workload_from_dict(doc: Any, name: str) -> Workload:
     own = doc.get("name", name)
     if not isinstance(own, str) or len(own) > 4096:
         raise ValueError(f"{name}: name must be a string")
-    return Workload(own, tuple(request_from_dict(r, f"{name}: request {i + 1}") for i, r in enumerate(reqs)))
+    return Workload(own, tuple(request_from_dict(r, f"{name}: request {i}") for i, r in enumerate(reqs)))
 
 
 def read_workload(path: str | Path) -> Workload:
