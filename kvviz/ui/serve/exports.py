@@ -18,6 +18,7 @@ from kvviz.serving import record
 from kvviz.serving.history import ServeHistory
 from kvviz.ui import exporters
 
+FOLDER_KEY = "export/folder"  # the main window's exports keep their folder under the same key
 CSV_COLUMNS = ("scheduler", "step", "latency_ms", "slots", "prefill_slots", "decode_slots", "padding_slots",
                "idle_slots", "requests_in_batch", "admitted", "finished", "preempted", "prefix_hit_tokens",
                "blocks_used", "blocks_cached", "blocks_free", "weights_bytes", "kv_bytes")
@@ -132,15 +133,22 @@ class ServeExports:
                    "gif": "GIF (*.gif);;MP4 (*.mp4)"}
         name = {"png": "kvviz-serve.png", "svg": "kvviz-serve.svg", "json": "kvviz-serve.json",
                 "csv": "kvviz-serve-steps.csv", "gif": "kvviz-serve.gif"}[kind]
-        path, _ = QFileDialog.getSaveFileName(self.window, _tr("Export"), name, filters[kind])
+        path, _ = QFileDialog.getSaveFileName(self.window, _tr("Export"), str(Path(self.folder()) / name),
+                                              filters[kind])
         if not path:
             return
+        self.window.settings.setValue(FOLDER_KEY, str(Path(path).parent))
         try:
             saved = self.export(kind, path)
         except ValueError as exc:
             self.window.show_error(str(exc))
             return
         self.window.statusBar().showMessage(_tr("saved {0}").format(saved), 10_000)
+
+    def folder(self) -> str:
+        """Where the save and open dialogs start: the folder last saved to, the main window's too (its
+        exports keep it under the same key), else the home folder; never the process's working folder."""
+        return self.window.settings.value(FOLDER_KEY, str(Path.home()), type=str)
 
     def open_record(self, path: str | Path) -> bool:
         try:

@@ -3,6 +3,10 @@ cached blocks), who was preempted, how much of the pool is free. From the ServeS
 
     paged, step 12: request 3 finished and left; request 5 joined and reused 6 blocks of a cached
     prefix; 14 of 32 blocks free
+
+and in a short form for a narrow box (the transport shows the longest that fits):
+
+    paged 12: r3 left; r5 joined, 6 blocks cached; 14/32 free
 """
 from __future__ import annotations
 
@@ -48,16 +52,49 @@ def describe_step(record: ServeStep) -> list[str]:
     return clauses
 
 
-def narrate(run: ServeHistory, step: int) -> str:
-    """One sentence per scheduler for the step shown (lockstep: a scheduler already done says so)."""
+def describe_short(record: ServeStep) -> list[str]:
+    """The step's events as short clauses: requests as r3, several in one clause, the pool as free/all."""
+    def names(requests) -> str:
+        return ", ".join(f"r{r}" for r in requests)
+
+    clauses = []
+    if record.finished:
+        clauses.append(_tr("{0} left").format(names(record.finished)))
+    hits = {h.request: h for h in record.prefix_hits}
+    plain = [r for r in record.admitted if r not in hits]
+    if plain:
+        clauses.append(_tr("{0} joined").format(names(plain)))
+    for r in record.admitted:
+        if r in hits:
+            clauses.append(_tr("r{0} joined, {1} blocks cached").format(r, len(hits[r].blocks)))
+    if record.preemptions:
+        clauses.append(_tr("{0} preempted").format(names(p.request for p in record.preemptions)))
+    padding, idle = record.slots_of("padding"), record.slots_of("idle")
+    if padding:
+        clauses.append(_tr("{0} padding").format(padding))
+    if idle:
+        clauses.append(_tr("{0} idle").format(idle))
+    pool = record.pool
+    clauses.append(_tr("{0}/{1} free").format(pool.n_blocks - pool.used_blocks - pool.cached_blocks, pool.n_blocks))
+    return clauses
+
+
+def narrate(run: ServeHistory, step: int, form: str = "full") -> str:
+    """One sentence per scheduler for the step shown (lockstep: a scheduler already done says so); `form`
+    "short" says it in fewer words (see the module's docstring)."""
     parts = []
+    clause_sep = _tr("; ")  # the language's own punctuation (Chinese: full-width)
     for k in run.schedulers:
         n = run.n_steps(k)
         if not n:
             continue
         if step >= n and run.finished:
-            parts.append(_tr("{0}: done after {1} steps").format(k, n))
+            parts.append(_tr("{0}: done after {1} steps").format(k, n) if form == "full"
+                         else _tr("{0}: done").format(k))
             continue
         record = run.at(k, step)
-        parts.append(_tr("{0}, step {1}: {2}").format(k, record.step, "; ".join(describe_step(record))))
-    return ".  ".join(parts)
+        if form == "full":
+            parts.append(_tr("{0}, step {1}: {2}").format(k, record.step, clause_sep.join(describe_step(record))))
+        else:
+            parts.append(_tr("{0} {1}: {2}").format(k, record.step, clause_sep.join(describe_short(record))))
+    return _tr(".  ").join(parts)  # between two schedulers' sentences

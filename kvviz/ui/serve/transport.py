@@ -1,10 +1,12 @@
-"""The serve view's timeline row (slider, step label, selected request) and the step's narration.
+"""The serve view's timeline row (slider, step label, selected request) and the step's narration: two
+lines, wrapped, the whole text where it fits, else its short form, never cut (the main window's transport
+does the same); the whole text is the tooltip.
 
 It reads a ServeHistory and the selection; what a scrub does is the window's.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QRect, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QSlider, QVBoxLayout, QWidget
 
 from kvviz.serving.history import ServeHistory
@@ -12,6 +14,7 @@ from kvviz.ui.qtutil import blocked
 from kvviz.ui.serve.narration import narrate
 
 NARRATION_LINES = 2
+NARRATION_FORMS = ("full", "short")  # narrate's forms, longest first
 
 
 class ServeTransport(QWidget):
@@ -46,6 +49,7 @@ class ServeTransport(QWidget):
         self.narration.setFixedHeight(NARRATION_LINES * self.narration.fontMetrics().lineSpacing() + 4)
         layout.addWidget(self.narration)
         self._shown: tuple | None = None
+        self._stories: list[str] = []  # the step's narration in each form, longest first
 
     def retranslate(self) -> None:
         self.timeline_label.setText(self.tr("Step"))
@@ -63,12 +67,40 @@ class ServeTransport(QWidget):
         self._shown = key
         if not n:
             self.step_label.setText(self.tr("no steps yet: Run (Ctrl+R)") if not run.schedulers else "")
+            self._stories = []
             self.narration.clear()
+            self.narration.setToolTip("")
+            self.fit_narration()
             return
         text = self.tr("step {0} / {1}").format(step, n - 1)
         if request is not None:
             text += "  " + self.tr("request {0}").format(request)
         self.step_label.setText(text)
-        story = narrate(run, step)
-        self.narration.setToolTip(story)
-        self.narration.setText(story)
+        self._stories = [narrate(run, step, form) for form in NARRATION_FORMS]
+        self.narration.setToolTip(self._stories[0])
+        self.fit_narration()
+
+    def narration_height(self, text: str) -> int:
+        """The height the text takes wrapped at the narration's width."""
+        width = max(1, self.narration.contentsRect().width())
+        return self.narration.fontMetrics().boundingRect(
+            QRect(0, 0, width, 100_000), Qt.TextFlag.TextWordWrap | Qt.AlignmentFlag.AlignLeft, text).height()
+
+    def fit_narration(self) -> None:
+        """The longest form that fits two lines; the short form in a box too narrow for it even in two
+        lines: the box grows, the text is whole."""
+        lines = NARRATION_LINES * self.narration.fontMetrics().lineSpacing()
+        text = next((t for t in self._stories if self.narration_height(t) <= lines),
+                    self._stories[-1] if self._stories else "")
+        self.narration.setFixedHeight(max(lines, self.narration_height(text) if text else 0) + 4)
+        if text != self.narration.text():
+            self.narration.setText(text)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self.fit_narration()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.fit_narration()

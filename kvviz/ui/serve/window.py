@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import replace
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, QSize, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -39,6 +39,19 @@ FRAME_MS = 33  # records streaming in are drawn at most this often
 PAINT_REST = 3.0  # ... and after a frame that took t (drawn and painted), not before PAINT_REST * t
 ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
 THREAD_WAIT_MS = 30_000
+
+
+class FormScroll(QScrollArea):
+    """The Workload dock's scroll area: never narrower than its form and a vertical scroll bar beside it
+    (the form's spin boxes' and combos' arrows had been cut off on the right at 150%)."""
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        hint = super().minimumSizeHint()
+        form = self.widget()
+        if form is not None:
+            hint.setWidth(form.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                          + 2 * self.frameWidth())
+        return hint
 
 
 class ServeWindow(QMainWindow):
@@ -84,6 +97,7 @@ class ServeWindow(QMainWindow):
         self.transport.step_chosen.connect(self.select_step)
         self.grid = ServeGrid()
         self.grid.cell_picked.connect(self.select)
+        self.grid.layout_changed.connect(lambda: self.request_frame(now=True))  # panels back from behind tabs
         self._build_central()
         self._build_toolbar()
         self.retranslate_ui()
@@ -148,7 +162,7 @@ class ServeWindow(QMainWindow):
     def _build_dock(self) -> None:
         self.form_dock = QDockWidget(self)
         self.form_dock.setObjectName("serve_inputs_dock")
-        scroll = QScrollArea()
+        scroll = FormScroll()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -424,7 +438,7 @@ class ServeWindow(QMainWindow):
 
     # ------------------------------------------------------------------ files
     def open_record_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open serve record"), "",
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open serve record"), self.exports.folder(),
                                               self.tr("Serve records (*.json)"))
         if path:
             self.exports.open_record(path)

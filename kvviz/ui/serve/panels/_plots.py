@@ -1,4 +1,7 @@
-"""What the serve view's plot panels share: a legend row of the schedulers above two x-linked plots."""
+"""What the serve view's plot panels share: a legend row of the schedulers above two x-linked plots, no
+numbers on their axes before a run (an empty plot's "-0.2 0 0.2" says nothing), and the size at which they
+read: each plot as tall as its axis name is long (two names never drawn over each other) and its tick
+labels apart."""
 from __future__ import annotations
 
 import pyqtgraph as pg
@@ -35,6 +38,31 @@ class TwoPlotPanel(ServePanel):
             plot.hideButtons()
             for name in ("left", "bottom"):
                 plot.getAxis(name).enableAutoSIPrefix(False)  # "step", never "step (x0.001)"
+
+        self.show_values(False)
+
+    def show_values(self, shown: bool) -> None:
+        """The axes' numbers: none on an empty plot."""
+        for plot in self.plots:
+            for name in ("left", "bottom"):
+                axis = plot.getAxis(name)
+                if axis.style["showValues"] != shown:
+                    axis.setStyle(showValues=shown)
+
+    def readable_size(self) -> tuple[int, int]:
+        """Each plot at least a readable plot's height and its axis name's length (rotated beside it), the
+        legend's lines, the bottom axis's numbers and name; the left axis's width and a readable plot's."""
+        fm = self.fontMetrics()
+        tick_h = fm.height()
+        names = [plot.getAxis("left").label.boundingRect().width() if plot.getAxis("left").label.toPlainText()
+                 else 0 for plot in self.plots]
+        name_h = max(plot.getAxis("left").label.boundingRect().height() for plot in self.plots)
+        plot_w, plot_h = style.readable(style.READABLE_PLOT)
+        width = round(name_h) + fm.horizontalAdvance("8888") + 12 + plot_w
+        legend = self.legend.heightForWidth(width) if self.legend.text() else 0
+        heights = [max(plot_h, round(name) + tick_h) for name in names]
+        bottom = tick_h + round(self.plots[1].getAxis("bottom").label.boundingRect().height()) + 8
+        return width, legend + sum(heights) + tick_h // 2 * len(self.plots) + bottom + 8
 
     def show_legend(self, schedulers) -> None:
         legend = colors.legend_html(schedulers)

@@ -29,6 +29,13 @@ class ServePanel(QWidget):
         selected request (None: none). Called in the GUI thread only when something changed."""
         raise NotImplementedError
 
+    def readable_size(self) -> tuple[int, int]:
+        """The smallest size (width, height) at which the panel reads at the present type size (View >
+        Zoom sets the app's font): the grid gives it this or moves it behind a tab. By default some
+        two dozen characters by seven lines."""
+        fm = self.fontMetrics()
+        return fm.averageCharWidth() * 24, fm.lineSpacing() * 7
+
     def retranslate(self) -> None:
         """Set every fixed text again (a language switch)."""
 

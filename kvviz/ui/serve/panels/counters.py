@@ -60,6 +60,16 @@ class CountersPanel(ServePanel):
         layout.addWidget(self.table)
         self.shown: dict[str, dict[str, float]] = {}
 
+    def readable_size(self) -> tuple[int, int]:
+        """Every scheduler's column beside the counters' names, and six counters down."""
+        table = self.table
+        fm = table.fontMetrics()
+        names = table.verticalHeader().sizeHint().width() if table.rowCount() else fm.horizontalAdvance("tokens saved")
+        column = max(fm.horizontalAdvance("continuous"), fm.horizontalAdvance("99,999")) + 12
+        width = names + max(1, table.columnCount()) * column + table.verticalScrollBar().sizeHint().width() + 8
+        height = table.horizontalHeader().sizeHint().height() + 6 * (fm.height() + 3) + 8
+        return width, height
+
     def title(self) -> str:
         return self.tr("Counters")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QWidget
 
 from kvviz.serving.history import ServeHistory
@@ -26,6 +27,7 @@ class LatencyPanel(TwoPlotPanel):
         self.ttft_plot, self.tpot_plot = self.plots
         self.bars: dict[str, tuple[pg.BarGraphItem, pg.BarGraphItem]] = {}
         self.values: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # what the bars show (tests read it)
+        self._n = 0  # requests on the x axis
         self.retranslate()
 
     def title(self) -> str:
@@ -45,6 +47,7 @@ class LatencyPanel(TwoPlotPanel):
     def clear(self) -> None:
         for k in list(self.bars):
             self._drop(k)
+        self.show_values(False)
 
     def _drop(self, k: str) -> None:
         ttft, tpot = self.bars.pop(k)
@@ -73,7 +76,32 @@ class LatencyPanel(TwoPlotPanel):
             for bar, values in zip(self.bars[k], (ttft, tpot)):
                 known = ~np.isnan(values)
                 bar.setOpts(x=x[known], height=values[known], width=width)
+        self.show_values(bool(shown))
         self.ttft_plot.setXRange(-0.6, max(0, n - 1) + 0.6, padding=0)
-        spacing = max(1, n // 10)  # whole requests only
-        self.tpot_plot.getAxis("bottom").setTickSpacing(major=spacing, minor=spacing)
-        self.ttft_plot.getAxis("bottom").setTickSpacing(major=spacing, minor=spacing)
+        self._n = n
+        self._set_ticks()
+
+    def _set_ticks(self) -> None:
+        n = self._n
+        ticks = [[(r, str(r)) for r in range(0, n, self.request_spacing(n))]]  # from the first request on
+        for plot in (self.ttft_plot, self.tpot_plot):
+            plot.getAxis("bottom").setTicks(ticks)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if self._n:
+            QTimer.singleShot(0, self._set_ticks)  # once the plots have their new width
+
+    def request_spacing(self, n: int) -> int:
+        """Requests between two numbered ones: the least of 1, 2, 5, 10, ... at which the numbers stand
+        apart in the plot's width."""
+        width = max(1.0, self.tpot_plot.getViewBox().width())
+        label = self.fontMetrics().horizontalAdvance(str(max(0, n - 1))) + self.fontMetrics().averageCharWidth()
+        spacing, scale = 1, 1
+        while n / spacing * label > width and spacing < n:
+            for m in (1, 2, 5):
+                spacing = m * scale
+                if n / spacing * label <= width:
+                    break
+            scale *= 10
+        return spacing

@@ -60,6 +60,16 @@ class PoolPanel(ServePanel):
         self.run, self.step, self.request = run, step, request
         self.update()
 
+    def readable_size(self) -> tuple[int, int]:
+        """Two schedulers' pools across, each a line's title ("paged: 14 of 32 blocks free") over four
+        lines of blocks."""
+        fm = self.fontMetrics()
+        run = self.run
+        n = len([k for k in run.schedulers if run.n_steps(k)]) if run is not None else 1
+        across = max(1, min(2, n))
+        down = math.ceil(max(1, n) / across)
+        return across * fm.averageCharWidth() * 22, down * (fm.height() + 2) * 5
+
     def shown_request(self, scheduler: str) -> int | None:
         if self.hovered is not None and self.hovered[0] == scheduler:
             return self.hovered[1]

@@ -19,10 +19,10 @@ from kvviz.serving.history import CELL_KINDS, IDLE, PADDING, ServeHistory
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
-LABEL_W = 30  # px left of the cells for "r12"
+LABEL_W = 30  # px left of the cells for "r12" at 100% (wider where the type is: label_width)
 MARK_W = 8  # without labels (rows too low): the margin that marks the selected request
 MARK_H = 4  # the strip under a block that marks the step shown (the cells themselves are never drawn over)
-MAX_ROW_PX = 22
+MAX_ROW_PX = 22  # at 100%: a row is never drawn taller than this, or than a line of its labels and 4 px
 AXIS_GAP = 8  # px at the least between two step labels
 KEEP_SHARE = 0.9  # an interval is taken when this share of its multiples find room (narrow steps crowd some out)
 NICE = (1, 2, 5)
@@ -79,6 +79,39 @@ class TimelinePanel(ServePanel):
         self.cap: int | None = None  # the most columns a step takes (None: one per slot)
         self.axis: dict[str, list[tuple[int, QRect]]] = {}  # per scheduler: (step, its label's rect) as painted
         self._images: dict[str, tuple[int, QImage]] = {}
+
+    # -- sizes ------------------------------------------------------------------------------------
+    def small_font(self) -> QFont:
+        """The request labels' and the step numbers' type."""
+        small = QFont(self.font())
+        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
+        return small
+
+    def row_min(self) -> int:
+        """The least height of a request's row: a line of its label ("r12") in the small type."""
+        return QFontMetrics(self.small_font()).height()
+
+    def label_width(self) -> int:
+        return max(LABEL_W, QFontMetrics(self.small_font()).horizontalAdvance("r99") + 6)
+
+    def _chrome(self, n_schedulers: int) -> int:
+        """The height besides the rows: the legend, and per scheduler its line, the step strip, the axis."""
+        line = self.fontMetrics().height() + 2
+        axis_h = QFontMetrics(self.small_font()).height() + 3
+        return line + 2 + 2 + (line + MARK_H + 4 + axis_h) * n_schedulers
+
+    def readable_size(self) -> tuple[int, int]:
+        """Every request's row a line of text tall under every scheduler, the legend, and room for the
+        schedulers' lines and a few dozen slots."""
+        fm = self.fontMetrics()
+        run = self.run
+        schedulers = [k for k in run.schedulers if run.n_steps(k)] if run is not None else []
+        n_req = run.n_requests() if schedulers else 0
+        width = max(self.label_width() + fm.averageCharWidth() * 40, fm.horizontalAdvance(
+            "waiting prefill decode padding idle slot preempted") * 3 // 4)
+        if not schedulers:
+            return width, fm.lineSpacing() * 7
+        return width, self._chrome(len(schedulers)) + n_req * len(schedulers) * self.row_min()
 
     def title(self) -> str:
         if self.run is None or not self.run.n_steps():
@@ -137,12 +170,12 @@ class TimelinePanel(ServePanel):
         schedulers = [k for k in run.schedulers if run.n_steps(k)]
         n_req = run.n_requests()
         legend_h = line + 2
-        small = QFont(painter.font())
-        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
+        small = self.small_font()
         axis_h = QFontMetrics(small).height() + 3  # the tick and the step numbers under the strip
         room = self.height() - legend_h - (line + MARK_H + 4 + axis_h) * len(schedulers)
-        row_px = max(1, min(MAX_ROW_PX, room // max(1, n_req * len(schedulers))))
-        label_w = LABEL_W if row_px >= fm.height() - 4 else MARK_W
+        most_px = max(MAX_ROW_PX, self.row_min() + 4)
+        row_px = max(1, min(most_px, room // max(1, n_req * len(schedulers))))
+        label_w = self.label_width() if row_px >= self.row_min() - 1 else MARK_W
         width = self.width() - label_w - 4
         self.cap = fit_cap([run.step_widths(k) for k in schedulers], width)
         most = max(run.timeline(k, self.cap).cells.shape[1] for k in schedulers)

@@ -43,6 +43,7 @@ class UsagePanel(TwoPlotPanel):
     def clear(self) -> None:
         for k in list(self.curves):
             self._drop(k)
+        self.show_values(False)
 
     def _drop(self, k: str) -> None:
         for item in self.curves.pop(k):
@@ -66,6 +67,7 @@ class UsagePanel(TwoPlotPanel):
         for k in list(self.curves):
             if k not in shown:
                 self._drop(k)
+        self.show_values(bool(shown))
         top = 1.0
         for k in shown:
             s = run.series(k)
