@@ -226,3 +226,21 @@ def test_the_save_dialogs_start_in_the_export_folder(qtbot, tmp_path, monkeypatc
     w.exports.dialog("png")
     w.open_record_dialog()
     assert seen and all(s.startswith(str(tmp_path)) for s in seen), seen
+
+
+def test_the_timelines_legend_wraps_instead_of_being_cut(qtbot):
+    from kvviz.ui.serve.panels.timeline import LEGEND_KINDS, TimelinePanel
+
+    panel = TimelinePanel()
+    qtbot.addWidget(panel)
+    fm = panel.fontMetrics()
+    one_line = panel.legend_rows(100_000)
+    assert len(one_line) == 1
+    for width in (160, 300, 500):
+        rows = panel.legend_rows(width)
+        assert [kind for row in rows for kind, _t in row] == list(LEGEND_KINDS)  # every entry, in order
+        for row in rows:
+            used = sum(fm.height() - 4 + 3 + fm.horizontalAdvance(text) + 10 for _k, text in row) - 10
+            assert len(row) == 1 or used <= width, (width, row)
+        assert panel.legend_height(width + 4) == (fm.height() + 2) * len(rows) + 2
+    assert len(panel.legend_rows(160)) > 1

@@ -251,6 +251,17 @@ class ServeGrid(QWidget):
         rows, moved = give_way(shown, needs, PRIORITY, self.room())
         if moved:  # the strip takes height: plan again in what it leaves
             rows, moved = give_way(shown, needs, PRIORITY, self.room(strip=True))
+        width, height = self.room(strip=bool(moved))
+        if len(rows) == 1 and len(rows[0]) == 1 and needs[rows[0][0]][1] > height:
+            # One panel taller than the room (the grid scrolls down to it): those that fit beside it in
+            # width keep their readable size there too, the most important first.
+            width -= self.scroll.verticalScrollBar().sizeHint().width()
+            row = rows[0]
+            for k in sorted(moved, key=lambda k: (PRIORITY.get(k, 50), shown.index(k))):
+                if sum(needs[m][0] for m in row) + needs[k][0] + HANDLE_PX * len(row) <= width:
+                    row.append(k)
+            rows = [[k for k in shown if k in row]]
+            moved = [k for k in moved if k not in row]
         return rows, moved
 
     def arrange(self) -> None:

@@ -94,11 +94,35 @@ class TimelinePanel(ServePanel):
     def label_width(self) -> int:
         return max(LABEL_W, QFontMetrics(self.small_font()).horizontalAdvance("r99") + 6)
 
-    def _chrome(self, n_schedulers: int) -> int:
+    def _chrome(self, n_schedulers: int, width: int) -> int:
         """The height besides the rows: the legend, and per scheduler its line, the step strip, the axis."""
         line = self.fontMetrics().height() + 2
         axis_h = QFontMetrics(self.small_font()).height() + 3
-        return line + 2 + 2 + (line + MARK_H + 4 + axis_h) * n_schedulers
+        return self.legend_height(width) + 2 + (line + MARK_H + 4 + axis_h) * n_schedulers
+
+    def legend_entries(self) -> list[tuple[str, str]]:
+        entries = [(kind, kind_name(kind)) for kind in LEGEND_KINDS]
+        if self.cap is not None:
+            entries.append(("", self.tr("a step over {0} slots drawn in {0} columns").format(self.cap)))
+        return entries
+
+    def legend_rows(self, width: int) -> list[list[tuple[str, str]]]:
+        """The legend's entries in lines that fit `width` (a narrow panel wraps them, never cuts them)."""
+        fm = self.fontMetrics()
+        box = fm.height() - 4
+        rows: list[list[tuple[str, str]]] = [[]]
+        x = 0
+        for kind, text in self.legend_entries():
+            w = (box + 3 if kind else 0) + fm.horizontalAdvance(text) + 10
+            if rows[-1] and x + w - 10 > width:
+                rows.append([])
+                x = 0
+            rows[-1].append((kind, text))
+            x += w
+        return rows
+
+    def legend_height(self, width: int) -> int:
+        return (self.fontMetrics().height() + 2) * len(self.legend_rows(width - 4)) + 2
 
     def readable_size(self) -> tuple[int, int]:
         """Every request's row a line of text tall under every scheduler, the legend, and room for the
@@ -107,11 +131,17 @@ class TimelinePanel(ServePanel):
         run = self.run
         schedulers = [k for k in run.schedulers if run.n_steps(k)] if run is not None else []
         n_req = run.n_requests() if schedulers else 0
-        width = max(self.label_width() + fm.averageCharWidth() * 40, fm.horizontalAdvance(
-            "waiting prefill decode padding idle slot preempted") * 3 // 4)
+        width = self.label_width() + fm.averageCharWidth() * 40
         if not schedulers:
             return width, fm.lineSpacing() * 7
-        return width, self._chrome(len(schedulers)) + n_req * len(schedulers) * self.row_min()
+        width = max(width, *(fm.horizontalAdvance(self.heading(k)) + 8 for k in schedulers))
+        return width, self._chrome(len(schedulers), width) + n_req * len(schedulers) * self.row_min()
+
+    def heading(self, k: str) -> str:
+        """The line above a scheduler's block: its wasted slots and its steps."""
+        slots = self.run.timeline(k).cells  # counted by slot, whatever the columns drawn
+        pad, idle = int(np.count_nonzero(slots == PADDING)), int(np.count_nonzero(slots == IDLE))
+        return self.tr("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(k, pad, idle, self.run.n_steps(k))
 
     def title(self) -> str:
         if self.run is None or not self.run.n_steps():
@@ -169,7 +199,7 @@ class TimelinePanel(ServePanel):
         line = fm.height() + 2
         schedulers = [k for k in run.schedulers if run.n_steps(k)]
         n_req = run.n_requests()
-        legend_h = line + 2
+        legend_h = self.legend_height(self.width())
         small = self.small_font()
         axis_h = QFontMetrics(small).height() + 3  # the tick and the step numbers under the strip
         room = self.height() - legend_h - (line + MARK_H + 4 + axis_h) * len(schedulers)
@@ -185,12 +215,9 @@ class TimelinePanel(ServePanel):
         for k in schedulers:
             timeline = run.timeline(k, self.cap)
             painter.setPen(QColor(colors.scheduler_color(k)))
-            slots = run.timeline(k).cells  # counted by slot, whatever the columns drawn
-            pad, idle = int(np.count_nonzero(slots == PADDING)), int(np.count_nonzero(slots == IDLE))
             painter.drawText(QRect(2, y, self.width() - 4, line),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                             self.tr("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(
-                                 k, pad, idle, run.n_steps(k)))
+                             fm.elidedText(self.heading(k), Qt.TextElideMode.ElideRight, self.width() - 4))
             y += line
             cols = timeline.cells.shape[1]
             cell_w = whole if whole >= 1 else width / max(1, most)
@@ -260,25 +287,22 @@ class TimelinePanel(ServePanel):
         painter.setFont(self.font())
 
     def _draw_legend(self, painter: QPainter, rect: QRect) -> None:
-        x = rect.left()
         fm = painter.fontMetrics()
         box = fm.height() - 4
-        entries = [(kind, kind_name(kind)) for kind in LEGEND_KINDS]
-        if self.cap is not None:
-            entries.append(("", self.tr("a step over {0} slots drawn in {0} columns").format(self.cap)))
-        for kind, text in entries:
-            if not kind:
-                painter.setPen(QColor("#8a8a8a"))
-                painter.drawText(QPoint(x, rect.top() + fm.ascent()), text)
-                break
-            painter.fillRect(QRect(x, rect.top() + 2, box, box), QColor(colors.CELL_COLORS[kind]))
-            painter.setPen(QColor("#9e9e9e"))
-            painter.drawRect(QRect(x, rect.top() + 2, box, box))
-            painter.setPen(QColor("#303030"))
-            painter.drawText(QPoint(x + box + 3, rect.top() + fm.ascent()), text)
-            x += box + 3 + fm.horizontalAdvance(text) + 10
-            if x > rect.right():
-                break
+        line = fm.height() + 2
+        for r, entries in enumerate(self.legend_rows(rect.width())):
+            x, top = rect.left(), rect.top() + r * line
+            for kind, text in entries:
+                if not kind:
+                    painter.setPen(QColor("#8a8a8a"))
+                    painter.drawText(QPoint(x, top + fm.ascent()), text)
+                    continue
+                painter.fillRect(QRect(x, top + 2, box, box), QColor(colors.CELL_COLORS[kind]))
+                painter.setPen(QColor("#9e9e9e"))
+                painter.drawRect(QRect(x, top + 2, box, box))
+                painter.setPen(QColor("#303030"))
+                painter.drawText(QPoint(x + box + 3, top + fm.ascent()), text)
+                x += box + 3 + fm.horizontalAdvance(text) + 10
 
     # -- the mouse --------------------------------------------------------------------------------
     def cell_at(self, pos: QPoint) -> tuple[str, int, int] | None:
