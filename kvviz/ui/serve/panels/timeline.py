@@ -100,19 +100,19 @@ class TimelinePanel(ServePanel):
         axis_h = QFontMetrics(self.small_font()).height() + 3
         return self.legend_height(width) + 2 + (line + MARK_H + 4 + axis_h) * n_schedulers
 
-    def legend_entries(self) -> list[tuple[str, str]]:
+    def legend_entries(self, cap: int | None) -> list[tuple[str, str]]:
         entries = [(kind, kind_name(kind)) for kind in LEGEND_KINDS]
-        if self.cap is not None:
-            entries.append(("", self.tr("a step over {0} slots drawn in {0} columns").format(self.cap)))
+        if cap is not None:
+            entries.append(("", self.tr("a step over {0} slots drawn in {0} columns").format(cap)))
         return entries
 
-    def legend_rows(self, width: int) -> list[list[tuple[str, str]]]:
+    def legend_rows(self, width: int, cap: int | None = None) -> list[list[tuple[str, str]]]:
         """The legend's entries in lines that fit `width` (a narrow panel wraps them, never cuts them)."""
         fm = self.fontMetrics()
         box = fm.height() - 4
         rows: list[list[tuple[str, str]]] = [[]]
         x = 0
-        for kind, text in self.legend_entries():
+        for kind, text in self.legend_entries(cap):
             w = (box + 3 if kind else 0) + fm.horizontalAdvance(text) + 10
             if rows[-1] and x + w - 10 > width:
                 rows.append([])
@@ -121,8 +121,10 @@ class TimelinePanel(ServePanel):
             x += w
         return rows
 
-    def legend_height(self, width: int) -> int:
-        return (self.fontMetrics().height() + 2) * len(self.legend_rows(width - 4)) + 2
+    def legend_height(self, width: int, cap: int | None = 99) -> int:
+        """The legend's height at a width; the need counts the note a narrowed step adds (`cap`) whether
+        or not it shows, so that it does not change with the width the panel is painted at."""
+        return (self.fontMetrics().height() + 2) * len(self.legend_rows(width - 4, cap)) + 2
 
     def readable_size(self) -> tuple[int, int]:
         """Every request's row a line of text tall under every scheduler, the legend, and room for the
@@ -134,14 +136,17 @@ class TimelinePanel(ServePanel):
         width = self.label_width() + fm.averageCharWidth() * 40
         if not schedulers:
             return width, fm.lineSpacing() * 7
-        width = max(width, *(fm.horizontalAdvance(self.heading(k)) + 8 for k in schedulers))
+        # The schedulers' lines at three digits a count: the need stays put while a run's counts grow.
+        width = max(width, *(fm.horizontalAdvance(self.heading(k, (999, 999, 999))) + 8 for k in schedulers))
         return width, self._chrome(len(schedulers), width) + n_req * len(schedulers) * self.row_min()
 
-    def heading(self, k: str) -> str:
-        """The line above a scheduler's block: its wasted slots and its steps."""
-        slots = self.run.timeline(k).cells  # counted by slot, whatever the columns drawn
-        pad, idle = int(np.count_nonzero(slots == PADDING)), int(np.count_nonzero(slots == IDLE))
-        return self.tr("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(k, pad, idle, self.run.n_steps(k))
+    def heading(self, k: str, counts: tuple[int, int, int] | None = None) -> str:
+        """The line above a scheduler's block: its wasted slots and its steps (or these counts)."""
+        if counts is None:
+            slots = self.run.timeline(k).cells  # counted by slot, whatever the columns drawn
+            counts = (int(np.count_nonzero(slots == PADDING)), int(np.count_nonzero(slots == IDLE)),
+                      self.run.n_steps(k))
+        return self.tr("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(k, *counts)
 
     def title(self) -> str:
         if self.run is None or not self.run.n_steps():
@@ -199,7 +204,7 @@ class TimelinePanel(ServePanel):
         line = fm.height() + 2
         schedulers = [k for k in run.schedulers if run.n_steps(k)]
         n_req = run.n_requests()
-        legend_h = self.legend_height(self.width())
+        legend_h = self.legend_height(self.width())  # room for the note of a narrowed step, as the need has
         small = self.small_font()
         axis_h = QFontMetrics(small).height() + 3  # the tick and the step numbers under the strip
         room = self.height() - legend_h - (line + MARK_H + 4 + axis_h) * len(schedulers)
@@ -290,7 +295,7 @@ class TimelinePanel(ServePanel):
         fm = painter.fontMetrics()
         box = fm.height() - 4
         line = fm.height() + 2
-        for r, entries in enumerate(self.legend_rows(rect.width())):
+        for r, entries in enumerate(self.legend_rows(rect.width(), self.cap)):
             x, top = rect.left(), rect.top() + r * line
             for kind, text in entries:
                 if not kind:
