@@ -245,3 +245,17 @@ def test_the_timelines_legend_wraps_instead_of_being_cut(qtbot):
         assert panel.legend_height(width + 4, None) == (fm.height() + 2) * len(rows) + 2
         assert panel.legend_height(width + 4) >= panel.legend_height(width + 4, None)  # room for the cap note
     assert len(panel.legend_rows(160)) > 1
+
+
+def test_a_zoom_while_the_window_is_open_gives_way_again(qtbot, tmp_path, records, zoomed):
+    w = open_window(qtbot, tmp_path, (1280, 720))
+    replay(qtbot, w, records["course"])
+    laid = len(w.grid.laid_out())
+    label = w.grid.panels["usage"].pool_plot.getAxis("left").label
+    before = label.boundingRect().width()
+    zoomed(150)  # as View > Zoom does: the app's font, then the plot text
+    settle(qtbot, w)
+    settle(qtbot, w)
+    assert label.boundingRect().width() > 1.3 * before  # the axis names at the zoom's type size
+    check_readable(w)
+    assert len(w.grid.laid_out()) < laid  # fewer panels keep their (larger) readable size

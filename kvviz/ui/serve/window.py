@@ -259,7 +259,16 @@ class ServeWindow(QMainWindow):
         if event.type() == QEvent.Type.LanguageChange:
             self.retranslate_ui()
             self.request_frame(now=True)
+        elif event.type() == QEvent.Type.FontChange:
+            # View > Zoom in the main window: the plots' axis names take the zoom's type size once it
+            # has set it (after the app's font), and the grid gives way again at the new needs.
+            QTimer.singleShot(0, self._follow_zoom)
         super().changeEvent(event)
+
+    def _follow_zoom(self) -> None:
+        self.retranslate_ui()
+        self._drawn = None
+        self.request_frame(now=True)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         if (event.type() == QEvent.Type.MouseButtonPress and isinstance(obj, QWidget) and obj.window() is self
