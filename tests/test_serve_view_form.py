@@ -51,5 +51,7 @@ def test_a_pool_smaller_than_a_request_is_one_line_in_the_window(qtbot, torch_cp
     with qtbot.waitSignal(w.run_finished, timeout=60_000):
         assert w.start_run()
     assert w.error_text() == "a pool of 1 block of 16 is smaller than request 1 needs (3 blocks)"  # counted from 0
+    header = w.form.table.verticalHeaderItem  # the table counts as the message does: request 1 is its row "1"
+    assert [header(r).text() for r in range(w.form.table.rowCount())] == ["0", "1", "2", "3"]
     assert "\n" not in w.error_text() and w.state == "idle"
     w.close()

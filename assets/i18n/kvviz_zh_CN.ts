@@ -572,6 +572,10 @@
         <source>a saved run</source>
         <translation>已保存的运行</translation>
     </message>
+    <message>
+        <source>Something failed inside kvviz: {0}: {1} (the details are on the terminal; please report them)</source>
+        <translation>kvviz 内部出错：{0}：{1}（详细信息在终端中，请报告）</translation>
+    </message>
 </context>
 <context>
     <name>ImageExportDialog</name>
@@ -2054,6 +2058,21 @@
     </message>
 </context>
 <context>
+    <name>ServeGrid</name>
+    <message>
+        <source>Grid</source>
+        <translation>网格</translation>
+    </message>
+    <message>
+        <source>{n} panels behind tabs (no room to show them readable):</source>
+        <translation>{n} 个面板在标签页后（没有空间清晰显示）：</translation>
+    </message>
+    <message>
+        <source>The window has no room to show these panels readable at this size and zoom, so they wait behind their tabs instead of being squeezed. A larger window, a smaller zoom (View &gt; Zoom) or fewer panels (View) brings them back into the grid.</source>
+        <translation>在当前窗口大小和缩放下，没有足够空间清晰显示这些面板，因此它们放在各自的标签页后，而不是被挤小。更大的窗口、更小的缩放（视图 &gt; 缩放）或更少的面板（视图）可让它们回到网格中。</translation>
+    </message>
+</context>
+<context>
     <name>ServeHook</name>
     <message>
         <source>Run the compare view first: Continue serves its text as the first turn of a chat</source>
@@ -2111,12 +2130,56 @@
         <translation>（另有 {0} 块已缓存）</translation>
     </message>
     <message>
+        <source>{0} left</source>
+        <translation>{0} 离开</translation>
+    </message>
+    <message>
+        <source>{0} joined</source>
+        <translation>{0} 加入</translation>
+    </message>
+    <message>
+        <source>r{0} joined, {1} blocks cached</source>
+        <translation>r{0} 加入，{1} 块已缓存</translation>
+    </message>
+    <message>
+        <source>{0} preempted</source>
+        <translation>{0} 被抢占</translation>
+    </message>
+    <message>
+        <source>{0} padding</source>
+        <translation>{0} 个填充</translation>
+    </message>
+    <message>
+        <source>{0} idle</source>
+        <translation>{0} 个空闲</translation>
+    </message>
+    <message>
+        <source>{0}/{1} free</source>
+        <translation>{0}/{1} 块空闲</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
+    </message>
+    <message>
         <source>{0}: done after {1} steps</source>
         <translation>{0}：{1} 步后完成</translation>
     </message>
     <message>
+        <source>{0}: done</source>
+        <translation>{0}：完成</translation>
+    </message>
+    <message>
         <source>{0}, step {1}: {2}</source>
         <translation>{0}，第 {1} 步：{2}</translation>
+    </message>
+    <message>
+        <source>{0} {1}: {2}</source>
+        <translation>{0} 第 {1} 步：{2}</translation>
+    </message>
+    <message>
+        <source>.  </source>
+        <translation>。</translation>
     </message>
 </context>
 <context>
@@ -2558,9 +2621,37 @@
         <source>The selected request&apos;s prompt and what each scheduler has generated for it so far. Click a cell of the timeline or a block of the pool to choose the request.</source>
         <translation>所选请求的提示，以及各调度器到目前为止为它生成的内容。点击时间线上的格子或块池中的块来选择请求。</translation>
     </message>
+    <message>
+        <source>{0}: {1} requests</source>
+        <translation>{0}：{1} 个请求</translation>
+    </message>
+    <message>
+        <source>tokens = solo runs: {0} of {1}</source>
+        <translation>token = 单独运行：{1} 个中 {0} 个</translation>
+    </message>
+    <message>
+        <source>request {0} from token {1} (step {2})</source>
+        <translation>请求 {0} 自第 {1} 个 token 起不同（第 {2} 步）</translation>
+    </message>
+    <message>
+        <source>request {0} from token {1} (cut short)</source>
+        <translation>请求 {0} 自第 {1} 个 token 起不同（提前结束）</translation>
+    </message>
+    <message>
+        <source>tokens ≠ solo runs: {0} of {1} equal; {2}</source>
+        <translation>token ≠ 单独运行：{1} 个中 {0} 个相同；{2}</translation>
+    </message>
 </context>
 <context>
     <name>TimelinePanel</name>
+    <message>
+        <source>a step over {0} slots drawn in {0} columns</source>
+        <translation>超过 {0} 个槽位的步画成 {0} 列</translation>
+    </message>
+    <message>
+        <source>{0}: {1} padding + {2} idle slots wasted, {3} steps</source>
+        <translation>{0}：浪费 {1} 个填充 + {2} 个空闲槽位，共 {3} 步</translation>
+    </message>
     <message>
         <source>Request timeline</source>
         <translation>请求时间线</translation>
@@ -2576,14 +2667,6 @@
     <message>
         <source>no run yet</source>
         <translation>尚未运行</translation>
-    </message>
-    <message>
-        <source>{0}: {1} padding + {2} idle slots wasted, {3} steps</source>
-        <translation>{0}：浪费 {1} 个填充 + {2} 个空闲槽位，共 {3} 步</translation>
-    </message>
-    <message>
-        <source>a step over {0} slots drawn in {0} columns</source>
-        <translation>超过 {0} 个槽位的步画成 {0} 列</translation>
     </message>
     <message>
         <source>{0}: request {1}, step {2}: {3}</source>

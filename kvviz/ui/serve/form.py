@@ -213,6 +213,12 @@ class ServeForm(QWidget):
             item = QTableWidgetItem()
             item.setData(Qt.ItemDataRole.EditRole, int(value))
             self.table.setItem(row, col, item)
+        self._number_rows()
+
+    def _number_rows(self) -> None:
+        """Rows numbered from 0, as the panels, the narration and every message name requests ("request 1 needs
+        3 blocks" is the second row); Qt's own numbers start at 1."""
+        self.table.setVerticalHeaderLabels([str(i) for i in range(self.table.rowCount())])
 
     def remove_selected(self) -> None:
         rows = sorted({i.row() for i in self.table.selectedIndexes()}, reverse=True)
@@ -221,6 +227,7 @@ class ServeForm(QWidget):
         with blocked(self.table):
             for row in rows:
                 self.table.removeRow(row)
+            self._number_rows()
         self.changed.emit()
 
     def requests(self) -> list[WorkRequest]:
