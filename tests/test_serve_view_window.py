@@ -208,3 +208,13 @@ def test_a_kvviz_serve_json_file_replays_without_a_model(qtbot, window, tmp_path
     assert (static["padding"], static["idle"]) == (55, 23)  # the course's figures, drawn from the command's file
     assert window.grid.panels["timeline"].title() == "Request timeline: wasted slots static 78, paged 0"
     assert "replay" in window.statusBar().currentMessage()
+
+
+def test_a_first_status_message_does_not_shorten_the_panels(qtbot, window):
+    """Qt makes a main window's status bar when it is first asked for: the Serve view's first message ("replaying
+    ...", "saved ...") had taken its height from the panels. It is there from the start."""
+    qtbot.waitUntil(lambda: window.grid.height() > 0)
+    before = window.grid.height()
+    window.statusBar().showMessage("saved /tmp/x.json", 10_000)
+    qtbot.wait(100)  # a layout pass
+    assert window.grid.height() == before and window.statusBar().isVisible()

@@ -87,6 +87,9 @@ class ServeWindow(QMainWindow):
         self._frame_timer.timeout.connect(self.draw)
         self._frame_cost_s = 0.0  # the last frame's drawing and painting, wall clock
 
+        # The status bar now: made by the first message (Qt makes it when first asked for), it had taken its
+        # height from the panels under a reader's eyes
+        self.statusBar()
         self.form = ServeForm(self.settings)
         self.form.restore(self.settings)  # the last launch's workload, schedulers and sizes
         self.form.run_clicked.connect(lambda: self.start_run())
