@@ -571,7 +571,7 @@ def _wall_fields(cfg, dtype: str, device) -> dict:
     """RunInfo's memory-wall figures: the weights a forward reads (kvviz.wall), and the read ceiling of the
     device the run uses at the run's threads, with the copy bandwidth beside it (kvviz.bandwidth: CUDA
     measured now, a CPU's cached per machine and thread count)."""
-    from kvviz.bandwidth import read_ceiling
+    from kvviz.bandwidth import last_level_cache_bytes, read_ceiling
     from kvviz.wall import WallShape
 
     shape = WallShape.from_config(cfg, dtype)
@@ -580,5 +580,6 @@ def _wall_fields(cfg, dtype: str, device) -> dict:
         read, threads, copy, peak = c.read_gbps, c.threads, c.copy_gbps or 0.0, c.peak_gbps or 0.0
     except (RuntimeError, MemoryError, ValueError, OSError):  # a device too full for a 1 GiB matrix
         read, threads, copy, peak = 0.0, 0, 0.0, 0.0
+    cache = (last_level_cache_bytes() or 0) if getattr(device, "type", str(device)) == "cpu" else 0
     return dict(weights_read_bytes=shape.weights_bytes, embed_row_bytes=shape.row_bytes, copy_gbps=copy,
-                peak_gbps=peak, read_gbps=read, read_threads=threads)
+                peak_gbps=peak, read_gbps=read, read_threads=threads, cache_bytes=cache)

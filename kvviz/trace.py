@@ -277,6 +277,7 @@ class RunInfo:
     peak_gbps: float = 0.0  # the device's nominal peak, where it reports one (CUDA)
     read_gbps: float = 0.0  # the read ceiling a decode step runs against, at the run's threads (kvviz.bandwidth)
     read_threads: int = 0  # the torch CPU threads it was measured with
+    cache_bytes: int = 0  # the CPU's last-level cache (a step that reads less can pass the read ceiling); 0: unknown
     # What ran each engine's decode step, in `engines` order: "native" (one call of kvviz's C step a step,
     # kvviz.native), "torch" (torch's ops), "openblas"; () in traces saved before it was recorded.
     decode_kernels: tuple[str, ...] = ()

@@ -301,7 +301,7 @@ def check_info(info: RunInfo) -> None:
     _check_range(info.kv_bytes_per_token, "info.kv_bytes_per_token", 0,
                  2 * 4 * MAX_MODEL_DIM * MAX_MODEL_DIM)
     _check_range(info.block_size, "info.block_size", 1, BLOCK_SIZE_MAX)
-    for key in ("weights_read_bytes", "embed_row_bytes"):  # the memory wall's figures (kvviz.wall)
+    for key in ("weights_read_bytes", "embed_row_bytes", "cache_bytes"):  # the memory wall's figures (kvviz.wall)
         _check_range(getattr(info, key), f"info.{key}", 0, MAX_BYTES)
     for key in ("copy_gbps", "peak_gbps", "read_gbps"):  # 0: not measured; a billion GB/s is no memory there is
         _check_range(getattr(info, key), f"info.{key}", 0, 1e9)

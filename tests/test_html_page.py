@@ -439,3 +439,18 @@ def test_a_click_on_a_plot_or_a_token_shows_its_step(browser, page, run):
         assert browser.eval("document.body.dataset.step") == str(expected)
     browser.pump()
     assert not browser.problems, browser.problems
+
+
+def test_a_share_past_the_ceiling_is_explained_as_the_window_explains_it(browser, run, tmp_path, qapp):
+    """A step that reads less than the CPU's cache can pass the read ceiling (tiny's do): the page says why in the
+    window's words. Here the recorded ceiling is set low so that every cached engine passes it."""
+    from dataclasses import replace
+
+    from kvviz.page import write_page
+
+    low = replace(run.info, read_gbps=0.01, cache_bytes=64 << 20)
+    page = write_page(tmp_path / "past.html", low, run.traces, step=3)
+    browser.open(page)
+    shown = browser.eval("document.getElementById('narration').textContent")
+    lowrun = type("LowRun", (), {"info": low, "traces": run.traces})
+    assert "Above 100%: the " in shown and shown == window_narration(lowrun, 3)

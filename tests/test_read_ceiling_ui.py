@@ -185,3 +185,21 @@ def test_summary_says_what_ran_each_decode_step(qtbot):
     hist.info.decode_kernels = ()
     panel.show_step(hist, 2)
     assert "Decode step" not in panel._note.text()
+
+
+def test_a_share_past_the_ceiling_says_the_step_fits_in_the_cache(qapp):
+    """tiny's steps read 2 MiB and pass the read ceiling (a probe of 128 MiB runs from memory, they from the
+    CPU's cache): the narration says so where the run recorded the cache's size, and only then."""
+    from kvviz.ui.narration import describe
+
+    # 171,872,256 B (163.9 MiB) in 10 ms = 17.19 GB/s: 143% of a 12 GB/s ceiling
+    fast = _with_read(wide_history(copy_gbps=16.0, latency_ms=10.0), 12.0)
+    fast.info.cache_bytes = 256 << 20
+    text = describe(fast, 2, color=lambda e, i: "#000").replace("\u00a0", " ")
+    assert "143% of this machine's read ceiling. Above 100%: the 163.9 MiB a step reads fit in this CPU's " \
+           "256.0 MiB cache, which the read ceiling's probe overflows." in text
+    fast.info.cache_bytes = 32 << 20  # more than the cache holds: no such reason
+    assert "Above 100%" not in describe(fast, 2, color=lambda e, i: "#000")
+    slow = _with_read(wide_history(copy_gbps=16.0, latency_ms=20.0), 12.0)  # 72%: nothing to explain
+    slow.info.cache_bytes = 256 << 20
+    assert "Above 100%" not in describe(slow, 2, color=lambda e, i: "#000")

@@ -1395,6 +1395,10 @@
         <source>{reads}.</source>
         <translation>{reads}。</translation>
     </message>
+    <message>
+        <source>{reads} Above 100%: the {bytes} a step reads fit in this CPU&apos;s {cache} cache, which the read ceiling&apos;s probe overflows.</source>
+        <translation>{reads}超过 100%：一步读取的 {bytes} 放得进本机 CPU 的 {cache} 缓存，而测读取上限用的矩阵放不下。</translation>
+    </message>
 </context>
 <context>
     <name>PageAction</name>

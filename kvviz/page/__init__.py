@@ -119,7 +119,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
                  "wall": None if wall is None else {"weights_bytes": wall.weights_bytes, "row_bytes": wall.row_bytes,
                                                     "kv_bytes_per_token": wall.kv_bytes_per_token},
                  "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind(),
-                 "decode_kernels": dict(zip(info.engines, info.decode_kernels))},
+                 "decode_kernels": dict(zip(info.engines, info.decode_kernels)), "cache_bytes": info.cache_bytes},
         "prompt": _shown_tokens(prompt),
         "engines": engines,
         "range": [first, last],

@@ -379,7 +379,18 @@ function narration(k) {
       else reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine's copy bandwidth"),
         Object.assign(pct, values)));
     }
-    if (reads.length) text = pyFormat(N("{work} {wall}"), { work: text, wall: pyFormat(N("{reads}."), { reads: reads.join(N("; ")) }) });
+    if (reads.length) {
+      let wall = pyFormat(N("{reads}."), { reads: reads.join(N("; ")) });
+      // a share past 100%: what the step reads stays in the CPU's cache (the window's narration._wall)
+      const fits = INFO.ceiling_kind !== "read" || !INFO.ceiling ? [] : steps.map(([e, kk]) => {
+        const [weights, kv] = wallRead(e, kk);
+        return 100 * gbps(weights + kv, e.steps.latency_ms[kk]) / INFO.ceiling >= 100.5
+          && weights + kv <= INFO.cache_bytes ? weights + kv : null;
+      }).filter(b => b !== null);
+      if (fits.length) wall = pyFormat(N("{reads} Above 100%: the {bytes} a step reads fit in this CPU's {cache} cache, which the read ceiling's probe overflows."),
+        { reads: wall, bytes: fmtBytes(Math.max(...fits)), cache: fmtBytes(INFO.cache_bytes) });
+      text = pyFormat(N("{work} {wall}"), { work: text, wall });
+    }
   }
   const moved = [];
   for (const [e, kk] of steps) {

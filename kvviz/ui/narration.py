@@ -197,4 +197,15 @@ def _wall(history: RunHistory, steps, color) -> str:
         else:
             parts.append(_tr("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of "
                              "this machine's copy bandwidth").format(pct=f"{100 * gbps / copy:.0f}", **values))
-    return _tr("{reads}.").format(reads=_tr("; ").join(parts)) if parts else ""
+    if not parts:
+        return ""
+    text = _tr("{reads}.").format(reads=_tr("; ").join(parts))
+    cache = history.info.cache_bytes
+    fits = [shape.read(t).total_bytes for _e, _o, t, _p in steps
+            if of_read and copy and 100 * shape.read(t).gbps(t.latency_ms) / copy >= 100.5  # shown as 101% or more
+            and shape.read(t).total_bytes <= cache]
+    if fits:  # a share past 100% is no error: what the step reads stays in the CPU's cache, the probe's does not
+        text = _tr("{reads} Above 100%: the {bytes} a step reads fit in this CPU's {cache} cache, which the read "
+                   "ceiling's probe overflows.").format(reads=text, bytes=html.escape(fmt_bytes(max(fits))),
+                                                         cache=html.escape(fmt_bytes(cache)))
+    return text
