@@ -198,8 +198,11 @@ def test_a_share_past_the_ceiling_says_the_step_fits_in_the_cache(qapp):
     text = describe(fast, 2, color=lambda e, i: "#000").replace("\u00a0", " ")
     assert "143% of this machine's read ceiling. Above 100%: the 163.9 MiB a step reads fit in this CPU's " \
            "256.0 MiB cache, which the read ceiling's probe overflows." in text
+    short = describe(fast, 2, color=lambda e, i: "#000", form="short").replace("\u00a0", " ")
+    assert short.endswith("(143% of the read ceiling). Over 100%: read from the CPU's 256.0 MiB cache.")
     fast.info.cache_bytes = 32 << 20  # more than the cache holds: no such reason
     assert "Above 100%" not in describe(fast, 2, color=lambda e, i: "#000")
+    assert "Over 100%" not in describe(fast, 2, color=lambda e, i: "#000", form="short")
     slow = _with_read(wide_history(copy_gbps=16.0, latency_ms=20.0), 12.0)  # 72%: nothing to explain
     slow.info.cache_bytes = 256 << 20
     assert "Above 100%" not in describe(slow, 2, color=lambda e, i: "#000")

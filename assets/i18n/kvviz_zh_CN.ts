@@ -1364,6 +1364,10 @@
         <translation>{work}{reads}。</translation>
     </message>
     <message>
+        <source>{work} Over 100%: read from the CPU&apos;s {cache} cache.</source>
+        <translation>{work}超过 100%：读自 CPU 的 {cache} 缓存。</translation>
+    </message>
+    <message>
         <source>the cache holds {held} of {n} positions</source>
         <translation>缓存保留 {n} 个位置中的 {held} 个</translation>
     </message>

@@ -145,7 +145,20 @@ def _short(history: RunHistory, steps, color) -> str:
             rates.append(f"{_engine_html(engine, order, color)} {rate}")
     if rates:
         text = _tr("{work} {reads}.").format(work=text, reads=_tr("; ").join(rates))
+        if _past_ceiling(history, steps, shape):  # the full form's reason, in few words
+            text = _tr("{work} Over 100%: read from the CPU's {cache} cache.").format(
+                work=text, cache=html.escape(fmt_bytes(history.info.cache_bytes)))
     return text
+
+
+def _past_ceiling(history: RunHistory, steps, shape) -> list[int]:
+    """The bytes of each step shown as past 100% of the read ceiling (101% or more) that fit in the CPU's cache,
+    which the ceiling's probe overflows: what makes such a share no error."""
+    copy, cache = history.info.bandwidth_gbps(), history.info.cache_bytes
+    if shape is None or not copy or history.info.ceiling_kind() != "read":
+        return []
+    return [shape.read(t).total_bytes for _e, _o, t, _p in steps
+            if 100 * shape.read(t).gbps(t.latency_ms) / copy >= 100.5 and shape.read(t).total_bytes <= cache]
 
 
 def _dropped(history: RunHistory, steps, color) -> str:
@@ -201,9 +214,7 @@ def _wall(history: RunHistory, steps, color) -> str:
         return ""
     text = _tr("{reads}.").format(reads=_tr("; ").join(parts))
     cache = history.info.cache_bytes
-    fits = [shape.read(t).total_bytes for _e, _o, t, _p in steps
-            if of_read and copy and 100 * shape.read(t).gbps(t.latency_ms) / copy >= 100.5  # shown as 101% or more
-            and shape.read(t).total_bytes <= cache]
+    fits = _past_ceiling(history, steps, shape)
     if fits:  # a share past 100% is no error: what the step reads stays in the CPU's cache, the probe's does not
         text = _tr("{reads} Above 100%: the {bytes} a step reads fit in this CPU's {cache} cache, which the read "
                    "ceiling's probe overflows.").format(reads=text, bytes=html.escape(fmt_bytes(max(fits))),
