@@ -1465,14 +1465,6 @@
         <translation>网格</translation>
     </message>
     <message>
-        <source>{n} panels behind tabs (no room to show them readable):</source>
-        <translation>{n} 个面板在标签页后（没有空间清晰显示）：</translation>
-    </message>
-    <message>
-        <source>The window has no room to show these panels readable at this size and zoom, so they wait behind their tabs instead of being squeezed. A larger window, a smaller zoom (View &gt; Zoom) or fewer panels (View) brings them back into the grid.</source>
-        <translation>在当前窗口大小和缩放下，没有足够空间清晰显示这些面板，因此它们放在各自的标签页后，而不是被挤小。更大的窗口、更小的缩放（视图 &gt; 缩放）或更少的面板（视图）可让它们回到网格中。</translation>
-    </message>
-    <message>
         <source>Loading the panels...</source>
         <translation>正在加载面板...</translation>
     </message>
@@ -1483,6 +1475,14 @@
     <message>
         <source>Every panel is hidden: show some in the View menu</source>
         <translation>所有面板都已隐藏：请在“视图”菜单中选择要显示的面板</translation>
+    </message>
+    <message>
+        <source>{n} panels behind tabs (no room to show them readable):</source>
+        <translation>{n} 个面板在标签页后（没有空间清晰显示）：</translation>
+    </message>
+    <message>
+        <source>The window has no room to show these panels readable at this size and zoom, so they wait behind their tabs instead of being squeezed. A larger window, a smaller zoom (View &gt; Zoom) or fewer panels (View) brings them back into the grid.</source>
+        <translation>在当前窗口大小和缩放下，没有足够空间清晰显示这些面板，因此它们放在各自的标签页后，而不是被挤小。更大的窗口、更小的缩放（视图 &gt; 缩放）或更少的面板（视图）可让它们回到网格中。</translation>
     </message>
 </context>
 <context>
@@ -2070,14 +2070,6 @@
     <message>
         <source>Grid</source>
         <translation>网格</translation>
-    </message>
-    <message>
-        <source>{n} panels behind tabs (no room to show them readable):</source>
-        <translation>{n} 个面板在标签页后（没有空间清晰显示）：</translation>
-    </message>
-    <message>
-        <source>The window has no room to show these panels readable at this size and zoom, so they wait behind their tabs instead of being squeezed. A larger window, a smaller zoom (View &gt; Zoom) or fewer panels (View) brings them back into the grid.</source>
-        <translation>在当前窗口大小和缩放下，没有足够空间清晰显示这些面板，因此它们放在各自的标签页后，而不是被挤小。更大的窗口、更小的缩放（视图 &gt; 缩放）或更少的面板（视图）可让它们回到网格中。</translation>
     </message>
 </context>
 <context>

@@ -19,7 +19,7 @@ from kvviz.ui.giveway import HANDLE_PX, bands, give_way, share
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels import PANELS
 from kvviz.ui.panels.base import Panel
-from kvviz.ui.qtutil import blocked
+from kvviz.ui.qtutil import blocked, show_moved_tabs
 
 PANEL_MIN_SIZE = (140, 110)
 TAB_STRIP_PX = 30  # the strip of tabs under the grid that holds the panels that did not fit (at 100%)
@@ -470,27 +470,8 @@ class PanelGrid(QSplitter):
     def _update_strip(self) -> None:
         """The tabs under the grid: the grid's own, then one per panel that gave way; and the note
         saying why they are there."""
-        names = [self.tr("Grid")] + [self.panels[k].title() for k in self.moved]
-        with blocked(self.tabs):
-            while self.tabs.count() > len(names):
-                self.tabs.removeTab(self.tabs.count() - 1)
-            for i, name in enumerate(names):
-                if i < self.tabs.count():
-                    self.tabs.setTabText(i, name)
-                else:
-                    self.tabs.addTab(name)
-                self.tabs.setTabData(i, "" if i == 0 else self.moved[i - 1])
-            self.tabs.setCurrentIndex(0 if not self._tab else 1 + self.moved.index(self._tab))
-        if self.moved:
-            self.moved_note.setText(self.tr("{n} panels behind tabs (no room to show them readable):").format(
-                n=len(self.moved)))
-            self.moved_note.setToolTip(self.tr(
-                "The window has no room to show these panels readable at this size and zoom, so they wait "
-                "behind their tabs instead of being squeezed. A larger window, a smaller zoom (View > Zoom) "
-                "or fewer panels (View) brings them back into the grid."))
-        visible = bool(self.moved)
-        if visible != self.strip.isVisibleTo(self):
-            self.strip.setVisible(visible)
+        show_moved_tabs(self.tabs, self.moved_note, self.strip, self.tr("Grid"),
+                        [(k, self.panels[k].title()) for k in self.moved], self._tab)
 
     def _on_tab_changed(self, index: int) -> None:
         self._tab = self.tabs.tabData(index) or ""

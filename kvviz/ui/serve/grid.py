@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from kvviz.serving.history import ServeHistory
 from kvviz.ui.giveway import HANDLE_PX, give_way, share
-from kvviz.ui.qtutil import blocked
+from kvviz.ui.qtutil import show_moved_tabs
 from kvviz.ui.serve.panels import SERVE_PANELS
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -312,25 +312,8 @@ class ServeGrid(QWidget):
                                                  [WEIGHT.get(k, 1) for k in members]))
 
     def _update_strip(self) -> None:
-        names = [self.tr("Grid")] + [self.panels[k].title() for k in self.moved]
-        with blocked(self.tabs):
-            while self.tabs.count() > len(names):
-                self.tabs.removeTab(self.tabs.count() - 1)
-            for i, name in enumerate(names):
-                if i < self.tabs.count():
-                    self.tabs.setTabText(i, name)
-                else:
-                    self.tabs.addTab(name)
-                self.tabs.setTabData(i, "" if i == 0 else self.moved[i - 1])
-            self.tabs.setCurrentIndex(0 if not self._tab else 1 + self.moved.index(self._tab))
-        if self.moved:
-            self.moved_note.setText(self.tr("{n} panels behind tabs (no room to show them readable):").format(
-                n=len(self.moved)))
-            self.moved_note.setToolTip(self.tr(
-                "The window has no room to show these panels readable at this size and zoom, so they wait "
-                "behind their tabs instead of being squeezed. A larger window, a smaller zoom (View > Zoom) "
-                "or fewer panels (View) brings them back into the grid."))
-        self.strip.setVisible(bool(self.moved))
+        show_moved_tabs(self.tabs, self.moved_note, self.strip, self.tr("Grid"),
+                        [(k, self.panels[k].title()) for k in self.moved], self._tab)
 
     def _on_tab_changed(self, index: int) -> None:
         self._tab = self.tabs.tabData(index) or ""
