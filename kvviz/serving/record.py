@@ -275,7 +275,7 @@ class SoloCheck:
     scheduler: str
     """One of SCHEDULERS."""
     request: int
-    """The request's index in the workload (shown from 1, as the workload table numbers it)."""
+    """The request's index in the workload (shown from 0, as every panel and message counts requests)."""
     equal: bool
     """Whether every token equals the solo run's (and there are as many)."""
     token: int | None = None

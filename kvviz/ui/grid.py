@@ -19,7 +19,7 @@ from kvviz.ui.giveway import HANDLE_PX, bands, give_way, share
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels import PANELS
 from kvviz.ui.panels.base import Panel
-from kvviz.ui.qtutil import blocked, show_moved_tabs
+from kvviz.ui.qtutil import blocked, place_frames, show_moved_tabs
 
 PANEL_MIN_SIZE = (140, 110)
 TAB_STRIP_PX = 30  # the strip of tabs under the grid that holds the panels that did not fit (at 100%)
@@ -262,18 +262,9 @@ class PanelGrid(QSplitter):
         if self._arrangement is not None:
             self._layouts[self._arrangement] = self.grid_state()
         self._arrangement = key
-        for k, frame in self.frames.items():
-            if k not in laid:
-                frame.setParent(self._parking)  # out of every row: a row holds exactly its laid-out panels
-                frame.hide()
         while len(self.rows) < len(rows):
             self._add_row()
-        for r, row in enumerate(self.rows):
-            members = rows[r] if r < len(rows) else []
-            for i, k in enumerate(members):
-                row.insertWidget(i, self.frames[k])
-                self.frames[k].show()
-            row.setVisible(bool(members))
+        place_frames(self.rows, rows, self.frames, self._parking)
         self.no_panels_label.setVisible(not shown)
         grid, states = self._layouts.get(self._saved_key(key), (None, []))
         if grid is not None:

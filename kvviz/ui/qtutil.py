@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QSplitter,
     QTabBar,
     QTextEdit,
     QWidget,
@@ -68,3 +69,20 @@ def show_moved_tabs(tabs: QTabBar, note: QLabel, strip: QWidget, grid_name: str,
             "panels (View) brings them back into the grid."))
     if strip.isHidden() == bool(moved):  # only a change: a setVisible that changes nothing still lays out again
         strip.setVisible(bool(moved))
+
+
+def place_frames(rows: list[QSplitter], layout: list[list[str]], frames: dict[str, QWidget], parking: QWidget) -> None:
+    """A grid's frames into its rows as give_way laid them out (`layout`: keys, row by row; `rows` at least as
+    many); a frame not laid out waits, hidden, on `parking`, so a row holds exactly its laid-out panels; a row
+    with none is hidden. The main window's grid and the Serve view's."""
+    laid = {k for row in layout for k in row}
+    for k, frame in frames.items():
+        if k not in laid:
+            frame.setParent(parking)
+            frame.hide()
+    for r, row in enumerate(rows):
+        members = layout[r] if r < len(layout) else []
+        for i, k in enumerate(members):
+            row.insertWidget(i, frames[k])
+            frames[k].show()
+        row.setVisible(bool(members))

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from kvviz.serving.history import ServeHistory
 from kvviz.ui.giveway import HANDLE_PX, give_way, share
-from kvviz.ui.qtutil import show_moved_tabs
+from kvviz.ui.qtutil import place_frames, show_moved_tabs
 from kvviz.ui.serve.panels import SERVE_PANELS
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -279,16 +279,7 @@ class ServeGrid(QWidget):
         changed = laid != self.laid_out() or [len(r) for r in rows] != [
             row.count() for row in self.rows if not row.isHidden()]
         if changed:
-            for k, frame in self.frames.items():
-                if k not in laid:
-                    frame.hide()
-                    frame.setParent(self._parking)
-            for r, row in enumerate(self.rows):
-                members = rows[r] if r < len(rows) else []
-                for i, k in enumerate(members):
-                    row.insertWidget(i, self.frames[k])
-                    self.frames[k].show()
-                row.setVisible(bool(members))
+            place_frames(self.rows, rows, self.frames, self._parking)
         self._fit_sizes(rows)
         if changed:
             self.layout_changed.emit()
