@@ -1,6 +1,7 @@
-"""Files in and out. Out: written so that nothing partial is ever left (a temporary name in the same
-folder, then rename). In: the one reader (open_regular, read_bytes) every file kvviz reads goes through:
-regular files only, opened non-blocking, bytes counted against a cap as they are read."""
+"""Files in and out. Out: one rule for every file kvviz writes (a regular file whole under a temporary
+name, then renamed; an existing device or FIFO written in place, never replaced; any other node refused).
+In: the one reader (open_regular, read_bytes) every file kvviz reads goes through: regular files only,
+opened non-blocking, bytes counted against a cap as they are read."""
 from __future__ import annotations
 
 import contextlib
@@ -8,16 +9,94 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+# -- out: one rule for every file kvviz writes ------------------------------------------------------
+# A regular file (or a new name) is written whole under a temporary name in its folder, then renamed over
+# it (a link is followed: the file it names is replaced, the link kept). An existing character device or
+# FIFO (/dev/null, /dev/stdout, a named pipe), or a name reached through /proc (/dev/stdout when it is a
+# file the shell opened), is written in place through an open() of it: a rename would take the node away
+# from everyone else who uses it. A socket, a block device or a folder is refused in one line.
+NAME_MAX = 255  # where the file system does not say (os.pathconf)
+SUFFIX_CHARS = 8  # what mkstemp adds between the prefix and the suffix
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Call `write(tmp_path)`, then rename tmp over `path`; on any error remove tmp and re-raise."""
+
+@dataclass(frozen=True)
+class Target:
+    """Where an output's bytes go: `path` (the file a link names, for a rename) and whether the node is
+    written in place (an existing device, FIFO or descriptor) rather than replaced."""
+
+    path: Path
+    in_place: bool
+
+
+def output_target(path: str | Path, label: str = "") -> Target:
+    """The output rule applied to `path`; ValueError (one line) for a folder, a socket, a block device, a
+    loop of links, a name too long or with a NUL."""
     path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    name = _named(path, label)
+    try:
+        mode = os.stat(path).st_mode  # links followed: /dev/stdout is the file or pipe it stands for
+    except FileNotFoundError:
+        mode = None
+    except ValueError:
+        raise ValueError(f"cannot write {name!r}: not a file name") from None
+    except OSError as exc:
+        raise ValueError(f"cannot write {name}: {_why(exc, _folder(path))}") from None
+    if mode is None or stat.S_ISREG(mode):
+        if mode is not None and _via_proc(path):
+            return Target(path, True)
+        return Target(Path(os.path.realpath(path)), False)
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return Target(path, True)
+    what = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+    raise ValueError(f"cannot write {name}: it is {what}; kvviz writes a file, a character device or a FIFO, "
+                     f"and never replaces another kind of node")
+
+
+def _via_proc(path: Path) -> bool:
+    """Whether `path` reaches its file through /proc (/dev/stdout, /dev/fd/1, /proc/self/fd/1): an open
+    descriptor's file, which a rename would take away from whoever holds it."""
+    here = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own bound on links followed
+        folder = os.path.realpath(os.path.dirname(here))
+        if folder == "/proc" or folder.startswith("/proc/"):
+            return True
+        here = os.path.join(folder, os.path.basename(here))
+        if not os.path.islink(here):
+            return False
+        here = os.path.join(folder, os.readlink(here))  # an absolute link replaces the folder
+    return False
+
+
+def _folder(path: Path) -> Path:
+    return path.parent if str(path.parent) else Path(".")
+
+
+def _named(path: Path, label: str) -> str:
+    return f"{label} {_short(path)}" if label else _short(path)
+
+
+def temp_prefix(folder: Path, name: str, suffix: str) -> str:
+    """`.name.` where `.name.XXXXXXXX<suffix>` fits the folder's longest name, else `.kvviz.`: a legal
+    name of 249 characters must not fail for the characters its temporary name adds."""
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = NAME_MAX
+    prefix = f".{name}."
+    if len(os.fsencode(prefix + suffix)) + SUFFIX_CHARS > (limit if limit > 0 else NAME_MAX):
+        return ".kvviz."
+    return prefix
+
+
+def _replace(path: Path, write: Callable[[Path], None]) -> None:
+    """`write(tmp)` into a temporary name beside `path`, then a rename over it; tmp removed on any error."""
+    folder = _folder(path)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(folder, path.name, ".part"), suffix=".part", dir=folder)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -30,36 +109,97 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
-    return path
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+def _write_in_place(path: Path, chunks: Iterable[bytes], label: str = "") -> None:
+    """The bytes written into the existing node at `path` through an open() of it (never created,
+    truncated or replaced). A FIFO is opened non-blocking, so one with nothing reading it is refused in
+    one line rather than waited on; a file reached through /proc is appended to, as a shell's `>>`."""
+    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise ValueError(f"cannot write {_named(path, label)}: a FIFO with nothing reading it") from None
+        raise
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.lseek(fd, 0, os.SEEK_END)
+        os.set_blocking(fd, True)
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view[:CHUNK_BYTES]):]
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call `write(tmp_path)`, then deliver it by the output rule: a rename over a regular file or a new
+    name (tmp removed and the old file untouched on any error, re-raised), or for an existing device or
+    FIFO, tmp's bytes written into it (tmp then in a private temporary folder, never beside the node)."""
+    target = output_target(path)
+    if not target.in_place:
+        _replace(target.path, write)
+        return Path(path)
+    with tempfile.TemporaryDirectory(prefix="kvviz-out-") as staging:
+        staged = Path(staging) / "staged.part"
+        write(staged)
+        with open(staged, "rb") as fh:
+            _write_in_place(target.path, iter(lambda: fh.read(CHUNK_BYTES), b""))
+    return Path(path)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, *, sync: bool = False, label: str = "") -> Path:
+    """`data` delivered by the output rule (see atomic_write), synced before the rename when `sync`."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    return _deliver(path, data, write, label)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return _deliver(path, text.encode("utf-8"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _deliver(path: str | Path, data: bytes, write: Callable[[Path], None], label: str = "") -> Path:
+    """`data` written into an existing device or FIFO in place, else `write(tmp)` renamed over the file."""
+    target = output_target(path, label)
+    if target.in_place:
+        _write_in_place(target.path, (data,), label)
+    else:
+        _replace(target.path, write)
+    return Path(path)
 
 
 PROBE_BYTES = 4096  # one file-system block: a full disk refuses it, an empty file would not show that
 
 
 def check_writable(path: str | Path, label: str = "") -> Path:
-    """Raise ValueError (one line) unless a file can be written at `path`: not a folder, its folder exists
-    and takes a file of one block (made, synced and removed, so a read-only mount, a refused folder or a
-    full disk shows up before any work). Call it before a run for every output path."""
+    """Raise ValueError (one line) unless a file can be written at `path` by the output rule: a device or
+    FIFO that this process may write (no probe beside it); else its folder exists and takes a file of
+    one block (made, synced and removed, so a read-only mount, a refused folder or a full disk shows up
+    before any work). Call it before a run for every output path."""
     path = Path(path).expanduser()
-    name = f"{label} {path}" if label else str(path)
-    if path.is_dir():
-        raise ValueError(f"cannot write {name}: it is a folder")
-    parent = path.parent if str(path.parent) else Path(".")
+    name = _named(path, label)
+    target = output_target(path, label)
+    if target.in_place:
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"cannot write {name}: no permission to write it")
+        return path
+    parent = _folder(target.path)
     if not parent.is_dir():
         what = "is not a folder" if parent.exists() else "does not exist"
         raise ValueError(f"cannot write {name}: the folder {parent} {what}")
-    if path.exists() and not os.access(path, os.W_OK):
+    if target.path.exists() and not os.access(target.path, os.W_OK):
         raise ValueError(f"cannot write {name}: no permission to replace it")
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=temp_prefix(parent, target.path.name, ".probe"), suffix=".probe",
+                                     dir=parent)
     except OSError as exc:
         raise ValueError(f"cannot write {name}: {_why(exc, parent)}") from None
     try:
@@ -75,20 +215,13 @@ def check_writable(path: str | Path, label: str = "") -> Path:
 
 
 def write_output(path: str | Path, text: str, label: str = "") -> Path:
-    """Atomically write `text` (synced before the rename); any OSError becomes one-line ValueError and
-    leaves no partial file, the old file (if any) untouched."""
-    def write(tmp: Path) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-
+    """`text` delivered by the output rule, synced before the rename; any OSError becomes a one-line
+    ValueError ("the disk is full" for /dev/full too) and leaves no partial file, the old file untouched."""
     path = Path(path).expanduser()
     try:
-        return atomic_write(path, write)
+        return atomic_write_bytes(path, text.encode("utf-8"), sync=True, label=label)
     except OSError as exc:
-        name = f"{label} {path}" if label else str(path)
-        raise ValueError(f"cannot write {name}: {_why(exc, path.parent)}") from None
+        raise ValueError(f"cannot write {_named(path, label)}: {_why(exc, _folder(path))}") from None
 
 
 def _why(exc: OSError, folder: Path) -> str:

@@ -164,12 +164,9 @@ def run(args) -> int:
             print(line)
         doc["chapter_comparison"] = lines
     if args.json_path:
-        from kvviz.fileio import atomic_write_text
+        from kvviz.fileio import write_output
 
-        try:
-            atomic_write_text(args.json_path, json.dumps(doc, indent=1) + "\n")
-        except OSError as exc:
-            raise ValueError(f"cannot write {args.json_path}: {exc.strerror or exc}") from None
+        write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
     return 0
 
 

@@ -201,13 +201,11 @@ def write_page(path: str | Path, info: RunInfo, traces: Mapping[str, Sequence[St
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    """A page's text, written to a temporary name beside `path` and renamed; ValueError (one line) on failure."""
-    from kvviz.fileio import atomic_write_text
+    """A page's text, written by kvviz.fileio's output rule (a temporary name beside `path`, renamed; a
+    device or FIFO written in place); ValueError (one line) on failure."""
+    from kvviz.fileio import write_output
 
-    try:
-        return atomic_write_text(path, text)
-    except OSError as exc:
-        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return write_output(path, text)
 
 
 def iframe_html(page: str, height: int = 980) -> str:
