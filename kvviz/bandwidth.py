@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -111,15 +112,33 @@ def cache_path() -> Path:
     return Path(base) / "kvviz" / "bandwidth.json"
 
 
+CACHE_MAX_BYTES = 1 << 20  # a few machines' figures at a few thread counts: some kilobytes
+CACHE_MAX_DEPTH = 5  # {"read": {machine: {threads: {figure: value}}}}
+_WARNED: set[str] = set()  # cache files already said to be unreadable: one line a process
+
+
 def _read_doc(path: Path) -> dict:
     """The cache file's two sections: "machines" (copy figures by machine) and "read" (read ceilings by
-    machine, then thread count); a missing, unreadable or foreign file reads as empty."""
+    machine, then thread count). Read through kvviz.fileio's reader (a regular file of at most
+    CACHE_MAX_BYTES: a FIFO cannot hang it, /dev/zero cannot grow it); a missing or foreign file reads as
+    empty, an unreadable one too, said once on stderr, so the figures are probed again."""
+    from kvviz.fileio import read_json
+
+    empty = {"machines": {}, "read": {}}
+    if not os.path.lexists(path):
+        return empty
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"machines": {}, "read": {}}
+        doc = read_json(path, max_depth=CACHE_MAX_DEPTH, max_bytes=CACHE_MAX_BYTES, kind="bandwidth cache")
+    except ValueError as exc:
+        if str(path) not in _WARNED:
+            _WARNED.add(str(path))
+            from kvviz.errors import one_line
+
+            print(f"kvviz: the cached bandwidth file is not used: {one_line(str(exc))}; measuring again",
+                  file=sys.stderr)
+        return empty
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        return {"machines": {}, "read": {}}
+        return empty
     return {k: doc[k] if isinstance(doc.get(k), dict) else {} for k in ("machines", "read")}
 
 

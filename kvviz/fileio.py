@@ -248,14 +248,15 @@ def check_depth(doc, limit: int, what: str) -> None:
         stack.extend((v, depth + 1) for v in children if type(v) is list or type(v) is dict)
 
 
-def read_json(path: str | Path, max_depth: int, max_bytes: int = 64 << 20):
+def read_json(path: str | Path, max_depth: int, max_bytes: int = 64 << 20, kind: str = "file"):
     """A small JSON file kvviz reads (a config, an index): one-line ValueError naming the file for a
-    missing file, a file too large for its kind, bad UTF-8 or JSON, or nesting past `max_depth`."""
+    missing file, one not a regular file (`kind` names what it should be), one too large for its kind,
+    bad UTF-8 or JSON, or nesting past `max_depth`."""
     import json
 
     path = Path(path)
     try:
-        text = read_bytes(path, max_bytes).decode("utf-8")
+        text = read_bytes(path, max_bytes, kind).decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
     try:

@@ -193,14 +193,16 @@ def _ceiling(args) -> tuple[float, str, dict | None]:
     return c.read_gbps, f"read ceiling, {where}", asdict(c)
 
 
+BENCH_MAX_BYTES = 256 << 20  # eight engines' step times at a million tokens each take some 180 MB
+BENCH_MAX_DEPTH = 8  # {"results": [{"reference": {...: [...]}}]}
+
+
 def _read_json(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"{path}: not JSON ({exc})") from None
+    """A `kvviz bench --json` file through kvviz.fileio's reader: a FIFO, a device or a file past
+    BENCH_MAX_BYTES is refused in one line at once, never read whole."""
+    from kvviz.fileio import read_json
+
+    return read_json(path, max_depth=BENCH_MAX_DEPTH, max_bytes=BENCH_MAX_BYTES, kind="bench file")
 
 
 def roofline_lines(roof: Roofline) -> list[str]:

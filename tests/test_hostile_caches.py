@@ -1,0 +1,172 @@
+"""Files kvviz reads back that are not what they should be: a FIFO, an endless device or a huge file as the
+cached bandwidth figures or as `kvviz memory --measured`'s bench file is refused or ignored at once, in bounded
+memory (never waited on, never read whole); the bad cache is probed again with one line on stderr. The
+devices are made in a temporary folder (mknod: zero is 1,5), never the real /dev."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from kvviz import bandwidth
+from kvviz.bandwidth import Bandwidth
+
+needs_mknod = pytest.mark.skipif(not hasattr(os, "mknod") or os.geteuid() != 0,
+                                 reason="making a character device needs root")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _within(seconds: float, fn):
+    """fn()'s value, or a failed test if it has not returned after `seconds` (run in a daemon thread, so a
+    call that blocks for ever fails the test instead of hanging it)."""
+    box: dict = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the test's own thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _release(fifo) -> None:
+    """A writer on `fifo` opened and closed, so a reader blocked in open() returns (a failed test's thread)."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+def _bounded(code: str, seconds: float = 60, memory: int = 1 << 30) -> tuple[subprocess.CompletedProcess, float]:
+    """`code` in a fresh Python under an address-space limit (so a reader that grows without bound stops at
+    `memory` bytes, not at the machine's), killed after `seconds`; (its result, wall seconds)."""
+    limit = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))\n"
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-c", limit + textwrap.dedent(code)], capture_output=True, text=True,
+                              timeout=seconds, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {seconds} s")
+    return done, time.monotonic() - t0
+
+
+def _fake_probes(monkeypatch) -> list:
+    calls: list = []
+
+    def copy(buffer_bytes=None, bursts=bandwidth.BURSTS):
+        calls.append("copy")
+        return Bandwidth(device="cpu", copy_gbps=12.5, buffer_bytes=64, bursts=1, machine=bandwidth.machine_key())
+
+    def read(threads=None, buffer_bytes=None, bursts=bandwidth.READ_BURSTS):
+        calls.append("read")
+        return bandwidth.ReadCeiling(device="cpu", read_gbps=20.0, threads=threads or 1, buffer_bytes=64, bursts=1,
+                                     machine=bandwidth.machine_key(), measured_at=time.time())
+
+    monkeypatch.setattr(bandwidth, "probe_cpu", copy)
+    monkeypatch.setattr(bandwidth, "probe_read_cpu", read)
+    monkeypatch.setattr(bandwidth, "_WARNED", set(), raising=False)
+    return calls
+
+
+def test_a_fifo_as_the_bandwidth_cache_is_probed_again_with_one_line(tmp_path, monkeypatch, capsys):
+    fifo = tmp_path / "bandwidth.json"
+    os.mkfifo(fifo)
+    calls = _fake_probes(monkeypatch)
+    try:
+        assert _within(10, lambda: bandwidth.cached_read_ceiling(1, path=fifo)) is None
+        c = _within(10, lambda: bandwidth.read_ceiling("cpu", threads=1, path=fifo))
+    finally:
+        _release(fifo)
+    assert c.read_gbps == 20.0 and calls == ["copy", "read"]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # kvviz's cache rule writes a FIFO in place, never replaces it
+    err = capsys.readouterr().err
+    assert err == (f"kvviz: the cached bandwidth file is not used: {fifo}: a FIFO (named pipe), not a bandwidth "
+                   f"cache; measuring again\n")
+
+
+def test_a_huge_bandwidth_cache_is_not_read_whole(tmp_path, monkeypatch, capsys):
+    import tracemalloc
+
+    huge = tmp_path / "bandwidth.json"
+    with open(huge, "wb") as fh:
+        fh.truncate(200 << 20)  # sparse: 200 MB that a whole read would hold
+    _fake_probes(monkeypatch)
+    tracemalloc.start()
+    try:
+        assert bandwidth.cached_read_ceiling(1, path=huge) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
+    assert "more than a bandwidth cache holds" in capsys.readouterr().err
+
+
+@needs_mknod
+def test_an_endless_device_as_the_bandwidth_cache_is_refused_at_once_in_bounded_memory(tmp_path):
+    zero = tmp_path / "zero"
+    os.mknod(zero, 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    done, seconds = _bounded(f"""
+        from pathlib import Path
+        from kvviz import bandwidth
+        print(bandwidth.cached_read_ceiling(1, path=Path({str(zero)!r})))
+        print(bandwidth.cached_read_ceiling(1, path=Path({str(zero)!r})))
+    """, seconds=30)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout == "None\nNone\n"
+    assert done.stderr == (f"kvviz: the cached bandwidth file is not used: {zero}: a character device, not a "
+                           f"bandwidth cache; measuring again\n")  # once, for two reads
+    assert seconds < 30
+
+
+def _memory_measured(path, capsys) -> tuple[int, str]:
+    from kvviz.cli import main
+
+    rc = main(["memory", "--model", "tiny", "--tokens", "64", "--measured", str(path)])
+    return rc, capsys.readouterr().err
+
+
+def test_memory_measured_from_a_fifo_is_refused_at_once(tmp_path, capsys):
+    fifo = tmp_path / "bench.json"
+    os.mkfifo(fifo)
+    try:
+        rc, err = _within(20, lambda: _memory_measured(fifo, capsys))
+    finally:
+        _release(fifo)
+    assert rc == 2 and err == f"kvviz memory: error: {fifo}: a FIFO (named pipe), not a bench file\n"
+
+
+def test_memory_measured_from_a_huge_file_is_refused_at_once(tmp_path, capsys):
+    huge = tmp_path / "bench.json"
+    with open(huge, "wb") as fh:
+        fh.truncate(4 << 30)  # sparse
+    rc, err = _within(20, lambda: _memory_measured(huge, capsys))
+    assert rc == 2
+    assert err == (f"kvviz memory: error: {huge}: 4,294,967,296 bytes, more than a bench file holds "
+                   f"(268,435,456)\n")
+
+
+@needs_mknod
+def test_memory_measured_from_an_endless_device_is_one_line_in_bounded_memory(tmp_path):
+    zero = tmp_path / "zero"
+    os.mknod(zero, 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    done, seconds = _bounded(f"""
+        import sys
+        from kvviz.cli import main
+        sys.exit(main(["memory", "--model", "tiny", "--tokens", "64", "--measured", {str(zero)!r}]))
+    """, seconds=60, memory=2 << 30)
+    assert done.returncode == 2, done.stderr[-500:]
+    assert done.stderr == f"kvviz memory: error: {zero}: a character device, not a bench file\n"
+
