@@ -204,6 +204,7 @@ class RunConfig:
     window: int = 32  # W of the window and sinks caches (kvviz.options.WINDOW_DEFAULT), sinks included
     sinks: int = 4  # S of the sinks cache (kvviz.options.SINKS_DEFAULT)
     residual: int | None = None  # R of the int8 cache: newest tokens kept in full precision
+    kernel: str = "torch"  # what runs every engine's decode steps (kvviz.kernels), one for the run
 
     def __post_init__(self) -> None:
         """The bounds that need no model (kvviz.options.BOUNDS); the model's own (context, vocabulary)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.config import DTYPE_BYTES, ModelConfig, canonical_dtype
-from kvviz.kernels import ROW as OPENBLAS_ROW  # (no torch: kernels imports it only when used)
+from kvviz.kernels.openblas import ROW as OPENBLAS_ROW  # (no torch: it imports it only when used)
 from kvviz.native import ROW as NATIVE_ROW  # (nor does kvviz.native)
 from kvviz.wall import WallShape
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvviz.kernels import DEFAULT_KERNEL
 from kvviz.trace import RunInfo, RunSummary, StepTrace
 
 DEFAULT_ENGINES = ("naive", "concat", "static", "paged")
@@ -66,13 +67,18 @@ class Run:
 
 
 def as_run(saved) -> Run:
-    """A Run from a Run, a traceio.SavedRun, a (info, traces) pair or a path to a trace JSON."""
+    """A Run from a Run, a traceio.SavedRun, a (info, traces) pair or a path to a trace JSON; ValueError (one
+    line) for anything else."""
     if isinstance(saved, Run):
         return saved
     if isinstance(saved, (str, Path)):
         from kvviz import traceio
 
         saved = traceio.load_run(saved)
+    if not (isinstance(saved, tuple) and len(saved) == 2 and isinstance(saved[0], RunInfo)
+            and isinstance(saved[1], dict)):
+        raise ValueError(f"saved must be a Run, a saved run, an (info, traces) pair or a trace file's path, "
+                         f"not {type(saved).__name__}")
     info, traces = saved
     return Run(info, {k: list(v) for k, v in traces.items()})
 
@@ -80,16 +86,34 @@ def as_run(saved) -> Run:
 def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int = 40, *, model: str = "tiny",
             device: str = "auto", dtype: str = "auto", block_size: int = 16, window: int = 32, sinks: int = 4,
             residual: int | None = None, layer: int | None = 0, head: int = 0, temperature: float = 0.0,
-            seed: int = 0, threads: int | None = None) -> Run:
+            seed: int = 0, threads: int | None = None, kernel: str = DEFAULT_KERNEL) -> Run:
     """Run the engines on `prompt` in lockstep, `tokens` new tokens each, in this process, and return the
-    run. `layer`/`head`: the attention weights recorded (None: none). ValueError for what a run refuses."""
+    run. `layer`/`head`: the attention weights recorded (None: none). `kernel`: what runs every engine's
+    decode steps (kvviz.kernels: torch, native, openblas, compiled, cuda-graph). ValueError (one line, naming
+    the argument) for what a run refuses."""
     from kvviz.config import RunConfig, SamplingConfig, TraceOptions
+    from kvviz.kernels import check_kernel
     from kvviz.messages import RunRequest
+    from kvviz.options import check_value
     from kvviz.session import EngineSession
 
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be text (str), not {type(prompt).__name__}")
+    engines = (engines,) if isinstance(engines, str) else engines
+    if not isinstance(engines, Iterable) or not all(isinstance(e, str) for e in engines):
+        raise ValueError(f"engines must be engine names, e.g. {DEFAULT_ENGINES}, not {engines!r:.80}")
+    for name, value in (("tokens", tokens), ("block_size", block_size), ("window", window), ("sinks", sinks),
+                        ("seed", seed), ("temperature", temperature), ("head", head)):
+        check_value(name, value, name)
+    for name, value in (("residual", residual), ("threads", threads), ("layer", layer)):
+        if value is not None:
+            check_value(name, value, name)
+    if not isinstance(kernel, str):
+        raise ValueError(f"kernel must be a kernel's name, not {type(kernel).__name__}")
+    check_kernel(kernel)
     run = RunConfig(prompt=prompt, max_new_tokens=tokens, engines=tuple(engines),
                     sampling=SamplingConfig(temperature=temperature, seed=seed), block_size=block_size,
-                    window=window, sinks=sinks, residual=residual,
+                    window=window, sinks=sinks, residual=residual, kernel=kernel,
                     trace=TraceOptions(masks=True, weights_layer=layer, weights_head=head))
     session = EngineSession()
     try:

@@ -157,7 +157,17 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-size", type=bounded("block_size"), default=16,
                         help=f"paged cache block size in tokens (at most {BLOCK_SIZE_MAX} and the model's context)")
     add_cache_options(parser)
+    add_kernel(parser)
     add_threads(parser)
+
+
+def add_kernel(parser: argparse.ArgumentParser) -> None:
+    """--kernel: what runs every engine's decode steps (kvviz.kernels), one for the whole run."""
+    from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS
+
+    parser.add_argument("--kernel", choices=KERNEL_KEYS, default=DEFAULT_KERNEL,
+                        help="what runs every engine's decode steps, one kernel for the run (default "
+                             f"{DEFAULT_KERNEL}): " + "; ".join(f"{k}: {v.help}" for k, v in KERNELS.items()))
 
 
 def add_cache_options(parser: argparse.ArgumentParser) -> None:
@@ -260,6 +270,14 @@ def check_run_config(run) -> list[str]:
     for key, value, label in checks:
         try:
             check_value(key, value, label)
+        except ValueError as exc:
+            problems.append(str(exc))
+    kernel = getattr(run, "kernel", None)
+    if kernel is not None:
+        from kvviz.kernels import check_engines, check_kernel
+
+        try:
+            check_engines(check_kernel(kernel), engines)
         except ValueError as exc:
             problems.append(str(exc))
     if "sinks" in engines and not problems and run.sinks >= run.window:

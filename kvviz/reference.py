@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from kvviz.devices import synchronize
 
 RULES = ("naive", "concat", "static", "paged")
+BARE_KERNELS = ("torch", "native")  # the kernels the bare loop runs, as the engines run them
 
 
 def supports(model) -> bool:
@@ -36,7 +37,7 @@ def _layer_weights(model):
 
 
 def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str = "concat",
-                  *, block_size: int = 16, seed: int = 0, kernel: str = "auto") -> tuple[list[int], list[float]]:
+                  *, block_size: int = 16, seed: int = 0, kernel: str = "torch") -> tuple[list[int], list[float]]:
     """Greedy tokens and each step's milliseconds (forward + cache write + argmax, device synchronised,
     as the engines' StepTimer counts them). Prefill is step 0, as in the engines."""
     steps = bare_steps(model, prompt_ids, max_new_tokens, rule, block_size=block_size, seed=seed, kernel=kernel)
@@ -52,14 +53,16 @@ def bare_generate(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: s
 
 
 def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str = "concat",
-               *, block_size: int = 16, seed: int = 0, kernel: str = "auto") -> Iterator[int]:
+               *, block_size: int = 16, seed: int = 0, kernel: str = "torch") -> Iterator[int]:
     """The bare loop one step at a time: set up now (weights, tables, the cache), then each next() runs
     one step, device synchronised, and gives its greedy token.
 
-    `kernel`: the decode step's, chosen as the engines choose it (kvviz.engines.cached): "auto" runs a
-    concat, static or paged decode step as one call of kvviz's C step (kvviz.native) wherever the engine
-    would, over the loop's own buffers, so that kvviz/bare measures the instrument under the same kernel;
-    "torch" always torch's ops."""
+    `kernel`: the decode step's, the run's (kvviz.kernels): "torch" runs torch's ops; "native" runs a concat,
+    static or paged decode step as one call of kvviz's C step (kvviz.native), over the loop's own buffers, as
+    the engine does, so that kvviz/bare measures the instrument under the same kernel. The other kernels have
+    no bare loop (BARE_KERNELS); asking for one is refused in one line."""
+    if kernel not in BARE_KERNELS:
+        raise ValueError(f"no bare loop on the {kernel!r} kernel; the bare loop runs {', '.join(BARE_KERNELS)}")
     if rule not in RULES:
         raise ValueError(f"unknown cache rule {rule!r}; choose from {', '.join(RULES)}")
     if not supports(model):
@@ -112,16 +115,16 @@ def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str 
         kbuf, vbuf = [None] * n_layer, [None] * n_layer
 
     ids = [int(i) for i in prompt_ids]
-    step_c = None  # the native decode step, where the engine would run one
-    if kernel == "auto" and rule != "naive":
+    step_c = None  # the native decode step, as the engine runs it
+    if kernel == "native":
         from kvviz import native
+        from kvviz.kernels import check_engines
 
-        if native.why_not(model, rule) is None:
-            step_c = native.NativeStep(model, torch.get_num_threads(), mode=rule, k=kbuf, v=vbuf, max_len=total,
-                                       table=table if rule == "paged" else None, block_size=block_size)
-            slot = torch.zeros((1, KV, 1, D), device=device, dtype=dtype)
-    elif kernel not in ("auto", "torch"):
-        raise ValueError(f"unknown kernel {kernel!r}; choose auto or torch")
+        check_engines(kernel, (rule,))
+        native.check_supported(model)
+        step_c = native.NativeStep(model, torch.get_num_threads(), mode=rule, k=kbuf, v=vbuf, max_len=total,
+                                   table=table if rule == "paged" else None, block_size=block_size)
+        slot = torch.zeros((1, KV, 1, D), device=device, dtype=dtype)
 
     def c_step(token: int, past: int, stop: int) -> int:  # the whole decode step in C, the cache rule around it
         if rule == "paged":
@@ -220,7 +223,7 @@ def trace_options(mode: str):
 
 
 def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int = 5, block_size: int = 16,
-            modes: Sequence[str] = TRACE_MODES, kernel: str = "auto") -> dict:
+            modes: Sequence[str] = TRACE_MODES, kernel: str = "torch") -> dict:
     """kvviz's `rule` engine (once per trace mode) and the bare loop, `repeat` times, in turns.
 
     Within a repeat the sides take BURST steps each in turn (the order rotating every turn), and each
@@ -252,7 +255,7 @@ def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int 
             if side == "bare":
                 steps[side] = bare_steps(model, prompt_ids, n, rule, block_size=block_size, kernel=kernel)
             else:
-                steps[side] = make_engine(rule, model, block_size=block_size, blas=kernel).generate(
+                steps[side] = make_engine(rule, model, block_size=block_size, kernel=kernel).generate(
                     prompt_ids, n, SamplingConfig(), options[side])
             spent[side] += clock() - t0
         order = sides if i % 2 == 0 else sides[::-1]
@@ -285,7 +288,7 @@ TARGETS = {"off": 0.95, "full": 0.85}  # issue 16: kvviz/bare at least this, tra
 
 
 def reference_rows(model, prompt_ids: Sequence[int], tokens: Sequence[int], engines: Sequence[str], *,
-                   repeat: int, block_size: int = 16, out=print, kernel: str = "auto") -> list[dict]:
+                   repeat: int, block_size: int = 16, out=print, kernel: str = "torch") -> list[dict]:
     """`kvviz bench --reference`: compare() for every engine with a bare rule at every length, printed
     as a table (one line a row, as it is measured) and returned as JSON-ready rows."""
     keys = [e for e in engines if e in RULES]

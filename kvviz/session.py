@@ -169,7 +169,8 @@ class EngineSession:
         check_against_model(cfg, len(prompt_ids), rc.max_new_tokens, block_size=rc.block_size,
                             top_k=rc.sampling.top_k)
         check_cache_settings(rc.engines, len(prompt_ids), rc.max_new_tokens, rc.window, rc.sinks, rc.residual)
-        cache_opts = dict(block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual)
+        cache_opts = dict(block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual,
+                          kernel=rc.kernel)
         reference = reference_key(rc.engines)
         trace = rc.trace
         if trace.weights_layer is not None:
@@ -191,7 +192,7 @@ class EngineSession:
             if key == reference:
                 options = replace(options, logits=True)  # the quality figures compare with its logits
             engine = make_engine(key, model, **cache_opts)
-            kernels.append(getattr(engine, "blas", "torch"))  # the cached engines' choice; the others run torch
+            kernels.append(engine.kernel)  # the run's, one for every engine (make_engine refuses a mix)
             self._streams[key] = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
                                                  run_id=req.run_id, token_text=tokenizer.token_text)
         self._steps = rc.max_new_tokens

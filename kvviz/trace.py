@@ -278,9 +278,16 @@ class RunInfo:
     read_gbps: float = 0.0  # the read ceiling a decode step runs against, at the run's threads (kvviz.bandwidth)
     read_threads: int = 0  # the torch CPU threads it was measured with
     cache_bytes: int = 0  # the CPU's last-level cache (a step that reads less can pass the read ceiling); 0: unknown
-    # What ran each engine's decode step, in `engines` order: "native" (one call of kvviz's C step a step,
-    # kvviz.native), "torch" (torch's ops), "openblas"; () in traces saved before it was recorded.
+    # What ran each engine's decode step, in `engines` order (kvviz.kernels: "torch", "native", "openblas",
+    # "compiled", "cuda-graph"); one kernel for every engine of a run, except in older traces, which
+    # could mix the C step with torch's ops; () in traces saved before it was recorded.
     decode_kernels: tuple[str, ...] = ()
+
+    @property
+    def kernel(self) -> str | None:
+        """The run's decode kernel; None where the trace does not say or its engines ran different ones."""
+        kernels = set(self.decode_kernels)
+        return kernels.pop() if len(kernels) == 1 else None
 
     def wall(self) -> WallShape | None:
         """The figures a step's bytes read are built from, or None where the run did not record them."""

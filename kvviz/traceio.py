@@ -25,6 +25,7 @@ import numpy as np
 
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
+from kvviz.kernels import KERNEL_KEYS
 from kvviz.textshow import display_labels, label_bytes
 from kvviz.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 
@@ -241,7 +242,7 @@ def info_from_dict(doc: Any) -> RunInfo:
 # something no run makes (a negative byte count, a 100,000-character token, a block of 10^9 tokens).
 # kvviz.engines.ENGINE_KEYS (a test keeps them equal)
 ENGINES = ("naive", "concat", "static", "paged", "window", "sinks", "int8")
-DECODE_KERNELS = ("native", "torch", "openblas")  # RunInfo.decode_kernels: a cached engine's `blas` once chosen
+DECODE_KERNELS = KERNEL_KEYS  # RunInfo.decode_kernels
 MAX_DEPTH = 8  # doc > engines > [] > step > array > shape > []: 7 levels in a file kvviz writes
 MAX_TOKEN_CHARS = 256  # one id decodes to a few bytes: the longest tokens of real vocabularies are < 256
 MAX_TOKEN_ID = (1 << 24) - 1  # vocabularies are < 2^18 tokens; 16M leaves room and bounds any table

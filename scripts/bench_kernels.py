@@ -28,7 +28,7 @@ def main() -> int:
     import torch
     import torch.nn.functional as F
 
-    from kvviz.kernels import openblas
+    from kvviz.kernels.openblas import openblas
     from kvviz.models.presets import preset_config
 
     torch.set_num_threads(args.threads)

@@ -2,7 +2,8 @@
 # The GPU check, one command, under 5 minutes on one GPU: `kvviz bench` for every engine on the `wide`
 # preset and on a random Llama checkpoint in Hugging Face format (grouped-query attention, bf16), device
 # memory per engine, the out-of-memory message, kvviz beside transformers, and the GPU tests. On CUDA,
-# also `static` with its decode step replayed from a CUDA graph beside eager `static` (--cuda-graph), and
+# also `static` with its decode step replayed from a CUDA graph beside eager `static`
+# (--kernels torch,cuda-graph), and
 # the read ceiling (issue 26): a float32 matrix-vector product over 1 GiB timed with CUDA events, both
 # layouts, beside the device-to-device copy and the nominal peak; each bench row's share of it ("of ceil");
 # `kvviz memory --device` prints the roofline beside the bench's measured decode tokens/s.
@@ -25,7 +26,7 @@ export DEVICE TOKENS CKPT
 read -r -a TOKEN_LIST <<< "$TOKENS"
 start=$SECONDS
 
-# `kvviz bench --cuda-graph` (static replayed from a CUDA graph beside eager static) on model $1 at dtype $2,
+# `kvviz bench --kernels torch,cuda-graph` (static replayed from a CUDA graph beside eager static) on model $1 at dtype $2,
 # saved as $3. CUDA only; a failure is reported and the check goes on, so the other figures are not lost.
 # The graph's attention runs over the whole buffer with a mask, eager static's over the valid slice: in bf16
 # the two round differently, and a random model's bf16 logits have exact ties, so the bf16 tokens may part
@@ -33,12 +34,12 @@ start=$SECONDS
 graph_bench() {
     echo
     if [[ "$DEVICE" != cuda* ]]; then
-        echo "== kvviz bench --cuda-graph: $1 ($2): skipped, CUDA graphs need DEVICE=cuda (this run: $DEVICE)"
+        echo "== kvviz bench --kernels torch,cuda-graph: $1 ($2): skipped, CUDA graphs need DEVICE=cuda (this run: $DEVICE)"
         return
     fi
-    echo "== kvviz bench --cuda-graph: $1 ($2), static eager beside static replayed from a CUDA graph"
-    "$PY" -m kvviz bench --model "$1" --device "$DEVICE" --dtype "$2" --engines static --cuda-graph \
-        --tokens "${TOKEN_LIST[@]}" --repeat "$REPEAT" --json "$OUT_DIR/$3" || echo "(bench --cuda-graph exit code $?)"
+    echo "== kvviz bench --kernels torch,cuda-graph: $1 ($2), static eager beside static replayed from a CUDA graph"
+    "$PY" -m kvviz bench --model "$1" --device "$DEVICE" --dtype "$2" --engines static --kernels torch,cuda-graph \
+        --tokens "${TOKEN_LIST[@]}" --repeat "$REPEAT" --json "$OUT_DIR/$3" || echo "(bench --kernels torch,cuda-graph exit code $?)"
 }
 
 echo "== device"

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
              for s in args.sources]
     print(f"wide, static, tracing off, {args.threads} thread(s), {args.steps} steps a build in turns of three")
     for n in args.positions:
-        engine = make_engine("static", model, block_size=16)
+        engine = make_engine("static", model, block_size=16, kernel="native")
         traces = list(engine.generate(ids, n, trace=TraceOptions(masks=False)))
         cache, step = engine.cache, engine.native
         cache.reserve(1)

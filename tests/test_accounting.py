@@ -68,7 +68,7 @@ def test_counters_equal_observed_op_bytes(tiny_random, byte_tokenizer, key, bloc
     ids = byte_tokenizer.encode("count the bytes")
     # torch's path, where every decode step goes through update (the native step's figures are held to these
     # very figures, step by step, in tests/test_native.py)
-    traces = list(make_engine(key, tiny_random, block_size=block_size, window=9, sinks=3, blas="torch").generate(
+    traces = list(make_engine(key, tiny_random, block_size=block_size, window=9, sinks=3, kernel="torch").generate(
         ids, 40, trace=TraceOptions(masks=False)))
     assert len(observed) == len(traces)
     for t, ops in zip(traces, observed):

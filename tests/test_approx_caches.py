@@ -151,7 +151,7 @@ class QuantisedConcat(ConcatCache):
 def test_int8_equals_attention_over_dequantised_kv(tiny_random, residual):
     ids = list(range(90, 102))
     traces = run(tiny_random, "int8", ids, 16, residual=residual)
-    ref = make_engine("concat", tiny_random, blas="torch")  # the cache class swapped in: torch's path reads it
+    ref = make_engine("concat", tiny_random, kernel="torch")  # the cache class swapped in: torch's path reads it
     ref.cache_cls = type("Ref", (QuantisedConcat,), {"residual": residual or 0})
     expected = list(ref.generate(ids, 16, None, TraceOptions(logits=True)))
     assert_same(traces, ([t.token_id for t in expected], [t.logits for t in expected]))
@@ -242,7 +242,7 @@ def test_property_bounded_caches_equal_their_rule(tiny_random, prompt_len, n, wi
 def test_property_int8_equals_its_rule(tiny_random, prompt_len, n, residual):
     ids = [(53 * i + 7) % 256 for i in range(prompt_len)]
     traces = run(tiny_random, "int8", ids, n, residual=residual)
-    ref = make_engine("concat", tiny_random, blas="torch")  # the cache class swapped in: torch's path reads it
+    ref = make_engine("concat", tiny_random, kernel="torch")  # the cache class swapped in: torch's path reads it
     ref.cache_cls = type("Ref", (QuantisedConcat,), {"residual": residual or 0})
     expected = list(ref.generate(ids, n, None, TraceOptions(logits=True)))
     assert [t.token_id for t in traces] == [t.token_id for t in expected]

@@ -9,7 +9,7 @@ import pytest
 
 from kvviz.cli import main
 
-FIELDS = {"engine", "new_tokens", "total_ms", "tokens_per_s", "speedup_vs_naive", "kv_projections", "bytes_copied",
+FIELDS = {"engine", "new_tokens", "total_ms", "tokens_per_s", "speedup", "kv_projections", "bytes_copied",
           "bytes_written", "bytes_gathered", "peak_cache_bytes", "token_ids", "step_ms"}
 
 
@@ -29,7 +29,7 @@ def test_bench_json(tmp_path, capsys):
         assert len(r["step_ms"]) == r["new_tokens"] == len(r["token_ids"])
         assert r["tokens_per_s"] == pytest.approx(r["new_tokens"] / (r["total_ms"] / 1000))
         naive = next(x for x in doc["results"] if x["engine"] == "naive" and x["new_tokens"] == r["new_tokens"])
-        assert r["speedup_vs_naive"] == pytest.approx(naive["total_ms"] / r["total_ms"])
+        assert r["speedup"] == pytest.approx(naive["total_ms"] / r["total_ms"])
         assert r["token_ids"] == naive["token_ids"]
     concat7 = next(x for x in doc["results"] if x["engine"] == "concat" and x["new_tokens"] == 7)
     static7 = next(x for x in doc["results"] if x["engine"] == "static" and x["new_tokens"] == 7)
@@ -41,7 +41,7 @@ def test_bench_without_naive_prints_no_speedup(tmp_path, capsys):
     out = tmp_path / "b.json"
     assert main(["bench", "--model", "tiny-random", "--engines", "concat,static", "--tokens", "4", "--repeat", "1",
                  "--json", str(out)]) == 0
-    assert all(r["speedup_vs_naive"] is None for r in json.loads(out.read_text())["results"])
+    assert all(r["speedup"] is None for r in json.loads(out.read_text())["results"])
 
 
 def test_bench_exits_1_when_tokens_differ(monkeypatch, capsys):

@@ -144,11 +144,11 @@ def test_refusals(torch_cpu, tiny_random):
                             head_dim=16, d_ff=96, max_seq_len=64)).init_weights(0)
     with pytest.raises(ValueError, match="Llama-family models only, not gpt2"):
         GraphStaticEngine(gpt2, graph=False)
-    with pytest.raises(ValueError, match="static engine only, not 'concat'"):
-        make_engine("concat", tiny_random, cuda_graph=True)
+    with pytest.raises(ValueError, match="^concat cannot decode with the CUDA graph kernel"):
+        make_engine("concat", tiny_random, kernel="cuda-graph")
     if not _cuda():
-        with pytest.raises(ValueError, match="needs a CUDA device, not cpu"):
-            make_engine("static", tiny_random, cuda_graph=True)
+        with pytest.raises(ValueError, match="^the CUDA graph kernel runs on CUDA only, not on a CPU$"):
+            make_engine("static", tiny_random, kernel="cuda-graph")
     with pytest.raises(ValueError, match="needs a CUDA device, not cpu"):
         GraphStaticEngine(tiny_random, graph=True)
     assert type(make_engine("static", tiny_random)).__name__ == "CachedEngine"  # eager unless asked
@@ -158,16 +158,17 @@ def test_refusals(torch_cpu, tiny_random):
 def test_bench_refuses_cuda_graph_without_cuda(capsys):
     from kvviz.cli import main
 
-    assert main(["bench", "--model", "tiny-random", "--device", "cpu", "--cuda-graph", "--tokens", "3"]) == 2
+    assert main(["bench", "--model", "tiny-random", "--device", "cpu", "--engines", "static", "--kernel",
+                 "cuda-graph", "--tokens", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["kvviz bench: error: --cuda-graph needs a CUDA device, not cpu"]
+    assert err == ["kvviz bench: error: the CUDA graph kernel runs on CUDA only, not on a CPU"]
 
 
 def _bench_on_cpu(monkeypatch, tmp_path, shift=0):
-    """`kvviz bench --cuda-graph` on a CPU: the CUDA check waived and the graph engine's step run
+    """`kvviz bench --kernels torch,cuda-graph` on a CPU: the CUDA check waived and the graph engine's step run
     eagerly (shifted by `shift` positions, to break it), so the row, the table and the JSON are tested."""
-    import kvviz.commands.bench as bench
     import kvviz.engines
+    import kvviz.kernels
     from kvviz.engines.graph import GraphStaticEngine
 
     class Shifted(GraphStaticEngine):
@@ -179,41 +180,41 @@ def _bench_on_cpu(monkeypatch, tmp_path, shift=0):
 
     real = kvviz.engines.make_engine
 
-    def make(key, model, *, cuda_graph=False, **kw):
-        if cuda_graph:
+    def make(key, model, *, kernel="torch", **kw):
+        if kernel == "cuda-graph":
             assert key == "static"
             return Shifted(model, block_size=kw.get("block_size", 16), graph=False)
-        return real(key, model, **kw)
+        return real(key, model, kernel=kernel, **kw)
 
-    monkeypatch.setattr(bench, "check_cuda_graph", lambda device, cfg: None)
+    monkeypatch.setattr(kvviz.kernels, "check_model", lambda kernel, model: None)
     monkeypatch.setattr(kvviz.engines, "make_engine", make)
     out = tmp_path / "b.json"
     from kvviz.cli import main
 
-    rc = main(["bench", "--model", "tiny-random", "--engines", "concat", "--tokens", "4", "12", "--repeat", "1",
-               "--threads", "1", "--cuda-graph", "--json", str(out)])
+    rc = main(["bench", "--model", "tiny-random", "--engines", "static", "--tokens", "4", "12", "--repeat", "1",
+               "--threads", "1", "--kernels", "torch,cuda-graph", "--json", str(out)])
     return rc, json.loads(out.read_text()) if out.exists() else None
 
 
 def test_bench_cuda_graph_row(monkeypatch, tmp_path, capsys):
     rc, doc = _bench_on_cpu(monkeypatch, tmp_path)
     text = capsys.readouterr().out
-    assert rc == 0 and doc["identical"] is True and doc["cuda_graph"] is True
-    assert "tokens identical across engines: yes" in text
-    engines = [r["engine"] for r in doc["results"]]
-    assert engines == ["concat", "static", "static+graph"] * 2  # eager static added beside the graph
+    assert rc == 0 and doc["identical"] is True and doc["kernels"] == ["torch", "cuda-graph"]
+    assert "tokens identical across engines and kernels: yes" in text
+    rows = [r["row"] for r in doc["results"]]
+    assert rows == ["static · PyTorch", "static · CUDA graph"] * 2  # eager static beside the graph
     for n in (4, 12):
-        rows = {r["engine"]: r for r in doc["results"] if r["new_tokens"] == n}
-        assert rows["static+graph"]["token_ids"] == rows["static"]["token_ids"] == rows["concat"]["token_ids"]
+        rows = {r["kernel"]: r for r in doc["results"] if r["new_tokens"] == n}
+        assert rows["cuda-graph"]["token_ids"] == rows["torch"]["token_ids"]
         for field in ("bytes_written", "peak_cache_bytes", "bytes_read", "kv_projections"):
-            assert rows["static+graph"][field] == rows["static"][field], field
-    assert any(line.split()[1:2] == ["static+graph"] for line in text.splitlines())
+            assert rows["cuda-graph"][field] == rows["torch"][field], field
+    assert any("static · CUDA graph" in line for line in text.splitlines())
 
 
 def test_bench_cuda_graph_row_exits_1_when_the_step_is_wrong(monkeypatch, tmp_path, capsys):
     rc, doc = _bench_on_cpu(monkeypatch, tmp_path, shift=1)
     assert rc == 1 and doc["identical"] is False
-    assert "static+graph differs from concat first at step" in capsys.readouterr().out
+    assert "static · CUDA graph differs from static · PyTorch first at step" in capsys.readouterr().out
 
 
 # -- the capture itself: CUDA only -------------------------------------------------------------------------
@@ -239,13 +240,13 @@ def test_cuda_graph_gives_eager_static_tokens(torch_cpu, byte_tokenizer, name):
 @pytest.mark.gpu
 @needs_cuda
 def test_cuda_graph_from_make_engine_and_repeated_runs(torch_cpu, byte_tokenizer):
-    """make_engine(cuda_graph=True) captures by default; a second run on the same engine captures again
+    """make_engine(kernel="cuda-graph") captures by default; a second run on the same engine captures again
     over its own cache and gives the same tokens."""
     from kvviz.engines import make_engine
 
     model = _model("tiny-random", torch_cpu, "cuda")
     ids = byte_tokenizer.encode(PROMPT)
-    engine = make_engine("static", model, cuda_graph=True)
+    engine = make_engine("static", model, kernel="cuda-graph")
     first = [t.token_id for t in engine.generate(ids, 30, None, TraceOptions(masks=False))]
     second = [t.token_id for t in engine.generate(ids, 50, None, TraceOptions(masks=False))]
     ref = [t.token_id for t in make_engine("static", model).generate(ids, 50, None, TraceOptions(masks=False))]

@@ -561,12 +561,12 @@ def test_gpu_out_of_memory_is_one_clear_line():
 # -- kvviz hfbench (a command that prints figures; here only that it runs and agrees) ---------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine, kernel", [(None, None), (None, "torch"), ("static+native", None)])
+@pytest.mark.parametrize("engine, kernel", [(None, None), (None, "torch"), ("static", "native")])
 def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys, tmp_path, monkeypatch, engine, kernel):
     from kvviz import native
     from kvviz.cli import main
 
-    if engine == "static+native":
+    if kernel == "native":
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the build, not in the user's cache
         try:
             native.load()
@@ -582,11 +582,10 @@ def test_hfbench_runs_both_sides_on_the_same_weights(transformers, capsys, tmp_p
     assert "tokens identical: yes" in out
     doc = json.loads(out_json.read_text())
     assert doc["engine"] == (engine or "concat") and [s["name"] for s in doc["sides"]] == [side, "transformers"]
-    # kvviz's decode step: its C step by default where it builds, torch's when asked, and the line says which
-    built = native.build_error() is None
-    assert doc["kernel"] == ("native" if engine or (kernel is None and built) else "torch")
-    assert ("kvviz's decode step: kvviz's C step (kvviz.native)" if doc["kernel"] == "native" else
-            "kvviz's decode step: torch's ops") in out
+    # kvviz's decode kernel: PyTorch's ops, as transformers' own, unless another is asked for; the line says which
+    assert doc["kernel"] == (kernel or "torch")
+    assert ("kvviz's decode kernel: C step (native)" if kernel == "native" else
+            "kvviz's decode kernel: PyTorch (torch)") in out
 
 
 def test_hfbench_refuses_a_missing_folder(tmp_path, capsys):

@@ -1,8 +1,7 @@
-"""The native decode step (kvviz.native, issue 26 item 2): each concat, static and paged decode step as one call
-of kvviz's C kernel, the engines' default on a CPU in float32 (`--blas native` asks for it, `--kernel torch` /
-blas="torch" refuses it): the same tokens, logits within a rounding, the same figures and cache contents as
-torch's path, the traced head's weights from C, the bare loop on the same kernel, the build cached and written
-whole, one-line refusals, the fallback to torch where it does not apply (never timed)."""
+"""The native decode step (kvviz.native): each concat, static and paged decode step as one call of kvviz's C
+kernel, the `native` kernel (`--kernel native`, kernel="native"): the same tokens, logits within a rounding, the
+same figures and cache contents as torch's path, the traced head's weights from C, the bare loop on the same
+kernel, the build cached and written whole, one-line refusals where it does not apply (never timed)."""
 from __future__ import annotations
 
 import os
@@ -17,7 +16,6 @@ from kvviz import native  # noqa: E402
 from kvviz.config import ModelConfig, SamplingConfig, TraceOptions  # noqa: E402
 from kvviz.engines import make_engine  # noqa: E402
 from kvviz.models.transformer import Transformer  # noqa: E402
-from tests.test_kernels import bench_beside_static  # noqa: E402
 
 # Builds go to ~/.cache/kvviz/native; the tests keep the user's own (one build for the session, here)
 BUILDS = tempfile.mkdtemp(prefix="kvviz-native-test-")
@@ -80,12 +78,12 @@ def test_native_gives_the_same_tokens_logits_and_figures_as_torch(name, key, thr
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        ref = _run(make_engine(key, model, blas="torch", block_size=4))
-        engine = make_engine(key, model, block_size=4)  # the default: native, where it builds
+        ref = _run(make_engine(key, model, block_size=4))
+        engine = make_engine(key, model, block_size=4, kernel="native")
         got = _run(engine)
     finally:
         torch.set_num_threads(before)
-    assert engine.blas == "native" and engine.native is not None and engine.native.threads == threads
+    assert engine.kernel == "native" and engine.native is not None and engine.native.threads == threads
     assert [t.token_id for t in got] == [t.token_id for t in ref]
     for a, b in zip(ref, got):
         assert [getattr(a, f) for f in FIGURES] == [getattr(b, f) for f in FIGURES]
@@ -115,11 +113,11 @@ def _kv(engine, layer):
 @pytest.mark.parametrize("key", KEYS)
 def test_the_cache_holds_the_same_keys_and_values_as_torchs(key):
     model = Transformer(CONFIGS["qwen3"]).init_weights(3)
-    ref, got = make_engine(key, model, blas="torch", block_size=4), make_engine(key, model, block_size=4)
+    ref, got = make_engine(key, model, block_size=4), make_engine(key, model, block_size=4, kernel="native")
     _run(ref, n=20)
     _run(got, n=20)
     stop = ref.cache.seq_len
-    assert stop == got.cache.seq_len == 11 + 19 and got.blas == "native"
+    assert stop == got.cache.seq_len == 11 + 19 and got.kernel == "native"
     for layer in range(model.cfg.n_layer):
         for a, b in zip(_kv(ref, layer), _kv(got, layer)):
             assert a.shape == b.shape == (model.cfg.n_kv_head, stop, model.cfg.head_dim)
@@ -131,14 +129,11 @@ def test_the_cache_holds_the_same_keys_and_values_as_torchs(key):
 
 
 @needs_cc
-def test_the_default_kernel_is_native_where_it_applies_and_torch_elsewhere(monkeypatch):
+def test_the_native_kernel_is_asked_for_never_chosen_behind_the_users_back():
     model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
-    assert [make_engine(k, model).blas for k in KEYS] == ["native"] * 3
-    assert make_engine("window", model).blas == "torch"  # an approximate cache: torch's ops
-    assert make_engine("static", model, blas="torch").blas == "torch"
-    assert make_engine("static", Transformer(CONFIGS["gqa-bias"]).init_weights(5).to(torch.bfloat16)).blas == "torch"
-    monkeypatch.setattr(native, "_WHY_NOT", {"build": "--blas native needs a C compiler"})
-    assert make_engine("static", model).blas == "torch"  # no compiler: the run goes on in torch
+    assert [make_engine(k, model).kernel for k in KEYS] == ["torch"] * 3  # the default: PyTorch's ops
+    assert all(make_engine(k, model).native is None for k in KEYS)
+    assert [make_engine(k, model, kernel="native").kernel for k in KEYS] == ["native"] * 3
 
 
 @needs_cc
@@ -171,7 +166,7 @@ def test_a_traced_step_gives_the_heads_weights_from_c(layer, head, threads, monk
     torch.set_num_threads(threads)
     try:
         ref = _run(make_engine("static", model), n=12, trace=trace)
-        engine = make_engine("static", model, blas="native")
+        engine = make_engine("static", model, kernel="native")
         calls = []
         real = native.NativeStep.__call__
         monkeypatch.setattr(native.NativeStep, "__call__", lambda self, *a: calls.append(a) or real(self, *a))
@@ -196,7 +191,7 @@ def test_a_long_run_grows_nothing_mid_run():
     model = Transformer(cfg).init_weights(2)
     ref = _run(make_engine("static", model), n=4200 - 11, trace=TraceOptions(masks=False, logits=True))
     model = Transformer(cfg).init_weights(2)
-    got = _run(make_engine("static", model, blas="native"), n=4200 - 11, trace=TraceOptions(masks=False, logits=True))
+    got = _run(make_engine("static", model, kernel="native"), n=4200 - 11, trace=TraceOptions(masks=False, logits=True))
     assert [t.token_id for t in got] == [t.token_id for t in ref]
     np.testing.assert_allclose(got[-1].logits, ref[-1].logits, rtol=0, atol=1e-4)
 
@@ -231,23 +226,23 @@ def test_a_build_that_fails_says_why_in_one_line(tmp_path, monkeypatch):
 
 def test_native_is_refused_in_one_line_where_it_does_not_apply(monkeypatch):
     model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
-    with pytest.raises(ValueError, match=r"--blas native is for the exact cached engines \(static, concat, paged\), "
-                                         r"not 'window'"):
-        make_engine("window", model, blas="native")
-    with pytest.raises(ValueError, match="eager cached engines alone, not 'naive'"):
-        make_engine("naive", model, blas="native")
+    with pytest.raises(ValueError, match=r"^window cannot decode with the C step kernel \(--kernel native\); "
+                                         r"window decodes with torch, openblas$"):
+        make_engine("window", model, kernel="native")
+    with pytest.raises(ValueError, match="^naive cannot decode with the C step kernel"):
+        make_engine("naive", model, kernel="native")
     gpt2 = Transformer(CONFIGS["gqa-bias"])
     gpt2.cfg = ModelConfig(name="g", arch="gpt2", d_model=64, n_layer=2, n_head=4, n_kv_head=4, head_dim=16,
                            d_ff=128, vocab_size=97, max_seq_len=256)
     with pytest.raises(ValueError, match="covers Llama-family models only, not gpt2"):
-        make_engine("static", gpt2, blas="native")
+        make_engine("static", gpt2, kernel="native")
     half = Transformer(CONFIGS["gqa-bias"]).init_weights(5).to(torch.bfloat16)
     with pytest.raises(ValueError, match="is for float32 on a CPU, not bfloat16 on cpu"):
-        make_engine("static", half, blas="native")
+        make_engine("static", half, kernel="native")
     monkeypatch.setattr(native, "_LIB", None)
     monkeypatch.setattr(native, "compiler", lambda: None)
     with pytest.raises(ValueError, match=r"needs a C compiler \(cc or \$CC\), and none was found"):
-        make_engine("static", model, blas="native")
+        make_engine("static", model, kernel="native")
 
 
 @needs_cc
@@ -257,52 +252,20 @@ def test_native_read_ceiling_is_a_figure():
 
 
 @needs_cc
-def test_bench_puts_the_native_row_beside_static_against_its_own_ceiling(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(native, "read_ceiling_native", lambda threads: 321.0)
-    text, doc, line = bench_beside_static(tmp_path, capsys, "native", "static+native", 321.0)
-    assert doc["native_read_gbps"] == 321.0
-    assert "the native kernel's own read ceiling (its matrix-vector product, the same matrix, both layouts, " \
-           "fastest of 9): 321.0 GB/s" in text
-    assert "against the native kernel's 321.0 GB/s" in line
-
-
-@needs_cc
-def test_the_bench_says_which_kernel_decoded_each_row_and_takes_torch_when_asked(tmp_path, capsys):
-    import json
-
-    from kvviz.cli import main
-
-    for kernel, want in (("auto", "native"), ("torch", "torch")):
-        out = tmp_path / f"{kernel}.json"
-        assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "3", "--engines", "naive,static,window",
-                     "--repeat", "1", "--threads", "1", "--kernel", kernel, "--window", "3", "--sinks", "1",
-                     "--json", str(out)]) == 0
-        doc = json.loads(out.read_text())
-        assert doc["kernel"] == kernel
-        assert doc["step_kernels"] == {"naive": "torch", "static": want, "window": "torch"}
-        text = capsys.readouterr().out
-        line = next(ln for ln in text.splitlines() if ln.startswith("decode kernel: "))
-        assert "naive: torch's ops: no cache, every step a whole-sequence forward" in line
-        assert "window: torch's ops: a cache step.c does not read" in line
-        assert (f"static: each decode step one call of kvviz's C step (kvviz.native, vectors of "
-                f"{native.vector_floats()} floats)" if kernel == "auto" else
-                "static: torch's ops (--kernel torch)") in line
-
-
-@needs_cc
-def test_an_unwritable_build_folder_is_one_line_and_the_engines_go_on_in_torch(tmp_path, monkeypatch):
+def test_an_unwritable_build_folder_is_one_line_and_torch_still_runs(tmp_path, monkeypatch):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the cache folder would go\n")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     monkeypatch.setattr(native, "_LIB", None)
     monkeypatch.setattr(native, "_WHY_NOT", {})
-    with pytest.raises(ValueError, match=r"^--blas native: could not build or load step\.c: \w+Error: ") as err:
+    with pytest.raises(ValueError, match=r"^--kernel native: could not build or load step\.c: \w+Error: ") as err:
         native.load()
     assert "\n" not in str(err.value)
     model = Transformer(CONFIGS["gqa-bias"]).init_weights(5)
-    engine = make_engine("static", model)
-    assert engine.blas == "torch" and native.why_not(model, "static") == str(err.value)
-    assert len(_run(engine, n=5)) == 5  # the run itself goes on, on torch's ops
+    assert native.why_not(model, "static") == str(err.value)
+    with pytest.raises(ValueError, match=r"could not build or load step\.c"):
+        make_engine("static", model, kernel="native")
+    assert len(_run(make_engine("static", model), n=5)) == 5  # the default kernel needs no build
 
 
 @needs_cc
@@ -315,7 +278,7 @@ def test_the_bench_times_the_step_beside_the_probe_in_turns(tmp_path, capsys):
 
     out = tmp_path / "beside.json"
     assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "5", "--engines", "concat,static,paged",
-                 "--repeat", "1", "--threads", "1", "--beside", "4", "--json", str(out)]) == 0
+                 "--repeat", "1", "--threads", "1", "--beside", "4", "--kernel", "native", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     rows = {b["engine"]: b for b in doc["beside"]}
     assert sorted(rows) == ["paged", "static"]  # concat's copy is torch.cat, outside the C step
@@ -331,7 +294,7 @@ def test_the_bench_times_the_step_beside_the_probe_in_turns(tmp_path, capsys):
     assert "static's decode step at position" in line and "paged's decode step" in line
     assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "3", "--engines", "static",
                  "--repeat", "1", "--threads", "1", "--beside", "2", "--kernel", "torch"]) == 0
-    assert "--beside: no static or paged row decodes on the native step" in capsys.readouterr().err
+    assert "--beside: no static or paged row decodes on the C step here" in capsys.readouterr().err
 
 
 def _cpu_has(flag: str) -> bool:
@@ -366,10 +329,10 @@ def test_a_narrower_build_gives_the_same_tokens_and_logits_as_torch(extra, width
     for name in ("odd-widths", "qwen3"):
         model = Transformer(CONFIGS[name]).init_weights(11)
         for key in ("static", "paged"):
-            ref = _run(make_engine(key, model, blas="torch", block_size=4))
-            engine = make_engine(key, model, block_size=4)
+            ref = _run(make_engine(key, model, kernel="torch", block_size=4))
+            engine = make_engine(key, model, block_size=4, kernel="native")
             got = _run(engine)
-            assert engine.blas == "native"
+            assert engine.kernel == "native"
             assert [t.token_id for t in got] == [t.token_id for t in ref]
             np.testing.assert_allclose(got[-1].logits, ref[-1].logits, rtol=0, atol=1e-4)
 

@@ -83,18 +83,18 @@ def test_every_engine_gives_naives_tokens_on_the_laid_out_model():
 
 @pytest.mark.slow
 def test_the_compiled_static_step_gives_eager_statics_tokens_and_figures():
-    """`make_engine("static", model, compiled=True)`: the static-shape step under torch.compile (an option
-    beside eager, kvviz bench --compile). Same tokens, same trace figures, the compile outside the steps."""
+    """`make_engine("static", model, kernel="compiled")`: the static-shape step under torch.compile (an option
+    beside eager, kvviz bench --kernels torch,compiled). Same tokens, same trace figures, the compile outside the steps."""
     model = _model()
     ids = [5, 17, 3, 88, 41, 2]
     off = TraceOptions(masks=False)
     eager = list(make_engine("static", model).generate(ids, 12, SamplingConfig(), off))
-    engine = make_engine("static", model, compiled=True)
+    engine = make_engine("static", model, kernel="compiled")
     compiled = list(engine.generate(ids, 12, SamplingConfig(), off))
     assert [t.token_id for t in compiled] == [t.token_id for t in eager]
     for a, b in zip(eager, compiled):
         assert (a.cache_len, a.cache_bytes, a.bytes_written, a.pos_start, a.pos_stop) == (
             b.cache_len, b.cache_bytes, b.bytes_written, b.pos_start, b.pos_stop)
     assert engine.capture_ms > 0  # the compile, timed apart from every step
-    with pytest.raises(ValueError, match="static engine alone"):
-        make_engine("concat", model, compiled=True)
+    with pytest.raises(ValueError, match="^concat cannot decode with the torch.compile kernel"):
+        make_engine("concat", model, kernel="compiled")

@@ -91,8 +91,8 @@ def test_compare_takes_each_repeats_own_ratio(models, monkeypatch):
 
 @pytest.mark.parametrize("rule", ["concat", "static", "paged"])
 def test_the_bare_loop_decodes_on_the_engines_kernel(models, rule, monkeypatch):
-    """--reference holds kvviz to a bare loop of the same kernel: where the engine's decode step is kvviz's C
-    step (kvviz.native) the bare loop's is too, over its own buffers, and `kernel="torch"` puts both on torch."""
+    """--reference holds kvviz to a bare loop of the same kernel: under `kernel="native"` the bare loop's decode
+    step is kvviz's C step (kvviz.native) too, over its own buffers; under `kernel="torch"` both run torch's."""
     from kvviz import native
 
     if native.build_error() is not None:
@@ -102,12 +102,12 @@ def test_the_bare_loop_decodes_on_the_engines_kernel(models, rule, monkeypatch):
     calls = []
     real = native.NativeStep.__call__
     monkeypatch.setattr(native.NativeStep, "__call__", lambda self, *a: calls.append(a) or real(self, *a))
-    on_c, _ = bare_generate(model, prompt, 24, rule, block_size=4)
+    on_c, _ = bare_generate(model, prompt, 24, rule, block_size=4, kernel="native")
     assert len(calls) == 23  # every decode step in C; prefill in torch
     on_torch, _ = bare_generate(model, prompt, 24, rule, block_size=4, kernel="torch")
     assert len(calls) == 23  # none more
-    engine = make_engine(rule, model, block_size=4, blas="torch")
+    engine = make_engine(rule, model, block_size=4, kernel="torch")
     assert on_c == on_torch == [t.token_id for t in engine.generate(prompt, 24, SamplingConfig(),
                                                                     TraceOptions(masks=False))]
-    with pytest.raises(ValueError, match="unknown kernel 'fast'; choose auto or torch"):
-        bare_generate(model, prompt, 4, rule, kernel="fast")
+    with pytest.raises(ValueError, match="no bare loop on the 'openblas' kernel; the bare loop runs torch, native"):
+        bare_generate(model, prompt, 4, rule, kernel="openblas")

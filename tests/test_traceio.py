@@ -285,17 +285,22 @@ def test_decode_kernels_are_saved_checked_and_absent_from_older_traces(run, tmp_
     assert traceio.load_run(path).info.decode_kernels == ()
 
 
-def test_the_session_records_what_ran_each_decode_step():
-    """The window's run (kvviz.session) says which engines decoded on kvviz's C step and which on torch's ops,
-    as the engines themselves chose (kvviz.native.why_not decides, the same call the engine makes)."""
-    import torch
+def test_the_session_records_the_runs_one_kernel_and_older_mixed_traces_still_load(tmp_path):
+    """The window's run (kvviz.session) records the kernel the run names for every engine; a trace saved when a
+    run could mix kernels (the C step for concat, torch's ops for naive) still loads and says so."""
+    from dataclasses import replace
 
     import kvviz
     from kvviz import native
-    from kvviz.models.presets import load_model
 
     run = kvviz.compare("KV cache demo", engines=("naive", "concat", "window"), tokens=4, model="tiny", threads=1,
                         window=8)
-    model = load_model("tiny", torch.device("cpu"), None)
-    concat = "native" if native.why_not(model, "concat") is None else "torch"
-    assert run.info.decode_kernels == ("torch", concat, "torch")
+    assert run.info.decode_kernels == ("torch", "torch", "torch") and run.info.kernel == "torch"
+    if native.build_error() is None:
+        on_c = kvviz.compare("KV cache demo", engines=("concat", "static"), tokens=4, model="tiny", threads=1,
+                             kernel="native")
+        assert on_c.info.decode_kernels == ("native", "native") and on_c.info.kernel == "native"
+    mixed = replace(run.info, decode_kernels=("torch", "native", "torch"))
+    path = traceio.save_run(tmp_path / "mixed.kvviz.json", mixed, run.traces)
+    loaded = traceio.load_run(path).info
+    assert loaded.decode_kernels == ("torch", "native", "torch") and loaded.kernel is None

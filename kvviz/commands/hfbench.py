@@ -1,8 +1,8 @@
 """`kvviz hfbench`: decode speed of kvviz's concat engine beside transformers' `generate` (dynamic cache)
 on the same local weights, measured side by side in one run. Prints only what it measured. `--engine`
-puts another kvviz engine on kvviz's side: `static`, or `static+native` (static with kvviz's C step asked for,
-refused in one line where it cannot run). kvviz's engines decode through their default kernel, kvviz's C
-step (kvviz.native) on a CPU in float32, unless `--kernel torch`.
+puts another kvviz engine on kvviz's side (`static`, `paged`); `--kernel` says what runs its decode steps
+(kvviz.kernels: PyTorch's ops by default, as transformers' own; `native` for kvviz's C step, refused in one
+line where it cannot run).
 
 Without --model it builds a tiny random Llama checkpoint with transformers in a temporary folder.
 Needs `transformers` (a test-only dependency of kvviz); reads local folders only, never the hub.
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvviz.format import DEFAULT_PROMPT, fmt_bytes
-from kvviz.native import ROW as NATIVE_ROW
 from kvviz.options import (
+    add_kernel,
     add_model,
     add_output,
     add_repeat,
@@ -47,12 +47,8 @@ def configure(parser) -> None:
     parser.add_argument("--dtype", default="auto", help="fp32, bf16, fp16 (default: bf16 on CUDA, else fp32)")
     add_seed(parser, "seed of the random checkpoint's weights")
     parser.add_argument("--engine", choices=ENGINES, default="concat",
-                        help="kvviz's side: concat (default, the chapter's cache), static, or static+native (the "
-                             "static engine with each decode step one call of kvviz's C kernel, asked for; CPU "
-                             "float32)")
-    parser.add_argument("--kernel", choices=("auto", "torch"), default="auto",
-                        help="kvviz's decode step: auto (default: kvviz's C step, kvviz.native, on a CPU in float32, "
-                             "torch's ops elsewhere), or torch's ops")
+                        help="kvviz's side: concat (default, the chapter's cache), static or paged")
+    add_kernel(parser)
     add_output(parser, "--json", "json_path", "also write results as JSON (checked before the run)")
 
 
@@ -120,7 +116,7 @@ def _peak(device) -> int | None:
 
 
 def run_kvviz(model, prompt_ids: list[int], n: int, device, key: str = "concat",
-              kernel: str = "auto") -> tuple[float, list[int]]:
+              kernel: str = "torch") -> tuple[float, list[int]]:
     """Milliseconds for kvviz's engine `key` (concat unless given) to produce n tokens (no per-step copies
     asked for)."""
     from kvviz.config import SamplingConfig, TraceOptions
@@ -146,15 +142,13 @@ def run_transformers(hf_model, prompt_ids: list[int], n: int, device) -> tuple[f
     return ms, out[0, len(prompt_ids):].tolist()
 
 
-ENGINES = ("concat", "static", NATIVE_ROW)
+ENGINES = ("concat", "static", "paged")
 
 
-def _engine(model, key: str, kernel: str = "auto"):
+def _engine(model, key: str, kernel: str = "torch"):
     from kvviz.engines import make_engine
 
-    if key == NATIVE_ROW:
-        return make_engine("static", model, blas="native")
-    return make_engine(key, model, blas=kernel)
+    return make_engine(key, model, kernel=kernel)
 
 
 BURST = 8  # steps a side takes before the other takes as many (kvviz.reference.BURST)
@@ -194,7 +188,7 @@ class _Lockstep:
 
 
 def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device, key: str = "concat",
-                 kernel: str = "auto") -> dict:
+                 kernel: str = "torch") -> dict:
     """transformers' `generate` and kvviz's engine `key` decoding in turns (BURST steps each), as
     {side: (total ms, prefill ms, tokens)}. transformers' time is the whole call less kvviz's steps
     inside it; its prefill runs to its first new token. kvviz's prefill is its first step."""
@@ -246,10 +240,10 @@ def run(args) -> int:
         prompt_ids = load_hf_tokenizer(folder, cfg).encode(args.prompt)
         check_against_model(cfg, len(prompt_ids), args.tokens)
         model = load_hf_model(folder).to(device=device, dtype=dtype)
-        if args.engine == NATIVE_ROW:
-            from kvviz.native import check_supported
+        from kvviz.kernels import check_engines, check_model
 
-            check_supported(model)  # before any run: one line, exit 2
+        check_engines(args.kernel, (args.engine,))
+        check_model(args.kernel, model)  # before any run: one line, exit 2
         hf_model = transformers.AutoModelForCausalLM.from_pretrained(
             folder, local_files_only=True, attn_implementation="sdpa").to(device=device, dtype=dtype).eval()
         return _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, transformers.__version__)
@@ -258,9 +252,10 @@ def run(args) -> int:
 def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_version) -> int:
     import torch
 
+    from kvviz.kernels import label as label_of
+
     key = args.engine
-    kernel = getattr(args, "kernel", "auto")
-    step_kernel = _engine(model, key, kernel).blas
+    kernel = args.kernel
     sides = {f"kvviz {key}": lambda n: run_kvviz(model, prompt_ids, n, device, key, kernel),
              "transformers": lambda n: run_transformers(hf_model, prompt_ids, n, device)}
     n = args.tokens
@@ -296,8 +291,7 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
           f"{cfg.head_dim}, hidden {cfg.d_model}, vocab {cfg.vocab_size}")
     print(f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); transformers {hf_version}; "
           f"prompt {len(prompt_ids)} tokens; {n} new tokens; median of {args.repeat}, the two decoding in turns of "
-          f"{BURST} steps; kvviz's decode step: "
-          + ("kvviz's C step (kvviz.native)" if step_kernel == "native" else "torch's ops"))
+          f"{BURST} steps; kvviz's decode kernel: {label_of(kernel)} ({kernel})")
     width = max(14, *(len(s.name) for s in results))
     print(f"{'side':<{width}} {'total ms':>9} {'prefill ms':>10} {'decode tok/s':>12}"
           + (f" {'peak device':>11}" if device.type == "cuda" else ""))
@@ -313,7 +307,7 @@ def _measure(args, cfg, label, model, hf_model, prompt_ids, device, dtype, hf_ve
         doc = {"checkpoint": label, "model": cfg.to_dict(), "device": device.type, "dtype": dtype_name,
                "threads": torch.get_num_threads(), "transformers": hf_version, "prompt_tokens": len(prompt_ids),
                "new_tokens": n, "repeat": args.repeat, "engine": key,
-               "kernel": step_kernel, "ratio": ratio, "ratio_per_repeat": per_repeat,
+               "kernel": kernel, "ratio": ratio, "ratio_per_repeat": per_repeat,
                "identical": identical,
                "sides": [dict(name=s.name, total_ms=s.total_ms, prefill_ms=s.prefill_ms,
                               decode_tokens_per_s=s.decode_tokens_per_s, peak_device_bytes=s.peak_device_bytes,

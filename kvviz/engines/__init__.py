@@ -5,6 +5,7 @@ from kvviz.caches import CACHES
 from kvviz.engines.base import Engine, validate_request
 from kvviz.engines.cached import CachedEngine
 from kvviz.engines.naive import NaiveEngine
+from kvviz.kernels import DEFAULT_KERNEL, check_engines, check_model
 from kvviz.options import parse_names
 
 ENGINE_KEYS: tuple[str, ...] = ("naive", *CACHES)
@@ -23,41 +24,26 @@ EXACT_KEYS: tuple[str, ...] = ("naive", *(k for k, c in CACHES.items() if c.exac
 APPROXIMATE_KEYS: tuple[str, ...] = tuple(k for k, c in CACHES.items() if not c.exact)
 
 
-def make_engine(key: str, model, *, block_size: int = 16, window: int | None = None, sinks: int | None = None,
-                residual: int | None = None, cuda_graph: bool = False, compiled: bool = False,
-                blas: str = "auto") -> Engine:
-    """`window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None).
-    `cuda_graph`: `static` with its decode step captured as a CUDA graph (kvviz.engines.graph; CUDA only).
-    `compiled`: `static` with its static-shape decode step compiled by torch.compile (an option, not a default).
-    `blas`: "auto" (the default) runs concat, static and paged with each decode step one C call (kvviz.native)
-    wherever it applies (a float32 Llama-family model on a CPU, a C compiler), torch's ops elsewhere; "torch"
-    always torch's; "native" that kernel or a one-line refusal; "openblas" runs a cached engine with every
-    projection through numpy's OpenBLAS (kvviz.kernels; an option measured beside the default, CPU float32 only)."""
-    if blas not in ("torch", "auto"):
-        if key not in CACHES or cuda_graph or compiled:
-            raise ValueError(f"--blas {blas} is for the eager cached engines alone, not {key!r}"
-                             + (" with a CUDA graph" if cuda_graph else " compiled" if compiled else ""))
-        return CachedEngine(model, cache_key=key, block_size=block_size, blas=blas,
-                            options=dict(window=window, sinks=sinks, residual=residual))
-    if compiled:
-        if key != "static" or cuda_graph:
-            raise ValueError(f"a compiled step is for the static engine alone, not {key!r}"
-                             + (" with a CUDA graph" if cuda_graph else ""))
+def make_engine(key: str, model, *, kernel: str = DEFAULT_KERNEL, block_size: int = 16, window: int | None = None,
+                sinks: int | None = None, residual: int | None = None) -> Engine:
+    """`kernel`: what runs each decode step (kvviz.kernels): "torch" (PyTorch's ops, the default), "native"
+    (kvviz's C step: concat, static, paged), "openblas" (every projection through numpy's OpenBLAS),
+    "compiled" (static's fixed-shape step under torch.compile), "cuda-graph" (the same step replayed from a CUDA
+    graph). An engine the kernel cannot run, or a model or device it does not apply to, is refused in one line.
+    `window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None)."""
+    if key not in ENGINE_KEYS:
+        raise ValueError(f"unknown engine {key!r}; choose from {', '.join(ENGINE_KEYS)}")
+    check_engines(kernel, (key,))
+    check_model(kernel, model)
+    if kernel in ("compiled", "cuda-graph"):
         from kvviz.engines.graph import GraphStaticEngine
 
-        return GraphStaticEngine(model, block_size=block_size, graph=False, compiled=True)
-    if cuda_graph:
-        if key != "static":
-            raise ValueError(f"a CUDA graph is for the static engine only, not {key!r}")
-        from kvviz.engines.graph import GraphStaticEngine
-
-        return GraphStaticEngine(model, block_size=block_size, graph=True)
+        return GraphStaticEngine(model, block_size=block_size, graph=kernel == "cuda-graph",
+                                 compiled=kernel == "compiled")
     if key == "naive":
-        return NaiveEngine(model, block_size=block_size)
-    if key in CACHES:
-        return CachedEngine(model, cache_key=key, block_size=block_size, blas=blas,
-                            options=dict(window=window, sinks=sinks, residual=residual))
-    raise ValueError(f"unknown engine {key!r}; choose from {', '.join(ENGINE_KEYS)}")
+        return NaiveEngine(model, block_size=block_size, kernel=kernel)
+    return CachedEngine(model, cache_key=key, block_size=block_size, kernel=kernel,
+                        options=dict(window=window, sinks=sinks, residual=residual))
 
 
 def parse_engines(text: str | list[str]) -> tuple[str, ...]:

@@ -53,12 +53,24 @@ class Engine(ABC):
 
     key: str = ""
 
-    def __init__(self, model: Transformer, *, block_size: int = 16) -> None:
+    def __init__(self, model: Transformer, *, block_size: int = 16, kernel: str = "torch") -> None:
         self.model = model
         self.cfg = model.cfg
         self.block_size = block_size
+        self.kernel = kernel  # kvviz.kernels: what runs each decode step, checked by make_engine
+        self._linear = None  # kernel "openblas": the projections' kernel, made per run at torch's threads then
         param = next(model.parameters())
         self.device, self.dtype = param.device, param.dtype
+
+    def _run_model(self, x: torch.Tensor, cache, trace: TraceOptions) -> ForwardResult:
+        """The model's forward over `x` (B, T) on the run's kernel (forward(), not __call__: a step is short,
+        and kvviz's models carry no hooks to run)."""
+        if self._linear is None:
+            return self.model.forward(x, cache=cache, weights_layer=trace.weights_layer,
+                                      weights_head=trace.weights_head)
+        with self._linear.running():
+            return self.model.forward(x, cache=cache, weights_layer=trace.weights_layer,
+                                      weights_head=trace.weights_head, linear=self._linear)
 
     @abstractmethod
     def _begin(self, prompt_ids: Sequence[int], max_new_tokens: int, seed: int) -> None:
@@ -91,6 +103,10 @@ class Engine(ABC):
         sampler = Sampler(sampling)
         timer = StepTimer(self.device)
         ids = [int(i) for i in prompt_ids]
+        if self.kernel == "openblas":
+            from kvviz.kernels.openblas import OpenBlasLinear
+
+            self._linear = OpenBlasLinear(self.model.plan(), torch.get_num_threads())
         self._begin(ids, max_new_tokens, sampling.seed)
         # Looked up once: a tiny model's decode step is under a millisecond on a CPU, and
         # `kvviz bench --reference` holds every step against a bare loop of the same rule (kvviz.reference)

@@ -8,35 +8,18 @@ import torch
 
 from kvviz.caches import CACHES, KVCache
 from kvviz.engines.base import Engine
-from kvviz.kernels import BLAS_CHOICES, OpenBlasLinear
-from kvviz.kernels import check_supported as check_openblas
 from kvviz.models.transformer import ForwardResult
 from kvviz.trace import MaskSpec
 
 
 class CachedEngine(Engine):
-    def __init__(self, model, *, cache_key: str, block_size: int = 16, options: dict | None = None,
-                 blas: str = "auto") -> None:
-        super().__init__(model, block_size=block_size)
-        if blas not in BLAS_CHOICES:
-            raise ValueError(f"unknown --blas {blas!r}; choose from {', '.join(BLAS_CHOICES)}")
-        if blas == "openblas":
-            check_openblas(model)
-        from kvviz import native
+    """`kernel` "native": each decode step one C call (kvviz.native) over the cache's own tensors, the same for
+    concat, static and paged; "torch" and "openblas": the model's forward through the cache (the latter with
+    every projection through numpy's OpenBLAS). make_engine has checked that the kernel runs this cache."""
 
-        if blas == "native":
-            if cache_key not in native.MODES:
-                raise ValueError(f"--blas native is for the exact cached engines ({', '.join(native.MODES)}), "
-                                 f"not {cache_key!r}")
-            native.check_supported(model)
-        elif blas == "auto":  # the default: each decode step one C call wherever step.c covers the run
-            blas = "native" if native.why_not(model, cache_key) is None else "torch"
-        # "native": each decode step one C call (kvviz.native), the same for concat, static and paged, so that
-        # the caches are compared under one kernel; "torch": torch's ops (the approximate caches, GPU, bf16,
-        # GPT-2, no compiler, or asked for); "openblas": every projection through numpy's OpenBLAS
-        # (kvviz.kernels), an option measured beside the default
-        self.blas = blas
-        self.kernel: OpenBlasLinear | None = None
+    def __init__(self, model, *, cache_key: str, block_size: int = 16, options: dict | None = None,
+                 kernel: str = "torch") -> None:
+        super().__init__(model, block_size=block_size, kernel=kernel)
         self.native = None
         self.key = cache_key
         self.cache_cls = CACHES[cache_key]
@@ -54,9 +37,7 @@ class CachedEngine(Engine):
         # piece of the engine's own cost (2% of a decode step in a py-spy profile); the model reads it
         # once, for the embedding lookup
         self._token = torch.zeros((1, 1), dtype=torch.long, device=self.device)
-        if self.blas == "openblas":  # at the threads torch has now (the bench and the app set them)
-            self.kernel = OpenBlasLinear(self.model.plan(), torch.get_num_threads())
-        elif self.blas == "native":
+        if self.kernel == "native":  # at the threads torch has now (the bench and the app set them)
             from kvviz.native import NativeStep
 
             self.native = NativeStep.for_cache(self.model, c, torch.get_num_threads())
@@ -95,13 +76,7 @@ class CachedEngine(Engine):
         else:
             x = self._token
             x.fill_(new[0])  # (1, 1)
-        # forward(), not __call__: a step is short, and kvviz's models carry no hooks to run
-        if self.kernel is None:
-            out = self.model.forward(x, cache=cache, weights_layer=trace.weights_layer, weights_head=trace.weights_head)
-        else:
-            with self.kernel.running():
-                out = self.model.forward(x, cache=cache, weights_layer=trace.weights_layer,
-                                         weights_head=trace.weights_head, linear=self.kernel)
+        out = self._run_model(x, cache, trace)
         cache.commit(len(new))
         return out, len(ids) - len(new)
 

@@ -16,7 +16,7 @@ the token id and position into the inputs and replays. On a CPU (or with `graph=
 step runs eagerly, which is what the tests check against the eager `static` engine. With
 `compiled=True` the step is compiled by `torch.compile` (inductor; fixed shapes, so one compile per
 run length and model, tens of seconds on a small CPU, done in `_begin`, outside every step's time):
-an option measured beside eager (`kvviz bench --compile`), not the default. The prefill stays
+the `compiled` kernel (`--kernel compiled`), not the default. The prefill stays
 the model's ordinary forward. The engine is traced as `static` is, with the same figures. Llama-family
 models only. It knows nothing of the bench or the app.
 """
@@ -132,7 +132,8 @@ class GraphStaticEngine(CachedEngine):
 
     def __init__(self, model, *, block_size: int = 16, graph: bool | None = None, compiled: bool = False) -> None:
         check_supported(model.cfg)
-        super().__init__(model, cache_key="static", block_size=block_size)
+        super().__init__(model, cache_key="static", block_size=block_size,
+                         kernel="cuda-graph" if graph else "compiled" if compiled else "torch")
         if graph and self.device.type != "cuda":
             raise ValueError(f"a CUDA graph needs a CUDA device, not {self.device.type}")
         if graph and compiled:

@@ -14,5 +14,4 @@ class NaiveEngine(Engine):
 
     def _forward(self, ids, step, trace):
         x = torch.tensor([ids], device=self.device)  # (1, T): the whole sequence, every step
-        out = self.model.forward(x, cache=None, weights_layer=trace.weights_layer, weights_head=trace.weights_head)
-        return out, 0
+        return self._run_model(x, None, trace), 0

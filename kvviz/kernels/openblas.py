@@ -1,4 +1,4 @@
-"""A second matrix-vector kernel for a CPU decode step, as an option: numpy's OpenBLAS beside torch's MKL.
+"""The `openblas` decode kernel: every projection of a CPU decode step through numpy's OpenBLAS beside torch's MKL.
 
 Why it exists (measured on the 2-core development VM, an AMD EPYC, torch 2.13.0 CPU, numpy 2.4 on
 OpenBLAS 0.3.31; docs/benchmarks.md, "Decode at the read limit"): torch's float32 product of one row
@@ -8,10 +8,10 @@ reads them) 12.6 GB/s against 15.9; with two threads torch's kernel stayed at 13
 second thread for matrices this small) and OpenBLAS's read 20.2. Both read a 256 MiB matrix at about
 the same 17-21 GB/s on one thread: the difference is in the kernel, not in the memory.
 
-`make_engine(key, model, blas="openblas")` runs a cached engine with every projection through this kernel
-(Transformer.forward's `linear`); `kvviz bench --blas openblas` puts `static` so beside the default (row
-`static+openblas`), and `read_ceiling_openblas` probes the same kernel's own read ceiling, so that the
-row's share is against what its kernel can read. Not the default: on `tiny`, whose matrices are a few
+`make_engine(key, model, kernel="openblas")` runs an engine (naive or any cache) with every projection
+through this kernel (Transformer.forward's `linear`); `kvviz bench --kernel openblas` runs a whole
+comparison so, `--kernels torch,openblas` puts the two side by side, and `read_ceiling_openblas` probes the
+same kernel's own read ceiling. Not the default: on `tiny`, whose matrices are a few
 KiB, it was slower (0.79x); it changes the rounding (logits within 1e-4 in the tests, the tokens the
 same); it needs numpy on OpenBLAS; and while a step runs torch's own thread pool is held at one thread
 (two pools spinning on two cores made a step six times slower). CPU float32 only. No Qt.
@@ -21,8 +21,6 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-# auto: the native step (kvviz.native, the decode step in C) where it applies, else torch; the engines' default
-BLAS_CHOICES = ("auto", "torch", "openblas", "native")
 ROW = "static+openblas"  # the bench's row for it, which `kvviz memory --measured` reads back
 
 
@@ -31,31 +29,20 @@ def openblas():
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError as exc:
-        raise ValueError("--blas openblas needs threadpoolctl (pip install threadpoolctl)") from exc
+        raise ValueError("--kernel openblas needs threadpoolctl (pip install threadpoolctl)") from exc
     import numpy  # noqa: F401  (loads numpy's BLAS, so the controller finds it)
 
     found = ThreadpoolController().select(internal_api="openblas").lib_controllers
     if not found:
-        raise ValueError("--blas openblas: numpy here is not built on OpenBLAS")
+        raise ValueError("--kernel openblas: numpy here is not built on OpenBLAS")
     return found[0]
-
-
-def check_cpu_llama(model, blas: str) -> None:
-    """ValueError (one line) unless `model` is a float32 Llama-family model on a CPU, what both kernel options
-    (`--blas openblas`, `--blas native`) cover: GPT-2's forward takes no kernel."""
-    import torch
-
-    param = next(model.parameters())
-    if param.device.type != "cpu" or param.dtype != torch.float32:
-        raise ValueError(f"--blas {blas} is for float32 on a CPU, not {str(param.dtype).replace('torch.', '')} "
-                         f"on {param.device.type}")
-    if model.cfg.arch == "gpt2":
-        raise ValueError(f"--blas {blas} covers Llama-family models only, not gpt2")
 
 
 def check_supported(model) -> None:
     """ValueError (one line) for a model the OpenBLAS kernel does not cover: off a CPU, below float32, GPT-2,
     or no OpenBLAS under numpy. The engine and the bench both ask it."""
+    from kvviz.kernels import check_cpu_llama
+
     check_cpu_llama(model, "openblas")
     openblas()
 
