@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("kvviz.commands.train", "train the default model on Python's docs (pydoc_data.topics)"),
     "score": ("kvviz.commands.score", "bits per byte of a model on a UTF-8 text file"),
     "serve": ("kvviz.commands.serve", "many requests, one model: batching, a paged pool, preemption, prefix caching"),
+    "convert": ("kvviz.commands.convert", "write a model as a Hugging Face checkpoint that transformers and vLLM load"),
 }
 
 
