@@ -167,8 +167,9 @@ def test_a_message_gets_its_room_in_a_narrow_status_bar(qtbot, monkeypatch):
 
 
 def test_summary_says_what_ran_each_decode_step(qtbot):
-    """The exact caches decode on kvviz's C step where it applies, the others on torch's ops: the summary says
-    which, and that their times then differ by kernel too; a trace saved before it was recorded says nothing."""
+    """A run has one decode kernel, named in the summary's heading, with no note beside it; an older trace whose
+    engines ran different kernels says which ran where, and that their times then differ by kernel too; a trace
+    saved before it was recorded says nothing."""
     import re
 
     panel = summary_panel(qtbot)
@@ -176,15 +177,16 @@ def test_summary_says_what_ran_each_decode_step(qtbot):
     hist.info.decode_kernels = ("torch", "native", "native")
     panel.show_step(hist, 2)
     note = re.sub("<[^>]+>", " ", panel._note.text())
-    assert "Decode step: torch's ops (naive); kvviz's C step (concat, static). Their times differ by kernel as " \
+    assert "Decode step: PyTorch (naive), C step (concat, static). Their times differ by kernel as " \
            "well as by cache." in note  # in the engines' order
+    assert "decode kernel" not in panel._heading.text()
     hist.info.decode_kernels = ("native", "native", "native")
     panel.show_step(hist, 2)
-    assert "Decode step: kvviz's C step (naive, concat, static)." in panel._note.text()
-    assert "differ by kernel" not in panel._note.text()
+    assert panel._heading.text().endswith(", decode kernel C step")
+    assert "Decode step:" not in panel._note.text() and "differ by kernel" not in panel._note.text()
     hist.info.decode_kernels = ()
     panel.show_step(hist, 2)
-    assert "Decode step" not in panel._note.text()
+    assert "Decode step:" not in panel._note.text() and "kernel" not in panel._heading.text()
 
 
 def test_a_share_past_the_ceiling_says_the_step_fits_in_the_cache(qapp):

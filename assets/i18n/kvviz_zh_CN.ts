@@ -1260,6 +1260,10 @@
         <source>{0} is not a length in tokens (a whole number, at least 1)</source>
         <translation>{0} 不是以 token 计的长度（须为整数，至少为 1）</translation>
     </message>
+    <message>
+        <source>{0} tokens is more than {1:,}, the most `kvviz memory --tokens` takes</source>
+        <translation>{0} 个词元超过了 {1:,}，即 `kvviz memory --tokens` 接受的上限</translation>
+    </message>
 </context>
 <context>
     <name>Narration</name>
@@ -1270,6 +1274,26 @@
     <message>
         <source>, </source>
         <translation>、</translation>
+    </message>
+    <message>
+        <source>{kernel} ({engines})</source>
+        <translation>{kernel}（{engines}）</translation>
+    </message>
+    <message>
+        <source>Decode kernels: {kernels}; their times differ by kernel as well as by cache.</source>
+        <translation>解码内核：{kernels}；它们的耗时差异既来自缓存，也来自内核。</translation>
+    </message>
+    <message>
+        <source>Kernel: {kernel}.</source>
+        <translation>内核：{kernel}。</translation>
+    </message>
+    <message>
+        <source>Decode kernel: {kernel}.</source>
+        <translation>解码内核：{kernel}。</translation>
+    </message>
+    <message>
+        <source>Every engine decodes with the {kernel} kernel: their times differ by cache alone.</source>
+        <translation>每个引擎都用 {kernel} 内核解码：它们的耗时差异只来自缓存。</translation>
     </message>
     <message>
         <source>every engine</source>
@@ -1639,6 +1663,14 @@
     <message>
         <source>loading PyTorch...</source>
         <translation>正在加载 PyTorch...</translation>
+    </message>
+    <message>
+        <source>Decode kernel</source>
+        <translation>解码内核</translation>
+    </message>
+    <message>
+        <source>What runs every engine&apos;s decode steps, one kernel for the whole run, so that the engines differ by their cache alone</source>
+        <translation>运行每个引擎解码步的代码，整次运行只用一个内核，这样各引擎之间只有缓存不同</translation>
     </message>
     <message>
         <source>New tokens</source>
@@ -2033,6 +2065,14 @@
         <translation>运行 (Ctrl+R)</translation>
     </message>
     <message>
+        <source>loading the model list...</source>
+        <translation>正在加载模型列表...</translation>
+    </message>
+    <message>
+        <source>the model list is loading...</source>
+        <translation>模型列表正在加载...</translation>
+    </message>
+    <message>
         <source>choose a model</source>
         <translation>请选择模型</translation>
     </message>
@@ -2063,6 +2103,14 @@
     <message>
         <source>the token budget is smaller than one block</source>
         <translation>token 预算小于一个块</translation>
+    </message>
+    <message>
+        <source>not a list of 1 to {0} requests</source>
+        <translation>不是含 1 到 {0} 个请求的列表</translation>
+    </message>
+    <message>
+        <source>request {0} is not [prompt, new tokens, arrival]</source>
+        <translation>请求 {0} 不是 [提示词, 新词元数, 到达时间]</translation>
     </message>
 </context>
 <context>
@@ -2256,6 +2304,10 @@
         <translation>关闭(&amp;C)</translation>
     </message>
     <message>
+        <source>&amp;Quit kvviz</source>
+        <translation>退出 kvviz(&amp;Q)</translation>
+    </message>
+    <message>
         <source>Serve the workload with every ticked scheduler, in lockstep (Ctrl+R)</source>
         <translation>用每个勾选的调度器同步服务该负载 (Ctrl+R)</translation>
     </message>
@@ -2330,6 +2382,53 @@
     <message>
         <source>Serve records (*.json)</source>
         <translation>服务记录 (*.json)</translation>
+    </message>
+</context>
+<context>
+    <name>SettingsFile</name>
+    <message>
+        <source>settings {0}: {1}={2} refused ({3}); the default is used</source>
+        <translation>设置 {0}：{1}={2} 被拒绝（{3}）；使用默认值</translation>
+    </message>
+    <message>
+        <source>not a whole number</source>
+        <translation>不是整数</translation>
+    </message>
+    <message>
+        <source>not a finite number</source>
+        <translation>不是有限数</translation>
+    </message>
+    <message>
+        <source>outside {0}..{1}</source>
+        <translation>超出 {0}..{1}</translation>
+    </message>
+    <message>
+        <source>must be more than {0:g}</source>
+        <translation>必须大于 {0:g}</translation>
+    </message>
+    <message>
+        <source>not true or false</source>
+        <translation>不是 true 或 false</translation>
+    </message>
+    <message>
+        <source>not text</source>
+        <translation>不是文本</translation>
+    </message>
+    <message>
+        <source>{0:,} characters, more than {1:,}</source>
+        <translation>{0:,} 个字符，多于 {1:,}</translation>
+    </message>
+    <message>
+        <source>holds a NUL</source>
+        <translation>含有 NUL 字符</translation>
+    </message>
+    <message>
+        <source>not the bytes Qt saves</source>
+        <translation>不是 Qt 保存的字节</translation>
+    </message>
+    <message>
+        <source>{0} (and {1} more on stderr)</source>
+        <translation>{0}（另有 {1} 条在 stderr）</translation>
     </message>
 </context>
 <context>
@@ -2416,6 +2515,22 @@
     <message>
         <source>KV {0} per token</source>
         <translation>每个 token 的 KV：{0}</translation>
+    </message>
+    <message>
+        <source>kernel {0}</source>
+        <translation>内核 {0}</translation>
+    </message>
+    <message>
+        <source>The decode kernel: what ran every engine&apos;s decode steps, one for the whole run, so that the engines&apos; times differ by their cache alone</source>
+        <translation>解码内核：运行每个引擎解码步的代码，整次运行只用一个，因此各引擎的耗时差异只来自缓存</translation>
+    </message>
+    <message>
+        <source>kernels {0}</source>
+        <translation>内核 {0}</translation>
+    </message>
+    <message>
+        <source>A trace saved when a run could mix kernels: its engines&apos; decode steps ran on different kernels, so their times differ by kernel as well as by cache</source>
+        <translation>这是一次运行还能混用内核时保存的轨迹：各引擎的解码步运行在不同内核上，因此耗时差异既来自缓存，也来自内核</translation>
     </message>
     <message>
         <source>parameters: read when loaded</source>
@@ -2567,6 +2682,10 @@
         <translation>第 0–{step} 步累计（{n} 个新 token）</translation>
     </message>
     <message>
+        <source>{totals}, decode kernel {kernel}</source>
+        <translation>{totals}，解码内核 {kernel}</translation>
+    </message>
+    <message>
         <source>Set aside for want of room (the narration tells them): {rows}</source>
         <translation>因空间不足而省略（解说中有）：{rows}</translation>
     </message>
@@ -2579,32 +2698,24 @@
         <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
     </message>
     <message>
-        <source>kvviz&apos;s C step</source>
-        <translation>kvviz 的 C 解码步</translation>
-    </message>
-    <message>
-        <source>torch&apos;s ops</source>
-        <translation>torch 算子</translation>
-    </message>
-    <message>
-        <source>numpy&apos;s OpenBLAS</source>
-        <translation>numpy 的 OpenBLAS</translation>
-    </message>
-    <message>
-        <source>{kernel} ({engines})</source>
-        <translation>{kernel}（{engines}）</translation>
+        <source>{engine} {speedup}× (odd steps {odd}×, even {even}×)</source>
+        <translation>{engine} {speedup}×（奇数步 {odd}×，偶数步 {even}×）</translation>
     </message>
     <message>
         <source>, </source>
         <translation>、</translation>
     </message>
     <message>
-        <source>; </source>
-        <translation>；</translation>
+        <source>{engine} {ms}</source>
+        <translation>{engine} {ms}</translation>
     </message>
     <message>
-        <source>Decode step: {parts}.</source>
-        <translation>解码步：{parts}。</translation>
+        <source>Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine&apos;s noise moved the figure that much. Prefill (step 0, apart): {prefill}.</source>
+        <translation>只看解码步，相对 naive：{parts}。奇数步与偶数步覆盖同样的位置：两者相差多少，机器的噪声就让这个数字变动了多少。预填充（第 0 步，单列）：{prefill}。</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
     </message>
     <message>
         <source>Decode step: {parts}. Their times differ by kernel as well as by cache.</source>
@@ -2973,6 +3084,49 @@
     <message>
         <source>K/V stored as int8 with a scale per token and head, dequantised for attention</source>
         <translation>K/V 以 int8 存储，每个 token 和头一个缩放因子，注意力计算前反量化</translation>
+    </message>
+</context>
+<context>
+    <name>kernels</name>
+    <message>
+        <source>PyTorch</source>
+        <translation>PyTorch</translation>
+    </message>
+    <message>
+        <source>PyTorch&apos;s ops, one call per operation: what the course&apos;s code runs</source>
+        <translation>PyTorch 的算子，每个运算一次调用：课程代码运行的就是它</translation>
+    </message>
+    <message>
+        <source>C step</source>
+        <translation>C 解码步</translation>
+    </message>
+    <message>
+        <source>kvviz&apos;s C step: a whole decode step in one C call, each matrix read once (CPU, float32, Llama-family models)</source>
+        <translation>kvviz 的 C 解码步：整个解码步一次 C 调用，每个矩阵只读一次（CPU、float32、Llama 系列模型）</translation>
+    </message>
+    <message>
+        <source>OpenBLAS</source>
+        <translation>OpenBLAS</translation>
+    </message>
+    <message>
+        <source>every projection through numpy&apos;s OpenBLAS, the rest PyTorch&apos;s ops (CPU, float32, Llama-family models)</source>
+        <translation>每个投影都经由 numpy 的 OpenBLAS，其余用 PyTorch 的算子（CPU、float32、Llama 系列模型）</translation>
+    </message>
+    <message>
+        <source>torch.compile</source>
+        <translation>torch.compile</translation>
+    </message>
+    <message>
+        <source>the static cache&apos;s fixed-shape decode step compiled by torch.compile (the compile happens before the first step)</source>
+        <translation>static 缓存固定形状的解码步由 torch.compile 编译（编译在第一步之前完成）</translation>
+    </message>
+    <message>
+        <source>CUDA graph</source>
+        <translation>CUDA 图</translation>
+    </message>
+    <message>
+        <source>the static cache&apos;s fixed-shape decode step captured once as a CUDA graph and replayed</source>
+        <translation>static 缓存固定形状的解码步一次捕获为 CUDA 图，之后重放</translation>
     </message>
 </context>
 </TS>

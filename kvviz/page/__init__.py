@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from kvviz.format import fmt_bytes
+from kvviz.kernels import KERNELS
 from kvviz.page.strings import page_strings
 from kvviz.textshow import group_labels
 from kvviz.trace import RunInfo, StepTrace
@@ -119,7 +120,8 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
                  "wall": None if wall is None else {"weights_bytes": wall.weights_bytes, "row_bytes": wall.row_bytes,
                                                     "kv_bytes_per_token": wall.kv_bytes_per_token},
                  "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind(),
-                 "decode_kernels": dict(zip(info.engines, info.decode_kernels)), "cache_bytes": info.cache_bytes},
+                 "decode_kernels": dict(zip(info.engines, info.decode_kernels)), "cache_bytes": info.cache_bytes,
+                 "kernel_labels": {k: KERNELS[k].label for k in info.decode_kernels if k in KERNELS}},
         "prompt": _shown_tokens(prompt),
         "engines": engines,
         "range": [first, last],

@@ -327,6 +327,27 @@ function names(list) {
   if (list.length === 1) return list[0];
   return pyFormat(tr("Narration", "{names} and {last}"), { names: list.slice(0, -1).join(tr("Narration", ", ")), last: list[list.length - 1] });
 }
+// Which kernel ran which engines' decode steps (the window's narration.kernels_ran / kernels_text): one for a
+// run, several for an older trace whose engines ran different kernels, none where the trace does not say.
+function kernelsRan(names) {
+  const ran = INFO.decode_kernels || {}, groups = new Map();
+  for (const n of names) if (n in ran) { if (!groups.has(ran[n])) groups.set(ran[n], []); groups.get(ran[n]).push(n); }
+  return [...groups];
+}
+function kernelsText(groups, rich) {
+  const N = s => tr("Narration", s), name = rich ? esc : String;
+  const label = k => name(tr("kernels", (INFO.kernel_labels || {})[k] || k));
+  if (groups.length === 1) return label(groups[0][0]);
+  return groups.map(([k, es]) => pyFormat(N("{kernel} ({engines})"), { kernel: label(k), engines: es.map(name).join(N(", ")) })).join(N(", "));
+}
+function kernelSentence(steps, k0) {  // the window's narration._kernel_sentence, full form
+  const N = s => tr("Narration", s), groups = kernelsRan(steps.map(([e]) => e.name));
+  if (!groups.length || k0 === 0) return "";
+  const kernel = kernelsText(groups, true);
+  if (groups.length > 1) return pyFormat(N("Decode kernels: {kernels}; their times differ by kernel as well as by cache."), { kernels: kernel });
+  if (steps.length === 1) return pyFormat(N("Decode kernel: {kernel}."), { kernel });
+  return pyFormat(N("Every engine decodes with the {kernel} kernel: their times differ by cache alone."), { kernel });
+}
 function narration(k) {
   const steps = ENGINES.map(e => [e, stepOf(e, k)]);
   if (!steps.length) return "";
@@ -392,6 +413,8 @@ function narration(k) {
       text = pyFormat(N("{work} {wall}"), { work: text, wall });
     }
   }
+  const kernel = kernelSentence(steps, k0);
+  if (kernel) text = pyFormat(N("{work} {wall}"), { work: text, wall: kernel });
   const moved = [];
   for (const [e, kk] of steps) {
     const verbs = [[N("copied {bytes}"), e.steps.bytes_copied[kk]], [N("wrote {bytes}"), e.steps.bytes_written[kk]],
@@ -882,7 +905,10 @@ function drawSummary(k) {
   const approximate = names.some(n => !EXACT.includes(n));
   const wallRows = !INFO.wall ? [] : INFO.ceiling !== null ? ["bytes_read", "read_gbps", "copy_share"] : ["bytes_read", "read_gbps"];
   const shown = Math.min(k, Math.max(...ENGINES.map(e => e.steps.pos_stop.length)) - 1);
-  let out = `<div class="heading">${esc(pyFormat(S("Totals over steps 0\u2013{step} ({n} new tokens)"), { step: shown, n: shown + 1 }))}</div>`;
+  const kernels = kernelsRan(names);
+  let heading = pyFormat(S("Totals over steps 0\u2013{step} ({n} new tokens)"), { step: shown, n: shown + 1 });
+  if (kernels.length === 1) heading = pyFormat(S("{totals}, decode kernel {kernel}"), { totals: heading, kernel: kernelsText(kernels, false) });
+  let out = `<div class="heading">${esc(heading)}</div>`;
   out += `<table class="summary"><thead><tr><th></th>${ENGINES.map(e => `<th style="color:${e.color}">${esc(e.name)}</th>`).join("")}</tr></thead><tbody>`;
   const rowName = rowNames();
   COLUMNS.forEach(([key, higher], r) => {
@@ -908,18 +934,9 @@ function drawSummary(k) {
     out += `<div class="note">${pyFormat(S("Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache <b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed."),
       { naive: fmtCount(naive.kv_projections), cached: fmtCount(values[fewest.name].kv_projections), ratio })}</div>`;
   }
-  // What ran each engine's decode step (the window's SummaryPanel._kernel_note)
-  const kernelNames = { native: S("kvviz's C step"), torch: S("torch's ops"), openblas: S("numpy's OpenBLAS") };
-  const groups = new Map();
-  for (const e of ENGINES) {
-    const k = (INFO.decode_kernels || {})[e.name];
-    if (k in kernelNames) { if (!groups.has(k)) groups.set(k, []); groups.get(k).push(esc(e.name)); }
-  }
-  if (groups.size) {
-    const parts = [...groups].map(([k, es]) => pyFormat(S("{kernel} ({engines})"), { kernel: kernelNames[k], engines: es.join(S(", ")) })).join(S("; "));
-    out += `<div class="note kernels">${pyFormat(groups.size === 1 ? S("Decode step: {parts}.")
-      : S("Decode step: {parts}. Their times differ by kernel as well as by cache."), { parts })}</div>`;
-  }
+  // An older trace whose engines ran different kernels says which ran where (the window's SummaryPanel._kernel_note)
+  if (kernels.length > 1)
+    out += `<div class="note kernels">${pyFormat(S("Decode step: {parts}. Their times differ by kernel as well as by cache."), { parts: kernelsText(kernels, true) })}</div>`;
   el.summary.body.innerHTML = out;
 }
 
@@ -943,6 +960,8 @@ function drawBar(k) {
   const fields = [pyFormat(F("device {0}, {1}"), { 0: INFO.device || "-", 1: INFO.dtype || "-" }),
     pyFormat(F("model {0}"), { 0: INFO.model_name }), pyFormat(F("{0} parameters"), { 0: fmtCountShort(INFO.param_count) }),
     pyFormat(F("KV {0} per token"), { 0: fmtBytes(INFO.kv_bytes_per_token) })];
+  const kernels = kernelsRan(ENGINES.map(e => e.name));  // the window's StatusFields._show_kernel
+  if (kernels.length) fields.splice(1, 0, pyFormat(kernels.length === 1 ? F("kernel {0}") : F("kernels {0}"), { 0: kernelsText(kernels, false) }));
   if (INFO.ceiling !== null) fields.push(pyFormat(INFO.ceiling_kind === "read" ? F("read {0} GB/s ({1})") : F("copy {0} GB/s ({1})"),
     { 0: fmtFigure(INFO.ceiling), 1: INFO.device }));
   document.getElementById("status").textContent = fields.join("   ");

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
+from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS, unavailable
 from kvviz.messages import Environment, ModelChoice
 from kvviz.options import BOUNDS, CACHE_SETTINGS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
 from kvviz.trace import RunInfo
@@ -89,6 +90,14 @@ class RunForm(QWidget):
         self.engine_layout.setContentsMargins(6, 4, 6, 4)
         self.engine_placeholder = QLabel()
         self.engine_layout.addWidget(self.engine_placeholder)
+        # One decode kernel for every engine of the run (kvviz.kernels); greyed where this device has none.
+        self.kernel_combo = QComboBox()
+        self.kernel_combo.setObjectName("kernel")
+        for key in KERNEL_KEYS:
+            self.kernel_combo.addItem(KERNELS[key].label, key)
+        self.kernel_combo.setCurrentIndex(self.kernel_combo.findData(DEFAULT_KERNEL))
+        self.kernel_label = QLabel()
+        self._kernel_why: dict[tuple[str, str], str | None] = {}  # (kernel, device type) -> why it does not run
         self.tokens_spin = QSpinBox()
         self.tokens_spin.setObjectName("max_new_tokens")
         self.tokens_spin.setRange(*_range("tokens"))
@@ -153,6 +162,7 @@ class RunForm(QWidget):
         form.addRow(self.device_label, self.device_combo)
         form.addRow(self.dtype_label, self.dtype_combo)
         form.addRow(self.engine_box)
+        form.addRow(self.kernel_label, self.kernel_combo)
         form.addRow(self.tokens_label, self.tokens_spin)
         form.addRow(self.block_label, self.block_spin)
         form.addRow(self.window_label, self.window_spin)
@@ -195,6 +205,7 @@ class RunForm(QWidget):
 
         for widget, signal in ((self.prompt_edit, "textChanged"), (self.model_combo, "currentIndexChanged"),
                                (self.device_combo, "currentIndexChanged"), (self.dtype_combo, "currentIndexChanged"),
+                               (self.kernel_combo, "currentIndexChanged"),
                                (self.tokens_spin, "valueChanged"), (self.block_spin, "valueChanged"),
                                (self.window_spin, "valueChanged"), (self.sinks_spin, "valueChanged"),
                                (self.residual_spin, "valueChanged"),
@@ -224,6 +235,10 @@ class RunForm(QWidget):
         for key, box in self.engine_checks.items():
             box.setText(key)
             box.setToolTip(QCoreApplication.translate("engines", self._engine_help.get(key, "")))
+        self.kernel_label.setText(self.tr("Decode kernel"))
+        self.kernel_combo.setToolTip(self.tr("What runs every engine's decode steps, one kernel for the whole run, "
+                                             "so that the engines differ by their cache alone"))
+        self._show_kernels()
         self.tokens_label.setText(self.tr("New tokens"))
         self.block_label.setText(self.tr("Block size"))
         self.block_spin.setToolTip(self.tr("Tokens per block of the paged cache"))
@@ -294,6 +309,27 @@ class RunForm(QWidget):
         self.retranslate()
         self._on_model_changed()
 
+    def kernel_unavailable(self, kernel: str) -> str | None:
+        """Why `kernel` does not run on the chosen device (kvviz.kernels.unavailable), or None; None too
+        before the environment says which device "auto" is."""
+        device = self.current_device().split(":")[0]
+        if not device or device == "auto":
+            return None
+        if (kernel, device) not in self._kernel_why:  # the C compiler and OpenBLAS are looked for once
+            self._kernel_why[kernel, device] = unavailable(kernel, device)
+        return self._kernel_why[kernel, device]
+
+    def _show_kernels(self) -> None:
+        """Each kernel named in the reader's language; one the chosen device cannot run is greyed out with
+        the reason as its tooltip, the others' tooltip is their help."""
+        model = self.kernel_combo.model()
+        for index, key in enumerate(KERNEL_KEYS):
+            why = self.kernel_unavailable(key)
+            self.kernel_combo.setItemText(index, QCoreApplication.translate("kernels", KERNELS[key].label))
+            self.kernel_combo.setItemData(index, why or QCoreApplication.translate("kernels", KERNELS[key].help),
+                                          Qt.ItemDataRole.ToolTipRole)
+            model.item(index).setEnabled(why is None)
+
     def _add_model_item(self, choice: ModelChoice) -> None:
         self.model_combo.addItem(choice.name, choice.name)
         index = self.model_combo.count() - 1
@@ -354,6 +390,8 @@ class RunForm(QWidget):
                 combo.setCurrentIndex(combo.findData(value))
         self.prompt_edit.setPlainText(info.prompt)
         self.set_engines(info.engines)
+        if info.kernel is not None and self.kernel_combo.findData(info.kernel) >= 0:
+            self.kernel_combo.setCurrentIndex(self.kernel_combo.findData(info.kernel))
         for spin, value in ((self.tokens_spin, info.max_new_tokens), (self.block_spin, info.block_size),
                             (self.window_spin, info.window), (self.sinks_spin, info.sinks),
                             (self.residual_spin, info.residual)):
@@ -364,8 +402,8 @@ class RunForm(QWidget):
     def set_read_only(self, on: bool) -> None:
         """The fields locked (a replay shown) or editable again; Run stays, and unlocks them."""
         for widget in (self.prompt_edit, self.model_combo, self.open_button, self.device_combo, self.dtype_combo,
-                       self.engine_box, self.tokens_spin, self.block_spin, self.window_spin, self.sinks_spin,
-                       self.residual_spin, self.sampling_box, self.layer_spin, self.head_spin):
+                       self.engine_box, self.kernel_combo, self.tokens_spin, self.block_spin, self.window_spin,
+                       self.sinks_spin, self.residual_spin, self.sampling_box, self.layer_spin, self.head_spin):
             widget.setEnabled(not on)
         self.replay_row.setVisible(on)
 
@@ -422,6 +460,7 @@ class RunForm(QWidget):
             window=self.window_spin.value(),
             sinks=self.sinks_spin.value(),
             residual=self.residual_spin.value() or None,
+            kernel=self.kernel_combo.currentData() or DEFAULT_KERNEL,
             trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
                                weights_head=self.head_spin.value()),
         )
@@ -460,9 +499,15 @@ class RunForm(QWidget):
             self.sampling()
         except ValueError as exc:
             return self.tr("Sampling: {0}").format(exc)
-        shared = check_run_config(self.build_run())  # the commands' bounds, one set (kvviz.options)
+        try:  # the commands' bounds, one set (kvviz.options); RunConfig refuses what check_run_config reports
+            shared = check_run_config(self.build_run())
+        except ValueError as exc:  # e.g. a kernel one of the ticked engines cannot decode with
+            shared = [str(exc)]
         if shared:
             return shared[0][:1].upper() + shared[0][1:] + "."
+        why = self.kernel_unavailable(self.kernel_combo.currentData() or DEFAULT_KERNEL)
+        if why:  # a saved or replayed choice this device cannot run (the list greys it out)
+            return why[:1].upper() + why[1:] + "."
         cfg = choice.config
         if cfg is not None:
             n_new = self.tokens_spin.value()
@@ -491,6 +536,7 @@ class RunForm(QWidget):
 
     @Slot()
     def _on_changed(self, *_args) -> None:
+        self._show_kernels()  # the device may have changed
         self.temperature_spin.setEnabled(not self.greedy_check.isChecked())
         self.top_k_spin.setEnabled(not self.greedy_check.isChecked())
         self.top_p_spin.setEnabled(not self.greedy_check.isChecked())
@@ -522,6 +568,7 @@ class RunForm(QWidget):
             s.setValue("run/model", self.current_model())
             s.setValue("run/device", self.device_combo.currentData() or "auto")
             s.setValue("run/engines", ",".join(self.checked_engines()))
+        s.setValue("run/kernel", self.kernel_combo.currentData() or DEFAULT_KERNEL)
         s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
         s.setValue("run/tokens", self.tokens_spin.value())
         s.setValue("run/block_size", self.block_spin.value())
@@ -543,6 +590,7 @@ class RunForm(QWidget):
                 self._wanted[key] = s.value(f"run/{key}", "", type=str)
         index = self.dtype_combo.findData(s.value("run/dtype", "auto", type=str))
         self.dtype_combo.setCurrentIndex(max(index, 0))
+        self._select_combo(self.kernel_combo, s.value("run/kernel", DEFAULT_KERNEL, type=str), DEFAULT_KERNEL)
         self.tokens_spin.setValue(s.value("run/tokens", self.tokens_spin.value(), type=int))
         self.block_spin.setValue(s.value("run/block_size", self.block_spin.value(), type=int))
         for spin in (self.window_spin, self.sinks_spin, self.residual_spin):

@@ -14,7 +14,8 @@ import re
 from PySide6.QtCore import QCoreApplication
 
 from kvviz.format import fmt_bytes, fmt_figure, fmt_ms
-from kvviz.trace import StepTrace
+from kvviz.kernels import KERNELS
+from kvviz.trace import RunInfo, StepTrace
 from kvviz.ui.history import RunHistory
 
 
@@ -46,6 +47,52 @@ def _unbroken(text: str) -> str:
     """A figure and its unit joined by a no-break space, so that a wrapped line never ends on "14.6" and
     starts the next on "GB/s" (the narration wraps at any width; units follow figures in both languages)."""
     return _FIGURE_UNIT.sub("\\1\u00a0\\2", text)
+
+
+def kernel_label(kernel: str) -> str:
+    """A decode kernel's name in the reader's language (kvviz.kernels' label: "PyTorch", "C step")."""
+    spec = KERNELS.get(kernel)
+    return QCoreApplication.translate("kernels", spec.label) if spec is not None else kernel
+
+
+def kernels_ran(info: RunInfo, engines=None) -> list[tuple[str, list[str]]]:
+    """Which kernel ran the decode steps of which of `engines` (default the run's), in the engines' order:
+    one (kernel, engines) pair for a run, several for an older trace whose engines ran different kernels,
+    none where the trace does not say (RunInfo.decode_kernels)."""
+    ran = dict(zip(info.engines, info.decode_kernels))
+    groups: dict[str, list[str]] = {}
+    for engine in info.engines if engines is None else engines:
+        if engine in ran:
+            groups.setdefault(ran[engine], []).append(engine)
+    return list(groups.items())
+
+
+def kernels_text(groups: list[tuple[str, list[str]]], escape: bool = False) -> str:
+    """"PyTorch" for a run's one kernel; "C step (concat, static), PyTorch (naive)" where an older trace's engines
+    ran different ones (as rich text with `escape`)."""
+    name = html.escape if escape else str
+    if len(groups) == 1:
+        return name(kernel_label(groups[0][0]))
+    return _tr(", ").join(_tr("{kernel} ({engines})").format(kernel=name(kernel_label(k)), engines=_tr(", ").join(
+        name(e) for e in engines)) for k, engines in groups)
+
+
+def _kernel_sentence(history: RunHistory, steps, *, short: bool) -> str:
+    """The decode kernel, said at a decode step: one for every engine of a run (their times then differ by
+    the cache alone), or, in an older trace, which ran where."""
+    groups = kernels_ran(history.info, [engine for engine, *_ in steps])
+    if not groups or steps[0][2].phase != "decode":
+        return ""
+    kernel = kernels_text(groups, escape=True)
+    if len(groups) > 1:
+        return _tr("Decode kernels: {kernels}; their times differ by kernel as well as by cache.").format(
+            kernels=kernel)
+    if short:
+        return _tr("Kernel: {kernel}.").format(kernel=kernel)
+    if len(steps) == 1:
+        return _tr("Decode kernel: {kernel}.").format(kernel=kernel)
+    return _tr("Every engine decodes with the {kernel} kernel: their times differ by cache alone.").format(
+        kernel=kernel)
 
 
 def describe(history: RunHistory, step: int, color=None, *, form: str = "full") -> str:
@@ -101,6 +148,9 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
     wall = _wall(history, steps, color)
     if wall:
         text = _tr("{work} {wall}").format(work=text, wall=wall)
+    kernel = _kernel_sentence(history, steps, short=False)
+    if kernel:
+        text = _tr("{work} {wall}").format(work=text, wall=kernel)
     moved = []
     for engine, order, trace, _prev in steps:
         verbs = [verb.format(bytes=fmt_bytes(n)) for verb, n in (
@@ -148,6 +198,9 @@ def _short(history: RunHistory, steps, color) -> str:
         if _past_ceiling(history, steps, shape):  # the full form's reason, in few words
             text = _tr("{work} Over 100%: read from the CPU's {cache} cache.").format(
                 work=text, cache=html.escape(fmt_bytes(history.info.cache_bytes)))
+    kernel = _kernel_sentence(history, steps, short=True)
+    if kernel:
+        text = _tr("{work} {wall}").format(work=text, wall=kernel)
     return text
 
 

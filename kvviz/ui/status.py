@@ -1,9 +1,7 @@
-"""The status bar's permanent fields: device and dtype, model, parameter count, KV bytes per token (of
-the run the panels show, else of the form's choice, from the model's config), the memory read
-ceiling a decode step runs against (the run's device and threads, else this machine's last measured one;
-before any, the copy bandwidth, named so: kvviz.bandwidth), and the device memory the
-allocator reports during a run; and the window's own cost: the CPU its process used while the last run
-stepped (the engine runs in a process of its own, and on a small machine the two share the cores)."""
+"""The status bar's permanent fields: device and dtype, the run's decode kernel, model, parameter count, KV bytes
+per token (of the run the panels show, else of the form's choice), the memory read ceiling a decode step runs
+against (kvviz.bandwidth), the device memory the allocator reports during a run, and the window's own cost: the
+CPU its process used while the last run stepped (the engine runs in a process of its own)."""
 from __future__ import annotations
 
 import os
@@ -16,6 +14,7 @@ from kvviz.config import ModelConfig
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
 from kvviz.trace import RunInfo
 from kvviz.ui.history import RunHistory
+from kvviz.ui.narration import kernels_ran, kernels_text
 
 NO_WIDTH_LIMIT = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX, which PySide6 does not export
 
@@ -53,10 +52,12 @@ class WindowCost:
 
 class StatusFields:
     def __init__(self, bar: QStatusBar) -> None:
-        self.device, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost = (
-            QLabel() for _ in range(7))
+        self.device, self.kernel, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost = (
+            QLabel() for _ in range(8))
+        self.kernel.setObjectName("kernel")
         for label in self._fields():
             bar.addPermanentWidget(label)
+        self.kernel.hide()
         self.mem.hide()
         self.cost.hide()
         self._bar = bar
@@ -74,8 +75,8 @@ class StatusFields:
         """A message (a run finished, a file saved, a note) is shown left of the fields, in what room they leave:
         at 1280x720 and 150% they left it none ("finished: 150 ste" ran into "device cpu"). While one shows, the
         fields it needs the room of step aside, the least needed first (the window's cost, the parameter count,
-        KV per token, the model, the device; never the read ceiling or the device memory), and come back when
-        it goes. They are narrowed, not hidden, so that show()/hide() elsewhere keep meaning what they say.
+        KV per token, the model, the device; never the kernel, the read ceiling or the device memory), and come back
+        when it goes. They are narrowed, not hidden, so that show()/hide() elsewhere keep meaning what they say.
         Called when the message changes and when a field does (the window shows its cost after "finished")."""
         if message is None:
             message = self._bar.currentMessage()
@@ -99,7 +100,7 @@ class StatusFields:
                 self._squeezed.append(label)
 
     def _fields(self) -> tuple[QLabel, ...]:
-        return self.device, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost
+        return self.device, self.kernel, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost
 
     def _probe(self) -> None:
         from kvviz.bandwidth import cached_read_ceiling, cpu_bandwidth
@@ -154,10 +155,29 @@ class StatusFields:
         peak = info.peak_gbps if 0 < info.peak_gbps < float("inf") else 0.0
         self._run_gbps = None if gbps is None else (gbps, peak, info.device or "-")
         self._run_kind, self._run_threads = info.ceiling_kind() or "copy", info.read_threads
+        self._show_kernel(info)
         self._show_bandwidth()
+
+    def _show_kernel(self, info: RunInfo | None) -> None:
+        """The run's decode kernel ("kernel PyTorch"); an older trace whose engines ran different kernels says
+        which ran where; hidden where the trace does not say, and while the form's choice is described."""
+        groups = kernels_ran(info) if info is not None else []
+        self.kernel.setVisible(bool(groups))
+        if not groups:
+            return
+        if len(groups) == 1:
+            self.kernel.setText(_tr("kernel {0}").format(kernels_text(groups)))
+            self.kernel.setToolTip(_tr("The decode kernel: what ran every engine's decode steps, one for the "
+                                       "whole run, so that the engines' times differ by their cache alone"))
+        else:
+            self.kernel.setText(_tr("kernels {0}").format(kernels_text(groups)))
+            self.kernel.setToolTip(_tr("A trace saved when a run could mix kernels: its engines' decode steps "
+                                       "ran on different kernels, so their times differ by kernel as well as by "
+                                       "cache"))
 
     def show_choice(self, model: str, device: str, dtype: str, cfg: ModelConfig | None) -> None:
         self.device.setText(_tr("device {0}, {1}").format(device or "-", dtype or "-"))
+        self._show_kernel(None)
         self.model.setText(_tr("model {0}").format(model or "-"))
         if cfg is None:
             self.params.setText(_tr("parameters: read when loaded") if model else "")

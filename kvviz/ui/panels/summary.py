@@ -22,10 +22,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure
+from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms
 from kvviz.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
+from kvviz.ui.narration import kernels_ran, kernels_text
 from kvviz.ui.panels._plots import engine_step, share_text
 from kvviz.ui.panels.base import Panel
 from kvviz.wall import WallShape, achieved_gbps
@@ -309,6 +310,10 @@ class SummaryPanel(Panel):
         shown = min(step, history.n_steps() - 1)
         self._heading_text = self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
             step=shown, n=shown + 1)
+        kernels = kernels_ran(history.info, engines)
+        if len(kernels) == 1:  # the run's one decode kernel, in the title the figures stand under
+            self._heading_text = self.tr("{totals}, decode kernel {kernel}").format(
+                totals=self._heading_text, kernel=kernels_text(kernels))
         self._heading.setText(self._heading_text + self._aside_text())
         approximate = any(e not in EXACT for e in engines)  # the quality rows only where they tell something
         for row, (key, _higher) in enumerate(COLUMNS):
@@ -319,8 +324,9 @@ class SummaryPanel(Panel):
         self._wall_rows = () if wall is None else WALL_ROWS if copy is not None else WALL_ROWS[:2]
         self._units = self._row_units()
         self._set_headers()
-        self._note.setText("<br>".join(n for n in (self._work_note(summaries), self._kernel_note(history.info, engines))
-                                       if n))
+        notes = (self._work_note(summaries), self._decode_note(history, engines, step),
+                 self._kernel_note(kernels))
+        self._note.setText("<br>".join(n for n in notes if n))
         self._fill(engines)
 
     def _row_units(self) -> dict[str, tuple[str, float]]:
@@ -606,24 +612,41 @@ class SummaryPanel(Panel):
                                ratio=ratio)
 
 
-    def _kernel_note(self, info, engines: list[str]) -> str:
-        """What ran each engine's decode step (RunInfo.decode_kernels; nothing for a trace saved before it): the
-        exact caches run kvviz's C step where it applies, the others torch's ops, so where they differ a time
-        tells the kernel as well as the cache."""
-        names = {"native": self.tr("kvviz's C step"), "torch": self.tr("torch's ops"),
-                 "openblas": self.tr("numpy's OpenBLAS")}  # kvviz.traceio.DECODE_KERNELS
-        kernels = dict(zip(info.engines, info.decode_kernels))
-        groups: dict[str, list[str]] = {}
-        for engine in engines:
-            if kernels.get(engine) in names:
-                groups.setdefault(kernels[engine], []).append(html.escape(engine))
-        if not groups:
+    def _decode_note(self, history: RunHistory, engines: list[str], step: int) -> str:
+        """The speedup of the decode steps alone (the prefill, one forward over the prompt that every engine
+        computes alike, apart), and its spread in this run: the same ratio over the odd and over the even
+        decode steps, which cover the same positions, so they differ by the machine's noise alone."""
+        if "naive" not in engines or len(engines) < 2:
             return ""
-        each, comma = self.tr("{kernel} ({engines})"), self.tr(", ")
-        parts = self.tr("; ").join(each.format(kernel=names[k], engines=comma.join(e)) for k, e in groups.items())
-        if len(groups) == 1:
-            return self.tr("Decode step: {parts}.").format(parts=parts)
-        return self.tr("Decode step: {parts}. Their times differ by kernel as well as by cache.").format(parts=parts)
+
+        def decode_ms(engine: str, parity: int | None = None) -> float:
+            steps = history.upto(engine, engine_step(history, engine, step))[1:]
+            return sum(t.latency_ms for t in steps if parity is None or t.step % 2 == parity)
+
+        naive = [decode_ms("naive", p) for p in (None, 1, 0)]
+        parts = []
+        for engine in engines:
+            if engine == "naive":
+                continue
+            mine = [decode_ms(engine, p) for p in (None, 1, 0)]
+            if not all(m > 0 for m in (*mine, *naive)):
+                return ""  # fewer than two decode steps, or none timed
+            whole, odd, even = (n / m for n, m in zip(naive, mine))
+            parts.append(self.tr("{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)").format(
+                engine=html.escape(engine), speedup=f"{whole:.1f}", odd=f"{odd:.1f}", even=f"{even:.1f}"))
+        prefill = self.tr(", ").join(self.tr("{engine} {ms}").format(
+            engine=html.escape(e), ms=html.escape(fmt_ms(history.traces[e][0].latency_ms))) for e in engines)
+        return self.tr("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same "
+                       "positions: where they part, the machine's noise moved the figure that much. Prefill "
+                       "(step 0, apart): {prefill}.").format(parts=self.tr("; ").join(parts), prefill=prefill)
+
+    def _kernel_note(self, kernels: list[tuple[str, list[str]]]) -> str:
+        """Which kernel ran which engine's decode steps, for an older trace whose engines ran different kernels
+        (a run now has one, named in the heading)."""
+        if len(kernels) < 2:
+            return ""
+        return self.tr("Decode step: {parts}. Their times differ by kernel as well as by cache.").format(
+            parts=kernels_text(kernels, escape=True))
 
 
 def _wrap(name: str, width: int, metrics: QFontMetrics) -> str:

@@ -1,0 +1,175 @@
+"""The decode kernel in the window and the page: the form's choice reaches every engine and is refused in one
+line where an engine cannot use it, and the status bar, the summary's heading, the narration and the page name
+the run's kernel (an older trace that mixed kernels says which ran where)."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kvviz.config import ModelConfig
+from kvviz.messages import Environment, ModelChoice
+from tests.conftest import settings_at
+from tests.test_ui_window import PROMPT, type_prompt
+
+
+def a_form(qtbot, tmp_path, devices=("auto", "cpu"), auto_device="cpu", name="form.ini"):
+    from kvviz.ui.form import RunForm
+
+    form = RunForm(settings_at(tmp_path / name))
+    qtbot.addWidget(form)
+    form.retranslate()
+    env = Environment(models=(ModelChoice(name="tiny-random", config=ModelConfig(name="tiny-random")),),
+                      default_model="tiny-random", devices=devices, auto_device=auto_device,
+                      engines=(("naive", ""), ("concat", ""), ("static", "")))
+    form.set_environment(env)
+    form.prompt_edit.setPlainText(PROMPT)
+    return form
+
+
+def item_state(form, key: str) -> tuple[bool, str]:
+    from PySide6.QtCore import Qt
+
+    index = form.kernel_combo.findData(key)
+    item = form.kernel_combo.model().item(index)
+    return item.isEnabled(), form.kernel_combo.itemData(index, Qt.ItemDataRole.ToolTipRole)
+
+
+def test_the_kernel_choice_is_offered_greyed_where_it_cannot_run_and_kept(qtbot, tmp_path):
+    from kvviz.kernels import KERNEL_KEYS, KERNELS
+
+    form = a_form(qtbot, tmp_path)
+    combo = form.kernel_combo
+    assert [combo.itemData(i) for i in range(combo.count())] == list(KERNEL_KEYS)
+    assert [combo.itemText(i) for i in range(combo.count())] == [KERNELS[k].label for k in KERNEL_KEYS]
+    assert combo.currentData() == "torch" and form.build_run().kernel == "torch"
+    assert item_state(form, "torch") == (True, KERNELS["torch"].help)
+    enabled, tip = item_state(form, "cuda-graph")  # a CPU: greyed, the reason as its tooltip
+    assert not enabled and tip == "the CUDA graph kernel runs on CUDA only, not on a CPU"
+    form.set_engines(("static",))
+    combo.setCurrentIndex(combo.findData("compiled"))
+    assert form.build_run().kernel == "compiled"
+    form.save(form.settings)
+    again = a_form(qtbot, tmp_path)
+    again.restore(form.settings)
+    assert again.kernel_combo.currentData() == "compiled"
+
+    on_cuda = a_form(qtbot, tmp_path, devices=("auto", "cpu", "cuda"), auto_device="cuda", name="cuda.ini")
+    assert item_state(on_cuda, "cuda-graph")[0]
+    enabled, tip = item_state(on_cuda, "native")
+    assert not enabled and tip == "the C step kernel runs on a CPU only, not on CUDA"
+    on_cuda.kernel_combo.setCurrentIndex(on_cuda.kernel_combo.findData("native"))  # a saved choice, say
+    on_cuda.set_engines(("static",))
+    assert on_cuda.problem() == "The C step kernel runs on a CPU only, not on CUDA."
+    on_cuda.device_combo.setCurrentIndex(on_cuda.device_combo.findData("cpu"))
+    assert item_state(on_cuda, "native")[0] and not item_state(on_cuda, "cuda-graph")[0]
+
+
+def test_a_kernel_an_engine_cannot_use_is_refused_in_one_line(open_window, qtbot):
+    window = open_window()
+    type_prompt(qtbot, window, PROMPT)
+    window.form.set_engines(("naive", "concat"))
+    window.form.kernel_combo.setCurrentIndex(window.form.kernel_combo.findData("native"))
+    window.refresh()
+    text = window.form.validation_text()
+    assert text == "Naive cannot decode with the C step kernel (--kernel native); naive decodes with torch, openblas."
+    assert window.form.validation_label.isVisibleTo(window) and not window.form.run_button.isEnabled()
+    assert not window.start_run()
+    window.form.set_engines(("concat", "static"))
+    window.refresh()
+    assert window.form.validation_text() == "" and window.form.run_button.isEnabled()
+
+
+def test_the_forms_kernel_reaches_every_engine_and_is_named_where_the_run_is_shown(open_window, qtbot):
+    window = open_window()
+    type_prompt(qtbot, window, PROMPT)
+    window.form.set_engines(("concat", "static"))
+    window.form.tokens_spin.setValue(4)
+    window.form.kernel_combo.setCurrentIndex(window.form.kernel_combo.findData("native"))
+    window.toolbar.speed_spin.setValue(0)
+    with qtbot.waitSignal(window.run_finished, timeout=120_000):
+        assert window.start_run()
+    assert window.error_text() == ""
+    info = window.history.info
+    assert info.decode_kernels == ("native", "native") and info.kernel == "native"  # read back from the trace
+    window.refresh()
+    qtbot.waitUntil(lambda: window.status_fields.kernel.isVisible())
+    assert window.status_fields.kernel.text() == "kernel C step" and window.status_fields.kernel.width() > 0
+    summary = window.grid.panels["summary"]
+    summary.show_step(window.history, 3)
+    assert summary._heading.text().startswith("Totals over steps 0\u20133 (4 new tokens), decode kernel C step")
+    assert "Decode step:" not in summary._note.text()  # one kernel: no per-engine note
+    from kvviz.ui.narration import describe
+
+    told = describe(window.history, 3, lambda e, i: "#000")
+    assert "Every engine decodes with the C step kernel: their times differ by cache alone." in told
+    assert "Kernel: C step." in describe(window.history, 3, lambda e, i: "#000", form="short")
+    assert "kernel" not in describe(window.history, 0, lambda e, i: "#000").lower()  # prefill: no decode kernel
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """A run as an older trace holds it: the exact caches on the C step, naive on PyTorch's ops."""
+    import kvviz
+    from kvviz import traceio
+
+    run = kvviz.compare(PROMPT, engines=("naive", "concat", "static"), tokens=4, model="tiny-random", threads=1)
+    info = dataclasses.replace(run.info, decode_kernels=("torch", "native", "native"))
+    return traceio.loads_run(traceio.dumps_run(info, run.traces))
+
+
+def test_an_older_trace_with_mixed_kernels_says_which_ran_where(open_window, qtbot, mixed, tmp_path):
+    import re
+
+    from kvviz.ui.export_actions import replay_run, settle
+
+    assert mixed.info.kernel is None and mixed.info.decode_kernels == ("torch", "native", "native")
+    window = open_window()
+    replay_run(window, mixed)
+    settle()
+    window.select_step(3)
+    settle()
+    window.refresh()
+    fields = window.status_fields
+    assert fields.kernel.isVisible() and fields.kernel.text() == "kernels PyTorch (naive), C step (concat, static)"
+    summary = window.grid.panels["summary"]
+    summary.show_step(window.history, 3)
+    assert "kernel" not in summary._heading.text()
+    note = re.sub("<[^>]+>", "", summary._note.text())
+    assert "Decode step: PyTorch (naive), C step (concat, static). Their times differ by kernel as well as by " \
+           "cache." in note
+    from kvviz.ui.narration import describe
+
+    assert "Decode kernels: PyTorch (naive), C step (concat, static); their times differ by kernel as well as " \
+           "by cache." in re.sub("<[^>]+>", "", describe(window.history, 3, lambda e, i: "#000"))
+
+
+def test_the_page_names_the_kernel_and_an_older_traces_mix(mixed, tmp_path, qapp):
+    from tests import html_page_cdp
+
+    if html_page_cdp.missing():
+        pytest.skip(html_page_cdp.missing())
+    from kvviz.page import write_page
+    from tests.test_html_page import window_narration
+
+    one = dataclasses.replace(mixed.info, decode_kernels=("native",) * 3)
+    browser = html_page_cdp.Browser(1280, 720)
+    try:
+        for info, status, heading, note in (
+                (mixed.info, "kernels PyTorch (naive), C step (concat, static)", "Totals over steps 0\u20133 "
+                 "(4 new tokens)", "Decode step: PyTorch (naive), C step (concat, static). Their times differ by "
+                 "kernel as well as by cache."),
+                (one, "kernel C step", "Totals over steps 0\u20133 (4 new tokens), decode kernel C step", "")):
+            page = write_page(tmp_path / "run.html", info, mixed.traces)
+            browser.open(page)
+            browser.pump()
+            assert not browser.problems, browser.problems
+            assert status in browser.eval("document.getElementById('status').textContent")
+            assert browser.eval("document.querySelector('#panel-summary .heading').textContent") == heading
+            assert browser.eval("(document.querySelector('#panel-summary .note.kernels') || {}).textContent || ''") \
+                == note
+            run = type("Run", (), {"info": info, "traces": mixed.traces})
+            told = browser.eval("document.getElementById('narration').textContent")
+            assert told == window_narration(run, 3) and "kernel" in told
+    finally:
+        browser.close()
