@@ -200,3 +200,59 @@ def test_kvviz_memory_json_into_a_fifo_with_a_reader(tmp_path, capsys):
     reader.join(10)
     assert rc == 0 and stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert json.loads(b"".join(got))["model"]
+
+
+# -- the HTML page's inline data ---------------------------------------------------------------------
+HOSTILE = "pasted: <!--<script>alert(1)</script> <!--<script"  # no "-->" after: nothing ends the comment
+
+
+def _data_script(page: str) -> str:
+    head = '<script id="kvviz-data" type="application/json">'
+    start = page.index(head) + len(head)
+    return page[start:page.index("</script>", start)]
+
+
+def test_inline_json_has_no_angle_bracket_in_any_field_and_reads_back():
+    from kvviz.page import _script_json
+
+    doc = {HOSTILE: [HOSTILE, {"k": HOSTILE}], "n": 1, "zh": "第 3 步 <!--"}
+    text = _script_json(doc)
+    assert "<" not in text and json.loads(text) == doc
+
+
+@pytest.fixture(scope="module")
+def hostile_page(tmp_path_factory):
+    pytest.importorskip("torch")
+    import kvviz
+    from kvviz.page import write_page
+
+    run = kvviz.compare(HOSTILE, engines=("static",), tokens=4, model="tiny", threads=1)
+    path = write_page(tmp_path_factory.mktemp("page") / "run.html", run.info, run.traces)
+    return path, run
+
+
+def test_a_prompt_holding_markup_stays_inside_the_pages_data(hostile_page):
+    path, run = hostile_page
+    data = _data_script(path.read_text(encoding="utf-8"))
+    assert "<" not in data
+    doc = json.loads(data)
+    assert doc["info"]["prompt"] == HOSTILE
+    assert any("<" in t for t in doc["prompt"]["shown"])  # the tokens' text carries the markup too
+
+
+def test_a_prompt_holding_markup_renders_in_chromium(hostile_page):
+    import html_page_cdp
+
+    if html_page_cdp.missing():
+        pytest.skip(html_page_cdp.missing())
+    path, run = hostile_page
+    browser = html_page_cdp.Browser(1200, 800)
+    try:
+        browser.open(path)
+        assert browser.eval("JSON.parse(document.getElementById('kvviz-data').textContent).info.prompt") == HOSTILE
+        assert browser.eval("document.querySelectorAll('script').length") == 2  # no element made from the text
+        assert int(browser.eval("document.body.dataset.frames")) >= 1
+        browser.pump()
+        assert not browser.problems, browser.problems
+    finally:
+        browser.close()

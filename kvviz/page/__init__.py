@@ -134,9 +134,11 @@ def _asset(name: str) -> str:
 
 
 def _script_json(doc) -> str:
-    """JSON safe inside a <script> element: no "</" can close it early, no U+2028 ends a line in old engines."""
+    """JSON safe inside a <script> element: every "<" written as \\u003c (JSON reads it back as "<"), so no
+    text in any field can close the element (</script), open a comment (<!--) or start one the parser
+    then waits to close (<!--<script), and no U+2028 ends a line in old engines (ensure_ascii)."""
     text = json.dumps(doc, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    return text.replace("</", "<\\/")
+    return text.replace("<", "\\u003c")
 
 
 def check_steps_range(n_steps: int, first: int | None, last: int | None) -> tuple[int, int]:
