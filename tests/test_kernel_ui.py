@@ -1,6 +1,7 @@
 """The decode kernel in the window and the page: the form's choice reaches every engine and is refused in one
-line where an engine cannot use it, and the status bar, the summary's heading, the narration and the page name
-the run's kernel (an older trace that mixed kernels says which ran where)."""
+line where an engine cannot use it, the status bar, the summary's heading, the narration and the page name the
+run's kernel (an older trace that mixed kernels says which ran where), and a paced run's engines run their
+steps in batches, each engine's back to back, ahead of what the Speed control shows."""
 from __future__ import annotations
 
 import dataclasses
@@ -173,3 +174,51 @@ def test_the_page_names_the_kernel_and_an_older_traces_mix(mixed, tmp_path, qapp
             assert told == window_narration(run, 3) and "kernel" in told
     finally:
         browser.close()
+
+
+def test_a_batch_runs_each_engines_steps_back_to_back_in_step_order(torch_cpu):
+    from kvviz.config import RunConfig, TraceOptions
+    from kvviz.messages import RunRequest
+    from kvviz.session import EngineSession
+
+    session = EngineSession()
+    try:
+        session.start(RunRequest(run_id="r", model="tiny-random", threads=1, run=RunConfig(
+            prompt=PROMPT, max_new_tokens=12, engines=("naive", "concat"), trace=TraceOptions(masks=False))))
+        order: list[str] = []
+        for key, stream in list(session._streams.items()):
+            def watched(stream=stream, key=key):
+                for trace in stream:
+                    order.append(key)
+                    yield trace
+            session._streams[key] = watched()
+        batch = session.rounds(12, 60.0)
+        assert [[(t.engine, t.step) for t in r] for r in batch] == [[("naive", k), ("concat", k)] for k in range(12)]
+        # the first round alone (it times the pace), then each engine's eleven steps back to back
+        assert order == ["naive", "concat"] + ["naive"] * 11 + ["concat"] * 11
+    finally:
+        session.close()
+
+
+def test_a_paced_run_runs_its_engines_ahead_in_batches_not_between_the_ticks(qtbot, torch_cpu):
+    """The Speed control paces what is shown: the engines were asked for batches of BATCH_S, never a round a
+    tick, so a step never follows a pause (nor the other engine's step) because of the pace."""
+    from kvviz.config import RunConfig, TraceOptions
+    from kvviz.messages import RunRequest
+    from kvviz.ui.worker import BATCH_S, RunWorker
+
+    worker = RunWorker(isolate=False)
+    asked: list[tuple[int, float]] = []
+    got: list[int] = []
+    send, receive = worker.session.send_rounds, worker.session.receive_rounds
+    worker.session.send_rounds = lambda most, budget_s=0.0: (asked.append((most, budget_s)), send(most, budget_s))[1]
+    worker.session.receive_rounds = lambda: (lambda r: (got.append(len(r)), r)[1])(receive())
+    shown: list[float] = []
+    worker.step_traced.connect(lambda t: shown.append(t.latency_ms))
+    run = RunConfig(prompt=PROMPT, max_new_tokens=30, engines=("concat",), trace=TraceOptions(masks=False))
+    with qtbot.waitSignal(worker.run_finished, timeout=60_000):
+        worker.start_run(RunRequest(run_id="r", model="tiny-random", run=run, steps_per_s=100, threads=1))
+    worker.shut_down()
+    assert len(shown) == 30
+    assert asked and all(budget == BATCH_S for _most, budget in asked)
+    assert max(got) > 5 and len(got) < 10  # rounds ran many to a batch, shown one a tick

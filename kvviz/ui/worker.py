@@ -1,26 +1,20 @@
-"""The run worker: lists what the machine offers, loads the model and drives the engines in lockstep.
-
-RunWorker is a QObject the window moves onto a QThread: typed slots in, past-tense signals out, one
-lockstep round (step k of every engine) per timer tick, so its event loop stays live between rounds
-and the control slots act at once. The engines themselves run in an EngineSession, by default inside
-a child process (EngineProcess): the GUI's painting and the engines then never share an interpreter
-lock, so painting cannot slow an engine's measured latency, and a crash or a kill there leaves the
-window up. torch, the models and the engines are imported only there (or, with isolate=False, in the
-worker's thread). StepTrace records are forwarded as the engines made them.
-"""
+"""The run worker (a QObject on a QThread: typed slots in, past-tense signals out): lists the machine's offer, starts
+runs in an EngineSession (by default its own process, so painting never slows a measured step) and shows one
+lockstep round (step k of every engine) per tick. The engines run in batches ahead of what is shown, each engine's
+steps back to back: the Speed control paces the showing, never the engines. Only this module imports the session."""
 from __future__ import annotations
 
 import threading
 import time
 import traceback
 import weakref
+from collections import deque
 
 from PySide6.QtCore import QCoreApplication, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
 
 from kvviz import session as _session
 from kvviz.messages import RunRequest
 from kvviz.session import (
-    BATCH_S,
     EngineError,
     EngineProcess,
     EngineSession,
@@ -30,6 +24,11 @@ from kvviz.session import (
 )
 
 _session.set_translator(lambda text: QCoreApplication.translate("RunWorker", text))
+# The engines run in batches of about this long (EngineSession.rounds: each engine's steps back to back), asked
+# for before the last is shown, whatever the Speed control. In rounds of one, run between the ticks of a paced
+# run, each step began on caches the other engines had cooled; in 20 ms batches naive+concat ran two rounds a
+# batch, and half of concat's steps came after naive's.
+BATCH_S = 0.25
 
 
 # -- the Qt side ----------------------------------------------------------------------------------
@@ -70,7 +69,8 @@ class RunWorker(QObject):
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.timeout.connect(self._on_timer_timeout)
         self._run: RunRequest | None = None
-        self._rounds = 0  # rounds received (and emitted) in this run
+        self._rounds = 0  # rounds received in this run (emitted, or waiting in _ready)
+        self._ready: deque[list] = deque()  # rounds the engines ran that a paced run has not shown yet
         self._asked = False  # a batch was asked of the session and not yet received
         self._paused = False
         self._interval_s = 0.0
@@ -120,12 +120,12 @@ class RunWorker(QObject):
 
     @Slot(bool)
     def set_paused(self, paused: bool) -> None:
+        """Pause: the rounds the engines ran ahead wait, unshown, for Step or resume."""
         self._paused = bool(paused)
         if self._run is None:
             return
         if self._paused:
             self._timer.stop()
-            self._drain()  # the rounds already run are shown; none after them
         elif not self._timer.isActive():
             self._timer.start(0)
 
@@ -163,71 +163,78 @@ class RunWorker(QObject):
         if self._run is None or self._paused:
             return
         if self._interval_s == 0:
-            # As fast as possible: batches of rounds, the next one asked for before this one is
-            # handed on, so the engines never wait for this thread (nor for the GIL it shares with
-            # painting): measured, 20 ms batches with a wait between them made steps 10-20% slower
-            # than steps run back to back.
-            if not self._asked:
-                self._ask(BATCH_S)
-            self._take(follow=True)
+            # As fast as possible: every round as soon as its batch arrives, the next batch asked for before
+            # this one is handed on, so the engines never wait for this thread (nor for the GIL it shares
+            # with painting).
+            if not self._asked and not self._ready and not self._ask():
+                return
+            self._take(show_all=True)
             if self._run is not None and not self._paused:
                 self._timer.start(0)
             return
         started = time.perf_counter()
         self._round()
         if self._run is not None and not self._paused:
-            # Pacing happens here, between rounds: outside every engine's timed region.
+            # Pacing happens here, between rounds shown: the engines ran them earlier, back to back.
             delay_s = max(0.0, self._interval_s - (time.perf_counter() - started))
             self._timer.start(round(delay_s * 1000))
 
     def _round(self) -> None:
-        """One round: step k of every engine before step k+1 of any (paced runs, Step)."""
-        self._drain()
-        if self._run is not None and self._ask(0.0):
-            self._take(follow=False)
+        """Show one round (paced runs, Step): the next the engines ran, waiting for their batch if none is left."""
+        if not self._ready and (self._asked or self._ask()):
+            self._take(show_all=False)
+        if self._run is not None and self._ready:
+            self._show(self._ready.popleft())
+            self._end_if_done()
 
-    def _ask(self, budget_s: float) -> bool:
-        """Ask the session for rounds back to back for budget_s (at least one, at most the rest)."""
+    def _ask(self) -> bool:
+        """Ask the session for a batch of rounds (at least one, at most the rest of the run)."""
         run = self._run
         try:
-            self.session.send_rounds(run.run.max_new_tokens - self._rounds, budget_s)
+            self.session.send_rounds(run.run.max_new_tokens - self._rounds, BATCH_S)
         except Exception as exc:
             self._end(run.run_id, None if isinstance(exc, EngineStopped) else exc)
             return False
         self._asked = True
         return True
 
-    def _drain(self) -> None:
-        """Take in the batch asked for, if any (before a pause or a change of pace): its rounds were
-        run, so they are handed on."""
-        if self._asked and self._run is not None:
-            self._take(follow=False)
-
-    def _take(self, follow: bool) -> None:
-        """Receive the batch asked for; with `follow`, ask for the next at once (the engines run it
-        while this thread hands these on); then emit the batch's traces, round by round."""
+    def _take(self, show_all: bool) -> None:
+        """Receive the batch asked for (if one was), ask for the next at once (the engines run it while this
+        thread shows these), and keep its rounds to show: all of them now with `show_all`."""
         run = self._run
-        self._asked = False
-        try:
-            rounds = self.session.receive_rounds()
-        except Exception as exc:
-            self._end(run.run_id, None if isinstance(exc, EngineStopped) else exc)
-            return
-        self._rounds += len(rounds)
         error = None
-        if follow and self._rounds < run.run.max_new_tokens:
+        if self._asked:
+            self._asked = False
             try:
-                self.session.send_rounds(run.run.max_new_tokens - self._rounds, BATCH_S)
-                self._asked = True
+                rounds = self.session.receive_rounds()
+            except EngineStopped:  # Stop ended an engine process that did not answer: the run ends here
+                self._end(run.run_id)
+                return
             except Exception as exc:
-                error = exc
-        for traces in rounds:
-            for trace in traces:
-                self.step_traced.emit(trace)
+                rounds, error = [], exc
+            self._rounds += len(rounds)
+            self._ready.extend(rounds)
+            if error is None and self._rounds < run.run.max_new_tokens:
+                try:
+                    self.session.send_rounds(run.run.max_new_tokens - self._rounds, BATCH_S)
+                    self._asked = True
+                except Exception as exc:
+                    error = exc
+        if show_all or error is not None:  # a failure shows every step run before it
+            while self._ready:
+                self._show(self._ready.popleft())
         if error is not None:
-            self._end(run.run_id, error)
-        elif self._rounds >= run.run.max_new_tokens:
-            self._end(run.run_id)
+            self._end(run.run_id, None if isinstance(error, EngineStopped) else error)
+        else:
+            self._end_if_done()
+
+    def _show(self, traces: list) -> None:
+        for trace in traces:
+            self.step_traced.emit(trace)
+
+    def _end_if_done(self) -> None:
+        if self._run is not None and self._rounds >= self._run.run.max_new_tokens and not self._ready:
+            self._end(self._run.run_id)
 
     def _end(self, run_id: str, error: BaseException | None = None) -> None:
         stopped = self._stop.is_set()
@@ -236,6 +243,7 @@ class RunWorker(QObject):
         self._run = None
         self._timer.stop()
         self._paused = False
+        self._ready.clear()
         try:
             try:
                 if self._asked:  # a batch still on its way (Stop, a new run): drop it
