@@ -222,3 +222,24 @@ def test_a_paced_run_runs_its_engines_ahead_in_batches_not_between_the_ticks(qtb
     assert len(shown) == 30
     assert asked and all(budget == BATCH_S for _most, budget in asked)
     assert max(got) > 5 and len(got) < 10  # rounds ran many to a batch, shown one a tick
+
+
+def test_the_summary_gives_the_decode_speedup_with_the_prefill_apart_and_its_spread(qtbot):
+    """naive's prefill takes 100 ms, every decode step 4 ms against concat's 1 ms (its odd steps 2 ms): the decode
+    speedup leaves the prefill out (4x, where the totals say 3.47x) and the odd and even steps show the spread."""
+    import re
+
+    from tests.test_wall_ui import TINY, cached_history, summary_panel
+
+    panel = summary_panel(qtbot)
+    hist = cached_history(TINY, 10.0, 1.0, (5, 6, 7, 8), 4, engines=("naive", "concat"))
+    for step, trace in enumerate(hist.traces["naive"]):
+        hist.traces["naive"][step] = dataclasses.replace(trace, latency_ms=100.0 if step == 0 else 4.0)
+    for step, trace in enumerate(hist.traces["concat"]):
+        hist.traces["concat"][step] = dataclasses.replace(trace, latency_ms=2.0 if step % 2 else 1.0)
+    panel.show_step(hist, 4)
+    note = re.sub("<[^>]+>", "", panel._note.text())
+    # decode: naive 16 ms, concat 6 ms (odd steps 1 and 3: 4 ms against naive's 8; even 2 and 4: 2 ms)
+    assert "Decode steps alone, against naive: concat 2.7\u00d7 (odd steps 2.0\u00d7, even 4.0\u00d7)." in note
+    assert "Prefill (step 0, apart): naive 100.0 ms, concat 1.0 ms." in note.replace("\u00a0", " ")
+    assert panel.table_values()["concat"]["speedup_vs_naive"] == pytest.approx(116 / 7)
