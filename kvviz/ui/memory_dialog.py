@@ -46,6 +46,7 @@ from kvviz import bandwidth, memory
 from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.config import ModelConfig, canonical_dtype
 from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
+from kvviz.options import BOUNDS
 from kvviz.ui.history import RunHistory
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
@@ -153,7 +154,7 @@ class MemoryDialog(QDialog):
             self.dtype_combo.addItem(short, name)
         self.lengths_edit = QLineEdit(" ".join(str(n) for n in memory.DEFAULT_TOKENS))
         self.bandwidth_spin = QDoubleSpinBox()
-        self.bandwidth_spin.setRange(0.1, 1e6)
+        self.bandwidth_spin.setRange(0.1, BOUNDS["bandwidth_gbps"].high)  # `kvviz memory --bandwidth-gbps`'s bound
         self.bandwidth_spin.setDecimals(1)
         self.bandwidth_spin.setValue(memory.DEFAULT_BANDWIDTH_GBPS)
         self.bandwidth_spin.setSuffix(" GB/s")
@@ -161,8 +162,8 @@ class MemoryDialog(QDialog):
         self.source_label.setWordWrap(True)
         self.measured_button = QToolButton()  # back to the measured ceiling after typing another figure
         self.measured_button.clicked.connect(self.use_measured)
-        self.block_spin = _spin(1, 1 << 16, memory.DEFAULT_BLOCK_SIZE)
-        self.prompt_spin = _spin(0, 10_000_000, 0)
+        self.block_spin = _bounded_spin("block_size", memory.DEFAULT_BLOCK_SIZE)
+        self.prompt_spin = _bounded_spin("prompt_tokens", 0)
 
         # Every label kept, so a language switch (retranslate) reaches an open dialog.
         self.labels = {key: QLabel() for key in ("model", "layers", "kv_heads", "head_dim", "shape", "lengths",
@@ -190,8 +191,8 @@ class MemoryDialog(QDialog):
         form.addRow(self.labels["block"], self.block_spin)
         form.addRow(self.labels["prompt"], self.prompt_spin)
         # The cache strategies beside the exact one (kvviz.cache_math): W, S, R and an MLA shape
-        self.window_spin, self.sinks_spin, self.residual_spin = _spin(1, 1 << 24, 4096), _spin(1, 1 << 24, 4), \
-            _spin(0, 1 << 24, 0)
+        self.window_spin, self.sinks_spin = _bounded_spin("window", 4096), _bounded_spin("sinks", 4)
+        self.residual_spin = _bounded_spin("residual", 0, low=0)  # 0: off
         strategies = QGridLayout()  # two rows: in one, the three had been wider than the dialog at 150% zoom
         for i, (key, spin) in enumerate((("window", self.window_spin), ("sinks", self.sinks_spin),
                                          ("residual", self.residual_spin))):
@@ -720,14 +721,17 @@ class MemoryDialog(QDialog):
 
 def parse_lengths(text: str) -> list[int]:
     """"100 500, 1000" -> [100, 500, 1000]; ValueError (in the current language) for anything that is not
-    a positive whole number."""
+    a whole number within `kvviz memory --tokens`'s bound (kvviz.options.BOUNDS["tokens"])."""
     items = [s for s in re.split(r"[\s,;]+", text.strip()) if s]
     if not items:
         raise ValueError(_tr("give at least one length in tokens"))
     lengths = []
     for s in items:
-        if not re.fullmatch(r"[0-9]+", s) or int(s) < 1:
-            raise ValueError(_tr("{0} is not a length in tokens (a whole number, at least 1)").format(repr(s)))
+        if not re.fullmatch(r"[0-9]+", s) or (len(s) <= 40 and int(s) < 1):
+            raise ValueError(_tr("{0} is not a length in tokens (a whole number, at least 1)").format(repr(s)[:40]))
+        if len(s) > 40 or not BOUNDS["tokens"].holds(int(s)):  # int() of 4,300 digits and more raises
+            raise ValueError(_tr("{0} tokens is more than {1:,}, the most `kvviz memory --tokens` takes").format(
+                s if len(s) <= 40 else s[:40] + "…", int(BOUNDS["tokens"].high)))
         lengths.append(int(s))
     return lengths
 
@@ -754,6 +758,12 @@ def _table(columns: int) -> QTableWidget:
     rows = table.verticalHeader().defaultSectionSize() * MIN_TABLE_ROWS
     table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth() + 2)
     return table
+
+
+def _bounded_spin(key: str, value: int, low: int | None = None) -> QSpinBox:
+    """A spin box over the bound every command takes for `key` (kvviz.options.BOUNDS); `low` for an off value."""
+    bound = BOUNDS[key]
+    return _spin(int(bound.low) if low is None else low, int(bound.high), value)
 
 
 def _spin(low: int, high: int, value: int | None = None) -> QSpinBox:

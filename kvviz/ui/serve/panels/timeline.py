@@ -227,6 +227,9 @@ class TimelinePanel(ServePanel):
             cols = timeline.cells.shape[1]
             cell_w = whole if whole >= 1 else width / max(1, most)
             rect = QRect(label_w + 2, y, max(1, round(cols * cell_w)), n_req * row_px)
+            # One cell one colour, enlarged by whole pixels: a painter handed in with smooth scaling (an
+            # export's) had blended neighbouring cells into gradients.
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
             painter.drawImage(rect, self._image(k))
             self.blocks.append((k, rect, cell_w))
             self._draw_marks(painter, k, rect, cell_w, row_px, small, label_w)
