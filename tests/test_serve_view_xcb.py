@@ -95,12 +95,15 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Qt
 
 
 class App:
-    def __init__(self, display: str) -> None:
+    """A program on the X server that reports JSON lines (events, answers): by default this file's driver;
+    `command` and `extra_env` start another (tests/test_hostile_windows.py starts the whole app)."""
+
+    def __init__(self, display: str, command: list[str] | None = None, extra_env: dict | None = None) -> None:
         self.env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
-        self.env.update(DISPLAY=display, PYTHONPATH=str(ROOT))
+        self.env.update(DISPLAY=display, PYTHONPATH=str(ROOT), **(extra_env or {}))
         self.display = display
-        self.proc = subprocess.Popen([sys.executable, __file__, "drive"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=self.env, cwd=ROOT)
+        self.proc = subprocess.Popen(command or [sys.executable, __file__, "drive"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, cwd=ROOT)
         self.events: queue.Queue = queue.Queue()
         self.answers: queue.Queue = queue.Queue()
         self.stderr: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 
+from kvviz.ui.app import quit_app
 from kvviz.ui.dialogs.download import show_download_dialog
 from kvviz.ui.zoom import ZOOMS
 
@@ -40,8 +41,9 @@ def build_actions(w) -> None:
     w.act_open = action(lambda: w.open_checkpoint(), QKeySequence.StandardKey.Open)
     w.act_download = action(lambda: show_download_dialog(w))
     w.act_focus_prompt = action(lambda: w.form.prompt_edit.setFocus(), "Ctrl+L")
-    # Ctrl+Q as well: the platform's Quit key is not Ctrl+Q everywhere (offscreen: none)
-    w.act_quit = action(lambda: w.close(), QKeySequence.StandardKey.Quit, "Ctrl+Q")
+    # Ctrl+Q as well: the platform's Quit key is not Ctrl+Q everywhere (offscreen: none). The app quits: every
+    # window closes (the Serve view, the calculator), workers and engine processes end, the process exits.
+    w.act_quit = action(lambda: quit_app(), QKeySequence.StandardKey.Quit, "Ctrl+Q")
     w.act_about = action(lambda: w._show_about())
     w.act_shortcuts = action(lambda: w.show_shortcuts(), QKeySequence.StandardKey.HelpContents, "Ctrl+/")
     w.act_memory = action(lambda: w.show_memory_calculator(), "Ctrl+M")

@@ -54,6 +54,19 @@ def ensure_app(argv: list[str] | None = None):
     return app
 
 
+def quit_app() -> None:
+    """File > Quit (Ctrl+Q) in any of the app's windows: every window closed, each stopping its worker's
+    thread and ending its engine process as it closes, then the event loop left, so the process exits."""
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        return
+    QApplication.closeAllWindows()
+    if not any(w.isVisible() for w in QApplication.topLevelWidgets() if w.isWindow()):
+        app.quit()
+
+
 def create_window(settings=None, *, isolate: bool = True, defer_panels: bool = False):
     """A MainWindow wired to a fresh RunWorker (its thread started); not shown yet. With isolate the
     engines run in a child process (the default); without, in the worker's thread (quicker to start,
@@ -82,10 +95,11 @@ def run(args) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QTimer
 
-    settings = (QSettings(args.settings, QSettings.Format.IniFormat) if args.settings
-                else QSettings(ORGANIZATION, APPLICATION))
+    from kvviz.ui.settings_file import open_settings
+
+    settings = open_settings(args.settings, ORGANIZATION, APPLICATION)  # one line (exit 2) for a FIFO, a device
     app = ensure_app([sys.argv[0]])
     window = create_window(settings, defer_panels=True)  # at View > Zoom's saved choice
     if zoom is not None:

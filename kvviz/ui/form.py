@@ -583,27 +583,54 @@ class RunForm(QWidget):
         s.setValue("trace/head", self.head_spin.value())
 
     def restore(self, settings: QSettings) -> None:
-        s = settings
-        self.prompt_edit.setPlainText(s.value("run/prompt", DEFAULT_PROMPT, type=str))
+        """The values `save` kept, each through the one settings reader (kvviz.ui.settings_file; the window
+        hands its SettingsReader in place of the QSettings): a value its field's range (the commands'
+        bounds) does not hold is refused there, in one line naming the file and the key, the default kept."""
+        from kvviz.ui.settings_file import SettingsReader
+
+        r = SettingsReader.of(settings)
+        set_prompt_text(self.prompt_edit, r.text("run/prompt", DEFAULT_PROMPT))
         for key in ("model", "device", "engines"):
-            if s.contains(f"run/{key}"):
-                self._wanted[key] = s.value(f"run/{key}", "", type=str)
-        index = self.dtype_combo.findData(s.value("run/dtype", "auto", type=str))
+            if r.settings.contains(f"run/{key}"):
+                self._wanted[key] = r.text(f"run/{key}", "")
+        index = self.dtype_combo.findData(r.text("run/dtype", "auto"))
         self.dtype_combo.setCurrentIndex(max(index, 0))
-        self._select_combo(self.kernel_combo, s.value("run/kernel", DEFAULT_KERNEL, type=str), DEFAULT_KERNEL)
-        self.tokens_spin.setValue(s.value("run/tokens", self.tokens_spin.value(), type=int))
-        self.block_spin.setValue(s.value("run/block_size", self.block_spin.value(), type=int))
+        self._select_combo(self.kernel_combo, r.text("run/kernel", DEFAULT_KERNEL), DEFAULT_KERNEL)
+        r.spin("run/tokens", self.tokens_spin)
+        r.spin("run/block_size", self.block_spin)
         for spin in (self.window_spin, self.sinks_spin, self.residual_spin):
-            spin.setValue(s.value(f"run/{spin.objectName()}", spin.value(), type=int))
-        self.greedy_check.setChecked(s.value("sampling/greedy", True, type=bool))
-        self.temperature_spin.setValue(s.value("sampling/temperature", self.temperature_spin.value(), type=float))
-        self.top_k_spin.setValue(s.value("sampling/top_k", 0, type=int))
-        self.top_p_spin.setValue(s.value("sampling/top_p", 1.0, type=float))
-        self.seed_spin.setValue(s.value("sampling/seed", 0, type=int))
+            r.spin(f"run/{spin.objectName()}", spin)
+        self.greedy_check.setChecked(r.flag("sampling/greedy", True))
+        r.spin("sampling/temperature", self.temperature_spin)
+        self.top_k_spin.setValue(0)
+        r.spin("sampling/top_k", self.top_k_spin)
+        self.top_p_spin.setValue(1.0)
+        r.spin("sampling/top_p", self.top_p_spin)
+        self.seed_spin.setValue(0)
+        r.spin("sampling/seed", self.seed_spin)
         self.layer_spin.setMaximum(255)
         self.head_spin.setMaximum(255)
-        self.layer_spin.setValue(s.value("trace/layer", 0, type=int))
-        self.head_spin.setValue(s.value("trace/head", 0, type=int))
+        self.layer_spin.setValue(0)
+        r.spin("trace/layer", self.layer_spin)
+        self.head_spin.setValue(0)
+        r.spin("trace/head", self.head_spin)
+
+
+LONG_RUN_CHARS = 2_000  # characters without a space past which the prompt box wraps anywhere
+
+
+def set_prompt_text(edit: QPlainTextEdit, text: str) -> None:
+    """`text` in the prompt box. Qt's word wrap lays out a line with no break in time that grows with its
+    square (300,000 characters: 13 s, a million: minutes), so text holding such a run of LONG_RUN_CHARS
+    is wrapped anywhere instead (a million characters: 0.5 s); a prompt of words keeps the word wrap."""
+    import re
+
+    from PySide6.QtGui import QTextOption
+
+    unbroken = re.search(rf"\S{{{LONG_RUN_CHARS}}}", text) is not None
+    edit.setWordWrapMode(QTextOption.WrapMode.WrapAnywhere if unbroken
+                         else QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    edit.setPlainText(text)
 
 
 def inputs_dock(form: RunForm, window: QWidget) -> QDockWidget:

@@ -7,13 +7,18 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QWidget
 
+from kvviz.ui.settings_file import SettingsReader
+
 DEFAULT_SIZE = (1500, 920)  # a first launch on a screen with room for it
 GEOMETRY_KEY = "window/geometry"
 
 
-def restore_geometry(window: QMainWindow, settings: QSettings) -> None:
-    """The saved size and place (the same across launches: no zoom rescales them), kept on screen."""
-    if not (settings.contains(GEOMETRY_KEY) and window.restoreGeometry(settings.value(GEOMETRY_KEY))):
+def restore_geometry(window: QMainWindow, settings: QSettings | SettingsReader) -> None:
+    """The saved size and place (the same across launches: no zoom rescales them), kept on screen; a
+    value that is not Qt's saved geometry (text, a rectangle) is refused by the reader, and the window
+    opens at a first launch's size."""
+    saved = SettingsReader.of(settings).blob(GEOMETRY_KEY)
+    if saved is None or not window.restoreGeometry(saved):
         first_size(window)
     fit_to_screen(window)
 

@@ -28,10 +28,11 @@ from kvviz.ui.history import RunHistory
 from kvviz.ui.placement import restore_geometry
 from kvviz.ui.presentation import Presentation
 from kvviz.ui.qtutil import edits_text
+from kvviz.ui.settings_file import SettingsReader, show_problems
 from kvviz.ui.status import ErrorStrip, StatusFields, WindowCost
 from kvviz.ui.transport import RunState, TransportBar, TransportToolbar
 from kvviz.ui.worker_host import WorkerHost
-from kvviz.ui.zoom import saved_zoom
+from kvviz.ui.zoom import ZOOM_KEY
 
 SLOW_RUN_S = 10.0  # a run estimated to take longer is announced before it starts
 
@@ -560,17 +561,22 @@ class MainWindow(QMainWindow):
         s.sync()
 
     def _restore_settings(self) -> None:
-        s = self.settings
-        self.form.restore(s)
-        self.toolbar.speed_spin.setValue(s.value("transport/speed", self.toolbar.speed_spin.value(), type=int))
-        self.act_narration.setChecked(s.value("view/narration", True, type=bool))
+        """Every saved value through one reader: a bad one is said in one line (the error strip and stderr)
+        naming the file and the key, and the window starts with that value's default."""
+        reader = SettingsReader(self.settings)
+        self.form.restore(reader)
+        reader.spin("transport/speed", self.toolbar.speed_spin)
+        self.act_narration.setChecked(reader.flag("view/narration", True))
         self.transport.narration.setVisible(self.act_narration.isChecked())
         self._default_state = self.saveState()
-        restore_geometry(self, s)
-        if s.contains("window/state"):
-            self.restoreState(s.value("window/state"))
-        if saved_zoom(s) != 100:
-            self.presentation.set_zoom(saved_zoom(s))
+        restore_geometry(self, reader)
+        state = reader.blob("window/state")
+        if state is not None:
+            self.restoreState(state)
+        zoom = int(reader.bounded(ZOOM_KEY, 100, "zoom"))
+        if zoom != 100:
+            self.presentation.set_zoom(zoom)
+        show_problems(self, reader.problems)
 
     # ------------------------------------------------------------------ presentation, zoom, layout
     def reset_layout(self) -> None:
@@ -584,11 +590,22 @@ class MainWindow(QMainWindow):
         self.frames.redraw_all()
 
     # ------------------------------------------------------------------ closing
+    def close_own_windows(self) -> None:
+        """The Serve view and the dialogs this window opened close with it (each ends its own worker), so
+        the app, left without windows, quits; one left open had kept the process running."""
+        serve = getattr(self, "serve_window", None)
+        if serve is not None:
+            serve.close()
+        for child in self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            if child.isWindow() and child.isVisible():
+                child.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
         app = QCoreApplication.instance()
         if app is not None:
             app.removeEventFilter(self)
         self.presentation.set(False)  # what is saved is the window as it was before presenting
+        self.close_own_windows()
         self.save_settings()
         self.frames.stop()
         self.shutdown_worker()

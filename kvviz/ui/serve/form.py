@@ -27,8 +27,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kvviz import errors
+from kvviz.options import MAX_MODEL_CHARS
 from kvviz.serving.spec import PRESETS, SCHEDULERS, ServeSpec, WorkRequest, preset_requests
+from kvviz.serving.workload import request_from_dict
 from kvviz.ui.qtutil import blocked
+from kvviz.ui.settings_file import SettingsReader
 
 DEFAULT_CHECKED = ("static", "continuous", "paged", "prefix")
 MAX_REQUESTS = 256
@@ -65,6 +69,7 @@ class ServeForm(QWidget):
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("serve_model")
         self.model_combo.setEditable(True)  # a checkpoint folder may be typed
+        self.models_loading = False  # set_models_loading(): the list is on its way
         self.model_label = QLabel()
         model_row = QFormLayout()
         model_row.addRow(self.model_label, self.model_combo)
@@ -243,7 +248,16 @@ class ServeForm(QWidget):
         return out
 
     # -- the rest ----------------------------------------------------------------------------------
+    def set_models_loading(self) -> None:
+        """The model list is on its way (the main window's worker has not listed the environment yet): the
+        picker says so, and so does problem() until set_models() fills it, unless a model is typed."""
+        self.models_loading = True
+        self.model_combo.lineEdit().setPlaceholderText(_tr("loading the model list..."))
+        self.changed.emit()
+
     def set_models(self, names: list[str], current: str = "") -> None:
+        self.models_loading = False
+        self.model_combo.lineEdit().setPlaceholderText("")
         with blocked(self.model_combo):
             self.model_combo.clear()
             for name in names:
@@ -281,7 +295,7 @@ class ServeForm(QWidget):
         """The first reason this form cannot run, in the window's language ("" when it can)."""
         reqs = self.requests()
         if not self.model_combo.currentText().strip():
-            return _tr("choose a model")
+            return _tr("the model list is loading...") if self.models_loading else _tr("choose a model")
         if not reqs:
             return _tr("add at least one request")
         if len(reqs) > MAX_REQUESTS:
@@ -315,27 +329,25 @@ class ServeForm(QWidget):
             s.setValue(f"serve/{key}", spin.value())
 
     def restore(self, settings: QSettings) -> None:
-        """The values `save` kept; a missing or unreadable one keeps the form's default."""
-        s = settings
-        if s.contains("serve/model"):
-            self.model_combo.setCurrentText(s.value("serve/model", "", type=str))
-        self.random_spin.setValue(s.value("serve/random_n", self.random_spin.value(), type=int))
+        """The values `save` kept, through the one settings reader (kvviz.ui.settings_file; the window hands
+        its SettingsReader): a value the field's range does not hold, or a request a workload file could not
+        hold (kvviz.serving.workload), is refused in one line naming the file and the key; the default stays."""
+        r = SettingsReader.of(settings)
+        if r.settings.contains("serve/model"):
+            self.model_combo.setCurrentText(r.text("serve/model", "", limit=MAX_MODEL_CHARS))
+        r.spin("serve/random_n", self.random_spin)
         with blocked(self.preset_combo):
-            index = self.preset_combo.findData(s.value("serve/preset", "", type=str))
+            index = self.preset_combo.findData(r.text("serve/preset", ""))
             if index >= 0:
                 self.preset_combo.setCurrentIndex(index)
         self.random_spin.setEnabled(self.preset_combo.currentData() == "random")
-        try:
-            rows = json.loads(s.value("serve/requests", "null", type=str))
-            requests = [WorkRequest(str(p), int(n), int(a)) for p, n, a in rows[:MAX_REQUESTS]]
-        except (TypeError, ValueError):
-            requests = None
+        requests = saved_requests(r)
         if requests:
             self.set_requests(requests)
-        if s.contains("serve/schedulers"):
-            self.set_schedulers([k for k in s.value("serve/schedulers", "", type=str).split(",") if k])
+        if r.settings.contains("serve/schedulers"):
+            self.set_schedulers([k for k in r.text("serve/schedulers", "").replace(" ", "").split(",") if k])
         for key, spin in self.sizes().items():
-            spin.setValue(s.value(f"serve/{key}", spin.value(), type=int))
+            r.spin(f"serve/{key}", spin)
         self.changed.emit()
 
     def show_problem(self) -> None:
@@ -343,3 +355,25 @@ class ServeForm(QWidget):
         self.problem_label.setText(reason)
         self.problem_label.setVisible(bool(reason))
         self.run_button.setEnabled(not reason)
+
+
+def saved_requests(r: SettingsReader) -> list[WorkRequest] | None:
+    """serve/requests ([[prompt, new tokens, arrival], ...] as JSON), each row checked as a workload file's
+    request is (kvviz.serving.workload.request_from_dict); None where missing or refused."""
+    text = r.text("serve/requests", "")
+    if not text:
+        return None
+    try:
+        rows = json.loads(text)
+        if not isinstance(rows, list) or not rows or len(rows) > MAX_REQUESTS:
+            raise ValueError(_tr("not a list of 1 to {0} requests").format(MAX_REQUESTS))
+        requests = []
+        for i, row in enumerate(rows):
+            if not (isinstance(row, list) and len(row) == 3):
+                raise ValueError(_tr("request {0} is not [prompt, new tokens, arrival]").format(i))
+            req = request_from_dict({"prompt": row[0], "new_tokens": row[1], "arrival": row[2]}, f"request {i}")
+            requests.append(WorkRequest(req.prompt, req.new_tokens, req.arrival))
+    except (ValueError, RecursionError) as exc:
+        r.refuse("serve/requests", text, errors.one_line(str(exc)))
+        return None
+    return requests

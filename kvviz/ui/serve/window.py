@@ -29,11 +29,13 @@ from PySide6.QtWidgets import (
 
 from kvviz.serving.history import ServeHistory
 from kvviz.serving.spec import ServeSpec
+from kvviz.ui.app import quit_app
 from kvviz.ui.placement import first_size
 from kvviz.ui.qtutil import edits_text
 from kvviz.ui.serve.form import ServeForm
 from kvviz.ui.serve.grid import ServeGrid
 from kvviz.ui.serve.transport import ServeTransport
+from kvviz.ui.settings_file import SettingsReader, show_problems
 
 FRAME_MS = 33  # records streaming in are drawn at most this often
 PAINT_REST = 3.0  # ... and after a frame that took t (drawn and painted), not before PAINT_REST * t
@@ -91,7 +93,8 @@ class ServeWindow(QMainWindow):
         # height from the panels under a reader's eyes
         self.statusBar()
         self.form = ServeForm(self.settings)
-        self.form.restore(self.settings)  # the last launch's workload, schedulers and sizes
+        reader = SettingsReader(self.settings)
+        self.form.restore(reader)  # the last launch's workload, schedulers and sizes
         self.form.run_clicked.connect(lambda: self.start_run())
         self.form.changed.connect(lambda: self._enable())
         self._build_actions()
@@ -105,6 +108,7 @@ class ServeWindow(QMainWindow):
         self._build_toolbar()
         self.retranslate_ui()
         first_size(self)  # 1500x920, or the whole screen where that is smaller (a 1280x720 projector)
+        show_problems(self, reader.problems)
 
         self._thread: QThread | None = None
         if worker is not None:
@@ -120,10 +124,17 @@ class ServeWindow(QMainWindow):
             worker.run_failed.connect(self._on_run_failed)
             worker.run_finished.connect(self._on_run_finished)
             self._thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
-            self._thread.start()
+        self.start_worker()
         app = QCoreApplication.instance()
         if app is not None:
             app.installEventFilter(self)
+            app.aboutToQuit.connect(self.shutdown_worker)  # the app quitting with this window open
+
+    def start_worker(self) -> None:
+        """The worker's thread, started when the window is made and again when it is shown after a close
+        (closing ends the thread and the engine process; a reopened window runs again)."""
+        if self._thread is not None and not self._thread.isRunning():
+            self._thread.start()
 
     # ------------------------------------------------------------------ construction
     def _action(self, slot, *keys) -> QAction:
@@ -146,6 +157,7 @@ class ServeWindow(QMainWindow):
         self.act_last = self._action(self.follow_live, "End")
         self.act_open = self._action(self.open_record_dialog, "Ctrl+O")
         self.act_close = self._action(self.close, "Ctrl+W")
+        self.act_quit = self._action(quit_app, QKeySequence.StandardKey.Quit, "Ctrl+Q")
         from kvviz.ui.serve.exports import ServeExports
 
         self.exports = ServeExports(self)
@@ -156,6 +168,7 @@ class ServeWindow(QMainWindow):
         self.exports.fill_menu(self.export_menu)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.act_close)
+        self.file_menu.addAction(self.act_quit)
         self.run_menu = bar.addMenu("")
         for act in (self.act_run, self.act_pause, self.act_step, self.act_stop, None, self.act_prev,
                     self.act_next, self.act_back10, self.act_fwd10, self.act_first, self.act_last):
@@ -225,7 +238,8 @@ class ServeWindow(QMainWindow):
                           (self.act_next, self.tr("Next step")), (self.act_back10, self.tr("Back 10 steps")),
                           (self.act_fwd10, self.tr("Forward 10 steps")), (self.act_first, self.tr("First step")),
                           (self.act_last, self.tr("Newest step (follow the run)")),
-                          (self.act_open, self.tr("Open serve record...")), (self.act_close, self.tr("&Close"))):
+                          (self.act_open, self.tr("Open serve record...")), (self.act_close, self.tr("&Close")),
+                          (self.act_quit, self.tr("&Quit kvviz"))):
             act.setText(text)
         self.act_run.setToolTip(self.tr("Serve the workload with every ticked scheduler, in lockstep (Ctrl+R)"))
         self.act_pause.setText(self.tr("&Resume") if self.state == "paused" else self.tr("&Pause"))
@@ -249,6 +263,10 @@ class ServeWindow(QMainWindow):
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().showEvent(event)
+        self.start_worker()
+        app = QCoreApplication.instance()
+        if app is not None:  # taken off when the window closed
+            app.installEventFilter(self)
         if not event.spontaneous():
             # Keys reach a new window at once with no window manager to give it the focus (a bare X server).
             QTimer.singleShot(0, self._reactivate)
@@ -471,6 +489,10 @@ class ServeWindow(QMainWindow):
             app.removeEventFilter(self)
         self._frame_timer.stop()
         self.shutdown_worker()
+        if self.state != "idle":  # the run ended with the worker: what it streamed stays shown, idle
+            self.run_id = ""
+            self.run.finished = True
+            self._set_state("idle")
         self.form.save(self.settings)
         self.settings.sync()
         super().closeEvent(event)
@@ -482,12 +504,25 @@ def open_serve_window(parent: QWidget | None = None, settings: QSettings | None 
     from kvviz.ui.serve.worker import ServeWorker
 
     window = ServeWindow(ServeWorker(), settings)
-    if parent is not None:
-        models = getattr(getattr(parent, "form", None), "model_combo", None)
-        if models is not None:
-            names = [models.itemData(i) or models.itemText(i) for i in range(models.count())]
-            window.form.set_models([n for n in names if n], parent.form.current_model())
+    if parent is not None and getattr(parent, "form", None) is not None:
+        if getattr(parent, "env", True) is None:  # the main window's worker has not listed the models yet
+            window.form.set_models_loading()
+            shown = window.form.model_combo.currentText()
+            parent.environment_ready.connect(lambda: take_models(window, parent, shown),
+                                             Qt.ConnectionType.SingleShotConnection)
+        else:
+            take_models(window, parent)
     if spec is not None:
         window.form.apply(spec)
     window.show()
     return window
+
+
+def take_models(window: ServeWindow, main: QWidget, shown: str | None = None) -> None:
+    """The main window's model picker's names in the Serve form's, its choice chosen; a model typed in the
+    Serve form since it showed `shown` (while the list loaded) is kept."""
+    models = main.form.model_combo
+    names = [models.itemData(i) or models.itemText(i) for i in range(models.count())]
+    typed = window.form.model_combo.currentText().strip()
+    keep = shown is not None and typed and typed != shown.strip()
+    window.form.set_models([n for n in names if n], typed if keep else main.form.current_model())
