@@ -338,7 +338,7 @@ def _serve(conn) -> None:
     while True:
         try:
             command, args = conn.recv()
-        except (EOFError, OSError, KeyboardInterrupt):
+        except (EOFError, OSError):
             break  # the app went away
         if command == "close":
             break
@@ -368,15 +368,22 @@ def serve_engines() -> None:
 
     steady_allocator()  # as `kvviz bench` does (see kvviz.timing.steady_allocator)
     authkey = bytes.fromhex(os.environ.pop(_KEY_VARIABLE))
-    with Listener(authkey=authkey) as listener:
-        print(json.dumps(listener.address), flush=True)
+    # On Linux a socket in the abstract namespace: nothing on disk, so a child killed (Stop, a close it did
+    # not answer in time) leaves no pymp-* folder in the temporary directory, as a path-named socket did.
+    address = f"\0kvviz-engine-{os.getpid()}-{secrets.token_hex(8)}" if sys.platform.startswith("linux") else None
+    with Listener(address, authkey=authkey) as listener:
+        print(json.dumps(address or listener.address), flush=True)  # (Python gives an abstract one as bytes)
         os.dup2(2, 1)  # later output goes to stderr: nobody reads this pipe after the address
         conn = listener.accept()
     _serve(conn)
 
 
 _KEY_VARIABLE = "KVVIZ_ENGINE_AUTHKEY"
-_ENTRY = "from kvviz.session import serve_engines; serve_engines()"
+# The child ignores SIGINT from its first line: Ctrl+C in a terminal reaches the whole process group, and the
+# parent alone decides what an interrupt means (end the run, close the child, exit 130). Set before the
+# import, so an interrupt while the child starts prints no KeyboardInterrupt either.
+_ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+          "from kvviz.session import serve_engines; serve_engines()")
 
 
 class EngineProcess:
