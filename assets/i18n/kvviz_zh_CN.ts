@@ -1284,10 +1284,6 @@
         <translation>解码内核：{kernels}；它们的耗时差异既来自缓存，也来自内核。</translation>
     </message>
     <message>
-        <source>Kernel: {kernel}.</source>
-        <translation>内核：{kernel}。</translation>
-    </message>
-    <message>
         <source>Decode kernel: {kernel}.</source>
         <translation>解码内核：{kernel}。</translation>
     </message>

@@ -77,9 +77,10 @@ def kernels_text(groups: list[tuple[str, list[str]]], escape: bool = False) -> s
         name(e) for e in engines)) for k, engines in groups)
 
 
-def _kernel_sentence(history: RunHistory, steps, *, short: bool) -> str:
+def _kernel_sentence(history: RunHistory, steps) -> str:
     """The decode kernel, said at a decode step: one for every engine of a run (their times then differ by
-    the cache alone), or, in an older trace, which ran where."""
+    the cache alone), or, in an older trace, which ran where. Not in the short form, where a third line would
+    move the grid: the status bar names the kernel there."""
     groups = kernels_ran(history.info, [engine for engine, *_ in steps])
     if not groups or steps[0][2].phase != "decode":
         return ""
@@ -87,8 +88,6 @@ def _kernel_sentence(history: RunHistory, steps, *, short: bool) -> str:
     if len(groups) > 1:
         return _tr("Decode kernels: {kernels}; their times differ by kernel as well as by cache.").format(
             kernels=kernel)
-    if short:
-        return _tr("Kernel: {kernel}.").format(kernel=kernel)
     if len(steps) == 1:
         return _tr("Decode kernel: {kernel}.").format(kernel=kernel)
     return _tr("Every engine decodes with the {kernel} kernel: their times differ by cache alone.").format(
@@ -148,7 +147,7 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
     wall = _wall(history, steps, color)
     if wall:
         text = _tr("{work} {wall}").format(work=text, wall=wall)
-    kernel = _kernel_sentence(history, steps, short=False)
+    kernel = _kernel_sentence(history, steps)
     if kernel:
         text = _tr("{work} {wall}").format(work=text, wall=kernel)
     moved = []
@@ -198,9 +197,6 @@ def _short(history: RunHistory, steps, color) -> str:
         if _past_ceiling(history, steps, shape):  # the full form's reason, in few words
             text = _tr("{work} Over 100%: read from the CPU's {cache} cache.").format(
                 work=text, cache=html.escape(fmt_bytes(history.info.cache_bytes)))
-    kernel = _kernel_sentence(history, steps, short=True)
-    if kernel:
-        text = _tr("{work} {wall}").format(work=text, wall=kernel)
     return text
 
 
