@@ -44,6 +44,7 @@ def check_path(path: str | Path) -> Path:
         raise ValueError(f"settings file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not stat.S_ISREG(mode):
         what = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+        what = f"a link to {what}" if path.is_symlink() else what
         raise ValueError(f"settings file {path} is {what}, not a regular file: kvviz neither reads it nor "
                          "saves over it (give a file, or a name not taken yet)")
     return path

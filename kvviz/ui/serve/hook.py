@@ -25,11 +25,8 @@ def open_serve_view(main) -> ServeWindow:
     """The main window's Serve window, made on first use (its models from the compare form), raised."""
     window = getattr(main, "serve_window", None)
     if window is None:
-        window = open_serve_window(main, getattr(main, "settings", None))
+        window = open_serve_window(main, getattr(main, "settings", None))  # it ends its worker as the app quits
         main.serve_window = window
-        app = QCoreApplication.instance()
-        if app is not None:  # quitting from the compare window stops this one's worker too
-            app.aboutToQuit.connect(window.shutdown_worker)
     window.show()
     window.raise_()
     window.activateWindow()
