@@ -170,3 +170,135 @@ def test_memory_measured_from_an_endless_device_is_one_line_in_bounded_memory(tm
     assert done.returncode == 2, done.stderr[-500:]
     assert done.stderr == f"kvviz memory: error: {zero}: a character device, not a bench file\n"
 
+
+
+# -- the native step's build and its cached library ------------------------------------------------
+def _native_fresh(monkeypatch, cache) -> object:
+    from kvviz import native
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setattr(native, "_LIB", None)
+    monkeypatch.setattr(native, "_WHY_NOT", {})
+    return native
+
+
+def test_a_compiler_that_hangs_is_stopped_with_its_children_and_refused_in_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    native = _native_fresh(monkeypatch, tmp_path / "cache")
+    pid_file = tmp_path / "child.pid"
+    cc = tmp_path / "hanging-cc"
+    cc.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setattr(native, "BUILD_SECONDS", 1.0, raising=False)
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match=r"^--kernel native: hanging-cc did not build step\.c within 1 s$"):
+        _within(20, native.load)
+    assert time.monotonic() - t0 < 10
+    child = int(pid_file.read_text())
+    for _ in range(100):  # SIGKILL is delivered at once; reaping by init may lag a little
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        if _is_zombie(child):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the compiler's child is still running")
+    assert os.listdir(tmp_path / "cache" / "kvviz" / "native") == []  # no half-written library left
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _has_cc() -> bool:
+    from kvviz import native
+
+    return native.compiler() is not None
+
+
+needs_cc = pytest.mark.skipif(not _has_cc(), reason="no C compiler")
+
+
+def _library_path(native):
+    path = native.library_path(native.compiler())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _check_rebuilt(native, path) -> None:
+    lib = native._LIB
+    assert lib is not None and lib.kv_vector_floats() in (4, 8, 16)
+    assert stat.S_ISREG(os.lstat(path).st_mode) and os.listdir(path.parent) == [path.name]
+
+
+@needs_cc
+def test_a_fifo_as_the_cached_library_is_rebuilt_not_opened(tmp_path):
+    pytest.importorskip("torch")
+    # in a process of its own: the loader's open of a FIFO blocks with the interpreter's lock held
+    done, seconds = _bounded(f"""
+        import os, stat
+        os.environ["XDG_CACHE_HOME"] = {str(tmp_path / "cache")!r}
+        from kvviz import native
+        path = native.library_path(native.compiler())
+        path.parent.mkdir(parents=True)
+        os.mkfifo(path)
+        lib = native.load()
+        print(lib.kv_vector_floats(), stat.S_ISREG(os.lstat(path).st_mode), os.listdir(path.parent) == [path.name])
+    """, seconds=120, memory=1 << 40)
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert done.stdout.split()[1:] == ["True", "True"] and int(done.stdout.split()[0]) in (4, 8, 16)
+
+
+@needs_cc
+def test_a_truncated_cached_library_is_rebuilt(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    native = _native_fresh(monkeypatch, tmp_path / "cache")
+    path = _library_path(native)
+    whole = tmp_path / "whole.so"
+    subprocess.run([native.compiler(), *native.FLAGS, "-o", str(whole), str(native.SOURCE), "-lm"], check=True)
+    path.write_bytes(whole.read_bytes()[: whole.stat().st_size // 3])  # a build cut short, never loaded here
+    native.load()
+    _check_rebuilt(native, path)
+    assert path.stat().st_size > whole.stat().st_size // 3
+
+
+@needs_cc
+@pytest.mark.parametrize("how", ["copy", "link"])
+def test_a_foreign_library_under_the_cached_name_is_rebuilt_and_left_untouched_elsewhere(tmp_path, monkeypatch, how):
+    pytest.importorskip("torch")
+    native = _native_fresh(monkeypatch, tmp_path / "cache")
+    path = _library_path(native)
+    foreign = tmp_path / "libforeign.so"
+    source = tmp_path / "foreign.c"
+    source.write_text("int kv_unrelated(void) { return 7; }\n")
+    subprocess.run([native.compiler(), "-shared", "-fPIC", "-o", str(foreign), str(source)], check=True)
+    before = foreign.read_bytes()
+    if how == "copy":
+        path.write_bytes(before)
+    else:
+        path.symlink_to(foreign)
+    native.load()
+    _check_rebuilt(native, path)
+    assert foreign.read_bytes() == before  # the link's target is not replaced: only kvviz's own name
+
+
+@needs_cc
+def test_a_bad_cached_library_whose_rebuild_fails_is_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    native = _native_fresh(monkeypatch, tmp_path / "cache")
+    broken = tmp_path / "step.c"
+    broken.write_text("int kv_decode( {\n")
+    monkeypatch.setattr(native, "SOURCE", broken)
+    path = _library_path(native)  # the name hashes the source
+    path.write_bytes(b"\x7fELF truncated")
+    with pytest.raises(ValueError, match=r"^--kernel native: \S+ could not build step\.c: .*error") as err:
+        native.load()
+    assert "\n" not in str(err.value)
+    assert native.build_error() == str(err.value)

@@ -1,30 +1,35 @@
 """The native decode step: a whole concat, static or paged decode step as one C call (step.c), the exact
-cached engines' default on a CPU in float32 (kvviz.engines.cached, blas="auto"; blas="torch" refuses it).
+cached engines' `native` kernel on a CPU in float32 (kvviz.engines.cached, kernel="native", `--kernel native`).
 
 A decode step of a model like `wide` is some hundred small ops: each projection a 1-6 MiB matrix that torch
 reads below the read ceiling, each op a Python dispatch and a thread-pool wake-up. step.c runs the step in
 one OpenMP parallel region at the run's thread count: every matrix split into contiguous row ranges, one
 sequential read per thread, a barrier between stages, no allocation. The engines decode so, a traced head's
 attention weights and the greedy pick included (prefill stays in torch); `why_not` says where it does not
-apply; `kvviz bench --blas native` adds a `static+native` row that asks for it; `gemv_seconds` and
+apply; `kvviz bench --kernel native` adds a `static+native` row that asks for it; `gemv_seconds` and
 `read_ceiling_native` time its own matrix-vector product over the read probe's matrix (kvviz.bandwidth).
 
 The C file is compiled at first use with the system's C compiler (`$CC`, else `cc`; `-O3 -march=native
 -fopenmp`) into ~/.cache/kvviz/native/, named by a hash of the source, the flags and the CPU, written to a
-temporary name and renamed. Where there is no compiler, or the build fails, asking for it is refused in one
-line and the default engines run on torch's ops. CPU float32,
+temporary name and renamed, within BUILD_SECONDS. A cached build is used only where it is a regular file that
+loads and holds step.c's symbols; anything else under its name (a FIFO, a link, a truncated or foreign
+library) is removed and built again. Where there is no compiler, or the build fails, asking for it is
+refused in one line and the default engines run on torch's ops. CPU float32,
 Llama-family models only (not GPT-2). The numbers differ from torch's by a rounding (sums in another
 order); the tests hold the tokens and the logits to the torch path's. No Qt.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import hashlib
 import os
 import platform
 import shutil
+import signal
+import stat
 import subprocess
-import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("step.c")
@@ -65,11 +70,11 @@ def load():
 
     cc = compiler()
     if cc is None:
-        raise ValueError("--blas native needs a C compiler (cc or $CC), and none was found")
+        raise ValueError("--kernel native needs a C compiler (cc or $CC), and none was found")
     try:
         lib = _build_and_open(cc)
-    except (OSError, subprocess.SubprocessError) as e:  # an unwritable cache, a hung compiler, a bad library
-        raise ValueError(f"--blas native: could not build or load {SOURCE.name}: "
+    except (OSError, subprocess.SubprocessError) as e:  # an unwritable cache, a library that will not load
+        raise ValueError(f"--kernel native: could not build or load {SOURCE.name}: "
                          f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else e!r}") from None
     P, I64 = ctypes.c_void_p, ctypes.c_int64
     lib.kv_workspace_floats.argtypes = [P]
@@ -84,25 +89,111 @@ def load():
     return lib
 
 
+BUILD_SECONDS = 60.0  # a compiler that runs longer is stopped (its whole process group) and refused
+SYMBOLS = ("kv_workspace_floats", "kv_decode", "kv_gemv_best", "kv_vector_floats")  # what load() binds
+
+
 def _build_and_open(cc: str):
-    """step.c compiled into the cache folder (once per source, flags and CPU: a temporary name, then a
-    rename), opened with ctypes."""
+    """step.c's build from the cache folder where a sound one is there, else compiled into it (once per
+    source, flags and CPU, by kvviz.fileio's output rule: a temporary name, then a rename), opened."""
     path = library_path(cc)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
-        os.close(fd)
+    lib = _open_cached(path)
+    if lib is not None:
+        return lib
+    from kvviz.fileio import atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: _compile(cc, tmp))
+    lib = ctypes.CDLL(str(path))
+    missing = [name for name in SYMBOLS if not hasattr(lib, name)]
+    if missing:
+        raise ValueError(f"--kernel native: {Path(cc).name} built {SOURCE.name} without {', '.join(missing)}")
+    return lib
+
+
+def _open_cached(path: Path):
+    """The build at `path` where it is a regular file (a link, a FIFO or a device is never opened) that
+    loads and holds SYMBOLS; else None, with whatever held the build's name removed (kvviz's own cache
+    entry: a truncated build, another library, a node) so that a fresh build takes it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "a folder holds the build's name", str(path))
+    if stat.S_ISREG(mode) and _whole_elf(path):
         try:
-            run = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True,
-                                 timeout=300)
-            if run.returncode != 0:
-                first = next((ln for ln in run.stderr.splitlines() if "error" in ln), run.stderr.strip()[:200])
-                raise ValueError(f"--blas native: {Path(cc).name} could not build {SOURCE.name}: {first}")
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return ctypes.CDLL(str(path))
+            lib = ctypes.CDLL(str(path))
+        except OSError:  # not a shared library, another machine's
+            lib = None
+        if lib is not None:
+            if all(hasattr(lib, name) for name in SYMBOLS):
+                return lib
+            _close(lib)  # else the loader hands the same stale library back for the rebuilt file's name
+    path.unlink()
+    return None
+
+
+_ELF_HEADER = {1: ("16sHHIIIIIHHHHHH", "IIIIIIII", 1, 4), 2: ("16sHHIQQQIHHHHHH", "IIQQQQQQ", 2, 5)}  # by class:
+# (file header, program header, the program header's p_offset and p_filesz fields)
+
+
+def _whole_elf(path: Path) -> bool:
+    """False for an ELF file shorter than its own headers say (a build cut short: the loader maps the
+    missing pages and the process dies of SIGBUS on the first touch); True for any other file (the loader
+    itself refuses what is not a library)."""
+    import struct
+
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if head[:4] != b"\x7fELF":
+            return True
+        size = os.fstat(fh.fileno()).st_size
+        if len(head) < 52 or head[4] not in _ELF_HEADER or head[5] not in (1, 2):
+            return False
+        file_fmt, prog_fmt, at_offset, at_size = _ELF_HEADER[head[4]]
+        order = "<" if head[5] == 1 else ">"
+        if len(head) < struct.calcsize(order + file_fmt):
+            return False
+        fields = struct.unpack_from(order + file_fmt, head)
+        phoff, shoff, phentsize, phnum, shentsize, shnum = fields[5], fields[6], *fields[9:13]
+        if phentsize < struct.calcsize(order + prog_fmt) or phoff + phnum * phentsize > size \
+                or shoff + shnum * shentsize > size:
+            return False
+        fh.seek(phoff)
+        table = fh.read(phnum * phentsize)
+        for i in range(phnum):
+            entry = struct.unpack_from(order + prog_fmt, table, i * phentsize)
+            if entry[at_offset] + entry[at_size] > size:
+                return False
+    return True
+
+
+def _close(lib) -> None:
+    """Unload a library ctypes opened (ctypes itself never does)."""
+    import _ctypes
+
+    _ctypes.dlclose(lib._handle)
+
+
+def _compile(cc: str, out: Path) -> None:
+    """`cc` building step.c into `out` within BUILD_SECONDS, in its own process group (a compiler that
+    hangs is killed with whatever it started); ValueError (one line) on a failure or the deadline."""
+    proc = subprocess.Popen([cc, *FLAGS, "-o", str(out), str(SOURCE), "-lm"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=BUILD_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            pipe.close()
+        raise ValueError(f"--kernel native: {Path(cc).name} did not build {SOURCE.name} within "
+                         f"{BUILD_SECONDS:g} s") from None
+    if proc.returncode != 0:
+        first = next((ln for ln in err.splitlines() if "error" in ln), err.strip()[:200])
+        raise ValueError(f"--kernel native: {Path(cc).name} could not build {SOURCE.name}: {first}")
 
 
 def vector_floats() -> int:
@@ -126,7 +217,7 @@ def _check_model(model) -> None:
     check_cpu_llama(model, "native")
     cfg = model.cfg
     if cfg.n_head % cfg.n_kv_head or cfg.head_dim % 2:
-        raise ValueError(f"--blas native needs query heads a multiple of KV heads and an even head size, "
+        raise ValueError(f"--kernel native needs query heads a multiple of KV heads and an even head size, "
                          f"not {cfg.n_head}/{cfg.n_kv_head} heads of {cfg.head_dim}")
 
 
