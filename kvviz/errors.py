@@ -4,6 +4,7 @@ Stdlib only, so the app's panels may use it: torch is consulted only when someth
 """
 from __future__ import annotations
 
+import os
 import sys
 
 OOM_HINT = "try fewer new tokens, one engine at a time, --dtype bf16, a smaller model, or --device cpu"
@@ -14,13 +15,60 @@ class InsufficientMemory(MemoryError):
     message says both figures; the CLI prints it as one line with exit code 1, as for out of memory."""
 
 
+# torch's CPU allocator, refused by the kernel (a process limit such as `ulimit -v`, or no memory left):
+# "DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes. Error code 12 (Cannot allocate memory)"
+HOST_ALLOCATOR_WORDS = ("can't allocate memory", "cannot allocate memory")
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A device allocator ran out: torch.OutOfMemoryError (CUDA), or the RuntimeError MPS raises."""
+    """An allocation failed, on the host or on a device: MemoryError (Python's own, and InsufficientMemory),
+    torch.OutOfMemoryError (CUDA), the RuntimeError MPS raises, or the RuntimeError of torch's CPU
+    allocator (which says "can't allocate memory", not "out of memory", under a process limit)."""
+    if isinstance(exc, MemoryError):
+        return True
     torch = sys.modules.get("torch")
     oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
     if oom_type is not None and isinstance(exc, oom_type):
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    if not isinstance(exc, RuntimeError):
+        return False
+    return _host_allocator(exc) or "out of memory" in str(exc).lower()
+
+
+def _host_allocator(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(words in text for words in HOST_ALLOCATOR_WORDS)
+
+
+def process_memory_limit() -> int | None:
+    """The address space this process may use (`ulimit -v`, RLIMIT_AS) in bytes, or None where unlimited."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else soft
+
+
+def process_memory_room() -> int | None:
+    """Bytes this process may still map under its own limit (RLIMIT_AS less what it maps now, from
+    /proc/self/statm), or None where there is no limit: what a pool sized to free memory must also fit."""
+    limit = process_memory_limit()
+    if limit is None:
+        return None
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return limit
+    return max(0, limit - mapped)
+
+
+def _host_memory() -> str:
+    """` (this process is limited to 2.0 GiB by ulimit -v)` where a limit applies, else empty."""
+    limit = process_memory_limit()
+    return "" if limit is None else f" (this process is limited to {limit / (1 << 30):.1f} GiB by ulimit -v)"
 
 
 def _device_memory() -> str:
@@ -48,6 +96,8 @@ def friendly_error(exc: BaseException) -> str:
     """One line, no traceback: the message of a ValueError as it is, a clear word for the rest."""
     if isinstance(exc, InsufficientMemory):
         return f"{exc}; {OOM_HINT}"
+    if isinstance(exc, MemoryError) or _host_allocator(exc):
+        return f"out of memory{_host_memory()}; {OOM_HINT}"
     if is_out_of_memory(exc):
         return f"out of device memory{_device_memory()}; {OOM_HINT}"
     if isinstance(exc, ValueError):

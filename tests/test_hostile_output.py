@@ -7,6 +7,9 @@ import json
 import os
 import socket
 import stat
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -256,3 +259,54 @@ def test_a_prompt_holding_markup_renders_in_chromium(hostile_page):
         assert not browser.problems, browser.problems
     finally:
         browser.close()
+
+
+# -- out of memory under the process's own limit -----------------------------------------------------
+def test_torchs_allocation_failure_under_ulimit_v_is_one_line_out_of_memory():
+    """A command whose tensor passes the process's RLIMIT_AS (as `ulimit -v` sets it) ends in one line, exit 1,
+    naming the limit, where torch's CPU allocator says "can't allocate memory", never "out of memory"."""
+    pytest.importorskip("torch")
+    code = """
+        import resource, sys
+        import torch
+        import kvviz.commands.memory as command
+        from kvviz.cli import main
+
+        with open("/proc/self/statm") as fh:
+            mapped = int(fh.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (mapped + (512 << 20), resource.RLIM_INFINITY))
+        command.run = lambda args: torch.empty(2 << 30, dtype=torch.uint8).fill_(1)  # more than the room left
+        sys.exit(main(["memory", "--model", "tiny"]))
+    """
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert done.stderr.startswith("kvviz memory: error: out of memory (this process is limited to ")
+    assert "GiB by ulimit -v); try fewer new tokens" in done.stderr
+
+
+def test_the_room_left_under_the_process_limit_is_known():
+    code = """
+        import resource
+        from kvviz.errors import process_memory_limit, process_memory_room
+
+        with open("/proc/self/statm") as fh:
+            mapped = int(fh.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (mapped + (512 << 20), resource.RLIM_INFINITY))
+        room = process_memory_room()
+        assert process_memory_limit() == mapped + (512 << 20) and (256 << 20) < room <= 512 << 20, room
+    """
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_every_kind_of_allocation_failure_is_out_of_memory():
+    from kvviz.errors import friendly_error, is_out_of_memory
+
+    cpu = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                       "you tried to allocate 2147483648 bytes. Error code 12 (Cannot allocate memory)")
+    assert is_out_of_memory(cpu) and is_out_of_memory(MemoryError())
+    assert friendly_error(cpu).startswith("out of memory") and friendly_error(MemoryError()).startswith("out of memory")
+    assert not is_out_of_memory(RuntimeError("shape mismatch")) and not is_out_of_memory(ValueError("out of memory"))
