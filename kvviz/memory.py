@@ -16,7 +16,6 @@ Conventions (docs/memory.md says why):
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -445,11 +444,14 @@ def resolve_config(name_or_path: str) -> ModelConfig:
 
 
 def _is_own_schema(path: Path) -> bool:
+    """Whether a folder's config.json is kvviz's own (read through kvviz.fileio: regular, at most 1 MiB);
+    one neither schema reads (too deep, too large, not JSON) is refused by the Hugging Face reader after."""
+    from kvviz.fileio import read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read it as JSON ({exc})") from None
-    return ModelConfig.is_own_schema(data)
+        return ModelConfig.is_own_schema(read_json(path, max_depth=3, max_bytes=1 << 20))
+    except ValueError:
+        return False
 
 
 # -- the command -------------------------------------------------------------------------------
