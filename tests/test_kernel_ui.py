@@ -151,7 +151,9 @@ def test_the_page_names_the_kernel_and_an_older_traces_mix(mixed, tmp_path, qapp
     if html_page_cdp.missing():
         pytest.skip(html_page_cdp.missing())
     from kvviz.page import write_page
-    from tests.test_html_page import window_narration
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.panels.summary import SummaryPanel
+    from tests.test_html_page import text_of, window_narration
 
     one = dataclasses.replace(mixed.info, decode_kernels=("native",) * 3)
     browser = html_page_cdp.Browser(1280, 720)
@@ -172,6 +174,12 @@ def test_the_page_names_the_kernel_and_an_older_traces_mix(mixed, tmp_path, qapp
             run = type("Run", (), {"info": info, "traces": mixed.traces})
             told = browser.eval("document.getElementById('narration').textContent")
             assert told == window_narration(run, 3) and "kernel" in told
+            history = RunHistory(info=info, traces=mixed.traces)
+            panel = SummaryPanel()
+            panel.show_step(history, 3)
+            window_note = text_of(panel._decode_note(history, list(info.engines), 3))
+            assert window_note.startswith("Decode steps alone, against naive: concat ")
+            assert browser.eval("document.querySelector('#panel-summary .note.decode').textContent") == window_note
     finally:
         browser.close()
 

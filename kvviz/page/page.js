@@ -934,6 +934,30 @@ function drawSummary(k) {
     out += `<div class="note">${pyFormat(S("Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache <b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed."),
       { naive: fmtCount(naive.kv_projections), cached: fmtCount(values[fewest.name].kv_projections), ratio })}</div>`;
   }
+  // The decode steps' speedup with the prefill apart, and its spread over odd and even steps (the window's
+  // SummaryPanel._decode_note)
+  const slow = ENGINES.find(e => e.name === "naive");
+  if (slow && ENGINES.length > 1) {
+    const decodeMs = (e, parity) => {
+      let sum = 0;
+      for (let j = 1; j <= stepOf(e, k); j++) if (parity === null || j % 2 === parity) sum += e.steps.latency_ms[j];
+      return sum;
+    };
+    const base = [null, 1, 0].map(p => decodeMs(slow, p)), parts = [];
+    let timed = true;
+    for (const e of ENGINES.filter(e => e !== slow)) {
+      const mine = [null, 1, 0].map(p => decodeMs(e, p));
+      if (![...mine, ...base].every(v => v > 0)) { timed = false; break; }
+      const [whole, odd, even] = base.map((n, i) => n / mine[i]);
+      parts.push(pyFormat(S("{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)"),
+        { engine: esc(e.name), speedup: fixed(whole, 1), odd: fixed(odd, 1), even: fixed(even, 1) }));
+    }
+    if (timed) {
+      const prefill = ENGINES.map(e => pyFormat(S("{engine} {ms}"), { engine: esc(e.name), ms: esc(fmtMs(e.steps.latency_ms[0])) })).join(S(", "));
+      out += `<div class="note decode">${pyFormat(S("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}."),
+        { parts: parts.join(S("; ")), prefill })}</div>`;
+    }
+  }
   // An older trace whose engines ran different kernels says which ran where (the window's SummaryPanel._kernel_note)
   if (kernels.length > 1)
     out += `<div class="note kernels">${pyFormat(S("Decode step: {parts}. Their times differ by kernel as well as by cache."), { parts: kernelsText(kernels, true) })}</div>`;
