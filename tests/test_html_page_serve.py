@@ -50,8 +50,6 @@ def test_the_serve_page_in_chromium(record, tmp_path, qapp):
     from kvviz.cli import main
     from kvviz.serving.history import ServeHistory
     from kvviz.serving.record import load_runs
-    from kvviz.ui.serve.narration import narrate
-    from kvviz.ui.serve.panels.counters import cell_text, rows
 
     assert main(["export", "--from", str(record), "--out", str(tmp_path / "o"), "--html", "--step", "0"]) == 0
     runs = load_runs(record)
@@ -63,14 +61,7 @@ def test_the_serve_page_in_chromium(record, tmp_path, qapp):
         for key, step in ((None, 0), ("ArrowRight", 1), ("End", last)):
             if key:
                 browser.press(key)
-            assert browser.eval("document.body.dataset.step") == str(step)
-            assert browser.eval("document.getElementById('narration').textContent") == narrate(history, step)
-            cells = browser.eval("""(() => { const out = {};
-              for (const tr of document.querySelectorAll('#panel-counters tr[data-key]'))
-                out[tr.dataset.key] = [...tr.querySelectorAll('td')].map(td => td.textContent);
-              return out; })()""")
-            for name, _label in rows():
-                assert cells[name] == [cell_text(name, history.counters(k, step)) for k in history.schedulers], name
+            check_step(browser, history, step)
         image, png = browser.screenshot()
         shots = Path(__file__).resolve().parent.parent / "build" / "html-page-shots"
         shots.mkdir(parents=True, exist_ok=True)
@@ -88,6 +79,22 @@ def test_the_serve_page_in_chromium(record, tmp_path, qapp):
         assert browser.eval("window.kvviz.errors") == []
     finally:
         browser.close()
+
+
+def check_step(browser, history, step: int) -> None:
+    """The page shows `step`, with the Serve view's narration (kvviz.ui.serve.narration.narrate) and counters
+    (ServeHistory.counters, as the counters panel words them)."""
+    from kvviz.ui.serve.narration import narrate
+    from kvviz.ui.serve.panels.counters import cell_text, rows
+
+    assert browser.eval("document.body.dataset.step") == str(step)
+    assert browser.eval("document.getElementById('narration').textContent") == narrate(history, step)
+    cells = browser.eval("""(() => { const out = {};
+      for (const tr of document.querySelectorAll('#panel-counters tr[data-key]'))
+        out[tr.dataset.key] = [...tr.querySelectorAll('td')].map(td => td.textContent);
+      return out; })()""")
+    for name, _label in rows():
+        assert cells[name] == [cell_text(name, history.counters(k, step)) for k in history.schedulers], name
 
 
 def _near(image, x, y, rgb, tol=60, r=1) -> bool:
@@ -143,19 +150,20 @@ def test_the_serve_pages_usage_latency_and_text(record, tight, tmp_path, qapp):
             last = history.schedulers[-1]
             batch_top = max(max(history.series(k)["batch"]) for k in history.schedulers) * 1.05
             crosses = {}
+            lasts = history.series(last)
             for k in history.schedulers:
-                used, batch = history.series(k)["used"], history.series(k)["batch"]
+                used, batch, at = history.series(k)["used"], history.series(k)["batch"], history.series(k)["step"]
                 rgb = _rgb(SCHEDULER_COLORS[k])
                 for j in range(len(used)):
-                    x = cx + left + j / x_max * pw
+                    x = cx + left + at[j] / x_max * pw
                     y = cy + top + ph - used[j] / y_top * ph
-                    theirs = {key: history.series(last)[key][min(j, len(history.series(last)[key]) - 1)]
-                              for key in ("used", "batch")}
-                    if j != step and (k == last or used[j] != theirs["used"]):
+                    theirs = {key: lasts[key][np.searchsorted(lasts["step"], at[j], side="right") - 1]
+                              for key in ("used", "batch")}  # the last scheduler's point at this step
+                    if at[j] != step and (k == last or used[j] != theirs["used"]):
                         assert _near(image, x, y, rgb, r=2), (k, j)
-                    if j != step and (k == last or batch[j] != theirs["batch"]):
-                        assert _near(image, cx + bl + j / x_max * bpw, cy + bt + bph - batch[j] / batch_top * bph, rgb,
-                                     r=2), (k, j, "batch")
+                    if at[j] != step and (k == last or batch[j] != theirs["batch"]):
+                        assert _near(image, cx + bl + at[j] / x_max * bpw, cy + bt + bph - batch[j] / batch_top * bph,
+                                     rgb, r=2), (k, j, "batch")
                     arms = [_near(image, x + dx, y + dy, rgb, r=1) for dx in (-3, 3) for dy in (-3, 3)]
                     crosses.setdefault(k, []).append(all(arms))
                 hit = history.series(k)["preemptions"] > 0

@@ -23,7 +23,20 @@ window.kvvizServe = function (lib) {
     grid.appendChild(section);
     el[key] = { title: section.querySelector("h2"), legend: section.querySelector(".legend"), canvas: section.querySelector("canvas"), body: section.querySelector(".body") };
   }
-  const clamp = (r, k) => Math.min(k, r.steps.length - 1);
+  // r.steps holds one record per step, except a stretch with no request to run: one record from step r.at[i] to
+  // r.at[i + 1] - 1 (r.at ends with the step count r.n). rec: the record that stands for step k (clamped).
+  const clamp = (r, k) => Math.min(k, r.n - 1);
+  function rec(r, k) {
+    let lo = 0, hi = r.steps.length - 1;
+    k = clamp(r, k);
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (r.at[mid] <= k) lo = mid; else hi = mid - 1; }
+    return lo;
+  }
+  function column(r, k) {  // the first column of step k: a stretch's steps share its column in equal fractions
+    if (k >= r.n) return r.x0[r.x0.length - 1];
+    const i = rec(r, k);
+    return r.x0[i] + (k - r.at[i]) / (r.at[i + 1] - r.at[i]) * (r.x0[i + 1] - r.x0[i]);
+  }
   let request = 0;  // the selected request (the text panel's)
   const css = document.createElement("style");  // the text panel's look (the view's: muted prompt, red note)
   css.textContent = "#panel-text p { margin: 2px 0; white-space: pre-wrap; word-break: break-all; } " +
@@ -59,8 +72,8 @@ window.kvvizServe = function (lib) {
   }
   function narrate(k) {
     const N = t => tr("ServeNarration", t);
-    return RUNS.map(r => k >= r.steps.length ? pyFormat(N("{0}: done after {1} steps"), { 0: r.name, 1: r.steps.length })
-      : pyFormat(N("{0}, step {1}: {2}"), { 0: r.name, 1: k, 2: describeStep(r.steps[k]).join("; ") })).join(".  ");
+    return RUNS.map(r => k >= r.n ? pyFormat(N("{0}: done after {1} steps"), { 0: r.name, 1: r.n })
+      : pyFormat(N("{0}, step {1}: {2}"), { 0: r.name, 1: k, 2: describeStep(r.steps[rec(r, k)]).join("; ") })).join(".  ");
   }
 
   function drawTimeline(k) {
@@ -82,7 +95,7 @@ window.kvvizServe = function (lib) {
       const tmp = document.createElement("canvas"); tmp.width = img.width; tmp.height = img.height; tmp.getContext("2d").putImageData(img, 0, 0);
       ctx.imageSmoothingEnabled = false; ctx.drawImage(tmp, x0, y0, pw, ph);
       ctx.strokeStyle = "#b0b0b0"; ctx.lineWidth = 1; ctx.strokeRect(x0 + 0.5, y0 + 0.5, pw - 1, ph - 1);
-      const kk = clamp(r, k), a = r.x0[kk] / cols * pw, b = r.x0[kk + 1] / cols * pw;
+      const kk = clamp(r, k), a = column(r, kk) / cols * pw, b = column(r, kk + 1) / cols * pw;
       ctx.strokeStyle = SELECTED; ctx.lineWidth = 2; ctx.strokeRect(x0 + a - 1, y0 - 1, Math.max(2, b - a) + 2, ph + 2);
       ctx.fillStyle = SELECTED_ROW; ctx.fillRect(0, y0 + request * ph / n, x0 - 2, Math.max(1, ph / n));  // the view's mark
       ctx.font = "10px sans-serif"; ctx.fillStyle = "#303030"; ctx.textAlign = "right"; ctx.textBaseline = "middle";
@@ -96,7 +109,7 @@ window.kvvizServe = function (lib) {
     el.pool.legend.innerHTML = "";
     const [ctx, w, h] = fitCanvas(el.pool.canvas), band = h / RUNS.length;
     RUNS.forEach((r, i) => {
-      const s = r.steps[clamp(r, k)], n = s.states.length;
+      const s = r.steps[rec(r, k)], n = s.states.length;
       const used = [...s.states].filter(c => c === "u").length, cached = [...s.states].filter(c => c === "c").length;
       let head = pyFormat(P("{0}: {1} of {2} blocks free"), { 0: r.name, 1: n - used - cached, 2: n });
       if (cached) head += pyFormat(P(", {0} cached"), { 0: cached });
@@ -128,6 +141,9 @@ window.kvvizServe = function (lib) {
     if (key === "tokens_per_s") return commas(fixed(c[key], 0));
     return commas(String(Math.trunc(c[key])));
   }
+  function countersAt(r, k) {  // a stretch's record holds the counters as of its first step: the steps go on
+    return Object.assign({}, r.counters[rec(r, k)], { steps: clamp(r, k) + 1 });
+  }
   function drawCounters(k) {
     const C = t => tr("CountersPanel", t);
     el.counters.title.textContent = C("Counters");
@@ -137,7 +153,7 @@ window.kvvizServe = function (lib) {
       ["tokens_per_s", C("tokens/s")], ["peak_blocks", C("peak blocks")]];
     let out = `<table class="summary"><thead><tr><th></th>${RUNS.map(r => `<th style="color:${r.color}">${esc(r.name)}</th>`).join("")}</tr></thead><tbody>`;
     for (const [key, name] of rows) out += `<tr data-key="${key}"><th class="row">${esc(name)}</th>` +
-      RUNS.map(r => `<td data-scheduler="${esc(r.name)}">${cellText(key, r.counters[clamp(r, k)])}</td>`).join("") + "</tr>";
+      RUNS.map(r => `<td data-scheduler="${esc(r.name)}">${cellText(key, countersAt(r, k))}</td>`).join("") + "</tr>";
     el.counters.body.innerHTML = out + "</tbody></table>";
   }
 
@@ -147,14 +163,14 @@ window.kvvizServe = function (lib) {
     el.usage.title.textContent = U("Pool use and batch size");
     el.usage.legend.innerHTML = legendOf();
     const [ctx, w, h] = fitCanvas(el.usage.canvas), half = Math.floor(h / 2);
-    const xMax = Math.max(1, ...RUNS.map(r => r.steps.length - 1)), top = Math.max(1, ...RUNS.map(r => r.blocks)) * 1.05;
-    const batchMax = Math.max(1, ...RUNS.map(r => Math.max(...r.series.batch)));
-    const line = key => RUNS.map(r => ({ color: r.color, ys: r.series[key], width: 2 }));
+    const xMax = Math.max(1, ...RUNS.map(r => r.n - 1)), top = Math.max(1, ...RUNS.map(r => r.blocks)) * 1.05;
+    const batchMax = Math.max(1, ...RUNS.map(r => r.series.batch.reduce((m, v) => Math.max(m, v), 0)));
+    const line = key => RUNS.map(r => ({ color: r.color, xs: r.series.step, ys: r.series[key], width: 2 }));
     const a = plot(ctx, 0, 0, w, half, { left: U("blocks used"), xMax, yMax: top, series: line("used"), vline: k, vlineDash: [] });
     const b = plot(ctx, 0, half, w, h - half, { left: U("batch"), bottom: U("step"), xMax, yMax: batchMax * 1.05, series: line("batch"), vline: k, vlineDash: [] });
     if (a) for (const r of RUNS) r.series.preemptions.forEach((p, i) => {
       if (!p) return;
-      const x = a.X(i), y = a.Y(r.series.used[i]);
+      const x = a.X(r.series.step[i]), y = a.Y(r.series.used[i]);
       ctx.strokeStyle = r.color; ctx.lineWidth = 2; ctx.beginPath();
       ctx.moveTo(x - 4, y - 4); ctx.lineTo(x + 4, y + 4); ctx.moveTo(x + 4, y - 4); ctx.lineTo(x - 4, y + 4); ctx.stroke();
     });
@@ -164,14 +180,14 @@ window.kvvizServe = function (lib) {
   // Latency per request (kvviz/ui/serve/panels/latency.py, ServeHistory.latency): TTFT from the start of the
   // arrival step to the end of the step of the first token; TPOT the time after it over the tokens after it.
   function latency(r, k) {
-    const n = DATA.n_requests, steps = r.steps.slice(0, clamp(r, k) + 1), ends = [], starts = [];
+    const n = DATA.n_requests, steps = r.steps.slice(0, rec(r, k) + 1), ends = [], starts = [];
     let t = 0;
     for (const s of steps) { t += s.ms; ends.push(t); starts.push(t - s.ms); }
     const first = new Array(n).fill(-1), last = new Array(n).fill(-1), count = new Array(n).fill(0);
     steps.forEach((s, i) => { for (const q of s.em) { if (first[q] < 0) first[q] = i; last[q] = i; count[q]++; } });
     const ttft = [], tpot = [];
     for (let q = 0; q < n; q++) {
-      ttft.push(first[q] >= 0 && DATA.arrival[q] < starts.length ? ends[first[q]] - starts[DATA.arrival[q]] : NaN);
+      ttft.push(first[q] >= 0 && DATA.arrival[q] <= clamp(r, k) ? ends[first[q]] - starts[rec(r, DATA.arrival[q])] : NaN);
       tpot.push(count[q] >= 2 ? (ends[last[q]] - ends[first[q]]) / (count[q] - 1) : NaN);
     }
     return [ttft, tpot];
@@ -206,12 +222,12 @@ window.kvvizServe = function (lib) {
     el.text.title.textContent = pyFormat(X("Request {0}: its text"), { 0: q });
     el.text.legend.innerHTML = "";
     const words = RUNS.map(r => {
-      const t = r.texts[q], kk = clamp(r, k);
+      const t = r.texts[q], kk = rec(r, k);
       let c = 0;
       for (let i = 0; i <= kk; i++) for (const e of r.steps[i].em) if (e === q) c++;
       return t.ends[c] >= 0 ? t.full.slice(0, t.ends[c]) : t.odd[String(c)];
     });
-    const done = RUNS.every(r => k >= r.steps.length - 1);
+    const done = RUNS.every(r => k >= r.n - 1);
     el.text.body.innerHTML = `<p class="prompt-text">${esc(DATA.prompts[q] || "")}</p>` +
       RUNS.map((r, i) => `<p class="said" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> <span>${esc(words[i])}</span></p>`).join("") +
       (done && new Set(words).size > 1 ? `<p class="differ">${esc(X("the schedulers generated different text"))}</p>` : "") +

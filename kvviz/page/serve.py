@@ -35,7 +35,8 @@ COUNTERS = ("steps", "padding", "padding_share", "idle", "idle_share", "hit_rate
 
 
 def _steps_of(steps) -> list[dict]:
-    """Per step what the narration and the pool need, in short keys."""
+    """Per record (a step, or a stretch with no request to run) what the narration and the pool need, in short
+    keys."""
     out = []
     for s in steps:
         pool = s.pool
@@ -95,10 +96,11 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
         schedulers.append({
             "name": k, "color": SCHEDULER_COLORS.get(k, "#7f7f7f"),
             "cells": base64.b64encode(np.ascontiguousarray(timeline.cells, dtype=np.uint8).tobytes()).decode("ascii"),
-            "cols": int(timeline.cells.shape[1]), "x0": timeline.x0.tolist(),
-            "steps": _steps_of(history.steps[k]),
-            "counters": [{key: history.counters(k, step)[key] for key in COUNTERS} for step in range(n)],
-            "series": {key: history.series(k)[key].astype(int).tolist() for key in ("used", "batch", "preemptions")},
+            "cols": int(timeline.cells.shape[1]), "x0": timeline.columns.tolist(), "n": n,
+            "at": timeline.starts.tolist(), "steps": _steps_of(history.steps[k]),
+            "counters": [{key: history.counters(k, s.step)[key] for key in COUNTERS} for s in history.steps[k]],
+            "series": {key: history.series(k)[key].astype(int).tolist()
+                       for key in ("step", "used", "batch", "preemptions")},
             "blocks": int(history.settings[k].blocks), "texts": _texts_of(history, k),
             "solo": _solo_of(history, k),
         })

@@ -7,6 +7,7 @@ Sampler per request, so a request draws exactly what its own solo run draws (kvv
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -111,7 +112,7 @@ class ServeEngine:
                               device=self.device.type, threads=torch.get_num_threads(),
                               weights_bytes=self.wall.weights_bytes, kv_bytes_per_token=self.wall.kv_bytes_per_token)
         self.clock = 0
-        self.step_start_ms: list[float] = []  # wall time at the start of each step, from the first
+        self.step_start_ms: list[float] = []  # wall time at the start of each record, from the first
         self.steps: list[ServeStep] = []
         self._elapsed_ms = 0.0
 
@@ -155,7 +156,9 @@ class ServeEngine:
             kv_bytes=kv_tokens * self.wall.kv_bytes_per_token)
 
     def steps_iter(self) -> Iterator[ServeStep]:
-        """Run to the end, yielding each step's record (latency filled in) as it is made."""
+        """Run to the end, yielding each step's record (latency filled in) as it is made. A step with no
+        arrived request left to run stands for every step up to the next arrival (ServeStep.span): the
+        clock jumps there, so idle time costs one record, not one per step."""
         limit = 4 * sum(len(p) + r.new_tokens for p, r in zip(self.prompts, self.workload.requests)) + \
             max(r.arrival for r in self.workload.requests) + 16
         while not self.scheduler.finished:
@@ -168,9 +171,11 @@ class ServeEngine:
             ms = (time.perf_counter() - t0) * 1000.0
             self.step_start_ms.append(self._elapsed_ms)
             self._elapsed_ms += ms
-            record = replace(record, latency_ms=ms)
+            arrival = self.scheduler.next_arrival()
+            span = arrival - self.clock if arrival is not None and not record.work else 1
+            record = replace(record, latency_ms=ms, span=max(1, span))
             self.steps.append(record)
-            self.clock += 1
+            self.clock += record.span
             yield record
 
     def run(self) -> ServeRun:
@@ -179,12 +184,20 @@ class ServeEngine:
         return self.result()
 
     def result(self) -> ServeRun:
-        ends = [start + s.latency_ms for start, s in zip(self.step_start_ms, self.steps)]
+        starts = [s.step for s in self.steps]
+
+        def start(step: int) -> float:  # wall time at the start of a step (a stretch's steps: its start)
+            return self.step_start_ms[bisect_right(starts, step) - 1]
+
+        def end(step: int) -> float:
+            i = bisect_right(starts, step) - 1
+            return self.step_start_ms[i] + self.steps[i].latency_ms
+
         results = []
         for s in self.seqs:
-            ttft = ends[s.first_token_step] - self.step_start_ms[s.arrival]
+            ttft = end(s.first_token_step) - start(s.arrival)
             n = len(s.generated)
-            tpot = (ends[s.finish_step] - ends[s.first_token_step]) / (n - 1) if n > 1 else None
+            tpot = (end(s.finish_step) - end(s.first_token_step)) / (n - 1) if n > 1 else None
             results.append(RequestResult(
                 request=s.index, prompt_ids=tuple(s.prompt_ids), token_ids=tuple(s.generated),
                 text=self.tokenizer.decode(s.generated), arrival=s.arrival, admitted_step=s.admitted_step,

@@ -3,12 +3,12 @@ they arrive or loaded from a saved serve record, and the numpy arrays the panels
 them (the timeline's cells, the pool's owners, the per-step series, each request's latency so far).
 
 No Qt, no torch: records and numpy only, so the Serve view's panels, its exports, replay and the HTML page
-share it. Scrubbing is in
-lockstep: step k of every scheduler, each clamped to its last recorded step.
+share it. Scrubbing is in lockstep: step k of every scheduler, each clamped to its last step. A stretch with
+no request to run is one record (ServeStep.span) and one timeline column: memory follows the records.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from kvviz.serving.record import (
     SoloCheck,
     compare_solo,
     emitted_at,
+    step_count,
 )
 from kvviz.serving.workload import Workload
 from kvviz.textshow import label_bytes
@@ -32,15 +33,58 @@ _WORK_CODE = {"prefill": PREFILL, "decode": DECODE, "padding": PADDING, "idle": 
 _STATE_CODE = {"waiting": WAITING, "running": WAITING, "preempted": PREEMPTED, "finished": FINISHED}
 
 
+class StepColumns:
+    """A timeline's first column of each step, indexed by step (length: steps + 1), so that step k spans
+    columns x0[k]..x0[k + 1]. Held as one entry per record: the steps of a stretch (ServeStep.span) share its
+    column in equal fractions; every other step's columns are whole numbers."""
+
+    def __init__(self, starts: np.ndarray, columns: np.ndarray) -> None:
+        self.starts = starts  # int [records + 1]: each record's first step, then the step count
+        self.columns = columns  # int [records + 1]: each record's first column, then the column count
+
+    def __len__(self) -> int:
+        return int(self.starts[-1]) + 1
+
+    def __getitem__(self, step: int) -> int | float:
+        n = len(self)
+        if step < 0:
+            step += n
+        if not 0 <= step < n:
+            raise IndexError(f"step {step} of {n - 1}")
+        i = int(np.searchsorted(self.starts, step, side="right")) - 1
+        if self.starts[i] == step:
+            return int(self.columns[i])
+        return float(self.columns[i] + (step - self.starts[i]) / (self.starts[i + 1] - self.starts[i])
+                     * (self.columns[i + 1] - self.columns[i]))
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """Every step's first column (one entry per step: for tests and short runs)."""
+        out = np.interp(np.arange(len(self)), self.starts, self.columns)
+        return out.astype(dtype) if dtype is not None else out
+
+
 @dataclass
 class Timeline:
-    """One scheduler's cells: `cells` uint8 [requests, slots]; step k spans columns x0[k]..x0[k+1]."""
+    """One scheduler's cells: `cells` uint8 [requests, columns]; record i takes columns columns[i]..columns[i+1]
+    and starts at step starts[i] (a stretch of idle steps is one record); step k spans x0[k]..x0[k+1]."""
 
     cells: np.ndarray
-    x0: np.ndarray  # int [steps + 1]
+    columns: np.ndarray  # int [records + 1]
+    starts: np.ndarray  # int [records + 1]: the last is the step count
+
+    @property
+    def x0(self) -> StepColumns:
+        return StepColumns(self.starts, self.columns)
 
     def step_at(self, column: int) -> int:
-        return int(np.searchsorted(self.x0, column, side="right") - 1)
+        """The step a column shows (a stretch's column: its first step)."""
+        return int(self.starts[max(0, int(np.searchsorted(self.columns, column, side="right")) - 1)])
+
+    def multiples(self, interval: int) -> list[int]:
+        """The steps that are multiples of `interval`, at most one per record (a stretch's first multiple): the
+        candidates for the step numbers under the timeline, as many as there are records at most."""
+        first = -(-self.starts[:-1] // interval) * interval
+        return first[first < self.starts[1:]].tolist()
 
 
 @dataclass
@@ -92,8 +136,8 @@ class ServeHistory:
         """A batch from the worker: [(scheduler, ServeStep, {request: token text}), ...]."""
         for scheduler, step, texts in batch:
             steps = self.steps.setdefault(scheduler, [])
-            if step.step != len(steps):
-                raise ValueError(f"{scheduler}: step {step.step} arrived after {len(steps)} steps")
+            if step.step != step_count(steps):
+                raise ValueError(f"{scheduler}: step {step.step} arrived after {step_count(steps)} steps")
             steps.append(step)
             mine = self.token_texts.setdefault(scheduler, {})
             for request, text in texts.items():
@@ -123,24 +167,48 @@ class ServeHistory:
         return len(self.workload.requests) if self.workload is not None else 0
 
     def n_steps(self, scheduler: str | None = None) -> int:
+        """Scheduler steps (a stretch counted step by step); with no scheduler, the most of any."""
         if scheduler is not None:
-            return len(self.steps.get(scheduler, ()))
-        return max((len(v) for v in self.steps.values()), default=0)
+            return step_count(self.steps.get(scheduler, ()))
+        return max((step_count(v) for v in self.steps.values()), default=0)
 
     def at(self, scheduler: str, step: int) -> ServeStep | None:
         """The scheduler's record at `step`, clamped to its last (lockstep: a scheduler that finished
-        earlier shows its final state)."""
+        earlier shows its final state); inside a stretch, the stretch numbered as that step."""
         steps = self.steps.get(scheduler, [])
         if not steps:
             return None
-        return steps[max(0, min(step, len(steps) - 1))]
+        step = self.clamp(scheduler, step)
+        record = steps[self.index(scheduler, step)]
+        if record.step == step:
+            return record
+        return replace(record, step=step, span=record.last_step - step + 1)
+
+    def index(self, scheduler: str, step: int) -> int:
+        """The place in steps[scheduler] of the record that stands for `step` (clamped)."""
+        starts = self.starts(scheduler)[:-1]
+        return max(0, int(np.searchsorted(starts, self.clamp(scheduler, step), side="right")) - 1)
+
+    def starts(self, scheduler: str) -> np.ndarray:
+        """Each record's first step, then the step count (int [records + 1])."""
+        return self._cached("starts", scheduler, lambda: np.array(
+            [s.step for s in self.steps.get(scheduler, [])] + [self.n_steps(scheduler)], dtype=np.int64))
+
+    def event_steps(self) -> np.ndarray:
+        """Every step at which some scheduler's record starts, in order: the steps where anything can change
+        (a stretch with no request to run is one of them, its first step)."""
+        return np.unique(np.concatenate([self.starts(k)[:-1] for k in self.schedulers] or [np.zeros(0, int)]))
 
     def clamp(self, scheduler: str, step: int) -> int:
         return max(0, min(step, self.n_steps(scheduler) - 1))
 
+    def _upto(self, scheduler: str, step: int) -> list[ServeStep]:
+        """The scheduler's records up to and including the one that stands for `step` (clamped)."""
+        return self.steps.get(scheduler, [])[: self.index(scheduler, step) + 1]
+
     def _cached(self, name: str, scheduler: str, make):
         key = (name, scheduler)
-        n = self.n_steps(scheduler)
+        n = len(self.steps.get(scheduler, ()))
         hit = self._cache.get(key)
         if hit is None or hit[0] != n:
             hit = (n, make())
@@ -148,8 +216,8 @@ class ServeHistory:
         return hit[1]
 
     def step_widths(self, scheduler: str) -> np.ndarray:
-        """Slots of each step's column: the most one request put into it (a static prefill: the longest
-        prompt, padding included; a decode: one)."""
+        """Slots of each record's columns: the most one request put into it (a static prefill: the longest
+        prompt, padding included; a decode, or a stretch with no request to run: one)."""
         return self._cached("widths", scheduler, lambda: np.array(
             [max((sum(w.n_slots for w in s.work if w.request == r) for r in {w.request for w in s.work}),
                  default=1) for s in self.steps.get(scheduler, [])], dtype=int))
@@ -164,39 +232,43 @@ class ServeHistory:
                             lambda: _timeline(self.steps.get(scheduler, []), self.n_requests(), cap))
 
     def series(self, scheduler: str) -> dict[str, np.ndarray]:
-        """Per step: pool blocks used, cached, batch size (requests with work), slots, latency, preemptions."""
+        """Per record, at its step ("step", the x to plot against): pool blocks used, cached, batch size
+        (requests with work), slots, latency, preemptions; a stretch of steps has a second point, alike, at
+        its last step, so that a line drawn through the points is flat across it."""
         return self._cached("series", scheduler, lambda: _series(self.steps.get(scheduler, [])))
 
     def latency(self, scheduler: str, step: int) -> tuple[np.ndarray, np.ndarray]:
         """(TTFT ms, TPOT ms) per request as of `step` (NaN: not known yet). TTFT runs from the start of
         the arrival step to the end of the step that emitted the first token; TPOT is the time after
         the first token over the tokens after it (the library's RequestResult definitions)."""
-        steps = self.steps.get(scheduler, [])[: self.clamp(scheduler, step) + 1]
+        steps = self._upto(scheduler, step)
+        shown = self.clamp(scheduler, step)
         n = self.n_requests()
         arrival = np.array([r.arrival for r in self.workload.requests]) if n else np.zeros(0, int)
         ends = np.cumsum([s.latency_ms for s in steps]) if steps else np.zeros(0)
         starts = ends - np.array([s.latency_ms for s in steps]) if steps else np.zeros(0)
-        first = np.full(n, -1)
+        record_of = np.searchsorted([s.step for s in steps], arrival, side="right") - 1  # the arrival's record
+        first = np.full(n, -1)  # records, not steps
         last = np.full(n, -1)
         count = np.zeros(n, int)
-        for s in steps:
+        for i, s in enumerate(steps):
             for request, _token in s.emitted:
                 if first[request] < 0:
-                    first[request] = s.step
-                last[request] = s.step
+                    first[request] = i
+                last[request] = i
                 count[request] += 1
         ttft = np.full(n, np.nan)
         tpot = np.full(n, np.nan)
         for r in range(n):
-            if first[r] >= 0 and arrival[r] < len(starts):
-                ttft[r] = ends[first[r]] - starts[arrival[r]]
+            if first[r] >= 0 and arrival[r] <= shown:
+                ttft[r] = ends[first[r]] - starts[record_of[r]]
             if count[r] >= 2:
                 tpot[r] = (ends[last[r]] - ends[first[r]]) / (count[r] - 1)
         return ttft, tpot
 
     def counters(self, scheduler: str, step: int) -> dict[str, float]:
         """The run's figures up to `step` (the counters panel's column)."""
-        steps = self.steps.get(scheduler, [])[: self.clamp(scheduler, step) + 1]
+        steps = self._upto(scheduler, step)
         padding = sum(s.slots_of("padding") for s in steps)
         prefill = sum(s.slots_of("prefill") for s in steps)
         idle = sum(s.slots_of("idle") for s in steps)
@@ -204,7 +276,7 @@ class ServeHistory:
         saved = sum(h.tokens for s in steps for h in s.prefix_hits)
         wall = sum(s.latency_ms for s in steps)
         return {
-            "steps": len(steps), "padding": padding,
+            "steps": self.clamp(scheduler, step) + 1 if steps else 0, "padding": padding,
             "padding_share": padding / (prefill + padding) if prefill + padding else 0.0,
             "idle": idle, "idle_share": idle / (tokens + idle) if tokens + idle else 0.0,
             "saved": saved, "hit_rate": saved / (saved + prefill) if saved + prefill else 0.0,
@@ -216,7 +288,7 @@ class ServeHistory:
     def text_of(self, scheduler: str, request: int, step: int) -> tuple[str, str]:
         """(prompt, generated text as of `step`) of one request under one scheduler."""
         prompt = self.workload.requests[request].prompt if self.workload is not None else ""
-        steps = self.steps.get(scheduler, [])[: self.clamp(scheduler, step) + 1]
+        steps = self._upto(scheduler, step)
         n = sum(1 for s in steps for r, _t in s.emitted if r == request)
         texts = self.token_texts.get(scheduler, {}).get(request, [])
         if len(texts) >= n:
@@ -280,6 +352,7 @@ def _timeline(steps: list[ServeStep], n_requests: int, cap: int | None = None) -
         per_step.append(rows)
         widths.append(widest)
     x0 = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+    starts = np.array([s.step for s in steps] + [step_count(steps)], dtype=np.int64)
     cells = np.full((n_requests, int(x0[-1])), NONE, dtype=np.uint8)
     state_before = {}  # request -> its state after the previous step
     for k, s in enumerate(steps):
@@ -299,7 +372,7 @@ def _timeline(steps: list[ServeStep], n_requests: int, cap: int | None = None) -
                 code = FINISHED
             cells[st.request, a:b] = code
         state_before = {st.request: st.state for st in s.requests}
-    return Timeline(cells=cells, x0=x0)
+    return Timeline(cells=cells, columns=x0, starts=starts)
 
 
 def _shorten(runs: list[tuple[int, int]], widest: int, cap: int) -> list[tuple[int, int]]:
@@ -314,12 +387,14 @@ def _shorten(runs: list[tuple[int, int]], widest: int, cap: int) -> list[tuple[i
 
 
 def _series(steps: list[ServeStep]) -> dict[str, np.ndarray]:
+    points = [(x, s) for s in steps for x in ((s.step,) if s.span == 1 else (s.step, s.last_step))]
     return {
-        "used": np.array([s.pool.used_blocks for s in steps], dtype=float),
-        "cached": np.array([s.pool.cached_blocks for s in steps], dtype=float),
-        "batch": np.array([len({w.request for w in s.work if w.kind in ("prefill", "decode")}) for s in steps],
+        "step": np.array([x for x, _s in points], dtype=float),
+        "used": np.array([s.pool.used_blocks for _x, s in points], dtype=float),
+        "cached": np.array([s.pool.cached_blocks for _x, s in points], dtype=float),
+        "batch": np.array([len({w.request for w in s.work if w.kind in ("prefill", "decode")}) for _x, s in points],
                           dtype=float),
-        "slots": np.array([s.slots for s in steps], dtype=float),
-        "latency_ms": np.array([s.latency_ms for s in steps], dtype=float),
-        "preemptions": np.array([len(s.preemptions) for s in steps], dtype=float),
+        "slots": np.array([s.slots for _x, s in points], dtype=float),
+        "latency_ms": np.array([s.latency_ms for _x, s in points], dtype=float),
+        "preemptions": np.array([len(s.preemptions) for _x, s in points], dtype=float),
     }

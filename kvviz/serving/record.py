@@ -136,7 +136,8 @@ class PoolState:
 
 @dataclass(frozen=True)
 class ServeStep:
-    """One scheduler step: one batched forward over every request it ran (none: nothing had arrived)."""
+    """One scheduler step: one batched forward over every request it ran; or, with no request to run, the
+    stretch of steps up to the next arrival (`span`)."""
 
     step: int
     """The scheduler's step number, from 0 (arrivals are counted in these steps)."""
@@ -162,6 +163,15 @@ class ServeStep:
     per slot (kvviz.wall's convention: the minimum, each byte once)."""
     kv_bytes: int = 0
     """Bytes of K/V attention read: every position each request's queries attended over, all layers."""
+    span: int = 1
+    """Scheduler steps this record stands for, from `step`: more than one only for a stretch in which no
+    arrived request is left to run (none has arrived yet, or every one that has is finished), recorded once
+    up to the next arrival. Every step of a stretch is alike: no work, no event, the pool unchanged."""
+
+    @property
+    def last_step(self) -> int:
+        """The last scheduler step this record stands for."""
+        return self.step + self.span - 1
 
     @property
     def bytes_read(self) -> int:
@@ -390,13 +400,24 @@ class ServeRun:
     results: tuple[RequestResult, ...]
     """One per request, in request order."""
     steps: tuple[ServeStep, ...] = field(repr=False)
-    """One per scheduler step, in order."""
+    """In step order, one per scheduler step, except that a stretch with no request to run is one record
+    (ServeStep.span): record i + 1 is step steps[i].step + steps[i].span."""
+
+    @property
+    def n_steps(self) -> int:
+        """Scheduler steps, idle stretches counted step by step."""
+        return step_count(self.steps)
 
     def summary(self) -> ServeSummary:
         return summarize(self)
 
 
 # -- figures ------------------------------------------------------------------------------------
+def step_count(steps: Sequence[ServeStep]) -> int:
+    """Scheduler steps the records stand for: one past the last one's last step (0 for none)."""
+    return steps[-1].step + steps[-1].span if steps else 0
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile (q in 0..100) of a non-empty list, as numpy's default."""
     xs = sorted(values)
@@ -416,10 +437,11 @@ def summarize(run: ServeRun) -> ServeSummary:
     kv_token = run.model.kv_bytes_per_token
     S = run.settings.block_size
     used = [s.pool.used_blocks for s in steps] or [0]
+    spans = [s.span for s in steps] or [1]
     cached = sum(r.cached_tokens for r in results)
     computed = sum(r.computed_tokens for r in results)
     return ServeSummary(
-        steps=len(steps), wall_ms=wall_ms, tokens=tokens,
+        steps=step_count(steps), wall_ms=wall_ms, tokens=tokens,
         tokens_per_s=tokens / (wall_ms / 1000.0) if wall_ms > 0 else float("nan"),
         ttft_ms_median=statistics.median(ttft), ttft_ms_p90=percentile(ttft, 90),
         tpot_ms_median=statistics.median(tpot) if tpot else None, tpot_ms_p90=percentile(tpot, 90) if tpot else None,
@@ -427,7 +449,8 @@ def summarize(run: ServeRun) -> ServeSummary:
         padding_slots=sum(s.slots_of("padding") for s in steps),
         generation_slots=tokens + sum(s.slots_of("idle") for s in steps),
         idle_slots=sum(s.slots_of("idle") for s in steps),
-        pool_blocks=run.settings.blocks, pool_mean_blocks=sum(used) / len(used), pool_peak_blocks=max(used),
+        pool_blocks=run.settings.blocks,
+        pool_mean_blocks=sum(u * n for u, n in zip(used, spans)) / sum(spans), pool_peak_blocks=max(used),
         peak_running=max((sum(1 for r in s.requests if r.state == "running") for s in steps), default=0),
         preemptions=sum(len(s.preemptions) for s in steps),
         prompt_tokens=sum(len(r.prompt_ids) for r in results), cached_tokens=cached, prefill_computed=computed,
@@ -451,6 +474,8 @@ def _plain(obj: Any) -> Any:
 def step_to_dict(s: ServeStep) -> dict[str, Any]:
     d = _plain(s)
     d["pool"] = {k: d["pool"][k] for k in ("block_size", "ref_counts", "owners", "filled", "hashed")}
+    if s.span == 1:  # a step of its own: the key is written for stretches only
+        del d["span"]
     return d
 
 
@@ -574,7 +599,12 @@ def _step(doc: Any, where: str, n_requests: int) -> ServeStep:
         finished=tuple(_get(doc, "finished", _list_of(_count), "a list of requests", where, optional=True, default=[])),
         latency_ms=float(_get(doc, "latency_ms", _number, "a number >= 0", where)),
         weights_bytes=_get(doc, "weights_bytes", _count, "a whole number >= 0", where),
-        kv_bytes=_get(doc, "kv_bytes", _count, "a whole number >= 0", where))
+        kv_bytes=_get(doc, "kv_bytes", _count, "a whole number >= 0", where),
+        span=_get(doc, "span", lambda v: _is_int(v) and 1 <= v <= MAX_COUNT, "a whole number >= 1", where,
+                  optional=True, default=1))
+    if step.span > 1 and (step.work or step.admitted or step.finished or step.preemptions or step.prefix_hits
+                          or any(r.state != "finished" for r in step.requests)):
+        raise ValueError(f"{where}: a stretch of {step.span} steps with work, an event or a request left to run")
     n_blocks = pool.n_blocks
     tables = [b for r in step.requests for b in r.block_table] + [b for h in step.prefix_hits for b in h.blocks]
     if any(b >= n_blocks for b in tables) or any(o >= n_requests for os in pool.owners for o in os):
@@ -620,11 +650,11 @@ def run_from_dict(doc: Any, where: str) -> ServeRun:
         results.append(res)
     if len(results) != n:
         raise ValueError(f"{where}: {len(results)} results for {n} requests")
-    steps = []
+    steps: list[ServeStep] = []
     for i, s in enumerate(_get(doc, "steps", lambda v: isinstance(v, list), "a list", where)):
         step = _step(s, f"{where}: steps[{i}]", n)
-        if step.step != i:
-            raise ValueError(f"{where}: steps[{i}] is step {step.step}")
+        if step.step != step_count(steps):
+            raise ValueError(f"{where}: steps[{i}] is step {step.step}, where step {step_count(steps)} follows")
         if step.pool.block_size != settings.block_size or step.pool.n_blocks != settings.blocks:
             raise ValueError(f"{where}: steps[{i}]: its pool is not the settings' {settings.blocks} blocks of "
                              f"{settings.block_size}")
@@ -645,7 +675,13 @@ def runs_from_dict(doc: Any, where: str = "serve record") -> tuple[ServeRun, ...
         raise ValueError(f"{where}: version {str(doc.get('version'))[:20]} of the serve record; this kvviz reads "
                          f"{VERSION}")
     runs = _get(doc, "runs", lambda v: isinstance(v, list) and v, "a non-empty list", where)
-    return tuple(run_from_dict(r, f"{where}: runs[{i}]") for i, r in enumerate(runs))
+    out = tuple(run_from_dict(r, f"{where}: runs[{i}]") for i, r in enumerate(runs))
+    names = [r.scheduler for r in out]
+    twice = next((k for i, k in enumerate(names) if k in names[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{where}: scheduler {twice} is named by runs[{names.index(twice)}] and "
+                         f"runs[{names.index(twice, names.index(twice) + 1)}]; a record holds one run per scheduler")
+    return out
 
 
 def load_runs(path: str | Path) -> tuple[ServeRun, ...]:

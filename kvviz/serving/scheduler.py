@@ -90,6 +90,13 @@ class Scheduler:
         seq.state = "finished"
         self.running.remove(seq)
 
+    def next_arrival(self) -> int | None:
+        """With no arrived request left to run, the step at which the next one arrives; else None (something
+        runs, or nothing is left to arrive)."""
+        if self.waiting or self.running or not self._arrivals:
+            return None
+        return self._arrivals[0].arrival
+
     def schedule(self, step: int) -> Batch:
         self._arrive(step)
         batch = Batch(step)
