@@ -398,7 +398,7 @@ def measured_from_bench(doc: dict) -> tuple[list[MeasuredDecode], float, str]:
     prompt = doc.get("prompt_tokens")
     if isinstance(prompt, bool) or not isinstance(prompt, int) or prompt < 1:
         raise ValueError("the bench file holds no prompt length")
-    # `--blas openblas` / `--blas native`: that row's kernel has its own ceiling
+    # `--kernel openblas` / `--kernel native`: that row's kernel has its own ceiling
     own = {OPENBLAS_ROW: ("OpenBLAS's", doc.get("openblas_read_gbps")),
            NATIVE_ROW: ("the native kernel's", doc.get("native_read_gbps"))}
     out = []
