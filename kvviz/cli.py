@@ -8,7 +8,9 @@ Bad input is a one-line error and exit code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 
 # name -> (module, one-line help). A new command is a module plus one line here.
@@ -51,15 +53,39 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _is_trace_path(word: str) -> bool:
     """`kvviz WORD`: WORD is a trace to open, not a command, when it names a .json file or any path."""
-    import os
-
     return word not in COMMANDS and (word.lower().endswith(".json") or os.sep in word or os.path.lexists(word))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command and return its exit status. Whatever ends it early says so in at most one line, never
+    a traceback: bad input (2), out of memory (1), Ctrl+C (130), stdout's reader gone (`| head -1`: 141,
+    silent), stdout on a full disk (2)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")) or _is_trace_path(argv[0]):
         argv = ["gui", *argv]  # `kvviz TRACE.json` opens the window on a saved run
+    name = f"kvviz {argv[0]}" if argv[0] in COMMANDS else "kvviz"
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # the output's last bytes: a closed pipe or a full disk shows here, not at exit
+        return code
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # as a shell reports a process that SIGPIPE ended (128 + 13)
+    except OSError as exc:
+        # The commands turn a failure of their own files into one line (kvviz.fileio's output rule), so a
+        # full disk that reaches here is the one under stdout (`> /dev/full`, `> FILE` on a full disk).
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        _silence_stdout()
+        print("kvviz: cannot write the output: the disk is full", file=sys.stderr)
+        return 2
+
+
+def _dispatch(argv: list[str]) -> int:
+    """Parse, import the command's module and run it; its refusals and out-of-memory as one line."""
     try:
         args = build_parser(argv[0]).parse_args(argv)
     except SystemExit as exc:  # argparse's one-line refusal (2) or --help (0), as a return code
@@ -79,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"kvviz {args.command}: error: {one_line(friendly_error(exc))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"kvviz {args.command}: interrupted", file=sys.stderr)
-        return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush at exit has nowhere to fail."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # stdout closed or not a file: nothing left to flush into it
+        pass

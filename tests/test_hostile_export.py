@@ -1,15 +1,16 @@
-"""An MP4 onto a full disk is refused, never reported as written (issue 13, item 1).
-
-ffmpeg accepts every frame and then fails writing the index (the trailer) when the disk fills: the old
-writer did not look at its exit status and reported a file that cannot be played. The full-disk case
-runs on a 256 KiB tmpfs mounted in the test (root only).
+"""Exports onto a full disk: an MP4 is refused, never reported as written (ffmpeg accepts every frame and
+then fails writing its index, so its exit status and the file are checked); `kvviz export --png` and
+`kvviz shot` say the disk is full in one line and exit 2 cleanly, nothing left. The full-disk cases run on
+a 256 KiB tmpfs mounted in the test (root only).
 """
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,4 +70,40 @@ def test_mp4_on_a_full_disk_is_refused_and_leaves_nothing(tiny_tmpfs, free_kib):
     with pytest.raises(ValueError, match="disk is full") as info:
         exporters.write_animation(target, iter(_frames()), 4.0)
     assert "\n" not in str(info.value)
+    assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler"]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _kvviz(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "kvviz", *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory, torch_cpu) -> Path:
+    from test_hostile_interrupts import save_trace
+
+    return save_trace(tmp_path_factory.mktemp("saved") / "run.json", 6)
+
+
+def test_png_export_onto_a_full_disk_says_so_once_and_exits_cleanly(tiny_tmpfs, saved_run):
+    (tiny_tmpfs / "filler").write_bytes(b"x" * (200 * 1024))  # room for the folder's probe, not for the PNG
+    out = tiny_tmpfs / "out"
+    for _ in range(4):  # the window had outlived the error and crashed the interpreter's exit in about half
+        proc = _kvviz("export", "--from", str(saved_run), "--out", str(out), "--png")
+        assert (proc.returncode, proc.stderr.splitlines()) == (
+            2, [f"kvviz export: error: cannot write {out}/window.png: the disk is full (nothing was saved)"])
+    assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler"]  # nor the folder the command made
+
+
+def test_shot_onto_a_full_disk_says_so_in_one_line(tiny_tmpfs):
+    (tiny_tmpfs / "filler").write_bytes(b"x" * (200 * 1024))
+    out = tiny_tmpfs / "shot.png"
+    proc = _kvviz("shot", "--out", str(out), "--model", "tiny-random", "--tokens", "4", "--engines", "concat",
+                  "--threads", "1")
+    assert (proc.returncode, proc.stderr.splitlines()) == (
+        2, [f"kvviz shot: error: cannot write {out}: the disk is full (nothing was saved)"])
     assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler"]

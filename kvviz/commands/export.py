@@ -253,19 +253,28 @@ def replay_outputs(job, saved, progress) -> None:
     import tempfile
 
     from kvviz.ui.export_actions import replay_run
-    from kvviz.ui.headless import make_window, write_outputs
+    from kvviz.ui.headless import Interrupts, dispose, make_window, write_outputs
 
-    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir:
+    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir, Interrupts() as interrupts:
         window = make_window(job, settings_dir)
         try:
             replay_run(window, saved, str(job.out))
-            write_outputs(window, job, progress)
+            write_outputs(window, job, progress, interrupts)
         finally:
-            window.close()
-            window.deleteLater()
+            dispose(window)
 
 
 def run(args) -> int:
+    out = Path(args.out).expanduser()
+    made = not out.exists()
+    try:
+        return export(args)
+    finally:  # a failed or interrupted export leaves no empty folder of its own making
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+
+
+def export(args) -> int:
     if args.from_trace is not None:
         return export_saved(args)
     if args.html:
@@ -276,11 +285,16 @@ def run(args) -> int:
     kept = "json" in job.data
     if args.html and not kept:  # the page is built from the run's trace, as --from builds it
         job.data = (*job.data, "json")
+    ran = False
     try:
         code = run_export(job)
+        ran = True
     except RunError as exc:
         print(f"kvviz export: the run failed: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if args.html and not kept and not ran:  # the page's source, of an export that failed or was interrupted
+            (job.out / "trace.json").unlink(missing_ok=True)
     if args.html:
         from kvviz import traceio
 

@@ -7,8 +7,11 @@ files show exactly what the app shows. Progress goes to stderr.
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +88,85 @@ class RunError(Exception):
     """The run itself failed (out of memory, a broken checkpoint): exit code 1."""
 
 
+class Interrupts:
+    """Ctrl+C (SIGINT) for a command that runs Qt's event loop, seen at once and acted on at safe points.
+
+    Python runs a signal handler only when the main thread runs Python code, and a KeyboardInterrupt raised
+    inside a Qt slot is printed and swallowed there. So, while this is entered, the signal wakes the event
+    loop (signal.set_wakeup_fd on a socket a QSocketNotifier watches), the handler only notes it and quits
+    the loops wait_for runs, and `check()`, called between pieces of work, raises KeyboardInterrupt in plain
+    Python. Any error that follows an interrupt (a child that got the same Ctrl+C and failed) leaves as
+    KeyboardInterrupt too: the command then says "interrupted" once and exits 130 (kvviz.cli)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._loops: list = []  # the QEventLoops wait_for runs now
+        self._restore: tuple | None = None  # (the previous handler, the previous wakeup fd)
+        self._sockets: tuple[socket.socket, socket.socket] | None = None
+        self._notifier = None
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is not threading.main_thread():
+            return self  # only the main thread receives signals: nothing to watch from here
+        from PySide6.QtCore import QSocketNotifier
+
+        from kvviz.ui.app import ensure_app
+
+        ensure_app()  # the notifier needs the application's event dispatcher
+        reader, writer = self._sockets = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        wakeup = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        self._restore = (signal.signal(signal.SIGINT, self._on_signal), wakeup)
+        self._notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read)
+        self._notifier.activated.connect(self._drain)  # Python code in the main thread: the handler runs
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if self._restore is not None:
+            handler, wakeup = self._restore
+            signal.signal(signal.SIGINT, signal.default_int_handler if handler is None else handler)
+            signal.set_wakeup_fd(wakeup)
+            self._restore = None
+        if self._notifier is not None:
+            self._notifier.setEnabled(False)
+            self._notifier.deleteLater()
+            self._notifier = None
+        if self._sockets is not None:
+            for sock in self._sockets:
+                sock.close()
+            self._sockets = None
+        if self.seen and (kind is None or issubclass(kind, Exception)):
+            raise KeyboardInterrupt from None
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if Ctrl+C came."""
+        if self.seen:
+            raise KeyboardInterrupt
+
+    def wait(self, loop) -> None:
+        """Run `loop` (a QEventLoop) until it quits or Ctrl+C comes (then KeyboardInterrupt)."""
+        self.check()
+        self._loops.append(loop)
+        try:
+            loop.exec()
+        finally:
+            self._loops.remove(loop)
+        self.check()
+
+    def _on_signal(self, _signum, _frame) -> None:
+        self.seen = True
+        for loop in self._loops:
+            loop.quit()
+
+    def _drain(self) -> None:
+        try:
+            while self._sockets is not None and self._sockets[0].recv(512):
+                pass
+        except OSError:  # nothing more to read (EAGAIN)
+            pass
+
+
 def quiet_qt_messages(_mode, _context, message: str) -> None:
     """Qt's own messages, less the offscreen platform's notes that it cannot raise or resize windows."""
     if "This plugin does not support" not in message:
@@ -114,18 +196,30 @@ def make_window(job: ExportJob, settings_dir: str):
     return window
 
 
-def wait_for(signal, timeout_s: float | None = None) -> bool:
-    """Run the event loop until `signal` fires (True) or the timeout passes (False)."""
+def wait_for(fired_signal, timeout_s: float | None = None, interrupts: Interrupts | None = None) -> bool:
+    """Run the event loop until `fired_signal` fires (True) or the timeout passes (False); with `interrupts`,
+    Ctrl+C ends the wait with KeyboardInterrupt."""
     from PySide6.QtCore import QEventLoop, QTimer
 
     loop = QEventLoop()
     fired = []
-    signal.connect(lambda *a: (fired.append(a), loop.quit()))
+    fired_signal.connect(lambda *a: (fired.append(a), loop.quit()))
     if timeout_s is not None:
         QTimer.singleShot(int(timeout_s * 1000), loop.quit)
     if not fired:
-        loop.exec()
+        (interrupts or Interrupts()).wait(loop)
     return bool(fired)
+
+
+def dispose(window) -> None:
+    """Close the window (its worker's thread stopped, its engine process ended) and delete it now, with
+    everything it holds, in Qt's order. Left to the interpreter's exit, a window kept alive by an
+    exception's traceback had its plot items destroyed after their scene, a segfault at exit."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    window.close()
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def fill_form(window, job: ExportJob) -> None:
@@ -165,7 +259,7 @@ def fill_form(window, job: ExportJob) -> None:
         raise ValueError(reason)
 
 
-def run_to_end(window, progress: ProgressLine) -> None:
+def run_to_end(window, progress: ProgressLine, interrupts: Interrupts | None = None) -> None:
     failures: list[str] = []
     window.run_failed.connect(lambda _run_id, message: failures.append(message))
     window.step_traced.connect(lambda t: progress.update(
@@ -173,17 +267,20 @@ def run_to_end(window, progress: ProgressLine) -> None:
         if t.engine == window.history.engines[-1] else None)
     if not window.start_run():
         raise ValueError(window.validation_text() or "the run was refused")
-    wait_for(window.run_finished)
+    wait_for(window.run_finished, None, interrupts)
     if failures:
         raise RunError(failures[0])
     if not window.history.n_steps():
         raise RunError("the run produced no steps")
 
 
-def write_outputs(window, job: ExportJob, progress: ProgressLine) -> None:
-    """Data, then the window's images, then each panel's (given the whole grid), then the animation."""
+def write_outputs(window, job: ExportJob, progress: ProgressLine, interrupts: Interrupts | None = None) -> None:
+    """Data, then the window's images, then each panel's (given the whole grid), then the animation. With
+    `interrupts`, Ctrl+C stops between files and between an animation's frames; the file being written when
+    it came is not left (a partial one is removed by the writer, one completed after it here)."""
     from kvviz.ui.export_actions import settle
 
+    interrupts = interrupts or Interrupts()
     out = job.out
     n = window.history.n_steps()
     step = n - 1 if job.step is None else job.step
@@ -191,6 +288,9 @@ def write_outputs(window, job: ExportJob, progress: ProgressLine) -> None:
         raise ValueError(f"--step {step} is outside the run's steps 0..{n - 1}")
 
     def note(path: Path, text: str = "") -> None:
+        if interrupts.seen:
+            path.unlink(missing_ok=True)
+            raise KeyboardInterrupt
         job.written.append((path, text))
         progress.say(f"wrote {path} ({path.stat().st_size:,} bytes{', ' + text if text else ''})")
 
@@ -222,7 +322,8 @@ def write_outputs(window, job: ExportJob, progress: ProgressLine) -> None:
         t0 = time.perf_counter()
         path = out / f"{stem}.{fmt}"
         frames = export_animation(window, targets, path, job.fps, job.first, job.last, job.scale, fmt,
-                                  lambda done, total, f=fmt: progress.update(f"{f} frame", done, total))
+                                  lambda done, total, f=fmt: interrupts.check() or
+                                  progress.update(f"{f} frame", done, total))
         note(path, f"{frames} frames, {time.perf_counter() - t0:.1f} s")
     draw_step(window, step, [WINDOW])
 
@@ -230,11 +331,11 @@ def write_outputs(window, job: ExportJob, progress: ProgressLine) -> None:
 def run_export(job: ExportJob) -> int:
     """Build, run, write; ValueError for bad input (exit 2), RunError for a failed run (exit 1)."""
     progress = ProgressLine()
-    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir:
+    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir, Interrupts() as interrupts:
         progress.say("starting (loading PyTorch and the model list)")
         window = make_window(job, settings_dir)
         try:
-            if not wait_for(window.environment_ready, timeout_s=300):
+            if not wait_for(window.environment_ready, 300, interrupts):
                 raise RunError("the worker did not list the environment within 5 minutes")
             fill_form(window, job)
             got = (window.width(), window.height())
@@ -243,11 +344,10 @@ def run_export(job: ExportJob) -> int:
                              f"{window.minimumSizeHint().width()}x{window.minimumSizeHint().height()}); "
                              f"using {got[0]}x{got[1]}")
             t0 = time.perf_counter()
-            run_to_end(window, progress)
+            run_to_end(window, progress, interrupts)
             progress.say(f"ran {window.history.n_steps()} steps of {', '.join(window.history.engines)} "
                          f"in {time.perf_counter() - t0:.1f} s")
-            write_outputs(window, job, progress)
+            write_outputs(window, job, progress, interrupts)
         finally:
-            window.close()
-            window.deleteLater()
+            dispose(window)
     return 0

@@ -47,19 +47,6 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def _wait(signal, timeout_s: float) -> bool:
-    """Run the event loop until `signal` fires (True) or the timeout passes (False)."""
-    from PySide6.QtCore import QEventLoop, QTimer
-
-    loop = QEventLoop()
-    fired = []
-    signal.connect(lambda *_: (fired.append(True), loop.quit()))
-    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
-    if not fired:
-        loop.exec()
-    return bool(fired)
-
-
 def parse_engine_list(text: str) -> tuple[str, ...]:
     """`naive,concat` -> ("naive", "concat"); the names are checked against the worker's registry."""
     items = tuple(s.strip() for s in text.split(",") if s.strip())
@@ -93,35 +80,36 @@ def run(args) -> int:
     from PySide6.QtCore import QSettings, qInstallMessageHandler
 
     from kvviz.ui import app
-    from kvviz.ui.headless import quiet_qt_messages
+    from kvviz.ui.headless import Interrupts, dispose, quiet_qt_messages
 
     qInstallMessageHandler(quiet_qt_messages)
 
     qt_app = app.ensure_app()
-    with tempfile.TemporaryDirectory(prefix="kvviz-shot-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kvviz-shot-") as tmp, Interrupts() as interrupts:
         settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
         window = app.create_window(settings)
         try:
-            return _shoot(window, qt_app, args, engines, width, height, out)
+            return _shoot(window, qt_app, args, engines, width, height, out, interrupts)
         finally:
-            window.close()
-            qt_app.processEvents()
+            dispose(window)
 
 
-def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
-    from kvviz.fileio import atomic_write
+def _shoot(window, qt_app, args, engines, width, height, out: Path, interrupts) -> int:
+    from kvviz.fileio import atomic_write_bytes
+    from kvviz.ui.exporters import describe_os_error, png_bytes
+    from kvviz.ui.headless import wait_for
 
     failures: list[str] = []
     window.run_failed.connect(lambda _rid, message: failures.append(message))
     ratio = window.devicePixelRatioF()  # the zoom: a window of W x H pixels is W/ratio x H/ratio to Qt
     window.resize(round(width / ratio), round(height / ratio))
     window.show()
-    if not _wait(window.environment_ready, args.timeout):
+    if not wait_for(window.environment_ready, args.timeout, interrupts):
         raise ValueError(failures[0] if failures else "the engines did not start in time")
     _fill_form(window, args, engines)
     if not window.start_run():
         raise ValueError(window.validation_text())
-    if not _wait(window.run_finished, args.timeout):
+    if not wait_for(window.run_finished, args.timeout, interrupts):
         raise ValueError(f"the run did not finish within {args.timeout:g} s")
     if failures:
         print(f"kvviz shot: the run failed: {failures[-1]}", file=sys.stderr)
@@ -141,14 +129,12 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path) -> int:
     if abs(size[0] - width) > ratio or abs(size[1] - height) > ratio:  # a zoom may round by a pixel
         raise ValueError(f"the window could not be {width}x{height} (it is {size[0]}x{size[1]})")
 
-    def save(tmp: Path) -> None:
-        if not pixmap.save(str(tmp), "PNG"):
-            raise OSError(f"{out}: could not write the PNG")
-
+    data = png_bytes(pixmap.toImage())  # encoded in memory: a full disk is then an OSError that names itself
+    interrupts.check()
     try:
-        atomic_write(out, save)
+        atomic_write_bytes(out, data, sync=True)
     except OSError as exc:
-        raise ValueError(f"{out}: {exc.strerror or exc}") from None
+        raise ValueError(describe_os_error(out, exc)) from None
     mode = f", zoom {round(ratio * 100)}%" if ratio != 1 else ""
     mode += ", presentation mode" if window.presentation.active() else ""
     print(f"kvviz shot: wrote {out} ({size[0]}x{size[1]}{mode}, step {step} of {n}, engines {','.join(engines)}: "
