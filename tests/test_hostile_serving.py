@@ -1,6 +1,6 @@
 """Legal but hostile serving input: a request arriving a million steps late costs one record for the idle
-stretch (engine, record file, history, page), not one per step; a record naming one scheduler twice is refused
-in one line."""
+stretch (engine, record file, history, page), not one per step; a record naming one scheduler twice, an
+empty --workload and a stdout closed early each end in one line, never a traceback."""
 from __future__ import annotations
 
 import json
@@ -173,3 +173,27 @@ def test_the_serve_page_draws_a_stretch_as_its_steps(runs, tmp_path, qapp):
         assert browser.eval("window.kvviz.errors") == []
     finally:
         browser.close()
+
+
+def test_an_empty_workload_is_one_line_exit_2(torch_cpu, capsys):
+    from kvviz.cli import main
+
+    for spec in ("", "   "):
+        assert main(["serve", "--workload", spec]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "the workload is empty" in err
+
+
+def test_stdout_closed_early_ends_quietly(tmp_path):
+    """`kvviz serve ... | head -1`: the reader goes after one line (the header, which states the read ceiling
+    at the run's threads); the command stops with SIGPIPE's status and no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "kvviz", "serve", "--workload", "course-batch", "--schedulers",
+                             "static,continuous", "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    _out, err = proc.communicate(timeout=300)
+    assert first.startswith(b"model tiny")
+    assert b"; read ceiling " in first and first.rstrip().endswith(b"GB/s at 1 thread"), first  # not the copy figure
+    assert b"Traceback" not in err and b"BrokenPipe" not in err and b"Exception ignored" not in err, err
+    assert proc.returncode == 141

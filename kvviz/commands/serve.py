@@ -58,6 +58,29 @@ def _ms(v: float | None) -> str:
 
 
 def run(args) -> int:
+    try:
+        code = run_serve(args)
+        sys.stdout.flush()  # a pipe that breaks at the last flush breaks here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:  # stdout closed early (`kvviz serve ... | head -1`): stop, as a killed pipe would
+        return stdout_closed()
+
+
+def stdout_closed() -> int:
+    """Stdout's reader has gone: point stdout at the null device, so that the interpreter's last flush has
+    nowhere to fail, and give the status of a process that SIGPIPE ended (128 + 13)."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
+def run_serve(args) -> int:
     from kvviz.fileio import check_writable
     from kvviz.serving.engine import ample_blocks, blocks_word, check_workload, parse_schedulers, serve, tokenize
     from kvviz.serving.record import SchedulerSettings, runs_to_dict
@@ -66,7 +89,7 @@ def run(args) -> int:
     if (args.workload is None) == (args.decode_sweep is None):
         raise ValueError("give --workload PRESET|FILE, or --decode-sweep B,B,... (one of them)")
     schedulers = parse_schedulers(args.schedulers)
-    workload = load_workload(args.workload) if args.workload else None
+    workload = load_workload(args.workload) if args.workload is not None else None
     if args.json_path:
         check_writable(args.json_path, "--json")
     from kvviz.commands.bench import setup
@@ -91,14 +114,13 @@ def run(args) -> int:
     check_workload(cfg, prompts, workload, settings, schedulers)
     import torch
 
-    from kvviz.bandwidth import device_bandwidth
+    from kvviz.bandwidth import read_ceiling
 
-    machine = device_bandwidth(device)
+    ceiling = read_ceiling(device)
     dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
     n_new = sum(r.new_tokens for r in workload.requests)
     print(f"model {cfg.name}: {cfg.n_layer} layers, {cfg.n_head} heads ({cfg.n_kv_head} KV) of {cfg.head_dim}; "
-          f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); copy bandwidth "
-          f"{machine.copy_gbps:,.1f} GB/s")
+          f"device {device.type}, {dtype_name}, {torch.get_num_threads()} thread(s); {ceiling_words(ceiling, device)}")
     print(f"workload {workload.name}: {len(prompts)} requests, {sum(map(len, prompts)):,} prompt tokens, "
           f"{n_new:,} new tokens; max batch {settings.max_batch}, blocks of {settings.block_size}, pool "
           f"{blocks_word(settings.blocks)} for paged/prefix/reserve")
@@ -150,9 +172,18 @@ def run(args) -> int:
 
         doc = runs_to_dict(runs)
         doc["identical"] = identical
-        doc["copy_gbps"] = machine.copy_gbps
+        doc["read_gbps"], doc["copy_gbps"] = ceiling.read_gbps, ceiling.copy_gbps
         write_output(args.json_path, json.dumps(doc, separators=(",", ":")) + "\n", "--json")
     return 0 if identical else 1
+
+
+def ceiling_words(ceiling, device) -> str:
+    """The read ceiling a decode step runs against (kvviz.bandwidth, at the run's threads), as the main window and
+    `kvviz bench` state it: "read ceiling 22.7 GB/s at 1 thread" (a GPU's: no threads)."""
+    if device.type == "cuda":
+        return f"read ceiling {ceiling.read_gbps:,.1f} GB/s"
+    plural = "s" if ceiling.threads != 1 else ""
+    return f"read ceiling {ceiling.read_gbps:,.1f} GB/s at {ceiling.threads} thread{plural}"
 
 
 def solo_lines(checks: dict) -> list[str]:
@@ -176,25 +207,26 @@ def solo_lines(checks: dict) -> list[str]:
 def sweep(args, model, tokenizer, device) -> int:
     import torch
 
-    from kvviz.bandwidth import device_bandwidth
+    from kvviz.bandwidth import read_ceiling
     from kvviz.serving.sweep import SWEEP_NEW, SWEEP_PROMPT, decode_sweep
 
-    machine = device_bandwidth(device)
+    ceiling = read_ceiling(device)
     cfg = model.cfg
     print(f"model {cfg.name}: {cfg.n_layer} layers, hidden {cfg.d_model}; device {device.type}, "
           f"{torch.get_num_threads()} thread(s); each request {SWEEP_PROMPT} prompt + {SWEEP_NEW} new tokens; "
-          f"decode-only steps, median of 3 turns; copy bandwidth {machine.copy_gbps:,.1f} GB/s")
+          f"decode-only steps, median of 3 turns; {ceiling_words(ceiling, device)}")
     rows = decode_sweep(model, tokenizer, args.decode_sweep, args.block_size)
     print(f"{'batch':>5} {'step ms':>8} {'tok/s':>9} {'x batch 1':>9} {'read/step':>10} {'read/token':>11} "
-          f"{'GB/s':>6} {'of copy':>8}")
+          f"{'GB/s':>6} {'of read':>8}")
     for r in rows:
         print(f"{r.batch:>5} {r.step_ms:>8.2f} {r.tokens_per_s:>9.1f} {r.speedup(rows[0]):>8.2f}x "
               f"{fmt_bytes(r.bytes_per_step):>10} {fmt_bytes(r.bytes_per_token):>11} {r.gbps:>6.2f} "
-              f"{100 * r.gbps / machine.copy_gbps:>7.0f}%")
+              f"{ceiling.percent_of(r.gbps):>7.0f}%")
     if args.json_path:
         from kvviz.fileio import write_output
 
         doc = {"model": cfg.name, "device": device.type, "threads": torch.get_num_threads(),
-               "copy_gbps": machine.copy_gbps, "rows": [dataclasses.asdict(r) for r in rows]}
+               "read_gbps": ceiling.read_gbps, "copy_gbps": ceiling.copy_gbps,
+               "rows": [dataclasses.asdict(r) for r in rows]}
         write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
     return 0

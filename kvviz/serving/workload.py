@@ -216,6 +216,8 @@ def read_workload(path: str | Path) -> Workload:
 
 def load_workload(spec: str) -> Workload:
     """A preset name (`course-batch`, `shared-prefix`, `chat`, `random:N[:SEED]`) or a JSON file's path."""
+    if not spec.strip():
+        raise ValueError(f"the workload is empty: give a preset ({', '.join(PRESETS)}) or a JSON file")
     found = preset(spec)
     if found is not None:
         return found
