@@ -518,6 +518,36 @@ def test_kvviz_export_bad_arguments_are_one_line_and_exit_2(tmp_path, capsys, ar
     assert not (tmp_path / "o").exists()  # nothing made for a refused command
 
 
+def test_kvviz_export_runs_every_engine_with_the_chosen_kernel(tmp_path):
+    from kvviz.kernels import unavailable
+
+    why = unavailable("native", "cpu")
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "out"
+    proc = run_cli("--out", str(out), "--model", "tiny-random", "--kernel", "native", "--engines", "concat,static",
+                   "--tokens", "4", "--threads", "1", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = traceio.load_run(out / "trace.json").info
+    assert info.decode_kernels == ("native", "native") and info.kernel == "native"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--kernel", "native", "--engines", "naive,concat"],
+     "kvviz export: error: naive cannot decode with the C step kernel (--kernel native); naive decodes with "),
+    (["--kernel", "compiled", "--engines", "static,paged"], "kvviz export: error: paged cannot decode with "),
+    (["--kernel", "native", "--from", "saved.json"], "kvviz export: error: --kernel native is for a model run"),
+])
+def test_kvviz_export_refuses_a_kernel_before_any_window(tmp_path, args, words):
+    # Qt's platform named here does not exist: any window work would end in Qt's own abort instead.
+    env = dict(os.environ, QT_QPA_PLATFORM="no-such-platform", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "kvviz", "export", "--out", str(tmp_path / "o"), "--png", *args],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(words), proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("where", ["under_a_file", "a_file"])
 def test_kvviz_export_unwritable_out_is_exit_2(tmp_path, capsys, where):
     from kvviz.cli import main

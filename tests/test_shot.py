@@ -43,6 +43,7 @@ def test_shot_writes_a_non_blank_png_of_the_requested_size(tmp_path):
     (["--engines", "concat,concat"], "named twice"),
     (["--hide", "summary,nope", "--model", "tiny-random"], "unknown panel 'nope'"),
     (["--zoom", "20"], "argument --zoom: must be at least 50 and at most 300"),
+    (["--kernel", "native", "--engines", "naive"], "naive cannot decode with the C step kernel (--kernel native)"),
 ])
 def test_shot_refuses_bad_input_in_one_line(tmp_path, args, says):
     proc = shot("--out", str(tmp_path / "x.png"), *args, timeout=60)

@@ -129,12 +129,15 @@ def build_job(args):
     engines = tuple(dict.fromkeys(e.strip() for e in args.engines.split(",") if e.strip()))
     if not engines:
         raise ValueError("--engines is empty")
+    from kvviz.kernels import check_engines
+
+    check_engines(args.kernel, engines)  # a kernel one of the engines cannot decode with: before any window
     out = prepare_out(args.out)  # last: a refused command makes no folder
     return ExportJob(out=out, prompt=args.prompt, tokens=args.tokens, engines=engines,
                      model=args.model, panels=panels, images=images, animations=animations, data=data,
                      device=args.device, dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
                      top_p=args.top_p, seed=args.seed, threads=args.threads, block_size=args.block_size,
-                     window=args.window, sinks=args.sinks, residual=args.residual, lang=lang,
+                     window=args.window, sinks=args.sinks, residual=args.residual, kernel=args.kernel, lang=lang,
                      size=size, scale=args.scale, fps=args.fps, step=args.step, first=first,
                      last=last)
 
@@ -195,7 +198,10 @@ def export_saved(args) -> int:
     """`--from TRACE.json`: the asked-for files of a saved run. Data and the page need no Qt; images and
     animations replay the run in the offscreen window (kvviz.ui.headless)."""
     from kvviz import traceio
+    from kvviz.kernels import DEFAULT_KERNEL
 
+    if args.kernel != DEFAULT_KERNEL:
+        raise ValueError(f"--kernel {args.kernel} is for a model run; a saved run shows the kernel it ran with")
     if is_serve_record(args.from_trace):
         return export_serve(args)
     saved = traceio.load_run(args.from_trace)  # ValueError naming the file: exit 2

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvviz.kernels import DEFAULT_KERNEL
 from kvviz.ui.export_actions import WINDOW, draw_step, export_animation, export_data, export_image
 
 DATA_FILES = {"json": ("json", "trace.json"), "csv": ("steps_csv", "steps.csv"),
@@ -46,6 +47,7 @@ class ExportJob:
     window: int = 32  # W, S, R of the approximate caches (kvviz.options defaults)
     sinks: int = 4
     residual: int | None = None
+    kernel: str = DEFAULT_KERNEL  # what runs every engine's decode steps, one for the run
     lang: str = "en"
     size: tuple[int, int] = (1600, 1000)
     scale: float = 1.0
@@ -230,7 +232,8 @@ def fill_form(window, job: ExportJob) -> None:
     window.form.prompt_edit.setPlainText(job.prompt)
     window.form.set_model(job.model or window.env.default_model)
     form = window.form
-    for combo, value, what in ((form.device_combo, job.device, "device"), (form.dtype_combo, job.dtype, "dtype")):
+    for combo, value, what in ((form.device_combo, job.device, "device"), (form.dtype_combo, job.dtype, "dtype"),
+                               (form.kernel_combo, job.kernel, "kernel")):
         index = combo.findData(value)
         if index < 0:
             choices = ", ".join(combo.itemData(i) for i in range(combo.count()))

@@ -65,6 +65,9 @@ def run(args) -> int:
     if args.tokens < 1:
         raise ValueError(f"--tokens must be at least 1, got {args.tokens}")
     engines = parse_engine_list(args.engines)
+    from kvviz.kernels import check_engines
+
+    check_engines(args.kernel, engines)  # a kernel one of the engines cannot decode with: before any window
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
     from kvviz.ui.zoom import apply_zoom, check_zoom
@@ -158,6 +161,7 @@ def _fill_form(window, args, engines) -> None:
     if window.form.dtype_combo.findData(dtype) < 0:
         raise ValueError(f"unknown dtype {args.dtype!r}; choose auto, fp32, bf16 or fp16")
     window.form.dtype_combo.setCurrentIndex(window.form.dtype_combo.findData(dtype))
+    window.form.kernel_combo.setCurrentIndex(window.form.kernel_combo.findData(args.kernel))
     window.form.set_engines(engines)
     hide = [k.strip() for k in args.hide.split(",") if k.strip()]
     unknown = [k for k in hide if k not in window.grid.panel_actions]
