@@ -58,29 +58,6 @@ def _ms(v: float | None) -> str:
 
 
 def run(args) -> int:
-    try:
-        code = run_serve(args)
-        sys.stdout.flush()  # a pipe that breaks at the last flush breaks here, not in the interpreter's exit
-        return code
-    except BrokenPipeError:  # stdout closed early (`kvviz serve ... | head -1`): stop, as a killed pipe would
-        return stdout_closed()
-
-
-def stdout_closed() -> int:
-    """Stdout's reader has gone: point stdout at the null device, so that the interpreter's last flush has
-    nowhere to fail, and give the status of a process that SIGPIPE ended (128 + 13)."""
-    import os
-
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError):
-        pass
-    return 141
-
-
-def run_serve(args) -> int:
     from kvviz.fileio import check_writable
     from kvviz.serving.engine import ample_blocks, blocks_word, check_workload, parse_schedulers, serve, tokenize
     from kvviz.serving.record import SchedulerSettings, runs_to_dict
