@@ -83,8 +83,10 @@ def dynamic_keys() -> list[Key]:
     """Strings the UI translates at run time from data, not from literals lupdate can see."""
     sys.path.insert(0, str(ROOT))
     from kvviz.engines import ENGINE_HELP
+    from kvviz.kernels import KERNELS
 
-    return [Key("engines", text) for text in ENGINE_HELP.values()]
+    return ([Key("engines", text) for text in ENGINE_HELP.values()]
+            + [Key("kernels", text) for k in KERNELS.values() for text in (k.label, k.help)])
 
 
 class ContextLost(Exception):

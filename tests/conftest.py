@@ -54,6 +54,9 @@ def watch_engines(monkeypatch):
                 self.on_trace(trace)
                 yield trace
 
+        def __getattr__(self, name):  # what the session reads of an engine (its kernel, its cache)
+            return getattr(self.engine, name)
+
     def watch(on_trace):
         monkeypatch.setattr(kvviz.engines, "make_engine", lambda *a, **k: Watched(real(*a, **k), on_trace))
         return lambda: monkeypatch.setattr(kvviz.engines, "make_engine", real)

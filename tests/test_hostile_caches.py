@@ -302,3 +302,20 @@ def test_a_bad_cached_library_whose_rebuild_fails_is_one_line(tmp_path, monkeypa
         native.load()
     assert "\n" not in str(err.value)
     assert native.build_error() == str(err.value)
+
+
+def test_free_memory_counts_the_processs_own_limit():
+    """A pool or model sized to free memory (kvviz.models.io.available_ram) fits under `ulimit -v`, not only under
+    what the machine has free."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    code = "from kvviz.models.io import available_ram; print(available_ram())"
+    free = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    limited = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 preexec_fn=limit).stdout)
+    assert 0 < limited < 1 << 30 and (free > 1 << 30) == (limited < free)

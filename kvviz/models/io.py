@@ -215,7 +215,16 @@ def check_shapes(model: nn.Module, shapes: dict[str, tuple[int, ...]], source: P
 
 
 def available_ram() -> int | None:
-    """Bytes the kernel says a new allocation can have (MemAvailable), or None where it cannot tell."""
+    """Bytes a new allocation can have: what the kernel says is free (MemAvailable), and no more than this
+    process's own limit leaves it (ulimit -v, kvviz.errors.process_memory_room); None where neither is known."""
+    from kvviz.errors import process_memory_room
+
+    room = process_memory_room()
+    free = _free_ram()
+    return room if free is None else free if room is None else min(free, room)
+
+
+def _free_ram() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
