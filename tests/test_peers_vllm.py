@@ -237,11 +237,12 @@ def _refusal(checkpoint, vllm_python, *, block_size: int = 32, head_dim: int = 3
     settings = VllmSettings(block_size=block_size, blocks=8, max_batch=2, token_budget=256, prefix_caching=False,
                             max_model_len=64, threads=1)
     work = Requests(prompts=((1, 2, 3),), new_tokens=(2,), arrivals=(0,))
+    before = set(_children_alive())  # another vLLM run on the machine is not this call's
     with pytest.raises(ValueError) as info:
         run_vllm(checkpoint, [work], settings, head_dim=head_dim, vllm_python=vllm_python, startup_s=startup_s)
     message = str(info.value)
     assert "\n" not in message
-    assert _children_alive() == []
+    assert set(_children_alive()) - before == set()
     return message
 
 
@@ -260,6 +261,31 @@ def test_head_size_vllm_cannot_run_is_refused(checkpoints, vllm_python):
 def test_start_up_past_its_deadline_is_stopped(checkpoints, vllm_python):
     message = _refusal(checkpoints["tiny"], vllm_python, startup_s=1.0)
     assert "did not" in message and "stopped it" in message
+
+
+def test_a_killed_caller_leaves_no_vllm_behind(checkpoints, vllm_python):
+    """The caller killed outright (it cannot kill the child's group then) while vLLM starts: the child sees
+    its parent gone within a second and ends its own process group."""
+    import signal
+    import subprocess
+
+    code = ("from kvviz.peers.vllm import Requests, VllmSettings, run_vllm\n"
+            "s = VllmSettings(block_size=32, blocks=8, max_batch=2, token_budget=256, prefix_caching=False, "
+            "max_model_len=64, threads=1)\n"
+            f"run_vllm({str(checkpoints['tiny'])!r}, [Requests(((1, 2, 3),), (2,), (0,))], s, head_dim=32, "
+            f"vllm_python={vllm_python!r})\n")
+    before = set(_children_alive())  # another vLLM run on the machine is not this caller's
+    caller = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 120
+    while not set(_children_alive()) - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(_children_alive()) - before, "the child never started"
+    caller.send_signal(signal.SIGKILL)  # while the child imports vLLM (seconds), before it writes a line
+    caller.wait()
+    deadline = time.monotonic() + 3  # its next write would end it too, only later (a broken pipe)
+    while set(_children_alive()) - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(_children_alive()) - before == set()
 
 
 def _fake_python(tmp_path: Path, version: str | None) -> str:

@@ -256,9 +256,9 @@ def _run_child(python: str, job: dict, env: dict[str, str], startup_s: float, ru
         with open(job_path, "w") as fh:
             json.dump(job, fh)
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen([python, str(CHILD), job_path, result_path], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=log, cwd=tmp, env=env, start_new_session=True,
-                                    text=True)
+            proc = subprocess.Popen([python, str(CHILD), job_path, result_path, str(os.getpid())],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, cwd=tmp, env=env,
+                                    start_new_session=True, text=True)
         try:
             lines = _lines_of(proc)
             started = time.monotonic()

@@ -1,20 +1,45 @@
-"""The child process of kvviz.peers.vllm: runs one workload through vLLM's LLMEngine, step by step, in an
+"""The child process of kvviz.peers.vllm: runs workloads through vLLM's LLMEngine, step by step, in an
 interpreter where vLLM is importable. Stdlib and vLLM only (kvviz is not importable there).
 
-Protocol: `python vllm_child.py JOB.json RESULT.json`. It prints `hello VERSION` once vLLM is imported,
-`ready` once the engine is built, and writes the result as JSON to RESULT.json; a refusal or failure is
+Protocol: `python vllm_child.py JOB.json RESULT.json PARENT_PID`. It prints `hello VERSION` once vLLM is
+imported, `ready` once the engine is built, and writes the result as JSON to RESULT.json; a refusal or failure is
 written there as {"error": ONE LINE, "kind": WORD} instead. vLLM's own logs go to stderr.
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 # This file's folder holds kvviz's own vllm.py, which must not stand in for the vllm package.
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+
+
+def die_with_parent(parent: int) -> None:
+    """Die with the parent process, even when it is killed outright (it cannot kill this group then): on Linux
+    the kernel's parent-death signal (prctl PR_SET_PDEATHSIG), elsewhere a thread that watches the parent."""
+    try:
+        import ctypes
+
+        armed = ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        armed = False
+    if os.getppid() != parent:  # it died before the signal was armed
+        os._exit(1)
+    if armed:
+        return
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def say(line: str) -> None:
@@ -164,6 +189,7 @@ def run_workload(engine, reqs: list[dict], reported: list[dict], skip_tokenizer_
 
 def main(argv: list[str]) -> int:
     job_path, result_path = argv[1], argv[2]
+    die_with_parent(int(argv[3]))
     with open(job_path) as fh:
         job = json.load(fh)
     try:
