@@ -14,6 +14,7 @@ from kvviz.kernels import DEFAULT_KERNEL
 from kvviz.trace import RunInfo, RunSummary, StepTrace
 
 DEFAULT_ENGINES = ("naive", "concat", "static", "paged")
+BATCH_S = 60.0  # the seconds of steps each engine runs back to back before the next engine's
 
 
 @dataclass
@@ -120,9 +121,13 @@ def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int =
         info, _loaded, notes = session.start(RunRequest(run_id=uuid.uuid4().hex[:8], model=model, run=run,
                                                         device=device, dtype=dtype, threads=threads))
         traces: dict[str, list[StepTrace]] = {k: [] for k in info.engines}
-        for _ in range(tokens):
-            for trace in session.round():
-                traces[trace.engine].append(trace)
+        done = 0
+        while done < tokens:  # in batches, each engine's steps back to back, as the bench and the window run them
+            batch = session.rounds(tokens - done, budget_s=BATCH_S)
+            for step in batch:
+                for trace in step:
+                    traces[trace.engine].append(trace)
+            done += len(batch)
     finally:
         session.close()
     return Run(info, traces, tuple(notes))

@@ -314,3 +314,46 @@ def test_serve_view_reopened_runs_again_and_ctrl_q_quits_with_every_window_open(
 
 if __name__ == "__main__" and sys.argv[1:2] == ["drive"]:
     drive()
+
+
+def test_a_replayed_trace_with_a_million_character_word_as_its_prompt_shows(tmp_path):
+    """Opening a saved run puts its prompt in the form as the settings do (kvviz.ui.form.set_prompt_text): one
+    unbroken line of a million characters, which Qt's word wrap lays out in minutes, shows in seconds. In a child
+    process, so a hang fails, bounded."""
+    import textwrap
+
+    code = textwrap.dedent("""
+        from PySide6.QtWidgets import QApplication
+        from kvviz.trace import RunInfo
+        from kvviz.ui.form import RunForm
+        from tests.conftest import settings_at
+        import pathlib, sys
+        app = QApplication([])
+        form = RunForm(settings_at(pathlib.Path(sys.argv[1]) / "form.ini"))
+        form.resize(300, 600)
+        form.show()
+        form.show_run(RunInfo(run_id="r", model_name="tiny", prompt="a" * 1_000_000, engines=("concat",)))
+        app.processEvents()
+        print(len(form.prompt_edit.toPlainText()))
+        """)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=90,
+                          cwd=ROOT, env=dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == "1000000"
+
+
+def test_closing_the_window_while_the_engine_process_starts_prints_no_traceback(qtbot, capsys):
+    """The worker's environment call is cut short by the window closing (EngineStopped): nothing to report."""
+    from kvviz.session import EngineStopped
+    from kvviz.ui.worker import RunWorker
+
+    class Stopping:
+        def environment(self):
+            raise EngineStopped("the engine process was stopped")
+
+    worker = RunWorker(isolate=False)
+    worker.session = Stopping()
+    failed = []
+    worker.run_failed.connect(lambda *a: failed.append(a))
+    worker.list_environment()
+    assert failed == [] and "Traceback" not in capsys.readouterr().err

@@ -96,6 +96,11 @@ def test_the_forms_kernel_reaches_every_engine_and_is_named_where_the_run_is_sho
     window.refresh()
     qtbot.waitUntil(lambda: window.status_fields.kernel.isVisible())
     assert window.status_fields.kernel.text() == "kernel C step" and window.status_fields.kernel.width() > 0
+    mark = window.transport.shown_run_label
+    window.form.kernel_combo.setCurrentIndex(window.form.kernel_combo.findData("torch"))
+    assert mark.isVisibleTo(window) and "decode kernel" in mark.toolTip()  # the form asks for another kernel
+    window.form.kernel_combo.setCurrentIndex(window.form.kernel_combo.findData("native"))
+    assert mark.isHidden()
     summary = window.grid.panels["summary"]
     summary.show_step(window.history, 3)
     assert summary._heading.text().startswith("Totals over steps 0\u20133 (4 new tokens), decode kernel C step")

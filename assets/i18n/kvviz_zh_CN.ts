@@ -2926,8 +2926,8 @@
         <translation>上次运行：{0}</translation>
     </message>
     <message>
-        <source>The panels show the last run, of {0} ({1}, {2}); the form now asks for another model, device or dtype: Run to see it.</source>
-        <translation>面板显示的是上次 {0} 的运行（{1}，{2}）；表单现在选择了另一个模型、设备或数据类型：点击“运行”查看。</translation>
+        <source>The panels show the last run, of {0} ({1}, {2}); the form now asks for another model, device, dtype or decode kernel: Run to see it.</source>
+        <translation>面板显示的是上次 {0} 的运行（{1}，{2}）；表单现在选择了另一个模型、设备、数据类型或解码内核：点击“运行”查看。</translation>
     </message>
 </context>
 <context>

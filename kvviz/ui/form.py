@@ -388,7 +388,7 @@ class RunForm(QWidget):
         for combo, value in ((self.device_combo, info.device), (self.dtype_combo, info.dtype)):
             if value and combo.findData(value) >= 0:
                 combo.setCurrentIndex(combo.findData(value))
-        self.prompt_edit.setPlainText(info.prompt)
+        set_prompt_text(self.prompt_edit, info.prompt)
         self.set_engines(info.engines)
         if info.kernel is not None and self.kernel_combo.findData(info.kernel) >= 0:
             self.kernel_combo.setCurrentIndex(self.kernel_combo.findData(info.kernel))
@@ -425,6 +425,10 @@ class RunForm(QWidget):
     def model_choice(self) -> ModelChoice | None:
         return self.models.get(self.current_model())
 
+    def current_kernel(self) -> str:
+        """The decode kernel chosen (kvviz.kernels)."""
+        return self.kernel_combo.currentData() or DEFAULT_KERNEL
+
     def current_device(self) -> str:
         dev = self.device_combo.currentData() or ""
         if dev == "auto" and self.env is not None:
@@ -460,7 +464,7 @@ class RunForm(QWidget):
             window=self.window_spin.value(),
             sinks=self.sinks_spin.value(),
             residual=self.residual_spin.value() or None,
-            kernel=self.kernel_combo.currentData() or DEFAULT_KERNEL,
+            kernel=self.current_kernel(),
             trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
                                weights_head=self.head_spin.value()),
         )
@@ -505,7 +509,7 @@ class RunForm(QWidget):
             shared = [str(exc)]
         if shared:
             return shared[0][:1].upper() + shared[0][1:] + "."
-        why = self.kernel_unavailable(self.kernel_combo.currentData() or DEFAULT_KERNEL)
+        why = self.kernel_unavailable(self.current_kernel())
         if why:  # a saved or replayed choice this device cannot run (the list greys it out)
             return why[:1].upper() + why[1:] + "."
         cfg = choice.config
@@ -568,7 +572,7 @@ class RunForm(QWidget):
             s.setValue("run/model", self.current_model())
             s.setValue("run/device", self.device_combo.currentData() or "auto")
             s.setValue("run/engines", ",".join(self.checked_engines()))
-        s.setValue("run/kernel", self.kernel_combo.currentData() or DEFAULT_KERNEL)
+        s.setValue("run/kernel", self.current_kernel())
         s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
         s.setValue("run/tokens", self.tokens_spin.value())
         s.setValue("run/block_size", self.block_spin.value())

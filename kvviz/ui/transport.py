@@ -244,7 +244,7 @@ class TransportBar(QWidget):
         else:
             text = self.tr("last run: {0}").format(info.model_name)
             tip = self.tr("The panels show the last run, of {0} ({1}, {2}); the form now asks for another "
-                          "model, device or dtype: Run to see it.")
+                          "model, device, dtype or decode kernel: Run to see it.")
         self.shown_run_label.setText(text)
         self.shown_run_label.setToolTip(tip.format(info.model_name, info.device, info.dtype))
         self.shown_run_label.show()

@@ -489,7 +489,9 @@ class MainWindow(QMainWindow):
                                        choice.config if choice is not None else None)
 
     def _form_matches(self, info: RunInfo) -> bool:
-        return info.device == self.form.current_device() and info.dtype == self.form.dtype()
+        """Whether the form still describes the run drawn (its kernel too, where the trace names one)."""
+        return (info.device == self.form.current_device() and info.dtype == self.form.dtype()
+                and info.kernel in (None, self.form.current_kernel()))
 
     def _update_progress(self) -> None:
         self.transport.update_progress(self.form.current_model(),

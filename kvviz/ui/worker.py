@@ -80,6 +80,8 @@ class RunWorker(QObject):
     def list_environment(self) -> None:
         try:
             env = self.session.environment()
+        except EngineStopped:  # the window closed while the engine process started: nothing to say
+            return
         except Exception as exc:  # a broken torch install: say so in the window
             if not isinstance(exc, EngineError):
                 traceback.print_exc()
