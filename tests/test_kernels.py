@@ -188,6 +188,13 @@ def test_a_kernel_comparison_gives_two_rows_per_engine_with_the_same_tokens(tmp_
     for r in doc["results"]:  # each row against its engine under the first kernel
         assert r["speedup"] == pytest.approx(torch_rows[r["engine"]]["total_ms"] / r["total_ms"])
     assert "tokens identical across engines and kernels: yes" in out and "static · C step" in out
+    # the roofline's measured lines name each row with its kernel, every one against the machine's ceiling
+    assert main(["memory", "--model", "tiny", "--tokens", "10", "--measured", str(tmp_path / "b.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ceiling = f"{doc['wall']['read_fastest_gbps']:,.1f} GB/s"
+    assert any(ceiling in line for line in lines)
+    for name in ("static · PyTorch (12 tokens)", "static · C step (12 tokens)"):
+        assert any(line.lstrip().startswith(name) and "against" not in line for line in lines), name
 
 
 @pytest.mark.parametrize("args, message", [

@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-ROW = "static+openblas"  # the bench's row for it, which `kvviz memory --measured` reads back
 
 
 def openblas():

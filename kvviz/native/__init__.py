@@ -6,7 +6,7 @@ reads below the read ceiling, each op a Python dispatch and a thread-pool wake-u
 one OpenMP parallel region at the run's thread count: every matrix split into contiguous row ranges, one
 sequential read per thread, a barrier between stages, no allocation. The engines decode so, a traced head's
 attention weights and the greedy pick included (prefill stays in torch); `why_not` says where it does not
-apply; `kvviz bench --kernel native` adds a `static+native` row that asks for it; `gemv_seconds` and
+apply; `kvviz bench --kernels torch,native` puts it beside torch's ops, engine by engine; `gemv_seconds` and
 `read_ceiling_native` time its own matrix-vector product over the read probe's matrix (kvviz.bandwidth).
 
 The C file is compiled at first use with the system's C compiler (`$CC`, else `cc`; `-O3 -march=native
@@ -34,7 +34,6 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("step.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
-ROW = "static+native"  # the bench's row for it, which `kvviz memory --measured` reads back
 _LIB = None
 
 
