@@ -177,6 +177,26 @@ def test_export_interrupted_during_the_run(tmp_path, whole_group):
     assert took < 20, took
 
 
+def _maps(pid: int, library: str) -> bool:
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("library", ["libshiboken6", "libQt6Widgets", "libpyside6"])
+def test_export_interrupted_while_it_imports_qt(tmp_path, library):
+    """SIGINT as Qt's libraries load: a KeyboardInterrupt inside PySide's import had aborted the interpreter
+    ('libshiboken/signature: could not initialize'), or been swallowed there (the export ran to its end)."""
+    out = tmp_path / "out"
+    watched = Watched(kvviz("export", "--out", str(out), "--model", "tiny-random", "--tokens", "50", "--png",
+                            "--threads", "1"))
+    watched.wait_until(lambda: _maps(watched.proc.pid, library), f"{library} loaded")
+    code, took, below = watched.interrupt(True)
+    assert_clean_interrupt(watched, code, below, "export", children=False)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("fmt, whole_group", [("gif", True), ("mp4", True), ("mp4", False)])
 def test_export_interrupted_while_the_animation_is_written(tmp_path, long_trace, fmt, whole_group):
     if fmt == "mp4":

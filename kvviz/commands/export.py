@@ -158,13 +158,13 @@ def _traceio():
     return traceio
 
 
-def write_html(job, saved, progress) -> None:
+def write_html(job, saved, progress, interrupts) -> None:
     """run.html of the saved run in --out (the steps --steps names, the image's --step shown first)."""
     from kvviz.page import write_page
 
     path = job.out / PAGE_NAME
     write_page(path, saved.info, saved.traces, first=job.first, last=job.last, step=job.step, lang=job.lang)
-    job.written.append((path, ""))
+    job.written.append((interrupts.keep(path), ""))
     progress.say(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 
@@ -194,7 +194,7 @@ def check_page_run(args) -> None:
         raise too_large(size, f"a page of {tokens:,} steps of {len(engines)} engines")
 
 
-def export_saved(args) -> int:
+def export_saved(args, interrupts) -> int:
     """`--from TRACE.json`: the asked-for files of a saved run. Data and the page need no Qt; images and
     animations replay the run in the offscreen window (kvviz.ui.headless)."""
     from kvviz import traceio
@@ -203,25 +203,26 @@ def export_saved(args) -> int:
     if args.kernel != DEFAULT_KERNEL:
         raise ValueError(f"--kernel {args.kernel} is for a model run; a saved run shows the kernel it ran with")
     if is_serve_record(args.from_trace):
-        return export_serve(args)
+        return export_serve(args, interrupts)
     saved = traceio.load_run(args.from_trace)  # ValueError naming the file: exit 2
     args.prompt, args.tokens = saved.info.prompt or "?", max(1, saved.info.max_new_tokens)
     args.engines = ",".join(saved.traces) or args.engines
     if args.html:
         check_page(saved, *parse_steps(args.steps))
     job = build_job(args)  # makes --out last, once everything is checked
+    interrupts.check()
     from kvviz.ui.headless import ProgressLine
 
     progress = ProgressLine(sys.stderr)
     if not (job.images or job.animations):
         for key in job.data:
             name, writer = SAVED_DATA[key]
-            path = writer(job.out / name, saved.info, saved.traces)
+            path = interrupts.keep(writer(job.out / name, saved.info, saved.traces))
             progress.say(f"wrote {path} ({path.stat().st_size:,} bytes)")
     else:
-        replay_outputs(job, saved, progress)
+        replay_outputs(job, saved, progress, interrupts)
     if args.html:
-        write_html(job, saved, progress)
+        write_html(job, saved, progress, interrupts)
     return 0
 
 
@@ -234,7 +235,7 @@ def is_serve_record(path: str) -> bool:
     return b'"schema":"kvviz-serve"' in head.replace(b" ", b"")
 
 
-def export_serve(args) -> int:
+def export_serve(args, interrupts) -> int:
     """A serve record's page (kvviz.page.serve): the timeline, pool, counters and narration of every scheduler."""
     from kvviz.page.serve import build_serve_page, write_text
     from kvviz.serving.record import load_runs
@@ -249,19 +250,19 @@ def export_serve(args) -> int:
 
     text = build_serve_page(load_runs(args.from_trace), step=args.step, lang=normalize(args.lang))
     out = prepare_out(args.out)  # last: a refused command makes no folder
-    path = write_text(out / PAGE_NAME, text)
+    path = interrupts.keep(write_text(out / PAGE_NAME, text))
     print(f"kvviz export: wrote {path} ({path.stat().st_size:,} bytes)", file=sys.stderr)
     return 0
 
 
-def replay_outputs(job, saved, progress) -> None:
+def replay_outputs(job, saved, progress, interrupts) -> None:
     """The saved run replayed in the offscreen window, then its files written as after a run."""
     import tempfile
 
     from kvviz.ui.export_actions import replay_run
-    from kvviz.ui.headless import Interrupts, dispose, make_window, write_outputs
+    from kvviz.ui.headless import dispose, make_window, write_outputs
 
-    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir, Interrupts() as interrupts:
+    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir:
         window = make_window(job, settings_dir)
         try:
             replay_run(window, saved, str(job.out))
@@ -271,21 +272,25 @@ def replay_outputs(job, saved, progress) -> None:
 
 
 def run(args) -> int:
+    from kvviz.ui.headless import Interrupts
+
     out = Path(args.out).expanduser()
     made = not out.exists()
     try:
-        return export(args)
+        with Interrupts() as interrupts:  # before Qt's import: Ctrl+C is acted on between pieces of work
+            return export(args, interrupts)
     finally:  # a failed or interrupted export leaves no empty folder of its own making
         if made and out.is_dir() and not any(out.iterdir()):
             out.rmdir()
 
 
-def export(args) -> int:
+def export(args, interrupts) -> int:
     if args.from_trace is not None:
-        return export_saved(args)
+        return export_saved(args, interrupts)
     if args.html:
         check_page_run(args)
     job = build_job(args)
+    interrupts.check()
     from kvviz.ui.headless import ProgressLine, RunError, run_export
 
     kept = "json" in job.data
@@ -293,7 +298,7 @@ def export(args) -> int:
         job.data = (*job.data, "json")
     ran = False
     try:
-        code = run_export(job)
+        code = run_export(job, interrupts)
         ran = True
     except RunError as exc:
         print(f"kvviz export: the run failed: {exc}", file=sys.stderr)
@@ -312,5 +317,5 @@ def export(args) -> int:
                 trace.unlink(missing_ok=True)
                 print(f"kvviz export: removed {trace} (the page's source; --json keeps it)", file=sys.stderr)
         check_page(saved, job.first, job.last)
-        write_html(job, saved, ProgressLine(sys.stderr))
+        write_html(job, saved, ProgressLine(sys.stderr), interrupts)
     return code

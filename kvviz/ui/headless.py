@@ -1,5 +1,6 @@
 """The window without a screen, for `kvviz export`: build it offscreen with throwaway settings, fill its
-form, run a compare run to the end, then write the asked-for files with export_actions' functions.
+form, run a compare run to the end, then write the asked-for files with export_actions' functions; and
+Ctrl+C for the commands that do so (Interrupts). Importing this module imports no Qt.
 
 Drives only the window's public surface; the run itself goes through the window's own worker, so the
 files show exactly what the app shows. Progress goes to stderr.
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvviz.kernels import DEFAULT_KERNEL
-from kvviz.ui.export_actions import WINDOW, draw_step, export_animation, export_data, export_image
 
 DATA_FILES = {"json": ("json", "trace.json"), "csv": ("steps_csv", "steps.csv"),
               "summary_csv": ("summary_csv", "summary.csv"), "md": ("summary_md", "summary.md")}
@@ -32,7 +32,7 @@ class ExportJob:
     tokens: int
     engines: tuple[str, ...]
     model: str | None  # None: the app's default model
-    panels: tuple[str, ...] = (WINDOW,)
+    panels: tuple[str, ...]  # "window" (export_actions.WINDOW) and panel keys
     images: tuple[str, ...] = ()  # "png", "svg"
     animations: tuple[str, ...] = ()  # "gif", "mp4"
     data: tuple[str, ...] = ()  # keys of DATA_FILES
@@ -91,18 +91,20 @@ class RunError(Exception):
 
 
 class Interrupts:
-    """Ctrl+C (SIGINT) for a command that runs Qt's event loop, seen at once and acted on at safe points.
+    """Ctrl+C (SIGINT) for a command that imports Qt and runs its event loop: noted at once, acted on at safe
+    points.
 
-    Python runs a signal handler only when the main thread runs Python code, and a KeyboardInterrupt raised
-    inside a Qt slot is printed and swallowed there. So, while this is entered, the signal wakes the event
-    loop (signal.set_wakeup_fd on a socket a QSocketNotifier watches), the handler only notes it and quits
-    the loops wait_for runs, and `check()`, called between pieces of work, raises KeyboardInterrupt in plain
-    Python. Any error that follows an interrupt (a child that got the same Ctrl+C and failed) leaves as
-    KeyboardInterrupt too: the command then says "interrupted" once and exits 130 (kvviz.cli)."""
+    A KeyboardInterrupt raised where Python happens to be is unsafe here: inside a Qt slot it is printed and
+    swallowed (the export ran on), and inside PySide's own import it aborts the interpreter. So, while this is
+    entered, the handler only notes the signal and quits the loop `wait` runs (the signal wakes that loop
+    through set_wakeup_fd and a QSocketNotifier), and `check()`, called between pieces of work, raises
+    KeyboardInterrupt in plain Python. An error after an interrupt (a child that got the same Ctrl+C and
+    failed) leaves as KeyboardInterrupt too, and one noted after the last check is raised on leaving: the
+    command then says "interrupted" once and exits 130 (kvviz.cli). Qt is imported only once a loop runs."""
 
     def __init__(self) -> None:
         self.seen = False
-        self._loops: list = []  # the QEventLoops wait_for runs now
+        self._loops: list = []  # the QEventLoops `wait` runs now
         self._restore: tuple | None = None  # (the previous handler, the previous wakeup fd)
         self._sockets: tuple[socket.socket, socket.socket] | None = None
         self._notifier = None
@@ -110,18 +112,11 @@ class Interrupts:
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is not threading.main_thread():
             return self  # only the main thread receives signals: nothing to watch from here
-        from PySide6.QtCore import QSocketNotifier
-
-        from kvviz.ui.app import ensure_app
-
-        ensure_app()  # the notifier needs the application's event dispatcher
         reader, writer = self._sockets = socket.socketpair()
         reader.setblocking(False)
         writer.setblocking(False)
         wakeup = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
         self._restore = (signal.signal(signal.SIGINT, self._on_signal), wakeup)
-        self._notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read)
-        self._notifier.activated.connect(self._drain)  # Python code in the main thread: the handler runs
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
@@ -146,9 +141,24 @@ class Interrupts:
         if self.seen:
             raise KeyboardInterrupt
 
+    def keep(self, path: Path) -> Path:
+        """`path`, a file just written; if Ctrl+C came while it was, the file is removed (a device or other
+        node written in place is left as it is) and KeyboardInterrupt raised: what the reader stopped is
+        not left behind as if it had been asked for."""
+        if self.seen:
+            if path.is_file():
+                path.unlink(missing_ok=True)
+            raise KeyboardInterrupt
+        return path
+
     def wait(self, loop) -> None:
         """Run `loop` (a QEventLoop) until it quits or Ctrl+C comes (then KeyboardInterrupt)."""
         self.check()
+        if self._notifier is None and self._sockets is not None:
+            from PySide6.QtCore import QSocketNotifier
+
+            self._notifier = QSocketNotifier(self._sockets[0].fileno(), QSocketNotifier.Type.Read)
+            self._notifier.activated.connect(self._drain)  # Python in the main thread: the handler runs
         self._loops.append(loop)
         try:
             loop.exec()
@@ -281,7 +291,7 @@ def write_outputs(window, job: ExportJob, progress: ProgressLine, interrupts: In
     """Data, then the window's images, then each panel's (given the whole grid), then the animation. With
     `interrupts`, Ctrl+C stops between files and between an animation's frames; the file being written when
     it came is not left (a partial one is removed by the writer, one completed after it here)."""
-    from kvviz.ui.export_actions import settle
+    from kvviz.ui.export_actions import WINDOW, draw_step, export_animation, export_data, export_image, settle
 
     interrupts = interrupts or Interrupts()
     out = job.out
@@ -291,10 +301,7 @@ def write_outputs(window, job: ExportJob, progress: ProgressLine, interrupts: In
         raise ValueError(f"--step {step} is outside the run's steps 0..{n - 1}")
 
     def note(path: Path, text: str = "") -> None:
-        if interrupts.seen:
-            path.unlink(missing_ok=True)
-            raise KeyboardInterrupt
-        job.written.append((path, text))
+        job.written.append((interrupts.keep(path), text))
         progress.say(f"wrote {path} ({path.stat().st_size:,} bytes{', ' + text if text else ''})")
 
     for kind in job.data:
@@ -331,10 +338,12 @@ def write_outputs(window, job: ExportJob, progress: ProgressLine, interrupts: In
     draw_step(window, step, [WINDOW])
 
 
-def run_export(job: ExportJob) -> int:
-    """Build, run, write; ValueError for bad input (exit 2), RunError for a failed run (exit 1)."""
+def run_export(job: ExportJob, interrupts: Interrupts | None = None) -> int:
+    """Build, run, write; ValueError for bad input (exit 2), RunError for a failed run (exit 1), and with
+    `interrupts` (entered by the caller) KeyboardInterrupt for Ctrl+C."""
     progress = ProgressLine()
-    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir, Interrupts() as interrupts:
+    interrupts = interrupts or Interrupts()
+    with tempfile.TemporaryDirectory(prefix="kvviz-export-") as settings_dir:
         progress.say("starting (loading PyTorch and the model list)")
         window = make_window(job, settings_dir)
         try:

@@ -70,6 +70,13 @@ def run(args) -> int:
     check_engines(args.kernel, engines)  # a kernel one of the engines cannot decode with: before any window
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    from kvviz.ui.headless import Interrupts
+
+    with Interrupts() as interrupts:  # before Qt's import: Ctrl+C is acted on between pieces of work
+        return _run_window(args, engines, width, height, out, interrupts)
+
+
+def _run_window(args, engines, width, height, out: Path, interrupts) -> int:
     from kvviz.ui.zoom import apply_zoom, check_zoom
 
     zoom = check_zoom(args.zoom)
@@ -83,12 +90,13 @@ def run(args) -> int:
     from PySide6.QtCore import QSettings, qInstallMessageHandler
 
     from kvviz.ui import app
-    from kvviz.ui.headless import Interrupts, dispose, quiet_qt_messages
+    from kvviz.ui.headless import dispose, quiet_qt_messages
 
     qInstallMessageHandler(quiet_qt_messages)
 
     qt_app = app.ensure_app()
-    with tempfile.TemporaryDirectory(prefix="kvviz-shot-") as tmp, Interrupts() as interrupts:
+    interrupts.check()
+    with tempfile.TemporaryDirectory(prefix="kvviz-shot-") as tmp:
         settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
         window = app.create_window(settings)
         try:
@@ -135,7 +143,7 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path, interrupts) 
     data = png_bytes(pixmap.toImage())  # encoded in memory: a full disk is then an OSError that names itself
     interrupts.check()
     try:
-        atomic_write_bytes(out, data, sync=True)
+        interrupts.keep(atomic_write_bytes(out, data, sync=True))
     except OSError as exc:
         raise ValueError(describe_os_error(out, exc)) from None
     mode = f", zoom {round(ratio * 100)}%" if ratio != 1 else ""
