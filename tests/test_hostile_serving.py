@@ -208,3 +208,35 @@ def test_stdout_closed_early_ends_quietly(tmp_path):
     assert b"; read ceiling " in first and first.rstrip().endswith(b"GB/s at 1 thread"), first  # not the copy figure
     assert b"Traceback" not in err and b"BrokenPipe" not in err and b"Exception ignored" not in err, err
     assert proc.returncode == 141
+
+
+def test_the_serve_views_panels_draw_a_stretch_as_one_column_and_plot_against_steps(runs, qtbot, monkeypatch):
+    """The timeline's step numbers are the records' (Timeline.multiples: a stretch gives at most one), the usage
+    plot's points sit at their records' first steps, and an animation has a frame per step where anything can
+    change, not one per idle step."""
+    from kvviz.serving.history import ServeHistory
+    from kvviz.ui.serve.panels.timeline import TimelinePanel
+    from kvviz.ui.serve.panels.usage import UsagePanel
+
+    history = ServeHistory.from_runs(runs)
+    steps = history.n_steps()
+    assert len(history.event_steps()) < 60 < steps  # the frames an animation of the run would have
+    timeline = TimelinePanel()
+    qtbot.addWidget(timeline)
+    timeline.resize(900, 400)
+    timeline.show()
+    qtbot.waitExposed(timeline)
+    from kvviz.serving.history import Timeline
+
+    asked = []
+    real = Timeline.multiples
+    monkeypatch.setattr(Timeline, "multiples", lambda self, interval: asked.append(interval) or real(self, interval))
+    timeline.show_step(history, steps - 1, None)
+    timeline.grab()
+    assert asked  # the axis takes its labels' candidates from the records, at most one a stretch
+    usage = UsagePanel()
+    qtbot.addWidget(usage)
+    usage.show_step(history, steps - 1, None)
+    k = history.schedulers[0]
+    x, _ = usage._items(k)[0].getData()
+    assert x.tolist() == [float(s) for s in history.series(k)["step"]] and x[-1] > LATE - 1

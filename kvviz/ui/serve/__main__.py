@@ -76,7 +76,7 @@ def bench(app, window, workload: str, schedulers: str, blocks: int, size: tuple[
     gaps.clear()
     window.frame_ms.clear()
     window.frame_cpu_ms.clear()
-    steps = iter(range(run.n_steps()))
+    steps = iter(int(s) for s in run.event_steps())
     scrub = QTimer()
     scrub.setInterval(33)
     loop = QEventLoop()

@@ -112,14 +112,15 @@ class ServeExports:
         raise ValueError(f"unknown export {kind!r}")
 
     def animation(self, path: str | Path, fps: float = 4.0) -> Path:
-        """Every step of the shown run, one frame each, as a GIF or an MP4 (by the suffix)."""
+        """Every step of the shown run where something can change, one frame each (a stretch of idle steps is
+        one), as a GIF or an MP4 (by the suffix)."""
         run, window = self.window.run, self.window
         check_steps(run)
         kept = window.step
 
         def frames():
-            for step in range(run.n_steps()):
-                window.select_step(step)
+            for step in run.event_steps():
+                window.select_step(int(step))
                 yield exporters.image_array(self.image())
 
         try:

@@ -275,7 +275,7 @@ class TimelinePanel(ServePanel):
         fm = QFontMetrics(small)
         for interval in nice_intervals():
             labels, right = [], -10**9
-            multiples = range(0, n, interval)
+            multiples = self.run.timeline(k, self.cap).multiples(interval)  # a stretch of idle steps: one
             for step in multiples:
                 w = fm.horizontalAdvance(str(step))
                 mid = rect.left() + (x0[step] + x0[step + 1]) * cell_w / 2

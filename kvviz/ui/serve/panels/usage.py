@@ -71,7 +71,7 @@ class UsagePanel(TwoPlotPanel):
         top = 1.0
         for k in shown:
             s = run.series(k)
-            x = np.arange(len(s["used"]), dtype=float)
+            x = np.asarray(s["step"], dtype=float)  # each record at its first step (a stretch is one record)
             pool, crosses, batch = self._items(k)
             pool.setData(x, s["used"])
             hit = s["preemptions"] > 0
