@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvviz import catalog
 from kvviz.config import TraceOptions
 from kvviz.trace import StepTrace, first_divergence
 
-EXACT_ENGINES = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (a test keeps them equal)
+# EXACT_ENGINES: the catalog's exact engines, read at each use.
+__getattr__ = catalog.live_names(__name__, EXACT_ENGINES=catalog.exact_keys)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -78,9 +80,9 @@ def annotate(traces: Sequence[StepTrace], quality: Quality) -> list[StepTrace]:
 
 def reference_key(engines: Sequence[str]) -> str | None:
     """The run's reference for quality: its first exact engine, when it also runs an approximate one."""
-    if all(e in EXACT_ENGINES for e in engines):
+    if not catalog.any_approximate(engines):
         return None
-    return next((e for e in engines if e in EXACT_ENGINES), None)
+    return next((e for e in engines if catalog.is_exact(e)), None)
 
 
 class Shadows:

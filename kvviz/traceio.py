@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from kvviz import catalog
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
 from kvviz.kernels import KERNEL_KEYS
@@ -240,8 +241,8 @@ def info_from_dict(doc: Any) -> RunInfo:
 # -- meaning: what a real run can produce ----------------------------------------------------------
 # A saved run is checked against what kvviz's engines can produce, so a panel never has to draw
 # something no run makes (a negative byte count, a 100,000-character token, a block of 10^9 tokens).
-# kvviz.engines.ENGINE_KEYS (a test keeps them equal)
-ENGINES = ("naive", "concat", "static", "paged", "window", "sinks", "int8")
+# ENGINES: the engines a trace may name, the catalog's, read at each use.
+__getattr__ = catalog.live_names(__name__, ENGINES=catalog.engine_keys)
 DECODE_KERNELS = KERNEL_KEYS  # RunInfo.decode_kernels
 MAX_DEPTH = 8  # doc > engines > [] > step > array > shape > []: 7 levels in a file kvviz writes
 MAX_TOKEN_CHARS = 256  # one id decodes to a few bytes: the longest tokens of real vocabularies are < 256
@@ -293,8 +294,9 @@ def check_info(info: RunInfo) -> None:
         for label in labels:
             _check_text(label, "a prompt label", MAX_TOKEN_CHARS)
     for name in info.engines:
-        if name not in ENGINES:
-            raise ValueError(f"info.engines names {name!r}, not an engine kvviz runs ({', '.join(ENGINES)})")
+        if name not in catalog.engine_keys():
+            raise ValueError(f"info.engines names {name!r}, not an engine kvviz runs "
+                             f"({', '.join(catalog.engine_keys())})")
     _check_range(info.max_new_tokens, "info.max_new_tokens", 0, BOUNDS["tokens"].high)
     for key in ("n_layer", "n_head", "n_kv_head", "head_dim"):
         _check_range(getattr(info, key), f"info.{key}", 0, MAX_MODEL_DIM)
@@ -322,8 +324,8 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
     a block), byte counts fit the cache, the text fits a token."""
     from kvviz.options import BLOCK_SIZE_MAX, BOUNDS
 
-    if name not in ENGINES:
-        raise ValueError(f"engine {name!r} is not one kvviz runs ({', '.join(ENGINES)})")
+    if name not in catalog.engine_keys():
+        raise ValueError(f"engine {name!r} is not one kvviz runs ({', '.join(catalog.engine_keys())})")
     if not steps:
         return
     if len(steps) > BOUNDS["tokens"].high or (info.max_new_tokens and len(steps) > info.max_new_tokens):

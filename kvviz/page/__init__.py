@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kvviz import catalog
 from kvviz.format import fmt_bytes
 from kvviz.kernels import KERNELS
 from kvviz.page.strings import page_strings
@@ -24,14 +25,10 @@ HERE = Path(__file__).resolve().parent
 # One page holds the run's records in the browser's memory twice (the text and the decoded arrays): past
 # this much data a tab takes seconds to open and a notebook cell holds a file few would keep.
 MAX_PAGE_BYTES = 64 << 20
-# The window's colours (kvviz.ui.style, which imports Qt): a test keeps these equal to it.
-ENGINE_COLORS = {"naive": "#d62728", "concat": "#ff7f0e", "static": "#2ca02c", "paged": "#1f77b4"}
-EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
-ENGINE_DASH = {"naive": None, "concat": None, "static": [6, 3], "paged": [2, 2]}
-
-
-def engine_color(engine: str, order: int) -> str:
-    return ENGINE_COLORS.get(engine, EXTRA_COLORS[order % len(EXTRA_COLORS)])
+# The engines' palette as the window has it (kvviz.catalog); page_data reads the catalog's at each use.
+ENGINE_COLORS = catalog.engine_colors()
+EXTRA_COLORS = catalog.EXTRA_COLORS
+ENGINE_DASH = catalog.engine_dashes()
 
 
 def _column(steps: Sequence[StepTrace], key: str) -> list:
@@ -105,7 +102,8 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             if owner != name:
                 attention.update(rows=None, rows_of=owner)
         engines.append({
-            "name": name, "color": engine_color(name, order), "dash": ENGINE_DASH.get(name), "order": order,
+            "name": name, "color": catalog.engine_color(name, order), "dash": catalog.engine_dash(name),
+            "order": order,
             "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
             "block_table": tables if any(v is not None for v in tables) else None,
             "attention": attention,
@@ -125,6 +123,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
         "prompt": _shown_tokens(prompt),
         "engines": engines,
         "range": [first, last],
+        "exact": list(catalog.exact_keys()),  # the engines whose quality is the reference's own
         "strings": page_strings(),
     }
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvviz import catalog
 from kvviz.serving.workload import Workload, workload_from_dict
 from kvviz.serving.workload import is_whole as _is_int
 
@@ -24,7 +25,7 @@ VERSION = 1
 WORK_KINDS = ("prefill", "decode", "padding", "idle")
 REQUEST_STATES = ("waiting", "running", "preempted", "finished")
 BLOCK_STATES = ("used", "cached", "free")
-SCHEDULERS = ("static", "continuous", "chunked", "paged", "prefix", "reserve")
+SCHEDULERS = catalog.scheduler_keys()
 MAX_DEPTH = 12  # doc > runs > [] > run > steps > [] > step > pool > owners > [] > []: 11 in a file kvviz writes
 MAX_FILE_BYTES = 4 << 30
 MAX_COUNT = 1 << 40  # positions, blocks, bytes on one step: far past any machine

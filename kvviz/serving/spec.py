@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvviz import catalog
 from kvviz.serving import workload as _workload
 
-SCHEDULERS = ("static", "continuous", "chunked", "paged", "prefix", "reserve")
+SCHEDULERS = catalog.scheduler_keys()
 PRESETS = ("course-batch", "shared-prefix", "chat", "random")  # "random" takes its N from the form
 
 

@@ -28,11 +28,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kvviz import catalog
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS, unavailable
 from kvviz.messages import Environment, ModelChoice
-from kvviz.options import BOUNDS, CACHE_SETTINGS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
+from kvviz.options import BOUNDS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
 from kvviz.trace import RunInfo
 from kvviz.ui.qtutil import blocked
 
@@ -298,7 +299,7 @@ class RunForm(QWidget):
         wanted = self._wanted.get("engines")
         # by default the exact engines; the approximate ones (window, sinks, int8) when asked for
         checked = set(wanted.split(",")) if wanted is not None else {k for k, _ in env.engines
-                                                                     if k not in CACHE_SETTINGS}
+                                                                     if catalog.is_exact(k)}
         for key, _ in env.engines:
             box = QCheckBox(key)
             box.setObjectName(f"engine_{key}")
@@ -525,11 +526,11 @@ class RunForm(QWidget):
                                "{1}.").format(n_new, cfg.max_seq_len)
             if cfg.tokenizer == "bytes":
                 stored = n_prompt + n_new - 1  # the last new token is sampled, never stored
-                engines = self.checked_engines()
-                if {"window", "sinks"} & set(engines) and self.window_spin.value() > stored:
+                used = catalog.used_settings(self.checked_engines())
+                if "window" in used and self.window_spin.value() > stored:
                     return self.tr("Window ({0}) is larger than the run, which stores {1} tokens: it would drop "
                                    "nothing.").format(self.window_spin.value(), stored)
-                if "int8" in engines and self.residual_spin.value() > stored:
+                if "residual" in used and self.residual_spin.value() > stored:
                     return self.tr("Residual ({0}) is larger than the run, which stores {1} tokens.").format(
                         self.residual_spin.value(), stored)
             if self.layer_spin.value() >= cfg.n_layer:
@@ -544,7 +545,7 @@ class RunForm(QWidget):
         self.temperature_spin.setEnabled(not self.greedy_check.isChecked())
         self.top_k_spin.setEnabled(not self.greedy_check.isChecked())
         self.top_p_spin.setEnabled(not self.greedy_check.isChecked())
-        used = {name for key in self.checked_engines() for name in CACHE_SETTINGS.get(key, ())}
+        used = catalog.used_settings(self.checked_engines())
         for name, label, spin in (("window", self.window_label, self.window_spin),
                                   ("sinks", self.sinks_label, self.sinks_spin),
                                   ("residual", self.residual_label, self.residual_spin)):

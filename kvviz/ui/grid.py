@@ -15,6 +15,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer, Sign
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QTabBar, QVBoxLayout, QWidget
 
+from kvviz import catalog
 from kvviz.ui.giveway import HANDLE_PX, bands, give_way, share
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels import PANELS
@@ -30,15 +31,12 @@ TAB_STRIP_PX = 30  # the strip of tabs under the grid that holds the panels that
 DEFAULT_HIDDEN = ("quality",)
 
 
-EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (the window imports no engines)
-
-
 def has_quality(history: RunHistory) -> bool:
     """Whether the run has something for the quality panel: an approximate engine, or a step with a
     quality figure (a saved trace's)."""
     for engine, traces in history.traces.items():
         measured = traces and (traces[0].kl_to_exact is not None or traces[-1].kl_to_exact is not None)
-        if engine not in EXACT or measured:
+        if not catalog.is_exact(engine) or measured:
             return True
     return False
 

@@ -1,4 +1,5 @@
-"""Colours, fonts and pyqtgraph defaults shared by every panel: one colour per engine everywhere.
+"""Colours, fonts and pyqtgraph defaults shared by every panel: one colour per engine everywhere, the
+engines' palette read from kvviz.catalog (the page draws with the same).
 
 Pure look: no data, no torch. Importing it sets pyqtgraph's row-major image order once, so a
 [rows, cols] matrix is drawn as rows, never transposed.
@@ -11,18 +12,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QGraphicsItem
 
+from kvviz import catalog
+
 pg.setConfigOptions(imageAxisOrder="row-major")
 
-# One colour per engine, in every panel. Naive is red: it is the waste the chapter removes.
-ENGINE_COLORS: dict[str, str] = {
-    "naive": "#d62728",
-    "concat": "#ff7f0e",
-    "static": "#2ca02c",
-    "paged": "#1f77b4",
-}
-_EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
-# Line styles tell overlapping engines apart (the cached engines often draw the same curve).
-ENGINE_DASH: dict[str, list[float] | None] = {"naive": None, "concat": None, "static": [6, 3], "paged": [2, 2]}
+# One colour per engine, in every panel; line styles tell overlapping engines apart (the cached engines
+# often draw the same curve). engine_color and engine_dash read the catalog at each use.
+ENGINE_COLORS: dict[str, str] = catalog.engine_colors()
+_EXTRA_COLORS = catalog.EXTRA_COLORS
+ENGINE_DASH: dict[str, list[float] | None] = catalog.engine_dashes()
 
 PLOT_BACKGROUND = "#ffffff"
 PLOT_FOREGROUND = "#303030"
@@ -97,13 +95,12 @@ def px(pixels: float) -> int:
     return max(1, round(pixels * ZOOM))
 
 
-def engine_color(engine: str, order: int = 0) -> str:
-    """The engine's colour; an engine not in the table gets a stable spare colour by its order."""
-    return ENGINE_COLORS.get(engine, _EXTRA_COLORS[order % len(_EXTRA_COLORS)])
+engine_color = catalog.engine_color
+engine_dash = catalog.engine_dash
 
 
 def engine_pen(engine: str, order: int = 0, width: float = 2.0) -> pg.QtGui.QPen:
-    dash = ENGINE_DASH.get(engine)
+    dash = engine_dash(engine)
     # A dashed pen wider than 1 px is drawn through Qt's stroker: ~100x slower on a 2000-point
     # series (800 ms a frame), so dashed lines stay 1 px and are drawn above the solid ones.
     pen = pg.mkPen(engine_color(engine, order), width=1.0 if dash else width)

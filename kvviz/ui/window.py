@@ -14,9 +14,9 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QTi
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMainWindow, QStyle, QVBoxLayout, QWidget
 
+from kvviz import catalog
 from kvviz.format import fmt_ms
 from kvviz.messages import Environment, ModelChoice, RunRequest
-from kvviz.options import CACHE_SETTINGS
 from kvviz.trace import RunInfo
 from kvviz.ui import dialogs
 from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
@@ -329,7 +329,7 @@ class MainWindow(QMainWindow):
         self.window_cost.reset()
         self.status_fields.show_cost(self.window_cost)  # the last run's figure is not this one's
         self._start_paused = paused
-        if set(request.run.engines) & set(CACHE_SETTINGS) and self.grid.show_unless_chosen("quality"):
+        if catalog.any_approximate(request.run.engines) and self.grid.show_unless_chosen("quality"):
             self.statusBar().showMessage(self.tr("The quality panel is shown: this run has an approximate cache "
                                                  "(View hides it again)."), 10_000)
         found = self.form_estimate_ms()

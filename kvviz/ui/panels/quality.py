@@ -11,17 +11,16 @@ import math
 
 import numpy as np
 
+from kvviz import catalog
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import share_text
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
-
-EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (panels import no engines)
 
 
 def _kl(t) -> float:
     if t.kl_to_exact is not None:
         return t.kl_to_exact
-    return 0.0 if t.engine in EXACT else math.nan  # an exact engine is the reference itself
+    return 0.0 if catalog.is_exact(t.engine) else math.nan  # an exact engine is the reference itself
 
 
 def _misses(t) -> float:
@@ -30,7 +29,7 @@ def _misses(t) -> float:
 
 class QualityPanel(SeriesPanel):
     key = "quality"
-    extra_fields = (("top1_measured", lambda t: t.top1_agrees is not None or t.engine in EXACT),)
+    extra_fields = (("top1_measured", lambda t: t.top1_agrees is not None or catalog.is_exact(t.engine)),)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -81,7 +80,7 @@ class QualityPanel(SeriesPanel):
     @staticmethod
     def _parted(history: RunHistory, engine: str) -> int | None:
         """First step where the engine's own tokens differ from the first exact engine's."""
-        ref = next((e for e in history.traces if e in EXACT), None)
+        ref = next((e for e in history.traces if catalog.is_exact(e)), None)
         if ref is None or ref == engine:
             return None
         for a, b in zip(history.traces[ref], history.traces[engine]):

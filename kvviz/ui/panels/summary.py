@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from kvviz import catalog
 from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms
 from kvviz.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
@@ -52,7 +53,6 @@ COLUMNS: tuple[tuple[str, bool | None], ...] = (
     ("mean_kl", False),  # quality beside cost (kvviz.quality): 0 for the exact engines
     ("top1_agreement", True),
 )
-EXACT = ("naive", "concat", "static", "paged")  # kvviz.engines.EXACT_KEYS (panels import no engines)
 WALL_ROWS = ("bytes_read", "read_gbps", "copy_share")
 QUALITY_ROWS = ("mean_kl", "top1_agreement")  # shown for a run with an approximate cache
 
@@ -304,8 +304,8 @@ class SummaryPanel(Panel):
                 "bytes_read": read,
                 "read_gbps": gbps,
                 "copy_share": share,
-                "mean_kl": 0.0 if engine in EXACT else s.mean_kl,
-                "top1_agreement": 1.0 if engine in EXACT else s.top1_agreement,
+                "mean_kl": 0.0 if catalog.is_exact(engine) else s.mean_kl,
+                "top1_agreement": 1.0 if catalog.is_exact(engine) else s.top1_agreement,
             }
         shown = min(step, history.n_steps() - 1)
         self._heading_text = self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
@@ -315,7 +315,7 @@ class SummaryPanel(Panel):
             self._heading_text = self.tr("{totals}, decode kernel {kernel}").format(
                 totals=self._heading_text, kernel=kernels_text(kernels))
         self._heading.setText(self._heading_text + self._aside_text())
-        approximate = any(e not in EXACT for e in engines)  # the quality rows only where they tell something
+        approximate = catalog.any_approximate(engines)  # the quality rows only where they tell something
         for row, (key, _higher) in enumerate(COLUMNS):
             if key in QUALITY_ROWS and self._table.isRowHidden(row) == approximate:
                 self._table.setRowHidden(row, not approximate)
