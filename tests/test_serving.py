@@ -253,6 +253,20 @@ def test_prefix_hits_are_the_longest_run_of_full_shared_blocks(tiny):
     assert paged.cached_tokens == 0 and paged.prefill_computed == s.prompt_tokens
 
 
+def test_requests_admitted_in_one_step_share_the_blocks_computed_in_it(tiny):
+    """As vLLM keys a block when it allocates its slots: requests arriving together with one system prompt
+    compute it once; the first computes it, the rest take its full blocks in the same step and forward."""
+    model, tok = tiny
+    system = "You are a careful teacher. "  # 27 bytes: six full blocks of 4 (seven with the next question's "Wh")
+    wl = Workload("together", tuple(Request(prompt=system + q, new_tokens=5, arrival=0)
+                                   for q in ("What is a cache?", "Why keys?", "And values?")))
+    r = assert_solo(model, tok, wl, "prefix", settings(block_size=4))
+    assert [x.cached_tokens for x in r.results] == [0, 28, 24]
+    assert all(x.admitted_step == 0 for x in r.results)
+    s = r.summary()
+    assert s.prefill_computed == s.prompt_tokens - 52
+
+
 def test_chat_turns_reuse_the_conversation_so_far(tiny):
     model, tok = tiny
     wl = load_workload("chat")

@@ -114,6 +114,7 @@ def test_only_full_blocks_are_hashed_and_a_hit_needs_the_whole_chain():
     pool = BlockManager(8, 4, caching=True)
     a = _seq(0, list(range(10)))  # blocks [0..3] [4..7] [8, 9]
     pool.allocate(a, pool.needed(a, 10))
+    pool.key_full_blocks(a, 10)  # keyed when the step is planned
     a.computed = 10
     pool.written(a)
     assert pool.state().hashed == (True, True, False) + (False,) * 5
@@ -133,6 +134,7 @@ def test_release_is_tail_first_and_eviction_least_recently_used():
     pool = BlockManager(4, 2, caching=True)
     a = _seq(0, [1, 2, 3, 4, 5, 6])
     pool.allocate(a, 3)
+    pool.key_full_blocks(a, 6)  # keyed when the step is planned
     a.computed = 6
     pool.written(a)
     table = list(a.block_table)
@@ -151,6 +153,7 @@ def test_shared_blocks_are_counted_by_reference():
     pool = BlockManager(6, 2, caching=True)
     a = _seq(0, [1, 2, 3, 4, 5])
     pool.allocate(a, 3)
+    pool.key_full_blocks(a, 5)  # keyed when the step is planned
     a.computed = 5
     pool.written(a)
     b = _seq(1, [1, 2, 3, 4, 7])

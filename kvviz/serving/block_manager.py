@@ -96,15 +96,21 @@ class BlockManager:
         seq.computed = len(blocks) * self.block_size
 
     def written(self, seq: Sequence) -> None:
-        """`seq.computed` positions now hold K/V: note what each block holds, and key every block that
-        has become full in the prefix cache (a hash already held by another block stays with that one)."""
+        """`seq.computed` positions now hold K/V: note what each block holds."""
         S = self.block_size
         for i, index in enumerate(seq.block_table):
             self.blocks[index].filled = max(self.blocks[index].filled, min(S, seq.computed - i * S))
+
+    def key_full_blocks(self, seq: Sequence, upto: int) -> None:
+        """Key in the prefix cache every block of `seq` that will be full once its first `upto` positions are
+        written (a hash already held by another block stays with that one). Called when a step is planned, as
+        vLLM keys blocks when it allocates their slots (kv_cache_manager.allocate_slots): a request admitted
+        later in the same step shares the blocks an earlier one computes in that very forward, whose K/V every
+        row writes before any row attends."""
         if not self.caching:
             return
-        tokens = seq.tokens
-        while len(seq.block_hashes) < seq.computed // S:
+        S, tokens = self.block_size, seq.tokens
+        while len(seq.block_hashes) < upto // S:
             i = len(seq.block_hashes)
             parent = seq.block_hashes[-1] if seq.block_hashes else None
             chunk = tuple(tokens[i * S:(i + 1) * S])
@@ -124,6 +130,10 @@ class BlockManager:
             block.ref_count -= 1
             block.owners.remove(seq.index)
             if block.ref_count == 0:
+                if block.hash is not None and block.filled < self.block_size:  # keyed this step, never written
+                    if self.cached.get(block.hash) == index:
+                        del self.cached[block.hash]
+                    block.hash, block.parent, block.tokens = None, None, ()
                 self.free[index] = None
                 if block.hash is None:
                     block.filled = 0

@@ -174,6 +174,7 @@ class ContinuousScheduler(Scheduler):
             if not self._room(seq, n, batch):
                 continue
             plans.append((seq, n))
+            self.pool.key_full_blocks(seq, seq.computed + n)
             budget = None if budget is None else budget - n
         while self.waiting and len(self.running) < self.max_batch and (budget is None or budget > 0):
             seq = self.waiting[0]
@@ -183,6 +184,7 @@ class ContinuousScheduler(Scheduler):
             n = self._chunk(seq.pending, budget)
             self._room(seq, n, batch)  # _can_admit saw to it that no one is preempted for this
             plans.append((seq, n))
+            self.pool.key_full_blocks(seq, seq.computed + n)
             budget = None if budget is None else budget - n
         for seq, n in plans:
             if seq.state == "running":  # not preempted later in this step
