@@ -258,3 +258,23 @@ def test_stdout_on_a_full_disk_is_one_line(full_device, args):
     assert code == 2, stderr
     assert stderr.strip().splitlines() == ["kvviz: cannot write the output: the disk is full"], stderr
     assert full_device.is_char_device()
+
+
+def test_the_serve_views_engine_process_leaves_an_interrupt_to_its_parent():
+    """The Serve view's child (kvviz.serving.session.ServeProcess) ignores SIGINT, as the compare window's does:
+    a terminal's Ctrl+C reaches the whole process group, and the child must not die under the parent."""
+    import time
+
+    from kvviz.serving.session import ServeProcess
+
+    proc = ServeProcess()
+    try:
+        proc._launch()
+        child = proc._proc
+        time.sleep(3)  # past the interpreter's start and the first import
+        os.kill(child.pid, signal.SIGINT)
+        time.sleep(1)
+        assert child.poll() is None  # still alive: the interrupt was left to the parent
+    finally:
+        proc.close()
+    assert child.poll() is not None

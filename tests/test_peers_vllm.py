@@ -327,3 +327,33 @@ def test_settings_vllm_cannot_match_are_refused(scheduler, change, words):
     settings = dataclasses.replace(SETTINGS, **change)
     with pytest.raises(ValueError, match=words):
         map_settings(scheduler, settings, [[1] * 120], [20], max_seq_len=2048)
+
+
+def test_kvviz_serve_against_vllm_prints_and_saves_both_sides(vllm_python, tmp_path, capsys):
+    """`kvviz serve --against vllm`: the settings side by side, a row per request, the run's figures, and the
+    JSON keeps vLLM's side beside kvviz's runs."""
+    import json
+
+    from kvviz.cli import main
+
+    out = tmp_path / "against.json"
+    rc = main(["serve", "--workload", "shared-prefix", "--schedulers", "prefix,static", "--block-size", "32",
+               "--threads", "1", "--against", "vllm", "--vllm-python", vllm_python, "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "vLLM beside kvviz's prefix" in text and "vLLM beside kvviz's static" not in text  # static: no peer
+    assert "tokens: 10 of 10 requests equal" in text and "difference: none" in text
+    doc = json.loads(out.read_text())
+    assert [r["scheduler"] for r in doc["runs"]] == ["prefix", "static"] and len(doc["vllm"]) == 1
+
+
+def test_kvviz_serve_against_vllm_refuses_before_any_work(capsys, tmp_path):
+    from kvviz.cli import main
+
+    assert main(["serve", "--workload", "course-batch", "--schedulers", "static", "--against", "vllm",
+                 "--vllm-python", "/bin/true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert main(["serve", "--workload", "course-batch", "--kernel", "native"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "runs on PyTorch's ops only (--kernel torch)" in err[0]

@@ -11,7 +11,7 @@ import json
 import sys
 
 from kvviz.format import fmt_bytes
-from kvviz.options import add_output, add_seed, add_threads, bounded
+from kvviz.options import add_kernel, add_output, add_seed, add_threads, bounded
 
 SCHEDULER_KEYS = "static,continuous,chunked,paged,prefix,reserve"  # kvviz.serving.scheduler.SCHEDULER_CLASSES
 
@@ -39,6 +39,12 @@ def configure(parser) -> None:
     parser.add_argument("--top-k", type=bounded("top_k"), default=None)
     parser.add_argument("--top-p", type=bounded("top_p"), default=None)
     add_threads(parser)
+    add_kernel(parser)
+    parser.add_argument("--against", choices=("vllm",), default=None,
+                        help="also run the workload through a real vLLM, scheduler by scheduler (continuous, "
+                             "chunked, paged, prefix), and compare request by request (docs/vllm.md)")
+    parser.add_argument("--vllm-python", default=None, metavar="PYTHON",
+                        help="the interpreter with vLLM installed (default: this one, else $KVVIZ_VLLM_PYTHON)")
     add_output(parser, "--json", "json_path", "also write every run (figures, tokens, per-step records) as JSON")
     parser.add_argument("--decode-sweep", type=_batch_list, default=None, metavar="B,B,...",
                         help="instead of a workload: decode throughput at these batch sizes (B requests of 32 "
@@ -66,6 +72,15 @@ def run(args) -> int:
     if (args.workload is None) == (args.decode_sweep is None):
         raise ValueError("give --workload PRESET|FILE, or --decode-sweep B,B,... (one of them)")
     schedulers = parse_schedulers(args.schedulers)
+    if args.kernel != "torch":  # before the model loads: one line, exit 2
+        raise ValueError(f"kvviz serve's batched step runs on PyTorch's ops only (--kernel torch), not "
+                         f"--kernel {args.kernel}: the other kernels decode one request at a time")
+    if args.against:
+        from kvviz.peers.vllm import COMPARABLE, find_vllm_python
+
+        find_vllm_python(args.vllm_python)  # vLLM missing: one line saying how to install it, exit 2
+        if not set(schedulers) & set(COMPARABLE):
+            raise ValueError(f"--against vllm compares {', '.join(COMPARABLE)}; none of them was asked for")
     workload = load_workload(args.workload) if args.workload is not None else None
     if args.json_path:
         check_writable(args.json_path, "--json")
@@ -144,14 +159,36 @@ def run(args) -> int:
     identical = all(c.equal for cs in checks.values() for c in cs)
     if not identical:
         print("some request's tokens differ from its own solo run", file=sys.stderr)
+    reports = against_vllm(args, runs, model) if args.against else []
     if args.json_path:
         from kvviz.fileio import write_output
+        from kvviz.peers.compare import report_to_dict
 
         doc = runs_to_dict(runs)
         doc["identical"] = identical
+        if reports:
+            doc["vllm"] = [report_to_dict(r) for r in reports]
         doc["read_gbps"], doc["copy_gbps"] = ceiling.read_gbps, ceiling.copy_gbps
         write_output(args.json_path, json.dumps(doc, separators=(",", ":")) + "\n", "--json")
     return 0 if identical else 1
+
+
+def against_vllm(args, runs, model) -> list:
+    """vLLM's run of each comparable scheduler's workload beside kvviz's (kvviz.peers.compare), printed as it
+    comes: one vLLM start-up per scheduler, since the settings (prefix caching) differ."""
+    from kvviz.models.presets import resolve_name
+    from kvviz.peers.compare import report_lines, run_against
+    from kvviz.peers.vllm import COMPARABLE
+
+    checkpoint = None if model.cfg.tokenizer == "bytes" else resolve_name(args.model)
+    reports = []
+    for r in runs:
+        if r.scheduler in COMPARABLE:
+            print(f"\nvLLM beside kvviz's {r.scheduler} (starting vLLM: about a minute on a CPU)", flush=True)
+            reports.append(run_against(r, model, checkpoint=checkpoint, vllm_python=args.vllm_python,
+                                       threads=args.threads))
+            print("\n".join(report_lines(reports[-1])))
+    return reports
 
 
 def ceiling_words(ceiling, device) -> str:

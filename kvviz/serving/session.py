@@ -24,7 +24,10 @@ from kvviz.serving.spec import ServeSpec
 from kvviz.session import default_threads, error_message
 
 CLOSE_WAIT_S = 2.0
-_ENTRY = "from kvviz.serving.session import serve_stdio; serve_stdio()"
+# SIGINT ignored from the first line, as kvviz.session's engine process: a terminal's Ctrl+C reaches the whole
+# process group, and the parent alone decides what it means
+_ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+          "from kvviz.serving.session import serve_stdio; serve_stdio()")
 
 
 class ServeSession:
