@@ -256,3 +256,32 @@ def test_the_summary_gives_the_decode_speedup_with_the_prefill_apart_and_its_spr
     assert "Decode steps alone, against naive: concat 2.7\u00d7 (odd steps 2.0\u00d7, even 4.0\u00d7)." in note
     assert "Prefill (step 0, apart): naive 100.0 ms, concat 1.0 ms." in note.replace("\u00a0", " ")
     assert panel.table_values()["concat"]["speedup_vs_naive"] == pytest.approx(116 / 7)
+
+
+def test_a_refused_kernel_brings_its_reason_into_view_on_a_short_screen(qtbot, tmp_path):
+    """At 1280x720 the form scrolls, and the one line that says why Run is greyed out sits under it: picking a
+    kernel a ticked engine cannot use scrolls that line into view."""
+    from PySide6.QtWidgets import QWidget
+
+    from kvviz.ui.form import inputs_dock
+
+    form = a_form(qtbot, tmp_path)
+    host = QWidget()
+    qtbot.addWidget(host)
+    dock = inputs_dock(form, host)
+    host.resize(320, 380)
+    dock.resize(300, 360)
+    host.show()
+    dock.show()
+    qtbot.waitExposed(dock)
+    form.set_engines(("naive", "static"))
+    area = dock.widget()
+    area.verticalScrollBar().setValue(0)
+    form.kernel_combo.setCurrentIndex(form.kernel_combo.findData("native"))
+    form.show_problem(form.problem())
+    form.kernel_combo.activated.emit(form.kernel_combo.currentIndex())
+    label = form.validation_label
+    qtbot.waitUntil(lambda: area.verticalScrollBar().value() > 0)
+    top = label.mapTo(area.viewport(), label.rect().topLeft()).y()
+    assert label.isVisible() and 0 <= top < area.viewport().height()
+    assert label.text().startswith("Naive cannot decode with the C step kernel")

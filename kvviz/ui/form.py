@@ -7,7 +7,7 @@ Environment.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QSettings, Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -216,6 +216,15 @@ class RunForm(QWidget):
                                (self.layer_spin, "valueChanged"), (self.head_spin, "valueChanged")):
             getattr(widget, signal).connect(self._on_changed)
         self.model_combo.currentIndexChanged.connect(self._on_model_changed)
+        # a kernel picked by hand that an engine cannot use: its one-line reason is under the form, which a
+        # short screen scrolls out of sight; bring it into view (never while the user types elsewhere)
+        self.kernel_combo.activated.connect(lambda _i: QTimer.singleShot(0, self._reveal_problem))
+
+    def _reveal_problem(self) -> None:
+        viewport = self.parentWidget()
+        area = viewport.parentWidget() if viewport is not None else None
+        if isinstance(area, QScrollArea) and self.validation_label.isVisibleTo(self):
+            area.ensureWidgetVisible(self.validation_label)
 
     def set_open_action(self, act: QAction) -> None:
         """The "..." beside the model picker: Model > Open checkpoint."""
