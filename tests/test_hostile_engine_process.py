@@ -1,4 +1,4 @@
-"""Hostile input, round three (issue 22): engine-process faults in every state. The child is stopped
+"""Hostile input: engine-process faults in every state. The child is stopped
 with SIGSTOP while it starts (before it says where it listens), while it loads the model, mid-run, and
 while idle; Stop (or the next Run) must end it, say so in a note, and the next run must work with a
 fresh child. The time from Stop to the run's end is printed (`-s`) and recorded in docs/hostile-input.md,

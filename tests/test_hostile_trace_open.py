@@ -1,4 +1,4 @@
-"""`kvviz TRACE.json` and `kvviz gui TRACE.json` (issue 22): the window opens on the saved run; a trace
+"""`kvviz TRACE.json` and `kvviz gui TRACE.json`: the window opens on the saved run; a trace
 that is no regular file, or no valid trace, is refused in one line with exit code 2 before any window.
 The good path runs the real `kvviz gui` entry (kvviz.ui.app.run) offscreen, with Qt's event loop
 replaced by one that waits for the replay, looks, and closes the window.

@@ -1,4 +1,4 @@
-"""Hostile input, round three (issue 22): what the field-by-field fuzz of round one does not try.
+"""Hostile input beyond the field-by-field fuzz (tests/test_hostile_fuzz.py): what that fuzz does not try.
 
 - special files in every place kvviz reads a path: a trace, a checkpoint's config.json, tokenizer.json,
   weights, index and a shard, a kvviz-format config.json, the HF cache's refs/main, a text to score; each
@@ -6,12 +6,13 @@
 - tokenizer.json components: normalizers, pre-tokenizers, their regexes, added tokens, decoders;
 - weights that are not numbers (NaN, +Inf, -Inf, in one file or one shard) or not in F32/F16/BF16, and a
   run whose logits overflow;
-- option values that were bounded by some commands only.
+- option values out of bounds, refused at parse time by every command that takes them.
 
 Each refused case is one line (ValueError in-process; exit code 2 and one `error:` line through the CLI),
 leaves every folder it touched as it was, and its time and Python-heap peak (tracemalloc) are kept; the
 counts per class print at the end (`-s`): tried / refused / accepted. Engine-process faults, the slow
-server and `kvviz TRACE.json` have files of their own (tests/test_hostile_round3_*.py).
+server and `kvviz TRACE.json` have files of their own (tests/test_hostile_engine_process.py,
+tests/test_hostile_download.py, tests/test_hostile_trace_open.py).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def _tally(kind: str, case: str, refused: bool, seconds: float, peak_bytes: int)
 @pytest.fixture(scope="module", autouse=True)
 def print_counts():
     yield
-    print("\nhostile input, round three: tried / refused / accepted (slowest case, largest Python-heap peak)")
+    print("\nhostile input: tried / refused / accepted (slowest case, largest Python-heap peak)")
     for kind, c in COUNTS.items():
         slow = max(FIGURES[kind], key=lambda f: f[1])
         big = max(FIGURES[kind], key=lambda f: f[2])

@@ -1,4 +1,4 @@
-"""Hostile input, round three (issue 22): a download from a server that trickles (a byte every 0.2 s) or
+"""Hostile input: a download from a server that trickles (a byte every 0.2 s) or
 goes silent gives up after the stall deadline with one error line and exit code 2, keeping the bytes
 that came; the next try against a healthy server resumes from them with a Range request. The deadline
 is `--stall-timeout` (1 s here, 30 s by default), so the test takes seconds.
