@@ -396,7 +396,7 @@ def read_ceiling(device="cpu", threads: int | None = None, *, refresh: bool = Fa
                  path: Path | None = None) -> ReadCeiling:
     """The read ceiling of the device a run uses, at `threads` torch threads (default: torch's current
     count), with the copy figure beside it. A CPU's is cached per machine and thread count (probed once,
-    ~0.3 s); a CUDA device's is measured now, as its copy figure always was."""
+    ~0.3 s); a CUDA device's is measured on each call, as its copy figure is."""
     if getattr(device, "type", str(device).split(":")[0]) == "cuda":
         c = probe_read_cuda(device)
         copy = probe_cuda(device)

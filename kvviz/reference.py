@@ -284,7 +284,7 @@ def compare(model, prompt_ids: Sequence[int], n: int, rule: str, *, repeat: int 
                 same_tokens=all(tokens[m] == tokens["bare"] for m in modes))
 
 
-TARGETS = {"off": 0.95, "full": 0.85}  # issue 16: kvviz/bare at least this, tracing off and full
+TARGETS = {"off": 0.95, "full": 0.85}  # kvviz/bare at least this, tracing off and full
 
 
 def reference_rows(model, prompt_ids: Sequence[int], tokens: Sequence[int], engines: Sequence[str], *,

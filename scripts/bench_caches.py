@@ -1,4 +1,4 @@
-"""Issue 14's benchmark: window (W) and int8 against static, side by side in one run, and their quality.
+"""The approximate caches' benchmark: window (W) and int8 against static, side by side in one run, and their quality.
 
 Part 1 (cost): on `--model` (default `wide`, random weights) at `--tokens` new tokens, the engines run
 in lockstep (one step of each in turn, so machine load hits them alike); per decode step latency

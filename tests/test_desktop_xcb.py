@@ -27,7 +27,7 @@ from kvviz.ui.grid import DEFAULT_HIDDEN
 from kvviz.ui.panels import PANELS
 
 ROOT = Path(__file__).resolve().parent.parent
-IDLE_S = 20  # the window left alone before the first key: a teacher reading it (issue 12: idle broke drawing)
+IDLE_S = 20  # the window left alone before the first key: a teacher reading it (idle must not break drawing)
 PROMPT = "A cache is a promise"
 TOKENS = 30
 ENGINES = ("naive", "concat", "static", "paged")

@@ -1,4 +1,4 @@
-"""The run form alone, without the window (issue 15: each part builds and tests on its own): its
+"""The run form alone, without the window (each part builds and tests on its own): its
 ranges are the commands' bounds (kvviz.options.BOUNDS), and its first problem is the commands' refusal."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile input (issue 13): every file kvviz reads, mutated field by field, gets one line or loads.
+"""Hostile input: every file kvviz reads, mutated field by field, gets one line or loads.
 
 A valid trace, a Hugging Face config.json, a safetensors index, a tokenizer.json and a kvviz config.json
 are mutated one field at a time (types, ranges, nesting, sizes, untrusted paths), and each variant goes

@@ -1,6 +1,6 @@
-"""The lecture hall, panel side (issue 21): the grid gives way instead of squeezing panels, the
+"""The lecture hall, panel side: the grid gives way instead of squeezing panels, the
 panels zoom live, the step's row is readable however long the run, Reset layout follows the run
-shown, and drawing costs what is shown (issue 22). Offscreen; tests/test_lecture_layout_xcb.py
+shown, and drawing costs what is shown. Offscreen; tests/test_lecture_layout_xcb.py
 checks the same on an X server, in the pixels of grabs."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The lecture hall on an X server (issue 21): `python main.py` under Xvfb with Qt's xcb platform at
+"""The lecture hall on an X server: `python main.py` under Xvfb with Qt's xcb platform at
 1280x720, 1500x920 and 1920x1080, a 200-step run started with Ctrl+R, then Ctrl+= twice (125%, 150%,
 live): in the pixels of the screen's grab, every plot the grid shows is at least its declared
 readable size and shows its data; the panels without room are behind tabs, never squeezed.

@@ -1,4 +1,4 @@
-"""The window in front of a class (issue 21): quiet when idle, one step everywhere, no surprises.
+"""The window in front of a class: quiet when idle, one step everywhere, no surprises.
 Driven as a person does (a prompt typed, Run pressed, keys), counting what Qt itself reports (paint
 events, the process's CPU time), not the window's own bookkeeping."""
 from __future__ import annotations

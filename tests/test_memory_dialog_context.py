@@ -1,4 +1,4 @@
-"""The memory calculator beside the run the window shows (issue 26): its bandwidth defaults to the read ceiling
+"""The memory calculator beside the run the window shows: its bandwidth defaults to the read ceiling
 at the run's threads (a cache file written here, never the real one), its measured decode tokens/s are counted
 from the StepTraces fed to it (figures worked by hand), the wheel leaves unfocused boxes alone, and its
 paragraphs wrap at 800 px and 150% zoom, in English and Chinese."""
@@ -204,8 +204,8 @@ def test_the_wheel_scrolls_past_boxes_it_has_not_been_given(qtbot):
 
 @pytest.mark.parametrize("lang", ["en", "zh_CN"])
 def test_paragraphs_wrap_to_an_800_px_dialog_at_150_percent(qtbot, ceilings, lang):
-    """At 1280x720 and 150% zoom the dialog is 800 px wide: its content had been 955 px, every paragraph cut
-    off at the right edge with no way to read it."""
+    """At 1280x720 and 150% zoom the dialog is 800 px wide: its content fits that width, no paragraph
+    cut off at the right edge with no way to read it."""
     from kvviz.ui import i18n
     from kvviz.ui.memory_dialog import run_figures
     from kvviz.ui.presentation import zoomed_font

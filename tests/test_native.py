@@ -312,7 +312,8 @@ X86_GCC = pytest.mark.skipif(
 @pytest.mark.skipif(not X86_LINUX, reason="the CPU's vector width is read from an x86 /proc/cpuinfo")
 def test_the_build_sums_on_vectors_of_the_cpus_own_width():
     # GCC keeps a vector wider than the CPU's registers in memory: step.c's 16-float vectors on an AVX2 CPU
-    # read the row-major matrices at 0.58 of the column-major ones (docs/benchmarks.md, issue 26)
+    # read the row-major matrices at 0.58 of the column-major ones (docs/benchmarks.md, "The native step's vectors
+    # at the CPU's own width")
     assert native.vector_floats() == (16 if _cpu_has("avx512f") else 8 if _cpu_has("avx") else 4)
 
 

@@ -1004,8 +1004,8 @@ def colour_pixels(image, colour: str, tolerance: int = 40) -> int:
 @pytest.mark.parametrize("window", WINDOW_PANEL_SIZES)
 def test_summary_shows_every_engine_without_scrolling_at_the_window_sizes(qtbot, history, window, language):
     """At the first-launch 1500x920 window and at 1280x720 the summary's four engine columns are all
-    on screen, no horizontal scrollbar: each engine's name is drawn in its colour (static and paged
-    had been behind a scrollbar)."""
+    on screen, no horizontal scrollbar: each engine's name is drawn in its colour, none behind a
+    scrollbar."""
     from PySide6.QtGui import QFontMetrics
 
     from kvviz.ui import style

@@ -111,7 +111,7 @@ def test_shipped_files_are_complete(torch_cpu):
     record = json.loads((TINY_DIR / "training.json").read_text())
     assert record["context"] >= 256
     assert record["val_bits_per_byte"] <= 2.5  # modules held out by name
-    assert record["outside_bits_per_byte"] <= 2.8  # English from outside CPython (issue 17's goal)
+    assert record["outside_bits_per_byte"] <= 2.8  # English from outside CPython
     card = (TINY_DIR / "README.md").read_text()
     assert f"{record['val_bits_per_byte']:.3f} bits per byte" in card
 

@@ -1,4 +1,4 @@
-"""The read ceiling (issue 26): the probe's figure, its place in the cache file beside the copy figure,
+"""The read ceiling: the probe's figure, its place in the cache file beside the copy figure,
 per machine and thread count, and what RunInfo hands the window (figures checked, never timed)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The engines at the read limit (issue 26 item 2): the weight layout a decode step reads fastest on a CPU
+"""The engines at the read limit: the weight layout a decode step reads fastest on a CPU
 (Transformer._read_layout) keeps every weight's shape, values and Parameter, and the tokens (never timed)."""
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def test_every_engine_gives_naives_tokens_on_the_laid_out_model():
 @pytest.mark.slow
 def test_the_compiled_static_step_gives_eager_statics_tokens_and_figures():
     """`make_engine("static", model, kernel="compiled")`: the static-shape step under torch.compile (an option
-    beside eager, kvviz bench --kernels torch,compiled). Same tokens, same trace figures, the compile outside the steps."""
+    beside eager, kvviz bench --kernels torch,compiled). Same tokens, same trace figures, the compile outside the
+    steps."""
     model = _model()
     ids = [5, 17, 3, 88, 41, 2]
     off = TraceOptions(masks=False)

@@ -1,4 +1,4 @@
-"""The roofline of a decode step (issue 26 item 3): bytes, FLOP per byte at batch 1 and batch B, the tokens/s
+"""The roofline of a decode step: bytes, FLOP per byte at batch 1 and batch B, the tokens/s
 a ceiling allows, and a bench run's measured tokens/s beside them; figures worked by hand on the chapter's
 tiny shape (2 layers, 4 heads of 32, hidden 128, d_ff 512, 256-token vocabulary, tied head, fp32)."""
 from __future__ import annotations

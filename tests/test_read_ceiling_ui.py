@@ -1,4 +1,4 @@
-"""The read ceiling in the window (issue 26): the status bar, the latency panel's wall line, the summary's
+"""The read ceiling in the window: the status bar, the latency panel's wall line, the summary's
 share and the narration name the read ceiling where the run recorded one, and the copy bandwidth, named
 so, for a trace saved before it (figures worked by hand)."""
 from __future__ import annotations

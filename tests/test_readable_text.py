@@ -1,4 +1,4 @@
-"""Text as people read it (issue 17 item 3): tokens that split a character are drawn as that character,
+"""Text as people read it: tokens that split a character are drawn as that character,
 with every token still there (its bytes, its boundaries), in the labels, the steps CSV and the token stream."""
 from __future__ import annotations
 

@@ -61,6 +61,6 @@ def test_the_window_module_loads_without_pyqtgraph():
 
 def test_the_engine_session_and_its_protocol_need_no_qt():
     """kvviz.session (EngineSession, the engine process and its wire protocol) runs in a notebook or a
-    script: no Qt comes with it (issue 15: it had lived behind ui/worker.py's Qt import)."""
+    script: no Qt comes with it."""
     assert_imports_none_of("kvviz.session, kvviz.messages, kvviz.estimate, kvviz.format",
                            ("PySide6", "pyqtgraph", "shiboken6"))

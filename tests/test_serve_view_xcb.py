@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DISPLAY = 86  # this work's X display (the other sessions' servers keep theirs)
+DISPLAY = 86  # an X display of its own (other X servers on this machine keep theirs)
 IDLE_S = 3
 SHOTS = Path(os.environ.get("KVVIZ_SERVE_SHOTS", "")) if os.environ.get("KVVIZ_SERVE_SHOTS") else None
 

@@ -282,7 +282,7 @@ def test_the_engine_process_exits_cleanly_when_the_app_goes_away_mid_command(tor
     assert child.wait(60) == 0
 
 
-# -- issue 13, item 7: a killed or stopped engine process ------------------------------------------------
+# -- a killed or stopped engine process ------------------------------------------------------------------
 def _engine_pid(worker) -> int:
     return worker.session._proc.pid
 

@@ -1,9 +1,9 @@
 """The work matrix (and the attention map) as pixels: each engine's matrix fills its view after the
 window has sat idle, at 8 and 200 tokens, while scrubbing, with the panel alone and in an export.
 
-The window's idle ticks warm the panels up (kvviz.ui.window._warm_up_one): the work matrix laid
-its plots out for the model's longest run then, and that range stayed, so a run drew its matrices as
-a few pixels in the top-left of 0..max_seq_len (issue 12, items 1 and 2). Grabs are saved to
+The window's idle ticks warm the panels up (kvviz.ui.window._warm_up_one): the work matrix lays its
+plots out for the model's longest run then, and a run must not keep that range, or it draws its
+matrices as a few pixels in the top-left of 0..max_seq_len. Grabs are saved to
 /tmp/kvviz_panels/ for a human to look at.
 """
 from __future__ import annotations

@@ -46,7 +46,7 @@ def configure(parser) -> None:
     parser.add_argument("--mla", choices=tuple(MLA_PRESETS), default=None,
                         help="also print multi-head latent attention's cache for a published shape")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
-    # the roofline (issue 26)
+    # the roofline
     parser.add_argument("--device", default=None,
                         help="cpu or cuda: measure that device's read ceiling (kvviz.bandwidth, cached per machine "
                              "and thread count on a CPU); it replaces --bandwidth-gbps in the times and the roofline")

@@ -193,7 +193,7 @@ class ContinuousScheduler(Scheduler):
 
 class ChunkedScheduler(ContinuousScheduler):
     """Chunked prefill: a token budget per step, shared by every decode token (served first) and chunks
-    of prompts, so a long prompt no longer stalls everyone's decode."""
+    of prompts, so a long prompt does not stall everyone's decode."""
 
     key = "chunked"
 

@@ -276,8 +276,8 @@ def report_error(window: QMainWindow, text: str) -> None:
 
 def install_error_hook(window: QMainWindow) -> None:
     """An exception no handler caught (a slot, a menu action, a timer) is told in the window's error strip in
-    one line, its traceback on stderr for a report: it had been printed to a terminal a user never sees, and
-    an export that failed so looked as if nothing had been asked. The app carries on, as Qt does after one."""
+    one line, its traceback on stderr for a report: a terminal is a place a user may never look, and an export
+    that fails must not look as if nothing had been asked. The app carries on, as Qt does after one."""
     import sys
 
     from kvviz.errors import one_line

@@ -193,7 +193,7 @@ class MemoryDialog(QDialog):
         # The cache strategies beside the exact one (kvviz.cache_math): W, S, R and an MLA shape
         self.window_spin, self.sinks_spin = _bounded_spin("window", 4096), _bounded_spin("sinks", 4)
         self.residual_spin = _bounded_spin("residual", 0, low=0)  # 0: off
-        strategies = QGridLayout()  # two rows: in one, the three had been wider than the dialog at 150% zoom
+        strategies = QGridLayout()  # two rows: in one, the three are wider than the dialog at 150% zoom
         for i, (key, spin) in enumerate((("window", self.window_spin), ("sinks", self.sinks_spin),
                                          ("residual", self.residual_spin))):
             strategies.addWidget(self.labels[key], i // 2, 2 * (i % 2))

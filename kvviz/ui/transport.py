@@ -251,8 +251,8 @@ class TransportBar(QWidget):
 
     # ------------------------------------------------------------------ narration
     def update_narration(self) -> None:
-        """The selected step in words, told now: the window calls it as part of each frame (it had been
-        told on a timer of its own while a run streamed, and read step 45 beside panels at 53)."""
+        """The selected step in words, told now: the window calls it as part of each frame, so the words
+        and the panels show the same step (on a timer of their own they could read step 45 beside panels at 53)."""
         if not self.narration.isHidden():
             self.narrate()
 

@@ -364,7 +364,7 @@ class MainWindow(QMainWindow):
 
     def step_once(self) -> None:
         """One lockstep round: a running run pauses first. From idle it starts a paused run, unless a run
-        is shown: that one stays (it had been thrown away without asking); Run starts a new one."""
+        is shown: that one stays (a shown run is never thrown away without asking); Run starts a new one."""
         if self.state is RunState.IDLE:
             if self.history.n_steps():
                 self.statusBar().showMessage(self.tr("This run has ended: Run (Ctrl+R) starts a new one."), 8_000)

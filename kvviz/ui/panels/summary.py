@@ -458,12 +458,12 @@ class SummaryPanel(Panel):
                 header.resizeSection(c, width + max(0, spare) // n + (1 if c < max(0, spare) % n else 0))
         else:
             header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # Where the columns fit, no scrollbar: one shown while the row names' width settled had
-        # covered the last row.
+        # Where the columns fit, no scrollbar: one shown while the row names' width settles would
+        # cover the last row.
         table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff if fits
                                            else Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        # Rows fitted to the type now (left to the next layout pass, the last row had been hidden
-        # under the note after the type changed).
+        # Rows fitted to the type now (left to the next layout pass, the last row would hide under
+        # the note after the type changes).
         table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
         height = self._place_wall_rows(self._rows_height())
         table.setFixedHeight(height + 2)
@@ -558,7 +558,7 @@ class SummaryPanel(Panel):
 
     def _fit_note(self, table_height: int) -> None:
         """The note under the table only where the panel has the height for it: in a short panel
-        (a 1280x720 window) it had been drawn over the table's last rows."""
+        (a 1280x720 window) it would cover the table's last rows."""
         layout = self.layout()
         margins = layout.contentsMargins()
         width = self.width() - margins.left() - margins.right()

@@ -1,4 +1,4 @@
-"""The Serve view: many requests served by one model, scheduler beside scheduler (issue 24), a window of
+"""The Serve view: many requests served by one model, scheduler beside scheduler, a window of
 its own beside the compare view's. `open_serve_window()` opens it; `python -m kvviz.ui.serve` starts it
 alone (`--replay FILE` shows a saved serve record without any model).
 """

@@ -45,7 +45,7 @@ THREAD_WAIT_MS = 30_000
 
 class FormScroll(QScrollArea):
     """The Workload dock's scroll area: never narrower than its form and a vertical scroll bar beside it
-    (the form's spin boxes' and combos' arrows had been cut off on the right at 150%)."""
+    (so the form's spin boxes' and combos' arrows are not cut off on the right at 150%)."""
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
         hint = super().minimumSizeHint()
