@@ -185,3 +185,40 @@ def test_the_settings_path_check(tmp_path):
     from kvviz.ui.app import APPLICATION, ORGANIZATION
 
     assert str(default_path(ORGANIZATION, APPLICATION)) == QSettings(ORGANIZATION, APPLICATION).fileName()
+
+
+@pytest.mark.parametrize(("key", "value", "dialog", "field", "default"), [
+    ("export/scale", "abc", "ImageExportDialog", "scale", 2.0),
+    ("export/scale", "1e300", "ImageExportDialog", "scale", 2.0),
+    ("export/fps", "-7", "AnimationExportDialog", "fps", 4),
+])
+def test_an_export_dialogs_bad_saved_value_is_refused_naming_file_and_key(qtbot, tmp_path, capsys, monkeypatch, key,
+                                                                         value, dialog, field, default):
+    """The export dialogs' saved scale and frame rate go through the same reader as the window's settings."""
+    from PySide6.QtWidgets import QDialog
+
+    from kvviz.ui import export_actions
+
+    section, name = key.split("/")
+    ini = tmp_path / "export.ini"
+    ini.write_text(f"[{section}]\n{name}={value}\n")
+    w = _window(qtbot, ini)
+    opened = {}
+
+    class Seen:
+        def __init__(self, window, **kw):
+            opened.update(kw)
+
+        def exec(self):
+            return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(export_actions, dialog, Seen)
+    actions = export_actions.install_export_actions(w)
+    if field == "fps":
+        monkeypatch.setattr(w.history, "n_steps", lambda *a: 3)
+        actions.animation_dialog()
+    else:
+        actions.image_dialog()
+    assert opened[field] == default
+    assert str(ini) in w.error_text() and key in w.error_text()
+    assert f"kvviz: settings {ini}: {key}=" in capsys.readouterr().err
