@@ -47,6 +47,9 @@ def output_target(path: str | Path, label: str = "") -> Target:
     except OSError as exc:
         raise ValueError(f"cannot write {name}: {_why(exc, _folder(path))}") from None
     if mode is None or stat.S_ISREG(mode):
+        real = os.path.realpath(path)
+        if mode is not None and (real == "/proc" or real.startswith("/proc/") or real.startswith("/sys/")):
+            raise ValueError(f"cannot write {name}: it is one of the kernel's own files, not a file to write")
         if mode is not None and _via_proc(path):
             return Target(path, True)
         return Target(Path(os.path.realpath(path)), False)

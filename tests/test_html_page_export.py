@@ -155,11 +155,13 @@ def test_a_page_is_written_whole_or_not_at_all(trace, tmp_path, monkeypatch):
     target = tmp_path / "run.html"
     target.write_text("old")
 
-    def broken(tmp: Path, *args, **kwargs):
+    import kvviz.fileio
+
+    def broken(fd):  # the disk fills while the page is synced under its temporary name
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Path, "write_text", broken)
-    with pytest.raises(ValueError, match="No space left"):
+    monkeypatch.setattr(kvviz.fileio.os, "fsync", broken)
+    with pytest.raises(ValueError, match="the disk is full"):
         write_page(target, saved.info, saved.traces)
     monkeypatch.undo()
     assert target.read_text() == "old"
