@@ -527,7 +527,7 @@ class ExportActions(QObject):
     def _failed(self, what: str, exc: Exception) -> None:
         report_error(self.window, self.tr("{0} failed: {1}").format(what, exc))
 
-    def _saved(self, key: str, default: float, low: float, high: float, *, integer: bool = True) -> float:
+    def _saved_number(self, key: str, default: float, low: float, high: float, *, integer: bool = True) -> float:
         """A saved dialog value through the settings' one reader: a bad one said in one line naming the file and
         the key, and the dialog opens at its default."""
         from kvviz.ui.settings_file import SettingsReader, show_problems
@@ -539,7 +539,8 @@ class ExportActions(QObject):
 
     # -- images
     def image_dialog(self) -> None:
-        dialog = ImageExportDialog(self.window, scale=self._saved("export/scale", 2.0, 0.5, 4.0, integer=False))
+        dialog = ImageExportDialog(self.window, scale=self._saved_number("export/scale", 2.0, 0.5, 4.0,
+                                                                         integer=False))
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         key, fmt, scale = dialog.values()
@@ -597,7 +598,8 @@ class ExportActions(QObject):
             self._failed(self.tr("Animation export"), ValueError(_tr(
                 "nothing to export yet: run the engines or open a saved trace first")))
             return
-        dialog = AnimationExportDialog(self.window, fps=int(self._saved("export/fps", 4, 1, exporters.MAX_GIF_FPS)))
+        dialog = AnimationExportDialog(self.window, fps=int(self._saved_number("export/fps", 4, 1,
+                                                                                   exporters.MAX_GIF_FPS)))
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         v = dialog.values()
