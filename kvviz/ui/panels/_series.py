@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QVBoxLayout
 
+from kvviz import catalog
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
@@ -123,7 +124,7 @@ class SeriesPanel(Panel):
     def legend_entries(self, engines: list[str], history: RunHistory, step: int) -> list[tuple]:
         """(colour, text, mark) per legend entry: one per engine, with legend_text."""
         return [(style.engine_color(e, i), self.legend_text(e, history, engine_step(history, e, step)),
-                 "dashed" if style.ENGINE_DASH.get(e) else "line") for i, e in enumerate(engines)]
+                 "dashed" if catalog.engine_dash(e) else "line") for i, e in enumerate(engines)]
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)

@@ -12,6 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent
 
+from kvviz import catalog
 from kvviz.format import fmt_bytes, fmt_count
 from kvviz.trace import StepTrace
 from kvviz.ui import style
@@ -350,7 +351,7 @@ class CacheMemoryPanel(SeriesPanel):
         self._pool_entry = ((style.engine_color(engine, order),
                              f"{engine} " + self.tr("pool {n} \u00d7 {size} slots").format(n=n_pool, size=size)
                              + ", " + self.tr("block table [{table}]").format(table=table),
-                             "dashed" if style.ENGINE_DASH.get(engine) else "line"),)
+                             "dashed" if catalog.engine_dash(engine) else "line"),)
         self._set_block_legend(used, wasted)
 
     def export_items(self) -> list:

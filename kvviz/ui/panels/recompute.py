@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout
 
+from kvviz import catalog
 from kvviz.format import fmt_count
 from kvviz.trace import StepTrace
 from kvviz.ui import style
@@ -176,7 +177,7 @@ class RecomputePanel(Panel):
         set_legend(self._legend, [
             (style.engine_color(e, i), self.tr("{engine}: {total} K/V computed").format(
                 engine=e, total=fmt_count(self.kv_computed(history, e, step))),
-             "dashed" if style.ENGINE_DASH.get(e) else "line")
+             "dashed" if catalog.engine_dash(e) else "line")
             for i, e in enumerate(engines)])
         n_prompt = len(history.info.prompt_ids)
         self._prompt_line.setPos(n_prompt)
