@@ -101,7 +101,7 @@ def _dispatch(argv: list[str]) -> int:
     except (MemoryError, RuntimeError) as exc:
         from kvviz.errors import friendly_error, is_out_of_memory, one_line
 
-        if not (isinstance(exc, MemoryError) or is_out_of_memory(exc)):
+        if not is_out_of_memory(exc):
             raise
         print(f"kvviz {args.command}: error: {one_line(friendly_error(exc))}", file=sys.stderr)
         return 1

@@ -85,11 +85,6 @@ class EngineError(Exception):
     """A failure reported by the engine process, already worded for the window."""
 
 
-def is_out_of_memory(exc: BaseException) -> bool:
-    """A device allocator ran out (see kvviz.errors), or the host did (MemoryError)."""
-    return isinstance(exc, MemoryError) or errors.is_out_of_memory(exc)
-
-
 def error_message(exc: BaseException) -> str:
     """One line for the window: what went wrong, and for out-of-memory what to try instead."""
     if isinstance(exc, EngineError):
@@ -348,7 +343,7 @@ def _serve(conn) -> None:
             except Exception as exc:
                 if not isinstance(exc, ValueError):
                     traceback.print_exc()
-                if is_out_of_memory(exc):
+                if errors.is_out_of_memory(exc):
                     session.release_model()
                 else:
                     session.end()

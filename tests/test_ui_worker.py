@@ -184,7 +184,8 @@ def test_an_engine_failure_mid_run_keeps_the_steps_so_far(worker, qtbot, watch_e
 
 
 def test_out_of_memory_messages_say_what_to_try(torch_cpu):
-    from kvviz.session import error_message, is_out_of_memory
+    from kvviz.errors import is_out_of_memory
+    from kvviz.session import error_message
 
     oom = torch_cpu.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     assert is_out_of_memory(oom) and is_out_of_memory(MemoryError())

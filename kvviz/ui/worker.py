@@ -13,6 +13,7 @@ from collections import deque
 from PySide6.QtCore import QCoreApplication, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
 
 from kvviz import session as _session
+from kvviz.errors import is_out_of_memory
 from kvviz.messages import RunRequest
 from kvviz.session import (
     EngineError,
@@ -20,7 +21,6 @@ from kvviz.session import (
     EngineSession,
     EngineStopped,
     error_message,
-    is_out_of_memory,
 )
 
 _session.set_translator(lambda text: QCoreApplication.translate("RunWorker", text))
