@@ -85,3 +85,24 @@ def open_window(qtbot, tmp_path, torch_cpu):
         return window
 
     return make
+
+
+def threaded_worker():
+    """A RunWorker with an engine process on its own QThread, as the window has it, and a stand-in window whose
+    `start` and `stop` signals reach it from the test's thread: (window, thread, worker). The caller quits and
+    waits for the thread (the worker shuts its engine process down as the thread finishes)."""
+    from PySide6.QtCore import QObject, Qt, QThread, Signal
+
+    from kvviz.ui.worker import RunWorker
+
+    class Window(QObject):
+        start = Signal(object)
+        stop = Signal()
+
+    win, thread, worker = Window(), QThread(), RunWorker(isolate=True)
+    worker.moveToThread(thread)
+    thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
+    win.start.connect(worker.start_run)
+    win.stop.connect(worker.request_stop)
+    thread.start()
+    return win, thread, worker

@@ -37,20 +37,9 @@ class Recorder:
 @pytest.fixture
 def threaded_worker(qtbot, torch_cpu):
     """A RunWorker with an engine process, on its own QThread as the window has it; start/stop as signals."""
-    from PySide6.QtCore import QObject, Qt, QThread, Signal
+    from tests.conftest import threaded_worker
 
-    from kvviz.ui.worker import RunWorker
-
-    class Window(QObject):
-        start = Signal(object)
-        stop = Signal()
-
-    win, thread, worker = Window(), QThread(), RunWorker(isolate=True)
-    worker.moveToThread(thread)
-    thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
-    win.start.connect(worker.start_run)
-    win.stop.connect(worker.request_stop)
-    thread.start()
+    win, thread, worker = threaded_worker()
     frozen: list[int] = []
     yield win, worker, Recorder(worker), frozen
     for pid in frozen:

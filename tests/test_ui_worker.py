@@ -354,20 +354,9 @@ def test_stop_from_the_window_thread_ends_a_run_blocked_on_a_stopped_engine_proc
     import os
     import signal
 
-    from PySide6.QtCore import QObject, Qt, QThread, Signal
+    from tests.conftest import threaded_worker
 
-    from kvviz.ui.worker import RunWorker
-
-    class Window(QObject):
-        start = Signal(object)
-        stop = Signal()
-
-    win, thread, w = Window(), QThread(), RunWorker(isolate=True)
-    w.moveToThread(thread)
-    thread.finished.connect(w.shut_down, Qt.ConnectionType.DirectConnection)
-    win.start.connect(w.start_run)
-    win.stop.connect(w.request_stop)
-    thread.start()
+    win, thread, w = threaded_worker()
     try:
         rec = Recorder(w)
         with qtbot.waitSignal(w.step_traced, timeout=120_000):
