@@ -14,6 +14,7 @@ import pytest
 
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions
 from kvviz.messages import RunRequest
+from tests.test_ui_worker import Recorder
 
 HANG_MS = 5_000
 
@@ -22,16 +23,6 @@ def request(run_id: str, tokens: int = 4, prompt: str = "KV cache") -> RunReques
     run = RunConfig(prompt=prompt, max_new_tokens=tokens, engines=("concat", "static"), sampling=SamplingConfig(),
                     trace=TraceOptions(masks=True))
     return RunRequest(run_id=run_id, model="tiny-random", run=run, steps_per_s=0.0, start_paused=False, threads=1)
-
-
-class Recorder:
-    def __init__(self, worker) -> None:
-        self.traces, self.failed, self.finished, self.started, self.notes = [], [], [], [], []
-        worker.step_traced.connect(self.traces.append)
-        worker.run_failed.connect(lambda rid, msg: self.failed.append((rid, msg)))
-        worker.run_finished.connect(self.finished.append)
-        worker.run_started.connect(self.started.append)
-        worker.run_noted.connect(lambda rid, note: self.notes.append((rid, note)))
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ class Recorder:
         worker.run_failed.connect(lambda rid, msg: self.failed.append((rid, msg)))
         worker.run_finished.connect(self.finished.append)
         worker.run_started.connect(self.started.append)
-        worker.run_noted.connect(lambda rid, note: self.notes.append(note))
+        worker.run_noted.connect(lambda rid, note: self.notes.append((rid, note)))
 
 
 def test_environment_lists_presets_devices_and_engines(worker, qtbot):
@@ -203,7 +203,7 @@ def test_naive_attention_weights_are_skipped_when_they_would_not_fit(worker, qtb
     assert naive_weights_bytes(20, 2000) > NAIVE_WEIGHTS_BUDGET_BYTES
     rec = Recorder(worker)
     worker.start_run(request(tokens=2000, engines=("naive", "concat"), paused=True))
-    assert len(rec.notes) == 1 and "naive" in rec.notes[0]
+    assert len(rec.notes) == 1 and "naive" in rec.notes[0][1]
     naive, concat = rec.traces
     assert naive.attn_weights is None and concat.attn_weights is not None
     worker.request_stop()
@@ -308,7 +308,7 @@ def test_a_killed_idle_engine_process_is_replaced_with_a_note(qtbot, torch_cpu):
             w.start_run(request("r2", tokens=3))
         assert rec.failed == [], rec.failed
         assert len([t for t in rec.traces if t.run_id == "r2"]) == 3 * 4
-        assert any("exit code -9" in n and "new one was started" in n for n in rec.notes), rec.notes
+        assert any("exit code -9" in n and "new one was started" in n for _rid, n in rec.notes), rec.notes
     finally:
         w.shut_down()
 
