@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvviz.kernels import DEFAULT_KERNEL
-from kvviz.trace import RunInfo, RunSummary, StepTrace
+from kvviz.records.trace import RunInfo, RunSummary, StepTrace
 
 DEFAULT_ENGINES = ("naive", "concat", "static", "paged")
 BATCH_S = 60.0  # the seconds of steps each engine runs back to back before the next engine's
@@ -48,7 +48,7 @@ class Run:
         return build_page(self.info, self.traces, **kwargs)
 
     def save(self, path: str | Path) -> Path:
-        from kvviz import traceio
+        from kvviz.records import traceio
 
         return traceio.save_run(path, self.info, self.traces)
 
@@ -73,7 +73,7 @@ def as_run(saved) -> Run:
     if isinstance(saved, Run):
         return saved
     if isinstance(saved, (str, Path)):
-        from kvviz import traceio
+        from kvviz.records import traceio
 
         saved = traceio.load_run(saved)
     if not (isinstance(saved, tuple) and len(saved) == 2 and isinstance(saved[0], RunInfo)
@@ -94,9 +94,9 @@ def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int =
     the argument) for what a run refuses."""
     from kvviz.config import RunConfig, SamplingConfig, TraceOptions
     from kvviz.kernels import check_kernel
-    from kvviz.messages import RunRequest
     from kvviz.options import check_value
-    from kvviz.session import EngineSession
+    from kvviz.runtime.messages import RunRequest
+    from kvviz.runtime.session import EngineSession
 
     if not isinstance(prompt, str):
         raise ValueError(f"prompt must be text (str), not {type(prompt).__name__}")
@@ -148,8 +148,8 @@ def show(saved, *, step: int | None = None, lang: str = "en", height: int = 980)
 
 
 def summary_table(saved) -> list[dict]:
-    """The summary's rows (kvviz.traceio.summary_rows) of a saved run, for a DataFrame or a print."""
-    from kvviz import traceio
+    """The summary's rows (kvviz.records.traceio.summary_rows) of a saved run, for a DataFrame or a print."""
+    from kvviz.records import traceio
 
     run = as_run(saved)
     return traceio.summary_rows(run.traces, run.info)

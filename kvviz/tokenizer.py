@@ -49,7 +49,7 @@ MAX_EXPANSION = 16
 # Tokens per input character: a byte-level model gives at most 4 (one per UTF-8 byte), byte fallback
 # the same, added special tokens a few more.
 MAX_TOKENS_PER_CHAR = 8
-MAX_TOKEN_LABEL_CHARS = 256  # kvviz.traceio.MAX_TOKEN_CHARS: a trace could not hold a longer token's text
+MAX_TOKEN_LABEL_CHARS = 256  # kvviz.records.traceio.MAX_TOKEN_CHARS: a trace could not hold a longer token's text
 # The probe encoded when a tokenizer is read: runs of one letter, digits, spaces, a long word, mixed
 # scripts, an emoji sequence; what the regexes of real pre-tokenizers and the merges handle in linear time.
 PROBE_TEXTS = ("a" * 2000, "1" * 500 + " " * 500, "ab" * 1000 + "!", "The key and value of a token never change. " * 20,

@@ -3,7 +3,7 @@
 Part 1 (cost): on `--model` (default `wide`, random weights) at `--tokens` new tokens, the engines run
 in lockstep (one step of each in turn, so machine load hits them alike); per decode step latency
 (median, p90) and resident KV bytes at the end. Part 2 (quality): on the trained `tiny` model over a
-held-out prompt (the validation split's text: modules never trained on, kvviz.corpus), each approximate
+held-out prompt (the validation split's text: modules never trained on, kvviz.training.corpus), each approximate
 engine teacher-forced on static's tokens: mean KL(exact || engine) and top-1 agreement, and the step
 where its own output first parts. Prints a Markdown table and writes JSON with --json.
 
@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from kvviz.config import TraceOptions
-from kvviz.corpus import build_corpus
+from kvviz.training.corpus import build_corpus
 from kvviz.engines import make_engine
 from kvviz.format import fmt_bytes
 from kvviz.models.presets import load_model
-from kvviz.quality import measure
+from kvviz.measure.quality import measure
 
 
 def cost(model_name: str, tokens: int, window: int, prompt_len: int) -> dict:

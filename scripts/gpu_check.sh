@@ -58,15 +58,15 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 fi
 
 echo
-echo "== read ceiling on $DEVICE (kvviz.bandwidth.read_ceiling: float32 F.linear of one row over a matrix well"
+echo "== read ceiling on $DEVICE (kvviz.measure.bandwidth.read_ceiling: float32 F.linear of one row over a matrix well"
 echo "   past the last-level cache, both layouts, fastest of 9; CUDA timed with CUDA events) beside the copy"
 "$PY" - <<'PYEOF'
 import os
 
 import torch
 
-from kvviz.bandwidth import probe_cuda, read_ceiling
-from kvviz.devices import resolve_device
+from kvviz.measure.bandwidth import probe_cuda, read_ceiling
+from kvviz.runtime.devices import resolve_device
 
 device = resolve_device(os.environ["DEVICE"])
 for threads in ((1, 2) if device.type == "cpu" else (torch.get_num_threads(),)):
@@ -149,7 +149,7 @@ import torch
 
 from kvviz.format import DEFAULT_PROMPT, fmt_bytes
 from kvviz.config import SamplingConfig, TraceOptions
-from kvviz.devices import resolve_device, resolve_dtype
+from kvviz.runtime.devices import resolve_device, resolve_dtype
 from kvviz.engines import ENGINE_KEYS, make_engine
 from kvviz.models.presets import load_model, load_tokenizer
 

@@ -48,7 +48,7 @@ def million(positions: int) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QSettings
 
-    from kvviz.trace import MaskSpec, RunInfo, StepTrace
+    from kvviz.records.trace import MaskSpec, RunInfo, StepTrace
     from kvviz.ui import app
     from kvviz.ui.grid import PanelGrid
     from kvviz.ui.history import RunHistory

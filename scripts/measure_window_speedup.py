@@ -17,7 +17,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QCoreApplication, QEventLoop, Qt, QThread, QTimer  # noqa: E402
 
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions  # noqa: E402
-from kvviz.messages import RunRequest  # noqa: E402
+from kvviz.runtime.messages import RunRequest  # noqa: E402
 from kvviz.ui.worker import RunWorker  # noqa: E402
 
 SPEEDS = (0, 20, 50, 100, 0)

@@ -23,8 +23,8 @@ def main() -> int:
     parser.add_argument("traces", nargs="+")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from kvviz import traceio
     from kvviz.page import write_page
+    from kvviz.records import traceio
 
     browser = html_page_cdp.Browser(1600, 1000)
     try:

@@ -13,7 +13,7 @@ from kvviz.caches.int8 import dequantise, quantise
 from kvviz.config import ModelConfig, SamplingConfig, TraceOptions
 from kvviz.engines import APPROXIMATE_KEYS, EXACT_KEYS, make_engine
 from kvviz.models.transformer import Transformer
-from kvviz.trace import MaskSpec
+from kvviz.records.trace import MaskSpec
 
 
 def run(model, key, ids, n, **kw):

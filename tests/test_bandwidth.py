@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kvviz import bandwidth
-from kvviz.bandwidth import Bandwidth, cpu_bandwidth, nominal_peak_gbps, probe_buffer_bytes, probe_cpu
+from kvviz.measure import bandwidth
+from kvviz.measure.bandwidth import Bandwidth, cpu_bandwidth, nominal_peak_gbps, probe_buffer_bytes, probe_cpu
 
 
 def test_probe_measures_a_positive_copy_rate():

@@ -93,7 +93,7 @@ def test_argparse_errors_are_exit_2_in_a_real_process():
 def test_steady_allocator_is_set_where_glibc_is():
     import platform
 
-    from kvviz.timing import steady_allocator
+    from kvviz.measure.timing import steady_allocator
 
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert steady_allocator() is glibc

@@ -10,7 +10,7 @@ from kvviz.cli import main
 
 
 def test_bench_reports_bytes_read_and_the_reference(tmp_path, capsys, monkeypatch):
-    from kvviz import bandwidth
+    from kvviz.measure import bandwidth
 
     monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 15.0, 64 << 20, 4))
     out = tmp_path / "b.json"
@@ -58,7 +58,7 @@ def test_bench_probes_the_ceiling_beside_its_runs_and_says_when_a_run_beat_it(tm
     threads) and names an engine that read faster than the probe did, instead of printing a share over 100%,
     with the likelier cause: a busier probe, or weights that fit in the last-level cache (tiny's 3 MiB do in
     480 MiB, as `wide`'s 104.5 MiB did on a CPU with one that large)."""
-    from kvviz import bandwidth
+    from kvviz.measure import bandwidth
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(bandwidth, "last_level_cache_bytes", lambda: llc)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.config import ModelConfig
+from kvviz.costs.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.engines import make_engine
 
 QWEN3_06B = ModelConfig(name="q", arch="qwen3", d_model=1024, n_layer=28, n_head=16, n_kv_head=8, head_dim=128,

@@ -44,8 +44,8 @@ def throwaway_run(throwaway, tiny_random):
     """A run of concat and the throwaway cache, as the engines record it."""
     from kvviz.config import TraceOptions
     from kvviz.engines import make_engine
-    from kvviz.quality import annotate, measure
-    from kvviz.trace import RunInfo
+    from kvviz.measure.quality import annotate, measure
+    from kvviz.records.trace import RunInfo
 
     entry, cls = throwaway
     reference = make_engine("concat", tiny_random)
@@ -65,8 +65,9 @@ def throwaway_run(throwaway, tiny_random):
 
 
 def test_the_registry_builds_a_cache_named_by_one_catalog_entry(throwaway, throwaway_run):
-    from kvviz import engines, quality
+    from kvviz import engines
     from kvviz.caches import CACHES
+    from kvviz.measure import quality
 
     entry, cls = throwaway
     _, _, traces = throwaway_run
@@ -85,7 +86,7 @@ def test_the_registry_builds_a_cache_named_by_one_catalog_entry(throwaway, throw
 
 
 def test_the_form_lists_the_throwaway_cache_and_shows_its_settings(qtbot, tmp_path, throwaway):
-    from kvviz.session import EngineSession
+    from kvviz.runtime.session import EngineSession
     from kvviz.ui.form import RunForm
     from tests.conftest import settings_at
 
@@ -106,7 +107,7 @@ def test_the_form_lists_the_throwaway_cache_and_shows_its_settings(qtbot, tmp_pa
 
 
 def test_a_trace_naming_the_throwaway_cache_saves_and_loads(tmp_path, throwaway_run):
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     _, info, traces = throwaway_run
     assert "throwaway" in traceio.ENGINES
@@ -216,12 +217,12 @@ def retyped_lists() -> dict[str, set[str]]:
 KNOWN = {
     "kvviz/config.py": {"the exact engines"},  # RunConfig's default engines
     "kvviz/notebook.py": {"the exact engines"},  # kvviz.compare's default engines
-    "kvviz/reference.py": {"the exact engines"},  # the bare reference loop's rules, one function each
+    "kvviz/measure/reference.py": {"the exact engines"},  # the bare reference loop's rules, one function each
     "kvviz/commands/bench.py": {"the exact engines"},  # --engines' default, a comma list
     "kvviz/commands/export.py": {"the exact engines"},  # --engines' default
     "kvviz/ui/shot.py": {"the exact engines"},  # --engines' default
     "kvviz/options.py": {"the engines that read window"},  # check_run_config's window bounds
-    "kvviz/cache_math.py": {"the engines that read window"},  # the memory estimate's bounded strategies
+    "kvviz/costs/cache_math.py": {"the engines that read window"},  # the memory estimate's bounded strategies
     "kvviz/commands/serve.py": {"every scheduler"},  # --schedulers' default
 }
 

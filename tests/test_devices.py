@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from kvviz.config import SamplingConfig, TraceOptions
-from kvviz.devices import resolve_device, resolve_dtype
 from kvviz.engines import ENGINE_KEYS, make_engine
 from kvviz.models.presets import load_model
+from kvviz.runtime.devices import resolve_device, resolve_dtype
 
 HAS_CUDA = torch.cuda.is_available()
 

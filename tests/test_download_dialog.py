@@ -108,7 +108,7 @@ def test_the_model_box_offers_cached_checkpoints(qtbot, checkpoint, cache, monke
     from PySide6.QtCore import QSettings
 
     from kvviz.models.download import download_model
-    from kvviz.session import EngineSession
+    from kvviz.runtime.session import EngineSession
     from kvviz.ui.form import RunForm
 
     bert = tmp_path / "bert"
@@ -147,7 +147,7 @@ def test_the_model_box_offers_cached_checkpoints(qtbot, checkpoint, cache, monke
 def test_a_downloaded_model_is_added_to_the_model_box(qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from kvviz.messages import Environment, ModelChoice
+    from kvviz.runtime.messages import Environment, ModelChoice
     from kvviz.ui.form import RunForm
 
     form = RunForm(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
@@ -163,7 +163,7 @@ def test_model_menu_download_adds_the_model_to_the_window(qtbot, checkpoint, cac
     """The real window: Model > Download model..., an id, Download; the model box then holds and selects it."""
     from PySide6.QtCore import QObject, QSettings, Signal
 
-    from kvviz.messages import Environment, ModelChoice
+    from kvviz.runtime.messages import Environment, ModelChoice
     from kvviz.ui.window import MainWindow
 
     class IdleWorker(QObject):

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from kvviz import estimate
 from kvviz.config import ModelConfig
-from kvviz.trace import StepTrace
+from kvviz.costs import estimate
+from kvviz.records.trace import StepTrace
 
 
 def step(k: int, prompt: int, ms: float, engine: str = "x") -> StepTrace:

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvviz import traceio
-from kvviz.trace import RunInfo
+from kvviz.records import traceio
+from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
 
 ROOT = Path(__file__).resolve().parent.parent

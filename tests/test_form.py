@@ -3,8 +3,8 @@ ranges are the commands' bounds (kvviz.options.BOUNDS), and its first problem is
 from __future__ import annotations
 
 from kvviz.config import ModelConfig
-from kvviz.messages import Environment, ModelChoice
 from kvviz.options import BOUNDS
+from kvviz.runtime.messages import Environment, ModelChoice
 from tests.conftest import settings_at
 
 

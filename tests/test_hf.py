@@ -469,7 +469,7 @@ def test_gpt2_published_config(tmp_path):
     assert (cfg.n_layer, cfg.n_head, cfg.head_dim, cfg.d_ff, cfg.max_seq_len) == (12, 12, 64, 3072, 1024)
     assert cfg.param_count() == 124_439_808  # the "124M" of the model card, counted by hand in the paper's shape
     assert cfg.kv_bytes_per_token() == 12 * 2 * 12 * 64 * 4 == 73_728
-    from kvviz.memory import MEMORY_PRESETS  # the calculator's preset is this very shape
+    from kvviz.costs.memory import MEMORY_PRESETS  # the calculator's preset is this very shape
 
     assert cfg.replace(name="gpt2-small", tokenizer="bytes") == MEMORY_PRESETS["gpt2-small"].config
 
@@ -533,8 +533,8 @@ def test_gpu_logits_and_tokens_match_transformers(checkpoint):
 def test_gpu_defaults_to_bf16_and_reports_device_memory(good):
     import torch
 
-    from kvviz.devices import resolve_dtype
     from kvviz.models.presets import load_model
+    from kvviz.runtime.devices import resolve_dtype
 
     dev = torch.device("cuda")
     dtype = resolve_dtype("auto", dev, "float32")

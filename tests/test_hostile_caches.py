@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from kvviz import bandwidth
-from kvviz.bandwidth import Bandwidth
+from kvviz.measure import bandwidth
+from kvviz.measure.bandwidth import Bandwidth
 
 needs_mknod = pytest.mark.skipif(not hasattr(os, "mknod") or os.geteuid() != 0,
                                  reason="making a character device needs root")
@@ -120,7 +120,7 @@ def test_an_endless_device_as_the_bandwidth_cache_is_refused_at_once_in_bounded_
     os.mknod(zero, 0o666 | stat.S_IFCHR, os.makedev(1, 5))
     done, seconds = _bounded(f"""
         from pathlib import Path
-        from kvviz import bandwidth
+        from kvviz.measure import bandwidth
         print(bandwidth.cached_read_ceiling(1, path=Path({str(zero)!r})))
         print(bandwidth.cached_read_ceiling(1, path=Path({str(zero)!r})))
     """, seconds=30)

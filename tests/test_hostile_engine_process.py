@@ -13,7 +13,7 @@ import time
 import pytest
 
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions
-from kvviz.messages import RunRequest
+from kvviz.runtime.messages import RunRequest
 from tests.test_ui_worker import Recorder
 
 HANG_MS = 5_000
@@ -122,7 +122,7 @@ def test_a_stopped_idle_engine_process_is_replaced_by_the_next_run(qtbot, thread
 
 def test_closing_ends_a_busy_engine_process_at_once(torch_cpu):
     """close() asks the child to exit and kills it after CLOSE_WAIT_S: a frozen child does not hold it."""
-    from kvviz.session import CLOSE_WAIT_S, EngineProcess
+    from kvviz.runtime.session import CLOSE_WAIT_S, EngineProcess
 
     proc = EngineProcess()
     proc.environment()

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvviz import traceio
 from kvviz.errors import InsufficientMemory, friendly_error, one_line
+from kvviz.records import traceio
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG_S = 20.0  # a hang detector, not a speed figure: a variant that takes this long is a freeze
@@ -131,7 +131,7 @@ def report_counts():
 def trace_doc(tiny_random):
     from kvviz.config import TraceOptions
     from kvviz.engines import make_engine
-    from kvviz.trace import RunInfo
+    from kvviz.records.trace import RunInfo
 
     prompt = [72, 105, 33]
     opts = TraceOptions(weights_layer=0, weights_head=1, logits=True)

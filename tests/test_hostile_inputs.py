@@ -170,7 +170,7 @@ def test_a_special_file_in_a_checkpoint_is_one_line_exit_2(hf_folder, tmp_path, 
 
 @pytest.mark.parametrize("how", SPECIALS)
 def test_a_special_file_as_a_trace_is_one_line(tmp_path, how):
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     make_special(tmp_path / "run.json", how)
     message = _refused_in_process("special file", f"trace as {how}", lambda: traceio.load_run(tmp_path / "run.json"),

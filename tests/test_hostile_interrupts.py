@@ -26,11 +26,11 @@ def save_trace(path: Path, tokens: int, engines=("concat", "static")) -> Path:
     """A saved run of tiny-random (a `kvviz export --from` source), made in this process."""
     import torch
 
-    from kvviz import traceio
     from kvviz.config import SamplingConfig, TraceOptions
     from kvviz.engines import make_engine
     from kvviz.models.presets import load_model
-    from kvviz.trace import RunInfo
+    from kvviz.records import traceio
+    from kvviz.records.trace import RunInfo
 
     model = load_model("tiny-random", torch.device("cpu"))
     prompt = list(b"KV cache")

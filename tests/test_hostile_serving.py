@@ -136,7 +136,8 @@ def test_the_latest_arrival_serves_in_bounded_memory_and_time(tmp_path):
     its peak memory stays within 100 MB of the same request arriving at step 0, and its record holds a
     handful of steps. The read ceiling is measured once before (its probe's buffer would count)."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    warm = "import torch; torch.set_num_threads(1); from kvviz.bandwidth import read_ceiling; read_ceiling('cpu')"
+    warm = ("import torch; torch.set_num_threads(1); "
+            "from kvviz.measure.bandwidth import read_ceiling; read_ceiling('cpu')")
     subprocess.run([sys.executable, "-c", warm], check=True, timeout=120, cwd=ROOT, env=env)
 
     def serve(arrival: int) -> tuple[float, dict]:

@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory, torch_cpu) -> Path:
-    from kvviz import traceio
     from kvviz.config import SamplingConfig, TraceOptions
     from kvviz.engines import make_engine
     from kvviz.models.presets import load_model
-    from kvviz.trace import RunInfo
+    from kvviz.records import traceio
+    from kvviz.records.trace import RunInfo
 
     model = load_model("tiny-random", torch_cpu.device("cpu"))
     prompt = list(b"KV cache")
@@ -132,7 +132,7 @@ def test_file_open_trace_on_a_special_file_is_a_message_in_the_window(open_windo
 def test_the_window_and_the_record_do_not_import_the_tokenizer_module():
     """The display rules live in kvviz.textshow: the trace record and every panel import that, and the
     tokenizer module (with its encode limits and the tokenizers library) stays out of the window."""
-    code = ("import sys, pkgutil, importlib, kvviz.traceio, kvviz.ui.window, kvviz.ui.panels\n"
+    code = ("import sys, pkgutil, importlib, kvviz.records.traceio, kvviz.ui.window, kvviz.ui.panels\n"
             "for m in pkgutil.iter_modules(kvviz.ui.panels.__path__):\n"
             "    importlib.import_module('kvviz.ui.panels.' + m.name)\n"
             "print(sorted(k for k in sys.modules if k in ('kvviz.tokenizer', 'tokenizers')))")

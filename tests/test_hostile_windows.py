@@ -97,7 +97,7 @@ def test_closing_the_main_window_closes_its_serve_view_and_calculator(qtbot, tmp
 
 
 def test_a_serve_view_opened_before_the_model_list_says_so_and_fills_it_in(qtbot, tmp_path):
-    from kvviz.messages import Environment, ModelChoice
+    from kvviz.runtime.messages import Environment, ModelChoice
 
     w = _main_window(qtbot, tmp_path)
     assert w.env is None  # the fake worker has not listed the environment
@@ -324,7 +324,7 @@ def test_a_replayed_trace_with_a_million_character_word_as_its_prompt_shows(tmp_
 
     code = textwrap.dedent("""
         from PySide6.QtWidgets import QApplication
-        from kvviz.trace import RunInfo
+        from kvviz.records.trace import RunInfo
         from kvviz.ui.form import RunForm
         from tests.conftest import settings_at
         import pathlib, sys
@@ -344,7 +344,7 @@ def test_a_replayed_trace_with_a_million_character_word_as_its_prompt_shows(tmp_
 
 def test_closing_the_window_while_the_engine_process_starts_prints_no_traceback(qtbot, capsys):
     """The worker's environment call is cut short by the window closing (EngineStopped): nothing to report."""
-    from kvviz.session import EngineStopped
+    from kvviz.runtime.session import EngineStopped
     from kvviz.ui.worker import RunWorker
 
     class Stopping:

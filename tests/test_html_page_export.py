@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kvviz import traceio
 from kvviz.cli import main
+from kvviz.records import traceio
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_JS = ROOT / "kvviz" / "page" / "page.js"

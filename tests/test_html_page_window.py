@@ -22,7 +22,7 @@ def page_data(text: str) -> dict:
 
 
 def test_the_export_menu_writes_the_shown_run_as_a_page(open_window, saved, tmp_path, qtbot):
-    from kvviz.traceio import SavedRun
+    from kvviz.records.traceio import SavedRun
     from kvviz.ui import i18n
     from kvviz.ui.export_actions import install_export_actions, replay_run, settle
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from kvviz.config import ModelConfig
-from kvviz.messages import Environment, ModelChoice
+from kvviz.runtime.messages import Environment, ModelChoice
 from tests.conftest import settings_at
 from tests.test_ui_window import PROMPT, type_prompt
 
@@ -117,7 +117,7 @@ def test_the_forms_kernel_reaches_every_engine_and_is_named_where_the_run_is_sho
 def mixed():
     """A run as an older trace holds it: the exact caches on the C step, naive on PyTorch's ops."""
     import kvviz
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     run = kvviz.compare(PROMPT, engines=("naive", "concat", "static"), tokens=4, model="tiny-random", threads=1)
     info = dataclasses.replace(run.info, decode_kernels=("torch", "native", "native"))
@@ -191,8 +191,8 @@ def test_the_page_names_the_kernel_and_an_older_traces_mix(mixed, tmp_path, qapp
 
 def test_a_batch_runs_each_engines_steps_back_to_back_in_step_order(torch_cpu):
     from kvviz.config import RunConfig, TraceOptions
-    from kvviz.messages import RunRequest
-    from kvviz.session import EngineSession
+    from kvviz.runtime.messages import RunRequest
+    from kvviz.runtime.session import EngineSession
 
     session = EngineSession()
     try:
@@ -217,7 +217,7 @@ def test_a_paced_run_runs_its_engines_ahead_in_batches_not_between_the_ticks(qtb
     """The Speed control paces what is shown: the engines were asked for batches of BATCH_S, never a round a
     tick, so a step never follows a pause (nor the other engine's step) because of the pace."""
     from kvviz.config import RunConfig, TraceOptions
-    from kvviz.messages import RunRequest
+    from kvviz.runtime.messages import RunRequest
     from kvviz.ui.worker import BATCH_S, RunWorker
 
     worker = RunWorker(isolate=False)

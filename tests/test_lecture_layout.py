@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvviz.trace import MaskSpec, RunInfo, StepTrace
+from kvviz.records.trace import MaskSpec, RunInfo, StepTrace
 from kvviz.ui.history import RunHistory
 
 EXACT = ("naive", "concat", "static", "paged")
@@ -327,7 +327,7 @@ def test_drawing_a_million_positions_costs_what_is_shown(qtbot):
 def test_the_summary_shows_all_its_rows_or_says_where_they_went(qtbot):
     """Too short for the memory wall's rows, the summary sets them aside and its heading names them;
     given its readable size, every row with figures is shown and the heading names none."""
-    from kvviz.trace import RunInfo as Info
+    from kvviz.records.trace import RunInfo as Info
     from kvviz.ui.panels.summary import COLUMNS, WALL_ROWS, SummaryPanel
 
     base = synthetic(EXACT, new=20)

@@ -261,7 +261,7 @@ def test_open_trace_updates_the_form_the_status_bar_and_the_quality_panel(qtbot,
     """A window that ran concat on tiny-random opens a saved run of int8 and concat with another prompt
     and length: the form shows that run's settings read-only, the last run's "window N core" is gone,
     the quality panel is shown for the int8 run's figures."""
-    from kvviz import traceio
+    from kvviz.records import traceio
     from kvviz.ui.export_actions import install_export_actions
 
     window = open_window()

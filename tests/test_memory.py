@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from kvviz import memory
 from kvviz.cli import main
 from kvviz.commands import memory as memory_command
 from kvviz.config import ModelConfig
+from kvviz.costs import memory
 
 # Worked by hand, per token per layer = 2 (K and V) x KV heads x head_dim x bytes per element:
 #   chapter-tiny: 2 x 4 x  32 x 4 (fp32) = 1,024 B;  x  2 layers =   2,048 B per token

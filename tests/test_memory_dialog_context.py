@@ -12,9 +12,9 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QLabel
 
-from kvviz import bandwidth
-from kvviz.bandwidth import ReadCeiling
-from kvviz.trace import RunInfo, StepTrace
+from kvviz.measure import bandwidth
+from kvviz.measure.bandwidth import ReadCeiling
+from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.ui.history import RunHistory
 
 # `wide` (tests/test_wall_ui.py): every matrix once 109,611,008 B, a token's embedding row 2,048 B, K/V 32,768 B
@@ -246,7 +246,7 @@ def test_paragraphs_wrap_to_an_800_px_dialog_at_150_percent(qtbot, ceilings, lan
 def test_the_window_shows_its_run_and_a_trace_it_opens(qtbot, open_window, ceilings, tmp_path):
     """Opened from the window: the app's models offered, the run shown selected with its engines' measured
     decode tokens/s (counted here from the window's history), followed when a trace is opened."""
-    from kvviz import traceio
+    from kvviz.records import traceio
     from kvviz.ui.export_actions import replay_run
 
     ceilings({1: 27.0, 2: 42.6})

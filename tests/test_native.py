@@ -273,8 +273,8 @@ def test_the_bench_times_the_step_beside_the_probe_in_turns(tmp_path, capsys):
     import json
 
     from kvviz.cli import main
+    from kvviz.costs.wall import WallShape
     from kvviz.models.presets import preset_config
-    from kvviz.wall import WallShape
 
     out = tmp_path / "beside.json"
     assert main(["bench", "--model", "tiny", "--prompt", "KV", "--tokens", "5", "--engines", "concat,static,paged",

@@ -21,12 +21,12 @@ import kvviz
     (dict(kernel="native", engines=("naive", "static")), "naive cannot decode with the C step kernel"),
 ])
 def test_compare_refuses_a_bad_argument_in_one_line_naming_it(kwargs, says, monkeypatch):
-    import kvviz.session
+    import kvviz.runtime.session
 
     def no_model(*args, **kw):
         raise AssertionError("a model was loaded for a call that should have been refused")
 
-    monkeypatch.setattr(kvviz.session.EngineSession, "_load", no_model)
+    monkeypatch.setattr(kvviz.runtime.session.EngineSession, "_load", no_model)
     args = dict(prompt="Hello", tokens=3, model="tiny-random")
     args.update(kwargs)
     with pytest.raises(ValueError) as err:

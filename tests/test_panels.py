@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 
-from kvviz.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
+from kvviz.records.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 from kvviz.ui.history import RunHistory
 
 ENGINES = ("naive", "concat", "static", "paged")

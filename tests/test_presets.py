@@ -156,7 +156,7 @@ def test_score_prints_bits_per_byte_and_counts(torch_cpu, tmp_path, capsys):
 
 
 def test_trained_model_scores_english_far_better_than_random(torch_cpu, tmp_path, capsys):
-    from kvviz.corpus import build_corpus
+    from kvviz.training.corpus import build_corpus
 
     built = build_corpus()
     corpus = built.train + built.val

@@ -8,8 +8,8 @@ import pytest
 
 from kvviz.config import ModelConfig, TraceOptions
 from kvviz.engines import APPROXIMATE_KEYS, EXACT_KEYS, make_engine
+from kvviz.measure.quality import annotate, kl_divergence, measure
 from kvviz.models.transformer import Transformer
-from kvviz.quality import annotate, kl_divergence, measure
 
 PROMPT = list(range(70, 82))
 
@@ -83,8 +83,8 @@ def test_int8_kl_is_small_but_not_zero(tiny_random):
 
 
 def test_summary_and_trace_file_carry_quality(tiny_random, tmp_path):
-    from kvviz import traceio
-    from kvviz.trace import RunSummary
+    from kvviz.records import traceio
+    from kvviz.records.trace import RunSummary
 
     exact = exact_run(tiny_random, 8)
     eng = make_engine("window", tiny_random, window=3)
@@ -101,7 +101,7 @@ def test_summary_and_trace_file_carry_quality(tiny_random, tmp_path):
 
 def test_shadows_in_lockstep_equal_the_separate_measure(tiny_random):
     from kvviz.engines import EXACT_KEYS
-    from kvviz.quality import EXACT_ENGINES, Shadows, reference_key
+    from kvviz.measure.quality import EXACT_ENGINES, Shadows, reference_key
 
     assert set(EXACT_ENGINES) == set(EXACT_KEYS)
     assert reference_key(("window", "static", "concat")) == "static"
@@ -123,8 +123,8 @@ def test_shadows_in_lockstep_equal_the_separate_measure(tiny_random):
 
 def test_engine_session_fills_quality_and_passes_w_s_r(torch_cpu):
     from kvviz.config import RunConfig
-    from kvviz.messages import RunRequest
-    from kvviz.session import EngineSession
+    from kvviz.runtime.messages import RunRequest
+    from kvviz.runtime.session import EngineSession
 
     session = EngineSession()
     run = RunConfig(prompt="The cache holds what it holds, no more.", max_new_tokens=6,
@@ -147,7 +147,7 @@ def test_export_carries_w_r_and_quality_into_the_trace_file(tmp_path):
     import subprocess
     import sys
 
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     out = tmp_path / "exp"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvviz.trace import RunInfo
+from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
 
 ENGINES = ("concat", "window", "int8")
@@ -16,7 +16,7 @@ N = 10
 def history(tiny_random):
     from kvviz.config import TraceOptions
     from kvviz.engines import make_engine
-    from kvviz.quality import annotate, measure
+    from kvviz.measure.quality import annotate, measure
 
     exact = list(make_engine("concat", tiny_random).generate(PROMPT, N, trace=TraceOptions(logits=True), run_id="q"))
     traces = {"concat": exact}

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from kvviz import bandwidth
-from kvviz.bandwidth import Bandwidth, ReadCeiling, cached_read_ceiling, cpu_bandwidth, read_ceiling
-from kvviz.trace import RunInfo
+from kvviz.measure import bandwidth
+from kvviz.measure.bandwidth import Bandwidth, ReadCeiling, cached_read_ceiling, cpu_bandwidth, read_ceiling
+from kvviz.records.trace import RunInfo
 
 
 def test_probe_reads_the_whole_matrix_at_the_threads_asked():
@@ -105,7 +105,7 @@ def test_run_info_hands_the_window_the_read_ceiling_and_its_name():
 
 
 def test_a_saved_trace_keeps_the_read_ceiling(tmp_path):
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     info = RunInfo(run_id="r", model_name="tiny", engines=("concat",), copy_gbps=25.8, read_gbps=15.0,
                    read_threads=2)
@@ -118,7 +118,7 @@ def test_a_saved_trace_keeps_the_read_ceiling(tmp_path):
 
 def test_session_records_the_read_ceiling(monkeypatch):
     from kvviz.config import ModelConfig
-    from kvviz.session import _wall_fields
+    from kvviz.runtime.session import _wall_fields
 
     monkeypatch.setattr(bandwidth, "read_ceiling", lambda device: ReadCeiling(
         device="cpu", read_gbps=15.0, threads=2, buffer_bytes=1, bursts=1, copy_gbps=25.8))

@@ -9,8 +9,8 @@ import pytest
 
 from kvviz.cli import main
 from kvviz.config import ModelConfig
-from kvviz.memory import decode_point, measured_decode, measured_from_bench, roofline
-from kvviz.wall import WallShape
+from kvviz.costs.memory import decode_point, measured_decode, measured_from_bench, roofline
+from kvviz.costs.wall import WallShape
 
 # Per layer: 128 (norm) + 128 x 384 (qkv) + 128 x 128 (o) + 128 (norm) + 128 x 1024 (gate/up) + 512 x 128
 # (down) = 262,400; two layers, the final norm's 128 and the tied head's 256 x 128: 557,696 elements, 4 B each

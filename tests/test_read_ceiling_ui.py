@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QStatusBar
 
-from kvviz.trace import RunInfo
+from kvviz.records.trace import RunInfo
 from tests.test_wall_ui import TINY, _plot_pixels, cached_history, long_wide_history, shown, summary_panel, wide_history
 
 
@@ -16,8 +16,8 @@ def _with_read(hist, gbps: float, threads: int = 1):
 
 
 def test_status_bar_shows_the_read_ceiling(qtbot, monkeypatch):
-    from kvviz import bandwidth
-    from kvviz.bandwidth import ReadCeiling
+    from kvviz.measure import bandwidth
+    from kvviz.measure.bandwidth import ReadCeiling
     from kvviz.ui.status import StatusFields
 
     monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: ReadCeiling("cpu", 17.64, 2, 1, 1))
@@ -86,8 +86,8 @@ def test_latency_wall_line_is_the_read_ceiling(qtbot):
 
 
 def test_memory_dialog_shows_the_roofline(qtbot, monkeypatch):
-    from kvviz import bandwidth
-    from kvviz.bandwidth import ReadCeiling
+    from kvviz.measure import bandwidth
+    from kvviz.measure.bandwidth import ReadCeiling
     from kvviz.ui.memory_dialog import MemoryDialog
 
     monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: ReadCeiling("cpu", 17.6, 1, 1, 1))
@@ -104,7 +104,7 @@ def test_memory_dialog_shows_the_roofline(qtbot, monkeypatch):
 
 
 def test_summary_markdown_names_the_read_ceiling():
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     hist = _with_read(cached_history(TINY, 10.0, 1.0, (5, 6), 4), 5.0)
     md = traceio.summary_markdown(hist.traces, hist.info)
@@ -135,7 +135,7 @@ def test_a_message_gets_its_room_in_a_narrow_status_bar(qtbot, monkeypatch):
     never steps aside."""
     from PySide6.QtWidgets import QMainWindow
 
-    from kvviz import bandwidth
+    from kvviz.measure import bandwidth
     from kvviz.ui.status import StatusFields, WindowCost
 
     monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: bandwidth.ReadCeiling("cpu", 24.9, 1, 1, 1))

@@ -91,10 +91,10 @@ def test_bpe_pieces_that_split_a_character(tmp_path):
 
 
 def test_steps_csv_reads_as_text():
-    from kvviz import traceio
     from kvviz.config import ModelConfig, SamplingConfig
     from kvviz.engines import make_engine
     from kvviz.models.transformer import Transformer
+    from kvviz.records import traceio
 
     tok = ByteTokenizer()
     model = Transformer(ModelConfig(name="tiny", max_seq_len=64)).eval()
@@ -116,7 +116,7 @@ def _forced_history(text: str, prompt: str):
     from kvviz.config import ModelConfig, SamplingConfig
     from kvviz.engines import make_engine
     from kvviz.models.transformer import Transformer
-    from kvviz.trace import RunInfo
+    from kvviz.records.trace import RunInfo
     from kvviz.ui.history import RunHistory
 
     tok = ByteTokenizer()

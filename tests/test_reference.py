@@ -6,9 +6,9 @@ import torch
 
 from kvviz.config import ModelConfig, SamplingConfig, TraceOptions
 from kvviz.engines import make_engine
+from kvviz.measure.reference import RULES, bare_generate
 from kvviz.models.presets import build_model
 from kvviz.models.transformer import Transformer
-from kvviz.reference import RULES, bare_generate
 
 GQA = ModelConfig(name="gqa-qknorm", arch="qwen3", d_model=64, n_layer=2, n_head=4, n_kv_head=2, head_dim=24,
                   d_ff=96, qk_norm=True, qkv_bias=True, tie_embeddings=False)
@@ -48,7 +48,7 @@ def test_bad_rule(models):
 def test_compare_takes_each_repeats_own_ratio(models, monkeypatch):
     """kvviz/bare is the median over repeats of bare time / kvviz time in the same repeat, and within a
     repeat the sides take their steps in turns: the bare loop and both engines advance together."""
-    import kvviz.reference as reference
+    import kvviz.measure.reference as reference
 
     progress: list[tuple[str, int]] = []
     real_steps, real_make = reference.bare_steps, None

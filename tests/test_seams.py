@@ -9,8 +9,8 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "kvviz"
 QT = ("PySide6", "pyqtgraph", "shiboken6")
-HEAVY = ("torch", "kvviz.engines", "kvviz.caches", "kvviz.models", "kvviz.sampling", "kvviz.timing",
-         "kvviz.devices")
+HEAVY = ("torch", "kvviz.engines", "kvviz.caches", "kvviz.models", "kvviz.sampling", "kvviz.measure.timing",
+         "kvviz.runtime.devices")
 UI_MAY_IMPORT_TORCH = {"worker.py", "app.py", "download_worker.py"}  # the workers, and the app that starts one
 
 
@@ -51,7 +51,7 @@ def assert_imports_none_of(modules: str, banned: tuple[str, ...]) -> None:
 
 
 def test_trace_and_history_import_without_torch_or_qt():
-    assert_imports_none_of("kvviz.trace, kvviz.ui.history, kvviz.config", ("torch", "PySide6", "pyqtgraph"))
+    assert_imports_none_of("kvviz.records.trace, kvviz.ui.history, kvviz.config", ("torch", "PySide6", "pyqtgraph"))
 
 
 def test_the_window_module_loads_without_pyqtgraph():
@@ -60,7 +60,7 @@ def test_the_window_module_loads_without_pyqtgraph():
 
 
 def test_the_engine_session_and_its_protocol_need_no_qt():
-    """kvviz.session (EngineSession, the engine process and its wire protocol) runs in a notebook or a
+    """kvviz.runtime.session (EngineSession, the engine process and its wire protocol) runs in a notebook or a
     script: no Qt comes with it."""
-    assert_imports_none_of("kvviz.session, kvviz.messages, kvviz.estimate, kvviz.format",
+    assert_imports_none_of("kvviz.runtime.session, kvviz.runtime.messages, kvviz.costs.estimate, kvviz.format",
                            ("PySide6", "pyqtgraph", "shiboken6"))

@@ -83,7 +83,7 @@ def test_gpt2_checkpoint_is_refused(torch_cpu, capsys, tmp_path):
 
 def test_decode_sweep(torch_cpu, capsys, tmp_path):
     from kvviz.config import ModelConfig
-    from kvviz.wall import WallShape
+    from kvviz.costs.wall import WallShape
 
     path = tmp_path / "sweep.json"
     rc, out, err = _serve(capsys, "--decode-sweep", "1,4", "--threads", "1", "--json", str(path))

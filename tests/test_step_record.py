@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from kvviz.trace import MaskSpec, StepTrace
+from kvviz.records.trace import MaskSpec, StepTrace
 
 FIELDS = [f.name for f in dataclasses.fields(StepTrace)]
 

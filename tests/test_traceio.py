@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvviz import traceio
-from kvviz.trace import RunInfo, StepTrace, first_divergence
+from kvviz.records import traceio
+from kvviz.records.trace import RunInfo, StepTrace, first_divergence
 from kvviz.ui.history import RunHistory
 
 ENGINES = ("naive", "concat", "static", "paged", "window", "sinks", "int8")
@@ -259,7 +259,8 @@ def test_disk_full_mid_write_loses_nothing(run, tmp_path, monkeypatch, save):
 
 
 def test_traceio_imports_neither_torch_nor_qt():
-    code = "import sys, kvviz.traceio; print([m for m in ('torch', 'PySide6', 'pyqtgraph') if m in sys.modules])"
+    code = ("import sys, kvviz.records.traceio; "
+            "print([m for m in ('torch', 'PySide6', 'pyqtgraph') if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
@@ -286,7 +287,7 @@ def test_decode_kernels_are_saved_checked_and_absent_from_older_traces(run, tmp_
 
 
 def test_the_session_records_the_runs_one_kernel_and_older_mixed_traces_still_load(tmp_path):
-    """The window's run (kvviz.session) records the kernel the run names for every engine; a trace saved when a
+    """The window's run (kvviz.runtime.session) records the kernel the run names for every engine; a trace saved when a
     run could mix kernels (the C step for concat, torch's ops for naive) still loads and says so."""
     from dataclasses import replace
 

@@ -11,7 +11,7 @@ from kvviz.config import ModelConfig
 
 def _slice(torch_cpu, n_train: int = 20_000, n_val: int = 2_000):
     from kvviz.commands.train import as_ids
-    from kvviz.corpus import build_corpus
+    from kvviz.training.corpus import build_corpus
 
     corpus = build_corpus()
     return as_ids(corpus.train[:n_train]), as_ids(corpus.val[:n_val])
@@ -20,7 +20,7 @@ def _slice(torch_cpu, n_train: int = 20_000, n_val: int = 2_000):
 def test_corpus_holds_out_modules_by_name(torch_cpu):
     """Topics and the standard library's docstrings; validation is whole top-level modules, none of them in
     training, chosen by a stable hash (the same on every machine with the same Python)."""
-    from kvviz.corpus import build_corpus, held_out, outside_text
+    from kvviz.training.corpus import build_corpus, held_out, outside_text
 
     corpus = build_corpus()
     assert len(corpus.train) > 1_500_000 and 30_000 < len(corpus.val) < 0.1 * len(corpus.train)

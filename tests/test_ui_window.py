@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from kvviz.trace import RunSummary
+from kvviz.records.trace import RunSummary
 from tests.conftest import settings_at
 
 ROOT = Path(__file__).resolve().parent.parent

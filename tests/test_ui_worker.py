@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions
-from kvviz.messages import RunRequest
+from kvviz.runtime.messages import RunRequest
 
 PROMPT = "The cache keeps"
 
@@ -185,7 +185,7 @@ def test_an_engine_failure_mid_run_keeps_the_steps_so_far(worker, qtbot, watch_e
 
 def test_out_of_memory_messages_say_what_to_try(torch_cpu):
     from kvviz.errors import is_out_of_memory
-    from kvviz.session import error_message
+    from kvviz.runtime.session import error_message
 
     oom = torch_cpu.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     assert is_out_of_memory(oom) and is_out_of_memory(MemoryError())
@@ -197,7 +197,7 @@ def test_out_of_memory_messages_say_what_to_try(torch_cpu):
 
 
 def test_naive_attention_weights_are_skipped_when_they_would_not_fit(worker, qtbot):
-    from kvviz.session import NAIVE_WEIGHTS_BUDGET_BYTES, naive_weights_bytes
+    from kvviz.runtime.session import NAIVE_WEIGHTS_BUDGET_BYTES, naive_weights_bytes
 
     assert naive_weights_bytes(10, 3) == (100 + 121 + 144) * 4
     assert naive_weights_bytes(20, 2000) > NAIVE_WEIGHTS_BUDGET_BYTES
@@ -221,7 +221,7 @@ def test_a_new_run_replaces_the_running_one(any_worker, qtbot):
 
 def test_the_engine_process_runs_the_same_engines(qtbot, torch_cpu):
     """The default worker's engines live in a child process: same records, and a kill is a message."""
-    from kvviz.session import EngineError, EngineProcess, EngineSession
+    from kvviz.runtime.session import EngineError, EngineProcess, EngineSession
 
     local = EngineSession()
     proc = EngineProcess()
@@ -251,7 +251,7 @@ def test_the_engine_process_runs_the_same_engines(qtbot, torch_cpu):
 
 
 def test_rounds_run_back_to_back_and_a_failure_waits_for_the_next_call(torch_cpu):
-    from kvviz.session import EngineSession
+    from kvviz.runtime.session import EngineSession
 
     session = EngineSession()
     try:
@@ -271,7 +271,7 @@ def test_rounds_run_back_to_back_and_a_failure_waits_for_the_next_call(torch_cpu
 def test_the_engine_process_exits_cleanly_when_the_app_goes_away_mid_command(torch_cpu):
     """The app's end of the connection closes while a batch runs: the answer has nowhere to go,
     and the child ends with exit code 0 instead of a traceback about a broken pipe."""
-    from kvviz.session import EngineProcess
+    from kvviz.runtime.session import EngineProcess
 
     proc = EngineProcess()
     proc.environment()

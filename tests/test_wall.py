@@ -6,9 +6,9 @@ import math
 import pytest
 
 from kvviz.config import ModelConfig
-from kvviz.memory import MEMORY_PRESETS
+from kvviz.costs.memory import MEMORY_PRESETS
+from kvviz.costs.wall import StepRead, WallShape, crossover_length
 from kvviz.models.presets import PRESETS, preset_config
-from kvviz.wall import StepRead, WallShape, crossover_length
 
 
 def test_tiny_by_hand():
@@ -102,7 +102,7 @@ def test_bandwidth_and_bad_input():
 def test_a_run_reads_the_sum_of_its_steps():
     from types import SimpleNamespace as Step
 
-    from kvviz.wall import achieved_gbps, bytes_read
+    from kvviz.costs.wall import achieved_gbps, bytes_read
 
     w = WallShape(weights_bytes=1000, row_bytes=10, kv_bytes_per_token=100)
     # a concat-like cache: prefill of 3 (1030 + 300), then decodes at 4 and 5 (1010 + 400, 1010 + 500)

@@ -7,9 +7,9 @@ import math
 import pytest
 from PySide6.QtWidgets import QStatusBar
 
-from kvviz.trace import RunInfo, StepTrace
+from kvviz.costs.wall import WallShape
+from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.ui.history import RunHistory
-from kvviz.wall import WallShape
 
 WIDE = dict(weights_read_bytes=109_611_008, embed_row_bytes=2_048, kv_bytes_per_token=32_768)
 
@@ -63,7 +63,7 @@ def test_narration_tells_the_bytes_read_and_the_bandwidth(qapp):
 
 
 def test_status_bar_shows_the_copy_bandwidth(qtbot, monkeypatch):
-    from kvviz import bandwidth
+    from kvviz.measure import bandwidth
     from kvviz.ui.status import StatusFields
 
     monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 15.67, 1, 1))
@@ -150,11 +150,12 @@ def test_latency_panel_draws_the_bandwidth_against_the_copy_line(qtbot):
 def test_the_engine_session_records_the_wall(tmp_path, monkeypatch):
     """A run's RunInfo carries the weights a forward reads (from the model's config) and the copy
     bandwidth of its device (this machine's cached probe), and a saved trace keeps them."""
-    from kvviz import bandwidth, traceio
     from kvviz.config import RunConfig
-    from kvviz.messages import RunRequest
+    from kvviz.measure import bandwidth
     from kvviz.models.presets import PRESETS
-    from kvviz.session import EngineSession
+    from kvviz.records import traceio
+    from kvviz.runtime.messages import RunRequest
+    from kvviz.runtime.session import EngineSession
 
     monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 14.5, 1, 1))
     session = EngineSession()
@@ -181,7 +182,7 @@ def test_the_engine_session_records_the_wall(tmp_path, monkeypatch):
 def test_a_trace_with_bad_wall_figures_is_refused_in_one_line(tmp_path, field, value):
     import json
 
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     info = RunInfo(run_id="w", model_name="wide", engines=("concat",), prompt_ids=(1, 2), max_new_tokens=1,
                    n_layer=8, n_head=8, n_kv_head=8, head_dim=64, **WIDE)
@@ -263,7 +264,7 @@ def test_summary_rows_of_the_wall_by_hand_on_tiny(qtbot):
 
 
 def test_summary_rows_of_the_wall_on_wide_and_naive(qtbot):
-    from kvviz.wall import WallShape, bytes_read
+    from kvviz.costs.wall import WallShape, bytes_read
 
     # wide at 1,900 positions (the narration's test): concat 109,889,536 (prefill of 8) + 171,839,488
     # + 171,872,256 = 453,601,280 B in 60 ms = 7.56 GB/s, 47% of 16 GB/s; naive computes every position
@@ -348,7 +349,7 @@ def test_a_short_summary_panel_sets_the_wall_rows_aside(qtbot):
 def test_summary_exports_carry_the_wall(tmp_path, qapp):
     import csv
 
-    from kvviz import traceio
+    from kvviz.records import traceio
     from kvviz.ui.export_actions import DATA_KINDS
 
     hist = wide_history(engines=("naive", "concat"))

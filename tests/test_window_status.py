@@ -7,7 +7,7 @@ import os
 
 from PySide6.QtCore import QTimer
 
-from kvviz import traceio
+from kvviz.records import traceio
 from tests.test_ui_window import PROMPT, type_prompt
 
 

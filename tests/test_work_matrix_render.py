@@ -17,7 +17,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication
 
-from kvviz.trace import MaskSpec, RunInfo, StepTrace
+from kvviz.records.trace import MaskSpec, RunInfo, StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 

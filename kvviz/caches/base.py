@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from kvviz.config import ModelConfig
-from kvviz.trace import MaskSpec
+from kvviz.records.trace import MaskSpec
 
 
 @dataclass

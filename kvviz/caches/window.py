@@ -13,7 +13,7 @@ import torch
 
 from kvviz.caches.base import KVCache
 from kvviz.options import WINDOW_DEFAULT
-from kvviz.trace import MaskSpec, held_positions
+from kvviz.records.trace import MaskSpec, held_positions
 
 
 class WindowCache(KVCache):

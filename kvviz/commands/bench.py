@@ -61,9 +61,9 @@ class Cell:
     peak_cache_bytes: int
     token_ids: list[int]
     speedup_vs_naive: float | None = None
-    bytes_read: int = 0  # weights + K/V every step must read, summed (kvviz.wall)
+    bytes_read: int = 0  # weights + K/V every step must read, summed (kvviz.costs.wall)
     decode_bytes_read: int = 0  # the same over the decode steps alone (prefill excluded)
-    mean_kl: float | None = None  # approximate caches: quality against the first exact engine (kvviz.quality)
+    mean_kl: float | None = None  # approximate caches: quality against the first exact engine (kvviz.measure.quality)
     top1_agreement: float | None = None
     first_divergence: int | None = None
     cache: str = ""  # the engine the row runs (`engine` is the row's name: "static · C step" in a kernel comparison)
@@ -72,7 +72,7 @@ class Cell:
     @property
     def read_gbps(self) -> float:
         """The bandwidth achieved: bytes read over the summed step time, in GB/s (10^9 B/s)."""
-        from kvviz.wall import achieved_gbps
+        from kvviz.costs.wall import achieved_gbps
 
         return achieved_gbps(self.bytes_read, self.total_ms)
 
@@ -80,7 +80,7 @@ class Cell:
     def decode_read_gbps(self) -> float:
         """The decode steps' bandwidth alone: their bytes over their summed median step times (prefill, a
         forward over the whole prompt, is left out: the issue's target is decode)."""
-        from kvviz.wall import achieved_gbps
+        from kvviz.costs.wall import achieved_gbps
 
         return achieved_gbps(self.decode_bytes_read, sum(self.step_ms[1:]))
 
@@ -99,13 +99,13 @@ def setup(args):
     """Validate the shared arguments and return (model, tokenizer, sampling, device)."""
     import torch
 
-    from kvviz.timing import steady_allocator
+    from kvviz.measure.timing import steady_allocator
 
     steady_allocator()  # the allocator regime of the app's engine process, too
 
     from kvviz.config import SamplingConfig
-    from kvviz.devices import resolve_device, resolve_dtype
     from kvviz.models.presets import load_model, load_tokenizer, preset_warning
+    from kvviz.runtime.devices import resolve_device, resolve_dtype
 
     if args.threads is not None:  # bounds: kvviz.options, at parse time
         torch.set_num_threads(args.threads)
@@ -196,10 +196,10 @@ def beside_probe(model, keys, prompt_ids, n: int, steps: int, probe, wall, block
 
 def quality_rows(model, reference, approximate, prompt_ids, n, sampling, row, opts, kernel: str) -> None:
     """Each approximate engine teacher-forced on the reference (exact) engine's tokens: mean KL, top-1
-    agreement, and where its own output first parts (kvviz.quality). Untimed runs, after the timed ones."""
+    agreement, and where its own output first parts (kvviz.measure.quality). Untimed runs, after the timed ones."""
     from kvviz.config import TraceOptions
     from kvviz.engines import make_engine
-    from kvviz.quality import measure
+    from kvviz.measure.quality import measure
 
     if not approximate:
         return
@@ -217,7 +217,7 @@ def quality_rows(model, reference, approximate, prompt_ids, n, sampling, row, op
 
 
 def memory_line(wall, ceiling, device_type: str, llc: int | None) -> str:
-    """The bench's one line about the machine: the read ceiling a decode step runs against (kvviz.bandwidth, at
+    """The bench's one line about the machine: the read ceiling a decode step runs against (kvviz.measure.bandwidth, at
     the run's threads), the CPU's last-level cache, and what a decode step reads."""
     threads = "" if device_type == "cuda" else f" at {ceiling.threads} thread{'s' if ceiling.threads != 1 else ''}"
     cache = f"; last-level cache {fmt_bytes(llc)}" if llc else ""
@@ -272,8 +272,8 @@ def run(args) -> int:
              "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
     import torch
 
-    from kvviz.bandwidth import last_level_cache_bytes, read_ceiling
-    from kvviz.wall import WallShape, bytes_read
+    from kvviz.costs.wall import WallShape, bytes_read
+    from kvviz.measure.bandwidth import last_level_cache_bytes, read_ceiling
 
     dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
     wall = WallShape.from_config(cfg, dtype_name)
@@ -296,7 +296,7 @@ def run(args) -> int:
     # runs. Each row's share is against the fastest burst of all (the start's probe included): the read
     # ceiling is the machine's, whatever kernel a row runs; "of med" is against the median burst taken during
     # the runs, what the memory gave most of the time beside them
-    from kvviz.bandwidth import ReadProbe
+    from kvviz.measure.bandwidth import ReadProbe
 
     probe = ReadProbe(torch.get_num_threads(), ceiling.buffer_bytes) if device.type == "cpu" else None
 
@@ -420,7 +420,7 @@ def run(args) -> int:
             print(f"  {r.name:<{width}} off {off:9.1f} ms   full {full:9.1f} ms   {pct:+.1f}%")
     reference = []
     if args.reference:
-        from kvviz.reference import BARE_KERNELS, reference_rows, supports
+        from kvviz.measure.reference import BARE_KERNELS, reference_rows, supports
 
         if not supports(model):
             print(f"--reference: no bare loop for {cfg.arch} models", file=sys.stderr)

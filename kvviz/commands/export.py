@@ -153,7 +153,7 @@ SAVED_DATA = {
 
 
 def _traceio():
-    from kvviz import traceio
+    from kvviz.records import traceio
 
     return traceio
 
@@ -197,8 +197,8 @@ def check_page_run(args) -> None:
 def export_saved(args, interrupts) -> int:
     """`--from TRACE.json`: the asked-for files of a saved run. Data and the page need no Qt; images and
     animations replay the run in the offscreen window (kvviz.ui.headless)."""
-    from kvviz import traceio
     from kvviz.kernels import DEFAULT_KERNEL
+    from kvviz.records import traceio
 
     if args.kernel != DEFAULT_KERNEL:
         raise ValueError(f"--kernel {args.kernel} is for a model run; a saved run shows the kernel it ran with")
@@ -307,7 +307,7 @@ def export(args, interrupts) -> int:
         if args.html and not kept and not ran:  # the page's source, of an export that failed or was interrupted
             (job.out / "trace.json").unlink(missing_ok=True)
     if args.html:
-        from kvviz import traceio
+        from kvviz.records import traceio
 
         trace = job.out / "trace.json"
         try:

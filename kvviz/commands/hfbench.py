@@ -96,7 +96,7 @@ def build_random_llama(folder: Path, seed: int) -> Path:
 
 
 def _clock(device) -> float:
-    from kvviz.devices import synchronize
+    from kvviz.runtime.devices import synchronize
 
     synchronize(device)
     return time.perf_counter()
@@ -151,7 +151,7 @@ def _engine(model, key: str, kernel: str = "torch"):
     return make_engine(key, model, kernel=kernel)
 
 
-BURST = 8  # steps a side takes before the other takes as many (kvviz.reference.BURST)
+BURST = 8  # steps a side takes before the other takes as many (kvviz.measure.reference.BURST)
 
 
 class _Lockstep:
@@ -217,10 +217,10 @@ def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device, key: st
 def run(args) -> int:
     import torch
 
-    from kvviz.devices import resolve_device, resolve_dtype
     from kvviz.fileio import check_writable
     from kvviz.models.hf import check_folder, load_hf_model, load_hf_tokenizer, read_hf_config
     from kvviz.models.presets import resolve_name
+    from kvviz.runtime.devices import resolve_device, resolve_dtype
 
     if args.tokens < 2:
         raise ValueError(f"--tokens must be at least 2 (one prefill, then decode), got {args.tokens}")

@@ -1,4 +1,4 @@
-"""`kvviz memory`: what a model's KV cache costs, printed from kvviz.memory's figures (bytes per token,
+"""`kvviz memory`: what a model's KV cache costs, printed from kvviz.costs.memory's figures (bytes per token,
 what torch.cat copies per step and in total, the copy time at a bandwidth, paged blocks and waste), and
 the roofline of a decode step: its bytes, its arithmetic intensity at batch 1 and at batch B, and the
 tokens/s a read ceiling allows (this machine's, measured with --device), beside a bench run's measured
@@ -9,9 +9,8 @@ import json
 import math
 from dataclasses import asdict
 
-from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
-from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
-from kvviz.memory import (
+from kvviz.costs.cache_math import MLA_PRESETS, mla_figures, strategy_figures
+from kvviz.costs.memory import (
     DEFAULT_BANDWIDTH_GBPS,
     DEFAULT_BATCH,
     DEFAULT_BLOCK_SIZE,
@@ -25,6 +24,7 @@ from kvviz.memory import (
     resolve_config,
     roofline,
 )
+from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
 from kvviz.options import add_cache_options, add_model, bounded
 
 
@@ -48,8 +48,9 @@ def configure(parser) -> None:
     parser.add_argument("--json", dest="json_path", default=None, help="also write the figures as JSON")
     # the roofline
     parser.add_argument("--device", default=None,
-                        help="cpu or cuda: measure that device's read ceiling (kvviz.bandwidth, cached per machine "
-                             "and thread count on a CPU); it replaces --bandwidth-gbps in the times and the roofline")
+                        help="cpu or cuda: measure that device's read ceiling (kvviz.measure.bandwidth, cached "
+                             "per machine and thread count on a CPU); it replaces --bandwidth-gbps in the times and "
+                             "the roofline")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads for --device cpu (default: torch's)")
     parser.add_argument("--batch", type=int, default=DEFAULT_BATCH,
@@ -83,7 +84,7 @@ def format_report(report: MemoryReport) -> list[str]:
 
 
 def strategy_lines(cfg, tokens, dtype, window: int, sinks: int, residual: int | None) -> tuple[list[str], list]:
-    """Bytes each cache strategy holds at each length (kvviz.cache_math), and where window stops growing."""
+    """Bytes each cache strategy holds at each length (kvviz.costs.cache_math), and where window stops growing."""
     names = ("full", "window", "sinks", "int8")
     rows = [{s: strategy_figures(cfg, s, n, dtype=dtype, window=window, sinks=sinks, residual=residual)
              for s in names} for n in tokens]
@@ -179,8 +180,8 @@ def _ceiling(args) -> tuple[float, str, dict | None]:
         return args.bandwidth_gbps, "--bandwidth-gbps", None
     import torch
 
-    from kvviz.bandwidth import read_ceiling
-    from kvviz.devices import resolve_device
+    from kvviz.measure.bandwidth import read_ceiling
+    from kvviz.runtime.devices import resolve_device
 
     device = resolve_device(args.device)
     if args.threads is not None:

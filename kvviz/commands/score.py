@@ -104,8 +104,8 @@ def trained_context(name_or_path: str) -> int | None:
 def run(args) -> int:
     import torch
 
-    from kvviz.devices import resolve_device
     from kvviz.models.presets import load_model, load_tokenizer, preset_warning
+    from kvviz.runtime.devices import resolve_device
 
     if args.threads is not None:  # bounds: kvviz.options, at parse time
         torch.set_num_threads(args.threads)

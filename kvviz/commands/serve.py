@@ -106,7 +106,7 @@ def run(args) -> int:
     check_workload(cfg, prompts, workload, settings, schedulers)
     import torch
 
-    from kvviz.bandwidth import read_ceiling
+    from kvviz.measure.bandwidth import read_ceiling
 
     ceiling = read_ceiling(device)
     dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
@@ -192,8 +192,8 @@ def against_vllm(args, runs, model) -> list:
 
 
 def ceiling_words(ceiling, device) -> str:
-    """The read ceiling a decode step runs against (kvviz.bandwidth, at the run's threads), as the main window and
-    `kvviz bench` state it: "read ceiling 22.7 GB/s at 1 thread" (a GPU's: no threads)."""
+    """The read ceiling a decode step runs against (kvviz.measure.bandwidth, at the run's threads), as the main
+    window and `kvviz bench` state it: "read ceiling 22.7 GB/s at 1 thread" (a GPU's: no threads)."""
     if device.type == "cuda":
         return f"read ceiling {ceiling.read_gbps:,.1f} GB/s"
     plural = "s" if ceiling.threads != 1 else ""
@@ -221,7 +221,7 @@ def solo_lines(checks: dict) -> list[str]:
 def sweep(args, model, tokenizer, device) -> int:
     import torch
 
-    from kvviz.bandwidth import read_ceiling
+    from kvviz.measure.bandwidth import read_ceiling
     from kvviz.serving.sweep import SWEEP_NEW, SWEEP_PROMPT, decode_sweep
 
     ceiling = read_ceiling(device)

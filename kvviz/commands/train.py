@@ -1,5 +1,5 @@
-"""`kvviz train`: train the chapter's shape on the English every CPython carries (kvviz.corpus: pydoc_data.topics
-and the standard library's docstrings).
+"""`kvviz train`: train the chapter's shape on the English every CPython carries (kvviz.training.corpus:
+pydoc_data.topics and the standard library's docstrings).
 
 Byte-level. Validation is modules held out by name; text from outside CPython (pip's and setuptools'
 docstrings) is scored too. Writes weights, config, a record of the run (training.json) and the model card;
@@ -21,9 +21,9 @@ import torch.nn.functional as F
 
 from kvviz.commands.score import bits_per_byte, mean_nats
 from kvviz.config import ModelConfig
-from kvviz.corpus import CORPUS_NAME, build_corpus, outside_text
 from kvviz.models.transformer import Transformer
 from kvviz.options import add_seed, add_threads, bounded
+from kvviz.training.corpus import CORPUS_NAME, build_corpus, outside_text
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "tiny"
 RECORD_NAME = "training.json"

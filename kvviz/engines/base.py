@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 
 from kvviz.config import SamplingConfig, TraceOptions
-from kvviz.devices import allocated_bytes
+from kvviz.measure.timing import StepTimer
 from kvviz.models.transformer import ForwardResult, Transformer
+from kvviz.records.trace import StepTrace
+from kvviz.runtime.devices import allocated_bytes
 from kvviz.sampling import Sampler, check_picked
-from kvviz.timing import StepTimer
-from kvviz.trace import StepTrace
 
 
 def validate_request(max_seq_len: int, n_prompt: int, max_new_tokens: int) -> None:
@@ -109,7 +109,7 @@ class Engine(ABC):
             self._linear = OpenBlasLinear(self.model.plan(), torch.get_num_threads())
         self._begin(ids, max_new_tokens, sampling.seed)
         # Looked up once: a tiny model's decode step is under a millisecond on a CPU, and
-        # `kvviz bench --reference` holds every step against a bare loop of the same rule (kvviz.reference)
+        # `kvviz bench --reference` holds every step against a bare loop of the same rule (kvviz.measure.reference)
         key, n_layer, forward, figures = self.key, self.cfg.n_layer, self._forward, self._cache_figures
         masks, want_logits, pick = trace.masks, trace.logits, sampler.pick
         greedy = sampling.greedy and forced_tokens is None  # a kernel's own argmax may stand for the pick

@@ -9,7 +9,7 @@ import torch
 from kvviz.caches import CACHES, KVCache
 from kvviz.engines.base import Engine
 from kvviz.models.transformer import ForwardResult
-from kvviz.trace import MaskSpec
+from kvviz.records.trace import MaskSpec
 
 
 class CachedEngine(Engine):

@@ -22,7 +22,6 @@ import time
 from contextlib import contextmanager
 
 
-
 def openblas():
     """threadpoolctl's controller of the OpenBLAS numpy uses; ValueError (one line) where there is none."""
     try:
@@ -87,10 +86,10 @@ class OpenBlasLinear:
 
 def read_ceiling_openblas(threads: int, buffer_bytes: int | None = None, bursts: int | None = None) -> float:
     """OpenBLAS's read ceiling at `threads` threads, in GB/s: the fastest of `bursts` products of one row
-    against the same matrix kvviz.bandwidth's probe uses (beyond the last-level cache), in both layouts."""
+    against the same matrix kvviz.measure.bandwidth's probe uses (beyond the last-level cache), in both layouts."""
     import numpy as np
 
-    from kvviz import bandwidth
+    from kvviz.measure import bandwidth
 
     n = buffer_bytes or bandwidth.read_buffer_bytes()
     bursts = bursts or bandwidth.READ_BURSTS

@@ -411,7 +411,7 @@ def check_tokenizer_json(path: Path) -> None:
 
 
 def _check_tokenizer_doc(doc: Any) -> None:
-    from kvviz.traceio import MAX_TOKEN_CHARS
+    from kvviz.records.traceio import MAX_TOKEN_CHARS
 
     model = doc.get("model") if isinstance(doc, dict) else None
     if not isinstance(model, dict) or not isinstance(model.get("type", "BPE"), str):
@@ -494,8 +494,8 @@ def save_hf_checkpoint(model: nn.Module, folder: str | Path, *, tokenizer_json: 
     and tokenizer.json when given) that `load_hf_model` and transformers both read."""
     from safetensors.torch import save_file
 
-    from kvviz.devices import TORCH_DTYPES
     from kvviz.fileio import atomic_write, atomic_write_text
+    from kvviz.runtime.devices import TORCH_DTYPES
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -120,7 +120,7 @@ def load_model(name_or_path: str, device: torch.device, dtype: torch.dtype | Non
                *, seed: int = 0) -> nn.Module:
     """Build, cast and move a model; eval mode. dtype None keeps the config's."""
     model = build_model(name_or_path, seed=seed)
-    from kvviz.devices import TORCH_DTYPES
+    from kvviz.runtime.devices import TORCH_DTYPES
 
     target = dtype or TORCH_DTYPES[model.cfg.dtype]
     check_device_memory(model, torch.device(device), target)

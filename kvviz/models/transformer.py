@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kvviz.config import ModelConfig
-from kvviz.trace import MaskSpec
+from kvviz.records.trace import MaskSpec
 
 
 def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:

@@ -7,7 +7,7 @@ one OpenMP parallel region at the run's thread count: every matrix split into co
 sequential read per thread, a barrier between stages, no allocation. The engines decode so, a traced head's
 attention weights and the greedy pick included (prefill stays in torch); `why_not` says where it does not
 apply; `kvviz bench --kernels torch,native` puts it beside torch's ops, engine by engine; `gemv_seconds` and
-`read_ceiling_native` time its own matrix-vector product over the read probe's matrix (kvviz.bandwidth).
+`read_ceiling_native` time its own matrix-vector product over the read probe's matrix (kvviz.measure.bandwidth).
 
 The C file is compiled at first use with the system's C compiler (`$CC`, else `cc`; `-O3 -march=native
 -fopenmp`) into ~/.cache/kvviz/native/, named by a hash of the source, the flags and the CPU, written to a
@@ -53,8 +53,8 @@ def _cpu_flags() -> str:
 
 
 def library_path(cc: str) -> Path:
-    """Beside kvviz's other cached figures (kvviz.bandwidth.cache_path: $XDG_CACHE_HOME or ~/.cache, kvviz/)."""
-    from kvviz.bandwidth import cache_path
+    """Beside kvviz's other cached figures (kvviz.measure.bandwidth.cache_path: $XDG_CACHE_HOME or ~/.cache, kvviz/)."""
+    from kvviz.measure.bandwidth import cache_path
 
     key = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *FLAGS, _cpu_flags())).encode()).hexdigest()[:16]
     return cache_path().parent / "native" / f"step-{key}.so"
@@ -275,7 +275,7 @@ class NativeStep:
       gathers the sequence's blocks into one buffer for attention, the copy kvviz.caches.paged makes.
 
     One per run: it holds the pointers of the K/V tensors, the model's weights and a workspace, and the
-    tensors themselves. The engine (kvviz.engines.cached) and the bare loop (kvviz.reference) both use it."""
+    tensors themselves. The engine (kvviz.engines.cached) and the bare loop (kvviz.measure.reference) both use it."""
 
     def __init__(self, model, threads: int, *, mode: str, k, v, max_len: int, table: list | None = None,
                  block_size: int = 0) -> None:
@@ -391,7 +391,7 @@ def gemv_seconds(matrix, threads: int, bursts: int, warm: bool = True) -> dict[s
     """Seconds of each of `bursts` products of step.c's matrix-vector kernel at `threads` threads over the
     float32 (rows, cols) `matrix` (a numpy array or a CPU tensor, read in place), in both layouts: row-major
     (out = rows) and column-major (the same bytes read as (in, out), as the wide projections are laid out).
-    The layouts take turns, burst by burst, after a warm-up (`warm`), as kvviz.bandwidth times torch's."""
+    The layouts take turns, burst by burst, after a warm-up (`warm`), as kvviz.measure.bandwidth times torch's."""
     import numpy as np
 
     lib = load()
@@ -416,11 +416,11 @@ def gemv_seconds(matrix, threads: int, bursts: int, warm: bool = True) -> dict[s
 
 def read_ceiling_native(threads: int, buffer_bytes: int | None = None, bursts: int | None = None) -> float:
     """What step.c's matrix-vector product reads at `threads` threads, in GB/s: the fastest of `bursts`
-    products against the same matrix kvviz.bandwidth's probe uses (beyond the last-level cache), in both
+    products against the same matrix kvviz.measure.bandwidth's probe uses (beyond the last-level cache), in both
     layouts, as the other kernels' ceilings are probed."""
     import numpy as np
 
-    from kvviz import bandwidth
+    from kvviz.measure import bandwidth
 
     n = buffer_bytes or bandwidth.read_buffer_bytes()
     bursts = bursts or bandwidth.READ_BURSTS

@@ -18,8 +18,8 @@ from kvviz import catalog
 from kvviz.format import fmt_bytes
 from kvviz.kernels import KERNELS
 from kvviz.page.strings import page_strings
+from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.textshow import group_labels
-from kvviz.trace import RunInfo, StepTrace
 
 HERE = Path(__file__).resolve().parent
 # One page holds the run's records in the browser's memory twice (the text and the decoded arrays): past

@@ -129,7 +129,7 @@ function evicted(e, k) {  // positions a window/sinks cache no longer holds afte
   for (let p = Math.min(S, n); p < Math.max(S, n - (W - S)); p++) out.push(p);
   return out;
 }
-function wallRead(e, k) {  // kvviz.wall.WallShape.read
+function wallRead(e, k) {  // kvviz.costs.wall.WallShape.read
   const w = INFO.wall, s = e.steps;
   const weights = w.weights_bytes + (s.pos_stop[k] - s.pos_start[k]) * w.row_bytes;
   const kv = s.cache_len[k] > 0 && s.cache_capacity[k] > 0 ? Math.floor(s.cache_bytes[k] * s.cache_len[k] / s.cache_capacity[k])

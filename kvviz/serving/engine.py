@@ -13,8 +13,9 @@ from dataclasses import replace
 
 import torch
 
-from kvviz.devices import synchronize
+from kvviz.costs.wall import WallShape
 from kvviz.options import parse_names
+from kvviz.runtime.devices import synchronize
 from kvviz.sampling import Sampler
 from kvviz.serving.block_manager import BlockManager
 from kvviz.serving.model_runner import ModelRunner, check_supported
@@ -23,7 +24,6 @@ from kvviz.serving.scheduler import CACHING, MEMORY_BOUND, SCHEDULER_CLASSES, Ba
 from kvviz.serving.sequence import Sequence
 from kvviz.serving.solo import request_sampling
 from kvviz.serving.workload import Workload
-from kvviz.wall import WallShape
 
 DEFAULT_TOKEN_BUDGET = 64
 

@@ -161,7 +161,7 @@ class ServeStep:
     """Wall time of the step: scheduling, the forward, sampling and bookkeeping."""
     weights_bytes: int = 0
     """Bytes of weights the forward read: every matrix once for the whole batch, plus one embedding row
-    per slot (kvviz.wall's convention: the minimum, each byte once)."""
+    per slot (kvviz.costs.wall's convention: the minimum, each byte once)."""
     kv_bytes: int = 0
     """Bytes of K/V attention read: every position each request's queries attended over, all layers."""
     span: int = 1
@@ -239,7 +239,7 @@ class ModelInfo:
     threads: int
     """torch CPU threads."""
     weights_bytes: int
-    """Bytes of weights one forward reads whole (kvviz.wall.WallShape.weights_bytes)."""
+    """Bytes of weights one forward reads whole (kvviz.costs.wall.WallShape.weights_bytes)."""
     kv_bytes_per_token: int
     """K and V of one position, all layers."""
 

@@ -1,10 +1,10 @@
 """The serving session and its engine process: ServeSession loads a model and steps one ServeEngine per
 scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process,
 so the engines never share the window's interpreter lock. No Qt (the library side of the Serve view, beside
-kvviz.session for the compare view): the worker (kvviz.ui.serve.worker) is
+kvviz.runtime.session for the compare view): the worker (kvviz.ui.serve.worker) is
 the Qt adapter around either.
 
-The child is a fresh interpreter (`python -c`, as kvviz.session's engine process; a multiprocessing spawn
+The child is a fresh interpreter (`python -c`, as kvviz.runtime.session's engine process; a multiprocessing spawn
 re-imports the caller's main script, and a script without a __main__ guard then starts itself again). It
 speaks over its stdin and stdout pipes, private to the two processes: (command, args) in, ("ok", value) or
 ("error", one line) out; commands "start", "steps", "solo", "end", "close".
@@ -20,11 +20,11 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from kvviz.runtime.session import default_threads, error_message
 from kvviz.serving.spec import ServeSpec
-from kvviz.session import default_threads, error_message
 
 CLOSE_WAIT_S = 2.0
-# SIGINT ignored from the first line, as kvviz.session's engine process: a terminal's Ctrl+C reaches the whole
+# SIGINT ignored from the first line, as kvviz.runtime.session's engine process: a terminal's Ctrl+C reaches the whole
 # process group, and the parent alone decides what it means
 _ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
           "from kvviz.serving.session import serve_stdio; serve_stdio()")

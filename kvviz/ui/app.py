@@ -83,7 +83,7 @@ def run(args) -> int:
     zoom = check_zoom(args.zoom) if args.zoom is not None else None
     saved = None
     if getattr(args, "trace", None):
-        from kvviz import traceio
+        from kvviz.records import traceio
 
         saved = traceio.load_run(args.trace)  # refused in one line (exit 2) before any window
     if not has_display():

@@ -1,8 +1,8 @@
 """How long the form's run will take and how much of a run is left, for the window to show: the
 latency fits each finished run measured (per model, device and dtype); before any, the slower of the
 FLOPs at this machine's probed matrix rate and the bytes a step reads at its measured read bandwidth
-(kvviz.bandwidth's cached read ceiling, else its copy figure); and the sentence under the Run button.
-The arithmetic is kvviz.estimate's (no Qt there)."""
+(kvviz.measure.bandwidth's cached read ceiling, else its copy figure); and the sentence under the Run button.
+The arithmetic is kvviz.costs.estimate's (no Qt there)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QCoreApplication
 
-from kvviz import estimate
+from kvviz.costs import estimate
 from kvviz.format import fmt_ms
 from kvviz.ui.form import RunForm
 from kvviz.ui.history import RunHistory
@@ -52,7 +52,7 @@ class RunEstimates:
         """The CPU read ceiling cached at these threads (kvviz bench, a run, or the status bar measured it),
         else the copy bandwidth (probed once per machine, ~0.1 s); None if neither can be had."""
         if self._read_gbps is None:
-            from kvviz import bandwidth
+            from kvviz.measure import bandwidth
 
             # The worker's default: every core but one (a figure at other threads only where none is cached).
             threads = threads or max(1, (os.cpu_count() or 2) - 1)

@@ -3,7 +3,7 @@ behind them, which the headless `kvviz export` shares.
 
 It works through the window's public surface (history, panels, frames, select_step, show_error,
 statusBar, settings, the run signals), renders with kvviz.ui.exporters and reads and writes traces
-with kvviz.traceio. No torch, no engines: a saved run replays without any model.
+with kvviz.records.traceio. No torch, no engines: a saved run replays without any model.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kvviz import traceio
+from kvviz.records import traceio
 from kvviz.ui import exporters
 from kvviz.ui.exporters import Cancelled
 
@@ -169,7 +169,7 @@ def export_image(window: QMainWindow, key: str, fmt: str, path: str | Path | Non
 
 def export_data(window: QMainWindow, kind: str, path: str | Path) -> Path:
     """The run's traces (JSON, everything; CSV, one row per engine and step) or its summary (CSV,
-    Markdown), via kvviz.traceio's atomic writers."""
+    Markdown), via kvviz.records.traceio's atomic writers."""
     if kind not in DATA_KINDS:
         raise ValueError(_tr("data export must be one of {0}").format(", ".join(DATA_KINDS)))
     check_has_steps(window)

@@ -32,9 +32,9 @@ from kvviz import catalog
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS, unavailable
-from kvviz.messages import Environment, ModelChoice
 from kvviz.options import BOUNDS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
-from kvviz.trace import RunInfo
+from kvviz.records.trace import RunInfo
+from kvviz.runtime.messages import Environment, ModelChoice
 from kvviz.ui.qtutil import blocked
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvviz.trace import RunInfo, RunSummary, StepTrace, first_divergence
+from kvviz.records.trace import RunInfo, RunSummary, StepTrace, first_divergence
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """The memory calculator as a dialog: pick a preset or edit a shape, read what its KV cache costs, and the
 roofline of a decode step: its bytes, its FLOP a byte at batch 1 and 8, the tokens/s a bandwidth allows.
 
-Every figure comes from kvviz.memory (the same functions as `kvviz memory`); no torch here. The window
+Every figure comes from kvviz.costs.memory (the same functions as `kvviz memory`); no torch here. The window
 passes plain figures with `set_context`: the run it shows (`run_figures`: its model's config, its read
 ceiling, its engines' measured decode tokens/s, from RunInfo and the StepTraces) and the form's CPU
 threads, and the app's model presets with `add_models`. The bandwidth then defaults to the read ceiling
-of that run, else this machine's at those threads (kvviz.bandwidth's cache file; the dialog never
+of that run, else this machine's at those threads (kvviz.measure.bandwidth's cache file; the dialog never
 probes), else the chapter's A100 figure; a typed figure stays until "Measured" puts the ceiling back.
 """
 from __future__ import annotations
@@ -42,10 +42,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kvviz import bandwidth, memory
-from kvviz.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.config import ModelConfig, canonical_dtype
+from kvviz.costs import memory
+from kvviz.costs.cache_math import MLA_PRESETS, mla_figures, strategy_figures
 from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
+from kvviz.measure import bandwidth
 from kvviz.options import BOUNDS
 from kvviz.ui.history import RunHistory
 
@@ -69,7 +70,7 @@ class Ceiling:
 @dataclass(frozen=True)
 class EngineRate:
     """One engine's decode steps in a run (the prefill left out): measured, and what a ceiling allows the same
-    steps at batch 1, each reading its bytes at the ceiling (kvviz.memory.measured_decode)."""
+    steps at batch 1, each reading its bytes at the ceiling (kvviz.costs.memory.measured_decode)."""
 
     engine: str
     steps: int
@@ -190,7 +191,7 @@ class MemoryDialog(QDialog):
         form.addRow("", self.source_label)  # a row of its own: wrapped beside the field, it was cut in height
         form.addRow(self.labels["block"], self.block_spin)
         form.addRow(self.labels["prompt"], self.prompt_spin)
-        # The cache strategies beside the exact one (kvviz.cache_math): W, S, R and an MLA shape
+        # The cache strategies beside the exact one (kvviz.costs.cache_math): W, S, R and an MLA shape
         self.window_spin, self.sinks_spin = _bounded_spin("window", 4096), _bounded_spin("sinks", 4)
         self.residual_spin = _bounded_spin("residual", 0, low=0)  # 0: off
         strategies = QGridLayout()  # two rows: in one, the three are wider than the dialog at 150% zoom
@@ -209,7 +210,7 @@ class MemoryDialog(QDialog):
 
         self.per_layer_label = QLabel()
         self.per_token_label = QLabel()
-        self.crossover_label = QLabel()  # where the K/V read overtakes the weights read (kvviz.wall)
+        self.crossover_label = QLabel()  # where the K/V read overtakes the weights read (kvviz.costs.wall)
         self.measured_label = QLabel()  # the run shown: its engines' decode tokens/s beside what the ceiling allows
         for label in (self.per_layer_label, self.per_token_label, self.crossover_label, self.measured_label):
             label.setWordWrap(True)  # to the dialog's width, at any zoom and in Chinese
@@ -353,7 +354,7 @@ class MemoryDialog(QDialog):
         super().changeEvent(event)
 
     def _description(self, name: str) -> str:
-        """A preset's one line in the current language (kvviz.memory's English where none is known)."""
+        """A preset's one line in the current language (kvviz.costs.memory's English where none is known)."""
         text = self._descriptions.get(name, "")
         known = {
             "the chapter's tiny model: 2 layers, 4 heads of 32, fp32":
@@ -373,7 +374,7 @@ class MemoryDialog(QDialog):
         return known.get(text, text)
 
     def _note(self, note: str) -> str:
-        """One of kvviz.memory's notes in the current language."""
+        """One of kvviz.costs.memory's notes in the current language."""
         if note == memory.QWEN3_NOTE:
             return self.tr("the chapter prints 56 KB per token for Qwen3-0.6B because it took head_dim 64 (hidden "
                            "1024 / 16 heads); the published config sets head_dim 128, so a token holds 114,688 B "
@@ -632,7 +633,7 @@ class MemoryDialog(QDialog):
 
 
     def _roofline_text(self, r: memory.MemoryReport) -> str:
-        """The roofline at the longest length (kvviz.memory.roofline), at the dialog's bandwidth, batch 1 and 8;
+        """The roofline at the longest length (kvviz.costs.memory.roofline), at the dialog's bandwidth, batch 1 and 8;
         then whose that bandwidth is, or, beside a typed one, the measured ceiling."""
         one, eight = memory.roofline(r.config, [r.lengths[-1].tokens], ceiling_gbps=r.bandwidth_gbps,
                                      batch=ROOFLINE_BATCH, dtype=r.dtype).points[0]

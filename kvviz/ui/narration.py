@@ -15,7 +15,7 @@ from PySide6.QtCore import QCoreApplication
 
 from kvviz.format import fmt_bytes, fmt_figure, fmt_ms
 from kvviz.kernels import KERNELS
-from kvviz.trace import RunInfo, StepTrace
+from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.ui.history import RunHistory
 
 

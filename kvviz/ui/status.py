@@ -1,6 +1,6 @@
 """The status bar's permanent fields: device and dtype, the run's decode kernel, model, parameter count, KV bytes
 per token (of the run the panels show, else of the form's choice), the memory read ceiling a decode step runs
-against (kvviz.bandwidth), the device memory the allocator reports during a run, and the window's own cost: the
+against (kvviz.measure.bandwidth), the device memory the allocator reports during a run, and the window's own cost: the
 CPU its process used while the last run stepped (the engine runs in a process of its own)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QStyle, Q
 
 from kvviz.config import ModelConfig
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
-from kvviz.trace import RunInfo
+from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
 from kvviz.ui.narration import kernels_ran, kernels_text
 
@@ -103,7 +103,7 @@ class StatusFields:
         return self.device, self.kernel, self.model, self.params, self.kv, self.bandwidth, self.mem, self.cost
 
     def _probe(self) -> None:
-        from kvviz.bandwidth import cached_read_ceiling, cpu_bandwidth
+        from kvviz.measure.bandwidth import cached_read_ceiling, cpu_bandwidth
 
         read = cached_read_ceiling()  # measured by the engine process (torch); the window only reads the file
         if read is not None:

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz.format import fmt_ms
-from kvviz.trace import RunInfo
+from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
 from kvviz.ui.qtutil import blocked
 

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMainWindow, Q
 
 from kvviz import catalog
 from kvviz.format import fmt_ms
-from kvviz.messages import Environment, ModelChoice, RunRequest
-from kvviz.trace import RunInfo
+from kvviz.records.trace import RunInfo
+from kvviz.runtime.messages import Environment, ModelChoice, RunRequest
 from kvviz.ui import dialogs
 from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
 from kvviz.ui.estimates import RunEstimates

@@ -12,10 +12,10 @@ from collections import deque
 
 from PySide6.QtCore import QCoreApplication, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
 
-from kvviz import session as _session
 from kvviz.errors import is_out_of_memory
-from kvviz.messages import RunRequest
-from kvviz.session import (
+from kvviz.runtime import session as _session
+from kvviz.runtime.messages import RunRequest
+from kvviz.runtime.session import (
     EngineError,
     EngineProcess,
     EngineSession,

@@ -5,7 +5,7 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from kvviz import __version__
-from kvviz.messages import Environment
+from kvviz.runtime.messages import Environment
 
 
 def _tr(text: str) -> str:

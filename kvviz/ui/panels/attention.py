@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QComboBox, QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout
 
-from kvviz.trace import StepTrace
+from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (

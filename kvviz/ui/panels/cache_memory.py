@@ -14,7 +14,7 @@ from PySide6.QtCore import QEvent
 
 from kvviz import catalog
 from kvviz.format import fmt_bytes, fmt_count
-from kvviz.trace import StepTrace
+from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step, legend_row, positions, set_legend

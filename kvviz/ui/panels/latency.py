@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pyqtgraph as pg
 
+from kvviz.costs.wall import WallShape
 from kvviz.format import fmt_figure
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
-from kvviz.wall import WallShape
 
 COPY_LINE = "#c62828"  # the machine's read ceiling (an older trace's copy bandwidth): the wall
 

@@ -1,6 +1,6 @@
 """Quality beside cost: how far each engine's next-token distribution is from the exact cache's.
 
-Reads StepTrace.kl_to_exact and top1_agrees (kvviz.quality: teacher-forced on the exact engine's
+Reads StepTrace.kl_to_exact and top1_agrees (kvviz.measure.quality: teacher-forced on the exact engine's
 tokens, so the figures stay comparable after the free-running outputs part) and the token ids (the
 step where an engine's own output first parts from the first exact engine's). An exact engine scores 0;
 a step not measured (no exact engine in the run) is a gap.

@@ -1,7 +1,7 @@
 """Summary table: per engine totals up to the selected step, from RunSummary.from_traces.
 
 Time next to the work it cost (K/V projections, bytes moved), so the lesson survives a tiny model
-whose wall time is mostly Python overhead; and the memory wall (kvviz.wall): the bytes the steps had to
+whose wall time is mostly Python overhead; and the memory wall (kvviz.costs.wall): the bytes the steps had to
 read, over their time, against the machine's read ceiling, from RunInfo's figures (blank without them).
 """
 from __future__ import annotations
@@ -23,14 +23,14 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz import catalog
+from kvviz.costs.wall import WallShape, achieved_gbps
 from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms
-from kvviz.trace import RunSummary, StepTrace, speedup
+from kvviz.records.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.narration import kernels_ran, kernels_text
 from kvviz.ui.panels._plots import engine_step, share_text
 from kvviz.ui.panels.base import Panel
-from kvviz.wall import WallShape, achieved_gbps
 
 # The best figure of a row is tinted (bold had widened each column by ~4 pixels, past a narrow panel).
 _BEST = QBrush(QColor("#cfe8c8"))
@@ -47,10 +47,10 @@ COLUMNS: tuple[tuple[str, bool | None], ...] = (
     ("bytes_gathered", None),
     ("peak_cache_bytes", None),
     # The memory wall: no "best" either (naive reads most and so reaches the highest rate, at no gain).
-    ("bytes_read", None),  # weights + K/V the steps must read (kvviz.wall), summed
+    ("bytes_read", None),  # weights + K/V the steps must read (kvviz.costs.wall), summed
     ("read_gbps", None),  # those bytes over the summed step time, GB/s (10^9 B/s)
     ("copy_share", None),  # read_gbps over the wall's ceiling: RunInfo.bandwidth_gbps(), read (older traces: copy)
-    ("mean_kl", False),  # quality beside cost (kvviz.quality): 0 for the exact engines
+    ("mean_kl", False),  # quality beside cost (kvviz.measure.quality): 0 for the exact engines
     ("top1_agreement", True),
 )
 WALL_ROWS = ("bytes_read", "read_gbps", "copy_share")
@@ -58,7 +58,7 @@ QUALITY_ROWS = ("mean_kl", "top1_agreement")  # shown for a run with an approxim
 
 
 class _ReadTotals:
-    """Per engine, the bytes its steps 0..k read, summed (kvviz.wall.bytes_read of the first k+1 steps),
+    """Per engine, the bytes its steps 0..k read, summed (kvviz.costs.wall.bytes_read of the first k+1 steps),
     kept as running sums: summed anew on every draw, a 2,000-step run of four engines cost ~30 ms a frame.
     The trace lists only grow; a new run brings new lists."""
 

@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QGraphicsRectItem, QVBoxLayout
 
-from kvviz.trace import StepTrace
+from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (

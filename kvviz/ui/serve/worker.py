@@ -18,10 +18,10 @@ import traceback
 
 from PySide6.QtCore import QMetaObject, QObject, Qt, QTimer, Signal, Slot
 
+from kvviz.runtime.session import error_message
 from kvviz.serving.session import ServeProcess, ServeSession
 from kvviz.serving.solo import with_solo
 from kvviz.serving.spec import ServeSpec
-from kvviz.session import error_message
 
 BATCH_S = 0.02  # as fast as possible: rounds back to back for this long, then one signal with them all
 # In this thread (isolate=False), then this long with nothing to do, so the GUI thread (sharing the

@@ -27,8 +27,8 @@ from kvviz import catalog
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
 from kvviz.kernels import KERNEL_KEYS
+from kvviz.records.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 from kvviz.textshow import display_labels, label_bytes
-from kvviz.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 
 SCHEMA = "kvviz-trace"
 VERSION = 1
@@ -304,7 +304,7 @@ def check_info(info: RunInfo) -> None:
     _check_range(info.kv_bytes_per_token, "info.kv_bytes_per_token", 0,
                  2 * 4 * MAX_MODEL_DIM * MAX_MODEL_DIM)
     _check_range(info.block_size, "info.block_size", 1, BLOCK_SIZE_MAX)
-    for key in ("weights_read_bytes", "embed_row_bytes", "cache_bytes"):  # the memory wall's figures (kvviz.wall)
+    for key in ("weights_read_bytes", "embed_row_bytes", "cache_bytes"):  # the memory wall's figures (kvviz.costs.wall)
         _check_range(getattr(info, key), f"info.{key}", 0, MAX_BYTES)
     for key in ("copy_gbps", "peak_gbps", "read_gbps"):  # 0: not measured; a billion GB/s is no memory there is
         _check_range(getattr(info, key), f"info.{key}", 0, 1e9)
@@ -553,7 +553,7 @@ def summary_rows(traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | None
     """Per engine: RunSummary's totals, speedup vs naive (same token count only) and whether the
     tokens equal naive's over the steps both ran; with the run's RunInfo, the memory wall as the summary
     panel shows it (bytes read, GB/s, share of the copy bandwidth: None where the run did not record them)."""
-    from kvviz.wall import achieved_gbps, bytes_read
+    from kvviz.costs.wall import achieved_gbps, bytes_read
 
     summaries = {k: RunSummary.from_traces(v) for k, v in traces.items() if v}
     naive = summaries.get("naive")

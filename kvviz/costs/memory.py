@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kvviz.config import DTYPE_BYTES, ModelConfig, canonical_dtype
-from kvviz.wall import WallShape
+from kvviz.costs.wall import WallShape
 
 DEFAULT_TOKENS = (100, 500, 1000)
 DEFAULT_BANDWIDTH_GBPS = 2000.0  # an A100's HBM: about 2 TB/s, as the chapter takes it
@@ -140,7 +140,7 @@ class MemoryReport:
     prompt_tokens: int
     lengths: tuple[LengthFigures, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
-    decode_weights_bytes: int = 0  # weights a decode step reads (kvviz.wall): every matrix once, one row
+    decode_weights_bytes: int = 0  # weights a decode step reads (kvviz.costs.wall): every matrix once, one row
     crossover_tokens: int = 0  # the attended length from which a decode step reads more K/V than weights
 
     @property
@@ -290,7 +290,7 @@ class RooflinePoint:
 
     kv_len: int
     batch: int
-    bytes_per_step: int  # the weights once, plus each sequence's embedding row(s) and K/V (kvviz.wall)
+    bytes_per_step: int  # the weights once, plus each sequence's embedding row(s) and K/V (kvviz.costs.wall)
     flops_per_step: int  # 2 per weight read (a multiply-add), per sequence; attention 4 x H x D x kv_len per layer
     intensity: float  # FLOP per byte read: the roofline's x axis
     tokens_per_s: float  # batch x steps per second at the ceiling (every sequence's new token counted)
@@ -315,7 +315,7 @@ def decode_point(cfg: ModelConfig, kv_len: int, batch: int, ceiling_gbps: float,
                  dtype: str | None = None) -> RooflinePoint:
     """The roofline of one decode step that brings each of `batch` sequences to `kv_len` positions.
 
-    Bytes: the weights once (kvviz.wall: every matrix, norm and bias; one embedding row per sequence) and
+    Bytes: the weights once (kvviz.costs.wall: every matrix, norm and bias; one embedding row per sequence) and
     each sequence's K/V. FLOPs: a multiply-add per weight element per sequence (norms and biases counted
     alike; they are under 0.1% of a model), and attention's q.k and weights.v, 2 x 2 x n_head x head_dim
     x kv_len per layer per sequence. Tokens/s = batch / (bytes / ceiling): a step that reads at the ceiling."""
@@ -323,7 +323,7 @@ def decode_point(cfg: ModelConfig, kv_len: int, batch: int, ceiling_gbps: float,
     _check_bandwidth(ceiling_gbps)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be a whole number of sequences, at least 1, got {batch!r}")
-    from kvviz.wall import weight_elements
+    from kvviz.costs.wall import weight_elements
 
     shape = WallShape.from_config(cfg, dtype)
     read = shape.decode(kv_len)
@@ -353,7 +353,7 @@ class MeasuredDecode:
 
     label: str  # the engine, and the run's length
     steps: int
-    bytes_read: int  # the minimum its decode steps had to read (kvviz.wall)
+    bytes_read: int  # the minimum its decode steps had to read (kvviz.costs.wall)
     ms: float  # summed decode step time
     tokens_per_s: float  # measured: decode steps per second of their own time
     allowed_tokens_per_s: float  # the same steps, each reading its bytes at the ceiling

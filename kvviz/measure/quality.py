@@ -3,7 +3,7 @@
 Measured teacher-forced: the engine is fed the exact engine's tokens (not its own), so at step k both
 see the same context and the figures stay comparable after the free-running outputs part. Per step:
 KL(exact || engine) in nats and whether the top-1 tokens agree. The step where the engine's own
-free-running output first differs is `kvviz.trace.first_divergence`. No Qt; torch only through the
+free-running output first differs is `kvviz.records.trace.first_divergence`. No Qt; torch only through the
 engines.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from kvviz import catalog
 from kvviz.config import TraceOptions
-from kvviz.trace import StepTrace, first_divergence
+from kvviz.records.trace import StepTrace, first_divergence
 
 # EXACT_ENGINES: the catalog's exact engines, read at each use.
 __getattr__ = catalog.live_names(__name__, EXACT_ENGINES=catalog.exact_keys)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 import torch
 import torch.nn.functional as F
 
-from kvviz.devices import synchronize
+from kvviz.runtime.devices import synchronize
 
 RULES = ("naive", "concat", "static", "paged")
 BARE_KERNELS = ("torch", "native")  # the kernels the bare loop runs, as the engines run them

@@ -1,6 +1,6 @@
 """How long a run will take, and how much of one is left: from the run's own steps when it has some,
 from an earlier run of the same model when there was one, else from the model's config and this
-machine: each step's FLOPs at its measured matrix rate and the bytes it must read (kvviz.wall) at its
+machine: each step's FLOPs at its measured matrix rate and the bytes it must read (kvviz.costs.wall) at its
 measured read bandwidth, whichever is slower (a decode step at batch 1 is memory-bound: FLOPs alone
 had put a `wide` run under the announced length), plus the Python dispatch of the step's tensor ops.
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvviz.config import ModelConfig
-from kvviz.trace import StepTrace
-from kvviz.wall import WallShape
+from kvviz.costs.wall import WallShape
+from kvviz.records.trace import StepTrace
 
 NO_CACHE_ENGINE = "naive"  # the one engine with no cache: every step recomputes the whole sequence
 # What a step costs besides its FLOPs and bytes: its tensor ops launched one by one from Python (a
@@ -112,7 +112,7 @@ def config_fits(cfg: ModelConfig, engines: Iterable[str], flops_per_s: float) ->
 
 def wall_fits(cfg: ModelConfig, engines: Iterable[str], read_gbps: float, dtype: str | None = None
               ) -> dict[str, LatencyFit]:
-    """Each engine's memory floor, from the config: the bytes a step must read (kvviz.wall: every
+    """Each engine's memory floor, from the config: the bytes a step must read (kvviz.costs.wall: every
     weight once, the computed positions' embedding rows, the K/V attended over or written) at
     `read_gbps`, plus the step's dispatch. A cached decode step reads the K/V of every position; the
     no-cache engine's step is a prefill of the whole sequence, writing each position's K/V."""

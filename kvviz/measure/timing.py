@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from kvviz.devices import synchronize
+from kvviz.runtime.devices import synchronize
 
 
 class StepTimer:

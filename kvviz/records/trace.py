@@ -10,7 +10,7 @@ from dataclasses import MISSING, dataclass, field, fields
 
 import numpy as np
 
-from kvviz.wall import WallShape
+from kvviz.costs.wall import WallShape
 
 PHASES = ("prefill", "decode")
 
@@ -139,7 +139,7 @@ class StepTrace:
     window: int | None = None  # W of a window/sinks cache: the slots it holds, sinks included
     sinks: int = 0  # S of a sinks cache: the first S positions, kept for ever
     residual: int | None = None  # R of an int8 cache: the newest R tokens kept in full precision
-    # Quality beside cost (kvviz.quality): KL(exact || this) of the next-token distributions at this
+    # Quality beside cost (kvviz.measure.quality): KL(exact || this) of the next-token distributions at this
     # step, teacher-forced on the exact engine's tokens, and whether their top-1 tokens agree
     kl_to_exact: float | None = None
     top1_agrees: bool | None = None
@@ -270,12 +270,12 @@ class RunInfo:
     window: int = 0
     sinks: int = 0
     residual: int = 0
-    # The memory wall (kvviz.wall, kvviz.bandwidth); zero where unknown, as in traces saved before them.
+    # The memory wall (kvviz.costs.wall, kvviz.measure.bandwidth); zero where unknown, as in traces saved before them.
     weights_read_bytes: int = 0  # read whole by every forward: every matrix once
     embed_row_bytes: int = 0  # embedding rows looked up per computed position
     copy_gbps: float = 0.0  # copy bandwidth (read + written) of the machine and device that ran it
     peak_gbps: float = 0.0  # the device's nominal peak, where it reports one (CUDA)
-    read_gbps: float = 0.0  # the read ceiling a decode step runs against, at the run's threads (kvviz.bandwidth)
+    read_gbps: float = 0.0  # the read ceiling a decode step runs against at the run's threads (measure.bandwidth)
     read_threads: int = 0  # the torch CPU threads it was measured with
     cache_bytes: int = 0  # the CPU's last-level cache (a step that reads less can pass the read ceiling); 0: unknown
     # What ran each engine's decode step, in `engines` order (kvviz.kernels: "torch", "native", "openblas",

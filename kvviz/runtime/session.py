@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvviz import errors
-from kvviz.messages import Environment, ModelChoice, RunRequest, cached_choices
-from kvviz.trace import RunInfo, StepTrace
+from kvviz.records.trace import RunInfo, StepTrace
+from kvviz.runtime.messages import Environment, ModelChoice, RunRequest, cached_choices
 
 # A naive engine's weights are [T, T] at every step, so a long run would hold T^3 floats in all.
 NAIVE_WEIGHTS_BUDGET_BYTES = 256 << 20
@@ -105,7 +105,7 @@ class EngineSession:
         self._loaded: tuple[tuple[str, str, str], object, object] | None = None  # (key, model, tokenizer)
         self._streams: dict[str, Iterator[StepTrace]] = {}
         self._steps = 0
-        self._shadows = None  # kvviz.quality.Shadows: the approximate engines' quality, in lockstep
+        self._shadows = None  # kvviz.measure.quality.Shadows: the approximate engines' quality, in lockstep
         self._error: BaseException | None = None  # raised by the next round (see rounds)
         self._asked: tuple[int, float] | None = None  # the batch send_rounds asked for
         self._pace: tuple[dict, float] | None = None  # (a run's streams, seconds its last round took): batch sizes
@@ -113,9 +113,9 @@ class EngineSession:
     def environment(self) -> Environment:
         import torch
 
-        from kvviz.devices import resolve_device
         from kvviz.engines import ENGINE_HELP, ENGINE_KEYS
         from kvviz.models.presets import PRESETS, TINY_DIR, preset_config
+        from kvviz.runtime.devices import resolve_device
 
         models = []
         for name, preset in PRESETS.items():
@@ -146,10 +146,10 @@ class EngineSession:
         info, the loaded model's description when it was (re)loaded, and notes for the window."""
         import torch
 
-        from kvviz.devices import resolve_device
         from kvviz.engines import make_engine
+        from kvviz.measure.quality import EXACT_ENGINES, Shadows, reference_key
         from kvviz.options import check_against_model, check_cache_settings
-        from kvviz.quality import EXACT_ENGINES, Shadows, reference_key
+        from kvviz.runtime.devices import resolve_device
 
         self.end()
         rc = req.run
@@ -305,8 +305,8 @@ class EngineSession:
         self.release_model()
 
     def _load(self, name: str, device, dtype_name: str):
-        from kvviz.devices import resolve_dtype
         from kvviz.models.presets import load_model, load_tokenizer
+        from kvviz.runtime.devices import resolve_dtype
 
         key = (name, str(device), dtype_name)
         if self._loaded is not None and self._loaded[0] == key:
@@ -359,9 +359,9 @@ def serve_engines() -> None:
     """The engine process's entry point: listen, print the address on stdout, serve one connection."""
     from multiprocessing.connection import Listener
 
-    from kvviz.timing import steady_allocator
+    from kvviz.measure.timing import steady_allocator
 
-    steady_allocator()  # as `kvviz bench` does (see kvviz.timing.steady_allocator)
+    steady_allocator()  # as `kvviz bench` does (see kvviz.measure.timing.steady_allocator)
     authkey = bytes.fromhex(os.environ.pop(_KEY_VARIABLE))
     # On Linux a socket in the abstract namespace: nothing on disk, so a child killed (Stop, a close it did
     # not answer in time) leaves no pymp-* folder in the temporary directory, as a path-named socket did.
@@ -378,7 +378,7 @@ _KEY_VARIABLE = "KVVIZ_ENGINE_AUTHKEY"
 # parent alone decides what an interrupt means (end the run, close the child, exit 130). Set before the
 # import, so an interrupt while the child starts prints no KeyboardInterrupt either.
 _ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-          "from kvviz.session import serve_engines; serve_engines()")
+          "from kvviz.runtime.session import serve_engines; serve_engines()")
 
 
 class EngineProcess:
@@ -604,11 +604,11 @@ def _is_stopped(pid: int) -> bool:
 
 
 def _wall_fields(cfg, dtype: str, device) -> dict:
-    """RunInfo's memory-wall figures: the weights a forward reads (kvviz.wall), and the read ceiling of the
-    device the run uses at the run's threads, with the copy bandwidth beside it (kvviz.bandwidth: CUDA
+    """RunInfo's memory-wall figures: the weights a forward reads (kvviz.costs.wall), and the read ceiling of the
+    device the run uses at the run's threads, with the copy bandwidth beside it (kvviz.measure.bandwidth: CUDA
     measured now, a CPU's cached per machine and thread count)."""
-    from kvviz.bandwidth import last_level_cache_bytes, read_ceiling
-    from kvviz.wall import WallShape
+    from kvviz.costs.wall import WallShape
+    from kvviz.measure.bandwidth import last_level_cache_bytes, read_ceiling
 
     shape = WallShape.from_config(cfg, dtype)
     try:

@@ -1,0 +1,1 @@
+"""Training text for kvviz's own models: the English every CPython carries."""
