@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kvviz.options import SINKS_DEFAULT, WINDOW_DEFAULT
-
 
 @dataclass(frozen=True)
 class EngineEntry:
@@ -23,7 +21,7 @@ class EngineEntry:
 
 # The approximate caches' settings and their defaults: W tokens kept (sinks included), S sink tokens, R newest
 # tokens int8 keeps in full precision (None: none unless asked for).
-SETTING_DEFAULTS: dict[str, int | None] = {"window": WINDOW_DEFAULT, "sinks": SINKS_DEFAULT, "residual": None}
+SETTING_DEFAULTS: dict[str, int | None] = {"window": 32, "sinks": 4, "residual": None}
 
 # Naive is red: it is the waste the chapter removes.
 ENGINES: dict[str, EngineEntry] = {e.key: e for e in (
@@ -41,6 +39,8 @@ ENGINES: dict[str, EngineEntry] = {e.key: e for e in (
     EngineEntry("int8", "K/V stored as int8 with a scale per token and head, dequantised for attention", False,
                 "kvviz.caches.int8:Int8Cache", ("residual",)),
 )}
+# The chapter's comparison: what a run compares when it names no engines (every one of them exact).
+DEFAULT_ENGINES: tuple[str, ...] = ("naive", "concat", "static", "paged")
 EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")  # for engines without a colour
 
 

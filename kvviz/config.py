@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvviz import catalog
+
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DTYPE_ALIASES = {
     "fp32": "float32", "float32": "float32", "f32": "float32",
@@ -197,7 +199,7 @@ class RunConfig:
 
     prompt: str
     max_new_tokens: int = 40
-    engines: tuple[str, ...] = ("naive", "concat", "static", "paged")
+    engines: tuple[str, ...] = catalog.DEFAULT_ENGINES
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     trace: TraceOptions = field(default_factory=TraceOptions)
     block_size: int = 16

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from kvviz.catalog import SETTING_DEFAULTS, used_settings
 from kvviz.format import DEFAULT_PROMPT
 
 
@@ -42,13 +43,10 @@ class Bound:
         return f"{low} and at most {fmt(self.high)}" + (f" ({self.why})" if self.why else "")
 
 
-# The approximate caches' defaults: a window of W tokens (sinks included), S sink tokens; int8 keeps
-# no full-precision residual unless --residual R is given.
-WINDOW_DEFAULT = 32
-SINKS_DEFAULT = 4
-# Which settings each approximate cache reads (kvviz.engines.APPROXIMATE_KEYS; a test keeps them equal):
-# the run form shows a field only while an engine that reads it is ticked.
-CACHE_SETTINGS = {"window": ("window",), "sinks": ("window", "sinks"), "int8": ("residual",)}
+# The approximate caches' defaults (kvviz.catalog.SETTING_DEFAULTS): a window of W tokens (sinks included), S sink
+# tokens; int8 keeps no full-precision residual unless --residual R is given.
+WINDOW_DEFAULT = SETTING_DEFAULTS["window"]
+SINKS_DEFAULT = SETTING_DEFAULTS["sinks"]
 
 # Largest paged-cache block: the run form's limit; a larger block than the run's context is refused too.
 BLOCK_SIZE_MAX = 4096
@@ -186,15 +184,16 @@ def check_cache_settings(engines, n_prompt: int, new_tokens: int, window: int, s
     every new token but the last). One ValueError line; settings of engines not run are not checked."""
     stored = n_prompt + new_tokens - 1
     run = f"the run stores {stored:,} tokens (prompt {n_prompt:,} + new {new_tokens:,} - 1)"
-    if {"window", "sinks"} & set(engines):
+    used = used_settings(engines)
+    if "window" in used:
         check_value("window", window, "window")
         if window > stored:
             raise ValueError(f"window {window:,} is larger than the run: {run}, so it would drop nothing")
-    if "sinks" in engines:
+    if "sinks" in used:
         check_value("sinks", sinks, "sinks")
         if sinks >= window:
             raise ValueError(f"sinks ({sinks:,}) must be fewer than the window ({window:,}): the window counts them")
-    if "int8" in engines and residual is not None:
+    if "residual" in used and residual is not None:
         check_value("residual", residual, "residual")
         if residual > stored:
             raise ValueError(f"residual {residual:,} is larger than the run: {run}")
@@ -261,11 +260,12 @@ def check_run_config(run) -> list[str]:
     if run.sampling.top_p is not None:
         checks.append(("top_p", run.sampling.top_p, "top-p"))
     engines = getattr(run, "engines", ())
-    if {"window", "sinks"} & set(engines):
+    used = used_settings(engines)
+    if "window" in used:
         checks.append(("window", run.window, "window"))
-    if "sinks" in engines:
+    if "sinks" in used:
         checks.append(("sinks", run.sinks, "sinks"))
-    if "int8" in engines and run.residual is not None:
+    if "residual" in used and run.residual is not None:
         checks.append(("residual", run.residual, "residual"))
     for key, value, label in checks:
         try:

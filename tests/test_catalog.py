@@ -215,13 +215,10 @@ def retyped_lists() -> dict[str, set[str]]:
 
 # Literals that still name a catalog list outside the catalog, each with what it is; the list only shrinks.
 KNOWN = {
-    "kvviz/config.py": {"the exact engines"},  # RunConfig's default engines
     "kvviz/notebook.py": {"the exact engines"},  # kvviz.compare's default engines
     "kvviz/measure/reference.py": {"the exact engines"},  # the bare reference loop's rules, one function each
     "kvviz/commands/bench.py": {"the exact engines"},  # --engines' default, a comma list
-    "kvviz/commands/export.py": {"the exact engines"},  # --engines' default
     "kvviz/ui/shot.py": {"the exact engines"},  # --engines' default
-    "kvviz/options.py": {"the engines that read window"},  # check_run_config's window bounds
     "kvviz/costs/cache_math.py": {"the engines that read window"},  # the memory estimate's bounded strategies
     "kvviz/commands/serve.py": {"every scheduler"},  # --schedulers' default
 }

@@ -14,9 +14,10 @@ import math
 import sys
 from pathlib import Path
 
+from kvviz import catalog
 from kvviz.options import add_run_options, add_tokens
 
-DEFAULT_ENGINES = "naive,concat,static,paged"
+DEFAULT_ENGINES = ",".join(catalog.DEFAULT_ENGINES)
 
 
 def configure(parser) -> None:
