@@ -1,0 +1,220 @@
+"""`kvviz watch URL [URL ...]`: attach to running vLLM servers read-only (their /metrics polled, their KV events
+followed), keep a mirror of each prefix cache, print a line per interval (or --json), record the session
+(--record FILE), reopen a recording without a server (--replay FILE) and write it as one HTML page (--page).
+The library is kvviz.peers.watch; this module only reads options and prints.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+from kvviz.format import fmt_ms
+
+
+def configure(parser) -> None:
+    parser.add_argument("urls", nargs="*", metavar="URL",
+                        help="a vLLM server's base URL (http:// or https://HOST:PORT); several side by side")
+    parser.add_argument("--replay", metavar="FILE", help="reopen a recording (--record) instead of watching servers")
+    parser.add_argument("--record", metavar="FILE", help="record the session (events and metric samples) to FILE")
+    parser.add_argument("--page", metavar="FILE.html", help="at the end, write the session as one offline HTML page")
+    parser.add_argument("--events", action="append", default=[], metavar="ENDPOINT",
+                        help="the KV events endpoint of each URL in order (default tcp://HOST:--events-port); the "
+                             "server publishes with --kv-events-config endpoint tcp://*:PORT")
+    parser.add_argument("--events-port", type=int, default=5557, metavar="PORT", help="default 5557 (vLLM's)")
+    parser.add_argument("--replay-port", type=int, default=5558, metavar="PORT",
+                        help="the replay socket's port on each URL's host (0: none; default 5558)")
+    parser.add_argument("--ranks", type=int, default=1, metavar="N",
+                        help="data-parallel ranks per server: rank r's event ports are offset by r, as vLLM does")
+    parser.add_argument("--topic", default="", help="the event topic to subscribe to (default: every topic)")
+    parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
+                        help="a request header for /metrics, e.g. 'Authorization: Bearer TOKEN' (repeatable)")
+    parser.add_argument("--insecure", action="store_true", help="https without checking the server's certificate")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+                        help="seconds between /metrics polls and between printed lines (default 1)")
+    parser.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    parser.add_argument("--window", type=float, default=10.0, metavar="MIN",
+                        help="minutes kept sample by sample; older ones are kept per minute (default 10)")
+    parser.add_argument("--model", default=None,
+                        help="the server's tokenizer (a preset, a model folder): blocks' tokens shown as text")
+    parser.add_argument("--speed", type=float, default=0.0, metavar="X",
+                        help="--replay at X times the recorded pace (default 0: as fast as it reads)")
+    parser.add_argument("--json", action="store_true", help="a JSON object per server per interval")
+    parser.add_argument("--quiet", action="store_true", help="no line per interval (the record and page only)")
+
+
+def _check(args) -> None:
+    if args.replay and args.urls:
+        raise ValueError("give server URLs or --replay FILE, not both")
+    if not args.replay and not args.urls:
+        raise ValueError("give a vLLM server's URL (http://HOST:PORT) or --replay FILE")
+    if args.page and not (args.replay or args.record):
+        raise ValueError("--page is written from a recording: give --record FILE too (or --replay FILE)")
+    if args.replay and args.record:
+        raise ValueError("--record records a live session; a replay is already a recording")
+    for name, lo in (("interval", 0.05), ("window", 0.1)):
+        v = getattr(args, name)
+        if not (math.isfinite(v) and v >= lo):
+            raise ValueError(f"--{name} {v}: at least {lo}")
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError(f"--duration {args.duration}: more than 0")
+    if not (math.isfinite(args.speed) and args.speed >= 0):
+        raise ValueError(f"--speed {args.speed}: 0 (as fast as it reads) or more")
+    if len(args.events) > len(args.urls):
+        raise ValueError(f"{len(args.events)} --events endpoints for {len(args.urls)} URLs")
+    for port, name in ((args.events_port, "--events-port"), (args.replay_port, "--replay-port")):
+        if not 0 <= port < 65536 or (name == "--events-port" and port == 0):
+            raise ValueError(f"{name} {port}: a port from 1 to 65535" + (" (0: none)" if "replay" in name else ""))
+
+
+def text_of_tokens(model: str):
+    """The tokens of a block as text, with the tokenizer `model` names."""
+    from kvviz.models.presets import load_tokenizer
+    from kvviz.textshow import readable
+
+    tok = load_tokenizer(model)
+    return lambda ids: readable([tok.token_text(i) for i in ids])
+
+
+def _need(*modules: str) -> None:
+    """A one-line refusal naming the watch extra when one of its packages is missing."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        names = {"zmq": "pyzmq", "prometheus_client": "prometheus_client", "msgspec": "msgspec"}
+        raise ValueError(f"kvviz watch needs {', '.join(names[m] for m in missing)}: pip install 'kvviz[watch]' "
+                         f"(or pip install pyzmq msgspec prometheus_client)")
+
+
+def run(args) -> int:
+    _check(args)
+    _need("msgspec") if args.replay else _need("zmq", "msgspec", "prometheus_client")
+    from kvviz.fileio import check_writable
+    from kvviz.peers.watch.recording import Header, RecordingReader, RecordingWriter, read_header
+
+    if args.page:
+        check_writable(args.page, "the page")
+    text_of = text_of_tokens(args.model) if args.model else None
+    if args.replay:
+        header = read_header(args.replay)
+        code = _session(args, header, _replayed(RecordingReader(_path(args.replay)), args.speed), None, text_of)
+        _page(args, args.replay, text_of)
+        return code
+    from kvviz.peers.watch.client import LiveWatch, WatchOptions, address_of, parse_header
+
+    headers = tuple(parse_header(h) for h in args.header)
+    addresses = [address_of(url, events=args.events[i] if i < len(args.events) else None,
+                            events_port=args.events_port, replay_port=args.replay_port or None, ranks=args.ranks,
+                            topic=args.topic, headers=headers) for i, url in enumerate(args.urls)]
+    header = Header(time.time(), tuple(a.url for a in addresses), tuple(a.ranks for a in addresses),
+                    args.model or "")
+    writer = RecordingWriter(args.record, header) if args.record else None
+    live = LiveWatch(addresses, WatchOptions(interval_s=args.interval))
+    live.start()
+    try:
+        code = _session(args, header, _live_records(live, args.interval), writer, text_of)
+    finally:
+        live.stop()
+        if writer is not None:  # Ctrl+C keeps what was recorded: the file is closed and renamed
+            path = writer.close()
+            print(f"kvviz watch: recorded {writer.records:,} records to {path}", file=sys.stderr)
+    _page(args, args.record, text_of)
+    return code
+
+
+def _page(args, recording, text_of) -> None:
+    if args.page:
+        from kvviz.page.watch import write_watch_page
+
+        write_watch_page(args.page, recording, text_of=text_of)
+        print(f"kvviz watch: wrote {args.page}", file=sys.stderr)
+
+
+def _path(p: str):
+    from pathlib import Path
+
+    return Path(p).expanduser()
+
+
+def _live_records(live, interval: float):
+    """The live records, and None when none came for a while (so a line is printed on time)."""
+    while True:
+        yield live.get(min(0.2, interval))
+
+
+def _replayed(reader, speed: float):
+    first_t = started = None
+    for record in reader:
+        t = getattr(record, "t", None)
+        if speed > 0 and t is not None:
+            if first_t is None:
+                first_t, started = t, time.monotonic()
+            wait = (t - first_t) / speed - (time.monotonic() - started)
+            if wait > 0:
+                time.sleep(wait)
+        yield record
+    if reader.truncated:
+        print(f"kvviz watch: {reader.path} ends inside a record (a session cut short): read up to there",
+              file=sys.stderr)
+
+
+def _session(args, header, records, writer, text_of) -> int:
+    from kvviz.peers.watch.history import WatchHistory, interval
+    from kvviz.peers.watch.recording import Header
+
+    history = WatchHistory(header, window_s=args.window * 60.0, text_of=text_of)
+    live = writer is not None or not args.replay
+    start = time.time() if live else header.started
+    last_line = start
+    end = start + args.duration if args.duration else math.inf
+    now = start
+    for record in records:
+        if record is not None:
+            if writer is not None:
+                writer.write(record)
+            history.apply(record)
+            if not isinstance(record, Header):
+                now = record.t
+        if live:
+            now = time.time()
+        if now - last_line >= args.interval:
+            _print_lines(args, [interval(s, last_line, now) for s in history.servers])
+            last_line = now
+        if now >= end:
+            break
+    _print_lines(args, [interval(s, last_line, now) for s in history.servers])
+    return 0
+
+
+def _pct(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x * 100:.0f}%"
+
+
+def _ms(x: float) -> str:
+    return "-" if math.isnan(x) else fmt_ms(x)
+
+
+def _print_lines(args, rows) -> None:
+    if args.quiet:
+        return
+    for r in rows:
+        if args.json:
+            print(json.dumps(r.as_dict(), allow_nan=False), flush=True)
+            continue
+        clock = time.strftime("%H:%M:%S", time.localtime(r.t))
+        head = f"{clock} {r.url} {r.state}"
+        figures = (f"cache {_pct(r.usage)}, {_n(r.running)} running, {_n(r.waiting)} waiting | {r.blocks} blocks "
+                   f"(+{r.stored} -{r.removed}) | prefix hits {_pct(r.hit_rate)} | TTFT {_ms(r.ttft_ms)}, ITL "
+                   f"{_ms(r.itl_ms)}")
+        if r.preempted:
+            figures += f" | {r.preempted:.0f} preempted"
+        if r.malformed or r.gaps or r.lost:
+            figures += f" | {r.malformed} malformed frames, {r.gaps} gaps, {r.lost} batches lost"
+        said = f" | {'; '.join(r.narration)}" if r.narration else ""
+        print(f"{head} | {figures}{said}", flush=True)
+
+
+def _n(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.0f}"

@@ -1,0 +1,182 @@
+/* kvviz watch page: a recorded watch session of vLLM servers drawn at one moment the slider picks: the prefix
+   cache's hash chains as a tree (a trunk shared by several requests branches), usage and requests, prefix hit
+   rate, TTFT and ITL over the session, the counters and the narration. kvviz/page/watch.py computes every
+   figure, sentence and the tree's layout into the data; this file draws them. No network, canvas and DOM only. */
+"use strict";
+(function () {
+  const DATA = JSON.parse(document.getElementById("kvviz-data").textContent);
+  const SERVERS = DATA.servers, FRAMES = DATA.frames, LAST = FRAMES.length - 1;
+  const TRUNK = "#1f77b4", BRANCH = "#9ecae1", PICKED = "#ffb000", FG = "#303030", MUTED = "#8a8a8a";
+  let frame = LAST, picked = null, playing = null, frames = 0;
+  const errors = [];
+  const esc = t => String(t).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  const grid = document.getElementById("grid");
+  grid.style.gridTemplateColumns = "minmax(0, 2fr) minmax(0, 2fr) minmax(0, 2fr)";
+  grid.style.gridTemplateRows = "minmax(0, 3fr) minmax(0, 2fr)";
+  const el = {};
+  const PANELS = [["tree", "Prefix cache: hash chains (a trunk shared by requests, their branches)", "1 / span 2", "1", true],
+    ["text", "Blocks and counters", "3", "1", false], ["usage", "Cache usage and requests", "1", "2", true],
+    ["hits", "Prefix hit rate", "2", "2", true], ["latency", "TTFT and ITL", "3", "2", true]];
+  for (const [key, title, col, row, canvas] of PANELS) {
+    const s = document.createElement("section");
+    s.className = "panel"; s.id = "panel-" + key; s.style.gridColumn = col; s.style.gridRow = row;
+    s.innerHTML = `<h2>${esc(title)}</h2><div class="legend"></div>` + (canvas ? "<canvas></canvas>" : `<div class="body"></div>`);
+    grid.appendChild(s);
+    el[key] = { legend: s.querySelector(".legend"), canvas: s.querySelector("canvas"), body: s.querySelector(".body") };
+  }
+  document.getElementById("badge").style.display = "none";
+  document.getElementById("langs").style.display = "none";
+
+  function fit(canvas) {
+    const r = canvas.getBoundingClientRect(), dpr = window.devicePixelRatio || 1;
+    const w = Math.max(1, Math.round(r.width * dpr)), h = Math.max(1, Math.round(r.height * dpr));
+    if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0); ctx.clearRect(0, 0, r.width, r.height);
+    return [ctx, r.width, r.height];
+  }
+  let boxes = [];  // the tree's drawn rectangles: [x, y, w, h, server, rank, segment] for picking
+  function drawTree(k) {
+    const [ctx, W, H] = fit(el.tree.canvas);
+    boxes = [];
+    const trees = [];
+    FRAMES[k].servers.forEach((s, i) => s.trees.forEach((t, r) => trees.push([i, r, t])));
+    const band = H / Math.max(1, trees.length);
+    ctx.font = "11px sans-serif";
+    trees.forEach(([i, r, t], n) => {
+      const y0 = n * band, left = 8, top = y0 + 16, w = W - 16, h = band - 22;
+      ctx.fillStyle = SERVERS[i].color;
+      ctx.fillText(`${SERVERS[i].url}${SERVERS[i].ranks > 1 ? " rank " + r : ""}: ${t.shape}${t.hidden ? ` (${t.hidden} shorter segments not drawn)` : ""}`, left, y0 + 12);
+      if (!t.segs.length) return;
+      const xs = w / Math.max(1, t.depth), ys = h / Math.max(1, t.rows);
+      for (let j = 0; j < t.segs.length; j++) {
+        const [x0, len, r0, r1, branches] = t.segs[j];
+        const x = left + x0 * xs, y = top + r0 * ys, bw = Math.max(1, len * xs - 1), bh = Math.max(1, (r1 - r0) * ys - 1);
+        const isPicked = picked && picked[0] === i && picked[1] === r && picked[2] === j;
+        ctx.fillStyle = isPicked ? PICKED : branches > 1 ? TRUNK : BRANCH;
+        ctx.fillRect(x, y, bw, bh);
+        if (xs >= 3 && len > 1) {  // block boundaries inside the segment
+          ctx.fillStyle = "#ffffff";
+          for (let b = 1; b < len; b++) ctx.fillRect(x + b * xs - 1, y, 1, bh);
+        }
+        boxes.push([x, y, bw, bh, i, r, j]);
+      }
+    });
+    el.tree.legend.innerHTML = `<span style="color:${TRUNK}">&#9632;</span> a segment several chains share (trunk) &nbsp; ` +
+      `<span style="color:${BRANCH}">&#9632;</span> a segment of one chain (branch) &nbsp; width: blocks; a click shows a segment's tokens`;
+  }
+  el.tree.canvas.addEventListener("click", ev => {
+    const r = el.tree.canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
+    const hit = boxes.find(b => x >= b[0] && x <= b[0] + b[2] && y >= b[1] && y <= b[1] + b[3]);
+    picked = hit ? [hit[4], hit[5], hit[6]] : null;
+    draw();
+  });
+  function drawText(k) {
+    let out = "";
+    FRAMES[k].servers.forEach((s, i) => {
+      out += `<div class="heading" style="color:${SERVERS[i].color}">${esc(SERVERS[i].url)}: ${esc(s.state)}</div>` +
+        `<div>${esc(s.events)}</div><div>${esc(s.figures)}</div><div class="caption">${esc(s.counters)}</div>`;
+    });
+    if (picked) {
+      const t = FRAMES[k].servers[picked[0]] && FRAMES[k].servers[picked[0]].trees[picked[1]];
+      const seg = t && t.segs[picked[2]];
+      if (seg) out += `<div class="note"><b>${seg[1]} block${seg[1] === 1 ? "" : "s"}, ${seg[4] > 1 ? seg[4] + " branches from its end" : "a branch"}</b>` +
+        `<pre style="white-space:pre-wrap;word-break:break-all">${esc(seg[6] || "(tokens as text need --model)")}</pre></div>`;
+    }
+    el.text.body.innerHTML = out;
+  }
+  function lines(canvas, specs, yMax, unit) {
+    const [ctx, W, H] = fit(canvas);
+    const left = 44, right = W - 8, top = 8, bottom = H - 20, t = FRAMES[frame].t;
+    const tMax = Math.max(1e-9, ...SERVERS.map(s => s.series.t.length ? s.series.t[s.series.t.length - 1] : 0));
+    const X = v => left + v / tMax * (right - left), Y = v => bottom - v / (yMax || 1) * (bottom - top);
+    ctx.strokeStyle = "#d0d0d0"; ctx.fillStyle = MUTED; ctx.font = "11px sans-serif";
+    for (let i = 0; i <= 4; i++) {
+      const v = yMax * i / 4, y = Y(v);
+      ctx.beginPath(); ctx.moveTo(left, y); ctx.lineTo(right, y); ctx.stroke();
+      ctx.fillText(`${+v.toPrecision(3)}${unit}`, 2, y + 4);
+    }
+    ctx.fillText(`${tMax.toFixed(0)} s`, right - 30, H - 4); ctx.fillText("0 s", left, H - 4);
+    for (const sp of specs) {
+      ctx.strokeStyle = sp.color; ctx.setLineDash(sp.dash || []); ctx.lineWidth = 1.5; ctx.beginPath();
+      let on = false;
+      sp.ys.forEach((v, i) => {
+        if (v === null) { on = false; return; }
+        const x = X(sp.xs[i]), y = Y(v);
+        if (on) ctx.lineTo(x, y); else ctx.moveTo(x, y);
+        on = true;
+      });
+      ctx.stroke(); ctx.setLineDash([]);
+      if (!sp.dash) {  // a dot per sample: a lone sample between gaps is seen too
+        ctx.fillStyle = sp.color;
+        sp.ys.forEach((v, i) => { if (v !== null) ctx.fillRect(X(sp.xs[i]) - 1.5, Y(v) - 1.5, 3, 3); });
+      }
+    }
+    ctx.strokeStyle = "#555555"; ctx.beginPath(); ctx.moveTo(X(t), top); ctx.lineTo(X(t), bottom); ctx.stroke();
+  }
+  const maxOf = (key, scale) => Math.max(1e-9, ...SERVERS.flatMap(s => s.series[key].filter(v => v !== null).map(v => v * (scale || 1))));
+  function drawPlots() {
+    const scaled = (ys, f) => ys.map(v => v === null ? null : v * f);
+    const usage = [], hits = [], lat = [];
+    let legendU = "", legendH = "", legendL = "";
+    for (const s of SERVERS) {
+      const x = s.series.t, reqMax = Math.max(1, maxOf("running"), maxOf("waiting"));
+      usage.push({ color: s.color, xs: x, ys: scaled(s.series.usage, 100) },
+        { color: s.color, dash: [4, 3], xs: x, ys: scaled(s.series.running, 100 / reqMax) },
+        { color: s.color, dash: [1, 2], xs: x, ys: scaled(s.series.waiting, 100 / reqMax) });
+      hits.push({ color: s.color, xs: x, ys: scaled(s.series.hit_rate, 100) });
+      lat.push({ color: s.color, xs: x, ys: s.series.ttft_ms }, { color: s.color, dash: [4, 3], xs: x, ys: s.series.itl_ms });
+      legendU += `<div><span style="color:${s.color}">&#9632;</span> ${esc(s.url)}: usage % (solid), running and waiting (dashed, dotted; 100 = ${reqMax})</div>`;
+      legendH += `<div><span style="color:${s.color}">&#9632;</span> ${esc(s.url)}: prompt tokens found cached, % per sample</div>`;
+      legendL += `<div><span style="color:${s.color}">&#9632;</span> ${esc(s.url)}: TTFT (solid), ITL (dashed), mean per sample</div>`;
+    }
+    el.usage.legend.innerHTML = legendU; el.hits.legend.innerHTML = legendH; el.latency.legend.innerHTML = legendL;
+    lines(el.usage.canvas, usage, 100, "%");
+    lines(el.hits.canvas, hits, 100, "%");
+    lines(el.latency.canvas, lat, Math.max(maxOf("ttft_ms"), maxOf("itl_ms")), " ms");
+  }
+  function narrate(k) {
+    let out = "";
+    FRAMES[k].servers.forEach((s, i) => {
+      const said = SERVERS[i].narration.slice(Math.max(0, s.said - 4), s.said);
+      for (const [t, text] of said) out += `<div><b style="color:${SERVERS[i].color}">${t.toFixed(1)} s</b> ${esc(text)}</div>`;
+    });
+    document.getElementById("narration").innerHTML = out || `<div class="caption">nothing happened yet</div>`;
+  }
+  function draw() {
+    const k = frame;
+    document.getElementById("step-name").textContent = "Moment";
+    document.getElementById("slider").value = String(k);
+    document.getElementById("step-label").textContent = `${FRAMES[k].t.toFixed(1)} s of ${FRAMES[LAST].t.toFixed(1)} s`;
+    document.getElementById("status").textContent = `recorded ${DATA.started}` + (DATA.model ? `, tokens as text by ${DATA.model}` : "") +
+      `, ${DATA.samples} metric samples` + (DATA.truncated ? ", the recording ends inside a record" : "");
+    document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
+    narrate(k);
+    for (const [name, fn] of [["tree", drawTree], ["text", drawText], ["plots", drawPlots]]) {
+      try { fn(k); } catch (err) { errors.push(name + ": " + err); console.error(name, err); }
+    }
+    frames++;
+    document.body.dataset.step = String(k);
+    document.body.dataset.frames = String(frames);
+  }
+  function setFrame(k) { k = Math.max(0, Math.min(LAST, k)); if (k !== frame) { frame = k; draw(); } }
+  function togglePlay() {
+    if (playing) { clearInterval(playing); playing = null; draw(); return; }
+    if (frame >= LAST) setFrame(0);
+    playing = setInterval(() => { if (frame >= LAST) togglePlay(); else setFrame(frame + 1); }, 250);
+    draw();
+  }
+  const slider = document.getElementById("slider");
+  slider.min = "0"; slider.max = String(LAST);
+  slider.addEventListener("input", () => setFrame(Number(slider.value)));
+  document.getElementById("play").addEventListener("click", ev => { ev.currentTarget.blur(); togglePlay(); });
+  document.addEventListener("keydown", ev => {
+    const moves = { ArrowLeft: frame - 1, ArrowRight: frame + 1, Home: 0, End: LAST };
+    if (ev.key === " ") { ev.preventDefault(); togglePlay(); } else if (ev.key in moves) { ev.preventDefault(); setFrame(moves[ev.key]); }
+  });
+  let pending = 0;
+  const redraw = () => { cancelAnimationFrame(pending); pending = requestAnimationFrame(draw); };
+  if (window.ResizeObserver) new ResizeObserver(redraw).observe(document.documentElement); else window.addEventListener("resize", redraw);
+  draw();
+  window.kvviz = { get step() { return frame; }, setStep: setFrame, errors };
+})();

@@ -1,0 +1,147 @@
+"""A watch recording (kvviz.peers.watch.recording) as one self-contained HTML page: per server the prefix
+cache's tree of hash chains at each of up to MAX_FRAMES moments, cache usage, running and waiting requests,
+prefix hit rate, TTFT and ITL over the session, the counters and the narration; a slider picks the moment.
+Python computes every sentence, figure and the tree's layout; watch.js draws them. No Qt, no torch, no network.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from kvviz.page import _asset, _script_json, html, write_text
+
+MAX_FRAMES = 120  # moments the slider offers (evenly spread over the samples)
+MAX_SEGMENTS = 400  # segments of the tree drawn per moment (the longest first); the rest counted
+MAX_NARRATION = 2000
+TEXT_CHARS = 160  # a segment's text shown up to this many characters (its end)
+SERVER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+def _layout(state, limit: int) -> dict:
+    """The tree as rectangles in block units: x from a segment's first block's depth, one row per leaf, an inner
+    segment spanning its children's rows. Only the `limit` longest chains' segments are kept."""
+    segs = list(state.segments())
+    kids: dict[int, list[int]] = {}
+    for i, s in enumerate(segs):
+        kids.setdefault(s.parent, []).append(i)
+    x0 = [0] * len(segs)
+    for i, s in enumerate(segs):  # parents come before their children
+        x0[i] = 0 if s.parent < 0 else x0[s.parent] + segs[s.parent].length
+    keep = sorted(range(len(segs)), key=lambda i: -(x0[i] + segs[i].length))[:limit]
+    kept = set(keep)
+    for i in list(kept):  # a kept segment keeps its ancestors
+        p = segs[i].parent
+        while p >= 0 and p not in kept:
+            kept.add(p)
+            p = segs[p].parent
+    rows: dict[int, tuple[float, float]] = {}
+    next_row = 0
+
+    def place(i: int) -> tuple[float, float]:
+        nonlocal next_row
+        children = [c for c in kids.get(i, []) if c in kept]
+        if not children:
+            rows[i] = (next_row, next_row + 1)
+            next_row += 1
+        else:
+            spans = [place(c) for c in children]
+            rows[i] = (spans[0][0], spans[-1][1])
+        return rows[i]
+
+    stack_roots = [i for i in kids.get(-1, []) if i in kept]
+    for r in stack_roots:
+        place(r)
+    out = []
+    index = {i: n for n, i in enumerate(sorted(kept))}
+    child = {int(p): row for row, p in enumerate(state.parent.tolist()) if p >= 0}  # within a segment: the one
+    for i in sorted(kept):
+        s = segs[i]
+        text = ""
+        if state.texts:
+            row, chain = s.first, []
+            for _ in range(s.length):
+                chain.append(state.texts[row])
+                row = child.get(row, row)
+            text = "".join(chain)
+            text = text if len(text) <= TEXT_CHARS else "…" + text[-TEXT_CHARS:]
+        out.append([x0[i], s.length, rows[i][0], rows[i][1], s.branches, index.get(s.parent, -1), text])
+    return {"segs": out, "rows": next_row, "depth": max((x0[i] + segs[i].length for i in kept), default=0),
+            "hidden": len(segs) - len(kept), "shape": state.shape_text() if state.n_blocks else "no blocks cached"}
+
+
+def _fmt(x: float, unit: str = "", digits: int = 0) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}{unit}"
+
+
+def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | None = None) -> dict:
+    """Replay the recording at `path` and take its moments: what watch.js draws."""
+    from kvviz.peers.watch.history import WatchHistory, interval
+    from kvviz.peers.watch.recording import RecordingReader, Sample, read_header
+
+    header = read_header(path)
+    n_samples = sum(1 for r in RecordingReader(Path(path)) if isinstance(r, Sample))
+    every = max(1, math.ceil(n_samples / MAX_FRAMES))
+    history = WatchHistory(header, window_s=math.inf, text_of=text_of)
+    frames, narration = [], [[] for _ in header.servers]
+    seen, last_t, said = 0, header.started, [0] * len(header.servers)
+    reader = RecordingReader(Path(path))
+    for record in reader:
+        history.apply(record)
+        if not isinstance(record, Sample):
+            continue
+        seen += 1
+        if seen % every and seen != n_samples:
+            continue
+        frame = {"t": record.t - header.started, "servers": []}
+        for i, server in enumerate(history.servers):
+            r = interval(server, last_t, record.t)
+            frame["servers"].append({
+                "state": r.state, "events": r.events, "blocks": r.blocks,
+                "figures": (f"cache {_fmt(r.usage * 100 if not math.isnan(r.usage) else math.nan, '%')}, "
+                            f"{_fmt(r.running)} running, {_fmt(r.waiting)} waiting, {r.blocks} blocks mirrored, "
+                            f"prefix hits {_fmt(r.hit_rate * 100 if r.queries else math.nan, '%')}, "
+                            f"TTFT {_fmt(r.ttft_ms, ' ms', 1)}, ITL {_fmt(r.itl_ms, ' ms', 1)}"),
+                "counters": (f"{r.frames:,} frames, {server.counters.batches:,} batches, {r.malformed} malformed, "
+                             f"{r.gaps} gaps, {r.lost} batches lost"),
+                "trees": [_layout(m.state(text_of), MAX_SEGMENTS) for m in server.mirrors],
+                "said": said[i]})
+        for i, server in enumerate(history.servers):  # the narration up to this moment
+            new = [[round(t - header.started, 3), s] for t, s in server.narration if t > last_t]
+            narration[i].extend(new[:max(0, MAX_NARRATION - len(narration[i]))])
+            said[i] = len(narration[i])
+            frame["servers"][i]["said"] = said[i]
+        last_t = record.t
+        frames.append(frame)
+    if not frames:
+        raise ValueError(f"{path}: the recording holds no metric sample to draw")
+    servers = []
+    for i, server in enumerate(history.servers):
+        s = server.series()
+        series = {k: [None if math.isnan(v) else round(float(v), 6) for v in s[k]] for k in
+                  ("usage", "running", "waiting", "hit_rate", "ttft_ms", "itl_ms", "blocks", "preempted")}
+        series["t"] = [round(float(v) - header.started, 3) for v in s["t"]]
+        servers.append({"url": server.url, "color": SERVER_COLORS[i % len(SERVER_COLORS)], "ranks": server.ranks,
+                        "series": series, "narration": narration[i]})
+    return {"kind": "watch", "started": time_text(header.started), "model": header.model, "servers": servers,
+            "frames": frames, "truncated": reader.truncated, "samples": n_samples}
+
+
+def time_text(t: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def build_watch_page(path: str | Path, *, text_of=None) -> str:
+    data = watch_data(path, text_of=text_of)
+    title = f"kvviz watch: {', '.join(s['url'] for s in data['servers'])} · {data['started']}"
+    return _asset("page.html").format(title=html.escape(title), lang="en", css=_asset("page.css"),
+                                      data=_script_json(data), script=_asset("watch.js"))
+
+
+def write_watch_page(out: str | Path, recording: str | Path, *, text_of=None) -> Path:
+    return write_text(out, build_watch_page(recording, text_of=text_of))
+
+
+__all__ = ["build_watch_page", "write_watch_page", "watch_data"]

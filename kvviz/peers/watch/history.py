@@ -1,0 +1,320 @@
+"""What a watch session knows, built from its records alone (live or replayed alike): per server its state, the
+mirror of each rank's prefix cache, a point per metric sample (the last `window_s` seconds kept as they came,
+older ones folded into minutes, a bounded number of those), counters of frames, gaps and malformed ones, and
+the narration. Frozen records and numpy out; no socket, no clock of its own, no Qt.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvviz.peers.watch.events import MalformedFrame, decode_frame
+from kvviz.peers.watch.metrics import MetricSample
+from kvviz.peers.watch.mirror import BatchEffect, MirrorState, PrefixMirror
+from kvviz.peers.watch.recording import Frame, Header, Note, Record, Sample
+
+WINDOW_S = 600.0  # the last ten minutes point by point
+MAX_MINUTES = 7 * 24 * 60  # a week of older minutes; the oldest go first
+NARRATION_LINES = 200
+POINT_FIELDS = ("t", "usage", "running", "waiting", "preempted", "hits", "queries", "ttft_ms", "itl_ms", "ttft_n",
+                "itl_n", "blocks", "stored", "removed", "branched", "seconds")
+
+
+@dataclass(frozen=True)
+class Point:
+    """A metric sample with what changed since the one before: `t` the watcher's clock; counts over the interval
+    (`seconds` long); means of TTFT and ITL over the interval's observations (NaN without any)."""
+
+    t: float
+    usage: float
+    running: float
+    waiting: float
+    preempted: float
+    hits: float  # prompt tokens served from the prefix cache (the server's counter's change)
+    queries: float
+    ttft_ms: float
+    itl_ms: float
+    ttft_n: float
+    itl_n: float
+    blocks: int  # blocks in the mirror (all ranks)
+    stored: int  # from the events over the interval
+    removed: int
+    branched: int  # blocks of cached prefixes new branches grew from (the events' view of reuse)
+    seconds: float
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.queries if self.queries > 0 else math.nan
+
+
+def _merge(a: Point, b: Point) -> Point:
+    """Two points as one (a minute's): usage averaged by time, peaks of running and waiting, counts summed."""
+    s = a.seconds + b.seconds
+
+    def mean(x: float, nx: float, y: float, ny: float) -> float:
+        n = (nx if not math.isnan(x) else 0) + (ny if not math.isnan(y) else 0)
+        total = (x * nx if not math.isnan(x) else 0) + (y * ny if not math.isnan(y) else 0)
+        return total / n if n else math.nan
+
+    usage = (a.usage * a.seconds + b.usage * b.seconds) / s if s > 0 else b.usage
+    return Point(a.t, usage, max(a.running, b.running), max(a.waiting, b.waiting), a.preempted + b.preempted,
+                 a.hits + b.hits, a.queries + b.queries, mean(a.ttft_ms, a.ttft_n, b.ttft_ms, b.ttft_n),
+                 mean(a.itl_ms, a.itl_n, b.itl_ms, b.itl_n), a.ttft_n + b.ttft_n, a.itl_n + b.itl_n, b.blocks,
+                 a.stored + b.stored, a.removed + b.removed, a.branched + b.branched, s)
+
+
+@dataclass
+class Counters:
+    frames: int = 0
+    batches: int = 0
+    events: int = 0
+    replayed: int = 0  # frames that came from the replay socket
+    malformed: int = 0
+    gaps: int = 0
+    lost: int = 0  # batches a gap lost (not in the server's replay buffer)
+    unknown_removed: int = 0
+    dropped: int = 0
+    samples: int = 0
+    metrics_malformed: int = 0
+
+
+@dataclass
+class _Pending:
+    stored: int = 0
+    removed: int = 0
+    branched: int = 0
+    reported_reuse: int = 0
+    branches: int = 0
+
+
+@dataclass
+class ServerHistory:
+    """One server as the session saw it."""
+
+    index: int
+    url: str
+    ranks: int
+    window_s: float = WINDOW_S
+    text_of: Callable[[tuple[int, ...]], str] | None = None
+    state: str = "connecting"  # connecting, up, down, stalled
+    events: str = "waiting for events"  # how the event stream is followed, in words
+    counters: Counters = field(default_factory=Counters)
+    mirrors: list[PrefixMirror] = field(default_factory=list)
+    points: deque = field(default_factory=deque)  # Point, the last window_s seconds
+    minutes: deque = field(default_factory=lambda: deque(maxlen=MAX_MINUTES))  # Point per minute, older
+    narration: deque = field(default_factory=lambda: deque(maxlen=NARRATION_LINES))  # (t, sentence)
+    last: MetricSample | None = None
+    last_t: float = math.nan
+    _pending: _Pending = field(default_factory=_Pending)
+
+    def __post_init__(self) -> None:
+        if not self.mirrors:
+            self.mirrors = [PrefixMirror() for _ in range(max(1, self.ranks))]
+
+    # -- records -------------------------------------------------------------------------------------
+    def on_frame(self, record: Frame) -> BatchEffect | None:
+        c = self.counters
+        c.frames += 1
+        c.replayed += record.via == "replay"
+        try:
+            decoded = decode_frame(record.parts)
+        except MalformedFrame as exc:
+            c.malformed += 1
+            self.say(record.t, f"a malformed frame ignored ({exc})")
+            return None
+        mirror = self.mirrors[min(record.rank, len(self.mirrors) - 1)]
+        effect = mirror.apply(decoded.batch)
+        c.batches += 1
+        c.events += len(decoded.batch.events)
+        c.unknown_removed += effect.unknown_removed
+        c.dropped += effect.dropped
+        p = self._pending
+        p.stored += effect.stored
+        p.removed += effect.removed + effect.cleared
+        p.branched += sum(effect.branches)
+        p.branches += len(effect.branches)
+        p.reported_reuse += effect.reported_reuse
+        if effect.cleared:
+            self.say(record.t, f"the server cleared its prefix cache ({effect.cleared} blocks)")
+        return effect
+
+    def on_sample(self, record: Sample) -> Point:
+        m, prev = record.metrics, self.last
+        self.counters.samples += 1
+        if self.state != "up":
+            self.state = "up"
+        for mirror in self.mirrors:  # the pool bounds the mirror: blocks beyond it are removals never received
+            if m.num_blocks > 0:
+                mirror.max_blocks = m.num_blocks // max(1, len(self.mirrors))
+
+        def delta(name: str) -> float:
+            if prev is None:
+                return 0.0
+            d = getattr(m, name) - getattr(prev, name)
+            return d if d >= 0 else getattr(m, name)  # a counter that went back: the server restarted
+
+        ttft_n, itl_n = delta("ttft_count"), delta("itl_count")
+        p = self._pending
+        point = Point(
+            t=record.t, usage=m.usage, running=m.running, waiting=m.waiting, preempted=delta("preemptions"),
+            hits=delta("prefix_hits"), queries=delta("prefix_queries"),
+            ttft_ms=delta("ttft_sum") / ttft_n * 1e3 if ttft_n > 0 else math.nan,
+            itl_ms=delta("itl_sum") / itl_n * 1e3 if itl_n > 0 else math.nan, ttft_n=ttft_n, itl_n=itl_n,
+            blocks=self.blocks(), stored=p.stored, removed=p.removed, branched=p.branched,
+            seconds=record.t - self.last_t if not math.isnan(self.last_t) else 0.0)
+        self._narrate(point, m)
+        self._pending = _Pending()
+        self.last, self.last_t = m, record.t
+        self.points.append(point)
+        self._fold(record.t)
+        return point
+
+    def on_note(self, record: Note) -> None:
+        if record.kind in ("up", "down", "stalled"):
+            self.state = record.kind
+        elif record.kind == "restarted":
+            for mirror in self.mirrors:
+                mirror.clear()
+            self.last = None
+        elif record.kind == "events":
+            self.events = record.text
+        elif record.kind == "gap":
+            self.counters.gaps += 1
+        elif record.kind == "lost":
+            self.counters.lost += int(record.text.split(" ", 1)[0]) if record.text[:1].isdigit() else 1
+        elif record.kind == "metrics-malformed":
+            self.counters.metrics_malformed += 1
+        self.say(record.t, record.text)
+
+    # -- what a view reads ------------------------------------------------------------------------------
+    def say(self, t: float, sentence: str) -> None:
+        self.narration.append((t, sentence))
+
+    def blocks(self) -> int:
+        return sum(len(m) for m in self.mirrors)
+
+    def mirror_state(self, rank: int = 0) -> MirrorState:
+        return self.mirrors[rank].state(self.text_of)
+
+    def series(self) -> dict[str, np.ndarray]:
+        """Every point kept, the minutes first: one array per POINT_FIELDS name, and the hit rate."""
+        rows = list(self.minutes) + list(self.points)
+        out = {name: np.array([getattr(p, name) for p in rows], dtype=np.float64) for name in POINT_FIELDS}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["hit_rate"] = np.where(out["queries"] > 0, out["hits"] / np.maximum(out["queries"], 1), np.nan)
+        return out
+
+    def _fold(self, now: float) -> None:
+        """Points older than the window become minutes (merged into the minute they fall in)."""
+        while self.points and now - self.points[0].t > self.window_s:
+            old = self.points.popleft()
+            minute = math.floor(old.t / 60.0) * 60.0
+            if self.minutes and self.minutes[-1].t == minute:
+                self.minutes[-1] = _merge(self.minutes[-1], old)
+            else:
+                self.minutes.append(Point(minute, *(getattr(old, f) for f in POINT_FIELDS[1:])))
+
+    def _narrate(self, point: Point, m: MetricSample) -> None:
+        words = []
+        bs = m.block_size or 0
+        if point.hits > 0 and bs:
+            words.append(f"{point.hits / bs:g} blocks of a cached prefix reused ({point.hits:.0f} prompt tokens "
+                         f"not computed again)")
+        p = self._pending
+        if p.branches:
+            words.append(f"{p.branches} new branch{'es' if p.branches != 1 else ''} off cached prefixes "
+                         f"({p.branched} blocks shared)")
+        if p.stored:
+            words.append(f"{p.stored} block{'s' if p.stored != 1 else ''} stored")
+        if p.removed:
+            words.append(f"{p.removed} block{'s' if p.removed != 1 else ''} evicted, least recently used first")
+        if point.preempted:
+            words.append(f"{point.preempted:.0f} request{'s' if point.preempted != 1 else ''} preempted")
+        if words:
+            self.say(point.t, "; ".join(words))
+
+
+class WatchHistory:
+    """Every server of a session; `apply` takes the records in order (live, or from a recording)."""
+
+    def __init__(self, header: Header, *, window_s: float = WINDOW_S,
+                 text_of: Callable[[tuple[int, ...]], str] | None = None) -> None:
+        self.header = header
+        self.servers = [ServerHistory(i, url, ranks, window_s, text_of)
+                        for i, (url, ranks) in enumerate(zip(header.servers, header.ranks))]
+        self.records = 0
+
+    def apply(self, record: Record) -> None:
+        self.records += 1
+        if isinstance(record, Header):
+            return
+        if not 0 <= record.server < len(self.servers):
+            raise ValueError(f"a record of server {record.server}; the session watches {len(self.servers)}")
+        server = self.servers[record.server]
+        if isinstance(record, Frame):
+            server.on_frame(record)
+        elif isinstance(record, Sample):
+            server.on_sample(record)
+        else:
+            server.on_note(record)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A server over the points after `since` (the live line, the --json object)."""
+
+    t: float
+    url: str
+    state: str
+    events: str
+    usage: float
+    running: float
+    waiting: float
+    blocks: int
+    tree: str
+    stored: int
+    removed: int
+    preempted: float
+    hits: float
+    queries: float
+    ttft_ms: float
+    itl_ms: float
+    frames: int
+    malformed: int
+    gaps: int
+    lost: int
+    narration: tuple[str, ...]
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.queries if self.queries > 0 else math.nan
+
+    def as_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["narration"] = list(self.narration)
+        out["hit_rate"] = self.hit_rate
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
+def interval(server: ServerHistory, since: float, now: float) -> Interval:
+    pts = [p for p in server.points if p.t > since]
+    merged = pts[0] if pts else None
+    for p in pts[1:]:
+        merged = _merge(merged, p)
+    last = server.points[-1] if server.points else None
+    c = server.counters
+    said = tuple(s for t, s in server.narration if t > since)
+    tree = "; ".join(m.state().shape_text() for m in server.mirrors) if server.blocks() else "no blocks cached"
+    return Interval(
+        t=now, url=server.url, state=server.state, events=server.events,
+        usage=last.usage if last else math.nan, running=last.running if last else math.nan,
+        waiting=last.waiting if last else math.nan, blocks=server.blocks(), tree=tree,
+        stored=merged.stored if merged else 0, removed=merged.removed if merged else 0,
+        preempted=merged.preempted if merged else 0.0, hits=merged.hits if merged else 0.0,
+        queries=merged.queries if merged else 0.0, ttft_ms=merged.ttft_ms if merged else math.nan,
+        itl_ms=merged.itl_ms if merged else math.nan, frames=c.frames, malformed=c.malformed, gaps=c.gaps,
+        lost=c.lost, narration=said)
