@@ -1,0 +1,226 @@
+"""The presenter: a lesson full screen, the scene's caption large over its panels (kvviz.ui.lessons.stage).
+PageDown / PageUp and the arrow keys (what a clicker sends) walk each scene's steps (its step, then its
+bookmarks) and then the scenes; Home / End the first and last scene; B (or .) blanks the screen; P shows or hides
+the pointer (the mouse drawn as a large high-contrast spot); L switches English / Chinese; Escape closes.
+The runs are the lesson's, loaded before it opens (kvviz.lessons.runs): no torch, no worker here.
+"""
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
+
+from kvviz.lessons.facts import fill
+from kvviz.lessons.lesson import Lesson
+from kvviz.lessons.runs import LessonRuns
+from kvviz.ui.lessons.stage import SceneStage
+
+NEXT_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
+PREV_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up, Qt.Key.Key_Backspace)
+POINTER_PX = 46  # the spot's diameter: seen from the back of a lecture hall
+WORDS = {"en": ("Scene {0} / {1}", "step {0} ({1} of {2})"), "zh": ("场景 {0} / {1}", "第 {0} 步（{1} / {2}）")}
+
+
+class Pointer(QWidget):
+    """The mouse as a large spot, yellow ringed in black, over everything the presenter shows."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground)
+        self.at: QPoint | None = None
+
+    def move_to(self, pos: QPoint) -> None:
+        self.at = pos
+        self.update()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if self.at is None:
+            return
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor("#000000"), 4))
+        painter.setBrush(QColor(255, 214, 0, 210))
+        r = POINTER_PX // 2
+        painter.drawEllipse(self.at, r, r)
+        painter.end()
+
+
+class _MouseWatch(QObject):
+    """Every mouse move over the presenter's widgets, in the presenter's coordinates."""
+
+    def __init__(self, presenter: PresenterWindow) -> None:
+        super().__init__(presenter)
+        self.presenter = presenter
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.MouseMove and isinstance(obj, QWidget) and obj.window() is self.presenter:
+            self.presenter.pointer.move_to(self.presenter.mapFromGlobal(event.globalPosition().toPoint()))
+        return False
+
+
+class PresenterWindow(QWidget):
+    """A lesson presented: `move(+1/-1)` walks stops and scenes; `scene_drawn` fires after each draw."""
+
+    scene_drawn = Signal(int, int)  # scene index (from 0), stop
+
+    def __init__(self, lesson: Lesson, runs: LessonRuns, lang: str = "en", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lesson, self.runs, self.lang = lesson, runs, lang
+        self.scene_index, self.stop = 0, 0
+        self.setObjectName("lesson_presenter")
+        self.setWindowTitle(f"kvviz: {lesson.text(lang)}")
+        self.setStyleSheet("#lesson_presenter { background: #efefef; }")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        self.where = QLabel()
+        self.where.setObjectName("lesson_where")
+        self.where.setStyleSheet("QLabel { background: #f6f6f6; color: #505050; padding: 3px 12px; }")
+        self.title = QLabel()
+        self.title.setObjectName("lesson_title")
+        self.caption = QLabel()
+        self.caption.setObjectName("lesson_caption")
+        self.caption.setWordWrap(True)
+        for label in (self.title, self.caption):
+            label.setStyleSheet("QLabel { background: #fffdf3; color: #202020; padding: 4px 16px; }")
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
+        self.stage = SceneStage(self)
+        layout.addWidget(self.where)
+        layout.addWidget(self.title)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.stage, 1)
+        self.blank = QWidget(self)
+        self.blank.setObjectName("lesson_blank")
+        self.blank.setStyleSheet("background: black;")
+        self.blank.hide()
+        self.pointer = Pointer(self)
+        self.setMouseTracking(True)
+        self._watch = _MouseWatch(self)
+        QApplication.instance().installEventFilter(self._watch)
+        self.last_draw_ms = 0.0
+        self._fit_fonts()
+        self.set_language(lang)
+
+    # -- moving -----------------------------------------------------------------------------------
+    @property
+    def scene(self):
+        return self.lesson.scenes[self.scene_index]
+
+    def stops(self) -> list[tuple[int, int]]:
+        """Every (scene, stop) PageDown visits, in order."""
+        return [(i, k) for i, s in enumerate(self.lesson.scenes) for k in range(len(s.stops))]
+
+    def move(self, delta: int) -> bool:
+        """One stop on (+1) or back (-1); False at either end."""
+        order = self.stops()
+        i = order.index((self.scene_index, self.stop)) + delta
+        if not 0 <= i < len(order):
+            return False
+        self.scene_index, self.stop = order[i]
+        self.draw()
+        return True
+
+    def go_to(self, scene: int, stop: int = 0) -> None:
+        self.scene_index, self.stop = scene, stop
+        self.draw()
+
+    def step(self) -> int:
+        return self.runs.step(self.scene, self.stop)
+
+    def set_language(self, lang: str) -> None:
+        """The captions and the panels' own words (the app's translations, kvviz.ui.i18n) in `lang`."""
+        from kvviz.ui import i18n
+
+        self.lang = lang
+        i18n.set_language("zh_CN" if lang == "zh" else "en")
+        self.setWindowTitle(f"kvviz: {self.lesson.text(lang)}")
+        self.stage.retranslate()
+        self.draw()
+
+    # -- drawing ----------------------------------------------------------------------------------
+    def _fit_fonts(self) -> None:
+        """The caption's type from the window's height: about 2.6% of it (28 px at 1080), the title larger."""
+        h = max(self.height(), 480)
+        font = QFont(self.font())
+        font.setPixelSize(max(14, round(h * 0.026)))
+        self.caption.setFont(font)
+        bold = QFont(font)
+        bold.setPixelSize(round(font.pixelSize() * 1.3))
+        bold.setBold(True)
+        self.title.setFont(bold)
+
+    def draw(self) -> None:
+        t0 = time.perf_counter()
+        scene, run = self.scene, self.runs.of(self.scene)
+        step = self.step()
+        self.title.setText(scene.text("title", self.lang))
+        self.caption.setText(fill(scene.text("caption", self.lang), run.facts()))
+        where, at = WORDS[self.lang]
+        text = where.format(self.scene_index + 1, len(self.lesson.scenes)) + "  ·  " + self.lesson.text(self.lang)
+        if run.kind != "memory":
+            text += "  ·  " + at.format(step, self.stop + 1, len(scene.stops))
+        self.where.setText(text)
+        self.stage.draw(scene, run, step, self.lang)
+        self.last_draw_ms = (time.perf_counter() - t0) * 1000
+        self.scene_drawn.emit(self.scene_index, self.stop)
+
+    # -- keys, blank, pointer ---------------------------------------------------------------------
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        key = event.key()
+        if key in NEXT_KEYS:
+            self.move(1)
+        elif key in PREV_KEYS:
+            self.move(-1)
+        elif key == Qt.Key.Key_Home:
+            self.go_to(0)
+        elif key == Qt.Key.Key_End:
+            self.go_to(len(self.lesson.scenes) - 1)
+        elif key in (Qt.Key.Key_B, Qt.Key.Key_Period):
+            self.set_blank(not self.blank.isVisible())
+        elif key == Qt.Key.Key_P:
+            self.set_pointer(not self.pointer.isVisible())
+        elif key == Qt.Key.Key_L:
+            self.set_language("zh" if self.lang == "en" else "en")
+        elif key == Qt.Key.Key_Escape:
+            self.close()
+        else:
+            super().keyPressEvent(event)
+
+    def set_blank(self, on: bool) -> None:
+        self.blank.setGeometry(self.rect())
+        self.blank.setVisible(on)
+        if on:
+            self.blank.raise_()
+
+    def set_pointer(self, on: bool) -> None:
+        self.pointer.setVisible(on)
+        self.setCursor(Qt.CursorShape.BlankCursor if on else Qt.CursorShape.ArrowCursor)
+        if on:
+            self.pointer.raise_()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self.blank.setGeometry(self.rect())
+        self.pointer.setGeometry(self.rect())
+        self.pointer.raise_()
+        self._fit_fonts()
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        QApplication.instance().removeEventFilter(self._watch)
+        super().closeEvent(event)
+
+
+def present(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> int:
+    """`kvviz lesson FILE`: the presenter full screen until it is closed."""
+    from kvviz.ui import app
+
+    if not app.has_display():
+        raise ValueError("no display to present on (set DISPLAY, or export with --export/--pdf)")
+    qapp = app.ensure_app()
+    window = PresenterWindow(lesson, runs, lang)
+    window.set_pointer(True)
+    window.showFullScreen()
+    return qapp.exec()
