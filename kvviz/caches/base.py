@@ -60,6 +60,14 @@ class KVCache(ABC):
         """Make room for `n_new` tokens before a forward (allocation happens here, not in update)."""
         self.reserve(n_new)
 
+    def step_in_place(self, n_new: int) -> bool:
+        """Room for `n_new` tokens that a kernel writes into this cache's own tensors (kvviz.native) instead of
+        `update`, with the bytes `update` would count for them; True where the tensors were replaced (the kernel
+        binds the new ones). `commit` follows as after `update`."""
+        self.reserve(n_new)
+        self.counters.written += n_new * self.token_bytes * self.cfg.n_layer
+        return False
+
     @abstractmethod
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the new k, v (B, KV, T_new, D) at positions seq_len.. and return past + new."""

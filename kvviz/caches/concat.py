@@ -13,6 +13,7 @@ class ConcatCache(KVCache):
         super().__init__(cfg, **kw)
         self.k: list[torch.Tensor | None] = [None] * cfg.n_layer
         self.v: list[torch.Tensor | None] = [None] * cfg.n_layer
+        self._row: torch.Tensor | None = None  # step_in_place's placeholder rows (B, KV, n_new, D)
 
     def update(self, layer, k, v):
         if self.k[layer] is None:
@@ -26,6 +27,20 @@ class ConcatCache(KVCache):
             self.v[layer] = torch.cat([self.v[layer], v], dim=2)
             self.counters.written += (k.numel() + v.numel()) * self.elem_bytes
         return self.k[layer], self.v[layer]
+
+    def step_in_place(self, n_new: int) -> bool:
+        """The chapter's copy, as `update` makes it: each layer's K and V grown by torch.cat to past + n_new rows,
+        the new rows left for the kernel to fill."""
+        super().step_in_place(n_new)  # the length check and the written bytes
+        if self._row is None or self._row.shape[2] != n_new:
+            cfg = self.cfg
+            self._row = torch.zeros((self.batch, cfg.n_kv_head, n_new, cfg.head_dim), dtype=self.dtype,
+                                    device=self.device)
+        for i in range(len(self.k)):
+            self.k[i] = torch.cat((self.k[i], self._row), dim=2)  # (B, KV, past + n_new, D)
+            self.v[i] = torch.cat((self.v[i], self._row), dim=2)
+        self.counters.copied += self.seq_len * self.token_bytes * self.cfg.n_layer
+        return True
 
     @property
     def capacity(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from kvviz.caches.base import KVCache
+from kvviz.caches.slots import slots
 
 
 class PagedCache(KVCache):
@@ -41,10 +42,9 @@ class PagedCache(KVCache):
 
     def prepare(self, n_new: int) -> None:
         super().prepare(n_new)  # reserve(): the blocks
-        S = self.block_size
         pos = torch.arange(self.seq_len, self.seq_len + n_new)
         table = torch.tensor(self.table)
-        self._slots = (table[pos // S] * S + pos % S).to(self.device)
+        self._slots = slots(table, pos, self.block_size).to(self.device)
         self._gather_idx = table.to(self.device)
 
     def update(self, layer, k, v):
@@ -63,6 +63,12 @@ class PagedCache(KVCache):
         k_full = kg.view(n_used * S, B, KV, D)[:total].permute(1, 2, 0, 3)  # (B, KV, total, D), a view
         v_full = vg.view(n_used * S, B, KV, D)[:total].permute(1, 2, 0, 3)
         return k_full, v_full
+
+    def step_in_place(self, n_new: int) -> bool:
+        super().step_in_place(n_new)  # the blocks and the written bytes
+        # the gather `update` makes for attention: every block of the table, K and V, each layer
+        self.counters.gathered += len(self.table) * self.block_size * self.token_bytes * self.cfg.n_layer
+        return False
 
     @property
     def capacity(self) -> int:

@@ -41,33 +41,19 @@ class CachedEngine(Engine):
             from kvviz.native import NativeStep
 
             self.native = NativeStep.for_cache(self.model, c, torch.get_num_threads())
-            self._kv_row_bytes = c.token_bytes * self.cfg.n_layer  # what each cache's update counts a token
-            cfg = self.cfg  # concat's placeholder row: torch.cat copies the history and it into a new tensor
-            # paged: K and V of one block in every layer, what index_select copies a block
-            self._block_bytes = c.block_size * self._kv_row_bytes if self.key == "paged" else 0
-            self._slot = torch.zeros((1, cfg.n_kv_head, 1, cfg.head_dim), dtype=self.dtype, device=self.device)
 
     def _forward(self, ids, step, trace):
         cache = self.cache
         new = ids if step == 0 else ids[-1:]  # prefill: the prompt; decode: the last token only
         if self.native is not None and step > 0:
-            cache.reserve(1)  # room (paged: a block when the last is full); no index tensors for step.c
+            # room, and the bytes the cache's update would count (concat's copy, paged's gather): the cache's own
+            if cache.step_in_place(1):
+                self.native.rebind()  # concat: each layer's K/V grown into new tensors
             past = cache.seq_len  # the whole step in C: the new K/V written into the cache's own tensors
             layer = trace.weights_layer if trace.weights_head is not None else None
-            counters = cache.counters
-            if self.key == "concat":  # the chapter's copy, as ConcatCache.update makes it: past + 1 new rows
-                slot, ks, vs = self._slot, cache.k, cache.v
-                for i in range(len(ks)):
-                    ks[i] = torch.cat((ks[i], slot), dim=2)
-                    vs[i] = torch.cat((vs[i], slot), dim=2)
-                counters.copied += past * self._kv_row_bytes  # each layer's K and V of `past` tokens
-                self.native.rebind()
-            elif self.key == "paged":  # the gather step.c makes for attention, the bytes PagedCache.update counts
-                counters.gathered += len(cache.table) * self._block_bytes
             logits, weights, greedy = self.native(new[0], past, layer, trace.weights_head or 0)
             out = ForwardResult(logits=logits, attn_weights=weights, greedy=greedy,
                                 mask=MaskSpec(q_len=1, kv_len=past + 1, past_len=past) if trace.masks else None)
-            counters.written += self._kv_row_bytes
             cache.commit(1)
             return out, past
         cache.prepare(len(new))

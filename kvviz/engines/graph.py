@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from kvviz.engines.cached import CachedEngine
-from kvviz.models.transformer import ForwardResult, head_weights, rms_norm, rotate
+from kvviz.models.transformer import ForwardResult, head_weights
 
 WARMUP_STEPS = 3  # eager runs on a side stream before capture (lazy initialisation, kernel selection)
 _COMPILED = None  # torch.compile(StaticStep._step), made at the first compiled run
@@ -50,7 +50,8 @@ class StaticStep:
         device = cache.device
         if model.plan().cos.shape[0] < cache.max_len or model.plan().cos.device != device:
             model.rope_tables(cache.max_len, device)  # rotary tables as long as the run, here (rebuilds the plan)
-        self.plan = model.plan()
+        self.model = model
+        self.plan = model.plan()  # held: a captured graph reads its tensors
         self.k, self.v = cache.k, cache.v  # (1, KV, T_max, D) per layer, written in place
         self.token = torch.zeros((1, 1), dtype=torch.long, device=device)  # (B, T)
         self.pos = torch.zeros((1,), dtype=torch.long, device=device)
@@ -91,36 +92,35 @@ class StaticStep:
         self._step = lambda: compiled(self)
 
     def _step(self) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-        p = self.plan
-        H, KV, D, eps = p.shape
-        pos = self.pos
-        cos, sin = p.cos.index_select(0, pos), p.sin_signed.index_select(0, pos)  # (1, D): the model's rotary rows
-        allowed = (self.key_pos <= pos).view(1, 1, 1, -1)  # (1, 1, 1, T_max): keys after pos masked
-        x = F.embedding(self.token, p.embed)  # (1, 1, C)
-        gqa = H != KV
-        queries = []
-        for i, (ln1, wqkv, bqkv, qn, kn, wo, ln2, wgu, wdown) in enumerate(p.layers):
-            qkv = F.linear(rms_norm(x, ln1, eps), wqkv, bqkv).view(1, 1, H + 2 * KV, D)
-            if qn is not None:  # Qwen3: each head's q and k normalised before the rotation
-                q = rms_norm(qkv[:, :, :H], qn, eps).transpose(1, 2)  # (1, H, 1, D)
-                k = rms_norm(qkv[:, :, H:H + KV], kn, eps).transpose(1, 2)  # (1, KV, 1, D)
-                q = rotate(q, cos, sin)
-                k = rotate(k, cos, sin)
-            else:
-                qk = qkv[:, :, :H + KV].transpose(1, 2)  # (1, H+KV, 1, D): one rotation for Q and K
-                qk = rotate(qk, cos, sin)
-                q, k = qk[:, :H], qk[:, H:]
-            v = qkv[:, :, H + KV:].transpose(1, 2)  # (1, KV, 1, D)
-            self.k[i].index_copy_(2, pos, k)  # the cache's row `pos`, in place
-            self.v[i].index_copy_(2, pos, v)
-            y = F.scaled_dot_product_attention(q, self.k[i], self.v[i], attn_mask=allowed,
-                                               enable_gqa=gqa)  # (1, H, 1, D) over all T_max keys
-            queries.append(q)
-            x = x + F.linear(y.transpose(1, 2).reshape(1, 1, H * D), wo)
-            gate, up = F.linear(rms_norm(x, ln2, eps), wgu).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, wdown)
-        logits = F.linear(rms_norm(x, p.final_norm, eps), p.head)  # (1, 1, V)
-        return logits[:, -1], tuple(queries)
+        attention = _StaticAttention(self)
+        logits = self.model.forward(self.token, attention=attention).logits  # (1, V)
+        return logits, tuple(attention.queries)
+
+
+class _StaticAttention:
+    """StaticStep's attention hook (kvviz.models.transformer.CacheAttention's members): the rotary rows picked
+    by the position tensor, the new K/V copied into the cache's row `pos` in place, attention over all T_max
+    keys with the keys after `pos` masked; each layer's queries kept for the traced head's weights."""
+
+    rows = None
+    mask = None
+    weights = None
+
+    def __init__(self, step: StaticStep) -> None:
+        self.step = step
+        self.positions = step.pos  # (1,)
+        self.stop = step.key_pos.shape[0]  # the tables already cover the run (StaticStep.__init__)
+        self.allowed = (step.key_pos <= step.pos).view(1, 1, 1, -1)  # (1, 1, 1, T_max)
+        self.queries: list[torch.Tensor] = []
+
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        s = self.step
+        s.k[layer].index_copy_(2, s.pos, k)  # the cache's row `pos`, in place
+        s.v[layer].index_copy_(2, s.pos, v)
+        y = F.scaled_dot_product_attention(q, s.k[layer], s.v[layer], attn_mask=self.allowed,
+                                           enable_gqa=q.shape[1] != k.shape[1])  # (1, H, 1, D) over all T_max keys
+        self.queries.append(q)
+        return y.transpose(1, 2).reshape(1, 1, -1)  # (1, 1, H*D)
 
 
 class GraphStaticEngine(CachedEngine):

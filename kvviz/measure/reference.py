@@ -1,4 +1,6 @@
-"""A bare decode loop: what kvviz's engines cost measured against plain PyTorch doing the same work.
+"""A bare decode loop: what kvviz's engines cost measured against plain PyTorch doing the same work. It is a
+deliberate second implementation of the forward (beside Transformer.forward, which every engine and the serving
+runner run): written out with no hooks, so that the engines' own cost shows against it.
 
 `bare_generate` runs the Llama-family rule (RMSNorm, RoPE, fused QKV, SDPA, SwiGLU) over a kvviz
 Transformer's own weight tensors, with one cache rule written out inline (naive: none, the whole
@@ -15,6 +17,7 @@ from collections.abc import Iterator, Sequence
 import torch
 import torch.nn.functional as F
 
+from kvviz.caches.slots import slots
 from kvviz.runtime.devices import synchronize
 
 RULES = ("naive", "concat", "static", "paged")
@@ -159,7 +162,7 @@ def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str 
                         table.append(free.pop())
                     pos = torch.arange(past, stop)
                     tab = torch.tensor(table)
-                    slots = (tab[pos // block_size] * block_size + pos % block_size).to(device)
+                    slot_idx = slots(tab, pos, block_size).to(device)
                     gather = tab.to(device)
                 x = F.embedding(torch.tensor([new], device=device), emb)  # (1, T, C)
                 cos, sin = cos_all[past:stop], sin_all[past:stop]
@@ -187,8 +190,8 @@ def bare_steps(model, prompt_ids: Sequence[int], max_new_tokens: int, rule: str 
                         k, v = kbuf[li][:, :, :stop], vbuf[li][:, :, :stop]
                     elif rule == "paged":
                         kp, vp = kbuf[li], vbuf[li]
-                        kp.view(-1, KV, D).index_copy_(0, slots, k[0].transpose(0, 1))  # (T, KV, D)
-                        vp.view(-1, KV, D).index_copy_(0, slots, v[0].transpose(0, 1))
+                        kp.view(-1, KV, D).index_copy_(0, slot_idx, k[0].transpose(0, 1))  # (T, KV, D)
+                        vp.view(-1, KV, D).index_copy_(0, slot_idx, v[0].transpose(0, 1))
                         n_used = len(table)
                         k = kp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]
                         v = vp.index_select(0, gather).view(n_used * block_size, KV, D)[:stop].transpose(0, 1)[None]

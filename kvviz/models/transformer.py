@@ -1,9 +1,9 @@
 """A decoder-only transformer of the Llama family (RMSNorm, RoPE, grouped-query attention, SwiGLU).
 
-The shipped tiny model and the checkpoint loader both build this one module. Attention takes an
-optional cache object (the chapter's four changes: a cache argument, past + new K/V, a causal mask
-offset by past_len, the full K/V returned by the cache) and reports the mask it applied. It knows
-nothing about tokens as text, engines or sampling.
+The shipped tiny model and the checkpoint loader both build this one module, and its one forward runs every
+engine's and the server's steps. Attention is a hook: by default an optional cache object (the chapter's four
+changes: a cache argument, past + new K/V, a causal mask offset by past_len, the full K/V returned by the cache),
+which reports the mask it applied. It knows nothing about tokens as text, engines, requests or sampling.
 """
 from __future__ import annotations
 
@@ -191,6 +191,37 @@ def head_weights(q: torch.Tensor, k: torch.Tensor, mask: MaskSpec, head: int,
     return scores.softmax(dim=-1)
 
 
+class CacheAttention:
+    """The attention `Transformer.forward` runs by default, the chapter's: the step's positions continue from the
+    cache's length, the new K/V go into the cache (when there is one), SDPA over past + new with the cache's
+    mask, and one head's weights recomputed beside it when asked.
+
+    An attention hook is any object with these members: `start`, `stop` (int: the step's positions are
+    start..stop-1, or `positions` a (T,) tensor of them), `rows` (None: the logits of the last position; a
+    tensor: of those rows of T), `mask`, `weights` (read after the forward) and `__call__(layer, q, k, v)`
+    with q (B, H, T, D), k and v (B, KV, T, D) rotated, returning (B, T, H*D)."""
+
+    rows = None
+    positions = None
+
+    def __init__(self, cache, T: int, device: torch.device, weights_layer: int | None = None,
+                 weights_head: int | None = None) -> None:
+        self.cache = cache
+        self.start = cache.seq_len if cache is not None else 0
+        self.stop = self.start + T
+        self.mask, self.mask_tensor, self.kv_pos = step_mask(T, cache, device)
+        self.weights_layer = weights_layer if weights_head is not None else None
+        self.weights_head = weights_head
+        self.weights: torch.Tensor | None = None
+
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        head = self.weights_head if layer == self.weights_layer else None
+        y, weights = attend(q, k, v, self.cache, layer, self.mask, self.mask_tensor, head)
+        if head is not None:
+            self.weights = place_weights(weights, self.kv_pos, self.mask.kv_len)
+        return y
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -323,25 +354,26 @@ class Transformer(nn.Module):
                         w.data = w.data.t().contiguous().t()
 
     def forward(self, ids: torch.Tensor, cache=None, weights_layer: int | None = None,
-                weights_head: int = 0, all_logits: bool = False, linear=None) -> ForwardResult:
+                weights_head: int = 0, all_logits: bool = False, linear=None, attention=None) -> ForwardResult:
         """ids (B, T). With a cache, positions continue from its length and K/V are stored in it.
 
-        Each layer: RMSNorm, one fused QKV matmul, q/k norms (Qwen3), RoPE, cached attention (the
-        chapter's, as in `attend`), the output projection, RMSNorm, SwiGLU. Run functionally over
-        `plan()`. `linear`: the projections' kernel, F.linear unless given (kvviz.kernels.OpenBlasLinear)."""
+        Each layer: RMSNorm, one fused QKV matmul, q/k norms (Qwen3), RoPE, attention, the output projection,
+        RMSNorm, SwiGLU. Run functionally over `plan()`. Two hooks: `linear`, the projections' kernel (F.linear
+        unless given: kvviz.kernels.OpenBlasLinear); `attention`, where the step's positions, K/V and attention
+        come from (CacheAttention over `cache` unless given: kvviz.serving.model_runner's paged batch)."""
         lin = linear or F.linear
         B, T = ids.shape
-        past = cache.seq_len if cache is not None else 0
-        mask, mask_tensor, kv_pos = step_mask(T, cache, ids.device)
+        att = attention or CacheAttention(cache, T, ids.device, weights_layer, weights_head)
         p = self.__dict__.get("_plan") or self.plan()
-        if past + T > p.cos.shape[0]:  # (the tables follow the model's device: .to() rebuilds the plan)
-            self.rope_tables(past + T, ids.device)
+        if att.stop > p.cos.shape[0]:  # (the tables follow the model's device: .to() rebuilds the plan)
+            self.rope_tables(att.stop, ids.device)
             p = self.plan()
         H, KV, D, eps = p.shape
-        cos, sin = p.cos[past:past + T], p.sin_signed[past:past + T]  # (T, D)
+        if att.positions is None:
+            cos, sin = p.cos[att.start:att.stop], p.sin_signed[att.start:att.stop]  # (T, D)
+        else:
+            cos, sin = p.cos.index_select(0, att.positions), p.sin_signed.index_select(0, att.positions)
         x = F.embedding(ids, p.embed)  # (B, T, C)
-        weights = None
-        gqa = H != KV
         for i, (ln1, wqkv, bqkv, qn, kn, wo, ln2, wgu, wdown) in enumerate(p.layers):
             qkv = lin(rms_norm(x, ln1, eps), wqkv, bqkv).view(B, T, H + 2 * KV, D)
             if qn is not None:  # Qwen3: each head's q and k normalised before the rotation
@@ -354,19 +386,16 @@ class Transformer(nn.Module):
                 qk = rotate(qk, cos, sin)
                 q, k = qk[:, :H], qk[:, H:]
             v = qkv[:, :, H + KV:].transpose(1, 2)  # (B, KV, T, D)
-            if cache is not None:  # attend(), written out: this loop is the hot path of every step
-                k, v = cache.update(i, k, v)  # (B, KV, T_kv, D): past + new
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask_tensor, is_causal=mask_tensor is None and T > 1,
-                                               enable_gqa=gqa)
-            if i == weights_layer and weights_head is not None:
-                weights = head_weights(q, k, mask, weights_head, mask_tensor)
-            x = x + lin(y.transpose(1, 2).reshape(B, T, H * D), wo)
+            x = x + lin(att(i, q, k, v), wo)  # attention (B, T, H*D)
             gate, up = lin(rms_norm(x, ln2, eps), wgu).chunk(2, dim=-1)
             x = x + lin(F.silu(gate) * up, wdown)
-        x = rms_norm(x if all_logits else x[:, -1:], p.final_norm, eps)
-        logits = lin(x, p.head)  # (B, T|1, V)
-        weights = place_weights(weights, kv_pos, mask.kv_len)
-        return ForwardResult(logits=logits if all_logits else logits[:, -1], mask=mask, attn_weights=weights)
+        if att.rows is not None:
+            x = x.index_select(1, att.rows)  # (B, E, C)
+        elif not all_logits:
+            x = x[:, -1:]
+        logits = lin(rms_norm(x, p.final_norm, eps), p.head)  # (B, T|E|1, V)
+        return ForwardResult(logits=logits if all_logits or att.rows is not None else logits[:, -1], mask=att.mask,
+                             attn_weights=att.weights)
 
 
 class _LayerTensors(NamedTuple):
