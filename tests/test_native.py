@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 from kvviz import native  # noqa: E402
 from kvviz.config import ModelConfig, SamplingConfig, TraceOptions  # noqa: E402
 from kvviz.engines import make_engine  # noqa: E402
+from kvviz.measure import bandwidth  # noqa: E402
 from kvviz.models.transformer import Transformer  # noqa: E402
 
 # Builds go to ~/.cache/kvviz/native; the tests keep the user's own (one build for the session, here)
@@ -247,7 +248,7 @@ def test_native_is_refused_in_one_line_where_it_does_not_apply(monkeypatch):
 
 @needs_cc
 def test_native_read_ceiling_is_a_figure():
-    gbps = native.read_ceiling_native(1, buffer_bytes=4 << 20, bursts=2)
+    gbps = bandwidth.read_ceiling_native(1, buffer_bytes=4 << 20, bursts=2)
     assert 0.01 < gbps < 1e5
 
 

@@ -97,30 +97,13 @@ class Cell:
 
 def setup(args):
     """Validate the shared arguments and return (model, tokenizer, sampling, device)."""
-    import torch
-
-    from kvviz.measure.timing import steady_allocator
-
-    steady_allocator()  # the allocator regime of the app's engine process, too
-
     from kvviz.config import SamplingConfig
-    from kvviz.models.presets import load_model, load_tokenizer, preset_warning
-    from kvviz.runtime.devices import resolve_device, resolve_dtype
+    from kvviz.runtime.loading import load_for_run
 
-    if args.threads is not None:  # bounds: kvviz.options, at parse time
-        torch.set_num_threads(args.threads)
     sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if not args.prompt:
         raise ValueError("the prompt is empty")
-    device = resolve_device(args.device)
-    warning = preset_warning(args.model)
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
-    tokenizer = load_tokenizer(args.model)
-    probe = None if args.dtype == "auto" else args.dtype
-    model = load_model(args.model, device, None)
-    dtype = resolve_dtype(probe, device, model.cfg.dtype)
-    model = model.to(dtype)
+    model, tokenizer, device = load_for_run(args.model, args.device, args.dtype, args.threads)
     return model, tokenizer, sampling, device
 
 

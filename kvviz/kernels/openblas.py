@@ -39,7 +39,7 @@ def openblas():
 def check_supported(model) -> None:
     """ValueError (one line) for a model the OpenBLAS kernel does not cover: off a CPU, below float32, GPT-2,
     or no OpenBLAS under numpy. The engine and the bench both ask it."""
-    from kvviz.kernels import check_cpu_llama
+    from kvviz.native import check_cpu_llama
 
     check_cpu_llama(model, "openblas")
     openblas()
@@ -91,11 +91,9 @@ def read_ceiling_openblas(threads: int, buffer_bytes: int | None = None, bursts:
 
     from kvviz.measure import bandwidth
 
-    n = buffer_bytes or bandwidth.read_buffer_bytes()
     bursts = bursts or bandwidth.READ_BURSTS
-    cols = bandwidth.READ_COLUMNS
-    rows = max(1, n // (4 * cols))
-    matrix = np.full((rows, cols), 1.0 / cols, dtype=np.float32)
+    matrix = bandwidth.read_matrix(buffer_bytes)
+    rows, cols = matrix.shape
     sides = [(np.ones((1, cols), np.float32), matrix.T), (np.ones((1, rows), np.float32), matrix)]
     blas = openblas()
     before = blas.num_threads

@@ -224,6 +224,25 @@ def read_buffer_bytes(llc_bytes: int | None = None) -> int:
     return min(READ_MAX_BUFFER_BYTES, max(READ_MIN_BUFFER_BYTES, 4 * (llc or 0)))
 
 
+def read_matrix(buffer_bytes: int | None = None):
+    """The read probe's float32 numpy matrix (rows, READ_COLUMNS) of about `buffer_bytes` (beyond the last-level
+    cache by default), for the kernels whose products are timed outside torch (step.c, OpenBLAS)."""
+    import numpy as np
+
+    n = buffer_bytes or read_buffer_bytes()
+    return np.full((max(1, n // (4 * READ_COLUMNS)), READ_COLUMNS), 1.0 / READ_COLUMNS, dtype=np.float32)
+
+
+def read_ceiling_native(threads: int, buffer_bytes: int | None = None, bursts: int | None = None) -> float:
+    """What step.c's matrix-vector product (kvviz.native) reads at `threads` threads, in GB/s: the fastest of
+    `bursts` products against the read probe's matrix, in both layouts, as the other kernels' ceilings are probed."""
+    from kvviz import native
+
+    matrix = read_matrix(buffer_bytes)
+    times = native.gemv_seconds(matrix, threads, bursts or READ_BURSTS)
+    return matrix.nbytes / min(min(v) for v in times.values()) / 1e9
+
+
 def _wall_seconds(fn) -> float:
     """Seconds one call of `fn` takes on the host's clock (a CPU's probe bursts)."""
     t0 = time.perf_counter()

@@ -1,13 +1,16 @@
 """The native decode step: a whole concat, static or paged decode step as one C call (step.c), the exact
 cached engines' `native` kernel on a CPU in float32 (kvviz.engines.cached, kernel="native", `--kernel native`).
+step.c is a deliberate second implementation of the forward (Transformer.forward is the first), held to its
+tokens and logits by the tests.
 
 A decode step of a model like `wide` is some hundred small ops: each projection a 1-6 MiB matrix that torch
 reads below the read ceiling, each op a Python dispatch and a thread-pool wake-up. step.c runs the step in
 one OpenMP parallel region at the run's thread count: every matrix split into contiguous row ranges, one
 sequential read per thread, a barrier between stages, no allocation. The engines decode so, a traced head's
 attention weights and the greedy pick included (prefill stays in torch); `why_not` says where it does not
-apply; `kvviz bench --kernels torch,native` puts it beside torch's ops, engine by engine; `gemv_seconds` and
-`read_ceiling_native` time its own matrix-vector product over the read probe's matrix (kvviz.measure.bandwidth).
+apply; `kvviz bench --kernels torch,native` puts it beside torch's ops, engine by engine; `gemv_seconds` times
+its own matrix-vector product (kvviz.measure.bandwidth probes the read ceiling with it). It imports nothing of
+kvviz above it (no kernels catalog, no measure).
 
 The C file is compiled at first use with the system's C compiler (`$CC`, else `cc`; `-O3 -march=native
 -fopenmp`) into ~/.cache/kvviz/native/, named by a hash of the source, the flags and the CPU, written to a
@@ -53,11 +56,11 @@ def _cpu_flags() -> str:
 
 
 def library_path(cc: str) -> Path:
-    """Beside kvviz's other cached figures (kvviz.measure.bandwidth.cache_path: $XDG_CACHE_HOME or ~/.cache, kvviz/)."""
-    from kvviz.measure.bandwidth import cache_path
-
+    """In kvviz's folder of the user's cache ($XDG_CACHE_HOME or ~/.cache, kvviz/native/), beside the bandwidth
+    figures (kvviz.measure.bandwidth.cache_path)."""
     key = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *FLAGS, _cpu_flags())).encode()).hexdigest()[:16]
-    return cache_path().parent / "native" / f"step-{key}.so"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kvviz" / "native" / f"step-{key}.so"
 
 
 def load():
@@ -208,11 +211,22 @@ def check_supported(model) -> None:
     load()
 
 
+def check_cpu_llama(model, kernel: str) -> None:
+    """ValueError (one line) unless `model` is a float32 Llama-family model on a CPU, what the CPU kernels
+    (openblas, native) cover: GPT-2's forward takes no kernel."""
+    import torch
+
+    param = next(model.parameters())
+    if param.device.type != "cpu" or param.dtype != torch.float32:
+        raise ValueError(f"--kernel {kernel} is for float32 on a CPU, not {str(param.dtype).replace('torch.', '')} "
+                         f"on {param.device.type}")
+    if model.cfg.arch == "gpt2":
+        raise ValueError(f"--kernel {kernel} covers Llama-family models only, not gpt2")
+
+
 def _check_model(model) -> None:
     """What step.c computes: a float32 Llama-family model on a CPU, query heads a multiple of KV heads, an
     even head size; ValueError (one line) otherwise."""
-    from kvviz.kernels import check_cpu_llama
-
     check_cpu_llama(model, "native")
     cfg = model.cfg
     if cfg.n_head % cfg.n_kv_head or cfg.head_dim % 2:
@@ -412,20 +426,3 @@ def gemv_seconds(matrix, threads: int, bursts: int, warm: bool = True) -> dict[s
         for name, (args, _keep) in sides.items():
             times[name].append(lib.kv_gemv_best(*args, 1))
     return times
-
-
-def read_ceiling_native(threads: int, buffer_bytes: int | None = None, bursts: int | None = None) -> float:
-    """What step.c's matrix-vector product reads at `threads` threads, in GB/s: the fastest of `bursts`
-    products against the same matrix kvviz.measure.bandwidth's probe uses (beyond the last-level cache), in both
-    layouts, as the other kernels' ceilings are probed."""
-    import numpy as np
-
-    from kvviz.measure import bandwidth
-
-    n = buffer_bytes or bandwidth.read_buffer_bytes()
-    bursts = bursts or bandwidth.READ_BURSTS
-    cols = bandwidth.READ_COLUMNS
-    rows = max(1, n // (4 * cols))
-    matrix = np.full((rows, cols), 1.0 / cols, dtype=np.float32)
-    times = gemv_seconds(matrix, threads, bursts)
-    return matrix.nbytes / min(min(v) for v in times.values()) / 1e9
