@@ -38,6 +38,12 @@ ENGINES: dict[str, EngineEntry] = {e.key: e for e in (
                 "kvviz.caches.sinks:SinksCache", ("window", "sinks")),
     EngineEntry("int8", "K/V stored as int8 with a scale per token and head, dequantised for attention", False,
                 "kvviz.caches.int8:Int8Cache", ("residual",)),
+    EngineEntry("tova", "W tokens kept; when full, the one the last query attended to least goes (TOVA)", False,
+                "kvviz.caches.tova:TovaCache", ("window",)),
+    EngineEntry("h2o", "W tokens kept: the newest W/2, and the heavy hitters, most attention received so far (H2O)",
+                False, "kvviz.caches.h2o:H2OCache", ("window",)),
+    EngineEntry("knorm", "W tokens kept; when full, the key with the largest norm goes (no attention needed)", False,
+                "kvviz.caches.knorm:KnormCache", ("window",)),
 )}
 # The chapter's comparison: what a run compares when it names no engines (every one of them exact).
 DEFAULT_ENGINES: tuple[str, ...] = ("naive", "concat", "static", "paged")
