@@ -1,13 +1,17 @@
 /* kvviz serve page: a serve record drawn at one step, scheduler beside scheduler, as the Serve view draws it
    (kvviz/ui/serve): the request timeline, the block pool, pool use and batch size, latency per request, the
-   counters, the selected request's text and the narration. A click on the timeline selects a request. page.js (after this
-   file) gives the words, formatters and drawing helpers, then calls window.kvvizServe. */
+   counters, the selected request's text and the narration. A click on the timeline selects a request. Where vLLM ran
+   beside the schedulers (DATA.vllm), its rows under theirs, its column in the counters, its line in the pool use and
+   its sentence in the narration, from the counts Python wrote. page.js (after this file) gives the words, formatters
+   and drawing helpers, then calls window.kvvizServe. */
 "use strict";
 window.kvvizServe = function (lib) {
   const { DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch, plot, niceTicks, redraw } = lib;
   const RUNS = DATA.schedulers, KINDS = DATA.cell_kinds, COLORS = KINDS.map(k => hex(DATA.cell_colors[k]));
   const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020", SELECTED_ROW = "#ffd54f";
-  for (const r of RUNS) { const raw = atob(r.cells); r.grid = new Uint8Array(raw.length); for (let i = 0; i < raw.length; i++) r.grid[i] = raw.charCodeAt(i); }
+  const V = DATA.vllm, BANDS = RUNS.concat(V ? [V] : []);  // the timeline's blocks: the schedulers', then vLLM's
+  if (V) V.steps = new Array(V.at.length - 1);  // its timeline's records (rec and column read their count)
+  for (const r of BANDS) { const raw = atob(r.cells); r.grid = new Uint8Array(raw.length); for (let i = 0; i < raw.length; i++) r.grid[i] = raw.charCodeAt(i); }
   const el = {};
   const grid = document.getElementById("grid");
   grid.style.gridTemplateColumns = "minmax(0, 5fr) minmax(0, 3fr) minmax(0, 3fr)";
@@ -26,6 +30,11 @@ window.kvvizServe = function (lib) {
   // r.steps holds one record per step, except a stretch with no request to run: one record from step r.at[i] to
   // r.at[i + 1] - 1 (r.at ends with the step count r.n). rec: the record that stands for step k (clamped).
   const clamp = (r, k) => Math.min(k, r.n - 1);
+  function engineAt(k) {  // vLLM's engine step at or before step k (its index in V.eng), -1 before its first
+    let lo = -1, hi = V.eng.length - 1;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (V.eng[mid] <= k) lo = mid; else hi = mid - 1; }
+    return lo;
+  }
   function rec(r, k) {
     let lo = 0, hi = r.steps.length - 1;
     k = clamp(r, k);
@@ -43,9 +52,9 @@ window.kvvizServe = function (lib) {
     "#panel-text .prompt-text { color: #8a8a8a; } #panel-text .differ { color: #b00020; } #panel-text .same { color: #1b7f3b; } " +
     "#panel-text .solo-head { margin-top: 6px; }";
   document.head.appendChild(css);
-  const legendOf = () => RUNS.map(r => `<span style="color:${r.color}">&#9632;&nbsp;<b>${esc(r.name)}</b></span>`).join(" ");
+  const legendOf = (runs = RUNS) => runs.map(r => `<span style="color:${r.color}">&#9632;&nbsp;<b>${esc(r.name)}</b></span>`).join(" ");
   el.timeline.canvas.addEventListener("click", ev => {  // a cell picks its request, as in the Serve view
-    const box = el.timeline.canvas.getBoundingClientRect(), band = box.height / RUNS.length;
+    const box = el.timeline.canvas.getBoundingClientRect(), band = box.height / BANDS.length;
     const y = (ev.clientY - box.top) % band - 16, ph = band - 22;
     if (y >= 0 && y < ph) { request = Math.min(DATA.n_requests - 1, Math.floor(y / ph * DATA.n_requests)); redraw(); }
   });
@@ -70,10 +79,36 @@ window.kvvizServe = function (lib) {
     out.push(tail);
     return out;
   }
+  // vLLM's sentence (narration.py's narrate_vllm): its counts, and the counterpart's where they differ.
+  const VLLM_COUNTS = ["running", "waiting", "blocks", "cached", "preempted"];
+  function countClauses(counts, keys) {
+    const N = t => tr("ServeNarration", t);
+    const words = { running: N("{0} running"), waiting: N("{0} waiting"), blocks: N("{0} blocks in use"),
+      cached: N("{0} prompt tokens from its cache"), preempted: N("{0} preempted") };
+    return keys.map(key => pyFormat(words[key], { 0: counts[VLLM_COUNTS.indexOf(key)] }));
+  }
+  function narrateVllm(k) {
+    const N = t => tr("ServeNarration", t);
+    if (k >= V.n) return pyFormat(N("vLLM: done after {0} steps"), { 0: V.n });
+    const i = engineAt(k);
+    if (i < 0 || V.eng[i] !== k) return pyFormat(N("vLLM, step {0}: nothing to run"), { 0: k });
+    const ours = V.ours[i], theirs = V.theirs[i];
+    const keys = ["running", "waiting", "blocks", "cached"].concat(ours[4] ? ["preempted"] : []);
+    const clauses = countClauses(ours, keys);
+    const differ = theirs ? VLLM_COUNTS.filter((key, j) => theirs[j] !== ours[j]) : [];
+    if (differ.length) clauses.push(pyFormat(N("{0}: {1}"), { 0: V.counterpart, 1: countClauses(theirs, differ).join(N(", ")) }));
+    return pyFormat(N("vLLM, step {0}: {1}"), { 0: k, 1: clauses.join("; ") });
+  }
   function narrate(k) {
     const N = t => tr("ServeNarration", t);
     return RUNS.map(r => k >= r.n ? pyFormat(N("{0}: done after {1} steps"), { 0: r.name, 1: r.n })
-      : pyFormat(N("{0}, step {1}: {2}"), { 0: r.name, 1: k, 2: describeStep(r.steps[rec(r, k)]).join("; ") })).join(".  ");
+      : pyFormat(N("{0}, step {1}: {2}"), { 0: r.name, 1: k, 2: describeStep(r.steps[rec(r, k)]).join("; ") }))
+      .concat(V ? [narrateVllm(k)] : []).join(".  ");
+  }
+  function vllmHeading(k) {  // the line above vLLM's rows (the timeline panel's vllm_heading)
+    const i = Math.max(0, engineAt(k)), c = V.ours[i];
+    return pyFormat(tr("TimelinePanel", "vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its cache, {5} preempted"),
+      { 0: V.eng[i], 1: c[0], 2: c[1], 3: c[2], 4: c[3], 5: c[4] });
   }
 
   function drawTimeline(k) {
@@ -82,11 +117,11 @@ window.kvvizServe = function (lib) {
     const names = { none: T("not arrived"), waiting: T("waiting"), prefill: T("prefill"), decode: T("decode"), padding: T("padding"),
       idle: T("idle slot"), preempted: T("preempted"), finished: T("finished") };
     el.timeline.legend.innerHTML = KINDS.filter(x => x !== "none").map(x => swatch(DATA.cell_colors[x], names[x], "square")).join("");
-    const [ctx, w, h] = fitCanvas(el.timeline.canvas), n = DATA.n_requests, band = h / RUNS.length;
-    RUNS.forEach((r, i) => {
+    const [ctx, w, h] = fitCanvas(el.timeline.canvas), n = DATA.n_requests, band = h / BANDS.length;
+    BANDS.forEach((r, i) => {
       const y0 = i * band + 16, ph = band - 22, pw = w - 40, x0 = 34;
       ctx.font = "bold 12px sans-serif"; ctx.fillStyle = r.color; ctx.textAlign = "left"; ctx.textBaseline = "top";
-      ctx.fillText(r.name, x0, i * band + 1);
+      ctx.fillText(r === V ? vllmHeading(k) : r.name, x0, i * band + 1);
       const cols = r.cols, img = new ImageData(Math.max(1, cols), Math.max(1, n));
       for (let q = 0; q < n; q++) for (let c = 0; c < cols; c++) {
         const rgb = COLORS[r.grid[q * cols + c]], o = 4 * (q * cols + c);
@@ -137,11 +172,16 @@ window.kvvizServe = function (lib) {
     });
   }
   function cellText(key, c) {
+    if (!(key in c)) return "\u2013";  // vLLM reports nothing alike
     if (key === "padding_share" || key === "idle_share" || key === "hit_rate") return fixed(100 * c[key], 0) + "%";
     if (key === "tokens_per_s") return commas(fixed(c[key], 0));
     return commas(String(Math.trunc(c[key])));
   }
   function countersAt(r, k) {  // a stretch's record holds the counters as of its first step: the steps go on
+    if (r === V) {  // vLLM's engine step at or before k (none before its first: every count 0)
+      const i = engineAt(k), zero = { steps: 0, saved: 0, hit_rate: 0, prefill: 0, preemptions: 0, tokens: 0, tokens_per_s: 0, peak_blocks: 0 };
+      return i < 0 ? zero : Object.assign({}, V.counters[i], { steps: clamp(V, k) + 1 });
+    }
     return Object.assign({}, r.counters[rec(r, k)], { steps: clamp(r, k) + 1 });
   }
   function drawCounters(k) {
@@ -151,9 +191,9 @@ window.kvvizServe = function (lib) {
     const rows = [["steps", C("steps")], ["padding", C("padding")], ["padding_share", C("padding %")], ["idle", C("idle")], ["idle_share", C("idle %")],
       ["hit_rate", C("prefix hits")], ["saved", C("tokens saved")], ["prefill", C("prefilled")], ["preemptions", C("preempted")], ["tokens", C("tokens")],
       ["tokens_per_s", C("tokens/s")], ["peak_blocks", C("peak blocks")]];
-    let out = `<table class="summary"><thead><tr><th></th>${RUNS.map(r => `<th style="color:${r.color}">${esc(r.name)}</th>`).join("")}</tr></thead><tbody>`;
+    let out = `<table class="summary"><thead><tr><th></th>${BANDS.map(r => `<th style="color:${r.color}">${esc(r.name)}</th>`).join("")}</tr></thead><tbody>`;
     for (const [key, name] of rows) out += `<tr data-key="${key}"><th class="row">${esc(name)}</th>` +
-      RUNS.map(r => `<td data-scheduler="${esc(r.name)}">${cellText(key, countersAt(r, k))}</td>`).join("") + "</tr>";
+      BANDS.map(r => `<td data-scheduler="${esc(r.name)}">${cellText(key, countersAt(r, k))}</td>`).join("") + "</tr>";
     el.counters.body.innerHTML = out + "</tbody></table>";
   }
 
@@ -161,11 +201,11 @@ window.kvvizServe = function (lib) {
   function drawUsage(k) {
     const U = t => tr("UsagePanel", t);
     el.usage.title.textContent = U("Pool use and batch size");
-    el.usage.legend.innerHTML = legendOf();
+    el.usage.legend.innerHTML = legendOf(BANDS);
     const [ctx, w, h] = fitCanvas(el.usage.canvas), half = Math.floor(h / 2);
-    const xMax = Math.max(1, ...RUNS.map(r => r.n - 1)), top = Math.max(1, ...RUNS.map(r => r.blocks)) * 1.05;
-    const batchMax = Math.max(1, ...RUNS.map(r => r.series.batch.reduce((m, v) => Math.max(m, v), 0)));
-    const line = key => RUNS.map(r => ({ color: r.color, xs: r.series.step, ys: r.series[key], width: 2 }));
+    const xMax = Math.max(1, ...BANDS.map(r => r.n - 1)), top = Math.max(1, ...BANDS.map(r => r.blocks)) * 1.05;
+    const batchMax = Math.max(1, ...BANDS.map(r => r.series.batch.reduce((m, v) => Math.max(m, v), 0)));
+    const line = key => BANDS.map(r => ({ color: r.color, xs: r.series.step, ys: r.series[key], width: 2 }));
     const a = plot(ctx, 0, 0, w, half, { left: U("blocks used"), xMax, yMax: top, series: line("used"), vline: k, vlineDash: [] });
     const b = plot(ctx, 0, half, w, h - half, { left: U("batch"), bottom: U("step"), xMax, yMax: batchMax * 1.05, series: line("batch"), vline: k, vlineDash: [] });
     if (a) for (const r of RUNS) r.series.preemptions.forEach((p, i) => {

@@ -2,7 +2,8 @@
 the request timeline, the block pool, pool use and batch size, latency per request, the counters, the selected
 request's text and the narration of the step a slider selects, scheduler beside scheduler, as the Serve view
 draws them, with every request's tokens under each scheduler checked against its own solo run when the record
-holds the solo runs (RequestResult.solo_token_ids). No Qt, no torch.
+holds the solo runs (RequestResult.solo_token_ids), and vLLM's run beside them where the record holds one
+(ServeRun.vllm: its timeline rows, its counters column, its sentence in the narration). No Qt, no torch.
 
 The figures are the Serve view's own: its history (kvviz.serving.history, records and numpy only) makes the
 timeline's cells and the counters; serve.js draws them and tells each step in the view's words.
@@ -27,6 +28,7 @@ CELL_COLORS = {"none": "#ffffff", "waiting": "#d9d9d9", "prefill": "#ffb000", "d
                "padding": "#e4572e", "idle": "#b5179e", "preempted": "#4a4a4a", "finished": "#eef5e9"}
 SCHEDULER_COLORS = {"static": "#d62728", "continuous": "#ff7f0e", "chunked": "#9467bd", "paged": "#1f77b4",
                     "prefix": "#2ca02c", "reserve": "#8c564b"}
+VLLM_COLOR = "#e377c2"
 REQUEST_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                    "#9c755f", "#86bcb6", "#8cd17d", "#d4a6c8", "#a0cbe8", "#ffbe7d", "#499894", "#f1ce63")
 PROMPT_CHARS = 600  # a longer prompt is shown by its end (the Serve view's text panel's)
@@ -79,6 +81,30 @@ def _solo_of(history, k: str) -> list[list] | None:
     return [len(checks), [[c.request, c.token, c.step] for c in checks if not c.equal]]
 
 
+def _vllm_data(history) -> dict | None:
+    """vLLM's lane as the Serve view draws it (ServeHistory.vllm_timeline, vllm_counters, vllm_counts): its
+    timeline's records, and per engine step its step, its counts and the counterpart's, its counters."""
+    from kvviz.serving.history import VLLM
+
+    lane = history.vllm
+    if lane is None or not lane.steps:
+        return None
+    timeline = history.vllm_timeline(TIMELINE_CAP)
+    keys = ("running", "waiting", "blocks", "cached", "preempted")
+    counts = [history.vllm_counts(s.step) for s in lane.steps]
+    series = history.vllm_series()
+    return {"name": "vLLM", "color": VLLM_COLOR, "counterpart": lane.counterpart,
+            "version": lane.run.version if lane.run is not None else "",
+            "cells": base64.b64encode(np.ascontiguousarray(timeline.cells, dtype=np.uint8).tobytes()).decode("ascii"),
+            "cols": int(timeline.cells.shape[1]), "x0": timeline.columns.tolist(), "at": timeline.starts.tolist(),
+            "n": history.n_steps(VLLM), "eng": [s.step for s in lane.steps],
+            "ours": [[c[0][k] for k in keys] for c in counts],
+            "theirs": [None if c[1] is None else [c[1][k] for k in keys] for c in counts],
+            "counters": [history.vllm_counters(s.step) for s in lane.steps],
+            "series": {key: series[key].astype(int).tolist() for key in ("step", "used", "batch")},
+            "blocks": int(lane.run.settings.blocks) if lane.run is not None else 0}
+
+
 def serve_data(runs: Sequence[ServeRun]) -> dict:
     from kvviz.serving.history import ServeHistory  # records and numpy only: no Qt
 
@@ -104,14 +130,15 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
             "blocks": int(history.settings[k].blocks), "texts": _texts_of(history, k),
             "solo": _solo_of(history, k),
         })
-    n_steps = max(history.n_steps(k) for k in history.schedulers)
+    n_steps = history.n_steps()
     model = runs[0].model
     prompts = [r.prompt for r in history.workload.requests]
     return {"kind": "serve", "workload": history.workload_name, "n_requests": history.n_requests(),
             "arrival": [int(r.arrival) for r in history.workload.requests],
             "prompts": [p if len(p) <= PROMPT_CHARS else "…" + p[-PROMPT_CHARS:] for p in prompts],
             "model": {"name": model.name, "device": model.device, "dtype": model.dtype},
-            "schedulers": schedulers, "range": [0, n_steps - 1], "cell_kinds": list(CELL_KINDS),
+            "schedulers": schedulers, "vllm": _vllm_data(history), "range": [0, n_steps - 1],
+            "cell_kinds": list(CELL_KINDS),
             "cell_colors": CELL_COLORS, "palette": list(REQUEST_PALETTE), "strings": page_strings(),
             "engines": [], "info": {}}
 
@@ -122,7 +149,8 @@ def build_serve_page(runs: Sequence[ServeRun], *, step: int | None = None, lang:
     data = serve_data(runs)
     last = data["range"][1]
     data["start"] = {"step": last if step is None else max(0, min(step, last)), "lang": lang, "embedded": False}
-    title = f"kvviz serve: {data['workload']} · {', '.join(s['name'] for s in data['schedulers'])}"
+    lanes = [s["name"] for s in data["schedulers"]] + ([data["vllm"]["name"]] if data["vllm"] else [])
+    title = f"kvviz serve: {data['workload']} · {', '.join(lanes)}"
     return _asset("page.html").format(
         title=html.escape(title), lang="zh-CN" if lang == "zh_CN" else "en", css=_asset("page.css"),
         data=_script_json(data), script=_asset("serve.js") + "\n" + _asset("page.js"))

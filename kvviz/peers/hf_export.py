@@ -5,6 +5,7 @@ renamed into place. No transformers and no vLLM here: they only read what this w
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -138,4 +139,44 @@ def convert(name_or_path: str, out: str | Path) -> Path:
 
     check_out(Path(out).expanduser())
     model = build_model(name_or_path)
+    return write_checkpoint(model, out, source_tokenizer_json(name_or_path, model.cfg))
+
+
+CACHE_ENV = "KVVIZ_CHECKPOINT_CACHE"
+
+
+def checkpoint_cache() -> Path:
+    """Where cached_checkpoint keeps converted models: $KVVIZ_CHECKPOINT_CACHE, else kvviz/checkpoints under
+    the user's cache folder ($XDG_CACHE_HOME or ~/.cache)."""
+    named = os.environ.get(CACHE_ENV, "").strip()
+    if named:
+        return Path(named).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", "").strip() or Path.home() / ".cache") / "kvviz" / "checkpoints"
+
+
+def weights_digest(model) -> str:
+    """sha256 of the model's config and every tensor's name, dtype, shape and bytes: the same digest exactly
+    when the weights are the same."""
+    import torch
+
+    h = hashlib.sha256(json.dumps(checkpoint_config(model.cfg), sort_keys=True).encode())
+    for name, t in sorted(model.state_dict().items()):
+        t = t.detach().to("cpu").contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def cached_checkpoint(name_or_path: str, model, root: str | Path | None = None) -> Path:
+    """`model` (loaded from `name_or_path`) as a checkpoint folder under `root` (checkpoint_cache()), named by
+    the model and its weights_digest: written the first time (write_checkpoint), found after."""
+    base = Path(root).expanduser() if root is not None else checkpoint_cache()
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(str(name_or_path)).name)[:60] or "model"
+    out = base / f"{stem}-{weights_digest(model)[:16]}"
+    if all((out / n).is_file() for n in WRITTEN):
+        return out
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot write the checkpoint cache {base}: {exc.strerror or exc}") from None
     return write_checkpoint(model, out, source_tokenizer_json(name_or_path, model.cfg))

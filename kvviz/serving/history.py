@@ -5,6 +5,8 @@ them (the timeline's cells, the pool's owners, the per-step series, each request
 No Qt, no torch: records and numpy only, so the Serve view's panels, its exports, replay and the HTML page
 share it. Scrubbing is in lockstep: step k of every scheduler, each clamped to its last step. A stretch with
 no request to run is one record (ServeStep.span) and one timeline column: memory follows the records.
+vLLM's run beside the schedulers (the "vllm" lane, VllmLane) is held apart: it reports other things per step
+(kvviz.peers.vllm.VllmStep), so the panels draw it in their own column and rows.
 """
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from kvviz.peers.vllm import VllmRun, VllmStep
 from kvviz.serving.record import (
     ModelInfo,
+    PeerProgress,
     RequestResult,
     SchedulerSettings,
     ServeRun,
@@ -22,6 +26,8 @@ from kvviz.serving.record import (
     compare_solo,
     emitted_at,
     step_count,
+    vllm_of,
+    with_vllm,
 )
 from kvviz.serving.workload import Workload
 from kvviz.textshow import label_bytes
@@ -87,6 +93,37 @@ class Timeline:
         return first[first < self.starts[1:]].tolist()
 
 
+VLLM = "vllm"  # the lane's key in a batch from the session and in the panels
+
+
+@dataclass
+class VllmLane:
+    """vLLM beside the schedulers: its state ("starting", "running", "failed", "done"), how long it has been
+    waited for, a failure's one line, its whole run once it arrived, and its steps shown so far (they come in
+    lockstep with the schedulers' records)."""
+
+    state: str = "starting"
+    waited_s: float = 0.0
+    message: str = ""
+    run: VllmRun | None = None
+    steps: list[VllmStep] = field(default_factory=list)
+    counterpart: str = ""  # the ticked scheduler vLLM's settings were mapped from ("prefix", "paged", ...)
+
+    @property
+    def n_steps(self) -> int:
+        return self.steps[-1].step + 1 if self.steps else 0
+
+    def record_at(self, step: int) -> VllmStep | None:
+        """The engine step that stands for `step` (clamped to the last): the last one at or before it."""
+        if not self.steps:
+            return None
+        i = int(np.searchsorted([s.step for s in self.steps], step, side="right")) - 1
+        return self.steps[max(0, i)]
+
+    def upto(self, step: int) -> list[VllmStep]:
+        return [s for s in self.steps if s.step <= step]
+
+
 @dataclass
 class ServeHistory:
     """Records per scheduler, in step order; `version` bumps on every change (the repaint cue)."""
@@ -103,6 +140,7 @@ class ServeHistory:
     prompt_lens: tuple[int, ...] = ()
     finished: bool = False
     version: int = 0
+    vllm: VllmLane | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     # -- building -------------------------------------------------------------------------------
@@ -113,6 +151,8 @@ class ServeHistory:
                 settings=dict(meta["settings"]), prompt_lens=tuple(meta.get("prompt_lens", ())))
         h.steps = {k: [] for k in h.settings}
         h.token_texts = {k: {} for k in h.settings}
+        if meta.get("vllm"):  # the scheduler vLLM's settings follow
+            h.vllm = VllmLane(counterpart=meta["vllm"])
         return h
 
     @classmethod
@@ -128,13 +168,23 @@ class ServeHistory:
             h.results[r.scheduler] = r.results
             h.token_texts[r.scheduler] = {
                 res.request: ([_byte_text(t) for t in res.token_ids] if byte_model else []) for res in r.results}
+        beside = vllm_of(runs)
+        if beside is not None:
+            h.vllm = VllmLane(state="done", run=beside, steps=list(beside.steps),
+                              counterpart=counterpart_of(h.schedulers, beside.settings.prefix_caching))
+            h.token_texts[VLLM] = {r.request: ([_byte_text(t) for t in r.token_ids] if byte_model else [])
+                                   for r in beside.requests}
         h.finished = True
         h.version += 1
         return h
 
     def add(self, batch) -> None:
-        """A batch from the worker: [(scheduler, ServeStep, {request: token text}), ...]."""
+        """A batch from the worker: [(scheduler, ServeStep, {request: token text}), ...]; vLLM's lane as
+        ("vllm", PeerProgress | VllmRun | VllmStep, {request: token text})."""
         for scheduler, step, texts in batch:
+            if scheduler == VLLM:
+                self._add_vllm(step, texts)
+                continue
             steps = self.steps.setdefault(scheduler, [])
             if step.step != step_count(steps):
                 raise ValueError(f"{scheduler}: step {step.step} arrived after {step_count(steps)} steps")
@@ -144,15 +194,35 @@ class ServeHistory:
                 mine.setdefault(request, []).append(text)
         self.version += 1
 
+    def _add_vllm(self, item, texts: dict) -> None:
+        lane = self.vllm if self.vllm is not None else VllmLane()
+        self.vllm = lane
+        if isinstance(item, PeerProgress):
+            lane.state, lane.waited_s, lane.message = item.state, item.waited_s, item.message
+        elif isinstance(item, VllmRun):
+            lane.run, lane.state = item, "running"
+        elif isinstance(item, VllmStep):
+            if lane.steps and item.step <= lane.steps[-1].step:
+                raise ValueError(f"vllm: step {item.step} arrived after step {lane.steps[-1].step}")
+            lane.steps.append(item)
+            if lane.run is not None and len(lane.steps) == len(lane.run.steps):
+                lane.state = "done"
+            mine = self.token_texts.setdefault(VLLM, {})
+            for request, text in texts.items():
+                mine.setdefault(request, []).append(text)
+        else:
+            raise ValueError(f"vllm: a {type(item).__name__} is not a vLLM lane's record")
+
     def set_results(self, results: dict[str, tuple[RequestResult, ...]]) -> None:
         self.results = dict(results)
         self.version += 1
 
     def runs(self) -> tuple[ServeRun, ...]:
         """The record as the library's ServeRuns (what the JSON export writes)."""
-        return tuple(ServeRun(scheduler=k, settings=self.settings[k], model=self.model, workload=self.workload,
+        runs = tuple(ServeRun(scheduler=k, settings=self.settings[k], model=self.model, workload=self.workload,
                               results=self.results.get(k) or self.live_results(k), steps=tuple(self.steps[k]))
                      for k in self.schedulers if self.steps.get(k))
+        return with_vllm(runs, self.vllm.run if self.vllm is not None else None)
 
     # -- reading --------------------------------------------------------------------------------
     @property
@@ -168,9 +238,12 @@ class ServeHistory:
 
     def n_steps(self, scheduler: str | None = None) -> int:
         """Scheduler steps (a stretch counted step by step); with no scheduler, the most of any."""
+        if scheduler == VLLM:
+            return self.vllm.n_steps if self.vllm is not None else 0
         if scheduler is not None:
             return step_count(self.steps.get(scheduler, ()))
-        return max((step_count(v) for v in self.steps.values()), default=0)
+        lane = self.vllm.n_steps if self.vllm is not None else 0
+        return max([step_count(v) for v in self.steps.values()] + [lane])
 
     def at(self, scheduler: str, step: int) -> ServeStep | None:
         """The scheduler's record at `step`, clamped to its last (lockstep: a scheduler that finished
@@ -208,7 +281,11 @@ class ServeHistory:
 
     def _cached(self, name: str, scheduler: str, make):
         key = (name, scheduler)
-        n = len(self.steps.get(scheduler, ()))
+        if scheduler == VLLM:  # vLLM's columns follow its counterpart's steps too
+            lane = self.vllm
+            n = (len(lane.steps), len(self.steps.get(lane.counterpart, ()))) if lane is not None else 0
+        else:
+            n = len(self.steps.get(scheduler, ()))
         hit = self._cache.get(key)
         if hit is None or hit[0] != n:
             hit = (n, make())
@@ -285,6 +362,65 @@ class ServeHistory:
             "peak_blocks": max((s.pool.used_blocks for s in steps), default=0),
         }
 
+    # -- vLLM's lane ------------------------------------------------------------------------------
+    def vllm_counters(self, step: int) -> dict[str, float]:
+        """vLLM's figures up to `step`, under the counters' keys where vLLM reports the same thing (steps,
+        prompt tokens from its prefix cache and their share, prompt tokens computed, preemptions, tokens,
+        tokens/s of its steps' time, peak blocks in use); the rest (padding, idle) is not in its reports."""
+        steps = self.vllm.upto(step) if self.vllm is not None else []
+        saved = sum(s.prompt_cached for s in steps)
+        prefill = sum(s.prompt_computed for s in steps)
+        tokens = sum(len(s.emitted) for s in steps)
+        wall = sum(s.latency_ms for s in steps)
+        return {"steps": min(step, self.vllm.n_steps - 1) + 1 if steps else 0, "saved": saved,
+                "hit_rate": saved / (saved + prefill) if saved + prefill else 0.0, "prefill": prefill,
+                "preemptions": sum(s.preempted for s in steps), "tokens": tokens,
+                "tokens_per_s": tokens / (wall / 1000) if wall > 0 else 0.0, "wall_ms": wall,
+                "peak_blocks": max((s.blocks_in_use for s in steps), default=0)}
+
+    def vllm_counts(self, step: int) -> tuple[dict[str, int] | None, dict[str, int] | None]:
+        """What vLLM reported after the engine step at `step` (None where it ran none: a stretch, or past its
+        end), and the counterpart scheduler's same counts at that step (None where it recorded none of its own
+        there): requests running and waiting (preempted included), blocks in use, prompt tokens from the prefix
+        cache, preemptions."""
+        lane = self.vllm
+        s = lane.record_at(step) if lane is not None else None
+        if s is None or s.step != step:
+            return None, None
+        ours = {"running": s.running, "waiting": s.waiting, "blocks": s.blocks_in_use, "cached": s.prompt_cached,
+                "preempted": s.preempted}
+        k = lane.counterpart
+        record = self.at(k, step) if k and k in self.steps and step < self.n_steps(k) else None
+        if record is None or record.step != step or record.span != 1:
+            return ours, None
+        states = [r.state for r in record.requests]
+        return ours, {"running": states.count("running"),
+                      "waiting": states.count("waiting") + states.count("preempted"),
+                      "blocks": record.pool.used_blocks, "cached": sum(h.tokens for h in record.prefix_hits),
+                      "preempted": len(record.preemptions)}
+
+    def vllm_timeline(self, cap: int | None = None) -> Timeline:
+        """vLLM's request rows from what it reported per step: a record per engine step and one for each
+        stretch it skipped to the next arrival; a request is waiting from its arrival, prefill at the step of
+        its first token, decode at each later token, finished after its last. vLLM does not say how many slots
+        each request took: a step takes as many columns as the counterpart scheduler's same step (its
+        timeline at `cap`), so that the two line up step by step (one column past its steps, or without one)."""
+        lane = self.vllm
+        k = lane.counterpart if lane is not None else ""
+        x0 = self.timeline(k, cap).x0 if k and self.steps.get(k) else None
+        return self._cached(f"vllm_timeline:{cap}", VLLM,
+                            lambda: _vllm_timeline(lane.steps if lane is not None else [], self.workload,
+                                                   lane.run if lane is not None else None, x0))
+
+    def vllm_series(self) -> dict[str, np.ndarray]:
+        """Per engine step: blocks in use, requests running and waiting, preemptions (the usage panel's lines)."""
+        steps = self.vllm.steps if self.vllm is not None else []
+        return {"step": np.array([s.step for s in steps], dtype=float),
+                "used": np.array([s.blocks_in_use for s in steps], dtype=float),
+                "batch": np.array([s.running for s in steps], dtype=float),
+                "waiting": np.array([s.waiting for s in steps], dtype=float),
+                "preemptions": np.array([s.preempted for s in steps], dtype=float)}
+
     def text_of(self, scheduler: str, request: int, step: int) -> tuple[str, str]:
         """(prompt, generated text as of `step`) of one request under one scheduler."""
         prompt = self.workload.requests[request].prompt if self.workload is not None else ""
@@ -330,6 +466,58 @@ class ServeHistory:
                 computed_tokens=sum(w.n_slots for s in steps for w in s.work
                                     if w.request == i and w.kind == "prefill")))
         return tuple(out)
+
+
+def counterpart_of(schedulers, prefix_caching: bool) -> str:
+    """The ticked scheduler vLLM's settings follow (kvviz.peers.vllm.map_settings): prefix when prefix caching
+    is on; else chunked, paged or continuous, the first ticked; "" when none of them is."""
+    if prefix_caching:
+        return "prefix" if "prefix" in schedulers else ""
+    return next((k for k in ("chunked", "paged", "continuous") if k in schedulers), "")
+
+
+def _vllm_timeline(steps: list[VllmStep], workload: Workload | None, run: VllmRun | None,
+                   x0: StepColumns | None = None) -> Timeline:
+    n = len(workload.requests) if workload is not None else 0
+    firsts: list[int] = []  # each record's first step: an engine step, or a stretch vLLM skipped (None below)
+    engine: list[VllmStep | None] = []
+    for s in steps:
+        after = firsts[-1] + 1 if firsts else 0  # the record before is always an engine step
+        if s.step > after:  # nothing to run until an arrival: one column for the stretch
+            firsts.append(after)
+            engine.append(None)
+        firsts.append(s.step)
+        engine.append(s)
+    cells = np.full((n, len(firsts)), NONE, dtype=np.uint8)
+    arrival = [r.arrival for r in workload.requests] if workload is not None else []
+    finish = {r.request: r.finish_step for r in run.requests} if run is not None else {}
+    seen: set[int] = set()
+    for c, (first, s) in enumerate(zip(firsts, engine)):
+        emitted = set(s.emitted) if s is not None else set()
+        for q in range(n):
+            if arrival[q] > first:
+                continue
+            if q in emitted:
+                cells[q, c] = DECODE if q in seen else PREFILL
+                seen.add(q)
+            elif q in seen and finish.get(q) is not None and finish[q] < first:
+                cells[q, c] = FINISHED
+            else:
+                cells[q, c] = WAITING
+    starts = np.array(firsts + [steps[-1].step + 1 if steps else 0], dtype=np.int64)
+    widths = np.ones(len(firsts), dtype=int)
+    if x0 is not None:
+        def at(step: int) -> int:
+            return round(x0[min(step, len(x0) - 1)])
+
+        widths = np.array([max(1, at(b) - at(a)) if b < len(x0) else 1 for a, b in zip(starts[:-1], starts[1:])],
+                          dtype=int)
+    columns = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+    wide = np.repeat(cells, widths, axis=1)
+    for c in range(len(firsts)):  # a decode is one slot, as the schedulers' rows draw it; the rest of its step blank
+        rows = cells[:, c] == DECODE
+        wide[rows, columns[c] + 1:columns[c + 1]] = NONE
+    return Timeline(cells=wide, columns=columns, starts=starts)
 
 
 def _byte_text(token_id: int) -> str:

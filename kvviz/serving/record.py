@@ -1,5 +1,6 @@
 """The serving record: one frozen `ServeStep` per scheduler step, one `ServeRun` per scheduler run, saved
-as JSON (schema "kvviz-serve", docs/serving.md) and validated on load like traces.
+as JSON (schema "kvviz-serve", docs/serving.md) and validated on load like traces; with them, where vLLM ran
+the same workload beside them, vLLM's run (kvviz.peers.vllm.VllmRun: what vLLM reported per step and request).
 
 Stdlib only: no torch, no numpy, no Qt; the window's Serve view and the command draw and print these and
 nothing else. A phase, a request's state and a block's state are words, never codes. Loading anything
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kvviz import catalog
+from kvviz.peers.vllm import VllmRequest, VllmRun, VllmSettings, VllmStep
 from kvviz.serving.workload import Workload, workload_from_dict
 from kvviz.serving.workload import is_whole as _is_int
 
@@ -190,6 +192,22 @@ class ServeStep:
     def emitted(self) -> tuple[tuple[int, int], ...]:
         """(request, token id) of every token this step emitted."""
         return tuple((w.request, w.token_id) for w in self.work if w.token_id is not None)
+
+
+PEER_STATES = ("starting", "running", "failed", "done")
+
+
+@dataclass(frozen=True)
+class PeerProgress:
+    """Where a peer beside the schedulers (vLLM) stands while the record is made: a state word, the seconds
+    waited for it since the run started, and a failure's one line."""
+
+    state: str
+    """"starting" (loading the checkpoint and building its engine), "running", "failed" or "done"."""
+    waited_s: float = 0.0
+    """Seconds since the run asked for it."""
+    message: str = ""
+    """Why it failed (one line), or what it is doing."""
 
 
 @dataclass(frozen=True)
@@ -403,6 +421,9 @@ class ServeRun:
     steps: tuple[ServeStep, ...] = field(repr=False)
     """In step order, one per scheduler step, except that a stretch with no request to run is one record
     (ServeStep.span): record i + 1 is step steps[i].step + steps[i].span."""
+    vllm: VllmRun | None = field(default=None, repr=False, compare=False)
+    """vLLM's run of the same workload beside the record's schedulers (the Serve view's "vLLM beside"), or
+    None. Every run of a record carries the same one; the file holds it once ("vllm_run")."""
 
     @property
     def n_steps(self) -> int:
@@ -487,7 +508,21 @@ def run_to_dict(run: ServeRun) -> dict[str, Any]:
 
 
 def runs_to_dict(runs: Sequence[ServeRun]) -> dict[str, Any]:
-    return {"schema": SCHEMA, "version": VERSION, "runs": [run_to_dict(r) for r in runs]}
+    doc = {"schema": SCHEMA, "version": VERSION, "runs": [run_to_dict(r) for r in runs]}
+    beside = vllm_of(runs)
+    if beside is not None:
+        doc["vllm_run"] = _plain(beside)
+    return doc
+
+
+def vllm_of(runs: Sequence[ServeRun]) -> VllmRun | None:
+    """The vLLM run the record's runs carry (the first one's that has one), or None."""
+    return next((r.vllm for r in runs if r.vllm is not None), None)
+
+
+def with_vllm(runs: Sequence[ServeRun], beside: VllmRun | None) -> tuple[ServeRun, ...]:
+    """The runs, each carrying `beside` (ServeRun.vllm)."""
+    return tuple(dataclasses.replace(r, vllm=beside) for r in runs)
 
 
 def dumps_runs(runs: Sequence[ServeRun]) -> str:
@@ -613,6 +648,20 @@ def _step(doc: Any, where: str, n_requests: int) -> ServeStep:
     return step
 
 
+def _per_request(doc: Any, key: str, where: str, n: int, make: Callable[[Any, str], Any]) -> tuple:
+    """doc[key]: a list of one record per request, in request order (`make(item, where)` reads each)."""
+    out = []
+    for i, item in enumerate(_get(doc, key, lambda v: isinstance(v, list), "a list", where)):
+        w = f"{where}: {key}[{i}]"
+        got = make(item, w)
+        if got.request != i:
+            raise ValueError(f"{w}: request {got.request} at place {i}")
+        out.append(got)
+    if len(out) != n:
+        raise ValueError(f"{where}: {len(out)} {key} for {n} requests")
+    return tuple(out)
+
+
 def run_from_dict(doc: Any, where: str) -> ServeRun:
     scheduler = _get(doc, "scheduler", _word(SCHEDULERS), "one of " + ", ".join(SCHEDULERS), where)
     sdoc = _get(doc, "settings", lambda v: isinstance(v, dict), "an object", where)
@@ -635,10 +684,8 @@ def run_from_dict(doc: Any, where: str) -> ServeRun:
     except ValueError as exc:
         raise ValueError(str(exc)) from None
     n = len(workload.requests)
-    results = []
-    for i, r in enumerate(_get(doc, "results", lambda v: isinstance(v, list), "a list", where)):
-        w = f"{where}: results[{i}]"
-        res = _record(RequestResult, r, w, {
+    def result(r, w):
+        return _record(RequestResult, r, w, {
             "request": _COUNT, "prompt_ids": (_list_of(_count), "a list of token ids"),
             "token_ids": (_list_of(_count), "a list of token ids"), "text": (lambda v: isinstance(v, str), "a string"),
             "arrival": _COUNT, "admitted_step": _COUNT, "first_token_step": _COUNT, "finish_step": _COUNT,
@@ -646,11 +693,8 @@ def run_from_dict(doc: Any, where: str) -> ServeRun:
             "preemptions": _COUNT, "cached_tokens": _COUNT, "computed_tokens": _COUNT,
             "solo_token_ids": (lambda v: v is None or _list_of(_count)(v), "a list of token ids or null")},
             optional=("preemptions", "cached_tokens", "computed_tokens", "solo_token_ids"))
-        if res.request != i:
-            raise ValueError(f"{w}: request {res.request} at place {i}")
-        results.append(res)
-    if len(results) != n:
-        raise ValueError(f"{where}: {len(results)} results for {n} requests")
+
+    results = _per_request(doc, "results", where, n, result)
     steps: list[ServeStep] = []
     for i, s in enumerate(_get(doc, "steps", lambda v: isinstance(v, list), "a list", where)):
         step = _step(s, f"{where}: steps[{i}]", n)
@@ -666,6 +710,43 @@ def run_from_dict(doc: Any, where: str) -> ServeRun:
                     steps=tuple(steps))
 
 
+def vllm_run_from_dict(doc: Any, where: str, workload: Workload) -> VllmRun:
+    """vLLM's run as runs_to_dict writes it (kvviz.peers.vllm.VllmRun), checked against the record's workload:
+    a request per workload request, steps in order, requests named inside the workload."""
+    n = len(workload.requests)
+    text = (lambda v: isinstance(v, str) and len(v) <= 4096, "a string")
+    pos = (lambda v: _is_int(v) and v >= 1, "a whole number >= 1")
+    secs = (_number, "a number >= 0")
+    requests_of = (_list_of(lambda v: _count(v) and v < n), f"a list of requests below {n}")
+    sdoc = _get(doc, "settings", lambda v: isinstance(v, dict), "an object", where)
+    settings = _record(VllmSettings, sdoc, f"{where}: settings", {
+        "block_size": pos, "blocks": pos, "max_batch": pos, "token_budget": pos,
+        "prefix_caching": (lambda v: isinstance(v, bool), "true or false"), "max_model_len": pos,
+        "threads": (lambda v: v is None or (_is_int(v) and v >= 1), "a whole number >= 1 or null")},
+        optional=("threads",))
+    engine = _get(doc, "engine_settings", lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and (v[k] is None or isinstance(v[k], (str, int, float, bool))) for k in v),
+        "an object of plain values", where)
+    requests = _per_request(doc, "requests", where, n, lambda r, w: _record(VllmRequest, r, w, {
+        "request": _COUNT, "token_ids": (_list_of(_count), "a list of token ids"), "text": text,
+        "cached_tokens": _COUNT, "first_token_step": _INT_OR_NONE, "finish_step": _INT_OR_NONE,
+        "preemptions": _COUNT}, optional=("first_token_step", "finish_step")))
+    steps: list[VllmStep] = []
+    for i, s in enumerate(_get(doc, "steps", lambda v: isinstance(v, list), "a list", where)):
+        w = f"{where}: steps[{i}]"
+        step = _record(VllmStep, s, w, {
+            "step": _COUNT, "running": _COUNT, "waiting": _COUNT, "blocks_in_use": _COUNT, "preempted": _COUNT,
+            "prompt_computed": _COUNT, "prompt_cached": _COUNT, "added": requests_of, "emitted": requests_of,
+            "latency_ms": secs})
+        if steps and step.step <= steps[-1].step:
+            raise ValueError(f"{w}: step {step.step} after step {steps[-1].step}")
+        steps.append(step)
+    return VllmRun(version=_get(doc, "version", text[0], text[1], where),
+                   python=_get(doc, "python", text[0], text[1], where), settings=settings,
+                   engine_settings=dict(engine), requests=tuple(requests), steps=tuple(steps),
+                   startup_s=float(_get(doc, "startup_s", *secs, where)), run_s=float(_get(doc, "run_s", *secs, where)))
+
+
 def runs_from_dict(doc: Any, where: str = "serve record") -> tuple[ServeRun, ...]:
     from kvviz.fileio import check_depth
 
@@ -677,6 +758,8 @@ def runs_from_dict(doc: Any, where: str = "serve record") -> tuple[ServeRun, ...
                          f"{VERSION}")
     runs = _get(doc, "runs", lambda v: isinstance(v, list) and v, "a non-empty list", where)
     out = tuple(run_from_dict(r, f"{where}: runs[{i}]") for i, r in enumerate(runs))
+    if doc.get("vllm_run") is not None:  # a record saved without vLLM beside has no key
+        out = with_vllm(out, vllm_run_from_dict(doc["vllm_run"], f"{where}: vllm_run", out[0].workload))
     names = [r.scheduler for r in out]
     twice = next((k for i, k in enumerate(names) if k in names[:i]), None)
     if twice is not None:

@@ -2,7 +2,9 @@
 scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process,
 so the engines never share the window's interpreter lock. No Qt (the library side of the Serve view, beside
 kvviz.runtime.session for the compare view): the worker (kvviz.ui.serve.worker) is
-the Qt adapter around either.
+the Qt adapter around either. With "vLLM beside" (ServeSpec.vllm_beside), vLLM runs the same workload in its
+own child (kvviz.peers.vllm, started from a thread here: VllmBeside); its records join the rounds as the "vllm"
+lane, and the schedulers wait for them, so that every lane steps in lockstep.
 
 The child is a fresh interpreter (`python -c`, as kvviz.runtime.session's engine process; a multiprocessing spawn
 re-imports the caller's main script, and a script without a __main__ guard then starts itself again). It
@@ -11,10 +13,11 @@ speaks over its stdin and stdout pipes, private to the two processes: (command, 
 """
 from __future__ import annotations
 
-import argparse
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -24,6 +27,8 @@ from kvviz.runtime.session import default_threads, error_message
 from kvviz.serving.spec import ServeSpec
 
 CLOSE_WAIT_S = 2.0
+PROGRESS_S = 0.25  # while vLLM starts, a call of steps() waits at most this long, then says how long it waited
+VLLM = "vllm"  # the lane's key in a round (kvviz.serving.history.VLLM)
 # SIGINT ignored from the first line, as kvviz.runtime.session's engine process: a terminal's Ctrl+C reaches the whole
 # process group, and the parent alone decides what it means
 _ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
@@ -38,18 +43,14 @@ class ServeSession:
         self._engines: dict = {}
         self._streams: dict = {}
         self._solo: tuple | None = None  # (model, prompts, workload, settings) of the run started last
+        self._beside: VllmBeside | None = None  # vLLM's run on its way
+        self._vllm_steps: list = []  # [(VllmStep, {request: token text})] not yet handed out
 
     def _load(self, name: str, device: str, dtype: str, threads: int | None):
-        """Loaded as every command loads a model (kvviz.commands.bench.setup: device, dtype, threads)."""
-        from kvviz.commands.bench import setup
-
         key = (name, device, dtype, threads)
         if self._loaded is None or self._loaded[0] != key:
             self._loaded = None
-            args = argparse.Namespace(model=name, device=device, dtype=dtype, prompt=name,
-                                      threads=threads or default_threads(), temperature=0.0, top_k=None,
-                                      top_p=None, seed=0)
-            model, tokenizer, _sampling, _device = setup(args)
+            model, tokenizer = load_serving_model(name, device, dtype, threads or default_threads())
             self._loaded = (key, model, tokenizer)
         return self._loaded[1], self._loaded[2]
 
@@ -70,34 +71,78 @@ class ServeSession:
         self._tokenizer = tokenizer
         first = next(iter(self._engines.values()))
         self._solo = (model, first.prompts, workload, settings)
-        return {"run_id": spec.run_id, "workload": workload, "model": first.info,
+        meta = {"run_id": spec.run_id, "workload": workload, "model": first.info,
                 "settings": {k: e.settings for k, e in self._engines.items()},
                 "prompt_lens": tuple(len(p) for p in first.prompts), "start_paused": spec.start_paused}
+        if spec.vllm_beside:
+            counterpart = counterpart_of(spec.schedulers)
+            mapped = self._engines[counterpart].settings if counterpart else settings
+            self._beside = VllmBeside(model, spec.model, first.prompts, workload, mapped, counterpart or "paged",
+                                      threads or default_threads())
+            meta["vllm"] = counterpart or "-"
+        return meta
 
     def round(self) -> list:
-        """Step k of every scheduler not finished yet: [(scheduler, ServeStep, {request: token text})]."""
+        """Step k of every scheduler not finished yet: [(scheduler, ServeStep, {request: token text})]; and
+        vLLM's engine steps up to the last step of those records (one a round once the schedulers are done)."""
         out = []
+        top = -1
         for k, stream in list(self._streams.items()):
             record = next(stream, None)
             if record is None:
                 del self._streams[k]
                 continue
+            top = max(top, record.last_step)
             out.append((k, record, {r: self._tokenizer.token_text(t) for r, t in record.emitted}))
+        lane = self._vllm_steps
+        while lane and (lane[0][0].step <= top or (not self._streams and not out)):
+            step, texts = lane.pop(0)
+            out.append((VLLM, step, texts))
+            if top < 0:
+                break
         return out
 
     def steps(self, budget_s: float = 0.0) -> tuple[list, dict | None]:
         """Rounds back to back for budget_s (at least one); with them, once every scheduler has finished,
-        each one's results ({scheduler: (RequestResult, ...)}), else None."""
-        batch: list = []
+        each one's results ({scheduler: (RequestResult, ...)}), else None. While vLLM beside has not
+        returned its run, only how long it has been waited for (("vllm", PeerProgress, {}), after waiting
+        up to PROGRESS_S for it): the schedulers hold, so that every lane steps in lockstep."""
+        beside = self._beside
+        if beside is not None:
+            if not beside.wait(min(max(budget_s, 0.05), PROGRESS_S)):
+                return [(VLLM, beside.progress(), {})], None
+            self._beside = None
+            batch = self._take(beside)
+        else:
+            batch = []
         started = time.perf_counter()
         while True:
             got = self.round()
             batch += got
             if not got or time.perf_counter() - started >= budget_s:
                 break
-        if self._streams:
+        if self._streams or self._vllm_steps:
             return batch, None
         return batch, {k: e.result().results for k, e in self._engines.items()}
+
+    def _take(self, beside: VllmBeside) -> list:
+        """vLLM's run into the lane (its steps to come in the rounds, each with its tokens' text), or its
+        failure said once."""
+        from kvviz.serving.record import PeerProgress
+
+        if beside.run is None:
+            return [(VLLM, PeerProgress("failed", beside.waited_s(), beside.error), {})]
+        run = beside.run
+        counts = {r.request: 0 for r in run.requests}
+        for step in run.steps:
+            texts = {}
+            for r in step.emitted:
+                ids = run.requests[r].token_ids
+                if counts[r] < len(ids):
+                    texts[r] = self._tokenizer.token_text(ids[counts[r]])
+                counts[r] += 1
+            self._vllm_steps.append((step, texts))
+        return [(VLLM, run, {})]
 
     def solo(self, index: int) -> tuple[int, ...]:
         """Request `index` of the run alone through the static engine (kvviz.serving.solo): its tokens, for the
@@ -111,6 +156,10 @@ class ServeSession:
     def end(self) -> None:
         self._streams, self._engines = {}, {}
         self._solo = None
+        self._vllm_steps = []
+        beside, self._beside = self._beside, None
+        if beside is not None:
+            beside.cancel()
 
     def close(self) -> None:
         self.end()
@@ -118,6 +167,113 @@ class ServeSession:
 
     def abort(self) -> None:
         """Nothing to kill in this thread."""
+
+
+def load_serving_model(name: str, device: str = "auto", dtype: str = "auto", threads: int | None = None):
+    """(model, tokenizer) as every command loads a model: the steady allocator, torch's CPU threads, the
+    device and dtype resolved against the model's own ("auto")."""
+    import torch
+
+    from kvviz.measure.timing import steady_allocator
+    from kvviz.models.presets import load_model, load_tokenizer
+    from kvviz.runtime.devices import resolve_device, resolve_dtype
+
+    steady_allocator()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    where = resolve_device(device)
+    tokenizer = load_tokenizer(name)
+    model = load_model(name, where, None)
+    return model.to(resolve_dtype(None if dtype == "auto" else dtype, where, model.cfg.dtype)), tokenizer
+
+
+def counterpart_of(schedulers) -> str:
+    """The ticked scheduler vLLM's settings follow (kvviz.serving.history.counterpart_of): prefix when ticked
+    (prefix caching on), else chunked, paged or continuous (off); "" when none is ticked."""
+    from kvviz.serving.history import counterpart_of as of
+
+    return of(schedulers, "prefix" in schedulers)
+
+
+class VllmBeside:
+    """vLLM's run of one workload, made in a thread of this process: the model written as a checkpoint (once
+    per model, kvviz.peers.hf_export.cached_checkpoint), the settings mapped from `scheduler`'s
+    (kvviz.peers.vllm.map_settings), the requests run by vLLM in its child. `run` or `error` once done."""
+
+    def __init__(self, model, name: str, prompts, workload, settings, scheduler: str, threads: int) -> None:
+        self.run = None
+        self.error = ""
+        self._started = time.monotonic()
+        self._done = threading.Event()
+        self._cancelled = False
+        args = (model, name, [list(p) for p in prompts], workload, settings, scheduler, threads)
+        self._thread = threading.Thread(target=self._work, args=args, name="kvviz-vllm-beside", daemon=True)
+        self._thread.start()
+
+    def _work(self, model, name, prompts, workload, settings, scheduler, threads) -> None:
+        from kvviz.peers.hf_export import cached_checkpoint
+        from kvviz.peers.vllm import Requests, map_settings, run_vllm
+
+        try:
+            mapped = map_settings(scheduler, settings, prompts, [r.new_tokens for r in workload.requests],
+                                  max_seq_len=model.cfg.max_seq_len, threads=threads)
+            checkpoint = cached_checkpoint(name, model)
+            work = Requests(prompts=tuple(tuple(p) for p in prompts),
+                            new_tokens=tuple(r.new_tokens for r in workload.requests),
+                            arrivals=tuple(r.arrival for r in workload.requests))
+            if not self._cancelled:
+                self.run, = run_vllm(checkpoint, [work], mapped, head_dim=model.cfg.head_dim, warmup=False)
+        except Exception as exc:  # noqa: BLE001 - said in the lane in one line; the schedulers go on
+            if not isinstance(exc, ValueError):
+                traceback.print_exc()
+            self.error = error_message(exc)
+        finally:
+            self._done.set()
+
+    def waited_s(self) -> float:
+        return time.monotonic() - self._started
+
+    def wait(self, timeout_s: float) -> bool:
+        """Whether the run (or its failure) is in, after waiting up to timeout_s for it."""
+        return self._done.wait(timeout_s)
+
+    def progress(self):
+        from kvviz.serving.record import PeerProgress
+
+        return PeerProgress("starting", self.waited_s())
+
+    def cancel(self) -> None:
+        """End vLLM's child now (the thread then ends with a one-line error nobody reads)."""
+        self._cancelled = True
+        if not self._done.is_set():
+            for pid in vllm_children():
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # it leads its own process group (kvviz.peers.vllm)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self._thread.join(timeout=30)
+
+
+def vllm_children() -> list[int]:
+    """This process's children that run kvviz.peers.vllm's child script (Linux's /proc; none elsewhere)."""
+    from kvviz.peers.vllm import CHILD
+
+    me, found = str(os.getpid()), []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read().decode("ascii", errors="replace")
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[1] == me and len(argv) > 1 and argv[1] == str(CHILD).encode():
+            found.append(int(pid))
+    return found
 
 
 def serve_stdio() -> None:

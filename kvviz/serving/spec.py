@@ -5,12 +5,19 @@ No Qt, no torch: the presets come from kvviz.serving.workload (stdlib only).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from kvviz import catalog
 from kvviz.serving import workload as _workload
 
 SCHEDULERS = catalog.scheduler_keys()
+# What vLLM's CPU attention takes (vllm/v1/attention/backends/cpu_attn.py, CPUAttentionBackend's supported head
+# sizes and kernel block sizes, vLLM 0.32): the form greys "vLLM beside" before a minute's start-up is spent on
+# a refusal. vLLM's own check (kvviz.peers.vllm_child.precheck) still runs.
+VLLM_BLOCK_MULTIPLE = 32
+VLLM_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 PRESETS = ("course-batch", "shared-prefix", "chat", "random")  # "random" takes its N from the form
 
 
@@ -38,6 +45,7 @@ class ServeSpec:
     run_id: str = ""
     start_paused: bool = False
     steps_per_s: float = 0.0  # 0: as fast as possible
+    vllm_beside: bool = False  # vLLM runs the same workload beside the schedulers (kvviz.serving.session)
 
     def workload(self) -> _workload.Workload:
         """The library's Workload of these rows (ValueError, one line, for a bad row)."""
@@ -51,3 +59,36 @@ def preset_requests(name: str) -> list[WorkRequest]:
     if found is None:
         raise ValueError(f"no preset {name!r}")
     return [WorkRequest(r.prompt, r.new_tokens, r.arrival) for r in found.requests]
+
+
+def folder_head_dim(name: str) -> int | None:
+    """The head size a model folder's config.json gives (kvviz's "head_dim", or Hugging Face's head_dim or
+    hidden_size / num_attention_heads); None for a preset name, or a config that does not say (the run's
+    own check speaks then)."""
+    path = Path(name).expanduser() / "config.json"
+    try:
+        if not path.is_file() or path.stat().st_size > 1 << 20:
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    head = doc.get("head_dim")
+    if head is None and isinstance(doc.get("hidden_size"), int) and isinstance(doc.get("num_attention_heads"), int):
+        head = doc["hidden_size"] // max(1, doc["num_attention_heads"])
+    return head if isinstance(head, int) and not isinstance(head, bool) else None
+
+
+def vllm_refusal(model: str, block_size: int, vllm_found: str) -> str:
+    """Why vLLM cannot run beside this spec ("" when it can, as far as can be told without loading the model):
+    `vllm_found` is "" when vLLM was found, else the one line saying it was not."""
+    if vllm_found:
+        return vllm_found
+    if block_size % VLLM_BLOCK_MULTIPLE:
+        return f"vLLM's CPU attention needs blocks of a multiple of {VLLM_BLOCK_MULTIPLE} tokens, not {block_size}"
+    head = folder_head_dim(model) if model else None
+    if head is not None and head not in VLLM_HEAD_SIZES:
+        return (f"vLLM's CPU attention takes head sizes {', '.join(map(str, VLLM_HEAD_SIZES))}; the model's is "
+                f"{head}")
+    return ""

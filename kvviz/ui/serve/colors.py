@@ -37,11 +37,21 @@ def request_color(request: int) -> QColor:
     return base if turn == 0 else base.darker(140) if turn == 1 else base.lighter(130)
 
 
+VLLM_COLOR = "#e377c2"  # vLLM beside the schedulers: a colour none of them has
+
+
 def scheduler_color(key: str) -> str:
+    if key == "vllm":
+        return VLLM_COLOR
     return SCHEDULER_COLORS.get(key, "#7f7f7f")
 
 
 def legend_html(schedulers) -> str:
     """The schedulers' names in their colours, each after a square: a legend row above a plot."""
-    return " ".join(f'<span style="color:{scheduler_color(k)}">&#9632;&nbsp;<b>{k}</b></span>'
-                               for k in schedulers)
+    return " ".join(f'<span style="color:{scheduler_color(k)}">&#9632;&nbsp;<b>{lane_name(k)}</b></span>'
+                    for k in schedulers)
+
+
+def lane_name(key: str) -> str:
+    """A scheduler's name as shown; vLLM's lane as "vLLM"."""
+    return "vLLM" if key == "vllm" else key

@@ -7,6 +7,7 @@ library's workload module (kvviz.serving.workload: plain Python, no torch).
 """
 from __future__ import annotations
 
+import html
 import json
 
 from PySide6.QtCore import QCoreApplication, QSettings, Qt, Signal
@@ -29,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from kvviz import errors
 from kvviz.options import MAX_MODEL_CHARS
-from kvviz.serving.spec import PRESETS, SCHEDULERS, ServeSpec, WorkRequest, preset_requests
+from kvviz.serving.spec import PRESETS, SCHEDULERS, ServeSpec, WorkRequest, preset_requests, vllm_refusal
 from kvviz.serving.workload import request_from_dict
 from kvviz.ui.qtutil import blocked
 from kvviz.ui.settings_file import SettingsReader
@@ -127,6 +128,11 @@ class ServeForm(QWidget):
             check.toggled.connect(lambda *_: self.changed.emit())
             sched.addWidget(check)
             self.scheduler_checks[key] = check
+        self.vllm_check = QCheckBox()
+        self.vllm_check.setObjectName("serve_vllm_beside")
+        self.vllm_check.toggled.connect(lambda *_: self.changed.emit())
+        sched.addWidget(self.vllm_check)
+        self._vllm_found: str | None = None  # "" when vLLM was found, else why not (looked up once)
         outer.addWidget(self.scheduler_box)
 
         sizes = QFormLayout()
@@ -173,6 +179,7 @@ class ServeForm(QWidget):
         self.scheduler_box.setTitle(_tr("Schedulers"))
         for key, check in self.scheduler_checks.items():
             check.setToolTip(scheduler_help(key))
+        self.vllm_check.setText(_tr("vLLM beside"))
         for label, text in zip(self.size_labels, (_tr("Max batch"), _tr("Pool blocks"), _tr("Token budget"),
                                                   _tr("Block size"))):
             label.setText(text)
@@ -281,6 +288,7 @@ class ServeForm(QWidget):
             self.model_combo.setCurrentText(spec.model)
         self.set_requests(spec.requests)
         self.set_schedulers(spec.schedulers)
+        self.vllm_check.setChecked(spec.vllm_beside)
         for spin, value in ((self.max_batch, spec.max_batch), (self.blocks, spec.blocks),
                             (self.token_budget, spec.token_budget), (self.block_size, spec.block_size)):
             spin.setValue(value)
@@ -289,7 +297,38 @@ class ServeForm(QWidget):
         return ServeSpec(model=self.model_combo.currentText().strip(), requests=tuple(self.requests()),
                          schedulers=self.checked_schedulers(), max_batch=self.max_batch.value(),
                          blocks=self.blocks.value(), token_budget=self.token_budget.value(),
-                         block_size=self.block_size.value())
+                         block_size=self.block_size.value(), vllm_beside=self.vllm_beside())
+
+    # -- vLLM beside -------------------------------------------------------------------------------
+    def vllm_found(self) -> str:
+        """"" when vLLM can be found (kvviz.peers.vllm.find_vllm_python, looked up once), else why not."""
+        if self._vllm_found is None:
+            from kvviz.peers.vllm import find_vllm_python
+
+            try:
+                find_vllm_python()
+                self._vllm_found = ""
+            except ValueError as exc:
+                self._vllm_found = errors.one_line(str(exc))
+        return self._vllm_found
+
+    def vllm_refusal(self) -> str:
+        """Why "vLLM beside" cannot run with this form ("" when it can): vLLM missing, a block size or a model
+        folder's head size vLLM's CPU attention refuses."""
+        return vllm_refusal(self.model_combo.currentText().strip(), self.block_size.value(), self.vllm_found())
+
+    def vllm_beside(self) -> bool:
+        return self.vllm_check.isChecked() and self.vllm_check.isEnabled()
+
+    def show_vllm(self) -> None:
+        """The option greyed, with the reason as its tooltip, where vLLM cannot run."""
+        reason = self.vllm_refusal()
+        self.vllm_check.setEnabled(not reason)
+        # as a paragraph: Qt wraps a rich-text tooltip, where a plain one runs across the screen in one line
+        self.vllm_check.setToolTip(f"<p>{html.escape(reason, quote=False)}</p>" if reason else "<p>" + _tr(
+            "vLLM runs the same requests in its own process (35-50 s to start on a CPU) and reports each step "
+            "beside the schedulers: its settings follow prefix if ticked (prefix caching on), else chunked, "
+            "paged or continuous") + "</p>")
 
     def problem(self) -> str:
         """The first reason this form cannot run, in the window's language ("" when it can)."""
@@ -323,6 +362,7 @@ class ServeForm(QWidget):
         s.setValue("serve/model", self.model_combo.currentText().strip())
         s.setValue("serve/requests", json.dumps([[r.prompt, r.new_tokens, r.arrival] for r in self.requests()]))
         s.setValue("serve/schedulers", ",".join(self.checked_schedulers()))
+        s.setValue("serve/vllm_beside", "true" if self.vllm_check.isChecked() else "false")
         s.setValue("serve/preset", self.preset_combo.currentData() or "")
         s.setValue("serve/random_n", self.random_spin.value())
         for key, spin in self.sizes().items():
@@ -348,9 +388,13 @@ class ServeForm(QWidget):
             self.set_schedulers([k for k in r.text("serve/schedulers", "").replace(" ", "").split(",") if k])
         for key, spin in self.sizes().items():
             r.spin(f"serve/{key}", spin)
+        if r.settings.contains("serve/vllm_beside"):
+            with blocked(self.vllm_check):
+                self.vllm_check.setChecked(r.text("serve/vllm_beside", "false") == "true")
         self.changed.emit()
 
     def show_problem(self) -> None:
+        self.show_vllm()
         reason = self.problem()
         self.problem_label.setText(reason)
         self.problem_label.setVisible(bool(reason))

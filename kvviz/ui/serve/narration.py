@@ -7,6 +7,12 @@ cached blocks), who was preempted, how much of the pool is free. From the ServeS
 and in a short form for a narrow box (the transport shows the longest that fits):
 
     paged 12: r3 left; r5 joined, 6 blocks cached; 14/32 free
+
+Where vLLM ran beside them, a sentence of what it reported at the step, and where its counts differ from the
+scheduler its settings follow, that scheduler's counts beside them:
+
+    vLLM, step 4: 5 running, 0 waiting, 12 blocks in use, 96 prompt tokens from its cache; prefix: 4 running,
+    1 waiting
 """
 from __future__ import annotations
 
@@ -79,6 +85,55 @@ def describe_short(record: ServeStep) -> list[str]:
     return clauses
 
 
+VLLM_COUNTS = ("running", "waiting", "blocks", "cached", "preempted")  # ServeHistory.vllm_counts's keys
+
+
+def count_clauses(counts: dict[str, int], keys, form: str) -> list[str]:
+    full = {"running": _tr("{0} running"), "waiting": _tr("{0} waiting"), "blocks": _tr("{0} blocks in use"),
+            "cached": _tr("{0} prompt tokens from its cache"), "preempted": _tr("{0} preempted")}
+    short = {"running": _tr("{0} run"), "waiting": _tr("{0} wait"), "blocks": _tr("{0} blocks"),
+             "cached": _tr("{0} cached"), "preempted": _tr("{0} preempted")}
+    words = full if form == "full" else short
+    return [words[k].format(counts[k]) for k in keys]
+
+
+def narrate_vllm(run: ServeHistory, step: int, form: str = "full") -> str:
+    """vLLM's sentence at `step`: its start-up's wait, its failure, or its counts, with the counterpart
+    scheduler's counts where they differ at a step both recorded on its own."""
+    lane = run.vllm
+    clause_sep = _tr("; ")
+    if lane.state == "failed":
+        return _tr("vLLM failed: {0}").format(lane.message)
+    if not lane.steps:
+        return _tr("vLLM: starting, {0:.0f} s waited").format(lane.waited_s)
+    if step >= lane.n_steps and run.finished:
+        return _tr("vLLM: done after {0} steps").format(lane.n_steps) if form == "full" else _tr("vLLM: done")
+    ours, theirs = run.vllm_counts(step)
+    if ours is None:
+        words = _tr("vLLM, step {0}: nothing to run") if form == "full" else _tr("vLLM {0}: idle")
+        return words.format(step)
+    keys = ("running", "waiting", "blocks", "cached") + (("preempted",) if ours["preempted"] else ())
+    clauses = count_clauses(ours, keys, form)
+    differ = [key for key in VLLM_COUNTS if theirs is not None and theirs[key] != ours[key]]
+    if differ:
+        clauses.append(_tr("{0}: {1}").format(lane.counterpart, _tr(", ").join(count_clauses(theirs, differ, form))))
+    if form == "full":
+        return _tr("vLLM, step {0}: {1}").format(step, clause_sep.join(clauses))
+    return _tr("vLLM {0}: {1}").format(step, clause_sep.join(clauses))
+
+
+def vllm_status(run: ServeHistory) -> str:
+    """The status line while vLLM beside the schedulers starts (the seconds waited) or after it failed (why, in one
+    line); "" otherwise."""
+    lane = run.vllm
+    if lane is None or lane.steps:
+        return ""
+    if lane.state == "failed":
+        return _tr("vLLM failed: {0}").format(lane.message)
+    return _tr("vLLM: starting, {0:.0f} s waited (35-50 s on a CPU); the schedulers wait for it").format(
+        lane.waited_s)
+
+
 def narrate(run: ServeHistory, step: int, form: str = "full") -> str:
     """One sentence per scheduler for the step shown (lockstep: a scheduler already done says so); `form`
     "short" says it in fewer words (see the module's docstring)."""
@@ -97,4 +152,6 @@ def narrate(run: ServeHistory, step: int, form: str = "full") -> str:
             parts.append(_tr("{0}, step {1}: {2}").format(k, record.step, clause_sep.join(describe_step(record))))
         else:
             parts.append(_tr("{0} {1}: {2}").format(k, record.step, clause_sep.join(describe_short(record))))
+    if run.vllm is not None:
+        parts.append(narrate_vllm(run, step, form))
     return _tr(".  ").join(parts)  # between two schedulers' sentences

@@ -1,8 +1,9 @@
 """Counters: per scheduler, as of the step shown: padding and idle waste, the prefix hit rate and the
 prefill tokens it saved, preemptions, tokens and tokens per second, the pool's peak. A table, a column
-per scheduler.
+per scheduler, and a "vLLM" column where vLLM ran beside them (what vLLM reports; a dash where it reports
+nothing alike, its start-up's wait or failure while it has no steps).
 
-Reads ServeHistory.counters only.
+Reads ServeHistory.counters and ServeHistory.vllm_counters only.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from kvviz.serving.history import ServeHistory
+from kvviz.serving.history import VLLM, ServeHistory
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -27,7 +28,17 @@ def rows() -> list[tuple[str, str]]:
             ("tokens", _tr("tokens")), ("tokens_per_s", _tr("tokens/s")), ("peak_blocks", _tr("peak blocks"))]
 
 
+def lane_text(run: ServeHistory) -> str:
+    """vLLM's state while it has no steps to show: its start-up's wait, or that it failed."""
+    lane = run.vllm
+    if lane.state == "failed":
+        return _tr("failed")
+    return _tr("starting {0:.0f} s").format(lane.waited_s)
+
+
 def cell_text(key: str, c: dict[str, float]) -> str:
+    if key not in c:
+        return "\u2013"  # vLLM reports nothing alike
     if key in ("padding_share", "idle_share", "hit_rate"):
         return f"{c[key]:.0%}"
     if key == "tokens_per_s":
@@ -86,7 +97,7 @@ class CountersPanel(ServePanel):
         self.shown = {}
 
     def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
-        shown = [k for k in run.schedulers if run.n_steps(k)]
+        shown = [k for k in run.schedulers if run.n_steps(k)] + ([VLLM] if run.vllm is not None else [])
         names = rows()
         if self.table.columnCount() != len(shown) or self.table.rowCount() != len(names):
             self.table.setColumnCount(len(shown))
@@ -94,11 +105,12 @@ class CountersPanel(ServePanel):
         self.table.setVerticalHeaderLabels([n for _k, n in names])
         self.shown = {}
         for col, k in enumerate(shown):
-            head = QTableWidgetItem(k)
+            head = QTableWidgetItem("vLLM" if k == VLLM else k)
             head.setForeground(QColor(colors.scheduler_color(k)))
-            head.setToolTip(k)
+            head.setToolTip(self.vllm_tip(run) if k == VLLM else k)
             self.table.setHorizontalHeaderItem(col, head)
-            c = run.counters(k, step)
+            waiting = k == VLLM and not run.vllm.steps
+            c = run.vllm_counters(step) if k == VLLM else run.counters(k, step)
             self.shown[k] = c
             for row, (key, _name) in enumerate(names):
                 item = self.table.item(row, col)
@@ -106,6 +118,18 @@ class CountersPanel(ServePanel):
                     item = QTableWidgetItem()
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                     self.table.setItem(row, col, item)
-                text = cell_text(key, c)
+                text = (lane_text(run) if row == 0 else "") if waiting else cell_text(key, c)
                 if item.text() != text:
                     item.setText(text)
+                tip = (run.vllm.message if waiting else "" if key in c else _tr("vLLM does not report this")) \
+                    if k == VLLM else ""
+                if item.toolTip() != tip:
+                    item.setToolTip(tip)
+
+    def vllm_tip(self, run: ServeHistory) -> str:
+        """The vLLM column's heading's tooltip: its version and the scheduler its settings follow."""
+        lane = run.vllm
+        version = lane.run.version if lane.run is not None else "?"
+        return _tr("vLLM {0}, settings as {1}'s; prefix hits and tokens saved are its cached prompt tokens, "
+                   "prefilled its prompt tokens computed, peak blocks its KV cache usage times the pool's "
+                   "blocks").format(version, lane.counterpart or "paged")

@@ -3,7 +3,11 @@ each cell what that request's slot did (waiting, prefill, decode, padding, idle,
 like the course's padding bars. The wasted slots (padding + idle) are counted in the title. Under each
 block, a step-number axis: labels at the least round interval (1, 2, 5, 10, ...) at which nine in ten of its
 multiples have room (a multiple crowded by narrow steps before it is left out), a tick at the start of every
-labelled step; the interval follows the panel's width.
+labelled step; the interval follows the panel's width. Where vLLM ran beside them, a "vLLM" block under
+theirs: each engine step as wide as the counterpart scheduler's same step, a request's cells from the steps
+vLLM reported a token for it (prefill at its first, decode after), and above it what vLLM reported at the
+step shown (running, waiting, blocks in use, prompt tokens from its cache, preemptions); while vLLM starts, the
+seconds waited.
 
 Drawn from ServeHistory.timeline (numpy cells) with QPainter: one indexed image per scheduler, scaled
 by whole pixels while the slots fit, so every cell is the same size.
@@ -15,7 +19,7 @@ from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from kvviz.serving.history import CELL_KINDS, IDLE, PADDING, ServeHistory
+from kvviz.serving.history import CELL_KINDS, IDLE, PADDING, VLLM, ServeHistory, Timeline
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -126,18 +130,42 @@ class TimelinePanel(ServePanel):
         or not it shows, so that it does not change with the width the panel is painted at."""
         return (self.fontMetrics().height() + 2) * len(self.legend_rows(width - 4, cap)) + 2
 
+    def groups(self) -> list[str]:
+        """The blocks drawn, top to bottom: every scheduler with steps, then vLLM where it ran beside them."""
+        run = self.run
+        if run is None:
+            return []
+        return [k for k in run.schedulers if run.n_steps(k)] + ([VLLM] if run.vllm is not None else [])
+
+    def timeline_of(self, k: str) -> Timeline:
+        return self.run.vllm_timeline(self.cap) if k == VLLM else self.run.timeline(k, self.cap)
+
+    def vllm_heading(self, step: int) -> str:
+        """The line above vLLM's block: its start-up's wait, its failure, or what it reported at `step`."""
+        lane = self.run.vllm
+        if lane.state == "failed":
+            return self.tr("vLLM failed: {0}").format(lane.message)
+        s = lane.record_at(step)
+        if s is None:
+            return self.tr("vLLM: starting, {0:.0f} s waited (its start-up takes 35-50 s on a CPU)").format(
+                lane.waited_s)
+        return self.tr("vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its "
+                       "cache, {5} preempted").format(s.step, s.running, s.waiting, s.blocks_in_use,
+                                                      s.prompt_cached, s.preempted)
+
     def readable_size(self) -> tuple[int, int]:
         """Every request's row a line of text tall under every scheduler, the legend, and room for the
         schedulers' lines and a few dozen slots."""
         fm = self.fontMetrics()
         run = self.run
-        schedulers = [k for k in run.schedulers if run.n_steps(k)] if run is not None else []
+        schedulers = self.groups()
         n_req = run.n_requests() if schedulers else 0
         width = self.label_width() + fm.averageCharWidth() * 40
         if not schedulers:
             return width, fm.lineSpacing() * 7
         # The schedulers' lines at three digits a count: the need stays put while a run's counts grow.
-        width = max(width, *(fm.horizontalAdvance(self.heading(k, (999, 999, 999))) + 8 for k in schedulers))
+        width = max([width] + [fm.horizontalAdvance(self.heading(k, (999, 999, 999))) + 8 for k in schedulers
+                                if k != VLLM])
         return width, self._chrome(len(schedulers), width) + n_req * len(schedulers) * self.row_min()
 
     def heading(self, k: str, counts: tuple[int, int, int] | None = None) -> str:
@@ -176,7 +204,7 @@ class TimelinePanel(ServePanel):
 
     # -- painting ---------------------------------------------------------------------------------
     def _image(self, scheduler: str) -> QImage:
-        timeline = self.run.timeline(scheduler, self.cap)
+        timeline = self.timeline_of(scheduler)
         key = (timeline.cells.shape[1], self.cap)
         hit = self._images.get(scheduler)
         if hit is None or hit[0] != key or hit[1].height() != timeline.cells.shape[0]:
@@ -198,11 +226,13 @@ class TimelinePanel(ServePanel):
         run = self.run
         if run is None or not run.n_steps():
             painter.setPen(QColor("#8a8a8a"))
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.tr("no run yet"))
+            waiting = run is not None and run.vllm is not None
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                             self.vllm_heading(0) if waiting else self.tr("no run yet"))
             return
         fm = painter.fontMetrics()
         line = fm.height() + 2
-        schedulers = [k for k in run.schedulers if run.n_steps(k)]
+        schedulers = self.groups()
         n_req = run.n_requests()
         legend_h = self.legend_height(self.width())  # room for the note of a narrowed step, as the need has
         small = self.small_font()
@@ -212,19 +242,22 @@ class TimelinePanel(ServePanel):
         row_px = max(1, min(most_px, room // max(1, n_req * len(schedulers))))
         label_w = self.label_width() if row_px >= self.row_min() - 1 else MARK_W
         width = self.width() - label_w - 4
-        self.cap = fit_cap([run.step_widths(k) for k in schedulers], width)
-        most = max(run.timeline(k, self.cap).cells.shape[1] for k in schedulers)
+        self.cap = fit_cap([run.step_widths(k) for k in schedulers if k != VLLM] or [np.ones(1, int)], width)
+        most = max(self.timeline_of(k).cells.shape[1] for k in schedulers)
         whole = width // max(1, most)
         self.cell_px = (whole, row_px) if whole >= 1 else (0, row_px)
         y = 2
         for k in schedulers:
-            timeline = run.timeline(k, self.cap)
+            timeline = self.timeline_of(k)
             painter.setPen(QColor(colors.scheduler_color(k)))
+            heading = self.vllm_heading(self.step) if k == VLLM else self.heading(k)
             painter.drawText(QRect(2, y, self.width() - 4, line),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                             fm.elidedText(self.heading(k), Qt.TextElideMode.ElideRight, self.width() - 4))
+                             fm.elidedText(heading, Qt.TextElideMode.ElideRight, self.width() - 4))
             y += line
             cols = timeline.cells.shape[1]
+            if not cols:  # vLLM still starting, or failed: its line only
+                continue
             cell_w = whole if whole >= 1 else width / max(1, most)
             rect = QRect(label_w + 2, y, max(1, round(cols * cell_w)), n_req * row_px)
             # One cell one colour, enlarged by whole pixels: a painter handed in with smooth scaling (an
@@ -241,7 +274,7 @@ class TimelinePanel(ServePanel):
                     label_w: int) -> None:
         """The lockstep's future faded, the step shown in the strip below, the selected request's label."""
         run = self.run
-        timeline = run.timeline(k, self.cap)
+        timeline = self.timeline_of(k)
         step = run.clamp(k, self.step)
         a, b = timeline.x0[step], timeline.x0[step + 1]
         # Steps after the one shown: faded (the lockstep's future).
@@ -270,12 +303,12 @@ class TimelinePanel(ServePanel):
         its multiples find room, each centred on its step's columns (kept inside the block) and AXIS_GAP from
         the label before it (a multiple without room is left out: steps are as wide as their slots); a tick at
         each labelled step's first column."""
-        x0 = self.run.timeline(k, self.cap).x0
+        x0 = self.timeline_of(k).x0
         n = len(x0) - 1
         fm = QFontMetrics(small)
         for interval in nice_intervals():
             labels, right = [], -10**9
-            multiples = self.run.timeline(k, self.cap).multiples(interval)  # a stretch of idle steps: one
+            multiples = self.timeline_of(k).multiples(interval)  # a stretch of idle steps: one
             for step in multiples:
                 w = fm.horizontalAdvance(str(step))
                 mid = rect.left() + (x0[step] + x0[step + 1]) * cell_w / 2
@@ -319,7 +352,7 @@ class TimelinePanel(ServePanel):
             if rect.contains(pos):
                 row = (pos.y() - rect.top()) // max(1, self.cell_px[1])
                 column = int((pos.x() - rect.left()) / cell_w)
-                timeline = self.run.timeline(k, self.cap)
+                timeline = self.timeline_of(k)
                 if 0 <= row < timeline.cells.shape[0] and 0 <= column < timeline.cells.shape[1]:
                     return k, int(row), timeline.step_at(column)
         return None
@@ -337,7 +370,7 @@ class TimelinePanel(ServePanel):
             QToolTip.hideText()
             return
         k, request, step = hit
-        timeline = self.run.timeline(k, self.cap)
+        timeline = self.timeline_of(k)
         column = int((pos.x() - next(r for s, r, _c in self.blocks if s == k).left())
                      / next(c for s, _r, c in self.blocks if s == k))
         kind = CELL_KINDS[int(timeline.cells[request, column])]

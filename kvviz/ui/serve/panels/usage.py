@@ -1,8 +1,8 @@
 """Pool use and batch size over the steps, one line per scheduler: blocks held by some request (above)
 and requests computed in the step (below); a preemption is a cross on the pool line; the step shown
-is a vertical line.
+is a vertical line. vLLM beside them is one more line: the blocks in use and the requests running it reported.
 
-Reads ServeHistory.series only (numpy per step). Plot items are made once per scheduler and fed.
+Reads ServeHistory.series and vllm_series only (numpy per step). Plot items are made once per scheduler and fed.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
-from kvviz.serving.history import ServeHistory
+from kvviz.serving.history import VLLM, ServeHistory
 from kvviz.ui import style
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels._plots import TwoPlotPanel
@@ -33,7 +33,8 @@ class UsagePanel(TwoPlotPanel):
 
     def help_text(self) -> str:
         return self.tr("Above: KV blocks held by some request after each step (of the pool's size); a cross is a "
-                       "preemption. Below: requests computed in each step (the batch). One line per scheduler.")
+                       "preemption. Below: requests computed in each step (the batch). One line per scheduler; "
+                       "vLLM's: the blocks in use and the requests running it reported.")
 
     def retranslate(self) -> None:
         self.pool_plot.setLabel("left", self.tr("blocks used"), **style.LABEL_STYLE)
@@ -62,7 +63,7 @@ class UsagePanel(TwoPlotPanel):
         return self.curves[k]
 
     def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
-        shown = [k for k in run.schedulers if run.n_steps(k)]
+        shown = [k for k in run.schedulers if run.n_steps(k)] + ([VLLM] if run.n_steps(VLLM) else [])
         self.show_legend(shown)
         for k in list(self.curves):
             if k not in shown:
@@ -70,14 +71,14 @@ class UsagePanel(TwoPlotPanel):
         self.show_values(bool(shown))
         top = 1.0
         for k in shown:
-            s = run.series(k)
+            s = run.vllm_series() if k == VLLM else run.series(k)
             x = np.asarray(s["step"], dtype=float)  # each record at its first step (a stretch is one record)
             pool, crosses, batch = self._items(k)
             pool.setData(x, s["used"])
             hit = s["preemptions"] > 0
             crosses.setData(x[hit], s["used"][hit])
             batch.setData(x, s["batch"])
-            top = max(top, float(run.settings[k].blocks))
+            top = max(top, float(run.vllm.run.settings.blocks if k == VLLM else run.settings[k].blocks))
         self.pool_plot.setYRange(0, top * 1.05, padding=0)
         for line in self.lines:
             line.setValue(step)
