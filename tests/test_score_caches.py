@@ -231,3 +231,23 @@ def test_a_step_whose_attention_was_not_seen_is_refused(tiny_random, rule):
                                                                                           cfg.head_dim))
     with pytest.raises(RuntimeError, match="0 of 2 layers were scored"):
         cache.commit(3)
+
+
+def test_quality_on_a_text_feeds_every_engine_the_text(tiny_random):
+    """on_text: the exact engine and each approximate one read the given text, not the exact engine's own
+    output; the KL at each step is the one of the two runs each fed the text, computed here apart."""
+    from kvviz.measure.quality import kl_divergence, on_text
+
+    prompt, text = [70, 71, 72], [(13 * i + 40) % 256 for i in range(12)]
+    found = on_text(make_engine("static", tiny_random), [make_engine("concat", tiny_random),
+                                                         make_engine("tova", tiny_random, window=4)], prompt, text)
+    assert max(found["concat"].kl) < 1e-8 and all(found["concat"].top1)
+    trace = TraceOptions(masks=False, logits=True)
+    exact = list(make_engine("static", tiny_random).generate(prompt, len(text), trace=trace, forced_tokens=text))
+    mine = list(make_engine("tova", tiny_random, window=4).generate(prompt, len(text), trace=trace,
+                                                                     forced_tokens=text))
+    assert found["tova"].kl == pytest.approx([kl_divergence(a.logits, b.logits) for a, b in zip(exact, mine)],
+                                             abs=1e-9)
+    assert max(found["tova"].kl) > 0
+    with pytest.raises(ValueError, match="empty"):
+        on_text(make_engine("static", tiny_random), [], prompt, [])

@@ -66,6 +66,17 @@ def teacher_forced(engine, prompt_ids: Sequence[int], exact: Sequence[StepTrace]
     return Quality(engine=engine.key, kl=tuple(kl), top1=tuple(top1), first_divergence=None)
 
 
+def on_text(exact, engines: Sequence, prompt_ids: Sequence[int], text_ids: Sequence[int]) -> dict[str, Quality]:
+    """Each engine's quality on a given text instead of the exact engine's own output: the exact engine and every
+    one of `engines` are fed `text_ids` after `prompt_ids`, so at each step all predict the text's next token
+    from the same context (held-out text measures a cache where the model is not simply repeating itself)."""
+    if not text_ids:
+        raise ValueError("the text to measure on is empty")
+    ref = list(exact.generate(prompt_ids, len(text_ids), trace=TraceOptions(masks=False, logits=True),
+                              forced_tokens=list(text_ids)))
+    return {e.key: teacher_forced(e, prompt_ids, ref) for e in engines}
+
+
 def measure(engine, prompt_ids: Sequence[int], exact: Sequence[StepTrace], own: Sequence[StepTrace]) -> Quality:
     """Teacher-forced figures plus the first step where `own` (the engine's free-running run) differs."""
     q = teacher_forced(engine, prompt_ids, exact)
