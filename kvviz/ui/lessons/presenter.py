@@ -101,6 +101,9 @@ class PresenterWindow(QWidget):
         self._watch = _MouseWatch(self)
         QApplication.instance().installEventFilter(self._watch)
         self.last_draw_ms = 0.0
+        from kvviz.ui import i18n
+
+        self._app_language = i18n.current_language()  # given back on close
         self._fit_fonts()
         self.set_language(lang)
 
@@ -210,6 +213,11 @@ class PresenterWindow(QWidget):
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         QApplication.instance().removeEventFilter(self._watch)
+        self.stage.restore_zoom()
+        from kvviz.ui import i18n
+
+        if i18n.current_language() != self._app_language:
+            i18n.set_language(self._app_language)
         super().closeEvent(event)
 
 

@@ -9,7 +9,7 @@ import importlib
 
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
-from PySide6.QtWidgets import QFrame, QGraphicsRectItem, QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QGraphicsRectItem, QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from kvviz.lessons import memory_view
 from kvviz.lessons.lesson import Scene
@@ -55,7 +55,11 @@ class Box(QFrame):
         self.header.setStyleSheet("font-weight: bold;")
         layout.addWidget(self.header)
         layout.addWidget(panel, 1)
+        # The stage shares its room by stretch alone (a plot's size hint would starve a table beside it).
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
 
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt override)
+        return False  # a plot that asks a height for its width would take the whole column
 
 class SceneStage(QWidget):
     """Draws one scene at one step; the panels of each view are built the first time a scene needs them."""
@@ -72,6 +76,7 @@ class SceneStage(QWidget):
         self._marks: list = []  # the region's rectangles in the work-matrix plots
         self.zoom = 0
         self._base_font: QFont | None = None  # the app's font at 100%
+        self._base_zoom = 100  # the panels' zoom before the stage set its own
 
     # -- building ---------------------------------------------------------------------------------
     def _box(self, view: str, key: str) -> Box:
@@ -132,9 +137,10 @@ class SceneStage(QWidget):
         from kvviz.ui.panels._plots import scenes_in, zoom_items
         from kvviz.ui.presentation import repolish_styled, zoomed_font
 
-        style.set_zoom(percent)
         if self._base_font is None:
             self._base_font = QFont(QApplication.font())
+            self._base_zoom = round(style.ZOOM * 100)
+        style.set_zoom(percent)
         # The app's font, as View > Zoom sets it: the serve panels measure their text from it.
         QApplication.setFont(zoomed_font(self._base_font, percent))
         repolish_styled()
@@ -143,6 +149,20 @@ class SceneStage(QWidget):
                 box.panel.apply_zoom()
                 zoom_items(scenes_in(box))
         self._drawn_run.clear()
+
+    def restore_zoom(self) -> None:
+        """The app's font and the panels' zoom as they were before the stage zoomed (the presenter closes)."""
+        if self._base_font is None:
+            return
+        from PySide6.QtWidgets import QApplication
+
+        from kvviz.ui import style
+        from kvviz.ui.presentation import repolish_styled
+
+        style.set_zoom(self._base_zoom)
+        QApplication.setFont(self._base_font)
+        repolish_styled()
+        self._base_font, self.zoom = None, 0
 
     def retranslate(self) -> None:
         """The panels' fixed texts again, after a language switch."""
