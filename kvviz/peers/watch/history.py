@@ -80,6 +80,8 @@ class Counters:
     dropped: int = 0
     samples: int = 0
     metrics_malformed: int = 0
+    stored: int = 0  # blocks stored, over the session
+    removed: int = 0  # blocks removed, cleared or dropped, over the session (a restart's emptying not counted)
 
 
 @dataclass
@@ -132,6 +134,8 @@ class ServerHistory:
         c.events += len(decoded.batch.events)
         c.unknown_removed += effect.unknown_removed
         c.dropped += effect.dropped
+        c.stored += effect.stored
+        c.removed += effect.removed + effect.cleared + effect.dropped
         p = self._pending
         p.stored += effect.stored
         p.removed += effect.removed + effect.cleared
