@@ -282,3 +282,32 @@ def test_the_form_greys_vllm_beside_with_the_reason(qapp, monkeypatch, tmp_path)
     form.show_problem()
     assert not form.vllm_check.isEnabled() and "the model's is 16" in form.vllm_check.toolTip()
     assert not form.spec().vllm_beside
+
+
+def test_ending_a_run_while_vllm_starts_leaves_no_vllm_process(tmp_path, monkeypatch):
+    """Stop (ServeSession.end) while vLLM starts: its child, found among this process's children, is ended."""
+    import os
+
+    from kvviz.peers.vllm import find_vllm_python
+    from kvviz.serving.session import ServeSession, vllm_children
+
+    try:
+        find_vllm_python()
+    except ValueError as exc:
+        pytest.skip(f"no vLLM to start: {exc}")
+    monkeypatch.setenv("KVVIZ_CHECKPOINT_CACHE", str(tmp_path))
+    session = ServeSession()
+    try:
+        session.start(spec(requests=tuple(preset_requests("course-batch")), schedulers=("prefix",)), threads=1)
+        started = []
+        for _ in range(200):  # steps() waits up to PROGRESS_S each: the child shows within a few seconds
+            session.steps(0.25)
+            started = vllm_children()
+            if started:
+                break
+        assert started
+        session.end()
+        assert vllm_children() == [] and not any(os.path.exists(f"/proc/{pid}") for pid in started)
+        assert session.steps(0.0) == ([], {})  # nothing left running: no lane, no scheduler
+    finally:
+        session.close()
