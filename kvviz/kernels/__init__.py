@@ -20,22 +20,47 @@ class Kernel:
     help: str
     engines: tuple[str, ...] | None  # the engines it runs; None: every engine
     devices: tuple[str, ...] | None  # the device types it runs on; None: every device
+    # Its lanes' shade of their engine's colour in a kernel comparison: toward white (> 0) or black (< 0) by
+    # that share; PyTorch's ops, the course's, keep the engine's own colour.
+    shade: float = 0.0
 
 
 KERNELS: dict[str, Kernel] = {k.key: k for k in (
     Kernel("torch", "PyTorch", "PyTorch's ops, one call per operation: what the course's code runs", None, None),
     Kernel("native", "C step", "kvviz's C step: a whole decode step in one C call, each matrix read once "
-           "(CPU, float32, Llama-family models)", ("concat", "static", "paged"), ("cpu",)),
+           "(CPU, float32, Llama-family models)", ("concat", "static", "paged"), ("cpu",), 0.5),
     Kernel("openblas", "OpenBLAS", "every projection through numpy's OpenBLAS, the rest PyTorch's ops "
-           "(CPU, float32, Llama-family models)", None, ("cpu",)),
+           "(CPU, float32, Llama-family models)", None, ("cpu",), -0.4),
     Kernel("compiled", "torch.compile", "the static cache's fixed-shape decode step compiled by torch.compile "
-           "(the compile happens before the first step)", ("static",), None),
+           "(the compile happens before the first step)", ("static",), None, 0.3),
     Kernel("cuda-graph", "CUDA graph", "the static cache's fixed-shape decode step captured once as a CUDA "
-           "graph and replayed", ("static",), ("cuda",)),
+           "graph and replayed", ("static",), ("cuda",), -0.3),
 )}
 _DEVICE_NAMES = {"cpu": "a CPU", "cuda": "CUDA", "mps": "Apple's MPS"}
 KERNEL_KEYS: tuple[str, ...] = tuple(KERNELS)
 DEFAULT_KERNEL = "torch"
+
+
+# A lane is one engine under one decode kernel, in a kernel comparison: "static@native". A run of one kernel
+# names its engines alone ("static"), the kernel said once for the run (RunInfo.decode_kernels). Lanes key the
+# records, histories and files as engine names do, so everything keyed by engine holds a kernel comparison too;
+# kvviz.catalog's questions about an engine (exact, settings, colour) take a lane as its engine.
+LANE_MARK = "@"
+
+
+def lane(engine: str, kernel: str) -> str:
+    return f"{engine}{LANE_MARK}{kernel}"
+
+
+def lane_engine(name: str) -> str:
+    """"static@native" -> "static"; an engine's name is its own."""
+    return name.partition(LANE_MARK)[0]
+
+
+def lane_kernel(name: str) -> str | None:
+    """"static@native" -> "native"; None for an engine's name (the run's one kernel decoded it)."""
+    _engine, mark, kernel = name.partition(LANE_MARK)
+    return kernel if mark else None
 
 
 def check_kernel(kernel: str) -> str:
@@ -64,8 +89,10 @@ def kernels_for(engine: str) -> tuple[str, ...]:
 
 def check_engines(kernel: str, engines) -> None:
     """One-line ValueError for the first of `engines` that `kernel` cannot run, naming the kernels it can use:
-    a run never mixes kernels, so one engine that cannot follow refuses the run."""
-    for engine in engines:
+    a run never mixes kernels, so one engine that cannot follow refuses the run. A lane of a kernel comparison
+    ("static@native", lane) is checked under its own kernel."""
+    for name in engines:
+        engine, kernel = lane_engine(name), check_kernel(lane_kernel(name) or kernel)
         if not covers(kernel, engine):
             raise ValueError(f"{engine} cannot decode with the {KERNELS[kernel].label} kernel (--kernel {kernel}); "
                              f"{engine} decodes with {', '.join(kernels_for(engine))}")
@@ -127,6 +154,38 @@ def label(kernel: str) -> str:
     return KERNELS[check_kernel(kernel)].label
 
 
-def row_name(engine: str, kernel: str) -> str:
-    """A row's name in a kernel comparison: "static · C step"."""
-    return f"{engine} · {label(kernel)}"
+def row_name(engine: str, kernel: str, kernel_label=label) -> str:
+    """A row's name in a kernel comparison: "static · C step" (`kernel_label`: a kernel's label in the reader's
+    language)."""
+    return f"{engine} · {kernel_label(kernel)}"
+
+
+def lanes(engines, kernels) -> tuple[str, ...]:
+    """What a run of `engines` under `kernels` records: the engines alone under one kernel; each engine under each
+    kernel, side by side, in a kernel comparison (the lanes "static@torch", "static@native"). One-line
+    ValueError for a kernel named twice or one that cannot run an engine."""
+    kernels = tuple(check_kernel(k) for k in kernels)
+    if not kernels:
+        raise ValueError("no kernel given")
+    if len(set(kernels)) != len(kernels):
+        raise ValueError(f"a kernel is named twice in {','.join(kernels)}")
+    for kernel in kernels:
+        check_engines(kernel, engines)
+    if len(kernels) == 1:
+        return tuple(engines)
+    return tuple(lane(e, k) for e in engines for k in kernels)
+
+
+def lane_label(name: str, kernel_label=label) -> str:
+    """A lane's name as rows and legends show it ("static · C step"); an engine's name as it is. `kernel_label`:
+    a kernel's label in the reader's language."""
+    kernel = lane_kernel(name)
+    return name if kernel not in KERNELS else row_name(lane_engine(name), kernel, kernel_label)
+
+
+def shade(color: str, kernel: str) -> str:
+    """`color` ("#rrggbb") in `kernel`'s shade: its lanes' colour, one family with the engine's."""
+    amount = KERNELS[kernel].shade if kernel in KERNELS else 0.0
+    rgb = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
+    toward = 255 if amount > 0 else 0
+    return "#" + "".join(f"{round(c + (toward - c) * abs(amount)):02x}" for c in rgb)

@@ -49,6 +49,7 @@ class RunRequest:
     steps_per_s: float = 0.0  # 0: as fast as possible
     start_paused: bool = False  # Step from idle: run one lockstep round, then wait
     threads: int | None = None  # torch CPU threads; None leaves torch's choice
+    repeat: int = 1  # the comparison run this many times: the summary gives medians (kvviz.records.repeats)
 
 
 def cached_choices(entries) -> tuple[ModelChoice, ...]:

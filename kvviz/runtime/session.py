@@ -17,10 +17,11 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from kvviz import errors
+from kvviz.records.repeats import RepeatedRunInfo
 from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.runtime.messages import Environment, ModelChoice, RunRequest, cached_choices
 
@@ -146,8 +147,10 @@ class EngineSession:
         info, the loaded model's description when it was (re)loaded, and notes for the window."""
         import torch
 
+        from kvviz.catalog import is_exact
         from kvviz.engines import make_engine
-        from kvviz.measure.quality import EXACT_ENGINES, Shadows, reference_key
+        from kvviz.kernels import lane_engine, lane_kernel
+        from kvviz.measure.quality import Shadows, reference_key
         from kvviz.options import check_against_model, check_cache_settings
         from kvviz.runtime.devices import resolve_device
 
@@ -165,8 +168,7 @@ class EngineSession:
         check_against_model(cfg, len(prompt_ids), rc.max_new_tokens, block_size=rc.block_size,
                             top_k=rc.sampling.top_k)
         check_cache_settings(rc.engines, len(prompt_ids), rc.max_new_tokens, rc.window, rc.sinks, rc.residual)
-        cache_opts = dict(block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual,
-                          kernel=rc.kernel)
+        cache_opts = dict(block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual)
         reference = reference_key(rc.engines)
         trace = rc.trace
         if trace.weights_layer is not None:
@@ -178,22 +180,34 @@ class EngineSession:
                     trace.weights_head, cfg.n_head - 1))
         notes = []
         kernels = []
-        for key in rc.engines:
+        made = []  # (lane, engine, kernel, trace options): what a repeat runs again
+        # A kernel comparison names lanes ("static@native", kvviz.kernels.lane): each is its engine under its own
+        # kernel, its records named by the lane; an engine's name alone decodes with the run's kernel.
+        for lane in rc.engines:
+            key, kernel = lane_engine(lane), lane_kernel(lane) or rc.kernel
             options = trace
             if key == "naive" and trace.weights_layer is not None and \
                     naive_weights_bytes(len(prompt_ids), rc.max_new_tokens) > NAIVE_WEIGHTS_BUDGET_BYTES:
                 options = replace(trace, weights_layer=None)
                 notes.append(_tr("naive: attention weights not captured, a run this long would hold more "
                                  "than {0} MiB of them").format(NAIVE_WEIGHTS_BUDGET_BYTES >> 20))
-            if key == reference:
+            if lane == reference:
                 options = replace(options, logits=True)  # the quality figures compare with its logits
-            engine = make_engine(key, model, **cache_opts)
-            kernels.append(engine.kernel)  # the run's, one for every engine (make_engine refuses a mix)
-            self._streams[key] = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
-                                                 run_id=req.run_id, token_text=tokenizer.token_text)
+            engine = make_engine(key, model, kernel=kernel, **cache_opts)
+            kernels.append(engine.kernel)  # what decoded the lane (make_engine refuses an engine it cannot run)
+            stream = engine.generate(prompt_ids, rc.max_new_tokens, rc.sampling, options,
+                                     run_id=req.run_id, token_text=tokenizer.token_text)
+            self._streams[lane] = stream if lane == key else _named(stream, lane)
+            made.append((lane, key, kernel, options))
         self._steps = rc.max_new_tokens
+        earlier = {}
+        if req.repeat > 1:
+            earlier = _earlier_runs(model, made, prompt_ids, rc, cache_opts, req.repeat - 1)
+            if any(len({tokens for tokens, _ms in runs}) > 1 for runs in earlier.values()):
+                notes.append(_tr("the repeats gave different tokens: their times are not of the same work"))
         if reference is not None:
-            shadows = {k: make_engine(k, model, **cache_opts) for k in rc.engines if k not in EXACT_ENGINES}
+            shadows = {lane: make_engine(lane_engine(lane), model, kernel=lane_kernel(lane) or rc.kernel,
+                                         **cache_opts) for lane in rc.engines if not is_exact(lane)}
             self._shadows = Shadows(shadows, prompt_ids, rc.max_new_tokens, reference, keep_logits=trace.logits)
         dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         info = RunInfo(
@@ -204,6 +218,10 @@ class EngineSession:
             param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
             block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual or 0,
             decode_kernels=tuple(kernels), **_wall_fields(cfg, dtype, device))
+        if req.repeat > 1:
+            info = RepeatedRunInfo(**{f.name: getattr(info, f.name) for f in fields(RunInfo)}, repeat=req.repeat,
+                                   earlier_ms={lane: tuple(ms for _tokens, ms in runs)
+                                               for lane, runs in earlier.items()})
         return info, loaded, notes
 
     def round(self) -> list[StepTrace]:
@@ -591,6 +609,37 @@ class EngineProcess:
                 code = proc.wait()
         raise EngineError(_tr("the engine process ended unexpectedly (exit code {0}{1})").format(
             code, _tr(": killed, perhaps out of memory") if code == -9 else "")) from None
+
+
+def _earlier_runs(model, made, prompt_ids, rc, cache_opts, runs: int) -> dict[str, list]:
+    """`runs` whole runs of every lane before the one shown, as `kvviz bench --repeat` times them: a short
+    warm-up of each lane first, then run after run, each lane's steps back to back, lanes in turn (so drift on a
+    noisy machine reaches each alike), each run under the shown run's trace options. Per lane, each run's
+    (tokens, step times)."""
+    from kvviz.engines import make_engine
+
+    def one(key, kernel, options, n):
+        engine = make_engine(key, model, kernel=kernel, **cache_opts)
+        steps = [(t.token_id, t.latency_ms) for t in engine.generate(prompt_ids, n, rc.sampling, options)]
+        return tuple(t for t, _ms in steps), tuple(ms for _t, ms in steps)
+
+    for _lane, key, kernel, options in made:  # first-call allocations and kernel choices stay out of the times
+        one(key, kernel, options, min(4, rc.max_new_tokens))
+    earlier: dict[str, list] = {lane: [] for lane, *_ in made}
+    for _ in range(runs):
+        for lane, key, kernel, options in made:
+            earlier[lane].append(one(key, kernel, options, rc.max_new_tokens))
+    return earlier
+
+
+def _named(stream: Iterator[StepTrace], lane: str) -> Iterator[StepTrace]:
+    """A lane's records: its engine's, named by the lane (after each step's clock has stopped)."""
+    make = StepTrace.of
+    try:
+        for trace in stream:
+            yield make({**trace.__dict__, "engine": lane})
+    finally:
+        stream.close()
 
 
 def _is_stopped(pid: int) -> bool:

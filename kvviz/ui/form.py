@@ -31,8 +31,9 @@ from PySide6.QtWidgets import (
 from kvviz import catalog
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
-from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS, unavailable
+from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS, lane_engine, lane_kernel, lanes, unavailable
 from kvviz.options import BOUNDS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
+from kvviz.records.repeats import repeat_of
 from kvviz.records.trace import RunInfo
 from kvviz.runtime.messages import Environment, ModelChoice
 from kvviz.ui.qtutil import blocked
@@ -98,6 +99,18 @@ class RunForm(QWidget):
             self.kernel_combo.addItem(KERNELS[key].label, key)
         self.kernel_combo.setCurrentIndex(self.kernel_combo.findData(DEFAULT_KERNEL))
         self.kernel_label = QLabel()
+        # A kernel comparison: every ticked engine under the decode kernel and under this one, side by side.
+        self.compare_combo = QComboBox()
+        self.compare_combo.setObjectName("compare_kernel")
+        self.compare_combo.addItem("", "")
+        for key in KERNEL_KEYS:
+            self.compare_combo.addItem(KERNELS[key].label, key)
+        self.compare_label = QLabel()
+        # The same comparison run this many times: the summary gives each engine's median and their spread.
+        self.repeat_spin = QSpinBox()
+        self.repeat_spin.setObjectName("repeat")
+        self.repeat_spin.setRange(*_range("repeat"))
+        self.repeat_label = QLabel()
         self._kernel_why: dict[tuple[str, str], str | None] = {}  # (kernel, device type) -> why it does not run
         self.tokens_spin = QSpinBox()
         self.tokens_spin.setObjectName("max_new_tokens")
@@ -164,6 +177,8 @@ class RunForm(QWidget):
         form.addRow(self.dtype_label, self.dtype_combo)
         form.addRow(self.engine_box)
         form.addRow(self.kernel_label, self.kernel_combo)
+        form.addRow(self.compare_label, self.compare_combo)
+        form.addRow(self.repeat_label, self.repeat_spin)
         form.addRow(self.tokens_label, self.tokens_spin)
         form.addRow(self.block_label, self.block_spin)
         form.addRow(self.window_label, self.window_spin)
@@ -207,6 +222,7 @@ class RunForm(QWidget):
         for widget, signal in ((self.prompt_edit, "textChanged"), (self.model_combo, "currentIndexChanged"),
                                (self.device_combo, "currentIndexChanged"), (self.dtype_combo, "currentIndexChanged"),
                                (self.kernel_combo, "currentIndexChanged"),
+                               (self.compare_combo, "currentIndexChanged"), (self.repeat_spin, "valueChanged"),
                                (self.tokens_spin, "valueChanged"), (self.block_spin, "valueChanged"),
                                (self.window_spin, "valueChanged"), (self.sinks_spin, "valueChanged"),
                                (self.residual_spin, "valueChanged"),
@@ -219,6 +235,7 @@ class RunForm(QWidget):
         # a kernel picked by hand that an engine cannot use: its one-line reason is under the form, which a
         # short screen scrolls out of sight; bring it into view (never while the user types elsewhere)
         self.kernel_combo.activated.connect(lambda _i: QTimer.singleShot(0, self._reveal_problem))
+        self.compare_combo.activated.connect(lambda _i: QTimer.singleShot(0, self._reveal_problem))
 
     def _reveal_problem(self) -> None:
         viewport = self.parentWidget()
@@ -248,6 +265,15 @@ class RunForm(QWidget):
         self.kernel_label.setText(self.tr("Decode kernel"))
         self.kernel_combo.setToolTip(self.tr("What runs every engine's decode steps, one kernel for the whole run, "
                                              "so that the engines differ by their cache alone"))
+        self.compare_label.setText(self.tr("Compare kernel"))
+        self.compare_combo.setItemText(0, self.tr("none"))
+        self.compare_combo.setToolTip(self.tr("A kernel comparison: every engine also under this kernel, as a "
+                                              "lane of its own (\u201cstatic \u00b7 C step\u201d) in a shade of "
+                                              "the engine's colour: same cache, another kernel"))
+        self.repeat_label.setText(self.tr("Repeat"))
+        self.repeat_spin.setSuffix(self.tr(" \u00d7"))
+        self.repeat_spin.setToolTip(self.tr("Run the comparison this many times: the summary gives each engine's "
+                                            "median time and the spread of the runs, as kvviz bench does"))
         self._show_kernels()
         self.tokens_label.setText(self.tr("New tokens"))
         self.block_label.setText(self.tr("Block size"))
@@ -332,13 +358,14 @@ class RunForm(QWidget):
     def _show_kernels(self) -> None:
         """Each kernel named in the reader's language; one the chosen device cannot run is greyed out with
         the reason as its tooltip, the others' tooltip is their help."""
-        model = self.kernel_combo.model()
-        for index, key in enumerate(KERNEL_KEYS):
-            why = self.kernel_unavailable(key)
-            self.kernel_combo.setItemText(index, QCoreApplication.translate("kernels", KERNELS[key].label))
-            self.kernel_combo.setItemData(index, why or QCoreApplication.translate("kernels", KERNELS[key].help),
-                                          Qt.ItemDataRole.ToolTipRole)
-            model.item(index).setEnabled(why is None)
+        for combo, first in ((self.kernel_combo, 0), (self.compare_combo, 1)):
+            model = combo.model()
+            for index, key in enumerate(KERNEL_KEYS, first):
+                why = self.kernel_unavailable(key)
+                combo.setItemText(index, QCoreApplication.translate("kernels", KERNELS[key].label))
+                combo.setItemData(index, why or QCoreApplication.translate("kernels", KERNELS[key].help),
+                                  Qt.ItemDataRole.ToolTipRole)
+                model.item(index).setEnabled(why is None)
 
     def _add_model_item(self, choice: ModelChoice) -> None:
         self.model_combo.addItem(choice.name, choice.name)
@@ -400,8 +427,12 @@ class RunForm(QWidget):
                 combo.setCurrentIndex(combo.findData(value))
         set_prompt_text(self.prompt_edit, info.prompt)
         self.set_engines(info.engines)
-        if info.kernel is not None and self.kernel_combo.findData(info.kernel) >= 0:
-            self.kernel_combo.setCurrentIndex(self.kernel_combo.findData(info.kernel))
+        ran = list(dict.fromkeys(info.decode_kernels))  # a kernel comparison's, in its lanes' order
+        comparison = any(lane_kernel(e) for e in info.engines) and len(ran) == 2
+        if (info.kernel is not None or comparison) and self.kernel_combo.findData(ran[0]) >= 0:
+            self.kernel_combo.setCurrentIndex(self.kernel_combo.findData(ran[0]))
+        self.compare_combo.setCurrentIndex(max(0, self.compare_combo.findData(ran[1])) if comparison else 0)
+        self.repeat_spin.setValue(repeat_of(info))
         for spin, value in ((self.tokens_spin, info.max_new_tokens), (self.block_spin, info.block_size),
                             (self.window_spin, info.window), (self.sinks_spin, info.sinks),
                             (self.residual_spin, info.residual)):
@@ -412,8 +443,9 @@ class RunForm(QWidget):
     def set_read_only(self, on: bool) -> None:
         """The fields locked (a replay shown) or editable again; Run stays, and unlocks them."""
         for widget in (self.prompt_edit, self.model_combo, self.open_button, self.device_combo, self.dtype_combo,
-                       self.engine_box, self.kernel_combo, self.tokens_spin, self.block_spin, self.window_spin,
-                       self.sinks_spin, self.residual_spin, self.sampling_box, self.layer_spin, self.head_spin):
+                       self.engine_box, self.kernel_combo, self.compare_combo, self.repeat_spin, self.tokens_spin,
+                       self.block_spin, self.window_spin, self.sinks_spin, self.residual_spin, self.sampling_box,
+                       self.layer_spin, self.head_spin):
             widget.setEnabled(not on)
         self.replay_row.setVisible(on)
 
@@ -421,8 +453,10 @@ class RunForm(QWidget):
         return self.replay_row.isVisibleTo(self)
 
     def set_engines(self, engines) -> None:
+        """Tick `engines` (a kernel comparison's lanes: their engines), untick the rest."""
+        ticked = {lane_engine(e) for e in engines}
         for key, box in self.engine_checks.items():
-            box.setChecked(key in set(engines))
+            box.setChecked(key in ticked)
 
     def set_model(self, name: str) -> None:
         if self.model_combo.findData(name) < 0:
@@ -438,6 +472,15 @@ class RunForm(QWidget):
     def current_kernel(self) -> str:
         """The decode kernel chosen (kvviz.kernels)."""
         return self.kernel_combo.currentData() or DEFAULT_KERNEL
+
+    def current_kernels(self) -> tuple[str, ...]:
+        """The run's kernels: the decode kernel, then the one it is compared with where one is chosen."""
+        other = self.compare_combo.currentData()
+        return (self.current_kernel(), other) if other else (self.current_kernel(),)
+
+    def repeat_count(self) -> int:
+        """How many times the comparison runs (the summary's medians are over these)."""
+        return self.repeat_spin.value()
 
     def current_device(self) -> str:
         dev = self.device_combo.currentData() or ""
@@ -468,7 +511,7 @@ class RunForm(QWidget):
         return RunConfig(
             prompt=self.prompt_edit.toPlainText(),
             max_new_tokens=self.tokens_spin.value(),
-            engines=self.checked_engines(),
+            engines=self._lanes(),
             sampling=self.sampling(),
             block_size=self.block_spin.value(),
             window=self.window_spin.value(),
@@ -478,6 +521,15 @@ class RunForm(QWidget):
             trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
                                weights_head=self.head_spin.value()),
         )
+
+    def _lanes(self) -> tuple[str, ...]:
+        """The ticked engines, or in a kernel comparison each under each kernel (kvviz.kernels.lanes); what a
+        comparison cannot run (a kernel named twice, an engine a kernel cannot decode) is the engines' own
+        check's to refuse (check_run_config), so the engines are given as they are."""
+        try:
+            return lanes(self.checked_engines(), self.current_kernels())
+        except ValueError:
+            return self.checked_engines()
 
     def validation_text(self) -> str:
         return self.validation_label.text()
@@ -513,15 +565,21 @@ class RunForm(QWidget):
             self.sampling()
         except ValueError as exc:
             return self.tr("Sampling: {0}").format(exc)
+        kernels = self.current_kernels()
+        if len(set(kernels)) < len(kernels):
+            return self.tr("Compare the decode kernel with another kernel (both are {0}).").format(
+                QCoreApplication.translate("kernels", KERNELS[kernels[0]].label))
         try:  # the commands' bounds, one set (kvviz.options); RunConfig refuses what check_run_config reports
             shared = check_run_config(self.build_run())
+            lanes(self.checked_engines(), kernels)  # the compared kernel, too, must run every ticked engine
         except ValueError as exc:  # e.g. a kernel one of the ticked engines cannot decode with
             shared = [str(exc)]
         if shared:
             return shared[0][:1].upper() + shared[0][1:] + "."
-        why = self.kernel_unavailable(self.current_kernel())
-        if why:  # a saved or replayed choice this device cannot run (the list greys it out)
-            return why[:1].upper() + why[1:] + "."
+        for kernel in kernels:
+            why = self.kernel_unavailable(kernel)
+            if why:  # a saved or replayed choice this device cannot run (the list greys it out)
+                return why[:1].upper() + why[1:] + "."
         cfg = choice.config
         if cfg is not None:
             n_new = self.tokens_spin.value()
@@ -583,6 +641,8 @@ class RunForm(QWidget):
             s.setValue("run/device", self.device_combo.currentData() or "auto")
             s.setValue("run/engines", ",".join(self.checked_engines()))
         s.setValue("run/kernel", self.current_kernel())
+        s.setValue("run/compare_kernel", self.compare_combo.currentData() or "")
+        s.setValue("run/repeat", self.repeat_spin.value())
         s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
         s.setValue("run/tokens", self.tokens_spin.value())
         s.setValue("run/block_size", self.block_spin.value())
@@ -610,6 +670,8 @@ class RunForm(QWidget):
         index = self.dtype_combo.findData(r.text("run/dtype", "auto"))
         self.dtype_combo.setCurrentIndex(max(index, 0))
         self._select_combo(self.kernel_combo, r.text("run/kernel", DEFAULT_KERNEL), DEFAULT_KERNEL)
+        self._select_combo(self.compare_combo, r.text("run/compare_kernel", ""), "")
+        r.spin("run/repeat", self.repeat_spin)
         r.spin("run/tokens", self.tokens_spin)
         r.spin("run/block_size", self.block_spin)
         for spin in (self.window_spin, self.sinks_spin, self.residual_spin):

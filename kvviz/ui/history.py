@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvviz.records import repeats
 from kvviz.records.trace import RunInfo, RunSummary, StepTrace, first_divergence
 
 
@@ -57,3 +58,13 @@ class RunHistory:
 
     def summaries(self) -> dict[str, RunSummary]:
         return {k: RunSummary.from_traces(v) for k, v in self.traces.items() if v}
+
+    @property
+    def repeat(self) -> int:
+        """How many times the run's comparison ran (kvviz.records.repeats; 1: once)."""
+        return repeats.repeat_of(self.info)
+
+    def totals(self, engine: str, step: int) -> list[float]:
+        """The engine's total time over steps 0..step in each run of a repeated comparison, the shown run last
+        (one total for a run made once)."""
+        return repeats.totals_upto(self.info, engine, [t.latency_ms for t in self.upto(engine, step)], step)

@@ -99,6 +99,16 @@ engine_color = catalog.engine_color
 engine_dash = catalog.engine_dash
 
 
+def engine_label(engine: str) -> str:
+    """An engine's name as the panels show it; a kernel comparison's lane as "static · C step", its kernel in the
+    reader's language (kvviz.kernels.lane_label)."""
+    from PySide6.QtCore import QCoreApplication
+
+    from kvviz.kernels import KERNELS, lane_label
+
+    return lane_label(engine, lambda k: QCoreApplication.translate("kernels", KERNELS[k].label))
+
+
 def engine_pen(engine: str, order: int = 0, width: float = 2.0) -> pg.QtGui.QPen:
     dash = engine_dash(engine)
     # A dashed pen wider than 1 px is drawn through Qt's stroker: ~100x slower on a 2000-point
@@ -181,7 +191,7 @@ def engine_title(plot: pg.PlotItem, engine: str, order: int, detail: str, detail
     detail_points = points("detail") if detail_points is None else detail_points
     plot.setTitle(
         f'<span style="color:{engine_color(engine, order)}; font-weight:bold; font-size:{points("engine"):g}pt">'
-        f'{engine}</span><br>'
+        f'{engine_label(engine)}</span><br>'
         f'<span style="color:{PLOT_FOREGROUND}; font-size:{detail_points:g}pt">{detail}</span>',
         size=f"{detail_points:g}pt")
 

@@ -119,7 +119,7 @@ class SeriesPanel(Panel):
         raise NotImplementedError
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
-        return engine
+        return style.engine_label(engine)
 
     def legend_entries(self, engines: list[str], history: RunHistory, step: int) -> list[tuple]:
         """(colour, text, mark) per legend entry: one per engine, with legend_text."""

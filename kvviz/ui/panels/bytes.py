@@ -5,6 +5,7 @@ Reads StepTrace.bytes_copied and bytes_gathered only.
 from __future__ import annotations
 
 from kvviz.format import fmt_bytes
+from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
@@ -41,10 +42,11 @@ class BytesPanel(SeriesPanel):
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
         if step < 0:
-            return engine
+            return style.engine_label(engine)
         copied = int(self.columns.totals(history, engine, "bytes_copied")[step])
         gathered = int(self.columns.totals(history, engine, "bytes_gathered")[step])
-        text = self.tr("{engine}: {copied} copied").format(engine=engine, copied=fmt_bytes(copied))
+        text = self.tr("{engine}: {copied} copied").format(engine=style.engine_label(engine),
+                                                            copied=fmt_bytes(copied))
         if gathered:
             text += self.tr(", {gathered} gathered").format(gathered=fmt_bytes(gathered))
         return text

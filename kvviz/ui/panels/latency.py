@@ -14,6 +14,7 @@ import pyqtgraph as pg
 
 from kvviz.costs.wall import WallShape
 from kvviz.format import fmt_figure
+from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
@@ -107,13 +108,14 @@ class LatencyPanel(SeriesPanel):
         return values
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
+        name = style.engine_label(engine)
         if step < 0:
-            return engine
+            return name
         n_decode = self.columns.totals(history, engine, "decode_steps")[step]
         if not n_decode:
-            return engine
+            return name
         ms = self.columns.totals(history, engine, "decode_ms")[step] / n_decode
-        return self.tr("{engine}: {ms:.2f} ms/step").format(engine=engine, ms=ms)
+        return self.tr("{engine}: {ms:.2f} ms/step").format(engine=name, ms=ms)
 
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import replace
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
@@ -25,10 +26,12 @@ from PySide6.QtWidgets import (
 from kvviz import catalog
 from kvviz.costs.wall import WallShape, achieved_gbps
 from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms
+from kvviz.kernels import lane_engine, lane_kernel
+from kvviz.records.repeats import spread
 from kvviz.records.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.narration import kernels_ran, kernels_text
+from kvviz.ui.narration import kernel_label, kernels_ran, kernels_text
 from kvviz.ui.panels._plots import engine_step, share_text
 from kvviz.ui.panels.base import Panel
 
@@ -280,7 +283,11 @@ class SummaryPanel(Panel):
             return
         self._shown = (history, step)
         summaries = {e: RunSummary.from_traces(history.upto(e, engine_step(history, e, step))) for e in engines}
-        naive = summaries.get("naive")
+        spreads = {}
+        if history.repeat > 1:  # a repeated comparison: each engine's median total of the runs, as the bench gives
+            spreads = {e: spread(history.totals(e, engine_step(history, e, step))) for e in engines}
+            summaries = {e: replace(s, total_ms=spreads[e].median_ms) for e, s in summaries.items()}
+        against = baselines(engines)
         wall = history.info.wall()  # None for a trace saved before the wall figures: those rows blank
         copy = history.info.bandwidth_gbps()  # the read ceiling, or an older trace's copy figure
         self._ceiling = history.info.ceiling_kind()
@@ -295,7 +302,7 @@ class SummaryPanel(Panel):
             self._values[engine] = {
                 "total_ms": s.total_ms,
                 "tokens_per_s": s.tokens_per_s,
-                "speedup_vs_naive": speedup(s, naive),
+                "speedup_vs_naive": speedup(s, summaries.get(against.get(engine, ""))),
                 "kv_projections": s.kv_projections,
                 "bytes_copied": s.bytes_copied,
                 "bytes_written": s.bytes_written,
@@ -310,8 +317,17 @@ class SummaryPanel(Panel):
         shown = min(step, history.n_steps() - 1)
         self._heading_text = self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
             step=shown, n=shown + 1)
+        if spreads:
+            self._heading_text = self.tr("Medians of {n} runs: {totals}").format(n=history.repeat,
+                                                                                 totals=self._heading_text)
         kernels = kernels_ran(history.info, engines)
-        if len(kernels) == 1:  # the run's one decode kernel, in the title the figures stand under
+        compared = compared_kernels(engines)
+        if compared:  # a kernel comparison: the lanes name their kernels, the title the two compared
+            self._heading_text = self.tr("{totals}, decode kernels {first} and {second}").format(
+                totals=self._heading_text, first=kernel_label(compared[0]),
+                second=self.tr(", ").join(kernel_label(k) for k in compared[1:]))
+            kernels = []
+        elif len(kernels) == 1:  # the run's one decode kernel, in the title the figures stand under
             self._heading_text = self.tr("{totals}, decode kernel {kernel}").format(
                 totals=self._heading_text, kernel=kernels_text(kernels))
         self._heading.setText(self._heading_text + self._aside_text())
@@ -324,7 +340,7 @@ class SummaryPanel(Panel):
         self._wall_rows = () if wall is None else WALL_ROWS if copy is not None else WALL_ROWS[:2]
         self._units = self._row_units()
         self._set_headers()
-        notes = (self._work_note(summaries), self._decode_note(history, engines, step),
+        notes = (self._spread_note(spreads), self._work_note(summaries), self._decode_note(history, engines, step),
                  self._kernel_note(kernels))
         self._note.setText("<br>".join(n for n in notes if n))
         self._fill(engines)
@@ -352,7 +368,7 @@ class SummaryPanel(Panel):
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         table.setColumnCount(len(engines))
-        table.setHorizontalHeaderLabels(engines)
+        table.setHorizontalHeaderLabels([style.engine_label(e) for e in engines])
         bold = self._font(True)
         plain = self._font(False)
         best: dict[str, float] = {}
@@ -615,30 +631,50 @@ class SummaryPanel(Panel):
     def _decode_note(self, history: RunHistory, engines: list[str], step: int) -> str:
         """The speedup of the decode steps alone (the prefill, one forward over the prompt that every engine
         computes alike, apart), and its spread in this run: the same ratio over the odd and over the even
-        decode steps, which cover the same positions, so they differ by the machine's noise alone."""
-        if "naive" not in engines or len(engines) < 2:
+        decode steps, which cover the same positions, so they differ by the machine's noise alone. Each engine
+        against naive; in a kernel comparison each lane against its engine under the first kernel."""
+        pairs = [(e, b) for e, b in baselines(engines).items() if e != b and b in engines]
+        if not pairs:
             return ""
 
         def decode_ms(engine: str, parity: int | None = None) -> float:
             steps = history.upto(engine, engine_step(history, engine, step))[1:]
             return sum(t.latency_ms for t in steps if parity is None or t.step % 2 == parity)
 
-        naive = [decode_ms("naive", p) for p in (None, 1, 0)]
         parts = []
-        for engine in engines:
-            if engine == "naive":
-                continue
+        for engine, base in pairs:
+            slow = [decode_ms(base, p) for p in (None, 1, 0)]
             mine = [decode_ms(engine, p) for p in (None, 1, 0)]
-            if not all(m > 0 for m in (*mine, *naive)):
+            if not all(m > 0 for m in (*mine, *slow)):
                 return ""  # fewer than two decode steps, or none timed
-            whole, odd, even = (n / m for n, m in zip(naive, mine))
+            whole, odd, even = (n / m for n, m in zip(slow, mine))
             parts.append(self.tr("{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)").format(
-                engine=html.escape(engine), speedup=f"{whole:.1f}", odd=f"{odd:.1f}", even=f"{even:.1f}"))
+                engine=html.escape(style.engine_label(engine)), speedup=f"{whole:.1f}", odd=f"{odd:.1f}",
+                even=f"{even:.1f}"))
         prefill = self.tr(", ").join(self.tr("{engine} {ms}").format(
-            engine=html.escape(e), ms=html.escape(fmt_ms(history.traces[e][0].latency_ms))) for e in engines)
+            engine=html.escape(style.engine_label(e)), ms=html.escape(fmt_ms(history.traces[e][0].latency_ms)))
+            for e in engines)
+        compared = compared_kernels(engines)
+        if compared:
+            return self.tr("Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd "
+                           "and the even steps cover the same positions: where they part, the machine's noise "
+                           "moved the figure that much. Prefill (step 0, apart): {prefill}.").format(
+                kernel=html.escape(kernel_label(compared[0])), parts=self.tr("; ").join(parts),
+                prefill=prefill)
         return self.tr("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same "
                        "positions: where they part, the machine's noise moved the figure that much. Prefill "
                        "(step 0, apart): {prefill}.").format(parts=self.tr("; ").join(parts), prefill=prefill)
+
+    def _spread_note(self, spreads: dict) -> str:
+        """How far a repeated comparison's runs lay apart: each engine's lowest and highest total beside the
+        median the table gives."""
+        if not spreads:
+            return ""
+        parts = [self.tr("{engine} {low}\u2013{high} (\u00b1{pct}%)").format(
+            engine=html.escape(style.engine_label(e)), low=html.escape(fmt_ms(s.low_ms)),
+            high=html.escape(fmt_ms(s.high_ms)), pct=f"{100 * s.relative:.1f}") for e, s in spreads.items()]
+        return self.tr("Spread of the {n} runs (lowest\u2013highest total; the table gives the median): "
+                       "{parts}.").format(n=next(iter(spreads.values())).n, parts=self.tr("; ").join(parts))
 
     def _kernel_note(self, kernels: list[tuple[str, list[str]]]) -> str:
         """Which kernel ran which engine's decode steps, for an older trace whose engines ran different kernels
@@ -647,6 +683,22 @@ class SummaryPanel(Panel):
             return ""
         return self.tr("Decode step: {parts}. Their times differ by kernel as well as by cache.").format(
             parts=kernels_text(kernels, escape=True))
+
+
+def compared_kernels(engines) -> list[str]:
+    """A kernel comparison's kernels, in the order its lanes name them ([] for a run of one kernel)."""
+    return list(dict.fromkeys(k for k in map(lane_kernel, engines) if k is not None))
+
+
+def baselines(engines) -> dict[str, str]:
+    """What each engine's speedup is against: naive in a run of one kernel; in a kernel comparison, the same
+    engine under the first kernel (its first lane), so the figure is the kernel's alone."""
+    if compared_kernels(engines):
+        first: dict[str, str] = {}
+        for lane in engines:
+            first.setdefault(lane_engine(lane), lane)
+        return {lane: first[lane_engine(lane)] for lane in engines}
+    return {e: "naive" for e in engines} if "naive" in engines else {}
 
 
 def _wrap(name: str, width: int, metrics: QFontMetrics) -> str:
