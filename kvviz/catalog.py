@@ -17,11 +17,16 @@ class EngineEntry:
     settings: tuple[str, ...] = ()  # the cache settings it reads, of SETTING_DEFAULTS
     color: str | None = None  # its colour in every panel and on the page; None: a spare one by its order
     dash: tuple[float, ...] | None = None  # its line's dashes (on, off pixels), where cached curves overlap
+    engine: str | None = None  # "module:Class" of an engine of its own (speculative: two caches, rounds of tokens)
 
 
 # The approximate caches' settings and their defaults: W tokens kept (sinks included), S sink tokens, R newest
 # tokens int8 keeps in full precision (None: none unless asked for).
-SETTING_DEFAULTS: dict[str, int | None] = {"window": 32, "sinks": 4, "residual": None}
+SETTING_DEFAULTS: dict[str, int | str | None] = {"window": 32, "sinks": 4, "residual": None}
+# The speculative engines' settings: k drafts per round, and how rejected K/V are undone ("overwrite": the
+# position moves back and the next round writes over them, gpt-fast and vLLM; "crop": cut from the cache,
+# transformers and SGLang).
+SETTING_DEFAULTS.update({"spec_k": 4, "rollback": "overwrite"})
 
 # Naive is red: it is the waste the chapter removes.
 ENGINES: dict[str, EngineEntry] = {e.key: e for e in (
@@ -44,6 +49,12 @@ ENGINES: dict[str, EngineEntry] = {e.key: e for e in (
                 False, "kvviz.caches.h2o:H2OCache", ("window",)),
     EngineEntry("knorm", "W tokens kept; when full, the key with the largest norm goes (no attention needed)", False,
                 "kvviz.caches.knorm:KnormCache", ("window",)),
+    EngineEntry("spec-lookup", "speculative: prompt lookup drafts k tokens from n-grams of the text so far, the "
+                "target verifies them in one forward, rejected K/V rolled back", True, None, ("spec_k", "rollback"),
+                color="#7b4173", engine="kvviz.engines.spec:SpecEngine"),
+    EngineEntry("spec-draft", "speculative: a small draft model proposes k tokens, the target verifies them in one "
+                "forward, rejected K/V rolled back in both caches", True, None, ("spec_k", "rollback"),
+                color="#637939", engine="kvviz.engines.spec:SpecEngine"),
 )}
 # The chapter's comparison: what a run compares when it names no engines (every one of them exact).
 DEFAULT_ENGINES: tuple[str, ...] = ("naive", "concat", "static", "paged")
@@ -51,11 +62,8 @@ EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"
 
 
 def entry(key: object) -> EngineEntry | None:
-    """The engine's entry (a kernel comparison's lane's, kvviz.kernels.lane: its engine's); None for a name the
-    catalog does not hold (or no name at all: a file's list)."""
-    from kvviz.kernels import lane_engine
-
-    return ENGINES.get(lane_engine(key)) if isinstance(key, str) else None
+    """The engine's entry; None for a name the catalog does not hold (or no name at all: a file's list)."""
+    return ENGINES.get(key) if isinstance(key, str) else None
 
 
 def engine_keys() -> tuple[str, ...]:
@@ -101,18 +109,11 @@ def used_settings(engines: Iterable[str]) -> set[str]:
 
 
 def engine_color(key: str, order: int = 0) -> str:
-    """The engine's colour; an engine without one gets a spare colour, stable by its order in the run. A lane
-    takes its engine's colour in its kernel's shade (kvviz.kernels), an engine without one a spare colour by its
-    order among those in the catalog, so an engine's lanes are one colour family."""
-    from kvviz.kernels import lane_kernel, shade
-
+    """The engine's colour; an engine without one gets a spare colour, stable by its order in the run."""
     found = entry(key)
-    kernel = lane_kernel(key)
-    if kernel is not None and (found is None or found.color is None):
-        spare = [k for k, e in ENGINES.items() if e.color is None]
-        order = spare.index(found.key) if found is not None else order
-    color = found.color if found is not None and found.color is not None else EXTRA_COLORS[order % len(EXTRA_COLORS)]
-    return color if kernel is None else shade(color, kernel)
+    if found is not None and found.color is not None:
+        return found.color
+    return EXTRA_COLORS[order % len(EXTRA_COLORS)]
 
 
 def engine_dash(key: str) -> list[float] | None:

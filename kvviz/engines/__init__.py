@@ -15,12 +15,15 @@ __getattr__ = catalog.live_names(__name__, ENGINE_KEYS=catalog.engine_keys, EXAC
 
 
 def make_engine(key: str, model, *, kernel: str = DEFAULT_KERNEL, block_size: int = 16, window: int | None = None,
-                sinks: int | None = None, residual: int | None = None) -> Engine:
+                sinks: int | None = None, residual: int | None = None, spec_k: int | None = None,
+                rollback: str | None = None, draft=None) -> Engine:
     """`kernel`: what runs each decode step (kvviz.kernels): "torch" (PyTorch's ops, the default), "native"
     (kvviz's C step: concat, static, paged), "openblas" (every projection through numpy's OpenBLAS),
     "compiled" (static's fixed-shape step under torch.compile), "cuda-graph" (the same step replayed from a CUDA
     graph). An engine the kernel cannot run, or a model or device it does not apply to, is refused in one line.
-    `window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None)."""
+    `window`, `sinks`, `residual`: W, S and R of the approximate caches (their defaults when None). `spec_k`,
+    `rollback`: the speculative engines' drafts per round and rollback rule ("overwrite" or "crop"); `draft`:
+    spec-draft's draft model (a model, or a name or folder to load; None: kvviz.engines.drafts.draft_model_for)."""
     entry = catalog.entry(key)
     if entry is None:
         raise ValueError(f"unknown engine {key!r}; choose from {', '.join(catalog.engine_keys())}")
@@ -31,6 +34,14 @@ def make_engine(key: str, model, *, kernel: str = DEFAULT_KERNEL, block_size: in
 
         return GraphStaticEngine(model, block_size=block_size, graph=kernel == "cuda-graph",
                                  compiled=kernel == "compiled")
+    if entry.engine is not None:
+        from kvviz.engines.spec import SpecEngine
+
+        defaults = catalog.SETTING_DEFAULTS
+        return SpecEngine(model, key=key, draft="model" if key == "spec-draft" else "lookup",
+                          k=defaults["spec_k"] if spec_k is None else spec_k,
+                          rollback=defaults["rollback"] if rollback is None else rollback, draft_model=draft,
+                          block_size=block_size, kernel=kernel)
     if entry.cache is None:
         return NaiveEngine(model, block_size=block_size, kernel=kernel)
     return CachedEngine(model, cache_key=key, block_size=block_size, kernel=kernel,

@@ -43,14 +43,21 @@ def _one_update_init(cls):
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     cls.__init__ = init
     every = frozenset(names)
+    # The fields only some engines fill (the class's OMITTABLE, the speculative ones'): a dict may leave all
+    # of them out and gets their defaults
+    omittable = {n: defaults[f"_d_{n}"] for n in getattr(cls, "OMITTABLE", ())}
+    rest = every - omittable.keys()
 
     def of(values: dict):
         """An instance from a dict that names every field, checked as __init__ checks it, without binding
         some thirty keyword arguments: 0.5 us against 2-3 (an engine builds one a step, and a tiny model's
         native decode step is 0.1 ms, held to 5% by `kvviz bench --reference`)."""
-        if values.keys() != every:
-            raise TypeError(f"{cls.__name__}: fields {sorted(every ^ values.keys())} missing or unknown")
         obj = object.__new__(cls)
+        keys = values.keys()
+        if keys != every:
+            if keys != rest:
+                raise TypeError(f"{cls.__name__}: fields {sorted(every ^ keys)} missing or unknown")
+            obj.__dict__.update(omittable)
         obj.__dict__.update(values)
         obj.__post_init__()
         return obj
@@ -143,6 +150,33 @@ class StepTrace:
     # step, teacher-forced on the exact engine's tokens, and whether their top-1 tokens agree
     kl_to_exact: float | None = None
     top1_agrees: bool | None = None
+    # A speculative engine's round (kvviz.engines.spec), None for every other engine. A round is one target
+    # forward over the last token and the p drafted ones; it yields a + 1 tokens (the a accepted drafts and the
+    # target's own next pick), one step each. The round's first step (spec_index 0) carries the forward's cost
+    # (its latency, the bytes written for every drafted slot, the rollback); each later step of the round
+    # is one accepted draft whose row that forward computed. kv_projections counts the kept rows; a round's
+    # rejected rows are spec_rolled_back x n_layer more projections, thrown away.
+    spec_k: int | None = None  # drafts asked for per round (the engine's k)
+    spec_proposed: int | None = None  # p: tokens the draft proposed this round (0 at prefill or when it had none)
+    spec_accepted: int | None = None  # a: of them, the leading ones the target picked too
+    spec_rolled_back: int | None = None  # p - a: slots of rejected drafts whose K/V the rollback undid
+    spec_index: int | None = None  # this step's token's place in its round: 0 .. a
+    target_forwards: int | None = None  # target forwards so far, this round's and the prefill included
+    draft_forwards: int | None = None  # draft-model forwards so far (0: a draft with no model, prompt lookup)
+    bytes_undone: int | None = None  # K/V bytes the rollback removed from the cache (crop / free)
+    bytes_overwritten: int | None = None  # K/V bytes this step wrote over a rejected slot left in place
+    spec_stale: int | None = None  # slots past the sequence still holding rejected K/V (advance-and-overwrite)
+    OMITTABLE = ("spec_k", "spec_proposed", "spec_accepted", "spec_rolled_back", "spec_index", "target_forwards",
+                 "draft_forwards", "bytes_undone", "bytes_overwritten", "spec_stale")  # StepTrace.of's
+
+    @property
+    def spec_slots(self) -> tuple[int, int, int] | None:
+        """(first, accepted end, proposed end) absolute positions of this round's drafted slots at its first
+        step: accepted drafts are first..accepted end - 1, rejected ones accepted end..proposed end - 1; None
+        at any other step or engine."""
+        if self.spec_index != 0 or not self.spec_proposed:
+            return None
+        return self.pos_stop, self.pos_stop + self.spec_accepted, self.pos_stop + self.spec_proposed
 
     @property
     def held(self) -> np.ndarray | None:
