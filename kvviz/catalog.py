@@ -62,8 +62,11 @@ EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"
 
 
 def entry(key: object) -> EngineEntry | None:
-    """The engine's entry; None for a name the catalog does not hold (or no name at all: a file's list)."""
-    return ENGINES.get(key) if isinstance(key, str) else None
+    """The engine's entry (a kernel comparison's lane's, kvviz.kernels.lane: its engine's); None for a name the
+    catalog does not hold (or no name at all: a file's list)."""
+    from kvviz.kernels import lane_engine
+
+    return ENGINES.get(lane_engine(key)) if isinstance(key, str) else None
 
 
 def engine_keys() -> tuple[str, ...]:
@@ -109,11 +112,18 @@ def used_settings(engines: Iterable[str]) -> set[str]:
 
 
 def engine_color(key: str, order: int = 0) -> str:
-    """The engine's colour; an engine without one gets a spare colour, stable by its order in the run."""
+    """The engine's colour; an engine without one gets a spare colour, stable by its order in the run. A lane
+    takes its engine's colour in its kernel's shade (kvviz.kernels), an engine without one a spare colour by its
+    order among those in the catalog, so an engine's lanes are one colour family."""
+    from kvviz.kernels import lane_kernel, shade
+
     found = entry(key)
-    if found is not None and found.color is not None:
-        return found.color
-    return EXTRA_COLORS[order % len(EXTRA_COLORS)]
+    kernel = lane_kernel(key)
+    if kernel is not None and (found is None or found.color is None):
+        spare = [k for k, e in ENGINES.items() if e.color is None]
+        order = spare.index(found.key) if found is not None else order
+    color = found.color if found is not None and found.color is not None else EXTRA_COLORS[order % len(EXTRA_COLORS)]
+    return color if kernel is None else shade(color, kernel)
 
 
 def engine_dash(key: str) -> list[float] | None:

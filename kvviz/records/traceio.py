@@ -26,7 +26,8 @@ import numpy as np
 from kvviz import catalog
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
-from kvviz.kernels import KERNEL_KEYS
+from kvviz.kernels import KERNEL_KEYS, LANE_MARK, lane_engine, lane_kernel
+from kvviz.records.repeats import RepeatedRunInfo, check_earlier
 from kvviz.records.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 from kvviz.textshow import display_labels, label_bytes
 
@@ -238,7 +239,15 @@ def info_from_dict(doc: Any) -> RunInfo:
         elif isinstance(default, str) and not isinstance(value, str):
             raise ValueError(f"info.{f.name} must be a string")
         kw[f.name] = value
-    return RunInfo(**kw)
+    if "repeat" not in doc:
+        return RunInfo(**kw)
+    # a repeated comparison (kvviz.records.repeats): its earlier runs' step times, checked by check_meaning
+    earlier = doc.get("earlier_ms", {})
+    if not isinstance(earlier, dict):
+        raise ValueError("info.earlier_ms must be an object of step times per engine")
+    return RepeatedRunInfo(**kw, repeat=doc["repeat"], earlier_ms={
+        name: tuple(tuple(run) if isinstance(run, list) else run for run in runs) if isinstance(runs, list) else runs
+        for name, runs in earlier.items()})
 
 
 # -- meaning: what a real run can produce ----------------------------------------------------------
@@ -297,9 +306,7 @@ def check_info(info: RunInfo) -> None:
         for label in labels:
             _check_text(label, "a prompt label", MAX_TOKEN_CHARS)
     for name in info.engines:
-        if name not in catalog.engine_keys():
-            raise ValueError(f"info.engines names {name!r}, not an engine kvviz runs "
-                             f"({', '.join(catalog.engine_keys())})")
+        _check_lane(name, "info.engines names")
     _check_range(info.max_new_tokens, "info.max_new_tokens", 0, BOUNDS["tokens"].high)
     for key in ("n_layer", "n_head", "n_kv_head", "head_dim"):
         _check_range(getattr(info, key), f"info.{key}", 0, MAX_MODEL_DIM)
@@ -319,6 +326,18 @@ def check_info(info: RunInfo) -> None:
         if kernel not in DECODE_KERNELS:
             raise ValueError(f"info.decode_kernels names {one_line(repr(kernel), 60)}, not a kernel kvviz runs "
                              f"({', '.join(DECODE_KERNELS)})")
+    for name, kernel in zip(info.engines, info.decode_kernels):
+        if lane_kernel(name) not in (None, kernel):
+            raise ValueError(f"info.decode_kernels names {kernel!r} for the lane {name!r}")
+
+
+def _check_lane(name: str, what: str) -> None:
+    """`name` is an engine kvviz runs, or a kernel comparison's lane of one ("static@native", kvviz.kernels.lane)."""
+    engine, kernel = lane_engine(name), lane_kernel(name)
+    if engine not in catalog.engine_keys() or kernel not in (None, *DECODE_KERNELS):
+        raise ValueError(f"{what} {one_line(repr(name), 60)}, not an engine kvviz runs "
+                         f"({', '.join(catalog.engine_keys())}) nor one under a kernel "
+                         f"(engine{LANE_MARK}kernel: {', '.join(DECODE_KERNELS)})")
 
 
 def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
@@ -327,8 +346,7 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
     a block), byte counts fit the cache, the text fits a token."""
     from kvviz.options import BLOCK_SIZE_MAX, BOUNDS
 
-    if name not in catalog.engine_keys():
-        raise ValueError(f"engine {name!r} is not one kvviz runs ({', '.join(catalog.engine_keys())})")
+    _check_lane(name, "engine")
     if not steps:
         return
     if len(steps) > BOUNDS["tokens"].high or (info.max_new_tokens and len(steps) > info.max_new_tokens):
@@ -360,7 +378,8 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
         # the cache's bytes are its capacity's (panels divide one by the other)
         if t.window is not None:
             _check_range(t.window, f"{where}: window", 1, room)
-        quantised = name == "int8"  # int8 payload and scales: fewer bytes than its capacity at full precision
+        # int8 payload and scales: fewer bytes than its capacity at full precision
+        quantised = lane_engine(name) == "int8"
         if kv_bytes and (t.cache_bytes > t.cache_capacity * kv_bytes if quantised
                          else t.cache_bytes != t.cache_capacity * kv_bytes):
             raise ValueError(f"{where}: cache_bytes {t.cache_bytes:,} for a capacity of {t.cache_capacity} tokens "
@@ -413,8 +432,12 @@ def check_steps(info: RunInfo, name: str, steps: Sequence[StepTrace]) -> None:
 def check_meaning(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]]) -> None:
     """The one validator of a saved run (the loader and the window's replay both go through it): the run
     as a whole (check_run), its description, every engine's steps."""
+    from kvviz.options import BOUNDS
+
     check_info(info)
     check_run(info, traces)
+    if isinstance(info, RepeatedRunInfo):
+        check_earlier(info, {name: len(steps) for name, steps in traces.items()}, int(BOUNDS["repeat"].high), 3.6e6)
     for name, steps in traces.items():
         check_steps(info, name, steps)
 
