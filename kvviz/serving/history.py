@@ -424,8 +424,11 @@ class ServeHistory:
     def text_of(self, scheduler: str, request: int, step: int) -> tuple[str, str]:
         """(prompt, generated text as of `step`) of one request under one scheduler."""
         prompt = self.workload.requests[request].prompt if self.workload is not None else ""
-        steps = self._upto(scheduler, step)
-        n = sum(1 for s in steps for r, _t in s.emitted if r == request)
+        if scheduler == VLLM:  # vLLM's steps name who got a token; the token's text came with them
+            lane = self.vllm
+            n = sum(1 for s in (lane.upto(step) if lane is not None else []) for r in s.emitted if r == request)
+        else:
+            n = sum(1 for s in self._upto(scheduler, step) for r, _t in s.emitted if r == request)
         texts = self.token_texts.get(scheduler, {}).get(request, [])
         if len(texts) >= n:
             return prompt, label_bytes("".join(texts[:n])).decode("utf-8", errors="replace")

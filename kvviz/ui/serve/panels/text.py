@@ -3,7 +3,8 @@ the step shown (every scheduler's tokens should be the same: the schedulers chan
 what a request computes). Without a selection, request 0. Once a run has ended and every request has been
 run alone (the worker's solo runs), one line per scheduler says whether every request's tokens equal its own
 solo run: green "tokens = solo runs: 4 of 4", or red, naming each request that differs and the token and step
-where it first does.
+where it first does. Where vLLM ran beside them, its text too (the tokens it reported, as kvviz's tokenizer
+writes them).
 
 Reads ServeHistory.text_of and ServeHistory.solo_checks only.
 """
@@ -14,7 +15,7 @@ import html
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
-from kvviz.serving.history import ServeHistory
+from kvviz.serving.history import VLLM, ServeHistory
 from kvviz.ui import style
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
@@ -96,13 +97,13 @@ class TextPanel(ServePanel):
         parts = []
         prompt = ""
         same = set()
-        for k in run.schedulers:
+        for k in run.schedulers + ((VLLM,) if run.vllm is not None else ()):
             if not run.n_steps(k):
                 continue
             prompt, text = run.text_of(k, self.request, step)
             same.add(text)
-            parts.append(f'<p style="margin:2px 0"><b style="color:{colors.scheduler_color(k)}">{html.escape(k)}</b> '
-                         f'{html.escape(text)}</p>')
+            parts.append(f'<p style="margin:2px 0"><b style="color:{colors.scheduler_color(k)}">'
+                         f'{html.escape(colors.lane_name(k))}</b> {html.escape(text)}</p>')
         if not parts:
             prompt = run.workload.requests[self.request].prompt
         shown = prompt if len(prompt) <= PROMPT_CHARS else "…" + prompt[-PROMPT_CHARS:]

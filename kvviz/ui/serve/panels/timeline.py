@@ -140,8 +140,9 @@ class TimelinePanel(ServePanel):
     def timeline_of(self, k: str) -> Timeline:
         return self.run.vllm_timeline(self.cap) if k == VLLM else self.run.timeline(k, self.cap)
 
-    def vllm_heading(self, step: int) -> str:
-        """The line above vLLM's block: its start-up's wait, its failure, or what it reported at `step`."""
+    def vllm_heading(self, step: int, short: bool = False) -> str:
+        """The line above vLLM's block: its start-up's wait, its failure, or what it reported at `step` (`short`:
+        in fewer words, for a narrow panel)."""
         lane = self.run.vllm
         if lane.state == "failed":
             return self.tr("vLLM failed: {0}").format(lane.message)
@@ -149,9 +150,10 @@ class TimelinePanel(ServePanel):
         if s is None:
             return self.tr("vLLM: starting, {0:.0f} s waited (its start-up takes 35-50 s on a CPU)").format(
                 lane.waited_s)
-        return self.tr("vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its "
-                       "cache, {5} preempted").format(s.step, s.running, s.waiting, s.blocks_in_use,
-                                                      s.prompt_cached, s.preempted)
+        words = self.tr("vLLM {0}: {1} running, {2} waiting, {3} blocks, {4} cached, {5} preempted") if short else \
+            self.tr("vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its cache, "
+                    "{5} preempted")
+        return words.format(s.step, s.running, s.waiting, s.blocks_in_use, s.prompt_cached, s.preempted)
 
     def readable_size(self) -> tuple[int, int]:
         """Every request's row a line of text tall under every scheduler, the legend, and room for the
@@ -250,7 +252,9 @@ class TimelinePanel(ServePanel):
         for k in schedulers:
             timeline = self.timeline_of(k)
             painter.setPen(QColor(colors.scheduler_color(k)))
-            heading = self.vllm_heading(self.step) if k == VLLM else self.heading(k)
+            heading = self.heading(k) if k != VLLM else self.vllm_heading(self.step) \
+                if fm.horizontalAdvance(self.vllm_heading(self.step)) <= self.width() - 4 else \
+                self.vllm_heading(self.step, short=True)
             painter.drawText(QRect(2, y, self.width() - 4, line),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                              fm.elidedText(heading, Qt.TextElideMode.ElideRight, self.width() - 4))
