@@ -241,7 +241,8 @@ class TimelinePanel(ServePanel):
         axis_h = QFontMetrics(small).height() + 3  # the tick and the step numbers under the strip
         room = self.height() - legend_h - (line + MARK_H + 4 + axis_h) * len(schedulers)
         most_px = max(MAX_ROW_PX, self.row_min() + 4)
-        row_px = max(1, min(most_px, room // max(1, n_req * len(schedulers))))
+        with_rows = [k for k in schedulers if k != VLLM or run.vllm.steps]  # vLLM starting or failed: a line only
+        row_px = max(1, min(most_px, room // max(1, n_req * len(with_rows))))
         label_w = self.label_width() if row_px >= self.row_min() - 1 else MARK_W
         width = self.width() - label_w - 4
         self.cap = fit_cap([run.step_widths(k) for k in schedulers if k != VLLM] or [np.ones(1, int)], width)
