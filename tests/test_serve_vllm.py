@@ -200,7 +200,8 @@ def test_the_narration_says_where_vllm_differs(served):
 
 def test_the_serve_page_carries_vllm(served, tmp_path, qapp):
     """The page's narration equals the Serve view's (vLLM's sentence included), its counters hold vLLM's column
-    as the counters panel words it, and its timeline draws vLLM's heading in vLLM's colour."""
+    as the counters panel words it, its text panel vLLM's text of request 0 as the text panel has it, and its
+    timeline draws vLLM's heading in vLLM's colour."""
     import html_page_cdp
 
     from kvviz.page.serve import VLLM_COLOR, write_serve_page
@@ -230,6 +231,9 @@ def test_the_serve_page_carries_vllm(served, tmp_path, qapp):
               return out; })()""")
             for key, _label in rows():
                 assert cells[key][-1] == cell_text(key, replayed.vllm_counters(step)), key
+            texts = browser.eval("[...document.querySelectorAll('#panel-text p.said')].map(p => "
+                                 "[p.dataset.scheduler, p.querySelector('span').textContent])")
+            assert texts[-1] == ["vLLM", replayed.text_of("vllm", 0, step)[1]]
             image, png = browser.screenshot()
             x, y, w, h = browser.rect("#panel-timeline canvas")
             band = image[y + 2 * h // 3: y + 2 * h // 3 + 16, x: x + w]  # vLLM's heading: the third band's top

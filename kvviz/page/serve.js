@@ -261,15 +261,15 @@ window.kvvizServe = function (lib) {
     const X = t => tr("TextPanel", t), q = Math.min(request, Math.max(0, DATA.n_requests - 1));
     el.text.title.textContent = pyFormat(X("Request {0}: its text"), { 0: q });
     el.text.legend.innerHTML = "";
-    const words = RUNS.map(r => {
-      const t = r.texts[q], kk = rec(r, k);
+    const words = BANDS.map(r => {  // vLLM's tokens counted over its engine steps up to k
+      const t = r.texts[q], kk = r === V ? engineAt(k) : rec(r, k), em = i => r === V ? V.em[i] : r.steps[i].em;
       let c = 0;
-      for (let i = 0; i <= kk; i++) for (const e of r.steps[i].em) if (e === q) c++;
+      for (let i = 0; i <= kk; i++) for (const e of em(i)) if (e === q) c++;
       return t.ends[c] >= 0 ? t.full.slice(0, t.ends[c]) : t.odd[String(c)];
     });
     const done = RUNS.every(r => k >= r.n - 1);
     el.text.body.innerHTML = `<p class="prompt-text">${esc(DATA.prompts[q] || "")}</p>` +
-      RUNS.map((r, i) => `<p class="said" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> <span>${esc(words[i])}</span></p>`).join("") +
+      BANDS.map((r, i) => `<p class="said" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> <span>${esc(words[i])}</span></p>`).join("") +
       (done && new Set(words).size > 1 ? `<p class="differ">${esc(X("the schedulers generated different text"))}</p>` : "") +
       soloLines();
   }

@@ -58,10 +58,17 @@ def _steps_of(steps) -> list[dict]:
 def _texts_of(history, k: str) -> list[dict]:
     """Per request the Serve view's text panel's words (ServeHistory.text_of) after each count of emitted
     tokens: the text after all of them ("full"), and per count its length when a prefix of it, else the text."""
+    from kvviz.serving.history import VLLM
+
     at: dict[int, list[int]] = {r: [] for r in range(history.n_requests())}  # the step of each emitted token
-    for s in history.steps[k]:
-        for r, _t in s.emitted:
-            at[r].append(s.step)
+    if k == VLLM:
+        for s in history.vllm.steps:
+            for r in s.emitted:
+                at[r].append(s.step)
+    else:
+        for s in history.steps[k]:
+            for r, _t in s.emitted:
+                at[r].append(s.step)
     out = []
     for r, steps in at.items():
         texts = [""] + [history.text_of(k, r, step)[1] for step in steps]
@@ -102,6 +109,7 @@ def _vllm_data(history) -> dict | None:
             "theirs": [None if c[1] is None else [c[1][k] for k in keys] for c in counts],
             "counters": [history.vllm_counters(s.step) for s in lane.steps],
             "series": {key: series[key].astype(int).tolist() for key in ("step", "used", "batch")},
+            "em": [list(s.emitted) for s in lane.steps], "texts": _texts_of(history, VLLM),
             "blocks": int(lane.run.settings.blocks) if lane.run is not None else 0}
 
 
