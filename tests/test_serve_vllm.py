@@ -315,3 +315,21 @@ def test_ending_a_run_while_vllm_starts_leaves_no_vllm_process(tmp_path, monkeyp
         assert session.steps(0.0) == ([], {})  # nothing left running: no lane, no scheduler
     finally:
         session.close()
+
+
+def test_the_forms_vllm_beside_is_kept_between_launches(qapp, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from kvviz.ui.serve.form import ServeForm
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    form = ServeForm()
+    form._vllm_found = ""
+    form.block_size.setValue(32)
+    form.vllm_check.setChecked(True)
+    form.save(settings)
+    settings.sync()
+    again = ServeForm()
+    again._vllm_found = ""
+    again.restore(settings)
+    assert again.vllm_check.isChecked() and again.block_size.value() == 32 and again.spec().vllm_beside
