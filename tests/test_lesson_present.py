@@ -109,7 +109,7 @@ def test_pagedown_walks_every_scene_and_bookmark_in_order(presenter, tmp_path_fa
 
 def test_each_stop_draws_its_own_step(presenter, tmp_path_factory):
     window = presenter("07-kv-cache", tmp_path_factory)
-    panel = window.stage.boxes[("compare", "work_matrix")].panel
+    panel = window.stage.page.box("work_matrix").panel
     window.go_to(2, 0)  # prefill, then decode: step 0, then step 1
     prefill = grab(panel)
     assert window.step() == 0 and window.where.text().endswith("step 0 (1 of 3)")
@@ -148,14 +148,13 @@ def test_the_pointer_is_a_large_spot_where_the_mouse_is(presenter, tmp_path_fact
 
 def test_a_work_matrix_region_and_a_pool_block_are_marked(presenter, tmp_path_factory):
     window = presenter("07-kv-cache", tmp_path_factory)
-    box = window.stage.boxes[("compare", "work_matrix")]
-    assert has_mark(grab(box.panel))  # scene 1 outlines the prompt's rows and keys
-    window.go_to(2)  # the same panel, no highlight
-    assert not has_mark(grab(box.panel))
+    assert has_mark(grab(window.stage.page.box("work_matrix").panel))  # scene 1 outlines the prompt's rows and keys
+    window.go_to(2)  # the same panel in another scene, no highlight
+    assert not has_mark(grab(window.stage.page.box("work_matrix").panel))
     serving = presenter("08-serving", tmp_path_factory)
     scene = next(i for i, s in enumerate(serving.lesson.scenes) if s.highlight.block is not None)
     serving.go_to(scene)
-    assert has_mark(grab(serving.stage.boxes[("serve", "pool")].panel))
+    assert has_mark(grab(serving.stage.page.box("pool").panel))
 
 
 def test_the_chinese_captions_and_panels(presenter, tmp_path_factory, qtbot):

@@ -102,27 +102,37 @@ def write_pdf(lesson: Lesson, runs: LessonRuns, path: Path, lang: str, size: tup
     return atomic_write(path, write)
 
 
-def time_moves(lesson: Lesson, runs: LessonRuns, size: tuple[int, int], lang: str) -> list[float]:
-    """Milliseconds from PageDown to the next stop painted, for every move of a walk through the lesson and
-    back to its start (every run loaded and every panel built once before: the lecture's case)."""
+def time_moves(lesson: Lesson, runs: LessonRuns, size: tuple[int, int], lang: str) -> list[tuple[str, float]]:
+    """("scene" or "step", milliseconds) from PageDown (or PageUp) to the next stop painted (the window repainted
+    whole), for every move of a walk through the lesson and back; between moves the presenter gets the idle time
+    a lecture gives it (it builds the next scene then). Every run is loaded before: the lecture's case."""
     from PySide6.QtCore import QEvent, Qt
     from PySide6.QtGui import QKeyEvent
     from PySide6.QtWidgets import QApplication
 
+    from kvviz.ui.lessons.presenter import WARM_AFTER_MS
+
     window = offscreen_presenter(lesson, runs, size, lang)
     times = []
+
+    def idle() -> None:
+        end = time.perf_counter() + 2 * WARM_AFTER_MS / 1000
+        while time.perf_counter() < end:
+            QApplication.processEvents()
+            time.sleep(0.005)
+
     try:
+        idle()
         n = len(window.stops())
-        for key in (Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):  # once through: every panel built, every run read
-            for _ in range(n - 1):
-                QApplication.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, key, Qt.KeyboardModifier.NoModifier))
-                drawn(window)
         for key in (Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
             for _ in range(n - 1):
+                before = window.scene_index
                 t0 = time.perf_counter()
                 QApplication.sendEvent(window, QKeyEvent(QEvent.Type.KeyPress, key, Qt.KeyboardModifier.NoModifier))
-                drawn(window)
-                times.append((time.perf_counter() - t0) * 1000)
+                window.repaint()
+                kind = "scene" if window.scene_index != before else "step"
+                times.append((kind, (time.perf_counter() - t0) * 1000))
+                idle()
     finally:
         window.close()
         window.deleteLater()

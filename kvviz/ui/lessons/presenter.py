@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
@@ -19,6 +19,7 @@ from kvviz.ui.lessons.stage import SceneStage
 
 NEXT_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
 PREV_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up, Qt.Key.Key_Backspace)
+WARM_AFTER_MS = 60  # the next scene is built once this one is painted
 POINTER_PX = 46  # the spot's diameter: seen from the back of a lecture hall
 WORDS = {"en": ("Scene {0} / {1}", "step {0} ({1} of {2})"), "zh": ("场景 {0} / {1}", "第 {0} 步（{1} / {2}）")}
 
@@ -49,16 +50,17 @@ class Pointer(QWidget):
 
 
 class _MouseWatch(QObject):
-    """Every mouse move over the presenter's widgets, in the presenter's coordinates."""
+    """Every mouse move over the presenter's widgets, in the presenter's coordinates; their tooltips kept away."""
 
     def __init__(self, presenter: PresenterWindow) -> None:
         super().__init__(presenter)
         self.presenter = presenter
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.MouseMove and isinstance(obj, QWidget) and obj.window() is self.presenter:
+        ours = isinstance(obj, QWidget) and obj.window() is self.presenter
+        if ours and event.type() == QEvent.Type.MouseMove:
             self.presenter.pointer.move_to(self.presenter.mapFromGlobal(event.globalPosition().toPoint()))
-        return False
+        return ours and event.type() == QEvent.Type.ToolTip  # no panel's help pops up over the lecture
 
 
 class PresenterWindow(QWidget):
@@ -169,6 +171,14 @@ class PresenterWindow(QWidget):
         self.stage.draw(scene, run, step, self.lang)
         self.last_draw_ms = (time.perf_counter() - t0) * 1000
         self.scene_drawn.emit(self.scene_index, self.stop)
+        QTimer.singleShot(WARM_AFTER_MS, self.warm_next)  # after this scene is on the screen
+
+    def warm_next(self) -> None:
+        """The next scene's page built and drawn while this one is presented, so PageDown only shows it."""
+        i = self.scene_index + 1
+        if i < len(self.lesson.scenes):
+            scene = self.lesson.scenes[i]
+            self.stage.warm_up(scene, self.runs.of(scene), self.runs.step(scene, 0), self.lang)
 
     # -- keys, blank, pointer ---------------------------------------------------------------------
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
@@ -230,5 +240,6 @@ def present(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> int:
     qapp = app.ensure_app()
     window = PresenterWindow(lesson, runs, lang)
     window.set_pointer(True)
+    window.setGeometry(qapp.primaryScreen().geometry())  # the whole screen even where no window manager sizes it
     window.showFullScreen()
     return qapp.exec()

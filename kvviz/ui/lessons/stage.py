@@ -1,15 +1,23 @@
-"""One scene drawn: its panels (the compare view's and the serve view's own panel classes, built once and kept),
-the large one on the left and the others in a column beside it, at the scene's zoom and step, with its
-highlights (a work-matrix region outlined, a request selected, a pool block framed); a memory scene's tables
-(kvviz.lessons.memory_view) in rich-text labels. Sees the lesson's records only: no torch, no worker.
-"""
+"""The scenes drawn, one page each: the compare and serve views' own panel classes built for the scene and kept
+(the large one left, the others beside it) at its zoom and step, with its highlights (a work-matrix region, a
+request, a pool block); a memory scene's tables (kvviz.lessons.memory_view) as rich text. Sees the lesson's
+records only: no torch, no worker."""
 from __future__ import annotations
 
 import importlib
 
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
-from PySide6.QtWidgets import QFrame, QGraphicsRectItem, QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QGraphicsRectItem,
+    QGridLayout,
+    QLabel,
+    QSizePolicy,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from kvviz.lessons import memory_view
 from kvviz.lessons.lesson import Scene
@@ -61,146 +69,178 @@ class Box(QFrame):
     def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt override)
         return False  # a plot that asks a height for its width would take the whole column
 
-class SceneStage(QWidget):
-    """Draws one scene at one step; the panels of each view are built the first time a scene needs them."""
+def make_panel(view: str, key: str) -> QWidget:
+    """A fresh panel of the compare view's or the serve view's registry, or a memory scene's rich-text label."""
+    registry: list = []
+    if view == "compare":
+        from kvviz.ui.panels import PANELS as registry
+    elif view == "serve":
+        from kvviz.ui.serve.panels import SERVE_PANELS as registry
+    spec = dict(registry).get(key)
+    if spec is None:
+        panel = QLabel()
+        panel.setObjectName(f"memory_{key}")
+        panel.setTextFormat(Qt.TextFormat.RichText)
+        panel.setWordWrap(True)
+        panel.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        panel.setStyleSheet("QLabel { background: white; padding: 8px; }")
+        return panel
+    module, _, name = spec.partition(":")
+    panel = getattr(importlib.import_module(module), name)()
+    if not panel.key:
+        panel.key = key
+    if key == "pool":
+        panel.block_mark = BlockMark(panel)
+    return panel
 
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("lesson_stage")
-        self.grid = QGridLayout(self)
-        self.grid.setContentsMargins(6, 6, 6, 6)
-        self.grid.setSpacing(6)
-        self.boxes: dict[tuple[str, str], Box] = {}  # (view, key) -> its box
-        self.shown: list[Box] = []
-        self._drawn_run: dict[tuple[str, str], int] = {}  # box -> id of the run it last drew
-        self._marks: list = []  # the region's rectangles in the work-matrix plots
-        self.zoom = 0
-        self._base_font: QFont | None = None  # the app's font at 100%
-        self._base_zoom = 100  # the panels' zoom before the stage set its own
 
-    # -- building ---------------------------------------------------------------------------------
-    def _box(self, view: str, key: str) -> Box:
-        if (view, key) not in self.boxes:
-            if view == "compare":
-                from kvviz.ui.panels import PANELS as registry
-            elif view == "serve":
-                from kvviz.ui.serve.panels import SERVE_PANELS as registry
-            else:
-                registry = []
-            spec = dict(registry).get(key)
-            if spec is None:
-                panel = QLabel()
-                panel.setObjectName(f"memory_{key}")
-                panel.setTextFormat(Qt.TextFormat.RichText)
-                panel.setWordWrap(True)
-                panel.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-                panel.setStyleSheet("QLabel { background: white; padding: 8px; }")
-            else:
-                module, _, name = spec.partition(":")
-                panel = getattr(importlib.import_module(module), name)()
-                if not panel.key:
-                    panel.key = key
-                if key == "pool":
-                    panel.block_mark = BlockMark(panel)
-            self.boxes[(view, key)] = Box(key, panel)
-        return self.boxes[(view, key)]
+class ScenePage(QWidget):
+    """One scene's panels, built for it at its zoom and kept: the large one over every row on the left, the
+    others in a column beside it. It draws again only when its step or language changes."""
 
-    def layout_scene(self, scene: Scene, run: SceneRun) -> None:
-        """The scene's panels in the grid: the large one over every row on the left, the others beside it."""
-        view = run.kind
-        wanted = [self._box(view, k) for k in (scene.large, *[p for p in scene.panels if p != scene.large])]
-        if wanted != self.shown:
-            for box in self.shown:
-                self.grid.removeWidget(box)
-                box.hide()
-            rows = max(len(wanted) - 1, 1)
-            self.grid.addWidget(wanted[0], 0, 0, rows, 1)
-            for i, box in enumerate(wanted[1:]):
-                self.grid.addWidget(box, i, 1)
-            self.grid.setColumnStretch(0, 2)
-            self.grid.setColumnStretch(1, 1 if len(wanted) > 1 else 0)
-            for r in range(self.grid.rowCount()):
-                self.grid.setRowStretch(r, 1 if r < rows else 0)
-            for box in wanted:
-                box.show()
-            self.shown = wanted
-        self.set_zoom(scene.zoom)
+    def __init__(self, scene: Scene, run: SceneRun, base_font: QFont) -> None:
+        super().__init__()
+        from kvviz.ui.presentation import zoomed_font
 
-    def set_zoom(self, percent: int) -> None:
-        """The panels' plot text, lines and markers (kvviz.ui.style) and the stage's type at percent."""
-        if percent == self.zoom:
+        self.scene, self.run = scene, run
+        self.setFont(zoomed_font(base_font, scene.zoom))  # the serve panels and tables measure their text from it
+        grid = QGridLayout(self)
+        grid.setContentsMargins(6, 6, 6, 6)
+        grid.setSpacing(6)
+        keys = (scene.large, *[p for p in scene.panels if p != scene.large])
+        self.boxes = [Box(k, make_panel(run.kind, k)) for k in keys]
+        rows = max(len(self.boxes) - 1, 1)
+        grid.addWidget(self.boxes[0], 0, 0, rows, 1)
+        for i, box in enumerate(self.boxes[1:]):
+            grid.addWidget(box, i, 1)
+        grid.setColumnStretch(0, 2)
+        grid.setColumnStretch(1, 1 if len(self.boxes) > 1 else 0)
+        for r in range(rows):
+            grid.setRowStretch(r, 1)
+        self.drawn: tuple | None = None  # (step, language) last drawn
+        self._zoomed = False
+
+    def box(self, key: str) -> Box | None:
+        return next((b for b in self.boxes if b.key == key), None)
+
+    def draw(self, step: int, lang: str) -> None:
+        if self.drawn == (step, lang):
             return
-        self.zoom = percent
-        from PySide6.QtWidgets import QApplication
-
-        from kvviz.ui import style
-        from kvviz.ui.panels._plots import scenes_in, zoom_items
-        from kvviz.ui.presentation import repolish_styled, zoomed_font
-
-        if self._base_font is None:
-            self._base_font = QFont(QApplication.font())
-            self._base_zoom = round(style.ZOOM * 100)
-        style.set_zoom(percent)
-        # The app's font, as View > Zoom sets it: the serve panels measure their text from it.
-        QApplication.setFont(zoomed_font(self._base_font, percent))
-        repolish_styled()
-        for (view, _key), box in self.boxes.items():
-            if view == "compare":
-                box.panel.apply_zoom()
-                zoom_items(scenes_in(box))
-        self._drawn_run.clear()
-
-    def restore_zoom(self) -> None:
-        """The app's font and the panels' zoom as they were before the stage zoomed (the presenter closes)."""
-        if self._base_font is None:
-            return
-        from PySide6.QtWidgets import QApplication
-
-        from kvviz.ui import style
-        from kvviz.ui.presentation import repolish_styled
-
-        style.set_zoom(self._base_zoom)
-        QApplication.setFont(self._base_font)
-        repolish_styled()
-        self._base_font, self.zoom = None, 0
-
-    def retranslate(self) -> None:
-        """The panels' fixed texts again, after a language switch."""
-        for box in self.boxes.values():
-            if hasattr(box.panel, "retranslate"):
-                box.panel.retranslate()
-        self._drawn_run.clear()
-
-    # -- drawing ----------------------------------------------------------------------------------
-    def draw(self, scene: Scene, run: SceneRun, step: int, lang: str) -> None:
-        """The scene at `step` (a step of its run), its highlights, in `lang` for a memory scene's tables."""
-        self.layout_scene(scene, run)
-        for box in self.shown:
+        run, scene = self.run, self.scene
+        for box in self.boxes:
             box.header.setText(memory_view.title(box.key, lang) if run.kind == "memory" else box.panel.title())
             if run.kind == "memory":
                 font = QFont(self.font())
-                font.setPointSizeF(font.pointSizeF() * (1.5 if box is self.shown[0] else 1.15))
+                font.setPointSizeF(font.pointSizeF() * (1.5 if box is self.boxes[0] else 1.15))
                 box.panel.setFont(font)
                 box.panel.setText(memory_view.panel_html(box.key, run.memory, lang))
-                continue
-            if self._drawn_run.get((run.kind, box.key)) != id(run):
-                box.panel.clear()
-                self._drawn_run[(run.kind, box.key)] = id(run)
-            if run.kind == "compare":
-                box.panel.show_step(self.history(run), step)
-                from kvviz.ui.panels._plots import scenes_in, settle
+            elif run.kind == "compare":
+                from kvviz.ui.panels._plots import scenes_in, settle, zoom_items
 
+                box.panel.show_step(SceneStage.history(run), step)
+                if not self._zoomed:  # the items the first draw made, at the scene's zoom
+                    zoom_items(scenes_in(box))
                 settle(scenes_in(box))
             else:
-                box.panel.show_step(self.history(run), step, scene.highlight.request)
+                box.panel.show_step(SceneStage.history(run), step, scene.highlight.request)
                 if box.key == "pool":
-                    mark = box.panel.block_mark
-                    h = scene.highlight
+                    mark, h = box.panel.block_mark, scene.highlight
                     mark.target = None if h.block is None else (h.scheduler or run.serve[0].scheduler, h.block)
                     mark.setGeometry(box.panel.rect())
                     mark.raise_()
                     mark.update()
-        self._mark_region(scene, run)
+        self._zoomed = True
+        if not self.drawn:
+            self._mark_region()
+        self.drawn = (step, lang)
+
+    def retranslate(self) -> None:
+        for box in self.boxes:
+            if hasattr(box.panel, "retranslate"):
+                box.panel.retranslate()
+        self.drawn = None
+
+    def _mark_region(self) -> None:
+        """The scene's work-matrix region outlined in every engine's matrix (positions: keys across, queries
+        down, as the panel's image is laid)."""
+        h, box = self.scene.highlight, self.box("work_matrix")
+        if h.queries is None or self.run.kind != "compare" or box is None:
+            return
+        (q0, q1), (k0, k1) = h.queries, h.keys
+        for plot in box.panel.export_items():
+            item = QGraphicsRectItem(QRectF(k0, q0, k1 - k0 + 1, q1 - q0 + 1))
+            pen = QPen(MARK, 3)
+            pen.setCosmetic(True)
+            item.setPen(pen)
+            item.setZValue(50)
+            plot.addItem(item, ignoreBounds=True)
+
+
+class SceneStage(QStackedWidget):
+    """The scenes' pages, one shown; a page is built the first time its scene is shown (or warmed up ahead)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("lesson_stage")
+        self.pages: dict[int, ScenePage] = {}  # scene index -> its page
+        self._base_zoom: int | None = None  # the panels' zoom (kvviz.ui.style) before the stage set any
+
+    @property
+    def page(self) -> ScenePage | None:
+        return self.currentWidget()
+
+    @property
+    def shown(self) -> list[Box]:
+        return self.page.boxes if self.page is not None else []
+
+    def page_of(self, scene: Scene, run: SceneRun) -> ScenePage:
+        """The scene's page, built now (at its zoom) if it has none yet."""
+        if scene.index not in self.pages:
+            self._set_style_zoom(scene.zoom)  # the panels are built at the zoom in effect
+            page = ScenePage(scene, run, self.font())
+            self.pages[scene.index] = page
+            self.addWidget(page)
+        return self.pages[scene.index]
+
+    def draw(self, scene: Scene, run: SceneRun, step: int, lang: str) -> None:
+        """The scene at `step` (a step of its run), in `lang` for a memory scene's tables."""
+        page = self.page_of(scene, run)
+        self._set_style_zoom(scene.zoom)  # what the panels read as they draw
+        if self.currentWidget() is not page:
+            self.setCurrentWidget(page)
+        page.draw(step, lang)
+
+    def warm_up(self, scene: Scene, run: SceneRun, step: int, lang: str) -> None:
+        """Build and draw a scene's page ahead, unseen (the next scene, while this one is presented)."""
+        page = self.page_of(scene, run)
+        if page.drawn is None:
+            shown = self.currentWidget()
+            page.resize(self.size())
+            page.layout().activate()
+            page.draw(step, lang)
+            if shown is not None:
+                self._set_style_zoom(shown.scene.zoom)
+
+    def _set_style_zoom(self, percent: int) -> None:
+        from kvviz.ui import style
+
+        if self._base_zoom is None:
+            self._base_zoom = round(style.ZOOM * 100)
+        if round(style.ZOOM * 100) != percent:
+            style.set_zoom(percent)
+
+    def restore_zoom(self) -> None:
+        """The panels' zoom as it was before the stage set its own (the presenter closes)."""
+        if self._base_zoom is not None:
+            from kvviz.ui import style
+
+            style.set_zoom(self._base_zoom)
+            self._base_zoom = None
+
+    def retranslate(self) -> None:
+        """The panels' fixed texts again, after a language switch."""
+        for page in self.pages.values():
+            page.retranslate()
 
     @staticmethod
     def history(run: SceneRun):
@@ -215,23 +255,3 @@ class SceneStage(QWidget):
 
                 run.histories["history"] = ServeHistory.from_runs(tuple(run.serve))
         return run.histories["history"]
-
-    def _mark_region(self, scene: Scene, run: SceneRun) -> None:
-        """The scene's work-matrix region outlined in every engine's matrix (positions: keys across, queries
-        down, as the panel's image is laid)."""
-        for plot, item in self._marks:
-            plot.removeItem(item)
-        self._marks = []
-        h = scene.highlight
-        box = self.boxes.get(("compare", "work_matrix"))
-        if h.queries is None or run.kind != "compare" or box is None or box not in self.shown:
-            return
-        (q0, q1), (k0, k1) = h.queries, h.keys
-        for plot in box.panel.export_items():
-            item = QGraphicsRectItem(QRectF(k0, q0, k1 - k0 + 1, q1 - q0 + 1))
-            pen = QPen(MARK, 3)
-            pen.setCosmetic(True)
-            item.setPen(pen)
-            item.setZValue(50)
-            plot.addItem(item, ignoreBounds=True)
-            self._marks.append((plot, item))
