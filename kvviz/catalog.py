@@ -49,6 +49,8 @@ ENGINES: dict[str, EngineEntry] = {e.key: e for e in (
                 False, "kvviz.caches.h2o:H2OCache", ("window",)),
     EngineEntry("knorm", "W tokens kept; when full, the key with the largest norm goes (no attention needed)", False,
                 "kvviz.caches.knorm:KnormCache", ("window",)),
+    EngineEntry("snapkv", "a prompt longer than W cut once to W by its last queries' attention (SnapKV); every new "
+                "token kept", False, "kvviz.caches.snapkv:SnapKVCache", ("window",)),
     EngineEntry("spec-lookup", "speculative: prompt lookup drafts k tokens from n-grams of the text so far, the "
                 "target verifies them in one forward, rejected K/V rolled back", True, None, ("spec_k", "rollback"),
                 color="#7b4173", engine="kvviz.engines.spec:SpecEngine"),

@@ -123,7 +123,7 @@ def test_bounded_masks_are_the_chapters_less_what_was_evicted(tiny_random, key):
             np.testing.assert_array_equal(t.mask, chapter)  # approximates values, drops nothing
     last_row = {"window": [4, 5, 6, 7, 8], "sinks": [0, 1, 6, 7, 8], "int8": list(range(9)),
                 # a prompt is attended to whole, then cut to the W its rule ranks highest
-                "tova": list(range(9)), "h2o": list(range(9)), "knorm": list(range(9))}[key]
+                "tova": list(range(9)), "h2o": list(range(9)), "knorm": list(range(9)), "snapkv": list(range(9))}[key]
     assert list(np.flatnonzero(traces[0].mask[-1])) == last_row
 
 

@@ -1,4 +1,4 @@
-"""The caches that evict by score (tova, h2o, knorm), each against a reference implementation of its own rule
+"""The caches that evict by score (tova, h2o, knorm, snapkv), each against a reference implementation of its own rule
 written here without the cache or the model's forward: the layers in plain torch ops over every position's K/V,
 each query reading only the positions held when it ran, and the rule deciding, step by step, which positions
 stay. The cache must hold exactly the positions the reference holds after every step, and give its logits."""
@@ -15,7 +15,8 @@ from kvviz.config import ModelConfig, TraceOptions
 from kvviz.engines import make_engine
 from kvviz.models.transformer import Transformer
 
-RULES = ("tova", "h2o", "knorm")
+RULES = ("tova", "h2o", "knorm")  # evict at every step once full
+SNAP_WINDOW, SNAP_POOL = 32, 5  # SnapKV's observation window (at most W/2) and the positions it averages
 
 
 class Reference:
@@ -80,7 +81,12 @@ class Reference:
         L = self.cfg.n_layer
         total: dict[int, float] = {}
         for layer in range(L):
-            if self.rule == "tova":  # the last query's weights
+            if self.rule == "snapkv":  # the observation window's weights on the keys before it, smoothed
+                n, w = len(positions), self.observed
+                seen = [sum(weights[layer][i][j] for i in range(n - w, n)) / w for j in range(n - w)]
+                part = {j: sum(seen[i] for i in range(j - SNAP_POOL // 2, j + SNAP_POOL // 2 + 1) if 0 <= i < n - w)
+                        / SNAP_POOL for j in range(n - w)}
+            elif self.rule == "tova":  # the last query's weights
                 part = weights[layer][-1]
             elif self.rule == "h2o":  # every query's weights, summed
                 part = {}
@@ -93,8 +99,12 @@ class Reference:
                 total[j] = total.get(j, 0.0) + s / L
         return total
 
+    @property
+    def observed(self) -> int:
+        return max(1, min(SNAP_WINDOW, self.window // 2))
+
     def evictable(self, held: list[int]) -> list[int]:
-        recent = self.window // 2 if self.rule == "h2o" else 0
+        recent = {"h2o": self.window // 2, "snapkv": self.observed}.get(self.rule, 0)
         return sorted(held)[:len(held) - recent]
 
     def first_to_go(self, held: list[int], scores: dict[int, float]) -> int:
@@ -106,14 +116,20 @@ class Reference:
     def prefill(self, tokens: list[int]):
         positions = list(range(len(tokens)))
         logits, weights = self.forward(tokens, positions, [positions[:i + 1] for i in positions])
-        step = self.step_scores(positions, [positions[:i + 1] for i in positions], weights)
         held = list(positions)
+        if self.rule == "snapkv" and len(held) <= self.window:
+            self.held = held  # nothing to cut, and nothing scored
+            return logits
+        step = self.step_scores(positions, [positions[:i + 1] for i in positions], weights)
         while len(held) > self.window:
             held.remove(self.first_to_go(held, step))
-        self.held, self.score = held, {p: step[p] for p in held}
+        self.held, self.score = held, {p: step.get(p, 0.0) for p in held}  # (snapkv scores no window key)
         return logits
 
     def decode(self, token: int, pos: int):
+        if self.rule == "snapkv":  # every new token is kept
+            self.held.append(pos)
+            return self.forward([token], [pos], [sorted(self.held)])[0]
         if len(self.held) == self.window:
             gone = self.first_to_go(self.held, self.score)
             self.held.remove(gone)
@@ -142,7 +158,8 @@ def run_against_reference(model, rule, prompt, n, window):
         logits = ref.prefill(prompt) if t.step == 0 else ref.decode(tokens[-1], t.pos_start)
         tokens.append(t.token_id)
         assert list(engine.cache.held_positions()) == sorted(ref.held), f"step {t.step}"
-        assert t.cache_len == len(ref.held) == min(window, t.pos_stop)
+        grown = t.pos_stop - len(prompt) if rule == "snapkv" else 0  # snapkv keeps every new token
+        assert t.cache_len == len(ref.held) == min(window, len(prompt) if grown else t.pos_stop) + grown
         np.testing.assert_allclose(t.logits, logits.numpy(), atol=1e-4, rtol=0)
         held_steps += len(ref.held) < t.pos_stop  # a step where something had been evicted
     return held_steps
@@ -155,6 +172,18 @@ def test_holds_what_its_rule_holds(tiny_random, rule, prompt_len, window):
     assert run_against_reference(tiny_random, rule, prompt, 14, window) >= 10  # the rule chose, most steps
 
 
+@pytest.mark.parametrize("prompt_len,window", [(12, 5), (20, 6), (60, 16), (40, 1)])
+def test_snapkv_cuts_what_its_rule_cuts(tiny_random, prompt_len, window):
+    prompt = [(41 * i + 17) % 256 for i in range(prompt_len)]
+    assert run_against_reference(tiny_random, "snapkv", prompt, 8, window) == 8  # every step: the cut prompt
+
+
+def test_snapkv_keeps_a_short_prompt_whole(tiny_random):
+    engine = make_engine("snapkv", tiny_random, window=8)
+    for t in engine.generate(list(range(65, 71)), 6):
+        assert list(engine.cache.held_positions()) == list(range(t.pos_stop))
+
+
 @pytest.fixture(scope="module")
 def gqa_model(torch_cpu):
     """Grouped-query attention: two query heads share each KV head."""
@@ -162,7 +191,7 @@ def gqa_model(torch_cpu):
     return Transformer(cfg).init_weights(11).eval()
 
 
-@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("rule", RULES + ("snapkv",))
 def test_holds_what_its_rule_holds_with_grouped_query_attention(gqa_model, rule):
     prompt = [(29 * i + 5) % 256 for i in range(10)]
     assert run_against_reference(gqa_model, rule, prompt, 12, 6) >= 10
@@ -211,7 +240,20 @@ def test_bytes_held_and_written(tiny_random, rule):
     assert all(t.bytes_written == per_token and t.bytes_copied == t.bytes_gathered == 0 for t in traces[1:])
 
 
-@pytest.mark.parametrize("rule", RULES)
+def test_snapkv_bytes_grow_from_the_cut_prompt(tiny_random):
+    cfg = tiny_random.cfg
+    per_token = cfg.n_layer * 2 * cfg.n_kv_head * cfg.head_dim * 4
+    engine = make_engine("snapkv", tiny_random, window=8)
+    traces = list(engine.generate(list(range(65, 85)), 10))
+    room = 8 + 10  # the cut prompt, then every new token (the last one sampled, never stored, included)
+    held = sum(x.numel() * x.element_size() for x in engine.cache.k + engine.cache.v)
+    assert {t.cache_bytes for t in traces} == {held} == {room * per_token}
+    assert [t.cache_len for t in traces] == list(range(8, 18))
+    assert traces[0].bytes_written == 8 * per_token
+    assert all(t.bytes_written == per_token and t.bytes_copied == t.bytes_gathered == 0 for t in traces[1:])
+
+
+@pytest.mark.parametrize("rule", RULES + ("snapkv",))
 def test_bad_budget_refused(tiny_random, rule):
     with pytest.raises(ValueError, match="at least 1"):
         list(make_engine(rule, tiny_random, window=0).generate([65, 66], 2))

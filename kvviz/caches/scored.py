@@ -73,13 +73,23 @@ class ScoredCache(KVCache):
                              f"of {self.batch}")
         # W is `budget` here, not `window`: a record's window means the window's rule (kvviz.records.trace)
         self.budget = budget
-        self.slots = min(budget, self.max_len)  # never more room than the run can use
-        shape = (1, cfg.n_kv_head, self.slots, cfg.head_dim)  # (B, KV, W, D)
+        self.slots = 0  # allocated at the first step, once the prompt's length is known
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
+        self.used = 0  # slots holding a position (0..used-1: slots fill in order and stay full)
+
+    def room(self, n_prompt: int) -> int:
+        """Slots a run with an `n_prompt`-token prompt needs: W, never more than the run can use."""
+        return min(self.budget, self.max_len)
+
+    def _allocate(self, n_prompt: int) -> None:
+        cfg = self.cfg
+        self.slots = self.room(n_prompt)
+        shape = (1, cfg.n_kv_head, self.slots, cfg.head_dim)  # (B, KV, slots, D)
         self.k = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(cfg.n_layer)]
         self.v = [torch.zeros(shape, device=self.device, dtype=self.dtype) for _ in range(cfg.n_layer)]
         self.pos = np.full(self.slots, -1, dtype=np.int64)  # absolute position in each slot; -1: never used
         self.score = np.zeros(self.slots)  # the rule's score of each slot's position
-        self.used = 0  # slots holding a position (0..used-1: slots fill in order and stay full)
 
     # -- the rule ---------------------------------------------------------------------------------
     def layer_scores(self, probs: torch.Tensor) -> torch.Tensor:
@@ -95,6 +105,10 @@ class ScoredCache(KVCache):
         """Fold the step's scores (`step`, one per slot read, layers averaged) into `self.score[slots]`; `new`:
         the slots written this step. Default: the step's scores replace the old ones (TOVA)."""
         self.score[slots] = step
+
+    def scores_step(self) -> bool:
+        """Whether the rule scores this step (set up by `prepare`); every step unless a rule says otherwise."""
+        return True
 
     def protected(self, positions: np.ndarray) -> np.ndarray:
         """Bool per held position: True where the rule never evicts it (H2O's recent tokens)."""
@@ -120,7 +134,9 @@ class ScoredCache(KVCache):
         start = self.seq_len
         if start > 0 and n_new != 1:
             raise ValueError(f"{self.key} cache: decode one token per step (got {n_new} after {start})")
-        self._long = start == 0 and n_new > self.slots  # the prompt attended to whole, cut after the step
+        if start == 0:
+            self._allocate(n_new)
+        self._long = start == 0 and n_new > self.budget  # the prompt attended to whole, cut to W after the step
         if self._long:
             self._rows = np.arange(n_new)
             self._new = self._rows  # every row is new
@@ -137,6 +153,7 @@ class ScoredCache(KVCache):
             self._idx = torch.from_numpy(new).to(self.device)
         self._step = torch.zeros(len(self._rows), dtype=torch.float64)
         self._seen = 0  # layers scored this step
+        self._scoring = self.scores_step()
 
     def kv_positions(self, n_new: int) -> np.ndarray:
         return self._rows  # the rows `update` returns, in slot order (the prompt's own, for a long one)
@@ -146,7 +163,7 @@ class ScoredCache(KVCache):
 
     def update(self, layer, k, v):
         T = k.shape[2]
-        if not self.needs_attention:
+        if self._scoring and not self.needs_attention:
             self._add(self.key_scores(k), self._new)
         if self._long:
             self._prompt[layer] = (k, v)  # stored after the step, once the rule has ranked the prompt
@@ -155,7 +172,7 @@ class ScoredCache(KVCache):
             self.v[layer].index_copy_(2, self._idx, v)
             self.counters.written += 2 * T * (k.numel() // T) * self.elem_bytes
             k, v = self.k[layer][:, :, :self.used], self.v[layer][:, :, :self.used]  # (B, KV, used, D)
-        if self.needs_attention:
+        if self._scoring and self.needs_attention:
             k = k.as_subclass(ObservedKeys)
             k.kvviz_observer = (self, layer)
         return k, v
@@ -173,31 +190,31 @@ class ScoredCache(KVCache):
         self._seen += 1
 
     def commit(self, n_new: int) -> None:
-        if self._seen != self.cfg.n_layer:
+        if self._scoring and self._seen != self.cfg.n_layer:
             raise RuntimeError(f"{self.key} cache: {self._seen} of {self.cfg.n_layer} layers were scored this step "
                                "(the model must pass the keys update returns to scaled_dot_product_attention)")
         step = self._step.numpy() / self.cfg.n_layer  # the mean over layers
         if self._long:
             self._cut(step)
-        else:
+        elif self._scoring:
             self.merge(np.arange(self.used), step, self._new)
         super().commit(n_new)
 
     def _cut(self, step: np.ndarray) -> None:
-        """After a long prompt: keep the `slots` positions that rank highest, in position order, in slots 0..W-1."""
-        rows = self._rows
-        gone = self.ranked(rows, step)[:len(rows) - self.slots]
+        """After a long prompt: keep the W positions that rank highest, in position order, in slots 0..W-1."""
+        rows, W = self._rows, self.budget
+        gone = self.ranked(rows, step)[:len(rows) - W]
         keep = np.setdiff1d(np.arange(len(rows)), gone)
         idx = torch.from_numpy(keep).to(self.device)
         for layer, (k, v) in enumerate(self._prompt):
-            self.k[layer].copy_(k.index_select(2, idx))
-            self.v[layer].copy_(v.index_select(2, idx))
-            self.counters.written += 2 * len(keep) * (k.numel() // k.shape[2]) * self.elem_bytes
+            self.k[layer][:, :, :W] = k.index_select(2, idx)
+            self.v[layer][:, :, :W] = v.index_select(2, idx)
+            self.counters.written += 2 * W * (k.numel() // k.shape[2]) * self.elem_bytes
         self._prompt = []
-        self.used = self.slots
-        self.pos[:] = rows[keep]
+        self.used = W
+        self.pos[:W] = rows[keep]
         self.score[:] = 0.0
-        self.merge(np.arange(self.slots), step[keep], np.arange(self.slots))
+        self.merge(np.arange(W), step[keep], np.arange(W))
 
     @property
     def capacity(self) -> int:
