@@ -4,7 +4,7 @@
 # memory per engine, the out-of-memory message, kvviz beside transformers, and the GPU tests. On CUDA,
 # also `static` with its decode step replayed from a CUDA graph beside eager `static`
 # (--kernels torch,cuda-graph), and
-# the read ceiling (issue 26): a float32 matrix-vector product over 1 GiB timed with CUDA events, both
+# the read ceiling: a float32 matrix-vector product over 1 GiB timed with CUDA events, both
 # layouts, beside the device-to-device copy and the nominal peak; each bench row's share of it ("of ceil");
 # `kvviz memory --device` prints the roofline beside the bench's measured decode tokens/s.
 #
