@@ -195,3 +195,17 @@ def test_the_deck_stores_each_runs_page_once_and_every_scene(tmp_path_factory):
     memory = [s for s in data["scenes"] if s["kind"] == "memory"]
     assert memory and all("114,688 B" in s["memory"]["en"]["kv_per_token"]["body"] for s in memory
                           if "kv_per_token" in s["panels"])
+
+
+def test_the_lesson_written_in_the_teaching_guide_loads(tmp_path):
+    import re
+
+    guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    example = re.search(r"The smallest one:\n\n```toml\n(.*?)```", guide, re.S).group(1)
+    path = tmp_path / "why.toml"
+    path.write_text(example, encoding="utf-8")
+    lesson = load_lesson(path)
+    assert [s.stops for s in lesson.scenes] == [(1, 10, -1)]
+    path.write_text(example.replace("tokens = 40", "tokens = 0"), encoding="utf-8")
+    with pytest.raises(LessonError, match=r"why.toml: scene 1 \('Naive recomputes'\): field 'source.tokens': it must"):
+        load_lesson(path)

@@ -63,8 +63,9 @@ def run(args) -> int:
         check_writable(args.pdf, "--pdf")
     lesson, runs = prepare(args)
     if args.check:
-        print(f"{lesson.path.name}: {len(lesson.scenes)} scenes, "
-              f"{sum(len(s.stops) for s in lesson.scenes)} stops; runs in {runs.folder}")
+        n, stops = len(lesson.scenes), sum(len(s.stops) for s in lesson.scenes)
+        print(f"{lesson.path.name}: {n} scene{'s' if n != 1 else ''}, {stops} stop{'s' if stops != 1 else ''}; "
+              f"runs in {runs.folder}")
         return 0
     if args.bench:
         return bench(lesson, runs, args.lang)
