@@ -333,3 +333,61 @@ def test_a_server_killed_mid_watch_is_reported_and_followed_again(server):
     assert any("answering again" in s for s in said[down:])
     state = session.history.servers[0].mirror_state()
     assert state.chains() and tuple(state.tokens[r] for r in state.chains()[0]) == tuple(_cached_blocks(prompt, out))
+
+
+def test_a_replayed_recording_prints_a_json_object_per_interval(shared, capsys):
+    from kvviz.cli import main
+
+    assert main(["watch", "--replay", str(shared["path"]), "--json", "--interval", "0.2"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and {r["url"] for r in rows} == {shared["history"].servers[0].url}
+    assert rows[-1]["blocks"] == shared["history"].servers[0].blocks()
+    assert "a trunk of 3 blocks with 4 branches" in rows[-1]["tree"]
+    assert any("blocks of a cached prefix reused" in s for r in rows for s in r["narration"])
+
+
+def test_the_page_of_a_recording_draws_the_trunk(shared, tmp_path):
+    """`kvviz watch --replay FILE --page OUT.html`: one offline page whose tree is drawn (the trunk's colour in
+    the tree panel's pixels, seen in Chromium) without a script error."""
+    import shutil
+
+    from kvviz.cli import main
+
+    out = tmp_path / "watch.html"
+    assert main(["watch", "--replay", str(shared["path"]), "--page", str(out), "--quiet"]) == 0
+    page = out.read_text()
+    data = json.loads(page.split('<script id="kvviz-data" type="application/json">')[1].split("</script>")[0])
+    assert "a trunk of 3 blocks with 4 branches" in data["frames"][-1]["servers"][0]["trees"][0]["shape"]
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no Chromium to draw the page in")
+    from PIL import Image
+
+    shot = tmp_path / "shot.png"
+    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,800"]
+    dom = subprocess.run(base + ["--dump-dom", out.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert 'data-errors="0"' in dom and 'data-frames="' in dom
+    subprocess.run(base + [f"--screenshot={shot}", out.as_uri()], capture_output=True, timeout=120)
+    import numpy as np
+
+    img = np.asarray(Image.open(shot).convert("RGB"))[110:510, :850]  # the tree panel (two thirds, upper row)
+    trunk = int((img == np.array([0x1F, 0x77, 0xB4], dtype=np.uint8)).all(axis=2).sum())
+    assert trunk > 2000, trunk
+
+
+@pytest.mark.parametrize("argv, words", [
+    ([], "give a vLLM server's URL"),
+    (["ftp://host:1"], "not an http:// or https:// URL"),
+    (["http://127.0.0.1:1", "--page", "x.html"], "--page is written from a recording"),
+    (["http://127.0.0.1:1", "--header", "no colon"], "give it as 'Name: value'"),
+    (["http://127.0.0.1:1", "--interval", "0"], "--interval 0.0: at least"),
+    (["--replay", "README.md"], "not a kvviz watch recording"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path, monkeypatch):
+    from kvviz.cli import main
+
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    assert main(["watch", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and words in err, err

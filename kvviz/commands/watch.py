@@ -33,6 +33,8 @@ def configure(parser) -> None:
     parser.add_argument("--insecure", action="store_true", help="https without checking the server's certificate")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S",
                         help="seconds between /metrics polls and between printed lines (default 1)")
+    parser.add_argument("--timeout", type=float, default=3.0, metavar="S",
+                        help="a /metrics answer or a replay taking longer: the server is stalled (default 3)")
     parser.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
     parser.add_argument("--window", type=float, default=10.0, metavar="MIN",
                         help="minutes kept sample by sample; older ones are kept per minute (default 10)")
@@ -53,7 +55,7 @@ def _check(args) -> None:
         raise ValueError("--page is written from a recording: give --record FILE too (or --replay FILE)")
     if args.replay and args.record:
         raise ValueError("--record records a live session; a replay is already a recording")
-    for name, lo in (("interval", 0.05), ("window", 0.1)):
+    for name, lo in (("interval", 0.05), ("window", 0.1), ("timeout", 0.1)):
         v = getattr(args, name)
         if not (math.isfinite(v) and v >= lo):
             raise ValueError(f"--{name} {v}: at least {lo}")
@@ -111,7 +113,8 @@ def run(args) -> int:
     header = Header(time.time(), tuple(a.url for a in addresses), tuple(a.ranks for a in addresses),
                     args.model or "")
     writer = RecordingWriter(args.record, header) if args.record else None
-    live = LiveWatch(addresses, WatchOptions(interval_s=args.interval))
+    live = LiveWatch(addresses, WatchOptions(interval_s=args.interval, timeout_s=args.timeout,
+                                                  replay_timeout_s=args.timeout, insecure=args.insecure))
     live.start()
     try:
         code = _session(args, header, _live_records(live, args.interval), writer, text_of)

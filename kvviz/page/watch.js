@@ -158,6 +158,7 @@
     frames++;
     document.body.dataset.step = String(k);
     document.body.dataset.frames = String(frames);
+    document.body.dataset.errors = String(errors.length);
   }
   function setFrame(k) { k = Math.max(0, Math.min(LAST, k)); if (k !== frame) { frame = k; draw(); } }
   function togglePlay() {

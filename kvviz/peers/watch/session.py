@@ -11,13 +11,17 @@ from pathlib import Path
 
 from kvviz.peers.watch.client import LiveWatch, ServerAddress, WatchOptions
 from kvviz.peers.watch.history import WINDOW_S, WatchHistory
-from kvviz.peers.watch.recording import Header, RecordingWriter
+from kvviz.peers.watch.recording import Header, Record, RecordingWriter
 
 
 class WatchSession:
     def __init__(self, addresses: list[ServerAddress], options: WatchOptions | None = None, *,
                  record: str | Path | None = None, model: str = "", window_s: float = WINDOW_S,
-                 text_of: Callable[[tuple[int, ...]], str] | None = None) -> None:
+                 text_of: Callable[[tuple[int, ...]], str] | None = None,
+                 listener: Callable[[Record], None] | None = None) -> None:
+        """`listener(record)` is called on the pump's thread after each record is applied, under the lock (a
+        view asks for a repaint there)."""
+        self.listener = listener
         self.options = options or WatchOptions()
         self.header = Header(self.options.clock(), tuple(a.url for a in addresses), tuple(a.ranks for a in addresses),
                              model)
@@ -42,6 +46,8 @@ class WatchSession:
                 self.history.apply(record)
                 if self.writer is not None:
                     self.writer.write(record)
+                if self.listener is not None:
+                    self.listener(record)
 
     def wait_for(self, predicate: Callable[[WatchHistory], bool], timeout_s: float) -> bool:
         """Whether predicate(history) came true within timeout_s (checked under the lock every 50 ms)."""
