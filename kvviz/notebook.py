@@ -87,13 +87,16 @@ def as_run(saved) -> Run:
 def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int = 40, *, model: str = "tiny",
             device: str = "auto", dtype: str = "auto", block_size: int = 16, window: int = 32, sinks: int = 4,
             residual: int | None = None, layer: int | None = 0, head: int = 0, temperature: float = 0.0,
-            seed: int = 0, threads: int | None = None, kernel: str = DEFAULT_KERNEL) -> Run:
+            seed: int = 0, threads: int | None = None, kernel: str = DEFAULT_KERNEL,
+            kernels: Iterable[str] | None = None, repeat: int = 1) -> Run:
     """Run the engines on `prompt` in lockstep, `tokens` new tokens each, in this process, and return the
     run. `layer`/`head`: the attention weights recorded (None: none). `kernel`: what runs every engine's
-    decode steps (kvviz.kernels: torch, native, openblas, compiled, cuda-graph). ValueError (one line, naming
-    the argument) for what a run refuses."""
+    decode steps (kvviz.kernels: torch, native, openblas, compiled, cuda-graph); `kernels`: a kernel comparison
+    instead, every engine under each ("static@torch", "static@native": the run's lanes, kvviz.kernels.lanes).
+    `repeat`: the comparison run that many times, the earlier runs' step times in the run's info
+    (kvviz.records.repeats). ValueError (one line, naming the argument) for what a run refuses."""
     from kvviz.config import RunConfig, SamplingConfig, TraceOptions
-    from kvviz.kernels import check_kernel
+    from kvviz.kernels import check_kernel, lanes
     from kvviz.options import check_value
     from kvviz.runtime.messages import RunRequest
     from kvviz.runtime.session import EngineSession
@@ -112,6 +115,13 @@ def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int =
     if not isinstance(kernel, str):
         raise ValueError(f"kernel must be a kernel's name, not {type(kernel).__name__}")
     check_kernel(kernel)
+    if kernels is not None:
+        kernels = (kernels,) if isinstance(kernels, str) else kernels
+        if not isinstance(kernels, Iterable) or not all(isinstance(k, str) for k in kernels):
+            raise ValueError(f"kernels must be kernel names, e.g. ('torch', 'native'), not {kernels!r:.80}")
+        kernels = tuple(kernels)
+        engines, kernel = lanes(tuple(engines), kernels), kernels[0] if kernels else kernel
+    check_value("repeat", repeat, "repeat")
     run = RunConfig(prompt=prompt, max_new_tokens=tokens, engines=tuple(engines),
                     sampling=SamplingConfig(temperature=temperature, seed=seed), block_size=block_size,
                     window=window, sinks=sinks, residual=residual, kernel=kernel,
@@ -119,7 +129,8 @@ def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int =
     session = EngineSession()
     try:
         info, _loaded, notes = session.start(RunRequest(run_id=uuid.uuid4().hex[:8], model=model, run=run,
-                                                        device=device, dtype=dtype, threads=threads))
+                                                        device=device, dtype=dtype, threads=threads,
+                                                        repeat=repeat))
         traces: dict[str, list[StepTrace]] = {k: [] for k in info.engines}
         done = 0
         while done < tokens:  # in batches, each engine's steps back to back, as the bench and the window run them

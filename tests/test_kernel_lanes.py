@@ -80,7 +80,7 @@ def test_the_forms_kernel_comparison_reaches_the_engines_and_the_saved_trace(ope
         assert values[f"{engine}@native"]["speedup_vs_naive"] == pytest.approx(
             totals[f"{engine}@torch"] / totals[f"{engine}@native"])
     headers = [summary._table.horizontalHeaderItem(c).text() for c in range(summary._table.columnCount())]
-    assert headers == ["concat · PyTorch", "concat · C step", "static · PyTorch", "static · C step"]
+    assert headers == ["concat\nPyTorch", "concat\nC step", "static\nPyTorch", "static\nC step"]
     assert "decode kernels PyTorch and C step" in summary._heading.text()
     latency = window.grid.panels["latency"]
     latency.show_step(window.history, 5)
@@ -223,3 +223,38 @@ def test_the_repeat_is_kept_and_a_repeated_run_shows_its_count(qtbot, tmp_path):
     shown.show_run(RepeatedRunInfo(model_name="tiny-random", prompt=PROMPT, engines=("concat",), max_new_tokens=5,
                                    repeat=7, earlier_ms={"concat": ((1.0,) * 5,) * 6}))
     assert shown.repeat_count() == 7
+
+
+def test_a_notebooks_kernel_comparison_and_its_page_name_the_lanes(tmp_path, qapp):
+    import kvviz
+    from tests import html_page_cdp
+
+    run = kvviz.compare(PROMPT, engines=("concat", "static"), tokens=4, model="tiny-random", threads=1,
+                        kernels=("torch", "native"))
+    assert run.info.engines == ("concat@torch", "concat@native", "static@torch", "static@native")
+    assert run.info.decode_kernels == ("torch", "native", "torch", "native")
+    assert len({tuple(t.token_id for t in steps) for steps in run.traces.values()}) == 1
+    with pytest.raises(ValueError, match="^naive cannot decode with the C step kernel"):
+        kvviz.compare(PROMPT, engines=("naive",), tokens=2, model="tiny-random", kernels=("torch", "native"))
+    with pytest.raises(ValueError, match="^repeat must be"):
+        kvviz.compare(PROMPT, engines=("concat",), tokens=2, model="tiny-random", repeat=0)
+    if html_page_cdp.missing():
+        pytest.skip(html_page_cdp.missing())
+    from kvviz.page import write_page
+
+    browser = html_page_cdp.Browser(1280, 720)
+    try:
+        browser.open(write_page(tmp_path / "lanes.html", run.info, run.traces))
+        browser.pump()
+        assert not browser.problems, browser.problems
+        heads = browser.eval("[...document.querySelectorAll('#panel-summary thead th')].map(t => t.textContent)")
+        assert heads[1:] == ["concat · PyTorch", "concat · C step", "static · PyTorch", "static · C step"]
+        assert browser.eval("document.querySelector('#panel-summary .heading').textContent") == \
+            "Totals over steps 0\u20133 (4 new tokens), decode kernels PyTorch and C step"
+        speedups = browser.eval("[...document.querySelectorAll('#panel-summary tr')].find(r => "
+                                "r.textContent.startsWith('speedup')).textContent")
+        totals = {lane: sum(t.latency_ms for t in steps) for lane, steps in run.traces.items()}
+        assert f"{totals['static@torch'] / totals['static@native']:.2f}\u00d7" in speedups
+        assert speedups.count("1.00\u00d7") >= 2  # each engine's first lane against itself
+    finally:
+        browser.close()

@@ -167,6 +167,9 @@ def lanes(engines, kernels) -> tuple[str, ...]:
     kernels = tuple(check_kernel(k) for k in kernels)
     if not kernels:
         raise ValueError("no kernel given")
+    for engine in engines:
+        if lane_kernel(engine) is not None:
+            raise ValueError(f"{engine!r} names a kernel already; give the engines alone and the kernels apart")
     if len(set(kernels)) != len(kernels):
         raise ValueError(f"a kernel is named twice in {','.join(kernels)}")
     for kernel in kernels:
@@ -189,3 +192,19 @@ def shade(color: str, kernel: str) -> str:
     rgb = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
     toward = 255 if amount > 0 else 0
     return "#" + "".join(f"{round(c + (toward - c) * abs(amount)):02x}" for c in rgb)
+
+
+def compared_kernels(engines) -> list[str]:
+    """A kernel comparison's kernels, in the order its lanes name them ([] for a run of one kernel)."""
+    return list(dict.fromkeys(k for k in map(lane_kernel, engines) if k is not None))
+
+
+def baselines(engines) -> dict[str, str]:
+    """What each engine's speedup is against: naive in a run of one kernel; in a kernel comparison, the same
+    engine under the first kernel (its first lane), so the figure is the kernel's alone."""
+    if compared_kernels(engines):
+        first: dict[str, str] = {}
+        for lane in engines:
+            first.setdefault(lane_engine(lane), lane)
+        return {lane: first[lane_engine(lane)] for lane in engines}
+    return {e: "naive" for e in engines} if "naive" in engines else {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from kvviz import catalog
 from kvviz.format import fmt_bytes
-from kvviz.kernels import KERNELS
+from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel
 from kvviz.page.strings import page_strings
 from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.textshow import group_labels
@@ -86,6 +86,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
     stored: dict[str, str] = {}  # attention rows (base64) -> the engine that holds them in the page
     n_steps = max((len(v) for v in traces.values()), default=0)
     last = n_steps - 1 if last is None else min(last, n_steps - 1)
+    against = baselines(list(traces))  # what each engine's speedup is against (a comparison: its first lane)
     for order, (name, all_steps) in enumerate(traces.items()):
         steps = list(all_steps[: last + 1])
         if not steps:
@@ -103,7 +104,8 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
                 attention.update(rows=None, rows_of=owner)
         engines.append({
             "name": name, "color": catalog.engine_color(name, order), "dash": catalog.engine_dash(name),
-            "order": order,
+            "order": order, "engine": lane_engine(name), "kernel": lane_kernel(name),  # a lane: "static · C step"
+            "against": against.get(name),
             "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
             "block_table": tables if any(v is not None for v in tables) else None,
             "attention": attention,

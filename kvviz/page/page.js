@@ -15,6 +15,7 @@ const FG = "#303030", MUTED = "#8a8a8a", HIGHLIGHT = "#ffd54f", STEP_LINE = "#55
 const COPY_LINE = "#c62828", HELD = "#9e9e9e";
 const ZEBRA = ["#eaf2fb", "#fdf3e1"], SPLIT = ["#d9efd4", "#c6e5f0"];
 const EXACT = DATA.exact;  // the catalog's exact engines (kvviz/catalog.py)
+function exact(e) { return EXACT.includes(e.engine); }  // a lane is exact as its engine is
 const VIRIDIS = "44015444025645045745055946075a46085c460a5d460b5e470d60470e6147106347116447136548146748166848176948186a481a6c481b6d481c6e481d6f481f70482071482173482374482475482576482677482878472979472a7a472c7a472d7b472e7c462f7d46307e46327e46337f453480453581453781443882443983443a83433c84433d84423e85423f854240864141864143874044874045883f46883f47883e48893e49893e4b893d4c8a3d4d8a3c4e8a3c4f8a3b508b3b518b3a528b3a538b39548c39558c38578c38588c37598c375a8c365b8d365c8d355d8d355e8d345f8d34608d33618d33628d32638d32648e31658e31668e31688e30698e2f6a8e2f6b8e2e6c8e2e6d8e2e6e8e2d6f8e2d708e2c718e2c718e2c728e2b738e2b748e2a758e2a768e2a778e29788e29798e297a8e287b8e287c8e277d8e277e8e277f8e26808e26818e26828e25828e25838e25848e24858e24868e23878e23888e23898d228a8d228b8d228c8d218d8d218e8d218f8d21908c20918c20928c20928c1f938c1f948b1f958b1f968b1f978b1f988a1f998a1e9a8a1e9b891e9c891e9d891f9e881f9f881fa0881fa1871fa1871fa28620a38620a48521a58521a68522a78422a88323a98324aa8225ab8225ac8126ad8127ad8028ae7f29af7f2bb07e2cb17d2db27c2eb37c30b47b31b57a33b67935b77937b87738b9763aba753bbb743dbc733fbc7240bd7142be7044bf6f46c06e48c16d4ac16c4cc26b4ec36a50c46952c56854c56756c66658c7645ac8635cc8625ec96160ca5f63cb5e65cb5d67cc5b69cd5a6ccd596ece5771cf5673d05575d05378d1527ad1507dd24f7fd34d82d34c84d44a87d54889d5478cd6458ed64491d74194d74096d83e99d83c9cd93b9ed939a1da37a3da36a6db34a9db32abdc30aedc2fb1dd2db4dd2bb7de29b9de28bcde26bfdf25c1df23c4df21c7e020c9e01fcce11dcfe11cd1e11bd4e21ad7e219d9e219dce318dee318e1e318e4e418e6e419e9e419ebe51aeee51bf0e51cf3e51df5e61ff7e620fae622fde725";
 let lang = DATA.start.lang, step = DATA.start.step, playing = null;
 const errors = [];
@@ -268,7 +269,9 @@ function lightness(hex) {
   return (Math.max(r, g, b) + Math.min(r, g, b)) / 2;
 }
 function esc(text) { return String(text).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]); }
-function engineHtml(e) { return `<b style="color:${e.color}">${esc(e.name)}</b>`; }
+// An engine's name as shown; a kernel comparison's lane as "static · C step", its kernel in the reader's language.
+function label(e) { return e.kernel ? `${e.engine} \u00b7 ${tr("kernels", (INFO.kernel_labels || {})[e.kernel] || e.kernel)}` : e.name; }
+function engineHtml(e) { return `<b style="color:${e.color}">${esc(label(e))}</b>`; }
 function outline(ctx, x, y, w, h) {  // the step's rows framed from outside, so a one-pixel row stays seen
   ctx.strokeStyle = OUTLINE; ctx.lineWidth = 2; ctx.strokeRect(x - 1, y - 1, w + 2, h + 2);
 }
@@ -287,7 +290,7 @@ const PANELS = [
   ["summary", "SummaryPanel", "Summary", "body"],
 ];
 // The quality panel where it tells something: a run with an approximate cache (as the summary's quality rows).
-const APPROXIMATE = ENGINES.some(e => !EXACT.includes(e.name));
+const APPROXIMATE = ENGINES.some(e => !exact(e));
 if (!APPROXIMATE) PANELS.splice(PANELS.findIndex(p => p[0] === "quality"), 1);
 const el = {};
 function buildPanels() {
@@ -305,7 +308,7 @@ function buildPanels() {
       canvas: section.querySelector("canvas"), body: section.querySelector(".body") };
   }
   const sel = el.attention.section.querySelector("select");
-  for (const e of ENGINES) if (e.attention) { const o = document.createElement("option"); o.textContent = e.name; sel.appendChild(o); }
+  for (const e of ENGINES) if (e.attention) { const o = document.createElement("option"); o.value = e.name; o.textContent = label(e); sel.appendChild(o); }
   sel.addEventListener("change", () => draw());
   for (const key of ["work_matrix", "attention"]) el[key].canvas.addEventListener("click", ev => pickRow(el[key].canvas, ev));
   for (const key of ["latency", "bytes", "cache_memory", "quality"]) {
@@ -464,8 +467,8 @@ function drawTokens(k) {
       if (differs) cls += " differs";
       parts.push(`<span class="${cls}" style="${style}" data-step="${i}">${body}</span>`);
     }
-    const note = diverged === null ? "" : pyFormat(T("differs from {first} from step {step}"), { first: esc(ENGINES[0].name), step: diverged });
-    out.push(`<div class="engine" data-engine="${esc(e.name)}"><span class="name" style="color:${e.color}">${esc(e.name)}</span><span class="note">${note}</span>\n` +
+    const note = diverged === null ? "" : pyFormat(T("differs from {first} from step {step}"), { first: esc(label(ENGINES[0])), step: diverged });
+    out.push(`<div class="engine" data-engine="${esc(e.name)}"><span class="name" style="color:${e.color}">${esc(label(e))}</span><span class="note">${note}</span>\n` +
       `<span class="prompt">${prompt}</span>${parts.join("")}</div>`);
     void g1;
   }
@@ -543,7 +546,7 @@ function drawWorkMatrix(k) {
     const detail = kk === 0 ? pyFormat(Wm("prefill, {rows} rows"), { rows: rowsN }) : again ? pyFormat(Wm("{rows} rows, {again} again"), { rows: rowsN, again })
       : pyFormat(Wm("{rows} row, {cached} cached"), { rows: rowsN, cached });
     ctx.textAlign = "center"; ctx.textBaseline = "top";
-    ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color; ctx.fillText(e.name, x0 + cw / 2, y0 + 2);
+    ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color; ctx.fillText(label(e), x0 + cw / 2, y0 + 2);
     ctx.font = "11px sans-serif"; ctx.fillStyle = FG; ctx.fillText(detail, x0 + cw / 2, y0 + 17);
     const side = Math.max(8, Math.min(cw - 34, ch - 40)), mx = x0 + 28 + (cw - 34 - side) / 2, my = y0 + 32;
     (el.work_matrix.canvas._rows = el.work_matrix.canvas._rows || {})[e.name] = { x: mx, y: my, side, n: s.pos_stop[kk] };
@@ -597,7 +600,7 @@ function drawRecompute(k) {
     series.push({ color: e.color, dash: dashOf(e), xs, ys: c, stepMode: true, width: 2.5, fill: order === 0 ? `rgba(${hex(e.color).join(",")},${45 / 255})` : null });
     for (const v of c) if (v > top) top = v;
     nMax = Math.max(nMax, c.length);
-    legend.push(swatch(e.color, pyFormat(R("{engine}: {total} K/V computed"), { engine: esc(e.name), total: fmtCount(running(e, "kv_projections")[kk]) }), e.dash ? "dashed" : "line"));
+    legend.push(swatch(e.color, pyFormat(R("{engine}: {total} K/V computed"), { engine: esc(label(e)), total: fmtCount(running(e, "kv_projections")[kk]) }), e.dash ? "dashed" : "line"));
   });
   el.recompute.legend.innerHTML = legend.join("");
   const [ctx, w, h] = fitCanvas(el.recompute.canvas);
@@ -652,7 +655,7 @@ function drawAttention(k) {
   ctx.imageSmoothingEnabled = false; ctx.drawImage(tmp, mx, my, side, side);
   outline(ctx, mx, my + side * a / n, side, side * (n - a) / n);
   ctx.textAlign = "center"; ctx.textBaseline = "top"; ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color;
-  ctx.fillText(e.name, mx + side / 2, 2);
+  ctx.fillText(label(e), mx + side / 2, 2);
   ctx.font = "11px sans-serif"; ctx.fillStyle = FG;
   ctx.fillText(pyFormat(A("layer {layer}, head {head}, step {step}"), { layer: e.attention.layer, head: e.attention.head, step: kk }), mx + side / 2, 18);
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
@@ -711,7 +714,7 @@ function drawLatency(k) {
   const L = s => tr("LatencyPanel", s);
   el.latency.legend.innerHTML = ENGINES.map(e => {
     const kk = stepOf(e, k), decodeSteps = kk, ms = decodeSteps ? (running(e, "latency_ms")[kk] - e.steps.latency_ms[0]) / decodeSteps : 0;
-    return swatch(e.color, decodeSteps ? pyFormat(L("{engine}: {ms:.2f} ms/step"), { engine: esc(e.name), ms }) : esc(e.name), e.dash ? "dashed" : "line");
+    return swatch(e.color, decodeSteps ? pyFormat(L("{engine}: {ms:.2f} ms/step"), { engine: esc(label(e)), ms }) : esc(label(e)), e.dash ? "dashed" : "line");
   }).join("");
   const dots = key => ENGINES.map(e => ({ x: stepOf(e, k), y: key(e)[stepOf(e, k)], color: e.color }));
   const bw = e => { if (!e._bw) e._bw = e.steps.latency_ms.map((ms, kk) => INFO.wall ? gbps(wallRead(e, kk)[0] + wallRead(e, kk)[1], ms) : NaN); return e._bw; };
@@ -728,7 +731,7 @@ function drawBytes(k) {
   const B = s => tr("BytesPanel", s);
   el.bytes.legend.innerHTML = ENGINES.map(e => {
     const kk = stepOf(e, k), copied = running(e, "bytes_copied")[kk], gathered = running(e, "bytes_gathered")[kk];
-    let text = pyFormat(B("{engine}: {copied} copied"), { engine: esc(e.name), copied: fmtBytes(copied) });
+    let text = pyFormat(B("{engine}: {copied} copied"), { engine: esc(label(e)), copied: fmtBytes(copied) });
     if (gathered) text += pyFormat(B(", {gathered} gathered"), { gathered: fmtBytes(gathered) });
     return swatch(e.color, text, e.dash ? "dashed" : "line");
   }).join("");
@@ -743,7 +746,7 @@ function drawBytes(k) {
 function drawCacheMemory(k) {
   const C = s => tr("CacheMemoryPanel", s);
   el.cache_memory.legend.innerHTML = ENGINES.map(e => {
-    const kk = stepOf(e, k), s = e.steps, values = { engine: esc(e.name), bytes: fmtBytes(s.cache_bytes[kk]), cap: fmtCount(s.cache_capacity[kk]), held: fmtCount(s.cache_len[kk]) };
+    const kk = stepOf(e, k), s = e.steps, values = { engine: esc(label(e)), bytes: fmtBytes(s.cache_bytes[kk]), cap: fmtCount(s.cache_capacity[kk]), held: fmtCount(s.cache_len[kk]) };
     const text = s.cache_capacity[kk] !== s.cache_len[kk]  // a preallocated cache: its room is not its content
       ? pyFormat(C("{engine}: {bytes}, room for {cap} tokens, {held} held"), values) : pyFormat(C("{engine}: {bytes}, {cap} tokens"), values);
     return swatch(e.color, text, e.dash ? "dashed" : "line");
@@ -791,7 +794,7 @@ function drawCacheMemory(k) {
     });
   }
   const shown = table.slice(0, 6).join(", ") + (table.length > 6 ? ", \u2026" : "");
-  pool.innerHTML = swatch(paged.color, `${esc(paged.name)} ` + pyFormat(C("pool {n} \u00d7 {size} slots"), { n: nPool, size }) + ", " +
+  pool.innerHTML = swatch(paged.color, `${esc(label(paged))} ` + pyFormat(C("pool {n} \u00d7 {size} slots"), { n: nPool, size }) + ", " +
     pyFormat(C("block table [{table}]"), { table: shown }), paged.dash ? "dashed" : "line") +
     swatch(BLOCK.used, C("slot holding K/V") + ` (${used})`, "square") + swatch(BLOCK.new, C("written this step"), "square") +
     swatch(BLOCK.wasted, C("reserved, empty") + ` (${wasted})`, "square") + swatch(BLOCK.free, C("free block"), "square");
@@ -800,7 +803,7 @@ function drawCacheMemory(k) {
 
 // Quality: KL(exact || engine) per step and the top-1 disagreements so far (kvviz/ui/panels/quality.py).
 function klOf(e) {
-  if (!e._kl) e._kl = e.steps.kl_to_exact.map(v => v !== null ? v : EXACT.includes(e.name) ? 0 : NaN);
+  if (!e._kl) e._kl = e.steps.kl_to_exact.map(v => v !== null ? v : exact(e) ? 0 : NaN);
   return e._kl;
 }
 function shareText(share) {  // a whole percent that reads 100% (or 0%) only when it is exactly that
@@ -809,7 +812,7 @@ function shareText(share) {  // a whole percent that reads 100% (or 0%) only whe
   return fixed(percent, 0) + "%";
 }
 function parted(e) {  // the first step where the engine's own tokens differ from the first exact engine's
-  const ref = ENGINES.find(x => EXACT.includes(x.name));
+  const ref = ENGINES.find(x => exact(x));
   if (!ref || ref === e) return null;
   const a = ref.steps.token_id, b = e.steps.token_id;
   for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return i;
@@ -819,13 +822,13 @@ function drawQuality(k) {
   const Q = s => tr("QualityPanel", s);
   el.quality.legend.innerHTML = ENGINES.map(e => {
     const kk = stepOf(e, k), kl = klOf(e).slice(0, kk + 1).filter(v => !isNaN(v));
-    if (!kl.length) return swatch(e.color, pyFormat(Q("{engine}: not measured (no exact engine in the run)"), { engine: esc(e.name) }), e.dash ? "dashed" : "line");
+    if (!kl.length) return swatch(e.color, pyFormat(Q("{engine}: not measured (no exact engine in the run)"), { engine: esc(label(e)) }), e.dash ? "dashed" : "line");
     let seen = 0, misses = 0;
     for (let j = 0; j <= kk; j++) {
-      if (e.steps.top1_agrees[j] !== null || EXACT.includes(e.name)) seen++;
+      if (e.steps.top1_agrees[j] !== null || exact(e)) seen++;
       if (e.steps.top1_agrees[j] === false) misses++;
     }
-    let text = pyFormat(Q("{engine}: mean KL {kl} nats, top-1 {agree}"), { engine: esc(e.name),
+    let text = pyFormat(Q("{engine}: mean KL {kl} nats, top-1 {agree}"), { engine: esc(label(e)),
       kl: gFormat(kl.reduce((a, b) => a + b, 0) / kl.length, 3), agree: shareText((seen - misses) / Math.max(seen, 1)) });
     const p = parted(e);
     if (p !== null && p <= kk) text += pyFormat(Q(", its tokens differ from exact from step {0}"), { 0: p });
@@ -859,24 +862,23 @@ function summaryValues(k) {
     const agree = e.steps.top1_agrees.slice(0, kk + 1).filter(v => v !== null);
     totals[e.name] = { kk, total, peak, kl, agree };
   }
-  const naive = totals.naive;
   for (const e of ENGINES) {
-    const t = totals[e.name];
+    const t = totals[e.name], base = totals[e.against];  // naive; in a kernel comparison the engine's first lane
     let read = null, g = null, share = null;
     if (INFO.wall) {
       read = running(e, "bytes_read", (x, j) => { const r = wallRead(x, j); return r[0] + r[1]; })[t.kk];
       g = gbps(read, t.total); g = g < Infinity ? g : null;
       share = g !== null && INFO.ceiling !== null ? g / INFO.ceiling : null;
     }
-    const exact = EXACT.includes(e.name);
+    const exactOne = exact(e);
     out[e.name] = {
       total_ms: t.total, tokens_per_s: t.total > 0 ? (t.kk + 1) / (t.total / 1000) : NaN,
-      speedup_vs_naive: naive && t.total > 0 ? naive.total / t.total : null,
+      speedup_vs_naive: base && t.total > 0 ? base.total / t.total : null,
       kv_projections: running(e, "kv_projections")[t.kk], bytes_copied: running(e, "bytes_copied")[t.kk],
       bytes_written: running(e, "bytes_written")[t.kk], bytes_gathered: running(e, "bytes_gathered")[t.kk],
       peak_cache_bytes: t.peak, bytes_read: read, read_gbps: g, copy_share: share,
-      mean_kl: exact ? 0 : (t.kl.length ? t.kl.reduce((a, b) => a + b, 0) / t.kl.length : null),
-      top1_agreement: exact ? 1 : (t.kl.length ? t.agree.filter(v => v).length / t.agree.length : null),
+      mean_kl: exactOne ? 0 : (t.kl.length ? t.kl.reduce((a, b) => a + b, 0) / t.kl.length : null),
+      top1_agreement: exactOne ? 1 : (t.kl.length ? t.agree.filter(v => v).length / t.agree.length : null),
     };
   }
   return out;
@@ -902,14 +904,18 @@ function drawSummary(k) {
     if (key === "top1_agreement" || key === "copy_share") return fixed(100 * v, 0) + "%";
     return fmtCount(v);
   };
-  const approximate = names.some(n => !EXACT.includes(n));
+  const approximate = ENGINES.some(e => !exact(e));
   const wallRows = !INFO.wall ? [] : INFO.ceiling !== null ? ["bytes_read", "read_gbps", "copy_share"] : ["bytes_read", "read_gbps"];
   const shown = Math.min(k, Math.max(...ENGINES.map(e => e.steps.pos_stop.length)) - 1);
-  const kernels = kernelsRan(names);
+  // a kernel comparison's kernels, in its lanes' order (the window's kvviz.kernels.compared_kernels)
+  const compared = [...new Set(ENGINES.filter(e => e.kernel).map(e => e.kernel))];
+  const kernels = compared.length ? [] : kernelsRan(names);
   let heading = pyFormat(S("Totals over steps 0\u2013{step} ({n} new tokens)"), { step: shown, n: shown + 1 });
-  if (kernels.length === 1) heading = pyFormat(S("{totals}, decode kernel {kernel}"), { totals: heading, kernel: kernelsText(kernels, false) });
+  const kernelName = k => tr("kernels", (INFO.kernel_labels || {})[k] || k);
+  if (compared.length) heading = pyFormat(S("{totals}, decode kernels {first} and {second}"), { totals: heading, first: kernelName(compared[0]), second: compared.slice(1).map(kernelName).join(S(", ")) });
+  else if (kernels.length === 1) heading = pyFormat(S("{totals}, decode kernel {kernel}"), { totals: heading, kernel: kernelsText(kernels, false) });
   let out = `<div class="heading">${esc(heading)}</div>`;
-  out += `<table class="summary"><thead><tr><th></th>${ENGINES.map(e => `<th style="color:${e.color}">${esc(e.name)}</th>`).join("")}</tr></thead><tbody>`;
+  out += `<table class="summary"><thead><tr><th></th>${ENGINES.map(e => `<th style="color:${e.color}">${esc(label(e))}</th>`).join("")}</tr></thead><tbody>`;
   const rowName = rowNames();
   COLUMNS.forEach(([key, higher], r) => {
     if (["bytes_read", "read_gbps", "copy_share"].includes(key) && !wallRows.includes(key)) return;
@@ -950,10 +956,10 @@ function drawSummary(k) {
       if (![...mine, ...base].every(v => v > 0)) { timed = false; break; }
       const [whole, odd, even] = base.map((n, i) => n / mine[i]);
       parts.push(pyFormat(S("{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)"),
-        { engine: esc(e.name), speedup: fixed(whole, 1), odd: fixed(odd, 1), even: fixed(even, 1) }));
+        { engine: esc(label(e)), speedup: fixed(whole, 1), odd: fixed(odd, 1), even: fixed(even, 1) }));
     }
     if (timed) {
-      const prefill = ENGINES.map(e => pyFormat(S("{engine} {ms}"), { engine: esc(e.name), ms: esc(fmtMs(e.steps.latency_ms[0])) })).join(S(", "));
+      const prefill = ENGINES.map(e => pyFormat(S("{engine} {ms}"), { engine: esc(label(e)), ms: esc(fmtMs(e.steps.latency_ms[0])) })).join(S(", "));
       out += `<div class="note decode">${pyFormat(S("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}."),
         { parts: parts.join(S("; ")), prefill })}</div>`;
     }

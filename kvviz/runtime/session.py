@@ -151,13 +151,14 @@ class EngineSession:
         from kvviz.engines import make_engine
         from kvviz.kernels import lane_engine, lane_kernel
         from kvviz.measure.quality import Shadows, reference_key
-        from kvviz.options import check_against_model, check_cache_settings
+        from kvviz.options import check_against_model, check_cache_settings, check_value
         from kvviz.runtime.devices import resolve_device
 
         self.end()
         rc = req.run
         if not rc.engines:
             raise ValueError(_tr("choose at least one engine"))
+        check_value("repeat", req.repeat, "repeat")
         threads = req.threads if req.threads is not None else default_threads()
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)

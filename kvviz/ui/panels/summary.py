@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from kvviz import catalog
 from kvviz.costs.wall import WallShape, achieved_gbps
 from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms
-from kvviz.kernels import lane_engine, lane_kernel
+from kvviz.kernels import baselines, compared_kernels
 from kvviz.records.repeats import spread
 from kvviz.records.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
@@ -340,6 +340,10 @@ class SummaryPanel(Panel):
         self._wall_rows = () if wall is None else WALL_ROWS if copy is not None else WALL_ROWS[:2]
         self._units = self._row_units()
         self._set_headers()
+        row = COLUMNS.index(("speedup_vs_naive", True))
+        self._table.verticalHeaderItem(row).setToolTip(self.tr(
+            "Speedup vs {kernel}: the same engine's total time under {kernel} divided by this lane's").format(
+            kernel=kernel_label(compared[0])) if compared else self._header_tips()[row])
         notes = (self._spread_note(spreads), self._work_note(summaries), self._decode_note(history, engines, step),
                  self._kernel_note(kernels))
         self._note.setText("<br>".join(n for n in notes if n))
@@ -368,7 +372,8 @@ class SummaryPanel(Panel):
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         table.setColumnCount(len(engines))
-        table.setHorizontalHeaderLabels([style.engine_label(e) for e in engines])
+        # a lane's engine over its kernel: a comparison's four columns then fit a 1280x720 window's panel
+        table.setHorizontalHeaderLabels([style.engine_label(e).replace(" \u00b7 ", "\n") for e in engines])
         bold = self._font(True)
         plain = self._font(False)
         best: dict[str, float] = {}
@@ -683,22 +688,6 @@ class SummaryPanel(Panel):
             return ""
         return self.tr("Decode step: {parts}. Their times differ by kernel as well as by cache.").format(
             parts=kernels_text(kernels, escape=True))
-
-
-def compared_kernels(engines) -> list[str]:
-    """A kernel comparison's kernels, in the order its lanes name them ([] for a run of one kernel)."""
-    return list(dict.fromkeys(k for k in map(lane_kernel, engines) if k is not None))
-
-
-def baselines(engines) -> dict[str, str]:
-    """What each engine's speedup is against: naive in a run of one kernel; in a kernel comparison, the same
-    engine under the first kernel (its first lane), so the figure is the kernel's alone."""
-    if compared_kernels(engines):
-        first: dict[str, str] = {}
-        for lane in engines:
-            first.setdefault(lane_engine(lane), lane)
-        return {lane: first[lane_engine(lane)] for lane in engines}
-    return {e: "naive" for e in engines} if "naive" in engines else {}
 
 
 def _wrap(name: str, width: int, metrics: QFontMetrics) -> str:
