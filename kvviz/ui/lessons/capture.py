@@ -1,0 +1,98 @@
+"""The compare window's view as a lesson scene, and a scene shown in the window: capture_view reads the form (the
+run it describes), the step shown, the panels shown and the zoom through the window's public surface;
+add_scene appends it to a lesson file as a [[scene]] table; apply_scene sets a window to a scene's view.
+Knows the window's public methods and the lesson format; no torch.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kvviz.lessons.lesson import Scene
+
+
+def capture_view(window, title: str, caption: str = "") -> dict[str, Any]:
+    """The window as a scene's table: a compare source of the form's settings, the step shown (when a run is
+    drawn), the panels shown (the one alone, if one is), the zoom."""
+    request = window.build_request()
+    run = request.run
+    source: dict[str, Any] = {
+        "kind": "compare", "prompt": run.prompt, "engines": list(run.engines), "tokens": run.max_new_tokens,
+        "model": request.model, "device": request.device, "dtype": request.dtype,
+        "temperature": run.sampling.temperature, "seed": run.sampling.seed, "block_size": run.block_size,
+        "window": run.window, "sinks": run.sinks, "kernel": run.kernel,
+        "layer": -1 if run.trace.weights_layer is None else run.trace.weights_layer, "head": run.trace.weights_head,
+    }
+    for key, value in (("top_k", run.sampling.top_k), ("top_p", run.sampling.top_p), ("residual", run.residual),
+                       ("threads", request.threads)):
+        if value is not None:
+            source[key] = value
+    panels = window.grid.shown_panels()
+    doc: dict[str, Any] = {"title": {"en": title}, "caption": {"en": caption or title}, "source": source,
+                           "panels": panels, "large": panels[0], "zoom": window.presentation.zoom}
+    if window.history.n_steps():
+        doc["step"] = selected_step(window)
+    return doc
+
+
+def selected_step(window) -> int:
+    """The step the window shows (the shell's property, or a method where a window still has one)."""
+    step = window.selected_step
+    return step() if callable(step) else step
+
+
+def toml_value(value: Any) -> str:
+    """One value in TOML: text (JSON's escapes are TOML's), numbers, true/false, lists, inline tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise ValueError(f"a lesson holds no {type(value).__name__} value")
+
+
+def scene_toml(doc: dict[str, Any]) -> str:
+    return "\n[[scene]]\n" + "".join(f"{key} = {toml_value(value)}\n" for key, value in doc.items())
+
+
+def add_scene(path: str | Path, doc: dict[str, Any]) -> Path:
+    """Append the scene to a .toml lesson (a new file gets a title from the scene's); the lesson is read back
+    before it is written, so a scene it would refuse is refused here in its one line and the file is untouched."""
+    import tomllib
+
+    from kvviz.fileio import atomic_write_text
+    from kvviz.lessons.lesson import lesson_from_dict
+
+    path = Path(path)
+    if path.suffix.lower() != ".toml":
+        raise ValueError(f"{path.name}: scenes are added to a .toml lesson")
+    text = path.read_text(encoding="utf-8") if path.exists() else f"title = {toml_value(doc['title'])}\n"
+    text = text.rstrip("\n") + "\n" + scene_toml(doc)
+    lesson_from_dict(tomllib.loads(text), path)
+    return atomic_write_text(path, text)
+
+
+def apply_scene(window, scene: Scene) -> None:
+    """The window set to a compare scene's view: its form, its panels (the large one first), its zoom; its step
+    once the window shows a run of that many steps (select_step). ValueError for a scene of another kind."""
+    from kvviz.ui.headless import ExportJob, fill_form
+
+    if scene.source.kind != "compare":
+        raise ValueError(f"scene {scene.index}: the compare window shows compare scenes, not {scene.source.kind}")
+    s = scene.source.settings
+    fill_form(window, ExportJob(out=Path("."), prompt=s["prompt"], tokens=s["tokens"], engines=tuple(s["engines"]),
+                                model=s["model"], panels=(), device=s["device"], dtype=s["dtype"],
+                                temperature=s["temperature"], top_k=s["top_k"], top_p=s["top_p"], seed=s["seed"],
+                                threads=s["threads"], block_size=s["block_size"], window=s["window"],
+                                sinks=s["sinks"], residual=s["residual"], kernel=s["kernel"]))
+    for key, act in window.grid.panel_actions.items():
+        act.setChecked(key in scene.panels)
+    window.grid.show_checked_panels()
+    window.presentation.set_zoom(scene.zoom, save=False)
+    n = window.history.n_steps()
+    if n:
+        window.select_step(scene.step + n if scene.step < 0 else min(scene.step, n - 1))

@@ -1,0 +1,66 @@
+"""The compare window's view as a lesson scene: captured (form, step, panels, zoom), added to a lesson file, read
+back, and applied to a second window, which then shows the same view: the same run settings, panels, zoom and,
+once it has run, the same step."""
+from __future__ import annotations
+
+import pytest
+from conftest import settings_at
+
+from kvviz.lessons import LessonError, load_lesson
+from kvviz.ui.lessons.capture import add_scene, apply_scene, capture_view, selected_step, toml_value
+
+SHOWN = ["token_stream", "work_matrix", "bytes"]
+
+
+def run_to_end(qtbot, window) -> None:
+    with qtbot.waitSignal(window.run_finished, timeout=120_000):
+        assert window.start_run()
+
+
+def test_a_captured_view_saved_and_reopened_reproduces_the_view(open_window, qtbot, tmp_path):
+    first = open_window()
+    form = first.form
+    form.prompt_edit.setPlainText("The cache holds")
+    form.set_engines(("naive", "concat"))
+    form.tokens_spin.setValue(6)
+    form.seed_spin.setValue(3)
+    for key, act in first.grid.panel_actions.items():
+        act.setChecked(key in SHOWN)
+    first.presentation.set_zoom(125, save=False)
+    run_to_end(qtbot, first)
+    first.select_step(2)
+
+    lesson_path = tmp_path / "mine.toml"
+    add_scene(lesson_path, capture_view(first, "My view", "What the class sees"))
+    scene = load_lesson(lesson_path).scenes[0]
+    s = scene.source.settings
+    assert (s["prompt"], s["engines"], s["tokens"], s["seed"], s["model"]) == (
+        "The cache holds", ["naive", "concat"], 6, 3, "tiny-random")
+    assert (list(scene.panels), scene.zoom, scene.step) == (SHOWN, 125, 2)
+    assert scene.caption["en"] == "What the class sees"
+
+    second = open_window(settings=settings_at(tmp_path / "second.ini"))
+    apply_scene(second, scene)
+    assert second.build_request().run == first.build_request().run
+    assert second.build_request().model == first.build_request().model
+    assert second.grid.shown_panels() == SHOWN and second.presentation.zoom == 125
+    run_to_end(qtbot, second)
+    apply_scene(second, scene)
+    assert selected_step(second) == 2
+    assert [t.token_id for t in second.history.traces["concat"]] == [t.token_id for t in first.history.traces["concat"]]
+
+
+def test_a_scene_the_lesson_would_refuse_is_not_added(tmp_path):
+    path = tmp_path / "mine.toml"
+    doc = {"title": {"en": "Bad"}, "caption": {"en": "c"}, "panels": ["work_matrix"], "zoom": 900,
+           "source": {"kind": "compare", "prompt": "ab", "engines": ["naive"], "tokens": 4}}
+    with pytest.raises(LessonError, match=r"scene 1 \('Bad'\): field 'zoom'"):
+        add_scene(path, doc)
+    assert not path.exists()
+
+
+def test_toml_values_read_back_as_written():
+    import tomllib
+
+    value = {"a": "引号 \" and \\ and \n", "b": [1, 2.5, True], "c": {"d": -1}}
+    assert tomllib.loads(f"x = {toml_value(value)}")["x"] == value
