@@ -209,3 +209,16 @@ def test_the_lesson_written_in_the_teaching_guide_loads(tmp_path):
     path.write_text(example.replace("tokens = 40", "tokens = 0"), encoding="utf-8")
     with pytest.raises(LessonError, match=r"why.toml: scene 1 \('Naive recomputes'\): field 'source.tokens': it must"):
         load_lesson(path)
+
+
+def test_a_runs_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    import kvviz.lessons.runs as runs_module
+
+    def refuse(source, path, models=None):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(runs_module, "make_run", refuse)
+    lesson = load_lesson(write_lesson(tmp_path, SECOND))
+    with pytest.raises(LessonError, match=r"^lesson.toml: cannot keep its runs in .*: Permission denied \(give another "
+                                          r"folder with --runs\)$"):
+        make_missing(lesson, tmp_path / "runs", say=lambda _text: None)

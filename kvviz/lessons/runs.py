@@ -153,6 +153,9 @@ def make_missing(lesson: Lesson, folder: Path, say: Callable[[str], None] | None
         say(f"making run {i}/{len(todo)}: {source.kind} ({what}) -> {path}")
         try:
             make_run(source, path, models)
+        except OSError as exc:
+            raise LessonError(f"{lesson.path.name}: cannot keep its runs in {folder}: "
+                              f"{exc.strerror or exc} (give another folder with --runs)") from None
         except ValueError as exc:
             scene = next(sc for sc in lesson.scenes if sc.source == source)
             raise LessonError(f"{lesson.path.name}: scene {scene.index} ({scene.title['en']!r}): field 'source': "
