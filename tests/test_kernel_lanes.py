@@ -238,6 +238,14 @@ def test_a_notebooks_kernel_comparison_and_its_page_name_the_lanes(tmp_path, qap
         kvviz.compare(PROMPT, engines=("naive",), tokens=2, model="tiny-random", kernels=("torch", "native"))
     with pytest.raises(ValueError, match="^repeat must be"):
         kvviz.compare(PROMPT, engines=("concat",), tokens=2, model="tiny-random", repeat=0)
+    from kvviz.records import traceio
+
+    rows = {r["engine"]: r for r in traceio.summary_rows(run.traces, run.info)}  # the summary's CSV and Markdown
+    lane_totals = {lane: sum(t.latency_ms for t in steps) for lane, steps in run.traces.items()}
+    assert rows["static@torch"]["speedup_vs_naive"] == pytest.approx(1.0)
+    assert rows["static@native"]["speedup_vs_naive"] == pytest.approx(
+        lane_totals["static@torch"] / lane_totals["static@native"])
+    assert rows["static@native"]["same_tokens_as_naive"] is True
     if html_page_cdp.missing():
         pytest.skip(html_page_cdp.missing())
     from kvviz.page import write_page

@@ -26,7 +26,7 @@ import numpy as np
 from kvviz import catalog
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
-from kvviz.kernels import KERNEL_KEYS, LANE_MARK, lane_engine, lane_kernel
+from kvviz.kernels import KERNEL_KEYS, LANE_MARK, baselines, lane_engine, lane_kernel
 from kvviz.records.repeats import RepeatedRunInfo, check_earlier
 from kvviz.records.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 from kvviz.textshow import display_labels, label_bytes
@@ -577,12 +577,13 @@ def step_rows(traces: Mapping[str, Sequence[StepTrace]]) -> list[dict[str, Any]]
 
 def summary_rows(traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | None = None) -> list[dict[str, Any]]:
     """Per engine: RunSummary's totals, speedup vs naive (same token count only) and whether the
-    tokens equal naive's over the steps both ran; with the run's RunInfo, the memory wall as the summary
+    tokens equal naive's over the steps both ran (in a kernel comparison both against the engine under the first
+    kernel: kvviz.kernels.baselines); with the run's RunInfo, the memory wall as the summary
     panel shows it (bytes read, GB/s, share of the copy bandwidth: None where the run did not record them)."""
     from kvviz.costs.wall import achieved_gbps, bytes_read
 
     summaries = {k: RunSummary.from_traces(v) for k, v in traces.items() if v}
-    naive = summaries.get("naive")
+    against = baselines(list(summaries))
     wall = info.wall() if info is not None else None
     copy = info.bandwidth_gbps() if info is not None else None
     rows = []
@@ -595,6 +596,7 @@ def summary_rows(traces: Mapping[str, Sequence[StepTrace]], info: RunInfo | None
             share = gbps / copy if gbps is not None and copy is not None else None
         same = None
         fast = None
+        naive = summaries.get(against.get(name, ""))
         if naive is not None:
             n = min(len(s.token_ids), len(naive.token_ids))
             same = s.token_ids[:n] == naive.token_ids[:n]
