@@ -391,3 +391,116 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path, monkeyp
     assert main(["watch", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and words in err, err
+
+
+def test_two_urls_side_by_side_and_a_gap_caught_up_from_the_replay_socket(server, monkeypatch):
+    """The server watched as two URLs: two threads, two mirrors that end equal. The second drops one live frame
+    (as a full high-water mark would): it sees the gap and the real replay socket fills it, nothing lost."""
+    from kvviz.peers.watch import client
+    from kvviz.peers.watch.client import WatchOptions, address_of
+    from kvviz.peers.watch.events import frame_seq
+    from kvviz.peers.watch.session import WatchSession
+
+    live = client.ServerWatcher._live
+    dropped = []
+
+    def dropping(self, s, parts):
+        if self.index == 1 and not dropped and s.next is not None and s.synced and s.next > 0:
+            dropped.append(frame_seq(parts))
+            return
+        live(self, s, parts)
+
+    monkeypatch.setattr(client.ServerWatcher, "_live", dropping)
+    urls = (server.url, server.url.replace("127.0.0.1", "localhost"))
+    session = WatchSession([address_of(u, events_port=server.events_port, replay_port=server.replay_port)
+                            for u in urls], WatchOptions(interval_s=0.25)).start()
+    assert session.wait_for(lambda h: all(s.state == "up" and "replay" in s.events for s in h.servers), 60)
+    for i, q in enumerate(QUESTIONS[:3]):
+        server.complete(f"side {i} " + q * 2)
+    assert session.wait_for(lambda h: h.servers[1].counters.gaps == 1 and
+                            h.servers[0].mirrors[0].keys() == h.servers[1].mirrors[0].keys() and
+                            h.servers[1].counters.frames > h.servers[1].counters.replayed, 30), "no gap caught up"
+    session.stop()
+    a, b = session.history.servers
+    assert dropped and a.counters.gaps == 0 and b.counters.lost == 0
+    assert a.mirrors[0].keys() == b.mirrors[0].keys() and a.blocks() > 0
+    assert any("missed: catching up from the replay socket" in s for _t, s in b.narration)
+
+
+def test_https_with_a_bearer_token(server, tmp_path, capsys):
+    """The server behind an https gateway that wants 'Authorization: Bearer ...': without the header the watcher
+    says HTTP 401 and keeps trying; with it (and the gateway's certificate) it is up and follows the events."""
+    import http.server
+    import ssl
+    import threading
+
+    from kvviz.cli import main
+    from kvviz.peers.watch.client import WatchOptions, address_of
+    from kvviz.peers.watch.session import WatchSession
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+
+    class Gateway(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            if self.headers.get("Authorization") != "Bearer s3cret":
+                self.send_response(401)
+                self.end_headers()
+                return
+            with urllib.request.urlopen(server.url + self.path, timeout=5) as r:
+                body = r.read()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        refused = WatchSession([address_of(url, events_port=server.events_port, replay_port=server.replay_port)],
+                               WatchOptions(interval_s=0.25, cafile=str(cert))).start()
+        assert refused.wait_for(lambda h: any("HTTP 401" in s for _t, s in h.servers[0].narration), 30)
+        refused.stop()
+        assert refused.history.servers[0].state == "down"
+        code = main(["watch", url, "--header", "Authorization: Bearer s3cret", "--cacert", str(cert), "--events-port",
+                     str(server.events_port), "--replay-port", str(server.replay_port), "--duration", "3", "--json",
+                     "--interval", "0.5"])
+        rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert code == 0 and rows[-1]["state"] == "up" and "caught up from the replay socket" in rows[-1]["events"]
+    finally:
+        httpd.shutdown()
+
+
+def test_a_stalled_server_is_reported_and_followed_when_it_moves_again(server):
+    """The server's processes stopped (SIGSTOP): /metrics no longer answers in time and the watcher says the
+    server is stalled; continued (SIGCONT), it is up again and its new blocks reach the mirror."""
+    from kvviz.peers.watch.client import WatchOptions, address_of
+    from kvviz.peers.watch.session import WatchSession
+
+    session = WatchSession([address_of(server.url, events_port=server.events_port, replay_port=server.replay_port)],
+                           WatchOptions(interval_s=0.25, timeout_s=1.0, backoff_max_s=1.0)).start()
+    try:
+        assert session.wait_for(lambda h: h.servers[0].state == "up" and "replay" in h.servers[0].events, 60)
+        os.killpg(server.proc.pid, signal.SIGSTOP)
+        try:
+            assert session.wait_for(lambda h: h.servers[0].state == "stalled", 30), "the stall was not reported"
+        finally:
+            os.killpg(server.proc.pid, signal.SIGCONT)
+        assert session.wait_for(lambda h: h.servers[0].state == "up", 30)
+        before = session.history.servers[0].blocks()
+        prompt, out = server.complete("after the stall " + QUESTIONS[1] * 3)
+        assert session.wait_for(lambda h: h.servers[0].blocks() > before, 30)
+    finally:
+        session.stop()
+    said = [s for _t, s in session.history.servers[0].narration]
+    stall = next(i for i, s in enumerate(said) if "did not answer within 1 s" in s)
+    assert any("answering again" in s for s in said[stall:])

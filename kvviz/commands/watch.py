@@ -30,6 +30,7 @@ def configure(parser) -> None:
     parser.add_argument("--topic", default="", help="the event topic to subscribe to (default: every topic)")
     parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
                         help="a request header for /metrics, e.g. 'Authorization: Bearer TOKEN' (repeatable)")
+    parser.add_argument("--cacert", metavar="FILE", help="https: trust the certificate(s) in FILE (PEM)")
     parser.add_argument("--insecure", action="store_true", help="https without checking the server's certificate")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S",
                         help="seconds between /metrics polls and between printed lines (default 1)")
@@ -68,6 +69,22 @@ def _check(args) -> None:
     for port, name in ((args.events_port, "--events-port"), (args.replay_port, "--replay-port")):
         if not 0 <= port < 65536 or (name == "--events-port" and port == 0):
             raise ValueError(f"{name} {port}: a port from 1 to 65535" + (" (0: none)" if "replay" in name else ""))
+
+
+def _cacert(path: str | None) -> str | None:
+    """--cacert as a PEM file ssl can read; ValueError (one line) otherwise."""
+    if path is None:
+        return None
+    import ssl
+
+    from kvviz.fileio import check_regular
+
+    check_regular(path, "certificate file")
+    try:
+        ssl.create_default_context(cafile=path)
+    except (ssl.SSLError, OSError) as exc:
+        raise ValueError(f"--cacert {path}: not a PEM certificate file ({exc})") from None
+    return path
 
 
 def text_of_tokens(model: str):
@@ -114,7 +131,8 @@ def run(args) -> int:
                     args.model or "")
     writer = RecordingWriter(args.record, header) if args.record else None
     live = LiveWatch(addresses, WatchOptions(interval_s=args.interval, timeout_s=args.timeout,
-                                                  replay_timeout_s=args.timeout, insecure=args.insecure))
+                                                  replay_timeout_s=args.timeout, insecure=args.insecure,
+                                                  cafile=_cacert(args.cacert)))
     live.start()
     try:
         code = _session(args, header, _live_records(live, args.interval), writer, text_of)

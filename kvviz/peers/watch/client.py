@@ -107,6 +107,7 @@ class WatchOptions:
     backoff_max_s: float = 10.0
     replay_timeout_s: float = 3.0
     insecure: bool = False  # https without checking the certificate
+    cafile: str | None = None  # https: trust the certificates in this file (a self-signed server's)
     clock: object = field(default=time.time)
 
 
@@ -286,7 +287,7 @@ class ServerWatcher(threading.Thread):
         req = urllib.request.Request(self.address.metrics_url, headers=dict(self.address.headers), method="GET")
         context = None
         if self.address.metrics_url.startswith("https://"):
-            context = ssl.create_default_context()
+            context = ssl.create_default_context(cafile=self.o.cafile)
             if self.o.insecure:
                 context.check_hostname = False
                 context.verify_mode = ssl.CERT_NONE
