@@ -45,6 +45,9 @@ def configure(parser) -> None:
                         help="--replay at X times the recorded pace (default 0: as fast as it reads)")
     parser.add_argument("--json", action="store_true", help="a JSON object per server per interval")
     parser.add_argument("--quiet", action="store_true", help="no line per interval (the record and page only)")
+    parser.add_argument("--gui", action="store_true",
+                        help="draw the servers (or the --replay) in the Watch window instead of printing lines")
+    parser.add_argument("--settings", metavar="FILE", help="--gui: keep the window's settings in this INI file")
 
 
 def _check(args) -> None:
@@ -56,6 +59,8 @@ def _check(args) -> None:
         raise ValueError("--page is written from a recording: give --record FILE too (or --replay FILE)")
     if args.replay and args.record:
         raise ValueError("--record records a live session; a replay is already a recording")
+    if args.gui and args.page:
+        raise ValueError("--page is written without the window: drop --gui (the window exports a page: File > Export)")
     for name, lo in (("interval", 0.05), ("window", 0.1), ("timeout", 0.1)):
         v = getattr(args, name)
         if not (math.isfinite(v) and v >= lo):
@@ -116,6 +121,8 @@ def run(args) -> int:
     if args.page:
         check_writable(args.page, "the page")
     text_of = text_of_tokens(args.model) if args.model else None
+    if args.gui:
+        return _gui(args, text_of)
     if args.replay:
         header = read_header(args.replay)
         code = _session(args, header, _replayed(RecordingReader(_path(args.replay)), args.speed), None, text_of)
@@ -143,6 +150,36 @@ def run(args) -> int:
             print(f"kvviz watch: recorded {writer.records:,} records to {path}", file=sys.stderr)
     _page(args, args.record, text_of)
     return code
+
+
+def _gui(args, text_of) -> int:
+    """The Watch window on the servers (or the recording), until it is closed."""
+    from kvviz.ui.app import NO_DISPLAY_HINT, has_display
+
+    if not has_display():
+        print(NO_DISPLAY_HINT, file=sys.stderr)
+        return 2
+    from kvviz.ui import xcb
+
+    problem = xcb.problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    from kvviz.ui.watch.window import run_window
+
+    if args.replay:
+        return run_window(args.settings, replay=_path(args.replay), text_of=text_of)
+    from kvviz.peers.watch.client import WatchOptions, address_of, parse_header
+    from kvviz.ui.watch.dialog import WatchRequest
+
+    headers = tuple(parse_header(h) for h in args.header)
+    addresses = tuple(address_of(url, events=args.events[i] if i < len(args.events) else None,
+                                 events_port=args.events_port, replay_port=args.replay_port or None, ranks=args.ranks,
+                                 topic=args.topic, headers=headers) for i, url in enumerate(args.urls))
+    options = WatchOptions(interval_s=args.interval, timeout_s=args.timeout, replay_timeout_s=args.timeout,
+                           insecure=args.insecure, cafile=_cacert(args.cacert))
+    return run_window(args.settings, request=WatchRequest(addresses, options, args.record, args.model or ""),
+                      text_of=text_of)
 
 
 def _page(args, recording, text_of) -> None:

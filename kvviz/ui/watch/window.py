@@ -1,0 +1,385 @@
+"""The Watch view: running vLLM servers (or a recording of them) on the shell (kvviz.ui.shell): the servers'
+state and feeds, a time slider and the narration above the watch panels' grid. A live source is a WatchSession
+(its threads and pump, kvviz.peers.watch); a recording is replayed sample by sample on this thread at the
+transport's speed (samples per second). A timer takes a snapshot under the source's lock when records came
+and draws it; nothing else runs while nothing changes.
+
+No torch, no sockets here: the source owns them.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from kvviz.ui.placement import first_size
+from kvviz.ui.shell import keys
+from kvviz.ui.shell.keys import ActionSpec
+from kvviz.ui.shell.state import FRAME_MS, RunState
+from kvviz.ui.shell.window import ShellWindow
+from kvviz.ui.watch.dialog import WatchDialog, WatchRequest
+from kvviz.ui.watch.grid import WatchGrid
+from kvviz.ui.watch.source import LiveSource, ReplaySource, WatchFrame
+from kvviz.ui.watch.transport import WatchTransport
+
+REPLAY_BUDGET_S = 0.02  # "as fast as possible": records applied per tick for at most this long
+
+
+class WatchWindow(ShellWindow):
+    """Drive with `watch(request)`, `replay(path)`, the transport's actions; read `frame`, `grid`, `sample`."""
+
+    KEYS = (*keys.TRANSPORT, ActionSpec("watch", ("Ctrl+Shift+W",), "open_watch_dialog"),
+            ActionSpec("open", ("Ctrl+O",), "open_recording_dialog"), ActionSpec("close", ("Ctrl+W",), "close"),
+            keys.QUIT)
+    WORKER_THREAD = "kvviz-watch-worker"
+    KEYS_ON_SHOW = True
+
+    frame_drawn = Signal()
+
+    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(settings, parent)
+        self.setObjectName("WatchWindow")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
+        self.source: LiveSource | ReplaySource | None = None
+        self.request: WatchRequest | None = None  # the live watch Run starts again
+        self.replay_path: Path | None = None  # the recording Run replays again
+        self.text_of = None
+        self.frame: WatchFrame | None = None
+        self.sample = 0
+        self._follow = True
+        self._drawn: tuple | None = None
+        self._due = 0.0  # replay: samples owed to the speed
+        self._last_tick = time.perf_counter()
+        self.frame_ms: list[float] = []  # each frame's snapshot and drawing, wall clock (the benchmark reads it)
+        self._timer = QTimer(self)
+        self._timer.setInterval(FRAME_MS)
+        self._timer.timeout.connect(self.tick)
+        self.statusBar()
+        self._build_menus()
+        self.transport = WatchTransport()
+        self.transport.sample_chosen.connect(self.select_step)
+        self.grid = WatchGrid()
+        self.grid.layout_changed.connect(self.redraw)
+        self.build_shell(self.transport, self.grid, area="watch_panel_area", error="watch_error",
+                         toolbar="watch_transport", speed_name="watch_speed", speed=20)
+        self.speed_spin = self.toolbar.speed_spin
+        self.view_menu.addAction(self.toolbar.toggleViewAction())
+        self.view_menu.addSeparator()
+        for act in self.grid.panel_actions.values():
+            act.toggled.connect(lambda _on: self.redraw())
+            self.view_menu.addAction(act)
+        self.retranslate_ui()
+        first_size(self)
+        self.host_worker(None)
+        self._set_state(RunState.IDLE)
+
+    # ------------------------------------------------------------------ construction
+    def _build_menus(self) -> None:
+        from kvviz.ui.watch.exports import WatchExports
+
+        self.exports = WatchExports(self)
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        self.file_menu.addAction(self.act_watch)
+        self.file_menu.addAction(self.act_open)
+        self.export_menu = self.file_menu.addMenu("")
+        self.exports.fill_menu(self.export_menu)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.act_close)
+        self.file_menu.addAction(self.act_quit)
+        self.run_menu = bar.addMenu("")
+        keys.fill_menu(self.run_menu, self.actions_by_name, keys.RUN_MENU)
+        self.view_menu = bar.addMenu("")
+
+    def retranslate_ui(self) -> None:
+        self.setWindowTitle(self.tr("kvviz: watching vLLM"))
+        for act, text in ((self.act_run, self.tr("&Watch again")), (self.act_step, self.tr("&Step one sample")),
+                          (self.act_stop, self.tr("S&top")), (self.act_prev, self.tr("Previous sample")),
+                          (self.act_next, self.tr("Next sample")), (self.act_back10, self.tr("Back 10 samples")),
+                          (self.act_fwd10, self.tr("Forward 10 samples")), (self.act_first, self.tr("First sample")),
+                          (self.act_last, self.tr("Newest sample (follow)")),
+                          (self.act_faster, QCoreApplication.translate("MainWindow", "Faster")),
+                          (self.act_slower, QCoreApplication.translate("MainWindow", "Slower")),
+                          (self.act_watch, self.tr("Watch a server...")),
+                          (self.act_open, self.tr("Open a recording...")), (self.act_close, self.tr("&Close")),
+                          (self.act_quit, self.tr("&Quit kvviz"))):
+            act.setText(text)
+        self.act_run.setToolTip(self.tr("Watch the same servers again, or replay the recording from its start "
+                                        "(Ctrl+R)"))
+        self.file_menu.setTitle(self.tr("&File"))
+        self.export_menu.setTitle(self.tr("&Export"))
+        self.run_menu.setTitle(self.tr("&Run"))
+        self.view_menu.setTitle(self.tr("&View"))
+        self.toolbar.retranslate()
+        self.toolbar.speed_spin.setSuffix(self.tr(" samples/s"))
+        self.toolbar.speed_spin.setToolTip(self.tr("A recording replayed at this many metric samples per second "
+                                                   "([ slower, ] faster); a live server comes at its own pace"))
+        self.toolbar.show_state(self.state)
+        self.transport.retranslate()
+        self.grid.retranslate()
+        self.exports.retranslate()
+        self._update_pause_text()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+            self.redraw()
+        super().changeEvent(event)
+
+    # ------------------------------------------------------------------ sources
+    def watch(self, request: WatchRequest, text_of=None) -> bool:
+        """Watch the request's servers live (a WatchSession), drawn as records come."""
+        from kvviz.peers.watch.session import WatchSession
+
+        if text_of is None and request.model:
+            try:
+                from kvviz.commands.watch import text_of_tokens
+
+                text_of = text_of_tokens(request.model)
+            except (ValueError, OSError) as exc:
+                self.show_error(f"the tokenizer {request.model!r}: {exc}")
+                return False
+        self.end_source()
+        try:
+            session = WatchSession(list(request.addresses), request.options, record=request.record,
+                                   model=request.model)
+        except ValueError as exc:
+            self.show_error(str(exc))
+            return False
+        self.request, self.replay_path, self.text_of = request, None, text_of
+        self.clear_error()
+        self._show_source(LiveSource(session, text_of).start())
+        self._set_state(RunState.RUNNING)
+        self.statusBar().showMessage(self.tr("watching {0}").format(", ".join(a.url for a in request.addresses)
+                                                                    ), 10_000)
+        return True
+
+    def replay(self, path: str | Path, text_of=None, *, paused: bool = False) -> bool:
+        """Replay a recording at the transport's speed (paused: at its first sample, Step or Space to go on)."""
+        self.end_source()
+        try:
+            source = ReplaySource(path, text_of=text_of)
+        except ValueError as exc:
+            self.show_error(str(exc))
+            return False
+        self.request, self.replay_path, self.text_of = None, source.path, text_of
+        self.clear_error()
+        self._show_source(source)
+        source.advance(1)
+        self._set_state(RunState.PAUSED if paused else RunState.RUNNING)
+        self.statusBar().showMessage(self.tr("replaying {0} ({1} samples)").format(source.path, source.total),
+                                     10_000)
+        self.redraw()
+        return True
+
+    def _show_source(self, source) -> None:
+        self.source = source
+        self.frame, self._drawn, self.sample, self._follow, self._due = None, None, 0, True, 0.0
+        self.grid.clear()
+        self._last_tick = time.perf_counter()
+        self._timer.start()
+
+    def end_source(self) -> Path | None:
+        """Stop the source (a live one's threads end, its recording is closed); what it showed stays."""
+        source, recorded = self.source, None
+        if source is not None and not source.done:
+            recorded = source.stop()
+            if recorded is not None and source.live:
+                self.statusBar().showMessage(self.tr("recorded to {0}").format(recorded), 10_000)
+        if self.state is not RunState.IDLE:
+            self._set_state(RunState.IDLE)
+        return recorded
+
+    # ------------------------------------------------------------------ the transport's verbs
+    def start_run(self, *, paused: bool = False) -> bool:
+        if self.request is not None:
+            return self.watch(self.request, self.text_of)
+        if self.replay_path is not None:
+            return self.replay(self.replay_path, self.text_of, paused=paused)
+        self.open_watch_dialog()
+        return False
+
+    def stop_run(self) -> None:
+        self.end_source()
+        self.redraw()
+
+    def toggle_pause(self) -> None:
+        if self.state is RunState.RUNNING:
+            self._set_state(RunState.PAUSED)
+        elif self.state is RunState.PAUSED:
+            self._set_state(RunState.RUNNING)
+            self._follow = True
+            self._last_tick = time.perf_counter()
+        self.redraw()
+
+    def step_once(self) -> None:
+        """Replay: one sample more, paused. Live: follow the newest sample."""
+        source = self.source
+        if self.state is RunState.IDLE or source is None:
+            self.start_run(paused=True)
+            return
+        if self.state is RunState.RUNNING:
+            self._set_state(RunState.PAUSED)
+        if not source.live:
+            source.advance(1)
+        self._follow = True
+        self.redraw(snapshot=True)
+
+    def _update_pause_text(self) -> None:
+        self.act_pause.setText(self.tr("&Resume") if self.state is RunState.PAUSED else self.tr("&Pause"))
+        super()._update_pause_text()
+
+    def state_changed(self) -> None:
+        self._update_pause_text()
+
+    # ------------------------------------------------------------------ selection
+    def _times(self):
+        if self.frame is None or not self.frame.servers:
+            return []
+        return max((v.series["t"] for v in self.frame.servers), key=len)
+
+    def shown_steps(self) -> int:
+        return len(self._times())
+
+    @property
+    def selected_step(self) -> int:
+        return self.sample
+
+    def following(self) -> bool:
+        return self._follow
+
+    def set_following(self, on: bool) -> None:
+        self._follow = on
+
+    def select_step(self, step: int) -> None:
+        n = self.shown_steps()
+        self.sample = max(0, min(int(step), n - 1)) if n else 0
+        self._follow = n > 0 and self.sample == n - 1 and self.state is not RunState.IDLE
+        self.redraw()
+
+    def scrub(self, delta: int) -> None:
+        self.select_step(self.sample + delta)
+        if delta < 0:
+            self._follow = False
+
+    def follow_live(self) -> None:
+        self._follow = True
+        self.select_step(self.shown_steps() - 1)
+        self._follow = True
+
+    def _on_run_finished(self, run_id: str) -> None:
+        """No worker: a replay's end comes from tick."""
+
+    # ------------------------------------------------------------------ drawing
+    def tick(self) -> None:
+        """The frame timer: a replay moves on by the speed; records that came are snapshotted and drawn."""
+        now = time.perf_counter()
+        dt, self._last_tick = now - self._last_tick, now
+        source = self.source
+        if source is None:
+            return
+        if not source.live and self.state is RunState.RUNNING and not source.done:
+            speed = self.speed_spin.value()
+            if speed == 0:
+                source.advance(1 << 30, budget_s=REPLAY_BUDGET_S)
+            else:
+                self._due = min(self._due + dt * speed, speed)  # a stall never makes it race to catch up
+                whole = math.floor(self._due)
+                if whole:
+                    self._due -= source.advance(whole)
+            if source.done:
+                self._set_state(RunState.IDLE)
+                if source.truncated:
+                    self.statusBar().showMessage(self.tr("{0} ends inside a record (a session cut short): "
+                                                         "replayed up to there").format(source.path), 10_000)
+        if self.state is RunState.PAUSED and source.live:
+            return  # paused: the picture stays while the session goes on recording
+        if self.frame is None or source.history.records != self.frame.version:
+            self.redraw(snapshot=True)
+        if source.done and (self.frame is None or source.history.records == self.frame.version):
+            self._timer.stop()
+
+    def redraw(self, snapshot: bool = False) -> None:
+        """Draw the selection; with `snapshot`, a fresh snapshot of the source first."""
+        started = time.perf_counter()
+        if self.source is not None and (snapshot or self.frame is None):
+            self.frame = self.source.frame()
+        frame = self.frame
+        if frame is None:
+            return
+        times = self._times()
+        n = len(times)
+        if self._follow and n:
+            self.sample = n - 1
+        self.sample = min(self.sample, max(0, n - 1))
+        t = float(times[self.sample]) if n else 0.0
+        key = (frame.started, frame.version, self.sample, self.grid.shown_key())
+        if key == self._drawn:
+            return
+        self._drawn = key
+        kind = self.tr("live") if self.source is not None and self.source.live else self.tr("replay")
+        self.transport.show_frame(frame, self.sample, n, t, kind)
+        self.grid.draw(frame, t)
+        self.frame_ms.append((time.perf_counter() - started) * 1000)
+        self.frame_drawn.emit()
+
+    # ------------------------------------------------------------------ files
+    def open_watch_dialog(self) -> None:
+        dialog = WatchDialog(self.settings, self)
+        if dialog.exec() and dialog.accepted_request() is not None:
+            self.watch(dialog.accepted_request())
+
+    def open_recording_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open a watch recording"), self.exports.folder(),
+                                              self.tr("Watch recordings (*.kvwatch);;All files (*)"))
+        if path:
+            self.replay(path)
+
+    # ------------------------------------------------------------------ closing
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        self._timer.stop()
+        self.end_source()
+        self.settings.sync()
+        super().closeEvent(event)
+
+    def shutdown_worker(self) -> None:
+        """The app quitting with the window open: the live session's threads end too."""
+        self._timer.stop()
+        self.end_source()
+        super().shutdown_worker()
+
+
+def open_watch_window(parent: QWidget | None = None, settings: QSettings | None = None) -> WatchWindow:
+    window = WatchWindow(settings)
+    window.show()
+    return window
+
+
+def run_window(settings_path: str | None = None, *, request: WatchRequest | None = None,
+               replay: str | Path | None = None, text_of=None) -> int:
+    """`kvviz watch URL --gui` / `kvviz watch --replay FILE --gui`: the Watch window alone, until it closes."""
+    import signal
+
+    from kvviz.ui.app import APPLICATION, ORGANIZATION, ensure_app
+    from kvviz.ui.settings_file import open_settings
+
+    settings = open_settings(settings_path, ORGANIZATION, APPLICATION)
+    app = ensure_app()
+    window = WatchWindow(settings)
+    window.show()
+    if replay is not None and not window.replay(replay, text_of):
+        print(f"kvviz watch: {window.error_text()}", file=sys.stderr)
+        return 2
+    if request is not None:
+        window.watch(request, text_of)
+    signal.signal(signal.SIGINT, lambda *_: window.close())  # Ctrl+C in the terminal closes the window
+    tick = QTimer()
+    tick.timeout.connect(lambda: None)
+    tick.start(250)
+    app.setQuitOnLastWindowClosed(True)
+    return int(app.exec())
