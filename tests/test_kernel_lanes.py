@@ -162,7 +162,7 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
     from kvviz.config import RunConfig
     from kvviz.kernels import lanes
     from kvviz.records import traceio
-    from kvviz.records.repeats import RepeatedRunInfo
+    from kvviz.records.repeats import RepeatedRunInfo, spread
     from kvviz.records.trace import RunInfo
     from kvviz.runtime.messages import RunRequest
     from kvviz.runtime.session import EngineSession
@@ -185,11 +185,11 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
     path = traceio.save_run(tmp_path / "repeated.json", history.info, history.traces)
     saved = traceio.load_run(path)
     assert saved.info.repeat == 3 and saved.info.earlier_ms == info.earlier_ms  # N and the runs recorded
-    shown = RunHistory(info=saved.info, traces=saved.traces)
+    shown_run = RunHistory(info=saved.info, traces=saved.traces)
     panel = SummaryPanel()
     qtbot.addWidget(panel)
     panel.resize(700, 900)
-    panel.show_step(shown, 4)
+    panel.show_step(shown_run, 4)
     values = panel.table_values()
     for lane in run.engines:
         totals = [sum(ms) for ms in info.earlier_ms[lane]] + [sum(t.latency_ms for t in saved.traces[lane])]
@@ -200,6 +200,28 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
     note = re.sub("<[^>]+>", "", panel._note.text())
     assert note.startswith("Spread of the 3 runs (lowest\u2013highest total; the table gives the median): "
                            "concat · PyTorch ")
+
+    from tests import html_page_cdp
+
+    if not html_page_cdp.missing():  # the page gives the same medians, spread and decode note
+        from kvviz.page import write_page
+        from tests.test_html_page import text_of
+
+        browser = html_page_cdp.Browser(1280, 720)
+        try:
+            browser.open(write_page(tmp_path / "repeated.html", saved.info, saved.traces))
+            browser.pump()
+            assert not browser.problems, browser.problems
+            assert browser.eval("document.querySelector('#panel-summary .heading').textContent") == \
+                panel._heading.text()
+            note = "document.querySelector('#panel-summary .note.{0}').textContent"
+            spreads = {e: spread(shown_run.totals(e, 4)) for e in saved.info.engines}
+            assert browser.eval(note.format("spread")) == text_of(panel._spread_note(spreads))
+            decode = browser.eval(note.format("decode"))
+            assert decode == text_of(panel._decode_note(shown_run, list(saved.info.engines), 4))
+            assert decode.startswith("Decode steps alone, each kernel against PyTorch on the same cache: concat")
+        finally:
+            browser.close()
 
     alone = RunInfo(**{f.name: getattr(saved.info, f.name) for f in dataclasses.fields(RunInfo)})
     assert type(traceio.loads_run(traceio.dumps_run(alone, saved.traces)).info) is RunInfo  # one run: no repeats

@@ -18,6 +18,7 @@ from kvviz import catalog
 from kvviz.format import fmt_bytes
 from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel
 from kvviz.page.strings import page_strings
+from kvviz.records.repeats import RepeatedRunInfo, repeat_of
 from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.textshow import group_labels
 
@@ -87,6 +88,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
     n_steps = max((len(v) for v in traces.values()), default=0)
     last = n_steps - 1 if last is None else min(last, n_steps - 1)
     against = baselines(list(traces))  # what each engine's speedup is against (a comparison: its first lane)
+    earlier = info.earlier_ms if isinstance(info, RepeatedRunInfo) else {}
     for order, (name, all_steps) in enumerate(traces.items()):
         steps = list(all_steps[: last + 1])
         if not steps:
@@ -106,6 +108,8 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             "name": name, "color": catalog.engine_color(name, order), "dash": catalog.engine_dash(name),
             "order": order, "engine": lane_engine(name), "kernel": lane_kernel(name),  # a lane: "static · C step"
             "against": against.get(name),
+            # a repeated comparison's earlier runs (kvviz.records.repeats): the summary's medians are over them too
+            "earlier_ms": [list(run[: last + 1]) for run in earlier.get(name, ())],
             "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
             "block_table": tables if any(v is not None for v in tables) else None,
             "attention": attention,
@@ -119,7 +123,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
                  "param_count": info.param_count, "block_size": info.block_size,
                  "wall": None if wall is None else {"weights_bytes": wall.weights_bytes, "row_bytes": wall.row_bytes,
                                                     "kv_bytes_per_token": wall.kv_bytes_per_token},
-                 "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind(),
+                 "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind(), "repeat": repeat_of(info),
                  "decode_kernels": dict(zip(info.engines, info.decode_kernels)), "cache_bytes": info.cache_bytes,
                  "kernel_labels": {k: KERNELS[k].label for k in info.decode_kernels if k in KERNELS}},
         "prompt": _shown_tokens(prompt),

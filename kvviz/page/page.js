@@ -268,6 +268,10 @@ function lightness(hex) {
   const r = parseInt(hex.slice(1, 3), 16) / 255, g = parseInt(hex.slice(3, 5), 16) / 255, b = parseInt(hex.slice(5, 7), 16) / 255;
   return (Math.max(r, g, b) + Math.min(r, g, b)) / 2;
 }
+function median(xs) {  // Python's statistics.median: the middle value, or the mean of the middle two
+  const v = [...xs].sort((x, y) => x - y), m = Math.floor(v.length / 2);
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
 function esc(text) { return String(text).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]); }
 // An engine's name as shown; a kernel comparison's lane as "static · C step", its kernel in the reader's language.
 function label(e) { return e.kernel ? `${e.engine} \u00b7 ${tr("kernels", (INFO.kernel_labels || {})[e.kernel] || e.kernel)}` : e.name; }
@@ -856,11 +860,14 @@ function summaryValues(k) {
   const out = {};
   const totals = {};
   for (const e of ENGINES) {
-    const kk = stepOf(e, k), total = running(e, "latency_ms")[kk];
+    const kk = stepOf(e, k), shownTotal = running(e, "latency_ms")[kk];
+    // a repeated comparison: the median of the runs' totals (the window's kvviz.records.repeats)
+    const runs = (e.earlier_ms || []).map(ms => ms.slice(0, kk + 1).reduce((a, b) => a + b, 0)).concat([shownTotal]);
+    const total = median(runs);
     let peak = 0; for (let j = 0; j <= kk; j++) if (e.steps.cache_bytes[j] > peak) peak = e.steps.cache_bytes[j];
     const kl = e.steps.kl_to_exact.slice(0, kk + 1).filter(v => v !== null);
     const agree = e.steps.top1_agrees.slice(0, kk + 1).filter(v => v !== null);
-    totals[e.name] = { kk, total, peak, kl, agree };
+    totals[e.name] = { kk, total, peak, kl, agree, low: Math.min(...runs), high: Math.max(...runs) };
   }
   for (const e of ENGINES) {
     const t = totals[e.name], base = totals[e.against];  // naive; in a kernel comparison the engine's first lane
@@ -878,6 +885,7 @@ function summaryValues(k) {
       bytes_written: running(e, "bytes_written")[t.kk], bytes_gathered: running(e, "bytes_gathered")[t.kk],
       peak_cache_bytes: t.peak, bytes_read: read, read_gbps: g, copy_share: share,
       mean_kl: exactOne ? 0 : (t.kl.length ? t.kl.reduce((a, b) => a + b, 0) / t.kl.length : null),
+      low_ms: t.low, high_ms: t.high,
       top1_agreement: exactOne ? 1 : (t.kl.length ? t.agree.filter(v => v).length / t.agree.length : null),
     };
   }
@@ -911,6 +919,7 @@ function drawSummary(k) {
   const compared = [...new Set(ENGINES.filter(e => e.kernel).map(e => e.kernel))];
   const kernels = compared.length ? [] : kernelsRan(names);
   let heading = pyFormat(S("Totals over steps 0\u2013{step} ({n} new tokens)"), { step: shown, n: shown + 1 });
+  if (INFO.repeat > 1) heading = pyFormat(S("Medians of {n} runs: {totals}"), { n: INFO.repeat, totals: heading });
   const kernelName = k => tr("kernels", (INFO.kernel_labels || {})[k] || k);
   if (compared.length) heading = pyFormat(S("{totals}, decode kernels {first} and {second}"), { totals: heading, first: kernelName(compared[0]), second: compared.slice(1).map(kernelName).join(S(", ")) });
   else if (kernels.length === 1) heading = pyFormat(S("{totals}, decode kernel {kernel}"), { totals: heading, kernel: kernelsText(kernels, false) });
@@ -933,6 +942,11 @@ function drawSummary(k) {
     }).join("") + "</tr>";
   });
   out += "</tbody></table>";
+  if (INFO.repeat > 1) {  // how far the runs lay apart (the window's SummaryPanel._spread_note)
+    const parts = ENGINES.map(e => { const v = values[e.name]; return pyFormat(S("{engine} {low}\u2013{high} (\u00b1{pct}%)"),
+      { engine: esc(label(e)), low: esc(fmtMs(v.low_ms)), high: esc(fmtMs(v.high_ms)), pct: fixed(v.total_ms > 0 ? 100 * (v.high_ms - v.low_ms) / 2 / v.total_ms : 0, 1) }); });
+    out += `<div class="note spread">${pyFormat(S("Spread of the {n} runs (lowest\u2013highest total; the table gives the median): {parts}."), { n: INFO.repeat, parts: parts.join(S("; ")) })}</div>`;
+  }
   const naive = values.naive, cached = ENGINES.filter(e => e.name !== "naive" && values[e.name].kv_projections);
   if (naive && cached.length) {
     const fewest = cached.reduce((a, b) => values[b.name].kv_projections < values[a.name].kv_projections ? b : a);
@@ -942,16 +956,18 @@ function drawSummary(k) {
   }
   // The decode steps' speedup with the prefill apart, and its spread over odd and even steps (the window's
   // SummaryPanel._decode_note)
-  const slow = ENGINES.find(e => e.name === "naive");
-  if (slow && ENGINES.length > 1) {
+  // each engine against naive; in a kernel comparison each lane against its engine's first lane
+  const pairs = ENGINES.map(e => [e, ENGINES.find(x => x.name === e.against)]).filter(([e, b]) => b && b !== e);
+  if (pairs.length) {
     const decodeMs = (e, parity) => {
       let sum = 0;
       for (let j = 1; j <= stepOf(e, k); j++) if (parity === null || j % 2 === parity) sum += e.steps.latency_ms[j];
       return sum;
     };
-    const base = [null, 1, 0].map(p => decodeMs(slow, p)), parts = [];
+    const parts = [];
     let timed = true;
-    for (const e of ENGINES.filter(e => e !== slow)) {
+    for (const [e, slow] of pairs) {
+      const base = [null, 1, 0].map(p => decodeMs(slow, p));
       const mine = [null, 1, 0].map(p => decodeMs(e, p));
       if (![...mine, ...base].every(v => v > 0)) { timed = false; break; }
       const [whole, odd, even] = base.map((n, i) => n / mine[i]);
@@ -960,8 +976,11 @@ function drawSummary(k) {
     }
     if (timed) {
       const prefill = ENGINES.map(e => pyFormat(S("{engine} {ms}"), { engine: esc(label(e)), ms: esc(fmtMs(e.steps.latency_ms[0])) })).join(S(", "));
-      out += `<div class="note decode">${pyFormat(S("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}."),
-        { parts: parts.join(S("; ")), prefill })}</div>`;
+      out += `<div class="note decode">${compared.length
+        ? pyFormat(S("Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd and the even steps cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}."),
+          { kernel: esc(kernelName(compared[0])), parts: parts.join(S("; ")), prefill })
+        : pyFormat(S("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}."),
+          { parts: parts.join(S("; ")), prefill })}</div>`;
     }
   }
   // An older trace whose engines ran different kernels says which ran where (the window's SummaryPanel._kernel_note)
