@@ -2,9 +2,9 @@
 what it read from its cache, and the bytes its cache moved. Shown under the timeline.
 
 Reads StepTrace fields only (positions computed, the positions earlier steps computed, bytes copied,
-written and gathered, the step's time) and the run's wall figures (RunInfo: the weights every forward
-reads, the K/V bytes per position, the copy bandwidth): a new engine is told correctly the moment it
-records its steps. No torch.
+written and gathered, a speculative round's drafts and rollback, the step's time) and the run's wall figures
+(RunInfo: the weights every forward reads, the K/V bytes per position, the copy bandwidth): a new engine is
+told correctly the moment it records its steps. No torch.
 """
 from __future__ import annotations
 
@@ -128,7 +128,11 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
         text = _tr("Step {step}, prefill: {work}.").format(step=first.step, work=_tr("; ").join(parts))
     else:
         groups = {}
+        rounds = []
         for engine, order, trace, prev_stop in steps:
+            if trace.spec_index is not None:  # a speculative round: told by its own sentence
+                rounds.append(_spec_round(engine, order, trace, color))
+                continue
             cached = trace.pos_start - int((trace.evicted < trace.pos_start).sum())  # less what a window dropped
             work = (trace.computed_positions, trace.recomputed_positions(prev_stop), cached)
             groups.setdefault(work, []).append(_engine_html(engine, order, color))
@@ -140,7 +144,7 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
             else:
                 parts.append(_tr("{engines} computed {new} new K/V and read {cached} from the cache").format(
                     engines=_names(names), new=computed, cached=cached))
-        text = _tr("Step {step}, decode: {work}.").format(step=first.step, work=_tr("; ").join(parts))
+        text = _tr("Step {step}, decode: {work}.").format(step=first.step, work=_tr("; ").join(parts + rounds))
     dropped = _dropped(history, steps, color)
     if dropped:
         text = _tr("{work} Eviction: {drops}.").format(work=text, drops=dropped)
@@ -154,7 +158,8 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
     for engine, order, trace, _prev in steps:
         verbs = [verb.format(bytes=fmt_bytes(n)) for verb, n in (
             (_tr("copied {bytes}"), trace.bytes_copied), (_tr("wrote {bytes}"), trace.bytes_written),
-            (_tr("gathered {bytes}"), trace.bytes_gathered)) if n]
+            (_tr("gathered {bytes}"), trace.bytes_gathered), (_tr("undid {bytes}"), trace.bytes_undone),
+            (_tr("wrote {bytes} over rejected slots"), trace.bytes_overwritten)) if n]
         if verbs:
             moved.append(f"{_engine_html(engine, order, color)} {_names(verbs)}")
     if moved and form == "full":  # one template with what precedes it: Chinese puts no space between sentences
@@ -162,12 +167,45 @@ def describe(history: RunHistory, step: int, color=None, *, form: str = "full") 
     return _unbroken(text)
 
 
+def _spec_round(engine: str, order: int, trace: StepTrace, color) -> str:
+    """A speculative engine's step: at a round's first step what the draft proposed, what the target kept and
+    how the rejected slots were undone ("drafted 4, the target accepted 2, 2 slots rolled back; 3 tokens for one
+    target forward"); at a later step of the round, which forward computed its token."""
+    who = _engine_html(engine, order, color)
+    p, a, gone = trace.spec_proposed, trace.spec_accepted, trace.spec_rolled_back
+    if trace.spec_index:
+        return _tr("{engine} took accepted draft {i} of {a} from the target forward of step {step}: no forward "
+                   "this step").format(engine=who, i=trace.spec_index, a=a, step=trace.step - trace.spec_index)
+    if not p:
+        return _tr("{engine} had no draft to check: one token for one target forward, as plain decoding").format(
+            engine=who)
+    if not gone:
+        undone = ""
+    elif trace.bytes_undone:
+        undone = _tr(" ({bytes} cut from the cache)").format(bytes=html.escape(fmt_bytes(trace.bytes_undone)))
+    else:
+        undone = _tr(" (left in place: the next forward writes over them)")
+    return _tr("{engine} drafted {p}, the target accepted {a}, {gone} slots rolled back{undone}; {n} tokens for one "
+               "target forward").format(engine=who, p=p, a=a, gone=gone, undone=undone, n=a + 1)
+
+
 def _short(history: RunHistory, steps, color) -> str:
     """"Step 39, decode: naive 98 K/V computed, 97 again; concat, static 1 new, 97 read. concat 7.5 GB/s (47% of
     the read ceiling); static 9.1 GB/s (57%)"."""
     first = steps[0][2]
     groups: dict[tuple, list[str]] = {}
+    rounds = []
     for engine, order, trace, prev_stop in steps:
+        if trace.spec_index is not None and trace.phase == "decode":
+            who = _engine_html(engine, order, color)
+            if trace.spec_index:
+                rounds.append(_tr("{engine} no forward").format(engine=who))
+            elif trace.spec_proposed:
+                rounds.append(_tr("{engine} {a} of {p} drafts kept").format(engine=who, a=trace.spec_accepted,
+                                                                          p=trace.spec_proposed))
+            else:
+                rounds.append(_tr("{engine} no draft, 1 new").format(engine=who))
+            continue
         cached = trace.pos_start - int((trace.evicted < trace.pos_start).sum())
         again = trace.recomputed_positions(prev_stop) if trace.phase == "decode" else 0
         groups.setdefault((trace.computed_positions, again, cached), []).append(_engine_html(engine, order, color))
@@ -179,12 +217,15 @@ def _short(history: RunHistory, steps, color) -> str:
         else:
             parts.append(_tr("{engines} {new} new, {cached} read").format(engines=who, new=computed, cached=cached))
     phase = _tr("prefill") if first.phase == "prefill" else _tr("decode")
-    text = _tr("Step {step}, {phase}: {work}.").format(step=first.step, phase=phase, work=_tr("; ").join(parts))
+    text = _tr("Step {step}, {phase}: {work}.").format(step=first.step, phase=phase,
+                                                       work=_tr("; ").join(parts + rounds))
     shape, copy = history.info.wall(), history.info.bandwidth_gbps()
     first_share = (_tr("{rate} ({pct}% of the read ceiling)") if history.info.ceiling_kind() == "read" else
                    _tr("{rate} ({pct}% of the copy bandwidth)"))
     rates = []
     for engine, order, trace, _prev in steps if shape is not None else ():
+        if trace.spec_index:  # no forward ran at this step: nothing was read
+            continue
         gbps = shape.read(trace).gbps(trace.latency_ms)
         if gbps < float("inf"):
             rate = _tr("{gbps} GB/s").format(gbps=_figure(gbps))
@@ -206,8 +247,8 @@ def _past_ceiling(history: RunHistory, steps, shape) -> list[int]:
     copy, cache = history.info.bandwidth_gbps(), history.info.cache_bytes
     if shape is None or not copy or history.info.ceiling_kind() != "read":
         return []
-    return [shape.read(t).total_bytes for _e, _o, t, _p in steps
-            if 100 * shape.read(t).gbps(t.latency_ms) / copy >= 100.5 and shape.read(t).total_bytes <= cache]
+    return [shape.read(t).total_bytes for _e, _o, t, _p in steps if not t.spec_index
+            and 100 * shape.read(t).gbps(t.latency_ms) / copy >= 100.5 and shape.read(t).total_bytes <= cache]
 
 
 def _dropped(history: RunHistory, steps, color) -> str:
@@ -243,6 +284,8 @@ def _wall(history: RunHistory, steps, color) -> str:
     of_read = history.info.ceiling_kind() == "read"
     parts = []
     for engine, order, trace, _prev in steps:
+        if trace.spec_index:  # no forward ran at this step: nothing was read
+            continue
         read = shape.read(trace)
         gbps = read.gbps(trace.latency_ms)
         if not gbps < float("inf"):  # NaN or inf: a step with no time recorded

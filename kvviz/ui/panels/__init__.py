@@ -12,4 +12,5 @@ PANELS: list[tuple[str, str]] = [
     ("cache_memory", "kvviz.ui.panels.cache_memory:CacheMemoryPanel"),
     ("quality", "kvviz.ui.panels.quality:QualityPanel"),
     ("summary", "kvviz.ui.panels.summary:SummaryPanel"),
+    ("speculation", "kvviz.ui.panels.speculation:SpeculationPanel"),
 ]

@@ -1,7 +1,8 @@
 """Work matrix: for each engine, what happened to every (query row, key column) cell at one step.
 
-Derived only from the traces (pos_start/pos_stop, the mask, earlier steps' positions), never from an
-engine's name, so a new cache strategy is drawn correctly the moment it records its steps.
+Derived only from the traces (pos_start/pos_stop, the mask, earlier steps' positions, a speculative round's
+drafted slots), never from an engine's name, so a new cache strategy is drawn correctly the moment it records
+its steps.
 """
 from __future__ import annotations
 
@@ -37,10 +38,16 @@ from kvviz.ui.panels.base import Panel
 # Cell kinds, ordered by how much a pooled pixel must keep them visible (max-pooling keeps the
 # highest): one computed row of 2048 must not vanish when the image is shrunk to 400 pixels.
 # EVICTED: a key a bounded cache (window, sinks) dropped before this step: evicted, never read again.
-EMPTY, MASKED, EVICTED, CACHED, RECOMPUTED, COMPUTED = range(6)
-KIND_NAMES = ("empty", "masked", "evicted", "cached", "recomputed", "computed")
+# A speculative round's tentative slots (kvviz.engines.spec): a drafted row the target accepted, one it
+# rejected and the rule left in place (advance-and-overwrite) or cut from the cache (crop/free), and a row
+# written over a rejected slot left in place by an earlier round.
+EMPTY, MASKED, EVICTED, CACHED, RECOMPUTED, COMPUTED, FREED, STALE, ACCEPTED, OVERWRITTEN = range(10)
+KIND_NAMES = ("empty", "masked", "evicted", "cached", "recomputed", "computed", "freed", "stale", "accepted",
+              "overwritten")
+SPEC_CELL_COLORS = {"accepted": "#4daf4a", "stale": "#6a3d9a", "freed": "#3b3b3b", "overwritten": "#00bcd4"}
 _GAP = len(KIND_NAMES)  # display-only code: the thin line between cells of a small matrix
-_LUT = style.lookup_table([style.CELL_COLORS[k] for k in KIND_NAMES] + [style.PLOT_BACKGROUND])
+_LUT = style.lookup_table([style.CELL_COLORS.get(k) or SPEC_CELL_COLORS[k] for k in KIND_NAMES]
+                          + [style.PLOT_BACKGROUND])
 _GRID_MAX = 64  # up to this many positions each cell is drawn as a tile with a gap around it
 LABELLED_MAX = 4096  # longer sequences are numbered, never labelled with tokens (no cell is 8 px wide)
 STEP_ROW_PX = style.STEP_ROW_PX  # the step's rows are drawn at least this tall on screen (at 100%), framed
@@ -60,6 +67,39 @@ def _template(name: str, n: int) -> np.ndarray:
         t = np.where(upper, np.uint8(MASKED), np.uint8(EMPTY if name == "idle" else 255))
         _templates[name] = t
     return t
+
+
+def rows_of(trace: StepTrace) -> tuple[int, int]:
+    """The query rows a step's matrix frames: the positions computed, and at a speculative round's first step
+    the drafted rows its forward verified too (they stand past the sequence: the rejected ones are gone after)."""
+    slots = trace.spec_slots
+    return trace.pos_start, trace.pos_stop if slots is None else slots[2]
+
+
+def _spec_kinds(trace: StepTrace, kinds: np.ndarray) -> np.ndarray:
+    """A speculative step's cells over the chapter's (`kinds`, pos_stop x pos_stop): at a round's first step the
+    drafted rows, each in its verdict's colour where it met its round's new keys, the rows written over rejected
+    slots marked on the diagonal; at a later step of the round its accepted row's own cell."""
+    a, b = trace.pos_start, trace.pos_stop
+    if trace.spec_index:
+        kinds[a:b][kinds[a:b] == COMPUTED] = ACCEPTED  # its row came from the round's forward, not this step
+        return kinds
+    slots = trace.spec_slots
+    if slots is None and not trace.bytes_overwritten:
+        return kinds
+    first, kept, end = slots if slots is not None else (b, b, b)
+    n = end
+    out = np.full((n, n), MASKED, dtype=np.uint8)
+    out[:b, :b] = kinds
+    rejected = FREED if trace.bytes_undone else STALE
+    for i in range(first, end):
+        out[i, :a] = CACHED
+        out[i, a:i + 1] = ACCEPTED if i < kept else rejected
+    if trace.bytes_overwritten:  # rows written over a rejected slot an earlier round left in place
+        per_row = trace.bytes_written // (1 + (trace.spec_rolled_back or 0))
+        for i in range(a, min(n, a + trace.bytes_overwritten // max(per_row, 1))):
+            out[i, i] = OVERWRITTEN
+    return out
 
 
 def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
@@ -92,12 +132,14 @@ def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
         np.copyto(kinds[a:b], np.where(mask, col_kind[None, :], np.uint8(MASKED)))
         gone = trace.evicted
         kinds[a:b, gone[gone < a]] = EVICTED  # the causal mask allowed them; the cache had dropped them
-    return kinds
+    return kinds if trace.spec_index is None else _spec_kinds(trace, kinds)
 
 
 def last_row_kinds(trace: StepTrace, prev_stop: int) -> np.ndarray:
     """uint8 [n]: classify(trace, prev_stop)[-1], the last row computed at this step, worked out
     alone (a row of a million positions costs a million cells, not a million squared)."""
+    if trace.spec_index is not None:  # a speculative round: its few drafted rows past the sequence
+        return classify(trace, prev_stop)[-1]
     a, n = trace.pos_start, trace.pos_stop
     row = np.full(n, COMPUTED, dtype=np.uint8)
     row[:a] = CACHED
@@ -130,7 +172,8 @@ def pooled_kinds(trace: StepTrace, prev_stop: int, factor: int) -> np.ndarray | 
     a, b = trace.pos_start, trace.pos_stop
     n = b
     spec = trace.mask_spec
-    if not (spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and spec.window is None)):
+    if trace.spec_index is not None or not (
+            spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and spec.window is None)):
         return None
     m = -(-n // factor)
     first = np.arange(m) * factor  # each block's first row / column
@@ -233,6 +276,7 @@ class WorkMatrixPanel(Panel):
         self._stops = TraceColumns(("pos_stop",))
         on_left_click(self._canvas.scene(), self._on_clicked)
         self._evicting = False  # a bounded cache (window, sinks) is in the run: its colour is in the legend
+        self._speculating = False  # a speculative engine is in the run: its drafted slots' colours too
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -242,6 +286,11 @@ class WorkMatrixPanel(Panel):
             (style.CELL_COLORS["recomputed"], self.tr("recomputed though unchanged")),
             (style.CELL_COLORS["masked"], self.tr("masked (future)")),
             *([(style.CELL_COLORS["evicted"], self.tr("evicted, never read again"))] if self._evicting else []),
+            *([(SPEC_CELL_COLORS["accepted"], self.tr("drafted, accepted")),
+               (SPEC_CELL_COLORS["stale"], self.tr("drafted, rejected: left in place")),
+               (SPEC_CELL_COLORS["freed"], self.tr("drafted, rejected: freed")),
+               (SPEC_CELL_COLORS["overwritten"], self.tr("written over a rejected slot"))]
+              if self._speculating else []),
             (style.CELL_COLORS["empty"], self.tr("not computed this step")),
         ])
         self._x_name.setText(self.tr("key position"), size=style.LABEL_SIZE)
@@ -422,8 +471,9 @@ class WorkMatrixPanel(Panel):
             return
         self._ensure_views(engines)
         evicting = any(history.traces[e][0].window is not None for e in engines)
-        if evicting != self._evicting:
-            self._evicting = evicting
+        speculating = any(history.traces[e][0].spec_k is not None for e in engines)
+        if (evicting, speculating) != (self._evicting, self._speculating):
+            self._evicting, self._speculating = evicting, speculating
             self.retranslate()
         self._shown = (history, step)
         n_prompt = len(history.info.prompt_ids)
@@ -438,8 +488,8 @@ class WorkMatrixPanel(Panel):
             view.n_prompt = n_prompt
             # Token labels only where a cell could hold one on screen: a million labels made per draw
             # had cost seconds for numbers that are all the axis shows.
-            view.labels = (sequence_labels(history, engine, trace.pos_stop) if trace.pos_stop <= LABELLED_MAX
-                           else trace.pos_stop)
+            rows = rows_of(trace)[1]  # past pos_stop: a speculative round's drafted rows
+            view.labels = sequence_labels(history, engine, rows) if rows <= LABELLED_MAX else rows
             self._draw_image(view)
             self._emphasise_step(view)
             self._place_label(view)
@@ -455,7 +505,7 @@ class WorkMatrixPanel(Panel):
         decode step's one row of thousands), draw the last of them that tall, over the matrix, so
         the keys it read from the cache (and those a window evicted) show at projector size."""
         trace, prev_stop = view.step
-        a, b = trace.pos_start, trace.pos_stop
+        a, b = rows_of(trace)
         vb = view.plot.getViewBox()
         per_px = max(view.extent, 1) / max(vb.height(), 1.0)  # positions per screen pixel
         tall = style.px(STEP_ROW_PX) * per_px
@@ -482,10 +532,10 @@ class WorkMatrixPanel(Panel):
         """Name the frame when the rows it holds are too thin to see (long sequences), where the
         label fits beside it: in a narrow view its right-aligned text was cut, and in a short one (a
         2x2 grid at 1280x720) it covered half the matrix it names a row of."""
-        trace = view.step[0]
+        a, b = rows_of(view.step[0])
         vb, label = view.plot.getViewBox(), view.row_label.boundingRect()
-        rows_px = (trace.pos_stop - trace.pos_start) * vb.height() / max(trace.pos_stop, 1)
-        view.row_label.setPos(trace.pos_stop, trace.pos_start)
+        rows_px = (b - a) * vb.height() / max(b, 1)
+        view.row_label.setPos(b, a)
         fits = label.width() < vb.width() and label.height() <= vb.height() / 3
         view.row_label.setVisible(rows_px < 6 and fits)
 
@@ -494,7 +544,7 @@ class WorkMatrixPanel(Panel):
         """Cells per screen pixel, rounded up (the image never holds more rows than the view has
         pixels); 0 where cells are big enough on screen to be drawn as tiles with a gap between."""
         vb = view.plot.getViewBox()
-        n = view.step[0].pos_stop if view.step is not None else 0
+        n = rows_of(view.step[0])[1] if view.step is not None else 0
         px = max(64, int(min(vb.width(), vb.height())))
         if n <= _GRID_MAX and px / max(n, 1) >= _TILE:
             return 0
@@ -514,7 +564,7 @@ class WorkMatrixPanel(Panel):
     @staticmethod
     def _set_image(view: _EngineView, trace: StepTrace, prev_stop: int, factor: int) -> int:
         """Give the view's image the step's cells; returns the positions it spans."""
-        n = trace.pos_stop
+        n = rows_of(trace)[1]
         extent = n
         pooled = pooled_kinds(trace, prev_stop, factor) if factor > 1 else None
         if pooled is not None:
@@ -537,6 +587,11 @@ class WorkMatrixPanel(Panel):
         # Short: four of these share a small panel, and a title sets its plot's minimum width.
         if trace.phase == "prefill":
             detail = self.tr("prefill, {rows} rows").format(rows=rows)
+        elif trace.spec_index:
+            detail = self.tr("accepted draft, no forward")
+        elif trace.spec_proposed:
+            detail = self.tr("{rows} rows verified, {kept} kept").format(rows=1 + trace.spec_proposed,
+                                                                        kept=1 + trace.spec_accepted)
         elif again:
             detail = self.tr("{rows} rows, {again} again").format(rows=rows, again=again)
         else:
