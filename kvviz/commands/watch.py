@@ -137,6 +137,7 @@ def run(args) -> int:
     header = Header(time.time(), tuple(a.url for a in addresses), tuple(a.ranks for a in addresses),
                     args.model or "")
     writer = RecordingWriter(args.record, header) if args.record else None
+    _stop_on_sigterm()
     live = LiveWatch(addresses, WatchOptions(interval_s=args.interval, timeout_s=args.timeout,
                                                   replay_timeout_s=args.timeout, insecure=args.insecure,
                                                   cafile=_cacert(args.cacert)))
@@ -182,6 +183,18 @@ def _gui(args, text_of) -> int:
                       text_of=text_of)
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends a live session as Ctrl+C does (the recording closed and renamed, the page written)."""
+    import signal
+    import threading
+
+    def stop(_signum, _frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+
+
 def _page(args, recording, text_of) -> None:
     if args.page:
         from kvviz.page.watch import write_watch_page
@@ -219,15 +232,26 @@ def _replayed(reader, speed: float):
 
 
 def _session(args, header, records, writer, text_of) -> int:
-    from kvviz.peers.watch.history import WatchHistory, interval
-    from kvviz.peers.watch.recording import Header
+    from kvviz.peers.watch.history import WatchHistory
 
     history = WatchHistory(header, window_s=args.window * 60.0, text_of=text_of)
     live = writer is not None or not args.replay
     start = time.time() if live else header.started
-    last_line = start
     end = start + args.duration if args.duration else math.inf
-    now = start
+    try:
+        _follow(args, history, records, writer, live, start, end)
+    except KeyboardInterrupt:  # Ctrl+C or SIGTERM ends a live session as --duration does: recording, page
+        if not live:
+            raise
+        print("kvviz watch: stopped", file=sys.stderr)
+    return 0
+
+
+def _follow(args, history, records, writer, live: bool, start: float, end: float) -> None:
+    from kvviz.peers.watch.history import interval
+    from kvviz.peers.watch.recording import Header
+
+    last_line = now = start
     for record in records:
         if record is not None:
             if writer is not None:
@@ -235,6 +259,8 @@ def _session(args, header, records, writer, text_of) -> int:
             history.apply(record)
             if not isinstance(record, Header):
                 now = record.t
+        elif writer is not None:
+            writer.flush()
         if live:
             now = time.time()
         if now - last_line >= args.interval:
@@ -243,7 +269,6 @@ def _session(args, header, records, writer, text_of) -> int:
         if now >= end:
             break
     _print_lines(args, [interval(s, last_line, now) for s in history.servers])
-    return 0
 
 
 def _pct(x: float) -> str:

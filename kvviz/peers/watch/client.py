@@ -7,6 +7,7 @@ an exception. No Qt, no vLLM import.
 """
 from __future__ import annotations
 
+import http.client
 import math
 import queue
 import socket
@@ -151,27 +152,38 @@ class ServerWatcher(threading.Thread):
             self._streams = streams
             next_scrape = 0.0
             while not self._stopping.is_set():
-                now = time.monotonic()
-                if now >= next_scrape:
-                    self._scrape()
-                    next_scrape = time.monotonic() + (self.o.interval_s if self.state == "up" else self._backoff)
-                    if self.state == "up":
-                        for s in streams:
-                            if not s.synced:
-                                self._catch_up(s, 0 if s.next is None else s.next, first=s.next is None)
-                wait_ms = max(0, min(200, int((next_scrape - time.monotonic()) * 1000)))
-                for sock, _ev in poller.poll(wait_ms):
-                    s = next(x for x in streams if x.sub is sock)
-                    for _ in range(DRAIN):
-                        try:
-                            parts = sock.recv_multipart(zmq.NOBLOCK)
-                        except zmq.Again:
-                            break
-                        self._live(s, parts)
+                try:
+                    next_scrape = self._turn(poller, streams, next_scrape)
+                except Exception as exc:  # noqa: BLE001 - a watcher says what went wrong and goes on, never dies
+                    self._note("down", f"the watcher met {type(exc).__name__}: {str(exc)[:160]}; trying again")
+                    self._stopping.wait(self._backoff)
         finally:
             for s in streams:
                 s.sub.close(linger=0)
             ctx.term()
+
+    def _turn(self, poller, streams: list[_Stream], next_scrape: float) -> float:
+        """One turn of the thread: /metrics when due (and a catch-up a stream still needs), then up to 200 ms of
+        frames. Returns when /metrics is next due."""
+        import zmq
+
+        if time.monotonic() >= next_scrape:
+            self._scrape()
+            next_scrape = time.monotonic() + (self.o.interval_s if self.state == "up" else self._backoff)
+            if self.state == "up":
+                for s in streams:
+                    if not s.synced:
+                        self._catch_up(s, 0 if s.next is None else s.next, first=s.next is None)
+        wait_ms = max(0, min(200, int((next_scrape - time.monotonic()) * 1000)))
+        for sock, _ev in poller.poll(wait_ms):
+            s = next(x for x in streams if x.sub is sock)
+            for _ in range(DRAIN):
+                try:
+                    parts = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                self._live(s, parts)
+        return next_scrape
 
     def _emit(self, record: Record) -> None:
         while not self._stopping.is_set():
@@ -299,7 +311,7 @@ class ServerWatcher(threading.Thread):
             return self._failed("down", f"/metrics answered HTTP {exc.code}{hint}")
         except TimeoutError:
             return self._failed("stalled", f"/metrics did not answer within {self.o.timeout_s:g} s")
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, TimeoutError):
                 return self._failed("stalled", f"/metrics did not answer within {self.o.timeout_s:g} s")

@@ -100,6 +100,10 @@ class RecordingWriter:
         self._gz.write(struct.pack(">I", len(data)))
         self._gz.write(data)
         self.records += 1
+        self.flush()
+
+    def flush(self) -> None:
+        """What was written reaches the file, at most once per FLUSH_S (call it when idle too)."""
         now = time.monotonic()
         if now - self._flushed >= FLUSH_S:
             self._gz.flush(zlib.Z_SYNC_FLUSH)
