@@ -38,7 +38,7 @@ def test_cache_fields_show_with_their_engines_and_refuse_bad_values(qtbot, open_
 
 
 def test_memory_dialog_strategies_and_mla(qtbot):
-    from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.dialogs.memory import MemoryDialog
 
     dialog = MemoryDialog()
     qtbot.addWidget(dialog)

@@ -118,7 +118,7 @@ def test_a_serve_view_opened_before_the_model_list_says_so_and_fills_it_in(qtbot
 
 def test_the_calculator_takes_the_commands_bound_on_lengths(qtbot):
     from kvviz.options import BOUNDS
-    from kvviz.ui.memory_dialog import MemoryDialog, parse_lengths
+    from kvviz.ui.dialogs.memory import MemoryDialog, parse_lengths
 
     most = int(BOUNDS["tokens"].high)
     assert parse_lengths(f"1 {most}") == [1, most]

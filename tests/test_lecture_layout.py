@@ -33,7 +33,7 @@ def fits(rows, needs, room, handle):
 
 
 def test_everything_shown_where_it_fits_in_the_usual_rows():
-    from kvviz.ui.giveway import give_way
+    from kvviz.ui.shell.giveway import give_way
 
     shown = ["a", "b", "c", "d", "e"]
     needs = {k: (200, 150) for k in shown}
@@ -44,7 +44,7 @@ def test_everything_shown_where_it_fits_in_the_usual_rows():
 
 
 def test_the_least_important_panels_move_behind_tabs_and_the_rest_fit():
-    from kvviz.ui.giveway import give_way
+    from kvviz.ui.shell.giveway import give_way
 
     shown = ["tokens", "matrix", "recompute", "attention", "latency", "bytes", "memory", "summary"]
     priority = {"matrix": 10, "summary": 15, "latency": 20, "memory": 30, "attention": 40, "tokens": 45,
@@ -66,7 +66,7 @@ def test_the_least_important_panels_move_behind_tabs_and_the_rest_fit():
 
 
 def test_one_panel_is_kept_even_where_nothing_fits():
-    from kvviz.ui.giveway import give_way
+    from kvviz.ui.shell.giveway import give_way
 
     rows, moved = give_way(["a", "b"], {"a": (900, 900), "b": (900, 900)}, {"b": 1, "a": 2}, (300, 200))
     assert rows == [["b"]] and moved == ["a"]
@@ -74,7 +74,7 @@ def test_one_panel_is_kept_even_where_nothing_fits():
 
 
 def test_share_gives_each_its_need_and_the_room_left_equally():
-    from kvviz.ui.giveway import share
+    from kvviz.ui.shell.giveway import share
 
     sizes = share(1000, [300, 200, 100], handle=6)
     assert sum(sizes) == 1000 - 12 and all(s >= n for s, n in zip(sizes, [300, 200, 100]))

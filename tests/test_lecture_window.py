@@ -223,7 +223,7 @@ def test_the_memory_calculator_keeps_its_place_and_follows_a_language_switch(qtb
     from PySide6.QtWidgets import QApplication
 
     from kvviz.ui import i18n
-    from kvviz.ui.memory_dialog import MIN_TABLE_ROWS, MemoryDialog
+    from kvviz.ui.dialogs.memory import MIN_TABLE_ROWS, MemoryDialog
 
     i18n.set_language("en")
     dialog = MemoryDialog()

@@ -213,7 +213,7 @@ def test_python_m_kvviz_memory_without_torch():
 
 
 def test_memory_dialog_shows_the_figures(qtbot):
-    from kvviz.ui.memory_dialog import MemoryDialog, parse_lengths
+    from kvviz.ui.dialogs.memory import MemoryDialog, parse_lengths
 
     dialog = MemoryDialog()
     qtbot.addWidget(dialog)
@@ -260,7 +260,7 @@ def test_memory_dialog_drops_a_stale_note_and_rescales_large_figures(qtbot):
     '2621420.0 GiB' and '1,407,364.1 ms'."""
     import re
 
-    from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.dialogs.memory import MemoryDialog
 
     dialog = MemoryDialog()
     qtbot.addWidget(dialog)
@@ -288,7 +288,7 @@ def test_memory_dialog_drops_a_stale_note_and_rescales_large_figures(qtbot):
 
 
 def test_memory_dialog_imports_no_torch():
-    code = ("import sys, kvviz.ui.memory_dialog; print([m for m in ('torch', 'kvviz.engines', 'kvviz.models') "
+    code = ("import sys, kvviz.ui.dialogs.memory; print([m for m in ('torch', 'kvviz.engines', 'kvviz.models') "
             "if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
@@ -297,7 +297,7 @@ def test_memory_dialog_imports_no_torch():
 def test_the_crossover_length_in_the_report_and_the_dialog(qtbot):
     """Qwen3-0.6B in bf16: 1,192,101,888 B of weights per decode step over 114,688 B of K/V per token
     is 10,394.3: from 10,395 tokens the K/V read is the larger (worked by hand in tests/test_wall.py)."""
-    from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.dialogs.memory import MemoryDialog
 
     report = memory.compute(memory.MEMORY_PRESETS["qwen3-0.6b"].config, [100])
     assert (report.decode_weights_bytes, report.crossover_tokens) == (1_192_101_888, 10_395)

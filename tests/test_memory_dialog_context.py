@@ -57,7 +57,7 @@ def wide_run(latencies=(20.0, 25.0, 30.0), engines=("concat",), read_gbps=27.0, 
 
 
 def dialog_of(qtbot):
-    from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.dialogs.memory import MemoryDialog
 
     dialog = MemoryDialog()
     qtbot.addWidget(dialog)
@@ -73,7 +73,7 @@ def wide_config():
 
 
 def test_the_bandwidth_is_the_read_ceiling_at_the_runs_threads_not_the_last_measured(qtbot, ceilings):
-    from kvviz.ui.memory_dialog import run_figures
+    from kvviz.ui.dialogs.memory import run_figures
 
     ceilings({1: 27.0, 2: 42.6})  # 2 threads measured last: what the dialog had shown beside any run
     dialog = dialog_of(qtbot)
@@ -102,7 +102,7 @@ def test_the_bandwidth_is_the_read_ceiling_at_the_runs_threads_not_the_last_meas
 
 
 def test_a_typed_bandwidth_stays_until_measured_puts_the_ceiling_back(qtbot, ceilings):
-    from kvviz.ui.memory_dialog import run_figures
+    from kvviz.ui.dialogs.memory import run_figures
 
     ceilings({1: 27.0})
     dialog = dialog_of(qtbot)
@@ -132,7 +132,7 @@ def test_measured_tokens_per_s_are_counted_from_the_decode_steps(qtbot, ceilings
     """Three decode steps to 9, 10 and 11 positions: concat 20 + 25 + 30 = 75 ms, 40.0 tokens/s; static 10 + 10
     + 12 = 32 ms, 93.75 tokens/s (the 1,000 ms prefills left out). They must read 3 x (109,611,008 + 2,048) +
     (9 + 10 + 11) x 32,768 = 329,822,208 B: at 27 GB/s 12.2156 ms, 245.59 tokens/s allowed; 16% and 38%."""
-    from kvviz.ui.memory_dialog import run_figures
+    from kvviz.ui.dialogs.memory import run_figures
 
     ceilings({1: 27.0})
     hist = wide_run(latencies=((20.0, 25.0, 30.0), (10.0, 10.0, 12.0)), engines=("concat", "static"))
@@ -207,7 +207,7 @@ def test_paragraphs_wrap_to_an_800_px_dialog_at_150_percent(qtbot, ceilings, lan
     """At 1280x720 and 150% zoom the dialog is 800 px wide: its content fits that width, no paragraph
     cut off at the right edge with no way to read it."""
     from kvviz.ui import i18n
-    from kvviz.ui.memory_dialog import run_figures
+    from kvviz.ui.dialogs.memory import run_figures
     from kvviz.ui.presentation import zoomed_font
 
     ceilings({1: 27.0})

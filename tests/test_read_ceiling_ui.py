@@ -88,7 +88,7 @@ def test_latency_wall_line_is_the_read_ceiling(qtbot):
 def test_memory_dialog_shows_the_roofline(qtbot, monkeypatch):
     from kvviz.measure import bandwidth
     from kvviz.measure.bandwidth import ReadCeiling
-    from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.dialogs.memory import MemoryDialog
 
     monkeypatch.setattr(bandwidth, "cached_read_ceiling", lambda: ReadCeiling("cpu", 17.6, 1, 1, 1))
     dialog = MemoryDialog()

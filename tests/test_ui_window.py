@@ -780,7 +780,7 @@ def test_keys_reach_the_transport_but_not_while_typing(qtbot, open_window):
 
 
 def test_memory_calculator_opens_from_the_model_menu(open_window):
-    from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.dialogs.memory import MemoryDialog
 
     win = open_window()
     assert win.act_memory in win.model_menu.actions()

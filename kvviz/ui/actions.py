@@ -1,12 +1,13 @@
-"""The window's actions and menus: what each action does, its keys, its text and tip in the current
-language. Functions of the window (`w`), which keeps the actions as attributes (`w.act_run`, ...)."""
+"""The compare view's actions as data (KEYS: name, keys, the window method called; the transport's rows are
+the shell's key map) and its menus, with each action's text and tip in the current language. The window
+keeps the actions as attributes (`w.act_run`, ...); these functions fill its menus and texts."""
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 
-from kvviz.ui.app import quit_app
-from kvviz.ui.dialogs.download import show_download_dialog
+from kvviz.ui.shell import keys
+from kvviz.ui.shell.keys import ActionSpec, set_action_tip
 from kvviz.ui.zoom import ZOOMS
 
 
@@ -14,58 +15,28 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("MainWindow", text)
 
 
-def build_actions(w) -> None:
-    """The window's actions, each with its keys and what it does, added to the window so their
-    shortcuts work with the menu bar hidden."""
-    def action(slot, *keys: str | QKeySequence.StandardKey, checkable: bool = False) -> QAction:
-        act = QAction(w)
-        sequences = {QKeySequence(k).toString(): QKeySequence(k) for k in keys}  # a key given twice: once
-        act.setShortcuts(list(sequences.values()))
-        act.setCheckable(checkable)
-        act.triggered.connect(slot)
-        w.addAction(act)  # shortcuts work even with the menu bar hidden
-        return act
-
-    w.act_run = action(lambda: w.start_run(), "Ctrl+R", "F5")
-    w.act_pause = action(lambda: w.toggle_pause(), "Space")
-    w.act_step = action(lambda: w.step_once(), "N")
-    w.act_stop = action(lambda: w.stop_run(), "Esc")
-    w.act_prev = action(lambda: w.scrub(-1), "Left")
-    w.act_next = action(lambda: w.next_step(), "Right")
-    w.act_back10 = action(lambda: w.scrub(-10), "PgUp")
-    w.act_fwd10 = action(lambda: w.scrub(10), "PgDown")
-    w.act_first = action(lambda: w.select_step(0), "Home")
-    w.act_last = action(lambda: w.follow_live(), "End")
-    w.act_faster = action(lambda: w.toolbar.change_speed(+1), "]")
-    w.act_slower = action(lambda: w.toolbar.change_speed(-1), "[")
-    w.act_open = action(lambda: w.open_checkpoint(), QKeySequence.StandardKey.Open)
-    w.act_download = action(lambda: show_download_dialog(w))
-    w.act_focus_prompt = action(lambda: w.form.prompt_edit.setFocus(), "Ctrl+L")
-    # Ctrl+Q as well: the platform's Quit key is not Ctrl+Q everywhere (offscreen: none). The app quits: every
-    # window closes (the Serve view, the calculator), workers and engine processes end, the process exits.
-    w.act_quit = action(lambda: quit_app(), QKeySequence.StandardKey.Quit, "Ctrl+Q")
-    w.act_about = action(lambda: w._show_about())
-    w.act_shortcuts = action(lambda: w.show_shortcuts(), QKeySequence.StandardKey.HelpContents, "Ctrl+/")
-    w.act_memory = action(lambda: w.show_memory_calculator(), "Ctrl+M")
-
-    def serve_view(continued: bool = False) -> None:  # imported when asked: it brings pyqtgraph
-        from kvviz.ui.serve.hook import continue_in_serve_view, open_serve_view
-
-        if continued:
-            continue_in_serve_view(w)
-        else:
-            open_serve_view(w)
-
-    w.act_serve = action(lambda: serve_view(), "Ctrl+Shift+V")
-    w.act_continue = action(lambda: serve_view(continued=True))
+# The compare view's actions, in the order made (Help > Keyboard shortcuts lists them so): the shell's
+# transport and Quit, then the view's own.
+KEYS: tuple[ActionSpec, ...] = (
+    *keys.TRANSPORT,
+    ActionSpec("open", (QKeySequence.StandardKey.Open,), "open_checkpoint"),
+    ActionSpec("download", (), "show_download"),
+    ActionSpec("focus_prompt", ("Ctrl+L",), "form.prompt_edit.setFocus"),
+    keys.QUIT,
+    ActionSpec("about", (), "_show_about"),
+    ActionSpec("shortcuts", (QKeySequence.StandardKey.HelpContents, "Ctrl+/"), "show_shortcuts"),
+    ActionSpec("memory", ("Ctrl+M",), "show_memory_calculator"),
+    ActionSpec("serve", ("Ctrl+Shift+V",), "open_serve_view"),
+    ActionSpec("continue", (), "continue_in_serve_view"),
     # Ctrl+0 is the zoom's 100%, as in browsers; the start layout has a key of its own.
-    w.act_reset_layout = action(lambda: w.reset_layout(), "Ctrl+Shift+L")
-    w.act_zoom_in = action(lambda: w.presentation.zoom_step(+1), QKeySequence.StandardKey.ZoomIn, "Ctrl++", "Ctrl+=")
-    w.act_zoom_out = action(lambda: w.presentation.zoom_step(-1), QKeySequence.StandardKey.ZoomOut, "Ctrl+-")
-    w.act_zoom_reset = action(lambda: w.presentation.set_zoom(100), "Ctrl+0")
-    w.act_present = action(lambda checked=False: w.presentation.set(checked), "F11", checkable=True)
-    w.act_narration = action(lambda checked=False: w.transport.show_narration(checked), checkable=True)
-    w.act_narration.setChecked(True)
+    ActionSpec("reset_layout", ("Ctrl+Shift+L",), "reset_layout"),
+    ActionSpec("zoom_in", (QKeySequence.StandardKey.ZoomIn, "Ctrl++", "Ctrl+="), "presentation.zoom_step", (+1,)),
+    ActionSpec("zoom_out", (QKeySequence.StandardKey.ZoomOut, "Ctrl+-"), "presentation.zoom_step", (-1,)),
+    ActionSpec("zoom_reset", ("Ctrl+0",), "presentation.set_zoom", (100,)),
+    ActionSpec("present", ("F11",), "presentation.set", checkable=True),
+    ActionSpec("narration", (), "transport.show_narration", checkable=True),
+)
+MODEL_MENU = ("open", "download", "memory")
 
 
 def build_menus(w) -> None:
@@ -80,20 +51,10 @@ def build_menus(w) -> None:
     w.file_menu.addAction(w.act_quit)
 
     w.model_menu = bar.addMenu("")
-    w.model_menu.addAction(w.act_open)
-    w.model_menu.addAction(w.act_download)
-    w.model_menu.addAction(w.act_memory)
+    keys.fill_menu(w.model_menu, w.actions_by_name, MODEL_MENU)
 
     w.run_menu = bar.addMenu("")
-    for act in (w.act_run, w.act_pause, w.act_step, w.act_stop, None, w.act_faster,
-                w.act_slower, None, w.act_prev, w.act_next, w.act_back10, w.act_fwd10,
-                w.act_first, w.act_last):
-        if act is None:
-            w.run_menu.addSeparator()
-        else:
-            w.run_menu.addAction(act)
-    w.run_menu.addSeparator()
-    w.run_menu.addAction(w.act_continue)
+    keys.fill_menu(w.run_menu, w.actions_by_name, (*keys.RUN_MENU, None, "continue"))
 
     w.view_menu = bar.addMenu("")
     w.view_menu.addAction(w.act_present)
@@ -138,19 +99,14 @@ def build_menus(w) -> None:
 def retranslate_actions(w) -> None:
     """Every action's text and tip (its keys added) and the menus' titles, in the current language."""
     texts = {
-        w.act_run: (_tr("&Run"), _tr("Start a compare run of the checked engines")),
-        w.act_pause: (_tr("&Pause"), _tr("Pause or resume the run")),
-        w.act_step: (_tr("&Step"), _tr("Run one step of every engine, then pause")),
-        w.act_stop: (_tr("S&top"), _tr("Stop the run; its steps stay viewable")),
-        w.act_prev: (_tr("Previous step"), _tr("Show the step before")),
-        w.act_next: (_tr("Next step"),
-                        _tr("Show the step after; at the newest step of a paused run, compute one more")),
-        w.act_back10: (_tr("Back 10 steps"), ""),
-        w.act_fwd10: (_tr("Forward 10 steps"), ""),
-        w.act_first: (_tr("First step"), ""),
-        w.act_last: (_tr("Newest step (follow the run)"), ""),
-        w.act_faster: (_tr("Faster"), ""),
-        w.act_slower: (_tr("Slower"), ""),
+        **{getattr(w, f"act_{name}"): (text, "") for name, text in keys.transport_texts().items()},
+        w.act_run: (keys.transport_texts()["run"], _tr("Start a compare run of the checked engines")),
+        w.act_pause: (keys.pause_text(False), _tr("Pause or resume the run")),
+        w.act_step: (keys.transport_texts()["step"], _tr("Run one step of every engine, then pause")),
+        w.act_stop: (keys.transport_texts()["stop"], _tr("Stop the run; its steps stay viewable")),
+        w.act_prev: (keys.transport_texts()["prev"], _tr("Show the step before")),
+        w.act_next: (keys.transport_texts()["next"],
+                     _tr("Show the step after; at the newest step of a paused run, compute one more")),
         w.act_open: (_tr("Open checkpoint..."),
                         _tr("Add a model folder (config.json and weights) to the model picker")),
         w.act_download: (_tr("Download model..."),
@@ -188,10 +144,3 @@ def retranslate_actions(w) -> None:
     w.zoom_menu.setTitle(_tr("&Zoom"))
     w.zoom_menu.setToolTip(_tr("Text, plots, lines and markers larger or smaller, at once"))
     w.help_menu.setTitle(_tr("&Help"))
-
-
-def set_action_tip(act: QAction) -> None:
-    """The action's tooltip (the "tip" property retranslate_actions set) with its keys, as they are now."""
-    keys = ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in act.shortcuts())
-    tip = act.property("tip") or act.text()
-    act.setToolTip(f"{tip} ({keys})" if keys else tip)

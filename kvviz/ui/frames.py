@@ -15,10 +15,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from kvviz.ui.grid import PanelGrid
 from kvviz.ui.history import RunHistory
+from kvviz.ui.shell.state import FRAME_MS, PAINT_REST
 from kvviz.ui.transport import TransportBar
-
-REPAINT_MS = 33  # ~30 Hz at most: the history is drawn at screen rate, whatever the engines' rate
-PAINT_REST = 3.0  # while steps stream in, a frame that took t waits PAINT_REST * t before the next
 
 
 class FramePainter(QObject):
@@ -46,7 +44,7 @@ class FramePainter(QObject):
         self._last_tick_end = 0.0
         self._frame: tuple | None = None  # a frame drawn across turns: (target, panels left, start, then)
         self._timer = QTimer(self)
-        self._timer.setInterval(REPAINT_MS)
+        self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self._on_timer_timeout)
         # A zero-interval timer, not a posted call: it fires after the window system's queued input and
         # the other timers, so a click or a key is answered between two panels of a frame.
@@ -101,7 +99,7 @@ class FramePainter(QObject):
         if self._drew_last_tick:
             # The thread was busy past the timer's period: mostly rendering what the last tick drew
             # (pyqtgraph paints in the event loop, after show_step returns). Rest in proportion.
-            lag = max(0.0, now - self._last_tick_end - REPAINT_MS / 1000.0)
+            lag = max(0.0, now - self._last_tick_end - FRAME_MS / 1000.0)
             self._resume_at = max(self._resume_at, now + PAINT_REST * lag)
         self._drew_last_tick = bool(self._draw(timed=True))
         more = False

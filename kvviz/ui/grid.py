@@ -7,20 +7,20 @@ puts its actions in menus and tells it which step to draw.
 """
 from __future__ import annotations
 
-import importlib
 import time
 import traceback
 
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QTabBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from kvviz import catalog
-from kvviz.ui.giveway import HANDLE_PX, bands, give_way, share
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels import PANELS
 from kvviz.ui.panels.base import Panel
-from kvviz.ui.qtutil import blocked, place_frames, show_moved_tabs
+from kvviz.ui.qtutil import blocked
+from kvviz.ui.shell.giveway import HANDLE_PX, bands, give_way, share
+from kvviz.ui.shell.grid import MovedStrip, load_panels, place_frames
 
 PANEL_MIN_SIZE = (140, 110)
 TAB_STRIP_PX = 30  # the strip of tabs under the grid that holds the panels that did not fit (at 100%)
@@ -126,21 +126,9 @@ class PanelGrid(QSplitter):
         self._check_timer.setSingleShot(True)
         self._check_timer.setInterval(0)
         self._check_timer.timeout.connect(self._check_layout)
-        self.strip = QWidget()
-        strip_layout = QHBoxLayout(self.strip)
-        strip_layout.setContentsMargins(2, 0, 2, 0)
-        self.tabs = QTabBar()
-        self.tabs.setObjectName("moved_panels_tabs")
-        self.tabs.setDrawBase(False)
-        self.tabs.setExpanding(False)
+        self.strip = MovedStrip("moved_panels_tabs", "moved_panels_note")
+        self.tabs, self.moved_note = self.strip.tabs, self.strip.note
         self.tabs.currentChanged.connect(self._on_tab_changed)
-        self.moved_note = QLabel()
-        self.moved_note.setObjectName("moved_panels_note")
-        self.moved_note.setWordWrap(False)
-        # The note is short (its whole story is its tooltip) and never widens the window.
-        self.moved_note.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
-        strip_layout.addWidget(self.moved_note)  # first: many tabs scroll, the note stays in sight
-        strip_layout.addWidget(self.tabs, 1)
         self.is_installed = False
         self.chosen: set[str] = set(settings.value("view/chosen_panels", "", type=str).split(",")) - {""}
         self._focused = ""  # the panel given the whole grid by a double-click on its title
@@ -202,17 +190,8 @@ class PanelGrid(QSplitter):
 
     def _load_panels(self) -> None:
         """Every registered panel that imports and builds; a broken one is reported, not fatal."""
-        for key, spec in PANELS:
-            module_name, _, class_name = spec.partition(":")
-            try:
-                panel = getattr(importlib.import_module(module_name), class_name)()
-            except Exception as exc:
-                traceback.print_exc()
-                self.panel_load_errors.append(f"{key}: {type(exc).__name__}: {exc}")
-                continue
-            if not panel.key:
-                panel.key = key
-            self.panels[key] = panel
+        self.panels = load_panels(PANELS, self.panel_load_errors.append)
+        for key, panel in self.panels.items():
             self.frames[key] = frame = PanelFrame(panel)
             frame.focus_requested.connect(self.toggle_focus)
             panel.step_picked.connect(self.step_picked)  # a click in a plot, as the timeline would
@@ -459,8 +438,7 @@ class PanelGrid(QSplitter):
     def _update_strip(self) -> None:
         """The tabs under the grid: the grid's own, then one per panel that gave way; and the note
         saying why they are there."""
-        show_moved_tabs(self.tabs, self.moved_note, self.strip, self.tr("Grid"),
-                        [(k, self.panels[k].title()) for k in self.moved], self._tab)
+        self.strip.show_moved(self.tr("Grid"), [(k, self.panels[k].title()) for k in self.moved], self._tab)
 
     def _on_tab_changed(self, index: int) -> None:
         self._tab = self.tabs.tabData(index) or ""

@@ -8,8 +8,8 @@ from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QFont, QKeySequence
 from PySide6.QtWidgets import QApplication, QLayout, QMainWindow, QWidget
 
-from kvviz.ui.actions import set_action_tip
 from kvviz.ui.qtutil import blocked
+from kvviz.ui.shell.keys import set_action_tip
 from kvviz.ui.zoom import ZOOM_KEY, check_zoom, next_zoom
 
 

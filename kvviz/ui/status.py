@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import time
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QStyle, QToolButton
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtWidgets import QLabel, QStatusBar, QStyle
 
 from kvviz.config import ModelConfig
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
@@ -216,35 +216,3 @@ class StatusFields:
                 f"{cost.wall_s:.1f}", f"{cost.cpu_s:.1f}", f"{cores:.2f}", n))
         self.cost.show()
         self._fit_message()
-
-
-class ErrorStrip(QFrame):
-    """A run's error above the timeline: selectable text and a close button; hidden until one."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setStyleSheet("QFrame { background: #fdecea; border: 1px solid #b00020; }")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(6, 2, 6, 2)
-        self.label = QLabel()
-        self.label.setObjectName("error")
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.label.setStyleSheet("color: #b00020; border: none;")
-        self.close_button = QToolButton()
-        self.close_button.setText("×")
-        self.close_button.clicked.connect(self.clear)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.close_button)
-        self.hide()
-
-    def show_error(self, message: str) -> None:
-        self.label.setText(message)
-        self.show()
-
-    def clear(self) -> None:
-        self.label.clear()
-        self.hide()
-
-    def text(self) -> str:
-        return self.label.text() if self.isVisibleTo(self.window()) else ""

@@ -1,94 +1,22 @@
-"""The transport: the run's state, the toolbar (Run, Pause, Step, Stop, speed), the timeline row (the
-slider, the step label, the progress bar, the shown run's mark, the identical/differ badge) and the
-step narration under it. What a run does with them (start, pause, scrub) is the window's.
+"""The compare view's transport: the timeline row (the slider, the step label, the progress bar, the shown
+run's mark, the identical/differ badge) and the step narration under it; the toolbar and the run's state
+are the shell's (kvviz.ui.shell.transport). What a run does with them (start, pause, scrub) is the window's.
 
 It reads a RunHistory and the selected step; it knows no panels, no form and no worker.
 """
 from __future__ import annotations
 
-import math
-from enum import Enum
-
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QAction, QTextDocument
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QSizePolicy,
-    QSlider,
-    QSpinBox,
-    QToolBar,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QSlider, QVBoxLayout, QWidget
 
 from kvviz.format import fmt_ms
 from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
 from kvviz.ui.qtutil import blocked
+from kvviz.ui.shell.state import RunState
+from kvviz.ui.shell.transport import NarrationLabel
 
-NARRATION_LINES = 2  # the step narration's height: two lines of the current font, at any width
 NARRATION_FORMS = ("full", "no_traffic", "short")  # kvviz.ui.narration.describe's forms, longest first
-SPEED_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 0)  # steps per second; 0 = as fast as possible
-
-
-class RunState(Enum):
-    IDLE = "idle"
-    LOADING = "loading"  # asked for a run, the worker is loading the model
-    RUNNING = "running"
-    PAUSED = "paused"
-
-
-class TransportToolbar(QToolBar):
-    """Run, Pause, Step and Stop (the window's actions), the speed control and the run's state."""
-
-    speed_changed = Signal(int)  # steps per second; 0 = as fast as possible
-
-    def __init__(self, actions: tuple[QAction, ...], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("transport")
-        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for act in actions:
-            self.addAction(act)
-        self.addSeparator()
-        self.speed_label = QLabel()
-        self.speed_spin = QSpinBox()
-        self.speed_spin.setObjectName("speed")
-        self.speed_spin.setRange(0, 1000)
-        self.speed_spin.setValue(20)
-        self.speed_spin.valueChanged.connect(self.speed_changed)
-        self.addWidget(self.speed_label)
-        self.addWidget(self.speed_spin)
-        self.addSeparator()
-        self.state_label = QLabel()
-        self.state_label.setObjectName("run_state")
-        self.addWidget(self.state_label)
-
-    def retranslate(self) -> None:
-        self.speed_label.setText(self.tr(" Speed "))
-        self.speed_spin.setSuffix(self.tr(" steps/s"))
-        self.speed_spin.setSpecialValueText(self.tr("as fast as possible"))
-        self.speed_spin.setToolTip(self.tr("Lockstep rounds per second ([ slower, ] faster)"))
-        self.toggleViewAction().setText(self.tr("Transport"))
-        self.setWindowTitle(self.tr("Transport"))
-
-    def show_state(self, state: RunState) -> None:
-        self.state_label.setText({
-            RunState.IDLE: self.tr("idle"), RunState.LOADING: self.tr("loading the model..."),
-            RunState.RUNNING: self.tr("running"), RunState.PAUSED: self.tr("paused"),
-        }[state])
-
-    def change_speed(self, direction: int) -> None:
-        """One rung of SPEED_LADDER faster (+1) or slower (-1)."""
-        ordered = [v if v else math.inf for v in SPEED_LADDER]
-        value = self.speed_spin.value()
-        current = value if value else math.inf
-        if direction > 0:
-            nxt = next((v for v in ordered if v > current), ordered[-1])
-        else:
-            nxt = next((v for v in reversed(ordered) if v < current), ordered[0])
-        self.speed_spin.setValue(0 if nxt == math.inf else int(nxt))
 
 
 class TransportBar(QWidget):
@@ -141,14 +69,7 @@ class TransportBar(QWidget):
         layout.addLayout(timeline)
         # The selected step in words (View > Step narration): a fixed number of lines, so a new step's
         # text never changes the grid's height (which would lay every panel out again).
-        self.narration = QLabel()
-        self.narration.setObjectName("narration")
-        self.narration.setTextFormat(Qt.TextFormat.RichText)
-        self.narration.setWordWrap(True)
-        self.narration.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self.narration.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # for notes
-        # Its text sets no width: on one line, unwrapped, a long sentence had widened the window.
-        self.narration.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.narration = NarrationLabel("narration", rich=True)
         self.narration.installEventFilter(self)  # a new width may fit more or less of it
         layout.addWidget(self.narration)
 
@@ -259,32 +180,14 @@ class TransportBar(QWidget):
     def narrate(self) -> None:
         """Two lines, wrapped: the whole text where it fits, else without the bytes sentence (the bytes
         panel has them), else its short form; never cut. The full text is the tooltip."""
-        line = self.narration.fontMetrics().lineSpacing()  # the font's size (View > Zoom) sets the height
         if not self.narrating or not self.history.n_steps():
-            self.narration.setFixedHeight(NARRATION_LINES * line + 4)
-            self.narration.clear()
+            self.narration.empty()
             return
         from kvviz.ui.narration import describe
 
-        full = text = describe(self.history, self.selected)
-        for form in NARRATION_FORMS[1:]:
-            if self._narration_height(text) <= NARRATION_LINES * line:
-                break
-            text = describe(self.history, self.selected, form=form)
-        # The short form in a box too narrow for it even in two lines: the box grows, the text is whole.
-        self.narration.setFixedHeight(max(NARRATION_LINES * line, self._narration_height(text)) + 4)
-        self.narration.setToolTip(full)
-        if text != self.narration.text():
-            self.narration.setText(text)
-
-    def _narration_height(self, text: str) -> int:
-        """The height the rich text takes wrapped at the narration's width."""
-        document = QTextDocument()
-        document.setDocumentMargin(0)
-        document.setDefaultFont(self.narration.font())
-        document.setHtml(text)
-        document.setTextWidth(max(1, self.narration.contentsRect().width()))
-        return math.ceil(document.size().height())
+        forms = (describe(self.history, self.selected, form=form) if form != "full" else
+                 describe(self.history, self.selected) for form in NARRATION_FORMS)
+        self.narration.setToolTip(self.narration.fit(forms))
 
     def show_narration(self, shown: bool) -> None:
         self.narration.setVisible(shown)

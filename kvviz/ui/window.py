@@ -1,5 +1,6 @@
-"""The main window: composes the run form (Inputs dock), the transport (toolbar, timeline, narration),
-the panel grid, the menus, the dialogs and the status bar, and wires their signals to the run worker.
+"""The compare view: the shell (kvviz.ui.shell) with the run form (Inputs dock), the compare transport
+(timeline, progress, badge, narration), the panel grid, the menus, the dialogs and the status bar, wired to
+the run worker (its source).
 
 No torch, no engines, no models: the window talks to a run worker (handed in by the app) through
 signals, learns the presets, devices and engines from the Environment the worker lists, and
@@ -12,14 +13,14 @@ import uuid
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QApplication, QDialog, QFileDialog, QMainWindow, QStyle, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QStyle, QWidget
 
 from kvviz import catalog
 from kvviz.format import fmt_ms
 from kvviz.records.trace import RunInfo
 from kvviz.runtime.messages import Environment, ModelChoice, RunRequest
-from kvviz.ui import dialogs
-from kvviz.ui.actions import build_actions, build_menus, retranslate_actions
+from kvviz.ui import actions, dialogs
+from kvviz.ui.actions import build_menus, retranslate_actions
 from kvviz.ui.estimates import RunEstimates
 from kvviz.ui.form import RunForm, inputs_dock
 from kvviz.ui.frames import FramePainter
@@ -27,17 +28,17 @@ from kvviz.ui.grid import PanelGrid
 from kvviz.ui.history import RunHistory
 from kvviz.ui.placement import restore_geometry
 from kvviz.ui.presentation import Presentation
-from kvviz.ui.qtutil import edits_text
 from kvviz.ui.settings_file import SettingsReader, show_problems
-from kvviz.ui.status import ErrorStrip, StatusFields, WindowCost
-from kvviz.ui.transport import RunState, TransportBar, TransportToolbar
-from kvviz.ui.worker_host import WorkerHost
+from kvviz.ui.shell.state import RunState
+from kvviz.ui.shell.window import ShellWindow
+from kvviz.ui.status import StatusFields, WindowCost
+from kvviz.ui.transport import TransportBar
 from kvviz.ui.zoom import ZOOM_KEY
 
 SLOW_RUN_S = 10.0  # a run estimated to take longer is announced before it starts
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ShellWindow):
     """Drive with `form`, the transport actions and `select_step`; read `history`, `grid`,
     `transport`, `error_text()`."""
 
@@ -46,24 +47,16 @@ class MainWindow(QMainWindow):
     panels_ready = Signal()
     run_started = Signal(object)  # RunInfo
     step_traced = Signal(object)  # StepTrace
-    run_failed = Signal(str, str)  # run_id, message
-    run_finished = Signal(str)  # run_id
-    # Requests to the worker, queued into its thread.
+    # run_failed, run_finished and the requests to the worker (run_requested: a RunRequest) are the shell's.
     environment_requested = Signal()
-    run_requested = Signal(object)  # RunRequest
-    stop_requested = Signal()
-    pause_requested = Signal(bool)
-    step_requested = Signal()
-    speed_requested = Signal(float)
+
+    KEYS = actions.KEYS
 
     def __init__(self, worker: QObject, settings: QSettings | None = None, parent: QWidget | None = None,
                  *, defer_panels: bool = False) -> None:
-        super().__init__(parent)
+        super().__init__(settings, parent)
         self.setObjectName("MainWindow")
-        self.settings = settings if settings is not None else QSettings()
         self.history = RunHistory()
-        self.state = RunState.IDLE
-        self.run_id = ""  # the run this window asked for last
         self._start_paused = False
         self._panel_frames: set[QObject] = set()
         self.estimates = RunEstimates()  # how long a run takes: measured per model, or from the config
@@ -73,7 +66,7 @@ class MainWindow(QMainWindow):
         self.shortcuts_dialog = None  # Help > Keyboard shortcuts, made when first asked for
 
         self.presentation = Presentation(self)  # F11 and View > Zoom: the app on a projector
-        build_actions(self)
+        self.act_narration.setChecked(True)
         self.form = RunForm(self.settings)
         self.form.set_open_action(self.act_open)
         self.form.changed.connect(self._on_form_changed)
@@ -89,10 +82,7 @@ class MainWindow(QMainWindow):
                                    RunState.IDLE, shown=self._on_frame_shown, idle_work=self._warm_up_one,
                                    parent=self)
         self.transport.step_chosen.connect(self.frames.timeline_moved)
-        self._build_central()
-        self.toolbar = TransportToolbar((self.act_run, self.act_pause, self.act_step, self.act_stop))
-        self.toolbar.speed_changed.connect(self._on_speed_changed)
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        self.build_shell(self.transport, self.grid, area="panel_area", error="error")
         build_menus(self)
         self.status_fields = StatusFields(self.statusBar())
         self.window_cost = WindowCost()  # this process's CPU while a run steps, shown after it
@@ -105,37 +95,11 @@ class MainWindow(QMainWindow):
         else:
             self.grid.install()
 
-        self._worker = worker
-        self._worker_host = WorkerHost(worker, self)
-        self._connect_worker(worker)
-        self._worker_host.start()
-        app = QCoreApplication.instance()
-        if app is not None:  # quitting without closing this window still stops the thread first
-            app.aboutToQuit.connect(self.shutdown_worker)
-            app.installEventFilter(self)  # clicks anywhere in the window: see give_keys_to_transport
+        self.host_worker(worker)
         # Asked once the event loop runs, so torch's import in the worker does not delay the first paint.
         QTimer.singleShot(0, self.environment_requested.emit)
 
     # ------------------------------------------------------------------ construction
-    def _build_central(self) -> None:
-        central = QWidget()
-        # Where the transport's keys go: a click on the timeline, a panel or a plot (none of which
-        # edits text) and a Run give it the focus, so Space, arrows and N reach the shortcuts instead
-        # of the prompt or a spin box, which would take them as typing (see give_keys_to_transport).
-        central.setObjectName("panel_area")
-        central.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.panel_area = central
-        layout = QVBoxLayout(central)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.setSpacing(4)
-
-        self.error_frame = ErrorStrip()
-        self.error_label = self.error_frame.label
-        layout.addWidget(self.error_frame)
-        layout.addWidget(self.transport)
-        layout.addWidget(self.grid, 1)
-        self.setCentralWidget(central)
-
     def install_panels(self) -> None:
         """Build the panels (once). Deferred past the first paint when the app starts, since
         pyqtgraph's import is most of a launch's time."""
@@ -182,13 +146,6 @@ class MainWindow(QMainWindow):
             self._validate_form()
         super().changeEvent(event)
 
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        super().showEvent(event)
-        if not event.spontaneous():
-            # Typed keys reach a new window at once, with no window manager to give it the focus
-            # (a bare X server, a kiosk) as with one.
-            QTimer.singleShot(0, self._reactivate)
-
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
         self.transport.update_narration()  # its lines follow the window's height
@@ -197,49 +154,20 @@ class MainWindow(QMainWindow):
         if event.type() == QEvent.Type.Show and obj in self._panel_frames:
             self.frames.wake()  # a panel on screen again (a View toggle, a tab of the grid): drawn if stale
             return False
-        if event.type() == QEvent.Type.MouseButtonPress:
-            if (isinstance(obj, QWidget) and obj.window() is self and self.panel_area.isAncestorOf(obj)
-                    and not edits_text(obj)):
-                # After the click is handled (a point picked, a check box toggled): Qt gives the focus
-                # before any filter sees the press, and a plot or a label would keep the prompt's.
-                QTimer.singleShot(0, self.give_keys_to_transport)
-            return False
-        if (event.type() == QEvent.Type.Hide and isinstance(obj, QDialog) and obj.isWindow()
-                and obj.parentWidget() is not None and obj.parentWidget().window() is self):
-            # A dialog of this window closed (About, a file dialog, the shortcuts table): without a
-            # window manager to activate the window again, its shortcuts stayed dead until a click.
-            QTimer.singleShot(0, self._reactivate)
-            return False
         if obj is self and event.type() == QEvent.Type.Paint:
             self.removeEventFilter(self)  # the window is on screen: now build the panels
             QTimer.singleShot(0, self.install_panels)
-        return False
-
-    def _reactivate(self) -> None:
-        if self.isVisible() and QApplication.activeWindow() is None:
-            self.activateWindow()
-
-    def give_keys_to_transport(self) -> None:
-        """Space, the arrows, N, Home and End act on the run: the focus leaves any field for the panel
-        area. A field's text is never touched; clicking back into it gives it its keys again."""
-        if not self.panel_area.hasFocus():
-            self.panel_area.setFocus(Qt.FocusReason.OtherFocusReason)
+            return False
+        return super().eventFilter(obj, event)
 
     # ------------------------------------------------------------------ the worker
-    def _connect_worker(self, worker: QObject) -> None:
+    def connect_worker(self, worker: QObject) -> None:
         self.environment_requested.connect(worker.list_environment)
-        self.run_requested.connect(worker.start_run)
-        self.stop_requested.connect(worker.request_stop)
-        self.pause_requested.connect(worker.set_paused)
-        self.step_requested.connect(worker.request_step)
-        self.speed_requested.connect(worker.set_speed)
         worker.environment_listed.connect(self._on_environment_listed)
         worker.model_loaded.connect(self._on_model_loaded)
         worker.run_started.connect(self._on_run_started)
         worker.run_noted.connect(self._on_run_noted)
         worker.step_traced.connect(self._on_step_traced)
-        worker.run_failed.connect(self._on_run_failed)
-        worker.run_finished.connect(self._on_run_finished)
 
     @property
     def env(self) -> Environment | None:
@@ -280,13 +208,6 @@ class MainWindow(QMainWindow):
         self.frames.step_arrived()
         self.step_traced.emit(trace)
 
-    @Slot(str, str)
-    def _on_run_failed(self, run_id: str, message: str) -> None:
-        if run_id not in ("", self.run_id):
-            return
-        self.show_error(message)
-        self.run_failed.emit(run_id, message)
-
     @Slot(str)
     def _on_run_finished(self, run_id: str) -> None:
         if run_id != self.run_id:
@@ -307,10 +228,6 @@ class MainWindow(QMainWindow):
         self._update_estimate()
         # The final step, one whole frame, before anyone waiting on run_finished looks.
         self.frames.finish(then=lambda: self.run_finished.emit(run_id))
-
-    def shutdown_worker(self) -> None:
-        """Stop the run and the worker's thread, waiting for a step or model load in progress to end."""
-        self._worker_host.shut_down(self.stop_requested.emit)
 
     # ------------------------------------------------------------------ transport
     def start_run(self, *, paused: bool = False) -> bool:
@@ -349,41 +266,17 @@ class MainWindow(QMainWindow):
                           steps_per_s=float(self.toolbar.speed_spin.value()), start_paused=paused,
                           threads=self.torch_threads)
 
-    def toggle_pause(self) -> None:
-        if self.state is RunState.RUNNING:
-            self._set_state(RunState.PAUSED)
-            self.pause_requested.emit(True)
-        elif self.state is RunState.PAUSED:
-            self._set_state(RunState.RUNNING)
-            self.frames.follow = True
-            self.pause_requested.emit(False)
-
-    def set_paused(self, paused: bool) -> None:
-        if paused != (self.state is RunState.PAUSED):
-            self.toggle_pause()
-
-    def step_once(self) -> None:
-        """One lockstep round: a running run pauses first. From idle it starts a paused run, unless a run
-        is shown: that one stays (a shown run is never thrown away without asking); Run starts a new one."""
-        if self.state is RunState.IDLE:
-            if self.history.n_steps():
-                self.statusBar().showMessage(self.tr("This run has ended: Run (Ctrl+R) starts a new one."), 8_000)
-            else:
-                self.start_run(paused=True)
-            return
-        if self.state is RunState.RUNNING:
-            self.toggle_pause()
-        if self.state is RunState.PAUSED:
-            self.frames.follow = True
-            self.step_requested.emit()
-
-    def stop_run(self) -> None:
-        if self.state is not RunState.IDLE:
-            self.stop_requested.emit()
+    def step_from_idle(self) -> None:
+        """Step from idle starts a paused run, unless a run is shown: that one stays (a shown run is never
+        thrown away without asking); Run starts a new one."""
+        if self.history.n_steps():
+            self.statusBar().showMessage(self.tr("This run has ended: Run (Ctrl+R) starts a new one."), 8_000)
+        else:
+            self.start_run(paused=True)
 
     @Slot(int)
     def _on_speed_changed(self, value: int) -> None:
-        self.speed_requested.emit(float(value))
+        super()._on_speed_changed(value)
         self._update_estimate()
 
     # ------------------------------------------------------------------ timeline
@@ -397,14 +290,14 @@ class MainWindow(QMainWindow):
     def scrub(self, delta: int) -> None:
         self.frames.scrub(delta)
 
-    def next_step(self) -> None:
-        """Right: the step after; at the newest step of a paused run, compute one more."""
-        n = self.history.n_steps()
-        at_newest = self.frames.selected >= n - 1 or (self.frames.follow and self.state is not RunState.IDLE)
-        if at_newest and self.state is RunState.PAUSED:
-            self.step_once()
-        elif self.frames.selected < n - 1:
-            self.scrub(1)
+    def shown_steps(self) -> int:
+        return self.history.n_steps()
+
+    def following(self) -> bool:
+        return self.frames.follow
+
+    def set_following(self, on: bool) -> None:
+        self.frames.follow = on
 
     def follow_live(self) -> None:
         self.frames.follow_live()
@@ -442,33 +335,16 @@ class MainWindow(QMainWindow):
         dialogs.follow_memory_calculator(self, getattr(self, "_memory_dialog", None))  # a run it has not shown
 
     # ------------------------------------------------------------------ state, errors, status
-    def _set_state(self, state: RunState) -> None:
-        self.state = state
-        if state is RunState.RUNNING:  # the window's own CPU while a run steps (status bar, after the run)
+    def state_changed(self) -> None:
+        if self.state is RunState.RUNNING:  # the window's own CPU while a run steps (status bar, after the run)
             self.window_cost.resume()
         else:
             self.window_cost.pause()
-        self.transport.state = state
-        self._update_pause_text()
-        self.toolbar.show_state(state)
+        self.transport.state = self.state
         self._update_progress()
         self._update_status()
         self.transport.update_narration()  # paused or done: told at once again
         self.frames.wake()
-
-    def _update_pause_text(self) -> None:
-        self.act_pause.setText(self.tr("&Resume") if self.state is RunState.PAUSED else self.tr("&Pause"))
-        self.act_pause.setEnabled(self.state in (RunState.RUNNING, RunState.PAUSED))
-        self.act_stop.setEnabled(self.state is not RunState.IDLE)
-
-    def show_error(self, message: str) -> None:
-        self.error_frame.show_error(message)
-
-    def clear_error(self) -> None:
-        self.error_frame.clear()
-
-    def error_text(self) -> str:
-        return self.error_frame.text()
 
     def _update_status(self) -> None:
         """Device, model, parameter count, KV bytes per token of what the panels show: the run drawn
@@ -524,6 +400,24 @@ class MainWindow(QMainWindow):
 
     def _show_about(self) -> None:
         dialogs.show_about(self, self.env)
+
+    def show_download(self) -> None:
+        """Model > Download model: a checkpoint from the Hugging Face Hub by its id."""
+        from kvviz.ui.dialogs.download import show_download_dialog
+
+        show_download_dialog(self)
+
+    def open_serve_view(self) -> None:
+        """View > Serve view (Ctrl+Shift+V); imported when asked, since it brings pyqtgraph."""
+        from kvviz.ui.serve.hook import open_serve_view
+
+        open_serve_view(self)
+
+    def continue_in_serve_view(self) -> None:
+        """Run > Continue in the Serve view: the text so far and a message typed now, served as a chat."""
+        from kvviz.ui.serve.hook import continue_in_serve_view
+
+        continue_in_serve_view(self)
 
     # ------------------------------------------------------------------ the form
     def validation_text(self) -> str:

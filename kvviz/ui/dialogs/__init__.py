@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog, QWidget
 def show_memory_calculator(window: QWidget, dialog: QDialog | None) -> QDialog:
     """The KV memory calculator (non-modal; one instance, raised when asked again), showing what the window
     shows (refresh_memory_calculator)."""
-    from kvviz.ui.memory_dialog import MemoryDialog
+    from kvviz.ui.dialogs.memory import MemoryDialog
     from kvviz.ui.placement import fit_to_screen
 
     if dialog is None:
@@ -33,7 +33,7 @@ def refresh_memory_calculator(window: QWidget, dialog: QDialog | None) -> None:
     tokens/s, its read ceiling) and the form's CPU threads. Nothing while it is closed: opening it tells it."""
     if dialog is None or not dialog.isVisible():
         return
-    from kvviz.ui.memory_dialog import run_figures
+    from kvviz.ui.dialogs.memory import run_figures
 
     env, models = window.env, window.form.models
     if env is not None:

@@ -1,5 +1,5 @@
 """The serve panels' grid: each registered serve panel in a frame with its title, in rows of splitters that
-give way on a small screen or a large zoom as the main window's grid does (kvviz.ui.giveway): every panel
+give way on a small screen or a large zoom as the main window's grid does (kvviz.ui.shell.giveway): every panel
 declares the smallest size at which it reads at the present type size (ServePanel.readable_size), the most
 important keep it (the timeline, then the pool, the plots, the counters, the text) and the rest wait behind
 tabs under the grid, which says so. The grid never scrolls sideways; it scrolls down only where the one
@@ -9,28 +9,17 @@ It knows panels and frames; not the form, the transport or the worker.
 """
 from __future__ import annotations
 
-import importlib
 import traceback
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QScrollArea,
-    QSizePolicy,
-    QSplitter,
-    QTabBar,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from kvviz.serving.history import ServeHistory
-from kvviz.ui.giveway import HANDLE_PX, give_way, share
-from kvviz.ui.qtutil import place_frames, show_moved_tabs
 from kvviz.ui.serve.panels import SERVE_PANELS
 from kvviz.ui.serve.panels.base import ServePanel
+from kvviz.ui.shell.giveway import HANDLE_PX, give_way, share
+from kvviz.ui.shell.grid import MovedStrip, load_panels, place_frames
 
 FRAME_MIN = (230, 170)  # no panel's readable size is taken below this
 # Which panels keep their room first (lowest first) when the grid has too little for all.
@@ -170,19 +159,9 @@ class ServeGrid(QWidget):
             body.addWidget(row)
         self.body = body
         self.scroll.setWidget(body)
-        self.strip = QWidget()
-        strip_layout = QHBoxLayout(self.strip)
-        strip_layout.setContentsMargins(2, 0, 2, 0)
-        self.moved_note = QLabel()
-        self.moved_note.setObjectName("serve_moved_note")
-        self.moved_note.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
-        self.tabs = QTabBar()
-        self.tabs.setObjectName("serve_moved_tabs")
-        self.tabs.setDrawBase(False)
-        self.tabs.setExpanding(False)
+        self.strip = MovedStrip("serve_moved_tabs", "serve_moved_note")
+        self.tabs, self.moved_note = self.strip.tabs, self.strip.note
         self.tabs.currentChanged.connect(self._on_tab_changed)
-        strip_layout.addWidget(self.moved_note)
-        strip_layout.addWidget(self.tabs, 1)
         self.strip.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -193,18 +172,10 @@ class ServeGrid(QWidget):
         self._arrange_timer.setSingleShot(True)
         self._arrange_timer.timeout.connect(self.arrange)
         self._needs: dict[str, tuple[int, int]] = {}
-        for key, spec in SERVE_PANELS:
-            module_name, _, class_name = spec.partition(":")
-            try:
-                panel = getattr(importlib.import_module(module_name), class_name)()
-            except Exception as exc:  # a broken panel is reported, the others still shown
-                traceback.print_exc()
-                self.load_errors.append(f"{key}: {type(exc).__name__}: {exc}")
-                continue
-            panel.key = panel.key or key
+        self.panels = load_panels(SERVE_PANELS, self.load_errors.append)
+        for key, panel in self.panels.items():
             panel.cell_picked.connect(self.cell_picked)
-            frame = ServeFrame(panel)
-            self.panels[key], self.frames[key] = panel, frame
+            self.frames[key] = frame = ServeFrame(panel)
             frame.setParent(self._parking)
             act = QAction(self, checkable=True, checked=True)
             act.toggled.connect(lambda _on: self.arrange())
@@ -303,8 +274,7 @@ class ServeGrid(QWidget):
                                                  [WEIGHT.get(k, 1) for k in members]))
 
     def _update_strip(self) -> None:
-        show_moved_tabs(self.tabs, self.moved_note, self.strip, self.tr("Grid"),
-                        [(k, self.panels[k].title()) for k in self.moved], self._tab)
+        self.strip.show_moved(self.tr("Grid"), [(k, self.panels[k].title()) for k in self.moved], self._tab)
 
     def _on_tab_changed(self, index: int) -> None:
         self._tab = self.tabs.tabData(index) or ""

@@ -1,19 +1,19 @@
-"""The serve view's timeline row (slider, step label, selected request) and the step's narration: two
-lines, wrapped, the whole text where it fits, else its short form, never cut (the main window's transport
-does the same); the whole text is the tooltip.
+"""The serve view's timeline row (slider, step label, selected request) and the step's narration (the
+shell's NarrationLabel: two lines, the whole text where it fits, else its short form, never cut; the whole
+text is the tooltip).
 
 It reads a ServeHistory and the selection; what a scrub does is the window's.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QRect, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QSlider, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from kvviz.serving.history import ServeHistory
 from kvviz.ui.qtutil import blocked
 from kvviz.ui.serve.narration import narrate
+from kvviz.ui.shell.transport import NarrationLabel
 
-NARRATION_LINES = 2
 NARRATION_FORMS = ("full", "short")  # narrate's forms, longest first
 
 
@@ -39,14 +39,8 @@ class ServeTransport(QWidget):
         for widget, stretch in ((self.timeline_label, 0), (self.timeline, 1), (self.step_label, 0)):
             row.addWidget(widget, stretch)
         layout.addLayout(row)
-        self.narration = QLabel()
-        self.narration.setObjectName("serve_narration")
-        self.narration.setWordWrap(True)
-        self.narration.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self.narration.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # A fixed height: a longer sentence never lays the grid out again.
-        self.narration.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.narration.setFixedHeight(NARRATION_LINES * self.narration.fontMetrics().lineSpacing() + 4)
+        self.narration = NarrationLabel("serve_narration", rich=False)
+        self.narration.empty()  # a fixed height: a longer sentence never lays the grid out again
         layout.addWidget(self.narration)
         self._shown: tuple | None = None
         self._stories: list[str] = []  # the step's narration in each form, longest first
@@ -80,21 +74,9 @@ class ServeTransport(QWidget):
         self.narration.setToolTip(self._stories[0])
         self.fit_narration()
 
-    def narration_height(self, text: str) -> int:
-        """The height the text takes wrapped at the narration's width."""
-        width = max(1, self.narration.contentsRect().width())
-        return self.narration.fontMetrics().boundingRect(
-            QRect(0, 0, width, 100_000), Qt.TextFlag.TextWordWrap | Qt.AlignmentFlag.AlignLeft, text).height()
-
     def fit_narration(self) -> None:
-        """The longest form that fits two lines; the short form in a box too narrow for it even in two
-        lines: the box grows, the text is whole."""
-        lines = NARRATION_LINES * self.narration.fontMetrics().lineSpacing()
-        text = next((t for t in self._stories if self.narration_height(t) <= lines),
-                    self._stories[-1] if self._stories else "")
-        self.narration.setFixedHeight(max(lines, self.narration_height(text) if text else 0) + 4)
-        if text != self.narration.text():
-            self.narration.setText(text)
+        """The longest form that fits two lines (NarrationLabel.fit)."""
+        self.narration.fit(self._stories)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)

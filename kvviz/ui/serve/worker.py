@@ -92,6 +92,15 @@ class ServeWorker(QObject):
         elif paused:
             self._timer.stop()
 
+    @Slot(float)
+    def set_speed(self, steps_per_s: float) -> None:
+        """The Speed control, mid-run: lockstep rounds per second (0: as fast as possible)."""
+        self._interval_s = 1.0 / steps_per_s if steps_per_s > 0 else 0.0
+
+    def abort(self) -> None:
+        """End the engine process now (closing, while a long round holds this worker's thread): from any thread."""
+        self.session.abort()
+
     @Slot()
     def request_step(self) -> None:
         """One lockstep round while paused."""

@@ -1,6 +1,6 @@
-"""The run worker's thread, held by the window: the worker moved onto a QThread of its own, started,
-and stopped at the end (waiting for a step or model load in progress, then ending its engine
-process if it outlasts ABORT_AFTER_MS). It knows the worker's `shut_down` and `abort`, not runs."""
+"""A view's worker thread: the worker moved onto a QThread of its own, started (again after a close), and
+stopped at the end (waiting for a step or model load in progress, then ending its engine process through
+the worker's `abort` if it outlasts ABORT_AFTER_MS). It knows the worker's `shut_down` and `abort`, not runs."""
 from __future__ import annotations
 
 import sys
@@ -8,22 +8,23 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, QThread
 
-ABORT_AFTER_MS = 3_000  # closing waits this long for the worker before killing its engine process
-THREAD_WAIT_MS = 60_000  # and then this long (a step or model load in the worker's own thread)
+from kvviz.ui.shell.state import ABORT_AFTER_MS, THREAD_WAIT_MS
 
 
 class WorkerHost(QObject):
-    def __init__(self, worker: QObject, parent: QObject | None = None) -> None:
+    def __init__(self, worker: QObject, parent: QObject | None = None, *, name: str = "kvviz-run-worker") -> None:
         super().__init__(parent)
         self.worker = worker
         self.thread = QThread(self)
-        self.thread.setObjectName("kvviz-run-worker")
+        self.thread.setObjectName(name)
         worker.moveToThread(self.thread)
         # Direct: runs in the worker's thread as it ends, so the worker's timer is stopped there.
         self.thread.finished.connect(worker.shut_down, Qt.ConnectionType.DirectConnection)
 
     def start(self) -> None:
-        self.thread.start()
+        """The thread, started when the view is made and again when a closed view is shown."""
+        if not self.thread.isRunning():
+            self.thread.start()
 
     def shut_down(self, stop: Callable[[], None]) -> None:
         """`stop()` (asks the worker to end its run), then end the thread, waiting for it."""
