@@ -112,30 +112,41 @@ def _renumbered(frame: Frame, tile: int, t: float) -> Frame:
     return Frame(t, frame.server, frame.rank, frame.via, (frame.parts[0], frame.parts[1], payload))
 
 
-def hour_memory(header: Header, records: list, seconds: float, window_s: float) -> dict:
-    """The recording tiled to `seconds` of traffic at its own pace, through one history with a `window_s` window:
-    the history's memory at the end (tracemalloc) and what it keeps."""
+def tiled(header: Header, records: list, seconds: float):
+    """The records again and again at their own pace until `seconds` of traffic, each tile's block hashes moved
+    (so its blocks are new ones): (tiles, the records)."""
     t0 = records[0].t
     span = max(1.0, records[-1].t - t0)
     tiles = int(seconds // span) + 1
+
+    def gen():
+        for tile in range(tiles):
+            for r in records:
+                t = r.t - t0 + tile * span + header.started
+                if t - header.started > seconds:
+                    break
+                if isinstance(r, Frame):
+                    yield _renumbered(r, tile, t)
+                elif isinstance(r, Sample):
+                    yield Sample(t, r.server, r.metrics)
+                else:
+                    yield msgspec.structs.replace(r, t=t)
+
+    return tiles, gen()
+
+
+def hour_memory(header: Header, records: list, seconds: float, window_s: float) -> dict:
+    """The recording tiled to `seconds` of traffic at its own pace, through one history with a `window_s` window:
+    the history's memory at the end (tracemalloc) and what it keeps."""
     gc.collect()
     tracemalloc.start()
     h = WatchHistory(header, window_s=window_s)
     fed = 0
     started = time.perf_counter()
-    for tile in range(tiles):
-        for r in records:
-            t = r.t - t0 + tile * span + header.started
-            if t - header.started > seconds:
-                break
-            if isinstance(r, Frame):
-                r = _renumbered(r, tile, t)
-            elif isinstance(r, Sample):
-                r = Sample(t, r.server, r.metrics)
-            else:
-                r = msgspec.structs.replace(r, t=t)
-            h.apply(r)
-            fed += 1
+    tiles, records_of_the_hour = tiled(header, records, seconds)
+    for r in records_of_the_hour:
+        h.apply(r)
+        fed += 1
     took = time.perf_counter() - started
     gc.collect()
     current, peak = tracemalloc.get_traced_memory()

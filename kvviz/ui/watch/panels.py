@@ -147,7 +147,11 @@ class WatchUsagePanel(UsagePanel):
         self.batch_plot.setLabel("bottom", self.tr("seconds"), **style.LABEL_STYLE)
 
     def show_step(self, frame: WatchFrame, t: float, _selection=None) -> None:
-        super().show_step(ServerLanes(frame), t, None)
+        lanes = ServerLanes(frame)
+        super().show_step(lanes, t, None)
+        self.pool_plot.setXRange(*time_range(frame), padding=0)
+        running = [v.series["running"] for v in frame.servers]
+        self.batch_plot.setYRange(*value_range(running), padding=0)
 
 
 class WatchCountersPanel(CountersPanel):
@@ -161,6 +165,22 @@ class WatchCountersPanel(CountersPanel):
 
     def show_step(self, frame: WatchFrame, t: float, _selection=None) -> None:
         super().show_step(ServerLanes(frame), t, None)
+
+
+def time_range(frame: WatchFrame) -> tuple[float, float]:
+    """The plots' x: from the session's start to its newest sample (at least a second)."""
+    last = max((float(v.series["t"][-1]) for v in frame.servers if len(v.series["t"])), default=0.0)
+    return min(0.0, last), max(1.0, last * 1.02)
+
+
+def value_range(arrays) -> tuple[float, float]:
+    """A plot's y: zero and every finite value, with a twentieth to spare (at least 0..1)."""
+    values = np.concatenate([np.asarray(a, dtype=float) for a in arrays]) if arrays else np.zeros(0)
+    values = values[np.isfinite(values)]
+    lo = min(0.0, float(values.min())) if values.size else 0.0
+    hi = max(lo + 1.0, float(values.max())) if values.size else 1.0
+    spare = (hi - lo) * 0.05
+    return lo - (spare if lo < 0 else 0.0), hi + spare
 
 
 # (series key, multiplier, dashed) per curve of a plot
@@ -217,6 +237,11 @@ class SeriesPanel(TwoPlotPanel):
         self.show_values(bool(shown))
         for line in self.lines:
             line.setValue(t)
+        # The ranges from the data alone, so a frame is the same picture whatever was drawn before it.
+        self.plots[0].setXRange(*time_range(frame), padding=0)
+        for plot, curves in zip(self.plots, (self.UPPER, self.LOWER)):
+            plot.setYRange(*value_range([v.series[name] * times for v in frame.servers for name, times, _d in curves]),
+                           padding=0)
 
 
 class PrefixPanel(SeriesPanel):

@@ -88,6 +88,14 @@ class WatchTransport(QWidget):
         self.timeline.setToolTip(self.tr("Scrub through the samples (Left/Right, Home/End: follow the newest)"))
         self._shown = None
 
+    def clear(self) -> None:
+        """Forget the drawn source (a new one starting)."""
+        self.status.clear()
+        self.time_label.clear()
+        self._forms, self._shown = [], None
+        self.narration.empty()
+        self.narration.setToolTip("")
+
     def show_frame(self, frame: WatchFrame, sample: int, n: int, t: float, source: str) -> None:
         with blocked(self.timeline):
             self.timeline.setMaximum(max(0, n - 1))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from kvviz.ui.placement import first_size
 from kvviz.ui.shell import keys
 from kvviz.ui.shell.keys import ActionSpec
-from kvviz.ui.shell.state import FRAME_MS, RunState
+from kvviz.ui.shell.state import FRAME_MS, PAINT_REST, RunState
 from kvviz.ui.shell.window import ShellWindow
 from kvviz.ui.watch.dialog import WatchDialog, WatchRequest
 from kvviz.ui.watch.grid import WatchGrid
@@ -28,6 +29,7 @@ from kvviz.ui.watch.source import LiveSource, ReplaySource, WatchFrame
 from kvviz.ui.watch.transport import WatchTransport
 
 REPLAY_BUDGET_S = 0.02  # "as fast as possible": records applied per tick for at most this long
+FRAMES_KEPT = 10_000  # frame times kept for the benchmark (the oldest go)
 
 
 class WatchWindow(ShellWindow):
@@ -55,7 +57,8 @@ class WatchWindow(ShellWindow):
         self._drawn: tuple | None = None
         self._due = 0.0  # replay: samples owed to the speed
         self._last_tick = time.perf_counter()
-        self.frame_ms: list[float] = []  # each frame's snapshot and drawing, wall clock (the benchmark reads it)
+        self.frame_ms: deque[float] = deque(maxlen=FRAMES_KEPT)  # each frame's snapshot and drawing, wall clock
+        self._next_frame = 0.0  # perf_counter before which records wait: a frame that took t rests PAINT_REST * t
         self._timer = QTimer(self)
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self.tick)
@@ -138,7 +141,7 @@ class WatchWindow(ShellWindow):
 
         if text_of is None and request.model:
             try:
-                from kvviz.commands.watch import text_of_tokens
+                from kvviz.peers.watch.tokens import text_of_tokens
 
                 text_of = text_of_tokens(request.model)
             except (ValueError, OSError) as exc:
@@ -181,6 +184,7 @@ class WatchWindow(ShellWindow):
         self.source = source
         self.frame, self._drawn, self.sample, self._follow, self._due = None, None, 0, True, 0.0
         self.grid.clear()
+        self.transport.clear()
         self._last_tick = time.perf_counter()
         self._timer.start()
 
@@ -299,8 +303,10 @@ class WatchWindow(ShellWindow):
                                                          "replayed up to there").format(source.path), 10_000)
         if self.state is RunState.PAUSED and source.live:
             return  # paused: the picture stays while the session goes on recording
-        if self.frame is None or source.history.records != self.frame.version:
+        if (self.frame is None or source.history.records != self.frame.version) and now >= self._next_frame:
             self.redraw(snapshot=True)
+            done = time.perf_counter()
+            self._next_frame = done + PAINT_REST * (done - now)  # records streaming in never take the whole thread
         if source.done and (self.frame is None or source.history.records == self.frame.version):
             self._timer.stop()
 
