@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvviz import catalog
 from kvviz.kernels import DEFAULT_KERNEL
 from kvviz.records.trace import RunInfo, RunSummary, StepTrace
 
-DEFAULT_ENGINES = ("naive", "concat", "static", "paged")
+DEFAULT_ENGINES = catalog.DEFAULT_ENGINES
 BATCH_S = 60.0  # the seconds of steps each engine runs back to back before the next engine's
 
 

@@ -176,7 +176,8 @@ def _engine_sets() -> dict[frozenset[str], str]:
     sets = {frozenset(catalog.engine_keys()): "every engine", frozenset(catalog.exact_keys()): "the exact engines",
             frozenset(catalog.approximate_keys()): "the approximate engines",
             frozenset(catalog.cache_keys()): "the cached engines",
-            frozenset(catalog.scheduler_keys()): "every scheduler"}
+            frozenset(catalog.scheduler_keys()): "every scheduler",
+            frozenset(catalog.DEFAULT_ENGINES): "the default engines"}
     for name in catalog.SETTING_DEFAULTS:
         readers = frozenset(k for k in catalog.engine_keys() if name in catalog.settings_of(k))
         if len(readers) > 1:
@@ -215,11 +216,9 @@ def retyped_lists() -> dict[str, set[str]]:
 
 # Literals that still name a catalog list outside the catalog, each with what it is; the list only shrinks.
 KNOWN = {
-    "kvviz/notebook.py": {"the exact engines"},  # kvviz.compare's default engines
-    "kvviz/measure/reference.py": {"the exact engines"},  # the bare reference loop's rules, one function each
-    "kvviz/commands/bench.py": {"the exact engines"},  # --engines' default, a comma list
-    "kvviz/ui/shot.py": {"the exact engines"},  # --engines' default
-    "kvviz/costs/cache_math.py": {"the engines that read window"},  # the memory estimate's bounded strategies
+    "kvviz/measure/reference.py": {"the default engines"},  # the bare reference loop's rules, one function each
+    "kvviz/commands/bench.py": {"the default engines"},  # --engines' default, a comma list
+    "kvviz/ui/shot.py": {"the default engines"},  # --engines' default
     "kvviz/commands/serve.py": {"every scheduler"},  # --schedulers' default
 }
 
@@ -232,8 +231,9 @@ def test_the_scan_finds_a_retyped_list(tmp_path, monkeypatch):
     """The scan itself: a module typing the exact engines is found."""
     fake = tmp_path / "kvviz"
     fake.mkdir()
-    (fake / "panel.py").write_text('EXACT = ("static", "naive", "paged", "concat")\nOK = ("naive", "concat")\n')
-    (fake / "page.js").write_text('const A = ["window", "sinks", "int8"]; const B = ["naive"];\n')
+    exact, approximate = catalog.exact_keys(), catalog.approximate_keys()
+    (fake / "panel.py").write_text(f"EXACT = {tuple(reversed(exact))!r}\nOK = ('naive', 'concat')\n")
+    (fake / "page.js").write_text(f"const A = {list(approximate)!r}; const B = ['naive'];\n".replace("'", '"'))
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert retyped_lists() == {"kvviz/panel.py": {"the exact engines"}, "kvviz/page.js": {"the approximate engines"}}
 
