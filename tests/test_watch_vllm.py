@@ -504,3 +504,16 @@ def test_a_stalled_server_is_reported_and_followed_when_it_moves_again(server):
     said = [s for _t, s in session.history.servers[0].narration]
     stall = next(i for i, s in enumerate(said) if "did not answer within 1 s" in s)
     assert any("answering again" in s for s in said[stall:])
+
+
+def test_the_server_says_where_its_events_are(server, capsys):
+    """Given only the URL, kvviz watch asks the server's /kv_event_sources where its KV events are (the wildcard
+    host replaced by the URL's) and follows them."""
+    from kvviz.cli import main
+
+    assert main(["watch", server.url, "--duration", "2", "--json", "--interval", "0.5"]) == 0
+    out = capsys.readouterr()
+    assert (f"KV events of 1 rank at tcp://127.0.0.1:{server.events_port}, replay "
+            f"tcp://127.0.0.1:{server.replay_port}, topic 'kv-events'") in out.err
+    rows = [json.loads(line) for line in out.out.splitlines()]
+    assert rows[-1]["state"] == "up" and "caught up from the replay socket" in rows[-1]["events"]

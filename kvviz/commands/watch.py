@@ -5,6 +5,7 @@ The library is kvviz.peers.watch; this module only reads options and prints.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -20,14 +21,17 @@ def configure(parser) -> None:
     parser.add_argument("--record", metavar="FILE", help="record the session (events and metric samples) to FILE")
     parser.add_argument("--page", metavar="FILE.html", help="at the end, write the session as one offline HTML page")
     parser.add_argument("--events", action="append", default=[], metavar="ENDPOINT",
-                        help="the KV events endpoint of each URL in order (default tcp://HOST:--events-port); the "
-                             "server publishes with --kv-events-config endpoint tcp://*:PORT")
-    parser.add_argument("--events-port", type=int, default=5557, metavar="PORT", help="default 5557 (vLLM's)")
-    parser.add_argument("--replay-port", type=int, default=5558, metavar="PORT",
-                        help="the replay socket's port on each URL's host (0: none; default 5558)")
-    parser.add_argument("--ranks", type=int, default=1, metavar="N",
+                        help="the KV events endpoint of each URL in order (tcp://HOST:PORT). Without it, nor the "
+                             "ports or ranks below, the server's own /kv_event_sources says where they are, and "
+                             "where it does not, tcp://HOST:5557 and 5558")
+    parser.add_argument("--events-port", type=int, default=None, metavar="PORT",
+                        help="the events' port on each URL's host (vLLM's default is 5557)")
+    parser.add_argument("--replay-port", type=int, default=None, metavar="PORT",
+                        help="the replay socket's port on each URL's host (0: none)")
+    parser.add_argument("--ranks", type=int, default=None, metavar="N",
                         help="data-parallel ranks per server: rank r's event ports are offset by r, as vLLM does")
-    parser.add_argument("--topic", default="", help="the event topic to subscribe to (default: every topic)")
+    parser.add_argument("--topic", default=None,
+                        help="the event topic to subscribe to (default: the one the server names, else every topic)")
     parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
                         help="a request header for /metrics, e.g. 'Authorization: Bearer TOKEN' (repeatable)")
     parser.add_argument("--cacert", metavar="FILE", help="https: trust the certificate(s) in FILE (PEM)")
@@ -71,8 +75,10 @@ def _check(args) -> None:
         raise ValueError(f"--speed {args.speed}: 0 (as fast as it reads) or more")
     if len(args.events) > len(args.urls):
         raise ValueError(f"{len(args.events)} --events endpoints for {len(args.urls)} URLs")
+    if args.ranks is not None and not 1 <= args.ranks <= 64:
+        raise ValueError(f"--ranks {args.ranks}: from 1 to 64")
     for port, name in ((args.events_port, "--events-port"), (args.replay_port, "--replay-port")):
-        if not 0 <= port < 65536 or (name == "--events-port" and port == 0):
+        if port is not None and (not 0 <= port < 65536 or (name == "--events-port" and port == 0)):
             raise ValueError(f"{name} {port}: a port from 1 to 65535" + (" (0: none)" if "replay" in name else ""))
 
 
@@ -128,19 +134,15 @@ def run(args) -> int:
         code = _session(args, header, _replayed(RecordingReader(_path(args.replay)), args.speed), None, text_of)
         _page(args, args.replay, text_of)
         return code
-    from kvviz.peers.watch.client import LiveWatch, WatchOptions, address_of, parse_header
+    from kvviz.peers.watch.client import LiveWatch
 
-    headers = tuple(parse_header(h) for h in args.header)
-    addresses = [address_of(url, events=args.events[i] if i < len(args.events) else None,
-                            events_port=args.events_port, replay_port=args.replay_port or None, ranks=args.ranks,
-                            topic=args.topic, headers=headers) for i, url in enumerate(args.urls)]
+    options = _options(args)
+    addresses = _addresses(args, options)
     header = Header(time.time(), tuple(a.url for a in addresses), tuple(a.ranks for a in addresses),
                     args.model or "")
     writer = RecordingWriter(args.record, header) if args.record else None
     _stop_on_sigterm()
-    live = LiveWatch(addresses, WatchOptions(interval_s=args.interval, timeout_s=args.timeout,
-                                                  replay_timeout_s=args.timeout, insecure=args.insecure,
-                                                  cafile=_cacert(args.cacert)))
+    live = LiveWatch(addresses, options)
     live.start()
     try:
         code = _session(args, header, _live_records(live, args.interval), writer, text_of)
@@ -170,17 +172,41 @@ def _gui(args, text_of) -> int:
 
     if args.replay:
         return run_window(args.settings, replay=_path(args.replay), text_of=text_of)
-    from kvviz.peers.watch.client import WatchOptions, address_of, parse_header
     from kvviz.ui.watch.dialog import WatchRequest
 
-    headers = tuple(parse_header(h) for h in args.header)
-    addresses = tuple(address_of(url, events=args.events[i] if i < len(args.events) else None,
-                                 events_port=args.events_port, replay_port=args.replay_port or None, ranks=args.ranks,
-                                 topic=args.topic, headers=headers) for i, url in enumerate(args.urls))
-    options = WatchOptions(interval_s=args.interval, timeout_s=args.timeout, replay_timeout_s=args.timeout,
-                           insecure=args.insecure, cafile=_cacert(args.cacert))
+    options = _options(args)
+    addresses = tuple(_addresses(args, options))
     return run_window(args.settings, request=WatchRequest(addresses, options, args.record, args.model or ""),
                       text_of=text_of)
+
+
+def _options(args):
+    from kvviz.peers.watch.client import WatchOptions
+
+    return WatchOptions(interval_s=args.interval, timeout_s=args.timeout, replay_timeout_s=args.timeout,
+                        insecure=args.insecure, cafile=_cacert(args.cacert))
+
+
+def _addresses(args, options) -> list:
+    """Each URL's address: as the options give it, else as the server's /kv_event_sources says (said on stderr),
+    else vLLM's default ports on the URL's host."""
+    from kvviz.peers.watch.client import EVENTS_PORT, REPLAY_PORT, address_of, discover, parse_header
+
+    headers = tuple(parse_header(h) for h in args.header)
+    addresses = []
+    for i, url in enumerate(args.urls):
+        given = i < len(args.events) or args.events_port is not None or args.replay_port is not None or args.ranks
+        address = address_of(url, events=args.events[i] if i < len(args.events) else None,
+                             events_port=args.events_port or EVENTS_PORT,
+                             replay_port=REPLAY_PORT if args.replay_port is None else args.replay_port or None,
+                             ranks=args.ranks or 1, topic=args.topic or "", headers=headers)
+        if not given:
+            address, said = discover(address, options)
+            if args.topic is not None:
+                address = dataclasses.replace(address, topic=args.topic)
+            print(f"kvviz watch: {url}: {said}", file=sys.stderr)
+        addresses.append(address)
+    return addresses
 
 
 def _stop_on_sigterm() -> None:

@@ -8,6 +8,7 @@ an exception. No Qt, no vLLM import.
 from __future__ import annotations
 
 import http.client
+import json
 import math
 import queue
 import socket
@@ -81,6 +82,74 @@ def address_of(url: str, *, events: str | None = None, replay: str | None = None
     return ServerAddress(url=url, events=tuple(endpoint(events, events_port, r) for r in range(ranks)),
                          replays=tuple(endpoint(replay, replay_port, r) for r in range(ranks)), topic=topic,
                          headers=headers)
+
+
+WILDCARDS = ("*", "0.0.0.0", "::", "[::]")
+MAX_SOURCES_BYTES = 1 << 20
+
+
+def discover(address: ServerAddress, options: WatchOptions | None = None) -> tuple[ServerAddress, str]:
+    """Where the server says its KV events are (vLLM's `GET /kv_event_sources`: per data-parallel rank its
+    publisher's endpoint, replay endpoint and topic), a wildcard host replaced by the URL's; and a sentence
+    saying so. The address unchanged, and why, when the server does not say (down, an older vLLM, no events)."""
+    o = options or WatchOptions()
+    url = address.url.rstrip("/")
+    if url.endswith("/metrics"):
+        url = url[: -len("/metrics")]
+    req = urllib.request.Request(url + "/kv_event_sources", headers=dict(address.headers), method="GET")
+    try:
+        with urllib.request.urlopen(req, timeout=o.timeout_s, context=_tls(url, o)) as resp:
+            doc = json.loads(resp.read(MAX_SOURCES_BYTES).decode("utf-8", errors="replace"))
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+        return address, f"the server did not say where its KV events are ({_why(getattr(exc, 'reason', exc))})"
+    if not isinstance(doc, dict) or not doc:
+        return address, "the server publishes no KV events (its /kv_event_sources is empty)"
+    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
+    host = host if ":" not in host else f"[{host}]"
+    events, replays, topics = [], [], set()
+    try:
+        for _rank, cfg in sorted(doc.items(), key=lambda kv: int(kv[0])):
+            if not cfg.get("enable_kv_cache_events") or cfg.get("publisher") != "zmq":
+                return address, "the server publishes no KV events over zmq (--kv-events-config)"
+            endpoint = str(cfg.get("endpoint") or "")
+            here = _reachable(endpoint, host, publisher=True)
+            if here is None:
+                return address, (f"the server's event socket {endpoint} connects out rather than binds (vLLM binds "
+                                 f"only tcp://*:PORT), so kvviz cannot subscribe to it")
+            events.append(here)
+            replays.append(_reachable(str(cfg["replay_endpoint"]), host) if cfg.get("replay_endpoint") else None)
+            topics.add(str(cfg.get("topic") or ""))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return address, "the server's /kv_event_sources is not what vLLM writes"
+    topic = topics.pop() if len(topics) == 1 else ""
+    found = ServerAddress(url=address.url, events=tuple(events), replays=tuple(replays), topic=topic,
+                          headers=address.headers)
+    ranks = f"{len(events)} rank{'s' if len(events) != 1 else ''}"
+    return found, (f"KV events of {ranks} at {', '.join(events)}, replay {', '.join(r or 'none' for r in replays)}, "
+                   f"topic {topic!r} (the server's /kv_event_sources)")
+
+
+def _reachable(endpoint: str, host: str, *, publisher: bool = False) -> str | None:
+    """A tcp endpoint the server binds, as a subscriber connects to it (None: it is not one the server binds;
+    vLLM's publisher binds only an endpoint with `*` or `::` in it and connects to any other)."""
+    if not endpoint.startswith("tcp://") or (publisher and "*" not in endpoint and "::" not in endpoint):
+        return None
+    where, _, port = endpoint[len("tcp://"):].rpartition(":")
+    if not port.isdigit():
+        return None
+    if where in WILDCARDS:
+        return f"tcp://{host}:{port}"
+    return endpoint
+
+
+def _tls(url: str, o: WatchOptions) -> ssl.SSLContext | None:
+    if not url.startswith("https://"):
+        return None
+    context = ssl.create_default_context(cafile=o.cafile)
+    if o.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def parse_header(text: str) -> tuple[str, str]:
@@ -297,14 +366,9 @@ class ServerWatcher(threading.Thread):
     # -- metrics ---------------------------------------------------------------------------------------
     def _scrape(self) -> None:
         req = urllib.request.Request(self.address.metrics_url, headers=dict(self.address.headers), method="GET")
-        context = None
-        if self.address.metrics_url.startswith("https://"):
-            context = ssl.create_default_context(cafile=self.o.cafile)
-            if self.o.insecure:
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
         try:
-            with urllib.request.urlopen(req, timeout=self.o.timeout_s, context=context) as resp:
+            with urllib.request.urlopen(req, timeout=self.o.timeout_s, context=_tls(self.address.metrics_url,
+                                                                                    self.o)) as resp:
                 body = resp.read(MAX_METRICS_BYTES + 1)
         except urllib.error.HTTPError as exc:
             hint = " (an Authorization header? --header)" if exc.code in (401, 403) else ""

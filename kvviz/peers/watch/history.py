@@ -128,7 +128,11 @@ class ServerHistory:
             c.malformed += 1
             self.say(record.t, f"a malformed frame ignored ({exc})")
             return None
-        mirror = self.mirrors[min(record.rank, len(self.mirrors) - 1)]
+        if not 0 <= record.rank < len(self.mirrors):
+            c.malformed += 1
+            self.say(record.t, f"a frame of rank {record.rank} ignored (the server has {len(self.mirrors)})")
+            return None
+        mirror = self.mirrors[record.rank]
         effect = mirror.apply(decoded.batch)
         c.batches += 1
         c.events += len(decoded.batch.events)
