@@ -1,9 +1,7 @@
-"""kvviz watch against a real `vllm serve` (converted tiny on CPU: blocks of 32, prefix caching and KV events on),
-started once for the module: requests sharing a 96-token system prompt through its OpenAI API are mirrored as one
-trunk of 3 blocks with a branch each, the blocks' tokens are the requests' tokens, prefix hits inferred from the
-events equal the server's counter's change, evictions keep the mirror equal to stored minus removed, a recording
-replays to the same mirror, malformed frames are counted, and a server killed mid-watch is reported and followed
-again when it is back. Skips, saying why, where no interpreter with vLLM is found ($KVVIZ_VLLM_PYTHON).
+"""kvviz watch against a real `vllm serve` of converted tiny on CPU (blocks of 32, prefix caching and KV events on),
+started once for the module: the mirror, the trunk and branches, hits against the counter, evictions, replays,
+malformed frames, restarts, stalls, gaps, https with a token, discovery, the CLI and the page. Skips, saying why,
+where no interpreter with vLLM is found ($KVVIZ_VLLM_PYTHON); the bad-input tests need no vLLM.
 """
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""`python -m kvviz.peers.watch.bench`: figures for kvviz watch. With --recording FILE (made by `kvviz watch URL
---record FILE` over a burst of requests): the events per second the history takes (decode and mirror), the
-events per second the live path keeps up with (the recording's frames published on a zmq PUB socket as fast as
-it sends, through the watcher's SUB thread into the history, counting any lost), and the memory after an hour
-of the recording's traffic replayed at speed (tiled over 3,600 s, block hashes renumbered per tile). With --url
-(a vLLM server with KV events): the delay from a request's completion to its last block in the mirror.
-Prints figures; asserts nothing. No Qt.
+"""`python -m kvviz.peers.watch.bench`: kvviz watch's figures, printed as JSON. --recording FILE: events/s the history
+and the live zmq path take, and memory after an hour of that traffic replayed at speed (tiled, hashes renumbered);
+--url: the delay from a request's completion to its last block at the watcher. Asserts nothing; no Qt.
 """
 from __future__ import annotations
 
@@ -194,7 +190,7 @@ def completion_delay(url: str, events_port: int, replay_port: int, model: str, n
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kvviz.peers.watch.bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m kvviz.peers.watch.bench", description=__doc__)
     p.add_argument("--recording", type=Path, help="a recording of a burst of requests (kvviz watch --record)")
     p.add_argument("--repeats", type=int, default=20, help="the recording's frames sent this many times")
     p.add_argument("--hour", type=float, default=3600.0, help="seconds of traffic for the memory figure")

@@ -1,9 +1,7 @@
-"""The live side of kvviz watch: per server one thread that polls its /metrics (GET only, with the headers
-given, http or https) and follows its KV event stream per data-parallel rank (a zmq SUB socket; catching up
-from the replay ROUTER socket at start, after a gap in sequence numbers and after a restart), and hands the
-session frozen records (kvviz.peers.watch.recording) through a bounded queue. Never writes to the server
-beyond a replay request. A server down, stalled or restarting is a note and a reconnect with backoff, never
-an exception. No Qt, no vLLM import.
+"""The live side of kvviz watch: per server a thread that polls /metrics (GET only, http or https, with headers) and
+follows each rank's KV events (zmq SUB, caught up from the replay socket at start, after a gap, after a restart),
+handing frozen records to a bounded queue; down, stalled or restarted servers are notes and backoff, never errors.
+Writes nothing to a server but replay requests. No Qt, no vLLM import.
 """
 from __future__ import annotations
 
