@@ -23,7 +23,8 @@ MARK = (0xD8, 0x1B, 0x60)
 def pixels(image: QImage) -> np.ndarray:
     image = image.convertToFormat(QImage.Format.Format_RGB888)
     w, h, stride = image.width(), image.height(), image.bytesPerLine()
-    return np.frombuffer(image.constBits(), np.uint8, count=stride * h).reshape(h, stride)[:, : 3 * w].reshape(h, w, 3)
+    rows = np.frombuffer(image.constBits(), np.uint8, count=stride * h).reshape(h, stride)
+    return rows[:, : 3 * w].reshape(h, w, 3).copy()  # the array's own: the converted image goes with this frame
 
 
 def grab(widget) -> np.ndarray:
@@ -109,12 +110,14 @@ def test_pagedown_walks_every_scene_and_bookmark_in_order(presenter, tmp_path_fa
 
 def test_each_stop_draws_its_own_step(presenter, tmp_path_factory):
     window = presenter("07-kv-cache", tmp_path_factory)
-    panel = window.stage.page.box("work_matrix").panel
     window.go_to(2, 0)  # prefill, then decode: step 0, then step 1
+    panel = window.stage.page.box("work_matrix").panel
     prefill = grab(panel)
+    assert drawn_something(prefill)
     assert window.step() == 0 and window.where.text().endswith("step 0 (1 of 3)")
     window.go_to(2, 1)
     assert window.step() == 1 and window.where.text().endswith("step 1 (2 of 3)")
+    assert window.stage.page.box("work_matrix").panel is panel  # the scene's own panel, drawn again
     assert np.mean(np.any(grab(panel) != prefill, axis=-1)) > 0.001
 
 

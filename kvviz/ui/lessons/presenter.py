@@ -58,9 +58,14 @@ class _MouseWatch(QObject):
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt override)
         ours = isinstance(obj, QWidget) and obj.window() is self.presenter
-        if ours and event.type() == QEvent.Type.MouseMove:
+        if not ours:
+            return False
+        kind = event.type()
+        if kind == QEvent.Type.MouseMove:
             self.presenter.pointer.move_to(self.presenter.mapFromGlobal(event.globalPosition().toPoint()))
-        return ours and event.type() == QEvent.Type.ToolTip  # no panel's help pops up over the lecture
+        elif kind == QEvent.Type.KeyPress:  # the clicker's keys, whichever panel has the focus (a text view
+            return self.presenter.handle_key(event.key())  # would take PageDown to scroll itself)
+        return kind == QEvent.Type.ToolTip  # no panel's help pops up over the lecture
 
 
 class PresenterWindow(QWidget):
@@ -182,7 +187,11 @@ class PresenterWindow(QWidget):
 
     # -- keys, blank, pointer ---------------------------------------------------------------------
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        key = event.key()
+        if not self.handle_key(event.key()):
+            super().keyPressEvent(event)
+
+    def handle_key(self, key) -> bool:
+        """Act on a presenter's key; False for any other key."""
         if key in NEXT_KEYS:
             self.move(1)
         elif key in PREV_KEYS:
@@ -200,7 +209,8 @@ class PresenterWindow(QWidget):
         elif key == Qt.Key.Key_Escape:
             self.close()
         else:
-            super().keyPressEvent(event)
+            return False
+        return True
 
     def set_blank(self, on: bool) -> None:
         self.blank.setGeometry(self.rect())

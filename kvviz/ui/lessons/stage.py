@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import (
     QFrame,
@@ -118,7 +118,25 @@ class ScenePage(QWidget):
         for r in range(rows):
             grid.setRowStretch(r, 1)
         self.drawn: tuple | None = None  # (step, language) last drawn
+        self.drawn_sizes: list[tuple[int, int]] = []  # the panels' sizes then
         self._zoomed = False
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """A page resized after it drew (the window went full screen) draws again at its new sizes, once the
+        resizes of this turn of the event loop are done."""
+        super().resizeEvent(event)
+        if self.drawn is not None and self.isVisible():
+            QTimer.singleShot(0, self._redraw_if_resized)
+
+    def _redraw_if_resized(self) -> None:
+        if self.drawn is not None and self.sizes() != self.drawn_sizes:
+            step, lang = self.drawn
+            self.drawn = None
+            self.draw(step, lang)
+
+    def sizes(self) -> list[tuple[int, int]]:
+        """Each panel's size: a panel that fits its type to its room (the summary's table) drew for these."""
+        return [(b.panel.width(), b.panel.height()) for b in self.boxes]
 
     def box(self, key: str) -> Box | None:
         return next((b for b in self.boxes if b.key == key), None)
@@ -153,6 +171,7 @@ class ScenePage(QWidget):
         if not self.drawn:
             self._mark_region()
         self.drawn = (step, lang)
+        self.drawn_sizes = self.sizes()
 
     def retranslate(self) -> None:
         for box in self.boxes:
@@ -208,6 +227,10 @@ class SceneStage(QStackedWidget):
         self._set_style_zoom(scene.zoom)  # what the panels read as they draw
         if self.currentWidget() is not page:
             self.setCurrentWidget(page)
+            page.resize(self.size())  # laid out now: the panels draw at the size they are shown at
+            page.layout().activate()
+            if page.sizes() != page.drawn_sizes:  # drawn ahead at other sizes than it is shown at: again
+                page.drawn = None
         page.draw(step, lang)
 
     def warm_up(self, scene: Scene, run: SceneRun, step: int, lang: str) -> None:
@@ -216,6 +239,7 @@ class SceneStage(QStackedWidget):
         if page.drawn is None:
             shown = self.currentWidget()
             page.resize(self.size())
+            page.ensurePolished()  # its style's fonts, as a shown page has them (a table's rows are sized by them)
             page.layout().activate()
             page.draw(step, lang)
             if shown is not None:
