@@ -128,6 +128,31 @@ def test_the_same_recording_replayed_twice_draws_the_same_frames(qtbot, tmp_path
         assert np.array_equal(a, b), f"sample {i} drawn differently"
 
 
+def test_the_window_exports_the_view_the_page_and_an_animation_of_a_recording(qtbot, tmp_path, recording):
+    """PNG (the trunk's colour in it), SVG, the page (the trunk in its data) and a GIF of the recording replayed
+    into the panels (a frame per sample, the last with the trunk drawn)."""
+    from PIL import Image
+
+    w = _window(qtbot, tmp_path)
+    with pytest.raises(ValueError, match="nothing to export"):
+        w.exports.export("png", tmp_path / "none.png")
+    _replay_to_end(w, recording)
+    png = w.exports.export("png", tmp_path / "view.png")
+    assert _count(np.asarray(Image.open(png).convert("RGB")), TRUNK) > 2000
+    svg = w.exports.export("svg", tmp_path / "view.svg").read_text()
+    assert svg.startswith("<?xml") and "<svg" in svg
+    page = w.exports.export("page", tmp_path / "watch.html").read_text()
+    assert "a trunk of 3 blocks with 4 branches" in page
+    gif = w.exports.export("gif", tmp_path / "watch.gif")
+    with Image.open(gif) as im:
+        frames = im.n_frames
+        im.seek(frames - 1)
+        last = np.asarray(im.convert("RGB"))
+    assert 2 <= frames <= w.source.total
+    near = (np.abs(last.astype(int) - np.array(TRUNK)) <= 12).all(axis=2).sum()  # a GIF's palette is near
+    assert near > 2000, near
+
+
 def _watch_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("kvviz-watch")]
 
