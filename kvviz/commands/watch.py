@@ -98,15 +98,6 @@ def _cacert(path: str | None) -> str | None:
     return path
 
 
-def text_of_tokens(model: str):
-    """The tokens of a block as text, with the tokenizer `model` names."""
-    from kvviz.models.presets import load_tokenizer
-    from kvviz.textshow import readable
-
-    tok = load_tokenizer(model)
-    return lambda ids: readable([tok.token_text(i) for i in ids])
-
-
 def _need(*modules: str) -> None:
     """A one-line refusal naming the watch extra when one of its packages is missing."""
     import importlib.util
@@ -126,6 +117,8 @@ def run(args) -> int:
 
     if args.page:
         check_writable(args.page, "the page")
+    from kvviz.peers.watch.tokens import text_of_tokens
+
     text_of = text_of_tokens(args.model) if args.model else None
     if args.gui:
         return _gui(args, text_of)
