@@ -234,16 +234,19 @@ class SceneStage(QStackedWidget):
         page.draw(step, lang)
 
     def warm_up(self, scene: Scene, run: SceneRun, step: int, lang: str) -> None:
-        """Build and draw a scene's page ahead, unseen (the next scene, while this one is presented)."""
+        """Build and draw a scene's page ahead (the next scene, while this one is presented): made current for
+        the draw, so it is laid out as it will be shown, and the shown page put back before anything paints."""
         page = self.page_of(scene, run)
-        if page.drawn is None:
-            shown = self.currentWidget()
-            page.resize(self.size())
-            page.ensurePolished()  # its style's fonts, as a shown page has them (a table's rows are sized by them)
-            page.layout().activate()
-            page.draw(step, lang)
-            if shown is not None:
-                self._set_style_zoom(shown.scene.zoom)
+        shown = self.currentWidget()
+        if page.drawn is not None or shown is None or shown is page:
+            return
+        self.setCurrentWidget(page)
+        page.resize(self.size())
+        page.layout().activate()
+        page.draw(step, lang)
+        page.grab()  # painted once offscreen: the plots' cached pictures (axes, ticks) are made now
+        self.setCurrentWidget(shown)
+        self._set_style_zoom(shown.scene.zoom)
 
     def _set_style_zoom(self, percent: int) -> None:
         from kvviz.ui import style
