@@ -37,11 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="tiny,wide")
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--prompts", type=int, default=len(PROMPTS), help=f"the first N of the {len(PROMPTS)} prompts")
     parser.add_argument("--k", type=int, default=4, help="drafts per round")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-    if args.tokens < 2 or args.repeat < 1:
-        raise SystemExit("--tokens must be at least 2 and --repeat at least 1")
+    if args.tokens < 2 or args.repeat < 1 or not 1 <= args.prompts <= len(PROMPTS):
+        raise SystemExit(f"--tokens must be at least 2, --repeat at least 1, --prompts 1..{len(PROMPTS)}")
 
     import os
 
@@ -54,11 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     tok = ByteTokenizer()
     sides = [("static", {}), *[(key, dict(rollback=rule, spec_k=args.k)) for key in ("spec-lookup", "spec-draft")
                                for rule in ("overwrite", "crop")]]
-    print(f"{args.tokens} new tokens x {len(PROMPTS)} prompts, k={args.k}, greedy, {args.threads} thread(s), "
+    print(f"{args.tokens} new tokens x {args.prompts} prompts, k={args.k}, greedy, {args.threads} thread(s), "
           f"median of {args.repeat} repeats (sides in turns); load average {os.getloadavg()[0]:.2f} at the start")
     for name in args.models.split(","):
         model = load_model(name, torch.device("cpu"))
-        prompts = [tok.encode(p) for p in PROMPTS]
+        prompts = [tok.encode(p) for p in PROMPTS[:args.prompts]]
         times: dict[str, list[float]] = {}
         stats: dict[str, tuple[int, int, int, int]] = {}
         reference: dict[int, list[int]] = {}  # static's tokens per prompt
