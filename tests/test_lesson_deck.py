@@ -27,7 +27,7 @@ def press(browser, key: str) -> None:
 
 def settled(browser, want_step=None) -> tuple:
     """(scene, stop, the scene page's step) once the shown scene is ready (and at `want_step`, if given)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # a loaded machine: a serve page's first draw has taken seconds
     while True:
         state = browser.eval("[kvvizLesson.scene, kvvizLesson.stop, kvvizLesson.ready(), kvvizLesson.step]")
         if state[2] and (want_step is None or state[3] == want_step):
