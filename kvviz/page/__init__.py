@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -17,7 +18,8 @@ import numpy as np
 from kvviz import catalog
 from kvviz.format import fmt_bytes
 from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel
-from kvviz.page.strings import page_strings
+from kvviz.page.strings import LANGUAGES, page_strings, translator
+from kvviz.records.narration import Run, describe
 from kvviz.records.repeats import RepeatedRunInfo, repeat_of
 from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.textshow import group_labels
@@ -79,6 +81,24 @@ def _attention(steps: Sequence[StepTrace]) -> dict | None:
             "rows": base64.b64encode(flat.astype("<f2").tobytes()).decode("ascii")}
 
 
+def _engine_html(engine: str, order: int) -> str:
+    """An engine's name in the narration: page.js colours class e{order} with the engine's colour."""
+    return f'<b class="e{order}">{html.escape(engine)}</b>'
+
+
+def _narration(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first: int, last: int) -> dict:
+    """The window's narration (kvviz.records.narration.describe) of each step the slider spans, first..last, in
+    both languages: {"en": [...], "zh_CN": [...]}."""
+    run = Run(info, {name: list(steps[: last + 1]) for name, steps in traces.items()})
+    strings = page_strings()
+    out = {}
+    for lang in LANGUAGES:
+        words, kernels = translator("Narration", lang, strings), translator("kernels", lang, strings)
+        out[lang] = [describe(run, step, _engine_html, _tr=words, tr_kernels=kernels)
+                     for step in range(first, last + 1)]
+    return out
+
+
 def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first: int = 0,
               last: int | None = None) -> dict:
     """What page.js draws from: the run's info, per engine its steps as columns (0..last: the totals and the
@@ -130,6 +150,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
         "engines": engines,
         "range": [first, last],
         "exact": list(catalog.exact_keys()),  # the engines whose quality is the reference's own
+        "narration": _narration(info, traces, first, last),
         "strings": page_strings(),
     }
 
@@ -138,12 +159,17 @@ def _asset(name: str) -> str:
     return (HERE / name).read_text(encoding="utf-8")
 
 
+_UNSAFE = re.compile("[<\u2028\u2029\ud800-\udfff]")  # what _script_json writes as \\uXXXX
+
+
 def _script_json(doc) -> str:
     """JSON safe inside a <script> element: every "<" written as \\u003c (JSON reads it back as "<"), so no
     text in any field can close the element (</script), open a comment (<!--) or start one the parser
-    then waits to close (<!--<script), and no U+2028 ends a line in old engines (ensure_ascii)."""
-    text = json.dumps(doc, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c")
+    then waits to close (<!--<script), and no U+2028 or U+2029 ends a line in old engines, and no lone
+    surrogate fails the UTF-8 the page is written in: those as escapes, other text as it is (Chinese three bytes
+    a character, not six)."""
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def check_steps_range(n_steps: int, first: int | None, last: int | None) -> tuple[int, int]:

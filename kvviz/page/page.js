@@ -28,6 +28,7 @@ function tr(context, source) {
   if (!found) untranslated.add(context + "\u0000" + source);
   return found || source;
 }
+function say(texts) { return texts[lang]; }  // Python's words in the reader's language ({en, zh_CN})
 function pyRound(x, digits) {  // Python's round-half-even on the exact binary value
   const m = Math.pow(10, digits), s = x * m, f = Math.floor(s), d = s - f;
   if (d === 0.5) return (f % 2 === 0 ? f : f + 1) / m;
@@ -275,7 +276,6 @@ function median(xs) {  // Python's statistics.median: the middle value, or the m
 function esc(text) { return String(text).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]); }
 // An engine's name as shown; a kernel comparison's lane as "static · C step", its kernel in the reader's language.
 function label(e) { return e.kernel ? `${e.engine} \u00b7 ${tr("kernels", (INFO.kernel_labels || {})[e.kernel] || e.kernel)}` : e.name; }
-function engineHtml(e) { return `<b style="color:${e.color}">${esc(label(e))}</b>`; }
 function outline(ctx, x, y, w, h) {  // the step's rows framed from outside, so a one-pixel row stays seen
   ctx.strokeStyle = OUTLINE; ctx.lineWidth = 2; ctx.strokeRect(x - 1, y - 1, w + 2, h + 2);
 }
@@ -327,13 +327,11 @@ function buildPanels() {
   el.attention.caption = el.attention.section.querySelector(".caption");
   el.attention.label = el.attention.section.querySelector("label");
   el.cache_memory.pool = el.cache_memory.section.querySelector(".pool");
+  const css = document.createElement("style");  // the narration names an engine as <b class="e{order}"> (Python's)
+  css.textContent = ENGINES.map(e => `#narration .e${e.order} { color: ${e.color}; }`).join(" ");
+  document.head.appendChild(css);
 }
 
-// The narration (kvviz/ui/narration.py's describe), sentence for sentence.
-function names(list) {
-  if (list.length === 1) return list[0];
-  return pyFormat(tr("Narration", "{names} and {last}"), { names: list.slice(0, -1).join(tr("Narration", ", ")), last: list[list.length - 1] });
-}
 // Which kernel ran which engines' decode steps (the window's narration.kernels_ran / kernels_text): one for a
 // run, several for an older trace whose engines ran different kernels, none where the trace does not say.
 function kernelsRan(names) {
@@ -347,92 +345,6 @@ function kernelsText(groups, rich) {
   if (groups.length === 1) return label(groups[0][0]);
   return groups.map(([k, es]) => pyFormat(N("{kernel} ({engines})"), { kernel: label(k), engines: es.map(name).join(N(", ")) })).join(N(", "));
 }
-function kernelSentence(steps, k0) {  // the window's narration._kernel_sentence, full form
-  const N = s => tr("Narration", s), groups = kernelsRan(steps.map(([e]) => e.name));
-  if (!groups.length || k0 === 0) return "";
-  const kernel = kernelsText(groups, true);
-  if (groups.length > 1) return pyFormat(N("Decode kernels: {kernels}; their times differ by kernel as well as by cache."), { kernels: kernel });
-  if (steps.length === 1) return pyFormat(N("Decode kernel: {kernel}."), { kernel });
-  return pyFormat(N("Every engine decodes with the {kernel} kernel: their times differ by cache alone."), { kernel });
-}
-function narration(k) {
-  const steps = ENGINES.map(e => [e, stepOf(e, k)]);
-  if (!steps.length) return "";
-  const N = s => tr("Narration", s);
-  const [e0, k0] = steps[0];
-  let text;
-  const groups = new Map();
-  if (k0 === 0) {
-    for (const [e, kk] of steps) { const key = String(computed(e, kk)); if (!groups.has(key)) groups.set(key, []); groups.get(key).push(engineHtml(e)); }
-    const parts = [];
-    for (const [n, who] of groups) {
-      const w = who.length === steps.length && steps.length > 1 ? N("every engine") : names(who);
-      parts.push(pyFormat(N("{engines} computed the K/V of all {n} prompt positions in one pass"), { engines: w, n }));
-    }
-    text = pyFormat(N("Step {step}, prefill: {work}."), { step: k0, work: parts.join(N("; ")) });
-  } else {
-    for (const [e, kk] of steps) {
-      const cached = e.steps.pos_start[kk] - evicted(e, kk).filter(p => p < e.steps.pos_start[kk]).length;
-      const key = [computed(e, kk), recomputed(e, kk), cached].join(",");
-      if (!groups.has(key)) groups.set(key, []); groups.get(key).push(engineHtml(e));
-    }
-    const parts = [];
-    for (const [key, who] of groups) {
-      const [n, again, cached] = key.split(",").map(Number);
-      parts.push(again ? pyFormat(N("{engines} computed the K/V of all {n} positions, {again} of them again though unchanged"), { engines: names(who), n, again })
-        : pyFormat(N("{engines} computed {new} new K/V and read {cached} from the cache"), { engines: names(who), new: n, cached }));
-    }
-    text = pyFormat(N("Step {step}, decode: {work}."), { step: k0, work: parts.join(N("; ")) });
-  }
-  const drops = [];
-  for (const [e, kk] of steps) {
-    if (e.steps.window[kk] === null) continue;
-    const before = new Set(kk ? evicted(e, kk - 1) : []), gone = evicted(e, kk).filter(p => !before.has(p));
-    const held = pyFormat(N("the cache holds {held} of {n} positions"), { held: e.steps.cache_len[kk], n: e.steps.pos_stop[kk] });
-    if (!gone.length) drops.push(pyFormat(N("{engine} dropped nothing; {held}"), { engine: engineHtml(e), held }));
-    else if (gone.length === 1) drops.push(pyFormat(N("{engine} dropped position {pos}; {held}"), { engine: engineHtml(e), pos: gone[0], held }));
-    else drops.push(pyFormat(N("{engine} dropped positions {first}-{last}; {held}"), { engine: engineHtml(e), first: gone[0], last: gone[gone.length - 1], held }));
-  }
-  if (drops.length) text = pyFormat(N("{work} Eviction: {drops}."), { work: text, drops: drops.join(N("; ")) });
-  if (INFO.wall) {
-    const reads = [];
-    for (const [e, kk] of steps) {
-      const [weights, kv] = wallRead(e, kk), ms = e.steps.latency_ms[kk], g = gbps(weights + kv, ms);
-      if (!(g < Infinity)) continue;
-      const values = { engine: engineHtml(e), weights: fmtBytes(weights), kv: fmtBytes(kv), ms: fmtMs(ms), gbps: esc(fmtFigure(g)) };  // "<0.01" is text
-      const pct = { pct: INFO.ceiling === null ? "" : fixed(100 * g / INFO.ceiling, 0) };
-      if (INFO.ceiling === null) reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s"), values));
-      else if (INFO.ceiling_kind === "read") reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine's read ceiling"),
-        Object.assign(pct, values)));
-      else reads.push(pyFormat(N("{engine} read {weights} of weights and {kv} of K/V in {ms}, {gbps} GB/s, {pct}% of this machine's copy bandwidth"),
-        Object.assign(pct, values)));
-    }
-    if (reads.length) {
-      let wall = pyFormat(N("{reads}."), { reads: reads.join(N("; ")) });
-      // a share past 100%: what the step reads stays in the CPU's cache (the window's narration._wall)
-      const fits = INFO.ceiling_kind !== "read" || !INFO.ceiling ? [] : steps.map(([e, kk]) => {
-        const [weights, kv] = wallRead(e, kk);
-        return 100 * gbps(weights + kv, e.steps.latency_ms[kk]) / INFO.ceiling >= 100.5
-          && weights + kv <= INFO.cache_bytes ? weights + kv : null;
-      }).filter(b => b !== null);
-      if (fits.length) wall = pyFormat(N("{reads} Above 100%: the {bytes} a step reads fit in this CPU's {cache} cache, which the read ceiling's probe overflows."),
-        { reads: wall, bytes: fmtBytes(Math.max(...fits)), cache: fmtBytes(INFO.cache_bytes) });
-      text = pyFormat(N("{work} {wall}"), { work: text, wall });
-    }
-  }
-  const kernel = kernelSentence(steps, k0);
-  if (kernel) text = pyFormat(N("{work} {wall}"), { work: text, wall: kernel });
-  const moved = [];
-  for (const [e, kk] of steps) {
-    const verbs = [[N("copied {bytes}"), e.steps.bytes_copied[kk]], [N("wrote {bytes}"), e.steps.bytes_written[kk]],
-      [N("gathered {bytes}"), e.steps.bytes_gathered[kk]]].filter(v => v[1]).map(v => pyFormat(v[0], { bytes: fmtBytes(v[1]) }));
-    if (verbs.length) moved.push(`${engineHtml(e)} ${names(verbs)}`);
-  }
-  if (moved.length) text = pyFormat(N("{work} Cache traffic: {moves}."), { work: text, moves: moved.join(N("; ")) });
-  return unbroken(text);
-}
-// A figure and its unit joined by a no-break space, as the window's narration does (narration._unbroken).
-function unbroken(text) { return text.replace(/(\d) (GB\/s|GiB|MiB|KiB|B|ms|µs|s)\b/g, "$1\u00a0$2"); }
 
 // Token stream: the prompt grey, each engine's tokens, the step's highlighted, later ones faded.
 const WS_MARKS = { " ": "\u00b7", "\t": "\u2192", "\r": "\u240d" };
@@ -1004,7 +916,7 @@ function drawBar(k) {
   if (ENGINES.length < 2) { badge.textContent = T("one engine"); badge.className = ""; }
   else if (d === null) { badge.textContent = T("identical"); badge.className = "same"; }
   else { badge.textContent = pyFormat(T("differ at step {0}"), { 0: d }); badge.className = "differ"; }
-  document.getElementById("narration").innerHTML = narration(k);
+  document.getElementById("narration").innerHTML = say(DATA.narration)[k - FIRST];  // Python's: the window's words
   const F = t => tr("StatusFields", t);  // the window's status bar fields (kvviz/ui/status.py)
   const fields = [pyFormat(F("device {0}, {1}"), { 0: INFO.device || "-", 1: INFO.dtype || "-" }),
     pyFormat(F("model {0}"), { 0: INFO.model_name }), pyFormat(F("{0} parameters"), { 0: fmtCountShort(INFO.param_count) }),
@@ -1059,7 +971,7 @@ function togglePlay() {
 function init() {
   if (DATA.start.embedded) document.body.classList.add("embedded");
   if (DATA.kind === "serve") {
-    SERVE = window.kvvizServe({ DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch, plot, niceTicks, redraw: draw });
+    SERVE = window.kvvizServe({ DATA, tr, say, esc, hex, fitCanvas, swatch, plot, redraw: draw });
     document.getElementById("badge").style.display = "none";
   } else buildPanels();
   const slider = document.getElementById("slider");

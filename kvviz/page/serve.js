@@ -2,11 +2,12 @@
    (kvviz/ui/serve): the request timeline, the block pool, pool use and batch size, latency per request, the
    counters, the selected request's text and the narration. A click on the timeline selects a request. Where vLLM ran
    beside the schedulers (DATA.vllm), its rows under theirs, its column in the counters, its line in the pool use and
-   its sentence in the narration, from the counts Python wrote. page.js (after this file) gives the words, formatters
-   and drawing helpers, then calls window.kvvizServe. */
+   its sentence in the narration. Every sentence, figure and series is Python's (kvviz/page/serve.py), in both
+   languages: this file draws and navigates. page.js (after this file) gives the titles' words and the drawing
+   helpers, then calls window.kvvizServe. */
 "use strict";
 window.kvvizServe = function (lib) {
-  const { DATA, tr, pyFormat, fixed, commas, esc, hex, fitCanvas, swatch, plot, niceTicks, redraw } = lib;
+  const { DATA, tr, say, esc, hex, fitCanvas, swatch, plot, redraw } = lib;
   const RUNS = DATA.schedulers, KINDS = DATA.cell_kinds, COLORS = KINDS.map(k => hex(DATA.cell_colors[k]));
   const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020", SELECTED_ROW = "#ffd54f";
   const V = DATA.vllm, BANDS = RUNS.concat(V ? [V] : []);  // the timeline's blocks: the schedulers', then vLLM's
@@ -30,17 +31,16 @@ window.kvvizServe = function (lib) {
   // r.steps holds one record per step, except a stretch with no request to run: one record from step r.at[i] to
   // r.at[i + 1] - 1 (r.at ends with the step count r.n). rec: the record that stands for step k (clamped).
   const clamp = (r, k) => Math.min(k, r.n - 1);
-  function engineAt(k) {  // vLLM's engine step at or before step k (its index in V.eng), -1 before its first
-    let lo = -1, hi = V.eng.length - 1;
-    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (V.eng[mid] <= k) lo = mid; else hi = mid - 1; }
+  function lastAt(xs, k, n = xs.length) {  // the last of xs[0..n) at or before k (xs ascending), -1 before the first
+    let lo = -1, hi = n - 1;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (xs[mid] <= k) lo = mid; else hi = mid - 1; }
     return lo;
   }
-  function rec(r, k) {
-    let lo = 0, hi = r.steps.length - 1;
-    k = clamp(r, k);
-    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (r.at[mid] <= k) lo = mid; else hi = mid - 1; }
-    return lo;
-  }
+  const engineAt = k => lastAt(V.eng, k);  // vLLM's engine step at or before step k (its index in V.eng)
+  const rec = (r, k) => Math.max(0, lastAt(r.at, clamp(r, k), r.steps.length));
+  // Python's text for a run of steps leaves marks where the step shown goes (kvviz/page/serve.py STEP_MARK and
+  // COUNT_MARK): its number, and the steps counted to it as Python's f"{k + 1:,}" writes them.
+  const atStep = (text, k) => text.replace(/\u0001/g, String(k)).replace(/\u0002/g, (k + 1).toLocaleString("en-US"));
   function column(r, k) {  // the first column of step k: a stretch's steps share its column in equal fractions
     if (k >= r.n) return r.x0[r.x0.length - 1];
     const i = rec(r, k);
@@ -60,56 +60,7 @@ window.kvvizServe = function (lib) {
   });
   function requestColor(i) { return DATA.palette[i % DATA.palette.length]; }
 
-  // The narration (kvviz/ui/serve/narration.py): one sentence per scheduler.
-  function describeStep(s) {
-    const N = t => tr("ServeNarration", t), out = [];
-    for (const r of s.fin) out.push(pyFormat(N("request {0} finished and left"), { 0: r }));
-    for (const r of s.adm) {
-      const hit = s.hit[String(r)];
-      out.push(hit ? pyFormat(N("request {0} joined and reused {1} blocks of a cached prefix ({2} tokens not prefilled)"), { 0: r, 1: hit[0], 2: hit[1] })
-        : pyFormat(N("request {0} joined"), { 0: r }));
-    }
-    for (const p of s.pre) out.push(pyFormat(N("request {0} was preempted ({1} blocks freed, {2} positions to compute again)"), { 0: p[0], 1: p[1], 2: p[2] }));
-    if (s.pad) out.push(pyFormat(N("{0} padding slots computed and thrown away"), { 0: s.pad }));
-    if (s.idle) out.push(pyFormat(N("{0} idle slots of finished requests"), { 0: s.idle }));
-    if (!s.work) out.push(N("nothing to run"));
-    const used = [...s.states].filter(c => c === "u").length, cached = [...s.states].filter(c => c === "c").length;
-    let tail = pyFormat(N("{0} of {1} blocks free"), { 0: s.states.length - used - cached, 1: s.states.length });
-    if (cached) tail += pyFormat(N(" ({0} more cached)"), { 0: cached });
-    out.push(tail);
-    return out;
-  }
-  // vLLM's sentence (narration.py's narrate_vllm): its counts, and the counterpart's where they differ.
-  const VLLM_COUNTS = ["running", "waiting", "blocks", "cached", "preempted"];
-  function countClauses(counts, keys) {
-    const N = t => tr("ServeNarration", t);
-    const words = { running: N("{0} running"), waiting: N("{0} waiting"), blocks: N("{0} blocks in use"),
-      cached: N("{0} prompt tokens from its cache"), preempted: N("{0} preempted") };
-    return keys.map(key => pyFormat(words[key], { 0: counts[VLLM_COUNTS.indexOf(key)] }));
-  }
-  function narrateVllm(k) {
-    const N = t => tr("ServeNarration", t);
-    if (k >= V.n) return pyFormat(N("vLLM: done after {0} steps"), { 0: V.n });
-    const i = engineAt(k);
-    if (i < 0 || V.eng[i] !== k) return pyFormat(N("vLLM, step {0}: nothing to run"), { 0: k });
-    const ours = V.ours[i], theirs = V.theirs[i];
-    const keys = ["running", "waiting", "blocks", "cached"].concat(ours[4] ? ["preempted"] : []);
-    const clauses = countClauses(ours, keys);
-    const differ = theirs ? VLLM_COUNTS.filter((key, j) => theirs[j] !== ours[j]) : [];
-    if (differ.length) clauses.push(pyFormat(N("{0}: {1}"), { 0: V.counterpart, 1: countClauses(theirs, differ).join(N(", ")) }));
-    return pyFormat(N("vLLM, step {0}: {1}"), { 0: k, 1: clauses.join("; ") });
-  }
-  function narrate(k) {
-    const N = t => tr("ServeNarration", t);
-    return RUNS.map(r => k >= r.n ? pyFormat(N("{0}: done after {1} steps"), { 0: r.name, 1: r.n })
-      : pyFormat(N("{0}, step {1}: {2}"), { 0: r.name, 1: k, 2: describeStep(r.steps[rec(r, k)]).join("; ") }))
-      .concat(V ? [narrateVllm(k)] : []).join(".  ");
-  }
-  function vllmHeading(k) {  // the line above vLLM's rows (the timeline panel's vllm_heading)
-    const i = Math.max(0, engineAt(k)), c = V.ours[i];
-    return pyFormat(tr("TimelinePanel", "vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its cache, {5} preempted"),
-      { 0: V.eng[i], 1: c[0], 2: c[1], 3: c[2], 4: c[3], 5: c[4] });
-  }
+  function vllmHeading(k) { return say(V.head[Math.max(0, engineAt(k))]); }  // the line above vLLM's rows
 
   function drawTimeline(k) {
     const T = t => tr("TimelinePanel", t);
@@ -144,10 +95,7 @@ window.kvvizServe = function (lib) {
     el.pool.legend.innerHTML = "";
     const [ctx, w, h] = fitCanvas(el.pool.canvas), band = h / RUNS.length;
     RUNS.forEach((r, i) => {
-      const s = r.steps[rec(r, k)], n = s.states.length;
-      const used = [...s.states].filter(c => c === "u").length, cached = [...s.states].filter(c => c === "c").length;
-      let head = pyFormat(P("{0}: {1} of {2} blocks free"), { 0: r.name, 1: n - used - cached, 2: n });
-      if (cached) head += pyFormat(P(", {0} cached"), { 0: cached });
+      const s = r.steps[rec(r, k)], n = s.states.length, head = say(s.head);
       ctx.font = "12px sans-serif"; ctx.fillStyle = r.color; ctx.textAlign = "left"; ctx.textBaseline = "top";
       ctx.fillText(head, 4, i * band + 1);
       const top = i * band + 16, rw = w - 8, rh = band - 20, gap = 2;
@@ -171,18 +119,10 @@ window.kvvizServe = function (lib) {
       }
     });
   }
-  function cellText(key, c) {
-    if (!(key in c)) return "\u2013";  // vLLM reports nothing alike
-    if (key === "padding_share" || key === "idle_share" || key === "hit_rate") return fixed(100 * c[key], 0) + "%";
-    if (key === "tokens_per_s") return commas(fixed(c[key], 0));
-    return commas(String(Math.trunc(c[key])));
-  }
   function countersAt(r, k) {  // a stretch's record holds the counters as of its first step: the steps go on
-    if (r === V) {  // vLLM's engine step at or before k (none before its first: every count 0)
-      const i = engineAt(k), zero = { steps: 0, saved: 0, hit_rate: 0, prefill: 0, preemptions: 0, tokens: 0, tokens_per_s: 0, peak_blocks: 0 };
-      return i < 0 ? zero : Object.assign({}, V.counters[i], { steps: clamp(V, k) + 1 });
-    }
-    return Object.assign({}, r.counters[rec(r, k)], { steps: clamp(r, k) + 1 });
+    if (r !== V) return r.counters[rec(r, k)].map(text => atStep(text, clamp(r, k)));
+    const i = engineAt(k);
+    return i < 0 ? V.before : V.counters[i].map(text => atStep(text, clamp(V, k)));
   }
   function drawCounters(k) {
     const C = t => tr("CountersPanel", t);
@@ -192,8 +132,9 @@ window.kvvizServe = function (lib) {
       ["hit_rate", C("prefix hits")], ["saved", C("tokens saved")], ["prefill", C("prefilled")], ["preemptions", C("preempted")], ["tokens", C("tokens")],
       ["tokens_per_s", C("tokens/s")], ["peak_blocks", C("peak blocks")]];
     let out = `<table class="summary"><thead><tr><th></th>${BANDS.map(r => `<th style="color:${r.color}">${esc(r.name)}</th>`).join("")}</tr></thead><tbody>`;
-    for (const [key, name] of rows) out += `<tr data-key="${key}"><th class="row">${esc(name)}</th>` +
-      BANDS.map(r => `<td data-scheduler="${esc(r.name)}">${cellText(key, countersAt(r, k))}</td>`).join("") + "</tr>";
+    const cells = BANDS.map(r => countersAt(r, k));
+    rows.forEach(([key, name], i) => { out += `<tr data-key="${key}"><th class="row">${esc(name)}</th>` +
+      BANDS.map((r, j) => `<td data-scheduler="${esc(r.name)}">${cells[j][i]}</td>`).join("") + "</tr>"; });
     el.counters.body.innerHTML = out + "</tbody></table>";
   }
 
@@ -217,18 +158,14 @@ window.kvvizServe = function (lib) {
     el.usage.canvas.dataset.plots = JSON.stringify([a, b].map(p => p && [p.left, p.top, p.pw, p.ph]));
   }
 
-  // Latency per request (kvviz/ui/serve/panels/latency.py, ServeHistory.latency): TTFT from the start of the
-  // arrival step to the end of the step of the first token; TPOT the time after it over the tokens after it.
+  // Latency per request (kvviz/ui/serve/panels/latency.py, ServeHistory.latency_marks): each request's values
+  // after the tokens it emitted by step k.
   function latency(r, k) {
-    const n = DATA.n_requests, steps = r.steps.slice(0, rec(r, k) + 1), ends = [], starts = [];
-    let t = 0;
-    for (const s of steps) { t += s.ms; ends.push(t); starts.push(t - s.ms); }
-    const first = new Array(n).fill(-1), last = new Array(n).fill(-1), count = new Array(n).fill(0);
-    steps.forEach((s, i) => { for (const q of s.em) { if (first[q] < 0) first[q] = i; last[q] = i; count[q]++; } });
-    const ttft = [], tpot = [];
-    for (let q = 0; q < n; q++) {
-      ttft.push(first[q] >= 0 && DATA.arrival[q] <= clamp(r, k) ? ends[first[q]] - starts[rec(r, DATA.arrival[q])] : NaN);
-      tpot.push(count[q] >= 2 ? (ends[last[q]] - ends[first[q]]) / (count[q] - 1) : NaN);
+    const kk = clamp(r, k), ttft = [], tpot = [];
+    for (const [at, first, after] of r.latency) {
+      let c = 0;
+      while (c < at.length && at[c] <= kk) c++;
+      ttft.push(c >= 1 ? first : NaN); tpot.push(c >= 2 ? after[c - 1] : NaN);
     }
     return [ttft, tpot];
   }
@@ -259,7 +196,7 @@ window.kvvizServe = function (lib) {
   // The selected request's text (kvviz/ui/serve/panels/text.py): its prompt, then each scheduler's words so far.
   function drawText(k) {
     const X = t => tr("TextPanel", t), q = Math.min(request, Math.max(0, DATA.n_requests - 1));
-    el.text.title.textContent = pyFormat(X("Request {0}: its text"), { 0: q });
+    el.text.title.textContent = say(DATA.text_titles)[q];
     el.text.legend.innerHTML = "";
     const words = BANDS.map(r => {  // vLLM's tokens counted over its engine steps up to k
       const t = r.texts[q], kk = r === V ? engineAt(k) : rec(r, k), em = i => r === V ? V.em[i] : r.steps[i].em;
@@ -275,26 +212,17 @@ window.kvvizServe = function (lib) {
   }
   // Every request's tokens against its own solo run (text.py's solo_text): a line per scheduler, whatever the step.
   function soloLines() {
-    const X = t => tr("TextPanel", t), lines = [];
-    for (const r of RUNS) {
-      if (!r.solo) continue;
-      const [n, differ] = r.solo, same = n - differ.length;
-      const words = !differ.length ? pyFormat(X("tokens = solo runs: {0} of {1}"), { 0: same, 1: n })
-        : pyFormat(X("tokens \u2260 solo runs: {0} of {1} equal; {2}"), { 0: same, 1: n, 2: differ.map(([q, t, s]) => s === null
-          ? pyFormat(X("request {0} from token {1} (cut short)"), { 0: q, 1: t + 1 })
-          : pyFormat(X("request {0} from token {1} (step {2})"), { 0: q, 1: t + 1, 2: s })).join("; ") });
-      lines.push(`<p class="solo" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> ` +
-        `<span class="${differ.length ? "differ" : "same"}">${esc(words)}</span></p>`);
-    }
-    return lines.length ? `<p class="prompt-text solo-head">${esc(workloadText())}</p>` + lines.join("") : "";
+    const lines = RUNS.filter(r => r.solo_said).map(r => `<p class="solo" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">` +
+      `${esc(r.name)}</b> <span class="${r.solo_said.same ? "same" : "differ"}">${esc(say(r.solo_said))}</span></p>`);
+    return lines.length ? `<p class="prompt-text solo-head">${esc(say(DATA.workload_text))}</p>` + lines.join("") : "";
   }
-  function workloadText() { return pyFormat(tr("TextPanel", "{0}: {1} requests"), { 0: DATA.workload, 1: DATA.n_requests }); }
   return {
     draw(k) {
-      document.getElementById("narration").textContent = narrate(k);  // first: its height sets the panels'
+      const said = DATA.narration;  // first: its height sets the panels'
+      document.getElementById("narration").textContent = atStep(say(said)[Math.max(0, lastAt(said.at, k))], k);
       drawTimeline(k); drawPool(k); drawUsage(k); drawCounters(k); drawLatency(k); drawText(k);
     },
-    label(k) { return pyFormat(tr("TransportBar", "{0} / {1} steps"), { 0: k, 1: DATA.range[1] }); },
-    status() { return `${DATA.model.name}, ${DATA.model.device}, ${DATA.model.dtype} · ${workloadText()}`; },
+    label(k) { return atStep(say(DATA.label), k); },
+    status() { return say(DATA.status); },
   };
 };

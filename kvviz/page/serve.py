@@ -5,8 +5,9 @@ draws them, with every request's tokens under each scheduler checked against its
 holds the solo runs (RequestResult.solo_token_ids), and vLLM's run beside them where the record holds one
 (ServeRun.vllm: its timeline rows, its counters column, its sentence in the narration). No Qt, no torch.
 
-The figures are the Serve view's own: its history (kvviz.serving.history, records and numpy only) makes the
-timeline's cells and the counters; serve.js draws them and tells each step in the view's words.
+The figures and words are the Serve view's own: its history (kvviz.serving.history, records and numpy only) makes
+the timeline's cells, the series, the latency and the counters, kvviz.serving.narration says each step, in English
+and in Chinese (the window's .ts), all written into the page's data; serve.js draws them and navigates.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from kvviz.page import _asset, _script_json, html, write_text
-from kvviz.page.strings import page_strings
+from kvviz.page.strings import LANGUAGES, in_languages, page_strings, translator
+from kvviz.serving.narration import cell_text, narrate, pool_heading, solo_text, vllm_heading, workload_text
 from kvviz.serving.record import ServeRun
 
 MAX_CELLS = 16 << 20  # timeline cells (requests x token slots, all schedulers) one page holds
@@ -32,27 +34,78 @@ VLLM_COLOR = "#e377c2"
 REQUEST_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                    "#9c755f", "#86bcb6", "#8cd17d", "#d4a6c8", "#a0cbe8", "#ffbe7d", "#499894", "#f1ce63")
 PROMPT_CHARS = 600  # a longer prompt is shown by its end (the Serve view's text panel's)
+# What the page writes at the step it shows, in text Python made for a run of steps: the step's number (str), and
+# the steps counted up to it (f"{step + 1:,}"), each lane's step clamped to its last.
+STEP_MARK, COUNT_MARK = "\u0001", "\u0002"
 COUNTERS = ("steps", "padding", "padding_share", "idle", "idle_share", "hit_rate", "saved", "prefill",
             "preemptions", "tokens", "tokens_per_s", "peak_blocks")
 
 
-def _steps_of(steps) -> list[dict]:
-    """Per record (a step, or a stretch with no request to run) what the narration and the pool need, in short
-    keys."""
+def _tr(context: str, lang: str):
+    """The translator of `context` into `lang` from this module's page_strings (the page's string table)."""
+    return translator(context, lang, page_strings())
+
+
+def _say(say, *contexts: str) -> dict[str, str]:
+    return in_languages(say, *contexts, strings=page_strings())
+
+
+def _steps_of(history, k: str) -> list[dict]:
+    """Per record (a step, or a stretch with no request to run) what the pool draws, in short keys, and the
+    requests that emitted a token (the text panel counts them)."""
     out = []
-    for s in steps:
+    for s in history.steps[k]:
         pool = s.pool
         out.append({
-            "fin": list(s.finished), "adm": list(s.admitted),
-            "hit": {str(h.request): [len(h.blocks), h.tokens] for h in s.prefix_hits},
-            "pre": [[p.request, len(p.blocks), p.tokens_lost] for p in s.preemptions],
-            "pad": s.slots_of("padding"), "idle": s.slots_of("idle"), "work": len(s.work),
             "states": "".join(state[0] for state in pool.states),  # u(sed), c(ached), f(ree)
             "owner": [o[0] if o else -1 for o in pool.owners], "filled": list(pool.filled),
-            "refs": list(pool.ref_counts), "bs": pool.block_size, "ms": s.latency_ms,
-            "em": [r for r, _t in s.emitted],  # requests that emitted a token (the latency's count)
+            "refs": list(pool.ref_counts), "bs": pool.block_size,
+            "em": [r for r, _t in s.emitted],
+            "head": _say(lambda tr, s=s: pool_heading(k, s, tr), "PoolPanel"),
         })
     return out
+
+
+def _latency_of(history, k: str) -> list[list]:
+    """Per request [the steps of its tokens, its TTFT, its TPOT after each token] (ServeHistory.latency_marks;
+    None where not known): the latency panel's bars at a step are the values after the tokens emitted by it."""
+    def known(v: float) -> float | None:
+        return None if np.isnan(v) else float(v)
+
+    return [[m.steps.tolist(), known(m.ttft_ms), [known(v) for v in m.tpot_ms]] for m in history.latency_marks(k)]
+
+
+def _counters_of(history, k: str) -> list[list[str]]:
+    """The counters panel's column of a scheduler as its cells read (cell_text), per record as of its first
+    step; a stretch's "steps" cell is COUNT_MARK (its steps differ in that count alone)."""
+    rows = []
+    for s in history.steps[k]:
+        row = [cell_text(key, history.counters(k, s.step)) for key in COUNTERS]
+        if s.span > 1:
+            row[COUNTERS.index("steps")] = COUNT_MARK
+        rows.append(row)
+    return rows
+
+
+def _narration(history) -> dict:
+    """The Serve view's narration (kvviz.serving.narration.narrate) in both languages ("en", "zh_CN"): a
+    sentence per run of steps that differ in the step's number alone (a stretch, vLLM waiting), from the step
+    at[i]; a run longer than one step says STEP_MARK where the number goes."""
+    n = history.n_steps()
+    events = {0}
+    for k in history.schedulers:
+        events.update(history.starts(k).tolist())
+    if history.vllm is not None:
+        events.add(history.vllm.n_steps)
+        for s in history.vllm.steps:
+            events.update((s.step, s.step + 1))
+    at = sorted(e for e in events if 0 <= e < n)
+    texts: dict[str, list[str]] = {lang: [] for lang in LANGUAGES}
+    for i, step in enumerate(at):
+        shown = STEP_MARK if (at[i + 1] if i + 1 < len(at) else n) - step > 1 else None
+        for lang in LANGUAGES:
+            texts[lang].append(narrate(history, step, "full", _tr("ServeNarration", lang), shown))
+    return {**texts, "at": at}
 
 
 def _texts_of(history, k: str) -> list[dict]:
@@ -78,7 +131,7 @@ def _texts_of(history, k: str) -> list[dict]:
     return out
 
 
-def _solo_of(history, k: str) -> list[list] | None:
+def _solo_of(history, k: str) -> list | None:
     """Each request's tokens against its own solo run (ServeHistory.solo_checks): [request, token, step] of
     each request that differs ([] when all are equal), with the number of requests first; None when the
     record holds no solo runs."""
@@ -86,6 +139,15 @@ def _solo_of(history, k: str) -> list[list] | None:
     if checks is None:
         return None
     return [len(checks), [[c.request, c.token, c.step] for c in checks if not c.equal]]
+
+
+def _solo_said(history, k: str) -> dict | None:
+    """The text panel's line of each request's tokens against its own solo run (solo_text) in both languages,
+    and whether all are equal; None when the record holds no solo runs."""
+    checks = history.solo_checks(k)
+    if checks is None:
+        return None
+    return {"same": solo_text(checks)[0], **_say(lambda tr: solo_text(checks, tr)[1], "TextPanel")}
 
 
 def _vllm_data(history) -> dict | None:
@@ -97,20 +159,27 @@ def _vllm_data(history) -> dict | None:
     if lane is None or not lane.steps:
         return None
     timeline = history.vllm_timeline(TIMELINE_CAP)
-    keys = ("running", "waiting", "blocks", "cached", "preempted")
-    counts = [history.vllm_counts(s.step) for s in lane.steps]
     series = history.vllm_series()
+    n = history.n_steps(VLLM)
     return {"name": "vLLM", "color": VLLM_COLOR, "counterpart": lane.counterpart,
             "version": lane.run.version if lane.run is not None else "",
             "cells": base64.b64encode(np.ascontiguousarray(timeline.cells, dtype=np.uint8).tobytes()).decode("ascii"),
             "cols": int(timeline.cells.shape[1]), "x0": timeline.columns.tolist(), "at": timeline.starts.tolist(),
-            "n": history.n_steps(VLLM), "eng": [s.step for s in lane.steps],
-            "ours": [[c[0][k] for k in keys] for c in counts],
-            "theirs": [None if c[1] is None else [c[1][k] for k in keys] for c in counts],
-            "counters": [history.vllm_counters(s.step) for s in lane.steps],
+            "n": n, "eng": [s.step for s in lane.steps],
+            "head": [_say(lambda tr, s=s: vllm_heading(history, s.step, tr), "TimelinePanel")
+                     for s in lane.steps],
+            "counters": [_vllm_row(history, s.step) for s in lane.steps], "before": _vllm_row(history, -1),
             "series": {key: series[key].astype(int).tolist() for key in ("step", "used", "batch")},
             "em": [list(s.emitted) for s in lane.steps], "texts": _texts_of(history, VLLM),
             "blocks": int(lane.run.settings.blocks) if lane.run is not None else 0}
+
+
+def _vllm_row(history, step: int) -> list[str]:
+    """vLLM's counters column at an engine step (its "steps" cell COUNT_MARK: the steps to the next go on)."""
+    row = [cell_text(key, history.vllm_counters(step)) for key in COUNTERS]
+    if step >= 0:
+        row[COUNTERS.index("steps")] = COUNT_MARK
+    return row
 
 
 def serve_data(runs: Sequence[ServeRun]) -> dict:
@@ -131,21 +200,28 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
             "name": k, "color": SCHEDULER_COLORS.get(k, "#7f7f7f"),
             "cells": base64.b64encode(np.ascontiguousarray(timeline.cells, dtype=np.uint8).tobytes()).decode("ascii"),
             "cols": int(timeline.cells.shape[1]), "x0": timeline.columns.tolist(), "n": n,
-            "at": timeline.starts.tolist(), "steps": _steps_of(history.steps[k]),
-            "counters": [{key: history.counters(k, s.step)[key] for key in COUNTERS} for s in history.steps[k]],
+            "at": timeline.starts.tolist(), "steps": _steps_of(history, k), "counters": _counters_of(history, k),
+            "latency": _latency_of(history, k),
             "series": {key: history.series(k)[key].astype(int).tolist()
                        for key in ("step", "used", "batch", "preemptions")},
             "blocks": int(history.settings[k].blocks), "texts": _texts_of(history, k),
-            "solo": _solo_of(history, k),
+            "solo": _solo_of(history, k), "solo_said": _solo_said(history, k),
         })
     n_steps = history.n_steps()
     model = runs[0].model
+    workload = _say(lambda tr: workload_text(history.workload_name, history.n_requests(), tr), "TextPanel")
     prompts = [r.prompt for r in history.workload.requests]
     return {"kind": "serve", "workload": history.workload_name, "n_requests": history.n_requests(),
             "arrival": [int(r.arrival) for r in history.workload.requests],
             "prompts": [p if len(p) <= PROMPT_CHARS else "…" + p[-PROMPT_CHARS:] for p in prompts],
             "model": {"name": model.name, "device": model.device, "dtype": model.dtype},
             "schedulers": schedulers, "vllm": _vllm_data(history), "range": [0, n_steps - 1],
+            "narration": _narration(history), "workload_text": workload,
+            "text_titles": {lang: [_tr("TextPanel", lang)("Request {0}: its text").format(q)
+                                   for q in range(history.n_requests())] for lang in LANGUAGES},
+            "status": {lang: f"{model.name}, {model.device}, {model.dtype} · {workload[lang]}" for lang in LANGUAGES},
+            "label": {lang: _tr("TransportBar", lang)("{0} / {1} steps").format(STEP_MARK, n_steps - 1)
+                      for lang in LANGUAGES},
             "cell_kinds": list(CELL_KINDS),
             "cell_colors": CELL_COLORS, "palette": list(REQUEST_PALETTE), "strings": page_strings(),
             "engines": [], "info": {}}

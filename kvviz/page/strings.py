@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 TS_FILE = Path(__file__).resolve().parent.parent.parent / "assets" / "i18n" / "kvviz_zh_CN.ts"
@@ -39,3 +40,21 @@ def page_strings() -> dict[str, dict[str, str]]:
                 table[source.text or ""] = translation.text
     return out
 
+
+
+LANGUAGES = ("en", "zh_CN")  # the page's languages: English, the window's source, and the .ts's
+
+
+def translator(context: str, lang: str, strings: dict[str, dict[str, str]] | None = None) -> Callable[[str], str]:
+    """The window's translation of a string of `context` into `lang` ("en": the string itself; a string the
+    .ts lacks stays English), from `strings` (default page_strings()): what the page's Python passes to the
+    Qt-free sentence functions."""
+    if lang == "en":
+        return str
+    table = (page_strings() if strings is None else strings).get(context, {})
+    return lambda text: table.get(text, text)
+
+
+def in_languages(say: Callable[..., str], *contexts: str, strings: dict | None = None) -> dict[str, str]:
+    """{language: say(tr, ...)} for each of the page's languages, `say` given a translator per context."""
+    return {lang: say(*(translator(c, lang, strings) for c in contexts)) for lang in LANGUAGES}

@@ -93,6 +93,16 @@ class Timeline:
         return first[first < self.starts[1:]].tolist()
 
 
+@dataclass(frozen=True)
+class LatencyMarks:
+    """One request's latency as its tokens come: steps[i] emitted token i; TTFT (ms, NaN before a token) and
+    the TPOT after token i (tpot_ms[i], ms; NaN for i = 0)."""
+
+    steps: np.ndarray  # int [tokens]
+    ttft_ms: float
+    tpot_ms: np.ndarray  # float [tokens]
+
+
 VLLM = "vllm"  # the lane's key in a batch from the session and in the panels
 
 
@@ -318,30 +328,23 @@ class ServeHistory:
         """(TTFT ms, TPOT ms) per request as of `step` (NaN: not known yet). TTFT runs from the start of
         the arrival step to the end of the step that emitted the first token; TPOT is the time after
         the first token over the tokens after it (the library's RequestResult definitions)."""
-        steps = self._upto(scheduler, step)
         shown = self.clamp(scheduler, step)
         n = self.n_requests()
-        arrival = np.array([r.arrival for r in self.workload.requests]) if n else np.zeros(0, int)
-        ends = np.cumsum([s.latency_ms for s in steps]) if steps else np.zeros(0)
-        starts = ends - np.array([s.latency_ms for s in steps]) if steps else np.zeros(0)
-        record_of = np.searchsorted([s.step for s in steps], arrival, side="right") - 1  # the arrival's record
-        first = np.full(n, -1)  # records, not steps
-        last = np.full(n, -1)
-        count = np.zeros(n, int)
-        for i, s in enumerate(steps):
-            for request, _token in s.emitted:
-                if first[request] < 0:
-                    first[request] = i
-                last[request] = i
-                count[request] += 1
         ttft = np.full(n, np.nan)
         tpot = np.full(n, np.nan)
-        for r in range(n):
-            if first[r] >= 0 and arrival[r] <= shown:
-                ttft[r] = ends[first[r]] - starts[record_of[r]]
-            if count[r] >= 2:
-                tpot[r] = (ends[last[r]] - ends[first[r]]) / (count[r] - 1)
+        for r, mark in enumerate(self.latency_marks(scheduler)):
+            count = int(np.searchsorted(mark.steps, shown, side="right"))  # its tokens emitted by `shown`
+            if count >= 1:
+                ttft[r] = mark.ttft_ms
+            if count >= 2:
+                tpot[r] = mark.tpot_ms[count - 1]
         return ttft, tpot
+
+    def latency_marks(self, scheduler: str) -> list[LatencyMarks]:
+        """Per request the steps at which it emitted its tokens, its TTFT once it has one, and its TPOT after
+        each token (NaN after the first): ServeHistory.latency at any step reads them by the tokens emitted."""
+        return self._cached("latency_marks", scheduler, lambda: _latency_marks(
+            self.steps.get(scheduler, []), [r.arrival for r in self.workload.requests] if self.n_requests() else []))
 
     def counters(self, scheduler: str, step: int) -> dict[str, float]:
         """The run's figures up to `step` (the counters panel's column)."""
@@ -575,6 +578,27 @@ def _shorten(runs: list[tuple[int, int]], widest: int, cap: int) -> list[tuple[i
         out.append((code, min(end, cap) - done))
         done = min(end, cap)
     return [(c, n) for c, n in out if n > 0]
+
+
+def _latency_marks(steps: list[ServeStep], arrival: list[int]) -> list[LatencyMarks]:
+    lat = np.array([s.latency_ms for s in steps], dtype=float)
+    ends = np.cumsum(lat)
+    starts = ends - lat
+    record_of = np.searchsorted([s.step for s in steps], arrival, side="right") - 1  # each arrival's record
+    at: list[list[int]] = [[] for _ in arrival]  # records, not steps
+    for i, s in enumerate(steps):
+        for request, _token in s.emitted:
+            at[request].append(i)
+    out = []
+    for r, records in enumerate(at):
+        if not records:
+            out.append(LatencyMarks(np.zeros(0, np.int64), float("nan"), np.zeros(0)))
+            continue
+        first = records[0]
+        tpot = np.array([np.nan] + [(ends[last] - ends[first]) / c for c, last in enumerate(records[1:], 1)])
+        out.append(LatencyMarks(np.array([steps[i].step for i in records], dtype=np.int64),
+                                float(ends[first] - starts[record_of[r]]), tpot))
+    return out
 
 
 def _series(steps: list[ServeStep]) -> dict[str, np.ndarray]:

@@ -1,23 +1,11 @@
-"""The serve view's step in words, per scheduler: who finished and left, who joined (reusing how many
-cached blocks), who was preempted, how much of the pool is free. From the ServeStep records only.
-
-    paged, step 12: request 3 finished and left; request 5 joined and reused 6 blocks of a cached
-    prefix; 14 of 32 blocks free
-
-and in a short form for a narrow box (the transport shows the longest that fits):
-
-    paged 12: r3 left; r5 joined, 6 blocks cached; 14/32 free
-
-Where vLLM ran beside them, a sentence of what it reported at the step, and where its counts differ from the
-scheduler its settings follow, that scheduler's counts beside them:
-
-    vLLM, step 4: 5 running, 0 waiting, 12 blocks in use, 96 prompt tokens from its cache; prefix: 4 running,
-    1 waiting
+"""The Serve view's narration in the window's language: kvviz.serving.narration's sentences (Qt-free, shared
+with the serve page) translated by Qt in the context "ServeNarration". No words of its own.
 """
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
 
+from kvviz.serving import narration as _words
 from kvviz.serving.history import ServeHistory
 from kvviz.serving.record import ServeStep
 
@@ -27,131 +15,13 @@ def _tr(text: str) -> str:
 
 
 def describe_step(record: ServeStep) -> list[str]:
-    """The step's events as clauses, in the order they happen."""
-    clauses = []
-    for r in record.finished:
-        clauses.append(_tr("request {0} finished and left").format(r))
-    hits = {h.request: h for h in record.prefix_hits}
-    for r in record.admitted:
-        hit = hits.get(r)
-        if hit is not None:
-            clauses.append(_tr("request {0} joined and reused {1} blocks of a cached prefix ({2} tokens not "
-                               "prefilled)").format(r, len(hit.blocks), hit.tokens))
-        else:
-            clauses.append(_tr("request {0} joined").format(r))
-    for p in record.preemptions:
-        clauses.append(_tr("request {0} was preempted ({1} blocks freed, {2} positions to compute again)").format(
-            p.request, len(p.blocks), p.tokens_lost))
-    padding, idle = record.slots_of("padding"), record.slots_of("idle")
-    if padding:
-        clauses.append(_tr("{0} padding slots computed and thrown away").format(padding))
-    if idle:
-        clauses.append(_tr("{0} idle slots of finished requests").format(idle))
-    if not record.work:
-        clauses.append(_tr("nothing to run"))
-    pool = record.pool
-    free = pool.n_blocks - pool.used_blocks - pool.cached_blocks
-    tail = _tr("{0} of {1} blocks free").format(free, pool.n_blocks)
-    if pool.cached_blocks:
-        tail += _tr(" ({0} more cached)").format(pool.cached_blocks)
-    clauses.append(tail)
-    return clauses
-
-
-def describe_short(record: ServeStep) -> list[str]:
-    """The step's events as short clauses: requests as r3, several in one clause, the pool as free/all."""
-    def names(requests) -> str:
-        return ", ".join(f"r{r}" for r in requests)
-
-    clauses = []
-    if record.finished:
-        clauses.append(_tr("{0} left").format(names(record.finished)))
-    hits = {h.request: h for h in record.prefix_hits}
-    plain = [r for r in record.admitted if r not in hits]
-    if plain:
-        clauses.append(_tr("{0} joined").format(names(plain)))
-    for r in record.admitted:
-        if r in hits:
-            clauses.append(_tr("r{0} joined, {1} blocks cached").format(r, len(hits[r].blocks)))
-    if record.preemptions:
-        clauses.append(_tr("{0} preempted").format(names(p.request for p in record.preemptions)))
-    padding, idle = record.slots_of("padding"), record.slots_of("idle")
-    if padding:
-        clauses.append(_tr("{0} padding").format(padding))
-    if idle:
-        clauses.append(_tr("{0} idle").format(idle))
-    pool = record.pool
-    clauses.append(_tr("{0}/{1} free").format(pool.n_blocks - pool.used_blocks - pool.cached_blocks, pool.n_blocks))
-    return clauses
-
-
-VLLM_COUNTS = ("running", "waiting", "blocks", "cached", "preempted")  # ServeHistory.vllm_counts's keys
-
-
-def count_clauses(counts: dict[str, int], keys, form: str) -> list[str]:
-    full = {"running": _tr("{0} running"), "waiting": _tr("{0} waiting"), "blocks": _tr("{0} blocks in use"),
-            "cached": _tr("{0} prompt tokens from its cache"), "preempted": _tr("{0} preempted")}
-    short = {"running": _tr("{0} run"), "waiting": _tr("{0} wait"), "blocks": _tr("{0} blocks"),
-             "cached": _tr("{0} cached"), "preempted": _tr("{0} preempted")}
-    words = full if form == "full" else short
-    return [words[k].format(counts[k]) for k in keys]
+    return _words.describe_step(record, _tr)
 
 
 def narrate_vllm(run: ServeHistory, step: int, form: str = "full") -> str:
-    """vLLM's sentence at `step`: its start-up's wait, its failure, or its counts, with the counterpart
-    scheduler's counts where they differ at a step both recorded on its own."""
-    lane = run.vllm
-    clause_sep = _tr("; ")
-    if lane.state == "failed":
-        return _tr("vLLM failed: {0}").format(lane.message)
-    if not lane.steps:
-        return _tr("vLLM: starting, {0:.0f} s waited").format(lane.waited_s)
-    if step >= lane.n_steps and run.finished:
-        return _tr("vLLM: done after {0} steps").format(lane.n_steps) if form == "full" else _tr("vLLM: done")
-    ours, theirs = run.vllm_counts(step)
-    if ours is None:
-        words = _tr("vLLM, step {0}: nothing to run") if form == "full" else _tr("vLLM {0}: idle")
-        return words.format(step)
-    keys = ("running", "waiting", "blocks", "cached") + (("preempted",) if ours["preempted"] else ())
-    clauses = count_clauses(ours, keys, form)
-    differ = [key for key in VLLM_COUNTS if theirs is not None and theirs[key] != ours[key]]
-    if differ:
-        clauses.append(_tr("{0}: {1}").format(lane.counterpart, _tr(", ").join(count_clauses(theirs, differ, form))))
-    if form == "full":
-        return _tr("vLLM, step {0}: {1}").format(step, clause_sep.join(clauses))
-    return _tr("vLLM {0}: {1}").format(step, clause_sep.join(clauses))
-
-
-def vllm_status(run: ServeHistory) -> str:
-    """The status line while vLLM beside the schedulers starts (the seconds waited) or after it failed (why, in one
-    line); "" otherwise."""
-    lane = run.vllm
-    if lane is None or lane.steps:
-        return ""
-    if lane.state == "failed":
-        return _tr("vLLM failed: {0}").format(lane.message)
-    return _tr("vLLM: starting, {0:.0f} s waited (35-50 s on a CPU); the schedulers wait for it").format(
-        lane.waited_s)
+    return _words.narrate_vllm(run, step, form, _tr)
 
 
 def narrate(run: ServeHistory, step: int, form: str = "full") -> str:
-    """One sentence per scheduler for the step shown (lockstep: a scheduler already done says so); `form`
-    "short" says it in fewer words (see the module's docstring)."""
-    parts = []
-    clause_sep = _tr("; ")  # the language's own punctuation (Chinese: full-width)
-    for k in run.schedulers:
-        n = run.n_steps(k)
-        if not n:
-            continue
-        if step >= n and run.finished:
-            parts.append(_tr("{0}: done after {1} steps").format(k, n) if form == "full"
-                         else _tr("{0}: done").format(k))
-            continue
-        record = run.at(k, step)
-        if form == "full":
-            parts.append(_tr("{0}, step {1}: {2}").format(k, record.step, clause_sep.join(describe_step(record))))
-        else:
-            parts.append(_tr("{0} {1}: {2}").format(k, record.step, clause_sep.join(describe_short(record))))
-    if run.vllm is not None:
-        parts.append(narrate_vllm(run, step, form))
-    return _tr(".  ").join(parts)  # between two schedulers' sentences
+    """One sentence per scheduler for the step shown (kvviz.serving.narration.narrate)."""
+    return _words.narrate(run, step, form, _tr)

@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from kvviz.serving.history import VLLM, ServeHistory
+from kvviz.serving.narration import cell_text
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -34,16 +35,6 @@ def lane_text(run: ServeHistory) -> str:
     if lane.state == "failed":
         return _tr("failed")
     return _tr("starting {0:.0f} s").format(lane.waited_s)
-
-
-def cell_text(key: str, c: dict[str, float]) -> str:
-    if key not in c:
-        return "\u2013"  # vLLM reports nothing alike
-    if key in ("padding_share", "idle_share", "hit_rate"):
-        return f"{c[key]:.0%}"
-    if key == "tokens_per_s":
-        return f"{c['tokens_per_s']:,.0f}"
-    return f"{int(c[key]):,}"
 
 
 class CountersPanel(ServePanel):
