@@ -257,3 +257,26 @@ def test_a_draft_with_another_vocabulary_is_refused(tiny_random, torch_cpu):
 def test_the_native_kernel_refuses_the_spec_engines(tiny_random):
     with pytest.raises(ValueError, match="spec-lookup"):
         make_engine("spec-lookup", tiny_random, kernel="native")
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_the_draft_models_cache_rolls_back_to_what_it_would_propose_from_scratch(tiny, byte_tokenizer, rule):
+    """Each round's proposals equal the draft model's own greedy continuation of the text so far, run without a
+    cache: a draft cache rolled back too far or not far enough would propose from the wrong K/V."""
+    ids = byte_tokenizer.encode(PROMPT)
+    engine = make_engine("spec-draft", tiny, rollback=rule)
+    draft = engine.proposer
+    seen = []
+    propose = draft.propose
+
+    def recorded(text, k):
+        out = propose(text, k)
+        seen.append((list(text), out))
+        return out
+
+    draft.propose = recorded
+    traces = list(engine.generate(ids, 40))
+    assert sum(p - a for p, a in rounds(traces)) > 0  # rejections happened, so the draft cache was rolled back
+    for text, out in seen:
+        plain = [t.token_id for t in make_engine("naive", draft.model).generate(text, len(out))] if out else []
+        assert out == plain
