@@ -1,14 +1,20 @@
-"""What the window and the run worker tell each other besides StepTrace: frozen records only.
+"""What the window, the run worker and the engine process tell each other besides StepTrace: frozen records only.
 
 Stdlib and kvviz.config only: no torch, no Qt, no engines. The window learns the model presets,
 devices and engines from an Environment the worker lists in its own thread (so `import torch`
-never delays the window), and asks for a run with a RunRequest.
+never delays the window), and asks for a run with a RunRequest; the engine process
+(kvviz.runtime.process) answers the requests below with these records.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvviz.config import ModelConfig, RunConfig
+from kvviz.runtime.process import Request
+
+if TYPE_CHECKING:
+    from kvviz.records.trace import RunInfo
 
 
 @dataclass(frozen=True)
@@ -61,3 +67,47 @@ def cached_choices(entries) -> tuple[ModelChoice, ...]:
                              config=e.config if isinstance(e.config, ModelConfig) else None,
                              available=e.openable, reason=f"{e.model_id}: {e.problem}" if e.problem else "")
                  for e in entries)
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """A run set up: its info, the model's choice when it was (re)loaded, notes for the window."""
+
+    info: RunInfo
+    loaded: ModelChoice | None
+    notes: tuple[str, ...]
+
+
+# -- the requests an EngineSession answers in the engine process (kvviz.runtime.process.Request) --------------
+@dataclass(frozen=True)
+class ListEnvironment(Request):
+    def apply(self, session) -> Environment:
+        return session.environment()
+
+
+@dataclass(frozen=True)
+class StartRun(Request):
+    request: RunRequest
+
+    def apply(self, session) -> RunStarted:
+        info, loaded, notes = session.start(self.request)
+        return RunStarted(info, loaded, tuple(notes))
+
+
+@dataclass(frozen=True)
+class NextRound(Request):
+    """Step k of every engine (a list of StepTrace)."""
+
+    def apply(self, session) -> list:
+        return session.round()
+
+
+@dataclass(frozen=True)
+class Rounds(Request):
+    """A batch of lockstep rounds (EngineSession.rounds): a list of rounds, each a list of StepTrace."""
+
+    most: int
+    budget_s: float = 0.0
+
+    def apply(self, session) -> list:
+        return session.rounds(self.most, self.budget_s)

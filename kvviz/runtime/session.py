@@ -1,57 +1,38 @@
 """The engine session: loads a model, sets up every engine's step generator and runs them in lockstep
-rounds; and the engine process, the same session in a child interpreter, with its wire protocol
-(commands in, ("ok", value) or ("error", one line) out). No Qt: kvviz.ui.worker is the Qt adapter
-around it, and a notebook or a script can drive either directly.
-
-Its messages go through `_tr`, which the Qt adapter points at Qt's translator (set_translator); here
-and in the engine process they stay English.
+rounds; and EngineProcess, the same session in a child interpreter behind kvviz.runtime.process's proxy (the
+requests it answers are in kvviz.runtime.messages). No Qt: kvviz.ui.worker is the Qt adapter around it, and a
+notebook or a script can drive either directly. Messages go through kvviz.runtime.process's translator.
 """
 from __future__ import annotations
 
-import json
 import os
-import secrets
-import subprocess
 import sys
-import threading
 import time
-import traceback
 from collections.abc import Iterator
 from dataclasses import fields, replace
-from pathlib import Path
 
-from kvviz import errors
 from kvviz.records.repeats import RepeatedRunInfo
 from kvviz.records.trace import RunInfo, StepTrace
-from kvviz.runtime.messages import Environment, ModelChoice, RunRequest, cached_choices
+from kvviz.runtime.messages import (
+    Environment,
+    ListEnvironment,
+    ModelChoice,
+    NextRound,
+    Rounds,
+    RunRequest,
+    StartRun,
+    cached_choices,
+)
+from kvviz.runtime.process import EndRun, EngineProxy, _tr
+from kvviz.runtime.process import EngineError as EngineError
+from kvviz.runtime.process import EngineStopped as EngineStopped
+from kvviz.runtime.process import error_message as error_message
+from kvviz.runtime.process import set_translator as set_translator
 
 # A naive engine's weights are [T, T] at every step, so a long run would hold T^3 floats in all.
 NAIVE_WEIGHTS_BUDGET_BYTES = 256 << 20
 CLOSE_WAIT_S = 0.3  # an engine process gets this long to exit after it is asked to, then it is killed:
 # it holds nothing to save, and a large model's teardown took seconds (Ctrl+Q mid-run on `wide`: 3.6 s)
-LAUNCH_WAIT_S = 120.0  # a new engine process must say where it listens within this long
-# Running as fast as possible, the engine process runs rounds back to back for this long per batch:
-# one message per batch instead of a request and an answer per step, and the next batch is asked
-# for before this one is handed on (RunWorker._take). Pause shows the rounds run until the batch in
-# flight ends (at most this much more); Stop drops that batch.
-BATCH_S = 0.02
-# Stop ends a run within this long whatever the engine process does: after it, a child that has not
-# answered (stopped with SIGSTOP, stuck in a step) is killed, and the next run starts a new one.
-STOP_GRACE_S = 0.5
-POLL_S = 0.05  # how often a wait for the engine process looks at the stop flag
-
-
-_translate = str  # the Qt adapter sets Qt's translator (context "RunWorker") with set_translator
-
-
-def _tr(text: str) -> str:
-    return _translate(text)
-
-
-def set_translator(translate) -> None:
-    """Messages this module makes go through translate(text) from now on (the app: Qt's, "RunWorker")."""
-    global _translate
-    _translate = translate
 
 
 def default_threads() -> int:
@@ -76,25 +57,6 @@ def _cached_models() -> tuple[ModelChoice, ...]:
 def naive_weights_bytes(n_prompt: int, max_new_tokens: int) -> int:
     """Bytes of float32 attention weights a naive run would copy out: step k attends (P+k) x (P+k)."""
     return sum((n_prompt + k) ** 2 for k in range(max_new_tokens)) * 4
-
-
-class EngineStopped(Exception):
-    """Stop was asked for and the engine process did not answer within STOP_GRACE_S: it was killed."""
-
-
-class EngineError(Exception):
-    """A failure reported by the engine process, already worded for the window."""
-
-
-def error_message(exc: BaseException) -> str:
-    """One line for the window: what went wrong, and for out-of-memory what to try instead."""
-    if isinstance(exc, EngineError):
-        text = str(exc)
-    elif isinstance(exc, MemoryError) and not isinstance(exc, errors.InsufficientMemory):
-        text = _tr("out of memory; {0}").format(errors.OOM_HINT)
-    else:
-        text = errors.friendly_error(exc).strip() or type(exc).__name__
-    return errors.one_line(text)
 
 
 # -- the engines, without Qt ----------------------------------------------------------------------
@@ -339,277 +301,50 @@ class EngineSession:
         return model, tokenizer, ModelChoice(name=name, config=model.cfg)
 
 
-def _serve(conn) -> None:
-    """Answer ("ok", value) or ("error", one-line message) to each command until "close"."""
-    session = EngineSession()
-    commands = {
-        "environment": session.environment,
-        "start": session.start,
-        "round": session.round,
-        "rounds": session.rounds,
-        "end": session.end,
-    }
-    while True:
-        try:
-            command, args = conn.recv()
-        except (EOFError, OSError):
-            break  # the app went away
-        if command == "close":
-            break
-        try:
-            try:
-                value = commands[command](*args)
-            except Exception as exc:
-                if not isinstance(exc, ValueError):
-                    traceback.print_exc()
-                if errors.is_out_of_memory(exc):
-                    session.release_model()
-                else:
-                    session.end()
-                conn.send(("error", error_message(exc)))
-            else:
-                conn.send(("ok", value))
-        except (EOFError, OSError):
-            break  # the app went away while this command ran: nobody to answer
-    session.close()
-
-
-def serve_engines() -> None:
-    """The engine process's entry point: listen, print the address on stdout, serve one connection."""
-    from multiprocessing.connection import Listener
-
-    from kvviz.measure.timing import steady_allocator
-
-    steady_allocator()  # as `kvviz bench` does (see kvviz.measure.timing.steady_allocator)
-    authkey = bytes.fromhex(os.environ.pop(_KEY_VARIABLE))
-    # On Linux a socket in the abstract namespace: nothing on disk, so a child killed (Stop, a close it did
-    # not answer in time) leaves no pymp-* folder in the temporary directory, as a path-named socket did.
-    address = f"\0kvviz-engine-{os.getpid()}-{secrets.token_hex(8)}" if sys.platform.startswith("linux") else None
-    with Listener(address, authkey=authkey) as listener:
-        print(json.dumps(address or listener.address), flush=True)  # (Python gives an abstract one as bytes)
-        os.dup2(2, 1)  # later output goes to stderr: nobody reads this pipe after the address
-        conn = listener.accept()
-    _serve(conn)
-
-
-_KEY_VARIABLE = "KVVIZ_ENGINE_AUTHKEY"
-# The child ignores SIGINT from its first line: Ctrl+C in a terminal reaches the whole process group, and the
-# parent alone decides what an interrupt means (end the run, close the child, exit 130). Set before the
-# import, so an interrupt while the child starts prints no KeyboardInterrupt either.
-_ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-          "from kvviz.runtime.session import serve_engines; serve_engines()")
-
-
-class EngineProcess:
-    """An EngineSession in a child process, with the same methods.
-
-    The child is a fresh interpreter running `serve_engines` (not a multiprocessing fork or spawn,
-    which would re-import the caller's main script); it answers on an authenticated local
-    connection. Calls block the calling thread (the worker's) until the child answers. `abort()`
+class EngineProcess(EngineProxy):
+    """An EngineSession in a child process (kvviz.runtime.process.EngineProxy), with the same methods. `abort()`
     may be called from any thread: it kills the child, and a call in progress raises EngineError."""
 
-    def __init__(self, interrupt: threading.Event | None = None) -> None:
-        self._proc: subprocess.Popen | None = None
-        self._conn = None
-        self.interrupt = interrupt or threading.Event()  # set from any thread: waits give up (Stop)
-        self._gone: str = ""  # why the last child is gone, said in the next run's notes
+    session = "kvviz.runtime.session:EngineSession"
+    close_wait_s = CLOSE_WAIT_S
 
     def environment(self) -> Environment:
-        return self._call("environment")
+        return self.call(ListEnvironment())
 
     def start(self, req: RunRequest):
         """Start a run; a child that died while idle (killed, crashed) or was ended by Stop is replaced
         first, transparently, and the run's notes say so."""
-        if self._proc is not None and self._proc.poll() is not None:
-            self._gone = _tr("the engine process had ended (exit code {0})").format(self._proc.returncode)
-            self._drop()
-        elif self._proc is not None and _is_stopped(self._proc.pid):
-            self._kill(_tr("the engine process was stopped (SIGSTOP) while idle and was ended"))
-        info, loaded, notes = self._call("start", req)
-        if self._gone:
-            notes = [_tr("{0}; a new one was started and the model loaded again").format(self._gone), *notes]
-            self._gone = ""
-        return info, loaded, notes
+        self.renew()
+        started = self.call(StartRun(req))
+        note = self.take_note()
+        return started.info, started.loaded, [note, *started.notes] if note else list(started.notes)
 
     def round(self) -> list[StepTrace]:
-        return self._call("round")
+        return self.call(NextRound())
 
     def rounds(self, most: int, budget_s: float = 0.0) -> list[list[StepTrace]]:
-        return self._call("rounds", most, budget_s)
+        return self.call(Rounds(most, budget_s))
 
     def send_rounds(self, most: int, budget_s: float = 0.0) -> None:
         """Ask for a batch without waiting: the child runs it while the caller handles the last."""
-        self._send("rounds", most, budget_s)
+        self.send(Rounds(most, budget_s))
 
     def receive_rounds(self) -> list[list[StepTrace]]:
-        return self._receive()
+        return self.receive()
 
     def discard_rounds(self) -> None:
         """Wait (at most STOP_GRACE_S) for the batch asked for and drop it: the connection is then free
         again, or the child that did not answer is killed."""
-        try:
-            self._receive(STOP_GRACE_S)
-        except EngineStopped:
-            pass
+        self.drop_answer()
 
     def end(self) -> None:
+        """End the run; a child that does not answer within STOP_GRACE_S is killed."""
         if self._proc is not None:
-            self._send("end")
-            try:
-                self._receive(STOP_GRACE_S)
-            except EngineStopped:
-                pass
+            self.send(EndRun())
+            self.drop_answer()
 
     def release_model(self) -> None:
         """The child freed it already when it reported out-of-memory."""
-
-    def abort(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-
-    def close(self) -> None:
-        """Ask the child to exit; kill it if it has not within CLOSE_WAIT_S (a frozen or busy one at once)."""
-        proc, conn = self._proc, self._conn
-        self._proc = self._conn = None
-        if proc is None:
-            return
-        try:
-            if conn is not None:
-                conn.send(("close", ()))
-                conn.close()
-        except (OSError, ValueError):
-            pass
-        try:
-            proc.wait(CLOSE_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def ending_note(self) -> str:
-        """Why the last child was ended (Stop killed it, it was found stopped), or ''."""
-        return self._gone
-
-    def _launch(self) -> None:
-        from multiprocessing.connection import Client
-
-        import kvviz
-
-        authkey = secrets.token_bytes(32)
-        root = str(Path(kvviz.__file__).resolve().parent.parent)
-        env = dict(os.environ, **{_KEY_VARIABLE: authkey.hex()})
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self._proc = proc = subprocess.Popen([sys.executable, "-c", _ENTRY], stdout=subprocess.PIPE, env=env)
-        # Both the address line and the handshake wait on the child: in a helper thread, so Stop (or a
-        # child stopped with SIGSTOP while it starts) cannot hold this one (a kill ends the helper's wait).
-        line = self._while_interruptible(proc.stdout.readline, proc)
-        proc.stdout.close()
-        if not line:
-            self._proc = None
-            raise EngineError(_tr("the engine process did not start (exit code {0})").format(proc.wait()))
-        address = json.loads(line)
-        address = tuple(address) if isinstance(address, list) else address
-        self._conn = self._while_interruptible(lambda: Client(address, authkey=authkey), proc)
-
-    def _while_interruptible(self, wait, proc: subprocess.Popen):
-        """wait()'s result; if `interrupt` is set first (or LAUNCH_WAIT_S passes), the child is killed and
-        EngineStopped (EngineError) raised."""
-        done: list = []
-
-        def run() -> None:
-            try:
-                done.append(("ok", wait()))
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-                done.append(("error", exc))
-
-        helper = threading.Thread(target=run, daemon=True, name="kvviz-engine-launch")
-        helper.start()
-        deadline = time.monotonic() + LAUNCH_WAIT_S
-        while helper.is_alive():
-            helper.join(POLL_S)
-            if helper.is_alive() and (self.interrupt.is_set() or time.monotonic() > deadline):
-                stopped = self.interrupt.is_set()
-                self._kill(_tr("the engine process was ended by Stop while it started") if stopped else
-                           _tr("the engine process did not start within {0:g} s and was ended").format(LAUNCH_WAIT_S))
-                helper.join()
-                if stopped:
-                    raise EngineStopped()
-                raise EngineError(self._gone)
-        status, value = done[0]
-        if status == "error":
-            if isinstance(value, (OSError, EOFError)):
-                self._drop()
-                raise EngineError(_tr("the engine process did not start ({0})").format(errors.one_line(str(value))))
-            raise value
-        return value
-
-    def _call(self, command: str, *args):
-        self._send(command, *args)
-        return self._receive()
-
-    def _send(self, command: str, *args) -> None:
-        if self._proc is None:
-            self._launch()
-        try:
-            self._conn.send((command, args))
-        except (OSError, ValueError):
-            self._lost()
-
-    def _receive(self, grace_s: float | None = None):
-        """The child's answer. Waits as long as a step takes, unless `grace_s` is given or `interrupt`
-        is set: then a child silent that much longer (stopped, stuck) is killed (EngineStopped)."""
-        if self._conn is None:
-            self._lost()
-        deadline = None if grace_s is None else time.monotonic() + grace_s
-        try:
-            while not self._conn.poll(POLL_S):
-                if deadline is None and self.interrupt.is_set():
-                    deadline = time.monotonic() + STOP_GRACE_S
-                if deadline is not None and time.monotonic() >= deadline:
-                    self._kill(_tr("the engine process did not answer Stop within {0:g} s and was ended")
-                               .format(STOP_GRACE_S))
-                    raise EngineStopped()
-            status, value = self._conn.recv()
-        except (EOFError, OSError, ValueError):
-            self._lost()
-        if status == "error":
-            raise EngineError(value)
-        return value
-
-    def _kill(self, why: str) -> None:
-        """End the child now (SIGKILL ends a stopped process too); the next run starts a new one."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        self._drop()
-        self._gone = why
-
-    def _drop(self) -> None:
-        proc, conn = self._proc, self._conn
-        self._proc = self._conn = None
-        if conn is not None:
-            conn.close()
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if proc is not None:
-            proc.wait()
-
-    def _lost(self):
-        """The child is gone (killed, crashed): reap it and raise EngineError saying so."""
-        proc, self._proc = self._proc, None
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        code = None
-        if proc is not None:
-            try:
-                code = proc.wait(CLOSE_WAIT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = proc.wait()
-        raise EngineError(_tr("the engine process ended unexpectedly (exit code {0}{1})").format(
-            code, _tr(": killed, perhaps out of memory") if code == -9 else "")) from None
 
 
 def _earlier_runs(model, made, prompt_ids, rc, cache_opts, runs: int) -> dict[str, list]:
@@ -641,16 +376,6 @@ def _named(stream: Iterator[StepTrace], lane: str) -> Iterator[StepTrace]:
             yield make({**trace.__dict__, "engine": lane})
     finally:
         stream.close()
-
-
-def _is_stopped(pid: int) -> bool:
-    """True when the process is stopped (SIGSTOP, a debugger): Linux's /proc/PID/stat says 'T' or 't'."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read(512)
-    except OSError:
-        return False
-    return stat.rpartition(b")")[2][1:2] in (b"T", b"t")
 
 
 def _wall_fields(cfg, dtype: str, device) -> dict:

@@ -1,38 +1,29 @@
 """The serving session and its engine process: ServeSession loads a model and steps one ServeEngine per
-scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process,
-so the engines never share the window's interpreter lock. No Qt (the library side of the Serve view, beside
-kvviz.runtime.session for the compare view): the worker (kvviz.ui.serve.worker) is
-the Qt adapter around either. With "vLLM beside" (ServeSpec.vllm_beside), vLLM runs the same workload in its
-own child (kvviz.peers.vllm, started from a thread here: VllmBeside); its records join the rounds as the "vllm"
-lane, and the schedulers wait for them, so that every lane steps in lockstep.
-
-The child is a fresh interpreter (`python -c`, as kvviz.runtime.session's engine process; a multiprocessing spawn
-re-imports the caller's main script, and a script without a __main__ guard then starts itself again). It
-speaks over its stdin and stdout pipes, private to the two processes: (command, args) in, ("ok", value) or
-("error", one line) out; commands "start", "steps", "solo", "end", "close".
+scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process behind
+kvviz.runtime.process's proxy (the requests and the frozen records it answers with are below), so the engines
+never share the window's interpreter lock. No Qt (the library side of the Serve view, beside kvviz.runtime.session
+for the compare view): the worker (kvviz.ui.serve.worker) is the Qt adapter around either. With "vLLM beside"
+(ServeSpec.vllm_beside), vLLM runs the same workload in its own child (kvviz.peers.vllm, started from a thread
+here: VllmBeside); its records join the rounds as the "vllm" lane, and the schedulers wait for them, so that
+every lane steps in lockstep.
 """
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import traceback
-from multiprocessing.connection import Connection
-from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import dataclass
 
+from kvviz.runtime.process import EndRun, EngineProxy, Request
 from kvviz.runtime.session import default_threads, error_message
 from kvviz.serving.spec import ServeSpec
 
-CLOSE_WAIT_S = 2.0
+CLOSE_WAIT_S = 2.0  # the engine process gets this long to exit when asked (vLLM beside ended, its folder removed)
 PROGRESS_S = 0.25  # while vLLM starts, a call of steps() waits at most this long, then says how long it waited
 VLLM = "vllm"  # the lane's key in a round (kvviz.serving.history.VLLM)
-# SIGINT ignored from the first line, as kvviz.runtime.session's engine process: a terminal's Ctrl+C reaches the whole
-# process group, and the parent alone decides what it means
-_ENTRY = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-          "from kvviz.serving.session import serve_stdio; serve_stdio()")
 
 
 class ServeSession:
@@ -161,9 +152,13 @@ class ServeSession:
         if beside is not None:
             beside.cancel()
 
-    def close(self) -> None:
+    def release_model(self) -> None:
+        """End the run and drop the model (after an out-of-memory error)."""
         self.end()
         self._loaded = None
+
+    def close(self) -> None:
+        self.release_model()
 
     def abort(self) -> None:
         """Nothing to kill in this thread."""
@@ -276,113 +271,104 @@ def vllm_children() -> list[int]:
     return found
 
 
-def serve_stdio() -> None:
-    """The engine process's entry point: commands on stdin, answers on stdout (later prints go to stderr)."""
-    answers = os.dup(1)
-    os.dup2(2, 1)
-    serve_child(Connection(os.dup(0), writable=False), Connection(answers, readable=False))
+# -- what crosses the process boundary ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ServeStarted:
+    """A run set up: the workload, the model, each scheduler's settings, the prompts' lengths, whether it starts
+    paused, and with vLLM beside the scheduler vLLM's settings follow ("-": none ticked)."""
+
+    run_id: str
+    workload: object  # kvviz.serving.workload.Workload
+    model: object  # kvviz.serving.record.ModelInfo
+    settings: Mapping  # {scheduler: SchedulerSettings}
+    prompt_lens: tuple[int, ...]
+    start_paused: bool
+    vllm: str | None = None
+
+    @classmethod
+    def of(cls, meta: dict) -> ServeStarted:
+        return cls(**meta)
+
+    def meta(self) -> dict:
+        """The run_started payload the Serve view reads (ServeHistory.from_meta)."""
+        meta = dict(self.__dict__)
+        if self.vllm is None:
+            del meta["vllm"]
+        return meta
 
 
-def serve_child(commands_in: Connection, answers_out: Connection) -> None:
-    """The engine process's loop: answer each command until "close" or the parent goes away."""
-    session = ServeSession()
-    commands = {"start": session.start, "steps": session.steps, "solo": session.solo, "end": session.end}
-    while True:
-        try:
-            command, args = commands_in.recv()
-        except (EOFError, OSError, KeyboardInterrupt):
-            break
-        if command == "close":
-            break
-        try:
-            value = commands[command](*args)
-        except Exception as exc:
-            if not isinstance(exc, ValueError):
-                traceback.print_exc()
-            session.end()
-            reply = ("error", error_message(exc))
-        else:
-            reply = ("ok", value)
-        try:
-            answers_out.send(reply)
-        except (EOFError, OSError):
-            break
-    session.close()
+@dataclass(frozen=True)
+class LaneRecord:
+    """One lane's record in a round: a scheduler's ServeStep, or vLLM's PeerProgress, VllmRun or VllmStep, with
+    the text of each token it emitted ({request: text})."""
+
+    lane: str
+    record: object
+    texts: Mapping
 
 
-class ServeProcess:
-    """A ServeSession in a child process, with the same methods; calls block the caller (the worker's
-    thread) until the child answers, without holding the interpreter lock."""
+@dataclass(frozen=True)
+class ServeBatch:
+    """Rounds run back to back, and once every scheduler has finished, each one's results."""
 
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen | None = None
-        self._to: Connection | None = None
-        self._from: Connection | None = None
+    records: tuple[LaneRecord, ...]
+    results: Mapping | None
 
-    def _launch(self) -> None:
-        import kvviz
+    @classmethod
+    def of(cls, batch: list, results: dict | None) -> ServeBatch:
+        return cls(tuple(LaneRecord(*r) for r in batch), results)
 
-        root = str(Path(kvviz.__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self._proc = proc = subprocess.Popen([sys.executable, "-c", _ENTRY], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, env=env)
-        self._to = Connection(os.dup(proc.stdin.fileno()), readable=False)
-        self._from = Connection(os.dup(proc.stdout.fileno()), writable=False)
-        proc.stdin.close()
-        proc.stdout.close()
+    def pairs(self) -> tuple[list, dict | None]:
+        """(batch, results) as ServeSession.steps returns them."""
+        return [(r.lane, r.record, r.texts) for r in self.records], self.results
 
-    def _call(self, command: str, *args):
-        if self._proc is None or self._proc.poll() is not None:
-            self._drop()
-            self._launch()
-        try:
-            self._to.send((command, args))
-            status, value = self._from.recv()
-        except (EOFError, OSError) as exc:
-            code = self._proc.poll() if self._proc is not None else None
-            self._drop()
-            raise RuntimeError(f"the serve engine process ended unexpectedly (exit code {code})") from exc
-        if status == "error":
-            raise ValueError(value)
-        return value
+
+@dataclass(frozen=True)
+class StartServe(Request):
+    spec: ServeSpec
+    device: str = "auto"
+    dtype: str = "auto"
+    threads: int | None = None
+
+    def apply(self, session) -> ServeStarted:
+        return ServeStarted.of(session.start(self.spec, self.device, self.dtype, self.threads))
+
+
+@dataclass(frozen=True)
+class ServeSteps(Request):
+    budget_s: float = 0.0
+
+    def apply(self, session) -> ServeBatch:
+        return ServeBatch.of(*session.steps(self.budget_s))
+
+
+@dataclass(frozen=True)
+class SoloRun(Request):
+    """Request `index` alone through the static engine: its token ids."""
+
+    index: int
+
+    def apply(self, session) -> tuple[int, ...]:
+        return session.solo(self.index)
+
+
+class ServeProcess(EngineProxy):
+    """A ServeSession in a child process (kvviz.runtime.process.EngineProxy), with the same methods; calls block
+    the caller (the worker's thread) until the child answers, without holding the interpreter lock."""
+
+    session = "kvviz.serving.session:ServeSession"
+    close_wait_s = CLOSE_WAIT_S
 
     def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto", threads: int | None = None) -> dict:
-        return self._call("start", spec, device, dtype, threads)
+        self.renew()
+        return self.call(StartServe(spec, device, dtype, threads)).meta()
 
     def steps(self, budget_s: float = 0.0) -> tuple[list, dict | None]:
-        return self._call("steps", budget_s)
+        return self.call(ServeSteps(budget_s)).pairs()
 
     def solo(self, index: int) -> tuple[int, ...]:
-        return self._call("solo", index)
+        return self.call(SoloRun(index))
 
     def end(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            self._call("end")
-
-    def abort(self) -> None:
-        """From any thread: end the child now (a call in progress raises in the caller)."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-
-    def close(self) -> None:
-        if self._to is not None:
-            try:
-                self._to.send(("close", ()))
-            except (OSError, ValueError):
-                pass
-        self._drop()
-
-    def _drop(self) -> None:
-        proc, to, frm = self._proc, self._to, self._from
-        self._proc = self._to = self._from = None
-        for conn in (to, frm):
-            if conn is not None:
-                conn.close()
-        if proc is not None:
-            try:
-                proc.wait(CLOSE_WAIT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            self.call(EndRun())
