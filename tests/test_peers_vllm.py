@@ -343,6 +343,8 @@ def test_kvviz_serve_against_vllm_prints_and_saves_both_sides(vllm_python, tmp_p
     assert rc == 0, text
     assert "vLLM beside kvviz's prefix" in text and "vLLM beside kvviz's static" not in text  # static: no peer
     assert "tokens: 10 of 10 requests equal" in text and "difference: none" in text
+    decode = [ln.split() for ln in text.splitlines() if ln.startswith("decode tokens/s")]  # kvviz's, then vLLM's
+    assert len(decode) == 1 and all(float(v.replace(",", "")) > 0 for v in decode[0][-2:])
     doc = json.loads(out.read_text())
     assert [r["scheduler"] for r in doc["runs"]] == ["prefix", "static"] and len(doc["vllm"]) == 1
 

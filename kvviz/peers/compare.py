@@ -151,7 +151,8 @@ def compare(kvviz_run, vllm_run: VllmRun, *, model=None) -> Report:
                ("prefill tokens computed", s.prefill_computed, vllm_run.prefill_computed),
                ("prompt tokens from the cache", s.cached_tokens, vllm_run.cached_tokens),
                ("steps", s.steps, vllm_run.n_steps),
-               ("tokens/s", round(s.tokens_per_s, 1), round(vllm_run.tokens_per_s, 1)))
+               ("tokens/s", round(s.tokens_per_s, 1), round(vllm_run.tokens_per_s, 1)),
+               ("decode tokens/s", round(decode_tokens_per_s(kvviz_run), 1), round(vllm_run.decode_tokens_per_s, 1)))
     lines += _run_lines(dict((name, (a, b)) for name, a, b in figures), pairs, same_step is not None,
                         preempted=s.preemptions > 0 or vllm_run.preemptions > 0)
     notes = [LAST_TOKEN] if vllm_run.settings.prefix_caching else []
@@ -159,6 +160,13 @@ def compare(kvviz_run, vllm_run: VllmRun, *, model=None) -> Report:
     return Report(scheduler=kvviz_run.scheduler, workload=kvviz_run.workload.name,
                   settings=settings_table(kvviz_run, vllm_run), requests=tuple(pairs), figures=figures,
                   differences=tuple(lines), notes=tuple(notes), vllm=vllm_run)
+
+
+def decode_tokens_per_s(kvviz_run) -> float:
+    """Tokens of kvviz's decode-only steps (every row a decode) over those steps' time, as VllmRun counts vLLM's."""
+    steps = [st for st in kvviz_run.steps if st.work and all(w.kind == "decode" for w in st.work)]
+    ms = sum(st.latency_ms for st in steps)
+    return sum(len(st.work) for st in steps) / (ms / 1000.0) if ms > 0 else float("nan")
 
 
 def _token_line(p: RequestPair, r, v, model) -> str:

@@ -130,6 +130,16 @@ class VllmRun:
         ms = sum(s.latency_ms for s in self.steps)
         return sum(len(r.token_ids) for r in self.requests) / (ms / 1000.0) if ms > 0 else float("nan")
 
+    @property
+    def decode_tokens_per_s(self) -> float:
+        """Tokens of the decode-only steps over those steps' time: steps that finished no prefill and in which every
+        running request got a token that was not its first (the figure kvviz.peers.compare sets beside kvviz's)."""
+        first = {r.request: r.first_token_step for r in self.requests}
+        steps = [s for s in self.steps if s.emitted and s.prompt_computed == 0 and len(s.emitted) == s.running
+                 and all(first[i] is not None and first[i] < s.step for i in s.emitted)]
+        ms = sum(s.latency_ms for s in steps)
+        return sum(len(s.emitted) for s in steps) / (ms / 1000.0) if ms > 0 else float("nan")
+
 
 def find_vllm_python(vllm_python: str | None = None) -> str:
     """The interpreter to run vLLM with: `vllm_python` when given, else this one if vLLM is importable here,
