@@ -18,7 +18,7 @@ TEXT_CHARS = 160  # a segment's text shown up to this many characters (its end)
 SERVER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
-def _layout(state, limit: int) -> dict:
+def tree_layout(state, limit: int) -> dict:
     """The tree as rectangles in block units: x from a segment's first block's depth, one row per leaf, an inner
     segment spanning its children's rows. Only the `limit` longest chains' segments are kept."""
     segs = list(state.segments())
@@ -104,7 +104,7 @@ def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | 
                             f"TTFT {_fmt(r.ttft_ms, ' ms', 1)}, ITL {_fmt(r.itl_ms, ' ms', 1)}"),
                 "counters": (f"{r.frames:,} frames, {server.counters.batches:,} batches, {r.malformed} malformed, "
                              f"{r.gaps} gaps, {r.lost} batches lost"),
-                "trees": [_layout(m.state(text_of), MAX_SEGMENTS) for m in server.mirrors],
+                "trees": [tree_layout(m.state(text_of), MAX_SEGMENTS) for m in server.mirrors],
                 "said": said[i]})
         for i, server in enumerate(history.servers):  # the narration up to this moment
             new = [[round(t - header.started, 3), s] for t, s in server.narration if t > last_t]

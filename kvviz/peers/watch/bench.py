@@ -21,7 +21,7 @@ from kvviz.peers.watch.history import WatchHistory
 from kvviz.peers.watch.recording import Frame, Header, RecordingReader, Sample, read_header
 
 
-def _records(path: Path) -> tuple[Header, list]:
+def read_records(path: Path) -> tuple[Header, list]:
     return read_header(path), [r for r in RecordingReader(path) if not isinstance(r, Header)]
 
 
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     out = {}
     if args.recording:
-        header, records = _records(args.recording)
+        header, records = read_records(args.recording)
         out["history"] = history_rate(header, records, args.repeats)
         out["live"] = live_rate(header, records, args.repeats)
         out["hour"] = hour_memory(header, records, args.hour, args.window)

@@ -28,10 +28,10 @@ def _rss_mib() -> float:
 
 def tiled_hour(recording: Path, seconds: float, out: Path) -> dict:
     """The recording's records tiled over `seconds` at their own pace into the recording `out`."""
-    from kvviz.peers.watch.bench import _records, tiled
+    from kvviz.peers.watch.bench import read_records, tiled
     from kvviz.peers.watch.recording import RecordingWriter
 
-    header, records = _records(recording)
+    header, records = read_records(recording)
     writer = RecordingWriter(out, header)
     tiles, hour = tiled(header, records, seconds)
     n = 0

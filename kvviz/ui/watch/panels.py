@@ -13,8 +13,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
-from kvviz.page.watch import MAX_SEGMENTS
-from kvviz.page.watch import _layout as tree_layout
+from kvviz.page.watch import MAX_SEGMENTS, tree_layout
 from kvviz.ui import style
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels._plots import TwoPlotPanel
