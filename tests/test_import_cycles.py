@@ -115,8 +115,6 @@ TO_MOVE = {
     ("kvviz.kernels", "kvviz.engines"): "kernels.check_model's engine checks belong above the engines",
     ("kvviz.kernels", "kvviz.engines.graph"): "kernels.check_model's graph check belongs above the engines",
     ("kvviz.kernels", "kvviz.options"): "kernels.parse_kernels: a name parser below both",
-    ("kvviz.kernels", "kvviz.catalog"): "the catalog imports kernels.shade: one of the two owns lanes",
-    ("kvviz.runtime.session", "kvviz"): "the engine process finds the package root from its own __file__",
     ("kvviz.ui.shell.window", "kvviz.ui.app"): "quit_app belongs below the app that builds the window",
 }
 
