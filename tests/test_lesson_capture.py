@@ -17,7 +17,20 @@ def run_to_end(qtbot, window) -> None:
         assert window.start_run()
 
 
-def test_a_captured_view_saved_and_reopened_reproduces_the_view(open_window, qtbot, tmp_path):
+@pytest.fixture
+def app_zoom_back(qapp):
+    """View > Zoom sets the app's font: back to 100% after the test, for the tests after it."""
+    from PySide6.QtWidgets import QApplication
+
+    font = QApplication.font()
+    yield
+    QApplication.setFont(font)
+    from kvviz.ui import style
+
+    style.set_zoom(100)
+
+
+def test_a_captured_view_saved_and_reopened_reproduces_the_view(open_window, qtbot, tmp_path, app_zoom_back):
     first = open_window()
     form = first.form
     form.prompt_edit.setPlainText("The cache holds")
