@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from kvviz import catalog
-from kvviz.format import fmt_bytes
+from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
 from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel
 from kvviz.page.strings import LANGUAGES, page_strings, translator
-from kvviz.records.narration import Run, describe
+from kvviz.records.narration import Run, describe, kernels_ran, kernels_text
 from kvviz.records.repeats import RepeatedRunInfo, repeat_of
-from kvviz.records.trace import RunInfo, StepTrace
+from kvviz.records.trace import RunInfo, StepTrace, first_divergence
 from kvviz.textshow import group_labels
 
 HERE = Path(__file__).resolve().parent
@@ -47,6 +47,22 @@ def _shown_tokens(labels: Sequence[str]) -> dict:
         start += [group.start] * group.size
         stop += [group.stop] * group.size
     return {"shown": shown, "start": start, "stop": stop}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _evicted_at(steps: Sequence[StepTrace]) -> list[int] | None:
+    """Per position the step after which the cache no longer held it (StepTrace.evicted), -1 where it never
+    dropped it; None for a cache that drops nothing."""
+    if not steps or all(t.window is None for t in steps):
+        return None
+    at = np.full(steps[-1].pos_stop, -1, dtype=np.int64)
+    for t in steps:
+        dropped = t.evicted
+        at[dropped[at[dropped] < 0]] = t.step
+    return at.tolist() if (at >= 0).any() else None
 
 
 def _attention(steps: Sequence[StepTrace]) -> dict | None:
@@ -81,9 +97,15 @@ def _attention(steps: Sequence[StepTrace]) -> dict | None:
             "rows": base64.b64encode(flat.astype("<f2").tobytes()).decode("ascii")}
 
 
+# What page.js writes at the step it shows, in text Python made for many steps: the step's number (str(step)).
+STEP_MARK = "\u0001"
+ENGINE_MARK = 0xE000  # the narration names engine `order` as chr(ENGINE_MARK + order): page.js writes its name there
+
+
 def _engine_html(engine: str, order: int) -> str:
-    """An engine's name in the narration: page.js colours class e{order} with the engine's colour."""
-    return f'<b class="e{order}">{html.escape(engine)}</b>'
+    """An engine's name in the narration, as a mark page.js draws as the name in the engine's colour (the
+    window's rich text, in 3 bytes instead of 30 a name)."""
+    return chr(ENGINE_MARK + order)
 
 
 def _narration(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first: int, last: int) -> dict:
@@ -99,6 +121,47 @@ def _narration(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first: 
     return out
 
 
+def _status(info: RunInfo, engines: Sequence[str]) -> dict:
+    """The window's status bar fields (kvviz/ui/status.py's StatusFields.show_run and its kernel and ceiling
+    fields) as one line, in both languages."""
+    strings = page_strings()
+    out = {}
+    for lang in LANGUAGES:
+        tr = translator("StatusFields", lang, strings)
+        fields = [tr("device {0}, {1}").format(info.device or "-", info.dtype or "-"),
+                  tr("model {0}").format(info.model_name),
+                  tr("{0} parameters").format(fmt_count_short(info.param_count)),
+                  tr("KV {0} per token").format(fmt_bytes(info.kv_bytes_per_token))]
+        groups = kernels_ran(info, engines)
+        if groups:
+            said = kernels_text(groups, False, translator("Narration", lang, strings),
+                                translator("kernels", lang, strings))
+            fields.insert(1, (tr("kernel {0}") if len(groups) == 1 else tr("kernels {0}")).format(said))
+        ceiling = info.bandwidth_gbps()
+        if ceiling is not None:
+            words = tr("read {0} GB/s ({1})") if info.ceiling_kind() == "read" else tr("copy {0} GB/s ({1})")
+            fields.append(words.format(fmt_figure(ceiling), info.device))
+        out[lang] = "   ".join(fields)
+    return out
+
+
+def _bar(traces: Mapping[str, Sequence[StepTrace]], last: int) -> dict:
+    """The transport bar's words (kvviz/ui/transport.py): the step label, at step 0 and at a decode step (STEP_MARK
+    where the number goes), and the badge (whether the engines' tokens so far are the same) with its kind."""
+    strings = page_strings()
+    with_steps = [steps[: last + 1] for steps in traces.values() if steps]
+    differ = first_divergence([t.token_id for t in steps] for steps in with_steps)
+    kind = "" if len(with_steps) < 2 else "same" if differ is None else "differ"
+    out: dict = {"badge_kind": kind}
+    for lang in LANGUAGES:
+        tr = translator("TransportBar", lang, strings)
+        label = tr("step {0} / {1}  {2}")
+        out[lang] = {"label": [label.format(0, last, tr("prefill")), label.format(STEP_MARK, last, tr("decode"))],
+                     "badge": (tr("one engine") if with_steps else "") if kind == "" else
+                     tr("identical") if kind == "same" else tr("differ at step {0}").format(differ)}
+    return out
+
+
 def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first: int = 0,
               last: int | None = None) -> dict:
     """What page.js draws from: the run's info, per engine its steps as columns (0..last: the totals and the
@@ -107,6 +170,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
     stored: dict[str, str] = {}  # attention rows (base64) -> the engine that holds them in the page
     n_steps = max((len(v) for v in traces.values()), default=0)
     last = n_steps - 1 if last is None else min(last, n_steps - 1)
+    shape = info.wall()
     against = baselines(list(traces))  # what each engine's speedup is against (a comparison: its first lane)
     earlier = info.earlier_ms if isinstance(info, RepeatedRunInfo) else {}
     for order, (name, all_steps) in enumerate(traces.items()):
@@ -118,6 +182,10 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             "bytes_gathered", "kv_projections", "latency_ms", "token_id", "window", "sinks", "block_size",
             "kl_to_exact", "top1_agrees")}
         columns["latency_ms"] = [float(v) for v in columns["latency_ms"]]
+        if shape is not None:  # the wall's arithmetic (kvviz.costs.wall): what each step read, and how fast
+            reads = [shape.read(t) for t in steps]
+            columns["read_bytes"] = [r.total_bytes for r in reads]
+            columns["read_gbps"] = [_finite(r.gbps(t.latency_ms)) for r, t in zip(reads, steps)]
         tables = [list(t.block_table) if t.block_table is not None else None for t in steps]
         attention = _attention(steps)
         if attention is not None:  # the exact caches' weights agree to the bit in float16: stored once
@@ -132,7 +200,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             "earlier_ms": [list(run[: last + 1]) for run in earlier.get(name, ())],
             "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
             "block_table": tables if any(v is not None for v in tables) else None,
-            "attention": attention,
+            "attention": attention, "evicted_at": _evicted_at(steps),
         })
     prompt = list(info.prompt_labels) or [str(i) for i in info.prompt_ids]
     wall = info.wall()
@@ -150,7 +218,8 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
         "engines": engines,
         "range": [first, last],
         "exact": list(catalog.exact_keys()),  # the engines whose quality is the reference's own
-        "narration": _narration(info, traces, first, last),
+        "narration": _narration(info, traces, first, last), "status": _status(info, [e["name"] for e in engines]),
+        "bar": _bar(traces, last),
         "strings": page_strings(),
     }
 
@@ -190,7 +259,8 @@ def attention_bytes(n_positions: int) -> int:
 
 def estimate_bytes(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], last: int) -> int:
     """About what the page's data will take, before it is built: the attention rows dominate, then the block
-    tables (n/block per step) and ~200 bytes per step of scalars."""
+    tables (n/block per step), ~250 bytes per step of scalars and ~400 of the narration (both languages) per
+    engine (1,650 a step measured with 4 engines over 2,000 steps)."""
     total = 0
     for steps in traces.values():
         steps = steps[: last + 1]
@@ -200,7 +270,7 @@ def estimate_bytes(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], las
             total += attention_bytes(steps[-1].pos_stop)
         if steps[0].block_table is not None:
             total += sum(len(t.block_table or ()) for t in steps) * 4
-        total += 200 * len(steps)
+        total += 650 * len(steps)
     return total + len(info.prompt) * 2
 
 

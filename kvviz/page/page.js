@@ -29,6 +29,9 @@ function tr(context, source) {
   return found || source;
 }
 function say(texts) { return texts[lang]; }  // Python's words in the reader's language ({en, zh_CN})
+// Text Python made for many steps leaves marks where the step shown goes (kvviz/page STEP_MARK, kvviz/page/serve.py
+// COUNT_MARK): the step's number, and the steps counted to it as Python's f"{k + 1:,}" writes them.
+function atStep(text, k) { return text.replace(/\u0001/g, String(k)).replace(/\u0002/g, (k + 1).toLocaleString("en-US")); }
 function pyRound(x, digits) {  // Python's round-half-even on the exact binary value
   const m = Math.pow(10, digits), s = x * m, f = Math.floor(s), d = s - f;
   if (d === 0.5) return (f % 2 === 0 ? f : f + 1) / m;
@@ -124,21 +127,15 @@ function stepOf(e, k) { return Math.min(k, e.steps.pos_stop.length - 1); }  // e
 function prevStop(e, k) { return k > 0 ? e.steps.pos_stop[k - 1] : 0; }
 function computed(e, k) { return e.steps.pos_stop[k] - e.steps.pos_start[k]; }
 function recomputed(e, k) { const p = prevStop(e, k); return Math.max(0, Math.min(p, e.steps.pos_stop[k]) - e.steps.pos_start[k]); }
-function evicted(e, k) {  // positions a window/sinks cache no longer holds after step k (trace.evicted)
-  const W = e.steps.window[k];
-  if (W === null) return [];
-  const S = e.steps.sinks[k], n = e.steps.pos_stop[k], out = [];
-  for (let p = Math.min(S, n); p < Math.max(S, n - (W - S)); p++) out.push(p);
+function gbpsOf(e) {  // each step's read rate (Python's: kvviz.costs.wall), NaN where the step has none
+  if (!e._gbps) e._gbps = (e.steps.read_gbps || []).map(v => v === null ? NaN : v);
+  return e._gbps;
+}
+function dropped(e, k, below) {  // positions under `below` the cache no longer held after step k (trace.evicted)
+  const at = e.evicted_at, out = new Set();
+  if (at) for (let p = 0; p < Math.min(below, at.length); p++) if (at[p] >= 0 && at[p] <= k) out.add(p);
   return out;
 }
-function wallRead(e, k) {  // kvviz.costs.wall.WallShape.read
-  const w = INFO.wall, s = e.steps;
-  const weights = w.weights_bytes + (s.pos_stop[k] - s.pos_start[k]) * w.row_bytes;
-  const kv = s.cache_len[k] > 0 && s.cache_capacity[k] > 0 ? Math.floor(s.cache_bytes[k] * s.cache_len[k] / s.cache_capacity[k])
-    : s.pos_stop[k] * w.kv_bytes_per_token;
-  return [weights, kv];
-}
-function gbps(bytes, ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : NaN; }
 const totalsCache = {};
 function running(e, key, fn) {  // running sums of a column (or fn(e, k)), kept per engine
   const id = e.name + "/" + key;
@@ -150,18 +147,12 @@ function running(e, key, fn) {  // running sums of a column (or fn(e, k)), kept 
   }
   return totalsCache[id];
 }
+function gbps(bytes, ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : NaN; }
 function attention(e) {
   if (!e.attention) return null;
   if (e.attention.rows_of) return attention(ENGINES.find(x => x.name === e.attention.rows_of));  // the same rows
   if (!e._rows) e._rows = decodeHalf(e.attention.rows);
   return e._rows;
-}
-function divergence() {
-  const lists = ENGINES.map(e => e.steps.token_id);
-  if (lists.length < 2) return null;
-  const n = Math.min(...lists.map(l => l.length));
-  for (let i = 0; i < n; i++) if (new Set(lists.map(l => l[i])).size > 1) return i;
-  return null;
 }
 
 // -- drawing helpers ------------------------------------------------------------------------------
@@ -327,9 +318,6 @@ function buildPanels() {
   el.attention.caption = el.attention.section.querySelector(".caption");
   el.attention.label = el.attention.section.querySelector("label");
   el.cache_memory.pool = el.cache_memory.section.querySelector(".pool");
-  const css = document.createElement("style");  // the narration names an engine as <b class="e{order}"> (Python's)
-  css.textContent = ENGINES.map(e => `#narration .e${e.order} { color: ${e.color}; }`).join(" ");
-  document.head.appendChild(css);
 }
 
 // Which kernel ran which engines' decode steps (the window's narration.kernels_ran / kernels_text): one for a
@@ -396,7 +384,7 @@ function drawTokens(k) {
 const KIND_COLORS = ["empty", "masked", "evicted", "cached", "recomputed", "computed"].map(k => hex(CELL[k]));
 function kindsImage(e, k, px) {
   const s = e.steps, a = s.pos_start[k], b = s.pos_stop[k], n = b, p = prevStop(e, k);
-  const W = s.window[k], S = s.sinks[k] || 0, gone = new Set(W === null ? [] : evicted(e, k).filter(q => q < a));
+  const W = s.window[k], S = s.sinks[k] || 0, gone = dropped(e, k, a);
   const m = Math.min(n, px), f = n / m, img = new Uint8Array(m * m);
   const kindAt = (i, j) => {
     if (j > i) return 1;
@@ -432,7 +420,7 @@ function kindsImage(e, k, px) {
 const STEP_ROW_PX = 5;  // the step's rows are drawn at least this tall (kvviz/ui/panels/work_matrix.py)
 function lastRowImage(e, k, m) {  // the kinds of the step's last computed row, max-pooled into m pixels
   const s = e.steps, a = s.pos_start[k], n = s.pos_stop[k], i = n - 1, p = prevStop(e, k);
-  const W = s.window[k], S = s.sinks[k] || 0, gone = new Set(W === null ? [] : evicted(e, k).filter(q => q < a));
+  const W = s.window[k], S = s.sinks[k] || 0, gone = dropped(e, k, a);
   const kinds = new Uint8Array(m), f = n / m;
   for (let j = 0; j < n; j++) {
     const v = gone.has(j) ? 2 : W !== null && !(i - j < W - S || j < S) ? 1 : j < a ? 3 : j < p ? 4 : 5;
@@ -458,7 +446,7 @@ function drawWorkMatrix(k) {
     const kk = stepOf(e, k), s = e.steps;
     const x0 = (idx % cols) * cw, y0 = Math.floor(idx / cols) * ch;
     const rowsN = computed(e, kk), again = recomputed(e, kk);
-    const cached = s.pos_start[kk] - evicted(e, kk).filter(q => q < s.pos_start[kk]).length;
+    const cached = s.pos_start[kk] - dropped(e, kk, s.pos_start[kk]).size;
     const detail = kk === 0 ? pyFormat(Wm("prefill, {rows} rows"), { rows: rowsN }) : again ? pyFormat(Wm("{rows} rows, {again} again"), { rows: rowsN, again })
       : pyFormat(Wm("{rows} row, {cached} cached"), { rows: rowsN, cached });
     ctx.textAlign = "center"; ctx.textBaseline = "top";
@@ -633,13 +621,12 @@ function drawLatency(k) {
     return swatch(e.color, decodeSteps ? pyFormat(L("{engine}: {ms:.2f} ms/step"), { engine: esc(label(e)), ms }) : esc(label(e)), e.dash ? "dashed" : "line");
   }).join("");
   const dots = key => ENGINES.map(e => ({ x: stepOf(e, k), y: key(e)[stepOf(e, k)], color: e.color }));
-  const bw = e => { if (!e._bw) e._bw = e.steps.latency_ms.map((ms, kk) => INFO.wall ? gbps(wallRead(e, kk)[0] + wallRead(e, kk)[1], ms) : NaN); return e._bw; };
   const specs = [
     { title: L("per step"), left: L("latency") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.latency_ms })), dots: dots(e => e.steps.latency_ms) },
     { title: L("total so far"), left: L("time") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: running(e, "latency_ms") })), dots: dots(e => running(e, "latency_ms")) },
   ];
-  if (INFO.wall) specs.push({ title: L("weights + K/V read / step time"), left: L("read") + " (GB/s)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: bw(e) })),
-    dots: dots(bw), hline: INFO.ceiling === null ? null : { y: INFO.ceiling, color: COPY_LINE,
+  if (INFO.wall) specs.push({ title: L("weights + K/V read / step time"), left: L("read") + " (GB/s)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: gbpsOf(e) })),
+    dots: dots(gbpsOf), hline: INFO.ceiling === null ? null : { y: INFO.ceiling, color: COPY_LINE,
       text: pyFormat(INFO.ceiling_kind === "copy" ? L("copy bandwidth {0} GB/s") : L("read ceiling {0} GB/s"), { 0: fmtFigure(INFO.ceiling) }) } });
   stacked(k, specs, el.latency.canvas);
 }
@@ -785,7 +772,7 @@ function summaryValues(k) {
     const t = totals[e.name], base = totals[e.against];  // naive; in a kernel comparison the engine's first lane
     let read = null, g = null, share = null;
     if (INFO.wall) {
-      read = running(e, "bytes_read", (x, j) => { const r = wallRead(x, j); return r[0] + r[1]; })[t.kk];
+      read = running(e, "read_bytes")[t.kk];
       g = gbps(read, t.total); g = g < Infinity ? g : null;
       share = g !== null && INFO.ceiling !== null ? g / INFO.ceiling : null;
     }
@@ -908,24 +895,16 @@ function drawBar(k) {
   const slider = document.getElementById("slider");
   slider.title = T("Scrub through the recorded steps (Left/Right, Home/End)");
   slider.value = String(k);
-  const n = Math.max(...ENGINES.map(e => e.steps.pos_stop.length));
-  const phase = k === 0 ? T("prefill") : T("decode");
-  document.getElementById("step-label").textContent = pyFormat(T("step {0} / {1}  {2}"), { 0: k, 1: n - 1, 2: phase });
-  const badge = document.getElementById("badge"), d = divergence();
+  const bar = say(DATA.bar), badge = document.getElementById("badge");  // Python's words (kvviz/page _bar)
+  document.getElementById("step-label").textContent = atStep(bar.label[k === 0 ? 0 : 1], k);
   badge.title = T("Whether the engines' tokens so far are the same");
-  if (ENGINES.length < 2) { badge.textContent = T("one engine"); badge.className = ""; }
-  else if (d === null) { badge.textContent = T("identical"); badge.className = "same"; }
-  else { badge.textContent = pyFormat(T("differ at step {0}"), { 0: d }); badge.className = "differ"; }
-  document.getElementById("narration").innerHTML = say(DATA.narration)[k - FIRST];  // Python's: the window's words
-  const F = t => tr("StatusFields", t);  // the window's status bar fields (kvviz/ui/status.py)
-  const fields = [pyFormat(F("device {0}, {1}"), { 0: INFO.device || "-", 1: INFO.dtype || "-" }),
-    pyFormat(F("model {0}"), { 0: INFO.model_name }), pyFormat(F("{0} parameters"), { 0: fmtCountShort(INFO.param_count) }),
-    pyFormat(F("KV {0} per token"), { 0: fmtBytes(INFO.kv_bytes_per_token) })];
-  const kernels = kernelsRan(ENGINES.map(e => e.name));  // the window's StatusFields._show_kernel
-  if (kernels.length) fields.splice(1, 0, pyFormat(kernels.length === 1 ? F("kernel {0}") : F("kernels {0}"), { 0: kernelsText(kernels, false) }));
-  if (INFO.ceiling !== null) fields.push(pyFormat(INFO.ceiling_kind === "read" ? F("read {0} GB/s ({1})") : F("copy {0} GB/s ({1})"),
-    { 0: fmtFigure(INFO.ceiling), 1: INFO.device }));
-  document.getElementById("status").textContent = fields.join("   ");
+  badge.textContent = bar.badge; badge.className = DATA.bar.badge_kind;
+  // Python's narration (the window's words); an engine's name where Python marked it (kvviz/page ENGINE_MARK)
+  document.getElementById("narration").innerHTML = say(DATA.narration)[k - FIRST].replace(/[\ue000-\uf8ff]/g, c => {
+    const e = ENGINES.find(x => x.order === c.charCodeAt(0) - 0xe000);
+    return `<b style="color:${e.color}">${esc(e.name)}</b>`;
+  });
+  document.getElementById("status").textContent = say(DATA.status);  // the window's status bar fields (Python's)
   for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
   document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
 }
@@ -971,7 +950,7 @@ function togglePlay() {
 function init() {
   if (DATA.start.embedded) document.body.classList.add("embedded");
   if (DATA.kind === "serve") {
-    SERVE = window.kvvizServe({ DATA, tr, say, esc, hex, fitCanvas, swatch, plot, redraw: draw });
+    SERVE = window.kvvizServe({ DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw: draw });
     document.getElementById("badge").style.display = "none";
   } else buildPanels();
   const slider = document.getElementById("slider");

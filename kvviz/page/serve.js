@@ -7,7 +7,7 @@
    helpers, then calls window.kvvizServe. */
 "use strict";
 window.kvvizServe = function (lib) {
-  const { DATA, tr, say, esc, hex, fitCanvas, swatch, plot, redraw } = lib;
+  const { DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw } = lib;
   const RUNS = DATA.schedulers, KINDS = DATA.cell_kinds, COLORS = KINDS.map(k => hex(DATA.cell_colors[k]));
   const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020", SELECTED_ROW = "#ffd54f";
   const V = DATA.vllm, BANDS = RUNS.concat(V ? [V] : []);  // the timeline's blocks: the schedulers', then vLLM's
@@ -38,9 +38,6 @@ window.kvvizServe = function (lib) {
   }
   const engineAt = k => lastAt(V.eng, k);  // vLLM's engine step at or before step k (its index in V.eng)
   const rec = (r, k) => Math.max(0, lastAt(r.at, clamp(r, k), r.steps.length));
-  // Python's text for a run of steps leaves marks where the step shown goes (kvviz/page/serve.py STEP_MARK and
-  // COUNT_MARK): its number, and the steps counted to it as Python's f"{k + 1:,}" writes them.
-  const atStep = (text, k) => text.replace(/\u0001/g, String(k)).replace(/\u0002/g, (k + 1).toLocaleString("en-US"));
   function column(r, k) {  // the first column of step k: a stretch's steps share its column in equal fractions
     if (k >= r.n) return r.x0[r.x0.length - 1];
     const i = rec(r, k);

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kvviz.page import _asset, _script_json, html, write_text
+from kvviz.page import STEP_MARK, _asset, _script_json, html, write_text
 from kvviz.page.strings import LANGUAGES, in_languages, page_strings, translator
 from kvviz.serving.narration import cell_text, narrate, pool_heading, solo_text, vllm_heading, workload_text
 from kvviz.serving.record import ServeRun
@@ -34,9 +34,9 @@ VLLM_COLOR = "#e377c2"
 REQUEST_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                    "#9c755f", "#86bcb6", "#8cd17d", "#d4a6c8", "#a0cbe8", "#ffbe7d", "#499894", "#f1ce63")
 PROMPT_CHARS = 600  # a longer prompt is shown by its end (the Serve view's text panel's)
-# What the page writes at the step it shows, in text Python made for a run of steps: the step's number (str), and
-# the steps counted up to it (f"{step + 1:,}"), each lane's step clamped to its last.
-STEP_MARK, COUNT_MARK = "\u0001", "\u0002"
+# What the page writes at the step it shows, in text Python made for a run of steps, besides the step's number
+# (STEP_MARK): the steps counted up to it (f"{step + 1:,}"), each lane's step clamped to its last.
+COUNT_MARK = "\u0002"
 COUNTERS = ("steps", "padding", "padding_share", "idle", "idle_share", "hit_rate", "saved", "prefill",
             "preemptions", "tokens", "tokens_per_s", "peak_blocks")
 
