@@ -184,3 +184,14 @@ def test_pngs_are_slide_sized_and_the_pdf_has_a_page_per_scene(qapp, tmp_path_fa
     pages = re.findall(rb"/Type\s*/Page\b(?!s)", pdf)
     counts = [int(c) for c in re.findall(rb"/Type\s*/Pages\b[^>]*?/Count\s+(\d+)", pdf, re.S)]
     assert len(pages) == len(runs.lesson.scenes) and counts == [len(runs.lesson.scenes)]
+
+
+@pytest.mark.parametrize("name", ["07-kv-cache", "08-serving"])
+def test_every_chinese_caption_is_whole_at_1280x720(presenter, tmp_path_factory, name):
+    window = presenter(name, tmp_path_factory, (1280, 720), lang="zh")
+    for i, scene in enumerate(window.lesson.scenes):
+        window.go_to(i)
+        QApplication.processEvents()
+        assert window.caption.text() == fill(scene.caption["zh"], window.runs.of(scene).facts())
+        assert window.title.text() == scene.title["zh"] and window.where.text().startswith(f"场景 {i + 1} / ")
+        assert caption_whole(window.caption), f"scene {i + 1}: the Chinese caption is cut"
