@@ -16,6 +16,7 @@ from typing import Any
 
 from kvviz.catalog import SETTING_DEFAULTS, used_settings
 from kvviz.format import DEFAULT_PROMPT
+from kvviz.names import parse_names  # noqa: F401  (the commands' and lessons' name lists)
 
 
 @dataclass(frozen=True)
@@ -283,18 +284,3 @@ def check_run_config(run) -> list[str]:
     if "sinks" in engines and not problems and run.sinks >= run.window:
         problems.append(f"sinks ({run.sinks:,}) must be fewer than the window ({run.window:,}): the window counts them")
     return problems
-
-
-def parse_names(text: str | list[str], known, what: str, plural: str) -> tuple[str, ...]:
-    """`"a,b"` -> ("a", "b"): a comma list of names from `known`, refusing none, an unknown one or one
-    named twice, each in one line (engines, schedulers)."""
-    items = [s.strip() for s in (text.split(",") if isinstance(text, str) else text) if s.strip()]
-    if not items:
-        raise ValueError(f"no {plural} given")
-    for key in items:
-        if key not in known:
-            raise ValueError(f"unknown {what} {key!r}; choose from {', '.join(known)}")
-    if len(set(items)) != len(items):
-        article = "an" if what[0] in "aeiou" else "a"
-        raise ValueError(f"{article} {what} is named twice in {','.join(items)}")
-    return tuple(items)

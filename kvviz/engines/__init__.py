@@ -7,7 +7,7 @@ from kvviz.engines.base import Engine, validate_request
 from kvviz.engines.cached import CachedEngine
 from kvviz.engines.naive import NaiveEngine
 from kvviz.kernels import DEFAULT_KERNEL, check_engines, check_model
-from kvviz.options import parse_names
+from kvviz.names import parse_names
 
 # The registry's names, read from the catalog at each use (kvviz.catalog: names, help, exactness).
 __getattr__ = catalog.live_names(__name__, ENGINE_KEYS=catalog.engine_keys, EXACT_KEYS=catalog.exact_keys,

@@ -28,16 +28,11 @@ import torch
 import torch.nn.functional as F
 
 from kvviz.engines.cached import CachedEngine
+from kvviz.kernels import check_static_step
 from kvviz.models.transformer import ForwardResult, head_weights
 
 WARMUP_STEPS = 3  # eager runs on a side stream before capture (lazy initialisation, kernel selection)
 _COMPILED = None  # torch.compile(StaticStep._step), made at the first compiled run
-
-
-def check_supported(cfg) -> None:
-    """ValueError (one line) for a model the static-shape step does not cover."""
-    if cfg.arch == "gpt2":
-        raise ValueError("the CUDA-graph static step covers Llama-family models only, not gpt2")
 
 
 class StaticStep:
@@ -131,7 +126,7 @@ class GraphStaticEngine(CachedEngine):
     run's warm-up and capture (or compile), outside every step's time."""
 
     def __init__(self, model, *, block_size: int = 16, graph: bool | None = None, compiled: bool = False) -> None:
-        check_supported(model.cfg)
+        check_static_step(model.cfg)
         super().__init__(model, cache_key="static", block_size=block_size,
                          kernel="cuda-graph" if graph else "compiled" if compiled else "torch")
         if graph and self.device.type != "cuda":

@@ -72,7 +72,7 @@ def check_kernel(kernel: str) -> str:
 
 def parse_kernels(text: str | list[str]) -> tuple[str, ...]:
     """`"torch,native"` -> ("torch", "native"), refusing unknown or repeated names in one line."""
-    from kvviz.options import parse_names
+    from kvviz.names import parse_names
 
     return parse_names(text, KERNEL_KEYS, "kernel", "kernels")
 
@@ -117,17 +117,10 @@ def unavailable(kernel: str, device_type: str) -> str | None:
     return None
 
 
-def check_cpu_llama(model, kernel: str) -> None:
-    """ValueError (one line) unless `model` is a float32 Llama-family model on a CPU, what the CPU kernels
-    (openblas, native) cover: GPT-2's forward takes no kernel."""
-    import torch
-
-    param = next(model.parameters())
-    if param.device.type != "cpu" or param.dtype != torch.float32:
-        raise ValueError(f"--kernel {kernel} is for float32 on a CPU, not {str(param.dtype).replace('torch.', '')} "
-                         f"on {param.device.type}")
-    if model.cfg.arch == "gpt2":
-        raise ValueError(f"--kernel {kernel} covers Llama-family models only, not gpt2")
+def check_static_step(cfg) -> None:
+    """ValueError (one line) for a model the static-shape step (compiled, cuda-graph) does not cover."""
+    if cfg.arch == "gpt2":
+        raise ValueError("the CUDA-graph static step covers Llama-family models only, not gpt2")
 
 
 def check_model(kernel: str, model) -> None:
@@ -145,9 +138,7 @@ def check_model(kernel: str, model) -> None:
 
         check_supported(model)
     elif kernel in ("compiled", "cuda-graph"):
-        from kvviz.engines.graph import check_supported
-
-        check_supported(model.cfg)
+        check_static_step(model.cfg)
 
 
 def label(kernel: str) -> str:

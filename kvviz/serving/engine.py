@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from kvviz.costs.wall import WallShape
-from kvviz.options import parse_names
+from kvviz.names import parse_names
 from kvviz.runtime.devices import synchronize
 from kvviz.sampling import Sampler
 from kvviz.serving.block_manager import BlockManager
