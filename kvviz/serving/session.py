@@ -360,6 +360,7 @@ class ServeProcess(EngineProxy):
     close_wait_s = CLOSE_WAIT_S
 
     def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto", threads: int | None = None) -> dict:
+        """Start a run; a child that died or was stopped (SIGSTOP) while idle is replaced first."""
         self.renew()
         return self.call(StartServe(spec, device, dtype, threads)).meta()
 
@@ -370,5 +371,6 @@ class ServeProcess(EngineProxy):
         return self.call(SoloRun(index))
 
     def end(self) -> None:
+        """End the run and wait for the child: ending vLLM beside (its process group, its folder) takes seconds."""
         if self._proc is not None and self._proc.poll() is None:
             self.call(EndRun())
