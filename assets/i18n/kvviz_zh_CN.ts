@@ -274,6 +274,22 @@
         <source>peak blocks</source>
         <translation>峰值块数</translation>
     </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>starting {0:.0f} s</source>
+        <translation>启动中 {0:.0f} 秒</translation>
+    </message>
+    <message>
+        <source>vLLM does not report this</source>
+        <translation>vLLM 不报告这一项</translation>
+    </message>
+    <message>
+        <source>vLLM {0}, settings as {1}&apos;s; prefix hits and tokens saved are its cached prompt tokens, prefilled its prompt tokens computed, peak blocks its KV cache usage times the pool&apos;s blocks</source>
+        <translation>vLLM {0}，设置与 {1} 相同；前缀命中和省下的 token 取自它缓存命中的提示 token，已预填充取自它实际计算的提示 token，峰值块数是它的 KV 缓存占用率乘以块池的块数</translation>
+    </message>
 </context>
 <context>
     <name>DownloadDialog</name>
@@ -718,84 +734,32 @@
         <translation>这次运行已结束：按“运行”(Ctrl+R) 开始新的一次。</translation>
     </message>
     <message>
-        <source>&amp;Resume</source>
-        <translation>继续(&amp;R)</translation>
-    </message>
-    <message>
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
-    </message>
-    <message>
-        <source>&amp;Run</source>
-        <translation>运行(&amp;R)</translation>
     </message>
     <message>
         <source>Start a compare run of the checked engines</source>
         <translation>让勾选的引擎同时运行并对比</translation>
     </message>
     <message>
-        <source>&amp;Pause</source>
-        <translation>暂停(&amp;P)</translation>
-    </message>
-    <message>
         <source>Pause or resume the run</source>
         <translation>暂停或继续运行</translation>
-    </message>
-    <message>
-        <source>&amp;Step</source>
-        <translation>单步(&amp;S)</translation>
     </message>
     <message>
         <source>Run one step of every engine, then pause</source>
         <translation>每个引擎各运行一步，然后暂停</translation>
     </message>
     <message>
-        <source>S&amp;top</source>
-        <translation>停止(&amp;T)</translation>
-    </message>
-    <message>
         <source>Stop the run; its steps stay viewable</source>
         <translation>停止运行；已记录的步骤仍可查看</translation>
-    </message>
-    <message>
-        <source>Previous step</source>
-        <translation>上一步</translation>
     </message>
     <message>
         <source>Show the step before</source>
         <translation>显示前一步</translation>
     </message>
     <message>
-        <source>Next step</source>
-        <translation>下一步</translation>
-    </message>
-    <message>
         <source>Show the step after; at the newest step of a paused run, compute one more</source>
         <translation>显示后一步；若运行已暂停且位于最新一步，则再计算一步</translation>
-    </message>
-    <message>
-        <source>Back 10 steps</source>
-        <translation>后退 10 步</translation>
-    </message>
-    <message>
-        <source>Forward 10 steps</source>
-        <translation>前进 10 步</translation>
-    </message>
-    <message>
-        <source>First step</source>
-        <translation>第一步</translation>
-    </message>
-    <message>
-        <source>Newest step (follow the run)</source>
-        <translation>最新一步（跟随运行）</translation>
-    </message>
-    <message>
-        <source>Faster</source>
-        <translation>加快</translation>
-    </message>
-    <message>
-        <source>Slower</source>
-        <translation>减慢</translation>
     </message>
     <message>
         <source>Open checkpoint...</source>
@@ -956,6 +920,58 @@
     <message>
         <source>This run will take about {0} ({1}).</source>
         <translation>这次运行大约需要 {0}（{1}）。</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>暂停(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;Step</source>
+        <translation>单步(&amp;S)</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Previous step</source>
+        <translation>上一步</translation>
+    </message>
+    <message>
+        <source>Next step</source>
+        <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Back 10 steps</source>
+        <translation>后退 10 步</translation>
+    </message>
+    <message>
+        <source>Forward 10 steps</source>
+        <translation>前进 10 步</translation>
+    </message>
+    <message>
+        <source>First step</source>
+        <translation>第一步</translation>
+    </message>
+    <message>
+        <source>Newest step (follow the run)</source>
+        <translation>最新一步（跟随运行）</translation>
+    </message>
+    <message>
+        <source>Faster</source>
+        <translation>加快</translation>
+    </message>
+    <message>
+        <source>Slower</source>
+        <translation>减慢</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>继续(&amp;R)</translation>
     </message>
 </context>
 <context>
@@ -1340,8 +1356,48 @@
         <translation>gather 拷贝 {bytes}</translation>
     </message>
     <message>
+        <source>undid {bytes}</source>
+        <translation>撤销 {bytes}</translation>
+    </message>
+    <message>
+        <source>wrote {bytes} over rejected slots</source>
+        <translation>在被拒绝的槽位上覆盖写入 {bytes}</translation>
+    </message>
+    <message>
         <source>{work} Cache traffic: {moves}.</source>
         <translation>{work}缓存数据搬运：{moves}。</translation>
+    </message>
+    <message>
+        <source>{engine} took accepted draft {i} of {a} from the target forward of step {step}: no forward this step</source>
+        <translation>{engine} 取用第 {step} 步目标模型前向中接受的第 {i} 个草稿（共 {a} 个）：本步没有前向</translation>
+    </message>
+    <message>
+        <source>{engine} had no draft to check: one token for one target forward, as plain decoding</source>
+        <translation>{engine} 没有可验证的草稿：一次目标模型前向产生一个 token，与普通解码相同</translation>
+    </message>
+    <message>
+        <source> ({bytes} cut from the cache)</source>
+        <translation>（从缓存中删去 {bytes}）</translation>
+    </message>
+    <message>
+        <source> (left in place: the next forward writes over them)</source>
+        <translation>（原地保留：下一次前向会覆盖它们）</translation>
+    </message>
+    <message>
+        <source>{engine} drafted {p}, the target accepted {a}, {gone} slots rolled back{undone}; {n} tokens for one target forward</source>
+        <translation>{engine} 起草了 {p} 个，目标模型接受了 {a} 个，回滚了 {gone} 个槽位{undone}；一次目标模型前向得到 {n} 个 token</translation>
+    </message>
+    <message>
+        <source>{engine} no forward</source>
+        <translation>{engine} 无前向</translation>
+    </message>
+    <message>
+        <source>{engine} {a} of {p} drafts kept</source>
+        <translation>{engine} 保留了 {p} 个草稿中的 {a} 个</translation>
+    </message>
+    <message>
+        <source>{engine} no draft, 1 new</source>
+        <translation>{engine} 无草稿，新增 1 个</translation>
     </message>
     <message>
         <source>{engines} {n} K/V computed, {again} again</source>
@@ -1557,6 +1613,29 @@
     </message>
 </context>
 <context>
+    <name>PrefixPanel</name>
+    <message>
+        <source>Prefix hit rate and blocks stored/removed</source>
+        <translation>前缀命中率与块的存入/移除</translation>
+    </message>
+    <message>
+        <source>Above: the share of prompt tokens found in the prefix cache in each sample&apos;s interval (vLLM&apos;s prefix_cache_hits over prefix_cache_queries). Below: blocks stored (solid, up) and removed (dashed, down) in each interval, from the KV events.</source>
+        <translation>上：每个采样区间内在前缀缓存中命中的提示 token 占比（vLLM 的 prefix_cache_hits 除以 prefix_cache_queries）。下：每个区间内存入（实线，向上）和移除（虚线，向下）的块数，来自 KV 事件。</translation>
+    </message>
+    <message>
+        <source>prefix hits</source>
+        <translation>前缀命中</translation>
+    </message>
+    <message>
+        <source>blocks ±</source>
+        <translation>块数 ±</translation>
+    </message>
+    <message>
+        <source>seconds</source>
+        <translation>秒</translation>
+    </message>
+</context>
+<context>
     <name>QualityPanel</name>
     <message>
         <source>KL(exact || engine) per step</source>
@@ -1623,6 +1702,29 @@
     </message>
 </context>
 <context>
+    <name>RequestsPanel</name>
+    <message>
+        <source>Waiting requests and preemptions</source>
+        <translation>等待的请求与抢占</translation>
+    </message>
+    <message>
+        <source>Above: requests waiting for room (vLLM&apos;s num_requests_waiting). Below: requests preempted in each sample&apos;s interval (the change of num_preemptions), a line per server.</source>
+        <translation>上：等待空间的请求数（vLLM 的 num_requests_waiting）。下：每个采样区间内被抢占的请求数（num_preemptions 的变化量），每个服务器一条线。</translation>
+    </message>
+    <message>
+        <source>waiting</source>
+        <translation>等待</translation>
+    </message>
+    <message>
+        <source>preempted</source>
+        <translation>被抢占</translation>
+    </message>
+    <message>
+        <source>seconds</source>
+        <translation>秒</translation>
+    </message>
+</context>
+<context>
     <name>RunForm</name>
     <message>
         <source>Prompt</source>
@@ -1667,6 +1769,30 @@
     <message>
         <source>What runs every engine&apos;s decode steps, one kernel for the whole run, so that the engines differ by their cache alone</source>
         <translation>运行每个引擎解码步的代码，整次运行只用一个内核，这样各引擎之间只有缓存不同</translation>
+    </message>
+    <message>
+        <source>Compare kernel</source>
+        <translation>对比内核</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>A kernel comparison: every engine also under this kernel, as a lane of its own (“static · C step”) in a shade of the engine&apos;s colour: same cache, another kernel</source>
+        <translation>内核对比：每个引擎也在这个内核下运行，各成一条通道（“static · C step”），颜色是该引擎颜色的深浅变化：同一个缓存，换一个内核</translation>
+    </message>
+    <message>
+        <source>Repeat</source>
+        <translation>重复</translation>
+    </message>
+    <message>
+        <source> ×</source>
+        <translation> ×</translation>
+    </message>
+    <message>
+        <source>Run the comparison this many times: the summary gives each engine&apos;s median time and the spread of the runs, as kvviz bench does</source>
+        <translation>把这次对比运行这么多次：汇总给出每个引擎的中位时间和各次运行的离散程度，与 kvviz bench 相同</translation>
     </message>
     <message>
         <source>New tokens</source>
@@ -1813,6 +1939,10 @@
         <translation>采样：{0}</translation>
     </message>
     <message>
+        <source>Compare the decode kernel with another kernel (both are {0}).</source>
+        <translation>请选择与解码内核不同的对比内核（两者都是 {0}）。</translation>
+    </message>
+    <message>
         <source>The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model&apos;s context of {3}.</source>
         <translation>prompt（{0} 个 token）+ 新 token（{1} 个）= {2}，超出了模型的上下文长度 {3}。</translation>
     </message>
@@ -1840,10 +1970,6 @@
 <context>
     <name>RunWorker</name>
     <message>
-        <source>out of memory; {0}</source>
-        <translation>内存不足；{0}</translation>
-    </message>
-    <message>
         <source>{0}: trained weights not found in {1} (run `kvviz train --out {1}`)</source>
         <translation>{0}：在 {1} 中找不到训练好的权重（请运行 `kvviz train --out {1}`）</translation>
     </message>
@@ -1864,6 +1990,18 @@
         <translation>naive：未记录注意力权重，这么长的运行需要超过 {0} MiB 来保存它们</translation>
     </message>
     <message>
+        <source>the repeats gave different tokens: their times are not of the same work</source>
+        <translation>各次重复生成的 token 不同：它们的耗时不是同一份工作的耗时</translation>
+    </message>
+    <message>
+        <source>out of memory; {0}</source>
+        <translation>内存不足；{0}</translation>
+    </message>
+    <message>
+        <source>the engine process did not answer Stop within {0:g} s and was ended</source>
+        <translation>引擎进程在 {0:g} 秒内未响应“停止”，已将其结束</translation>
+    </message>
+    <message>
         <source>the engine process had ended (exit code {0})</source>
         <translation>引擎进程已结束（退出码 {0}）</translation>
     </message>
@@ -1876,10 +2014,6 @@
         <translation>{0}；已启动新的引擎进程并重新加载模型</translation>
     </message>
     <message>
-        <source>the engine process did not start (exit code {0})</source>
-        <translation>引擎进程未能启动（退出码 {0}）</translation>
-    </message>
-    <message>
         <source>the engine process was ended by Stop while it started</source>
         <translation>引擎进程在启动时被“停止”结束</translation>
     </message>
@@ -1888,12 +2022,8 @@
         <translation>引擎进程未在 {0:g} 秒内启动，已将其结束</translation>
     </message>
     <message>
-        <source>the engine process did not start ({0})</source>
-        <translation>引擎进程未能启动（{0}）</translation>
-    </message>
-    <message>
-        <source>the engine process did not answer Stop within {0:g} s and was ended</source>
-        <translation>引擎进程在 {0:g} 秒内未响应“停止”，已将其结束</translation>
+        <source>the engine process did not start (exit code {0})</source>
+        <translation>引擎进程未能启动（退出码 {0}）</translation>
     </message>
     <message>
         <source>the engine process ended unexpectedly (exit code {0}{1})</source>
@@ -2025,6 +2155,10 @@
         <translation>调度器</translation>
     </message>
     <message>
+        <source>vLLM beside</source>
+        <translation>vLLM 对照</translation>
+    </message>
+    <message>
         <source>Max batch</source>
         <translation>最大批次</translation>
     </message>
@@ -2063,6 +2197,10 @@
     <message>
         <source>loading the model list...</source>
         <translation>正在加载模型列表...</translation>
+    </message>
+    <message>
+        <source>vLLM runs the same requests in its own process (35-50 s to start on a CPU) and reports each step beside the schedulers: its settings follow prefix if ticked (prefix caching on), else chunked, paged or continuous</source>
+        <translation>vLLM 在自己的进程中运行同样的请求（在 CPU 上启动需 35-50 秒），并在各调度器旁报告每一步：若勾选了 prefix，它的设置随 prefix（开启前缀缓存），否则依次随 chunked、paged 或 continuous</translation>
     </message>
     <message>
         <source>the model list is loading...</source>
@@ -2202,8 +2340,84 @@
         <translation>{0}/{1} 块空闲</translation>
     </message>
     <message>
+        <source>{0} running</source>
+        <translation>{0} 个运行中</translation>
+    </message>
+    <message>
+        <source>{0} waiting</source>
+        <translation>{0} 个等待</translation>
+    </message>
+    <message>
+        <source>{0} blocks in use</source>
+        <translation>{0} 个块在用</translation>
+    </message>
+    <message>
+        <source>{0} prompt tokens from its cache</source>
+        <translation>{0} 个提示 token 来自其缓存</translation>
+    </message>
+    <message>
+        <source>{0} run</source>
+        <translation>{0} 运行</translation>
+    </message>
+    <message>
+        <source>{0} wait</source>
+        <translation>{0} 等待</translation>
+    </message>
+    <message>
+        <source>{0} blocks</source>
+        <translation>{0} 块</translation>
+    </message>
+    <message>
+        <source>{0} cached</source>
+        <translation>{0} 已缓存</translation>
+    </message>
+    <message>
         <source>; </source>
         <translation>；</translation>
+    </message>
+    <message>
+        <source>vLLM failed: {0}</source>
+        <translation>vLLM 失败：{0}</translation>
+    </message>
+    <message>
+        <source>vLLM: starting, {0:.0f} s waited</source>
+        <translation>vLLM：启动中，已等待 {0:.0f} 秒</translation>
+    </message>
+    <message>
+        <source>vLLM: done after {0} steps</source>
+        <translation>vLLM：{0} 步后完成</translation>
+    </message>
+    <message>
+        <source>vLLM: done</source>
+        <translation>vLLM：完成</translation>
+    </message>
+    <message>
+        <source>vLLM, step {0}: nothing to run</source>
+        <translation>vLLM，第 {0} 步：没有可运行的</translation>
+    </message>
+    <message>
+        <source>vLLM {0}: idle</source>
+        <translation>vLLM 第 {0} 步：空闲</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>，</translation>
+    </message>
+    <message>
+        <source>{0}: {1}</source>
+        <translation>{0}：{1}</translation>
+    </message>
+    <message>
+        <source>vLLM, step {0}: {1}</source>
+        <translation>vLLM，第 {0} 步：{1}</translation>
+    </message>
+    <message>
+        <source>vLLM {0}: {1}</source>
+        <translation>vLLM 第 {0} 步：{1}</translation>
+    </message>
+    <message>
+        <source>vLLM: starting, {0:.0f} s waited (35-50 s on a CPU); the schedulers wait for it</source>
+        <translation>vLLM：启动中，已等待 {0:.0f} 秒（在 CPU 上需 35-50 秒）；各调度器等它就绪</translation>
     </message>
     <message>
         <source>{0}: done after {1} steps</source>
@@ -2256,42 +2470,6 @@
         <translation>kvviz：同时服务多个请求</translation>
     </message>
     <message>
-        <source>&amp;Run</source>
-        <translation>运行(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;Step</source>
-        <translation>单步(&amp;S)</translation>
-    </message>
-    <message>
-        <source>S&amp;top</source>
-        <translation>停止(&amp;T)</translation>
-    </message>
-    <message>
-        <source>Previous step</source>
-        <translation>上一步</translation>
-    </message>
-    <message>
-        <source>Next step</source>
-        <translation>下一步</translation>
-    </message>
-    <message>
-        <source>Back 10 steps</source>
-        <translation>后退 10 步</translation>
-    </message>
-    <message>
-        <source>Forward 10 steps</source>
-        <translation>前进 10 步</translation>
-    </message>
-    <message>
-        <source>First step</source>
-        <translation>第一步</translation>
-    </message>
-    <message>
-        <source>Newest step (follow the run)</source>
-        <translation>最新一步（跟随运行）</translation>
-    </message>
-    <message>
         <source>Open serve record...</source>
         <translation>打开服务记录...</translation>
     </message>
@@ -2308,14 +2486,6 @@
         <translation>用每个勾选的调度器同步服务该负载 (Ctrl+R)</translation>
     </message>
     <message>
-        <source>&amp;Resume</source>
-        <translation>继续(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;Pause</source>
-        <translation>暂停(&amp;P)</translation>
-    </message>
-    <message>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
@@ -2324,44 +2494,16 @@
         <translation>导出(&amp;E)</translation>
     </message>
     <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
         <source>Workload</source>
         <translation>负载</translation>
-    </message>
-    <message>
-        <source>Transport</source>
-        <translation>播放控制</translation>
-    </message>
-    <message>
-        <source> Speed </source>
-        <translation> 速度 </translation>
-    </message>
-    <message>
-        <source> steps/s</source>
-        <translation> 步/秒</translation>
-    </message>
-    <message>
-        <source>as fast as possible</source>
-        <translation>尽可能快</translation>
-    </message>
-    <message>
-        <source>idle</source>
-        <translation>空闲</translation>
-    </message>
-    <message>
-        <source>loading the model...</source>
-        <translation>正在加载模型...</translation>
-    </message>
-    <message>
-        <source>running</source>
-        <translation>运行中</translation>
-    </message>
-    <message>
-        <source>paused</source>
-        <translation>已暂停</translation>
     </message>
     <message>
         <source>no worker: this window only replays</source>
@@ -2464,6 +2606,53 @@
     <message>
         <source>drag the gaps between them</source>
         <translation>拖动面板之间的间隙</translation>
+    </message>
+</context>
+<context>
+    <name>SpeculationPanel</name>
+    <message>
+        <source>Speculation</source>
+        <translation>投机解码</translation>
+    </message>
+    <message>
+        <source>A speculative engine lets a cheap draft propose k tokens and the target check them all in one forward, keeping the drafts up to the first it would not have picked, plus its own next token. Top: of the rounds that drafted a token at each position, the share the target kept (a later position is kept only if every one before it was). Bottom: tokens per target forward so far; plain decoding makes one token per forward (dashed line). The tokens are the same as plain decoding&apos;s: only the number of target forwards changes.</source>
+        <translation>投机解码引擎让一个廉价的草稿提出 k 个 token，由目标模型在一次前向中全部验证：保留草稿直到第一个它不会选的 token 为止，再加上它自己的下一个 token。上：在各位置起草了 token 的轮次中，被目标模型保留的比例（只有前面每个位置都被保留，后面的位置才会被保留）。下：到目前为止每次目标模型前向得到的 token 数；普通解码每次前向得到一个 token（虚线）。生成的 token 与普通解码完全相同：变的只是目标模型前向的次数。</translation>
+    </message>
+    <message>
+        <source>drafts kept, by position in the round</source>
+        <translation>按轮内位置统计的草稿保留率</translation>
+    </message>
+    <message>
+        <source>kept</source>
+        <translation>保留</translation>
+    </message>
+    <message>
+        <source>draft position</source>
+        <translation>草稿位置</translation>
+    </message>
+    <message>
+        <source>tokens per target forward</source>
+        <translation>每次目标模型前向的 token 数</translation>
+    </message>
+    <message>
+        <source>tokens</source>
+        <translation>token 数</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>{engine}: {rate} tokens per target forward, {kept} of drafts kept ({n} drafted)</source>
+        <translation>{engine}：每次目标模型前向 {rate} 个 token，草稿保留 {kept}（共起草 {n} 个）</translation>
+    </message>
+    <message>
+        <source>no speculative engine in this run: every engine makes one token per forward</source>
+        <translation>本次运行没有投机解码引擎：每个引擎每次前向生成一个 token</translation>
+    </message>
+    <message>
+        <source>plain decoding: 1 token per forward</source>
+        <translation>普通解码：每次前向 1 个 token</translation>
     </message>
 </context>
 <context>
@@ -2678,8 +2867,24 @@
         <translation>第 0–{step} 步累计（{n} 个新 token）</translation>
     </message>
     <message>
+        <source>Medians of {n} runs: {totals}</source>
+        <translation>{n} 次运行的中位数：{totals}</translation>
+    </message>
+    <message>
+        <source>{totals}, decode kernels {first} and {second}</source>
+        <translation>{totals}，解码内核 {first} 与 {second}</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>、</translation>
+    </message>
+    <message>
         <source>{totals}, decode kernel {kernel}</source>
         <translation>{totals}，解码内核 {kernel}</translation>
+    </message>
+    <message>
+        <source>Speedup vs {kernel}: the same engine&apos;s total time under {kernel} divided by this lane&apos;s</source>
+        <translation>相对 {kernel} 的加速比：同一引擎在 {kernel} 下的总时间除以本通道的总时间</translation>
     </message>
     <message>
         <source>Set aside for want of room (the narration tells them): {rows}</source>
@@ -2698,20 +2903,28 @@
         <translation>{engine} {speedup}×（奇数步 {odd}×，偶数步 {even}×）</translation>
     </message>
     <message>
-        <source>, </source>
-        <translation>、</translation>
-    </message>
-    <message>
         <source>{engine} {ms}</source>
         <translation>{engine} {ms}</translation>
+    </message>
+    <message>
+        <source>Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd and the even steps cover the same positions: where they part, the machine&apos;s noise moved the figure that much. Prefill (step 0, apart): {prefill}.</source>
+        <translation>仅看解码步，每个内核在同一缓存上与 {kernel} 相比：{parts}。奇数步和偶数步覆盖相同的位置：两者相差多少，就是机器噪声让这个数字变动了多少。预填充（第 0 步，单独列出）：{prefill}。</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
     </message>
     <message>
         <source>Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine&apos;s noise moved the figure that much. Prefill (step 0, apart): {prefill}.</source>
         <translation>只看解码步，相对 naive：{parts}。奇数步与偶数步覆盖同样的位置：两者相差多少，机器的噪声就让这个数字变动了多少。预填充（第 0 步，单列）：{prefill}。</translation>
     </message>
     <message>
-        <source>; </source>
-        <translation>；</translation>
+        <source>{engine} {low}–{high} (±{pct}%)</source>
+        <translation>{engine} {low}–{high}（±{pct}%）</translation>
+    </message>
+    <message>
+        <source>Spread of the {n} runs (lowest–highest total; the table gives the median): {parts}.</source>
+        <translation>{n} 次运行的离散程度（最低–最高总时间；表中为中位数）：{parts}。</translation>
     </message>
     <message>
         <source>Decode step: {parts}. Their times differ by kernel as well as by cache.</source>
@@ -2754,6 +2967,22 @@
     <message>
         <source>a step over {0} slots drawn in {0} columns</source>
         <translation>超过 {0} 个槽位的步画成 {0} 列</translation>
+    </message>
+    <message>
+        <source>vLLM failed: {0}</source>
+        <translation>vLLM 失败：{0}</translation>
+    </message>
+    <message>
+        <source>vLLM: starting, {0:.0f} s waited (its start-up takes 35-50 s on a CPU)</source>
+        <translation>vLLM：启动中，已等待 {0:.0f} 秒（在 CPU 上启动需 35-50 秒）</translation>
+    </message>
+    <message>
+        <source>vLLM {0}: {1} running, {2} waiting, {3} blocks, {4} cached, {5} preempted</source>
+        <translation>vLLM 第 {0} 步：{1} 运行，{2} 等待，{3} 块，{4} 已缓存，{5} 被抢占</translation>
+    </message>
+    <message>
+        <source>vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its cache, {5} preempted</source>
+        <translation>vLLM，第 {0} 步：{1} 个运行中，{2} 个等待，{3} 个块在用，{4} 个提示 token 来自其缓存，{5} 个被抢占</translation>
     </message>
     <message>
         <source>{0}: {1} padding + {2} idle slots wasted, {3} steps</source>
@@ -2810,6 +3039,29 @@
     <message>
         <source>finished</source>
         <translation>已完成</translation>
+    </message>
+</context>
+<context>
+    <name>TimingPanel</name>
+    <message>
+        <source>Time to first token and inter-token latency</source>
+        <translation>首 token 延迟与 token 间延迟</translation>
+    </message>
+    <message>
+        <source>The mean of the server&apos;s time_to_first_token_seconds (above) and inter_token_latency_seconds (below) over each sample&apos;s interval (the histogram&apos;s sum over its count); no point where no token came.</source>
+        <translation>每个采样区间内服务器的 time_to_first_token_seconds（上）和 inter_token_latency_seconds（下）的平均值（直方图的总和除以计数）；没有 token 产生的区间不画点。</translation>
+    </message>
+    <message>
+        <source>TTFT</source>
+        <translation>TTFT</translation>
+    </message>
+    <message>
+        <source>ITL</source>
+        <translation>ITL</translation>
+    </message>
+    <message>
+        <source>seconds</source>
+        <translation>秒</translation>
     </message>
 </context>
 <context>
@@ -2970,14 +3222,25 @@
     </message>
 </context>
 <context>
+    <name>TreePanel</name>
+    <message>
+        <source>Prefix cache (vLLM&apos;s blocks, as a tree of hash chains)</source>
+        <translation>前缀缓存（vLLM 的块，画成哈希链组成的树）</translation>
+    </message>
+    <message>
+        <source>The blocks the server holds in its prefix cache, mirrored from its KV events (stored minus removed). A block&apos;s hash chains its parent&apos;s, so requests sharing a prompt share its blocks: one trunk (dark) with a branch (light) per request. Left to right: block depth in the chain. With a tokenizer (--model) each box shows its blocks&apos; tokens.</source>
+        <translation>服务器前缀缓存中保存的块，根据它的 KV 事件镜像得到（存入减去移除）。每个块的哈希链接其父块的哈希，因此共享同一提示的请求共享这些块：一根主干（深色），每个请求一条分支（浅色）。从左到右：块在链中的深度。指定分词器（--model）时，每个方框显示其块中的 token。</translation>
+    </message>
+</context>
+<context>
     <name>UsagePanel</name>
     <message>
         <source>Pool use and batch size</source>
         <translation>块池占用与批次大小</translation>
     </message>
     <message>
-        <source>Above: KV blocks held by some request after each step (of the pool&apos;s size); a cross is a preemption. Below: requests computed in each step (the batch). One line per scheduler.</source>
-        <translation>上：每步之后被请求持有的 KV 块数（相对于池的大小）；叉号表示一次抢占。下：每步计算的请求数（批次）。每个调度器一条线。</translation>
+        <source>Above: KV blocks held by some request after each step (of the pool&apos;s size); a cross is a preemption. Below: requests computed in each step (the batch). One line per scheduler; vLLM&apos;s: the blocks in use and the requests running it reported.</source>
+        <translation>上：每步之后被请求持有的 KV 块数（相对于池的大小）；叉号表示一次抢占。下：每步计算的请求数（批次）。每个调度器一条线；vLLM 的线是它报告的在用块数和运行中的请求数。</translation>
     </message>
     <message>
         <source>blocks used</source>
@@ -2990,6 +3253,315 @@
     <message>
         <source>step</source>
         <translation>步</translation>
+    </message>
+</context>
+<context>
+    <name>WatchCountersPanel</name>
+    <message>
+        <source>Per server, over the samples kept: prefix hits (prompt tokens found in the prefix cache over those looked up), tokens saved (found cached) and prefilled (computed), preemptions, tokens generated (one TTFT or ITL observation each) and per second, the most pool blocks in use.</source>
+        <translation>每个服务器在保留的采样上：前缀命中（在前缀缓存中命中的提示 token 占查询数的比例）、省下的 token（命中缓存的）与已预填充（实际计算的）、抢占次数、生成的 token 数（每个对应一次 TTFT 或 ITL 观测）与每秒 token 数，以及块池同时在用的最多块数。</translation>
+    </message>
+</context>
+<context>
+    <name>WatchDialog</name>
+    <message>
+        <source>Watch a vLLM server</source>
+        <translation>监控 vLLM 服务器</translation>
+    </message>
+    <message>
+        <source>One URL per server, separated by spaces: several are drawn side by side</source>
+        <translation>每个服务器一个 URL，用空格分隔：多个服务器并排绘制</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Data-parallel ranks per server: rank r&apos;s event ports are offset by r</source>
+        <translation>每个服务器的数据并行 rank 数：rank r 的事件端口偏移 r</translation>
+    </message>
+    <message>
+        <source>every topic</source>
+        <translation>所有主题</translation>
+    </message>
+    <message>
+        <source>Sent as the Authorization header with each GET /metrics; never saved</source>
+        <translation>随每次 GET /metrics 作为 Authorization 请求头发送；从不保存</translation>
+    </message>
+    <message>
+        <source>https without checking the server&apos;s certificate</source>
+        <translation>使用 https，但不校验服务器证书</translation>
+    </message>
+    <message>
+        <source>not recorded</source>
+        <translation>不录制</translation>
+    </message>
+    <message>
+        <source>Browse...</source>
+        <translation>浏览...</translation>
+    </message>
+    <message>
+        <source>none: blocks drawn without their text</source>
+        <translation>无：绘制块但不显示其文本</translation>
+    </message>
+    <message>
+        <source>The server&apos;s tokenizer (a model folder or a preset): each block&apos;s tokens shown as text</source>
+        <translation>服务器的分词器（模型文件夹或预设）：把每个块的 token 显示为文本</translation>
+    </message>
+    <message>
+        <source>Server URLs</source>
+        <translation>服务器 URL</translation>
+    </message>
+    <message>
+        <source>KV events port</source>
+        <translation>KV 事件端口</translation>
+    </message>
+    <message>
+        <source>Replay port</source>
+        <translation>重放端口</translation>
+    </message>
+    <message>
+        <source>Ranks</source>
+        <translation>Rank 数</translation>
+    </message>
+    <message>
+        <source>Event topic</source>
+        <translation>事件主题</translation>
+    </message>
+    <message>
+        <source>Authorization</source>
+        <translation>授权</translation>
+    </message>
+    <message>
+        <source>Record to</source>
+        <translation>录制到</translation>
+    </message>
+    <message>
+        <source>Tokenizer</source>
+        <translation>分词器</translation>
+    </message>
+    <message>
+        <source>Watch</source>
+        <translation>监控</translation>
+    </message>
+    <message>
+        <source>Record the watch to</source>
+        <translation>把监控录制到</translation>
+    </message>
+    <message>
+        <source>Watch recordings (*.kvwatch)</source>
+        <translation>监控录制文件 (*.kvwatch)</translation>
+    </message>
+</context>
+<context>
+    <name>WatchExports</name>
+    <message>
+        <source>View as PNG...</source>
+        <translation>视图导出为 PNG...</translation>
+    </message>
+    <message>
+        <source>View as SVG...</source>
+        <translation>视图导出为 SVG...</translation>
+    </message>
+    <message>
+        <source>Recording as a page...</source>
+        <translation>录制导出为网页...</translation>
+    </message>
+    <message>
+        <source>Recording as GIF or MP4...</source>
+        <translation>录制导出为 GIF 或 MP4...</translation>
+    </message>
+    <message>
+        <source>the page and the animation are made from a recording: Stop the watch first (its recording closes), or replay one</source>
+        <translation>网页和动画由录制文件生成：请先停止监控（其录制随之关闭），或回放一份录制</translation>
+    </message>
+    <message>
+        <source>the page and the animation are made from a recording: watch with &apos;Record to&apos;, or open a recording</source>
+        <translation>网页和动画由录制文件生成：请在监控时设置“录制到”，或打开一份录制</translation>
+    </message>
+    <message>
+        <source>nothing to export: watch a server or open a recording first</source>
+        <translation>没有可导出的内容：请先监控一个服务器，或打开一份录制</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+    <message>
+        <source>saved {0}</source>
+        <translation>已保存 {0}</translation>
+    </message>
+</context>
+<context>
+    <name>WatchGrid</name>
+    <message>
+        <source>Grid</source>
+        <translation>网格</translation>
+    </message>
+</context>
+<context>
+    <name>WatchTransport</name>
+    <message>
+        <source>Time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>Scrub through the samples (Left/Right, Home/End: follow the newest)</source>
+        <translation>拖动浏览各次采样（Left/Right，Home/End：跟随最新）</translation>
+    </message>
+    <message>
+        <source>{0}: {1:.0f} s, sample {2} / {3}</source>
+        <translation>{0}：{1:.0f} 秒，第 {2} / {3} 次采样</translation>
+    </message>
+    <message>
+        <source>{0}: no sample yet</source>
+        <translation>{0}：尚无采样</translation>
+    </message>
+</context>
+<context>
+    <name>WatchUsagePanel</name>
+    <message>
+        <source>Pool use and running requests</source>
+        <translation>块池占用与运行中的请求</translation>
+    </message>
+    <message>
+        <source>Above: KV blocks in use on each server (vLLM&apos;s kv_cache_usage_perc times its pool); a cross marks a sample in which requests were preempted. Below: requests running. Over the seconds since the watch began, a line per server.</source>
+        <translation>上：各服务器在用的 KV 块数（vLLM 的 kv_cache_usage_perc 乘以其块池大小）；叉号标出有请求被抢占的采样。下：运行中的请求数。横轴为监控开始以来的秒数，每个服务器一条线。</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>seconds</source>
+        <translation>秒</translation>
+    </message>
+</context>
+<context>
+    <name>WatchWindow</name>
+    <message>
+        <source>kvviz: watching vLLM</source>
+        <translation>kvviz：监控 vLLM</translation>
+    </message>
+    <message>
+        <source>&amp;Watch again</source>
+        <translation>重新监控(&amp;W)</translation>
+    </message>
+    <message>
+        <source>&amp;Step one sample</source>
+        <translation>前进一次采样(&amp;S)</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Previous sample</source>
+        <translation>上一次采样</translation>
+    </message>
+    <message>
+        <source>Next sample</source>
+        <translation>下一次采样</translation>
+    </message>
+    <message>
+        <source>Back 10 samples</source>
+        <translation>后退 10 次采样</translation>
+    </message>
+    <message>
+        <source>Forward 10 samples</source>
+        <translation>前进 10 次采样</translation>
+    </message>
+    <message>
+        <source>First sample</source>
+        <translation>第一次采样</translation>
+    </message>
+    <message>
+        <source>Newest sample (follow)</source>
+        <translation>最新采样（跟随）</translation>
+    </message>
+    <message>
+        <source>Watch a server...</source>
+        <translation>监控服务器...</translation>
+    </message>
+    <message>
+        <source>Open a recording...</source>
+        <translation>打开录制...</translation>
+    </message>
+    <message>
+        <source>&amp;Close</source>
+        <translation>关闭(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Quit kvviz</source>
+        <translation>退出 kvviz(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Watch the same servers again, or replay the recording from its start (Ctrl+R)</source>
+        <translation>重新监控相同的服务器，或从头回放录制 (Ctrl+R)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Export</source>
+        <translation>导出(&amp;E)</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source> samples/s</source>
+        <translation> 次采样/秒</translation>
+    </message>
+    <message>
+        <source>A recording replayed at this many metric samples per second ([ slower, ] faster); a live server comes at its own pace</source>
+        <translation>回放录制时每秒播放的指标采样数（[ 减慢，] 加快）；实时服务器按其自身节奏到来</translation>
+    </message>
+    <message>
+        <source>watching {0}</source>
+        <translation>正在监控 {0}</translation>
+    </message>
+    <message>
+        <source>replaying {0} ({1} samples)</source>
+        <translation>正在回放 {0}（{1} 次采样）</translation>
+    </message>
+    <message>
+        <source>recorded to {0}</source>
+        <translation>已录制到 {0}</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>继续(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>暂停(&amp;P)</translation>
+    </message>
+    <message>
+        <source>{0} ends inside a record (a session cut short): replayed up to there</source>
+        <translation>{0} 在一条记录中间结束（会话被中断）：已回放到该处</translation>
+    </message>
+    <message>
+        <source>live</source>
+        <translation>实时</translation>
+    </message>
+    <message>
+        <source>replay</source>
+        <translation>回放</translation>
+    </message>
+    <message>
+        <source>Open a watch recording</source>
+        <translation>打开监控录制</translation>
+    </message>
+    <message>
+        <source>Watch recordings (*.kvwatch);;All files (*)</source>
+        <translation>监控录制文件 (*.kvwatch);;所有文件 (*)</translation>
     </message>
 </context>
 <context>
@@ -3013,6 +3585,22 @@
     <message>
         <source>evicted, never read again</source>
         <translation>已驱逐，不再读取</translation>
+    </message>
+    <message>
+        <source>drafted, accepted</source>
+        <translation>已起草，被接受</translation>
+    </message>
+    <message>
+        <source>drafted, rejected: left in place</source>
+        <translation>已起草，被拒绝：原地保留</translation>
+    </message>
+    <message>
+        <source>drafted, rejected: freed</source>
+        <translation>已起草，被拒绝：已释放</translation>
+    </message>
+    <message>
+        <source>written over a rejected slot</source>
+        <translation>覆盖写入被拒绝的槽位</translation>
     </message>
     <message>
         <source>not computed this step</source>
@@ -3041,6 +3629,14 @@
     <message>
         <source>prefill, {rows} rows</source>
         <translation>预填充，{rows} 行</translation>
+    </message>
+    <message>
+        <source>accepted draft, no forward</source>
+        <translation>已接受的草稿，无前向</translation>
+    </message>
+    <message>
+        <source>{rows} rows verified, {kept} kept</source>
+        <translation>验证了 {rows} 行，保留 {kept} 行</translation>
     </message>
     <message>
         <source>{rows} rows, {again} again</source>
@@ -3080,6 +3676,30 @@
     <message>
         <source>K/V stored as int8 with a scale per token and head, dequantised for attention</source>
         <translation>K/V 以 int8 存储，每个 token 和头一个缩放因子，注意力计算前反量化</translation>
+    </message>
+    <message>
+        <source>W tokens kept; when full, the one the last query attended to least goes (TOVA)</source>
+        <translation>保留 W 个 token；满了之后，移除最近一个 query 关注最少的那个（TOVA）</translation>
+    </message>
+    <message>
+        <source>W tokens kept: the newest W/2, and the heavy hitters, most attention received so far (H2O)</source>
+        <translation>保留 W 个 token：最新的 W/2 个，加上到目前为止获得注意力最多的重要 token（heavy hitter，H2O）</translation>
+    </message>
+    <message>
+        <source>W tokens kept; when full, the key with the largest norm goes (no attention needed)</source>
+        <translation>保留 W 个 token；满了之后，移除范数最大的 key（不需要注意力权重）</translation>
+    </message>
+    <message>
+        <source>a prompt longer than W cut once to W by its last queries&apos; attention (SnapKV); every new token kept</source>
+        <translation>长于 W 的提示按其最后几个 query 的注意力一次性裁剪到 W（SnapKV）；每个新 token 都保留</translation>
+    </message>
+    <message>
+        <source>speculative: prompt lookup drafts k tokens from n-grams of the text so far, the target verifies them in one forward, rejected K/V rolled back</source>
+        <translation>投机解码：prompt lookup 从已有文本的 n-gram 中起草 k 个 token，目标模型在一次前向中验证它们，被拒绝的 K/V 回滚</translation>
+    </message>
+    <message>
+        <source>speculative: a small draft model proposes k tokens, the target verifies them in one forward, rejected K/V rolled back in both caches</source>
+        <translation>投机解码：小型草稿模型提出 k 个 token，目标模型在一次前向中验证它们，被拒绝的 K/V 在两个缓存中都回滚</translation>
     </message>
 </context>
 <context>
