@@ -33,6 +33,7 @@ UI = ROOT / "kvviz" / "ui"
 # Modules outside kvviz/ui whose `_tr` messages the app translates through a hook (no Qt there): the context
 # the Qt side translates them in.
 NO_QT_SOURCES = {ROOT / "kvviz" / "runtime" / "session.py": "RunWorker",
+                 ROOT / "kvviz" / "runtime" / "process.py": "RunWorker",
                  ROOT / "kvviz" / "serving" / "narration.py": "ServeNarration",
                  ROOT / "kvviz" / "records" / "narration.py": "Narration"}
 LANGUAGES = ("zh_CN",)  # the translations; English is the source

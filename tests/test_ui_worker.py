@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions
-from kvviz.runtime.messages import RunRequest
+from kvviz.runtime.messages import Rounds, RunRequest
 
 PROMPT = "The cache keeps"
 
@@ -277,7 +277,7 @@ def test_the_engine_process_exits_cleanly_when_the_app_goes_away_mid_command(tor
     proc.environment()
     proc.start(request(tokens=300, engines=("naive",)))
     child, conn = proc._proc, proc._conn
-    conn.send(("rounds", (300, 2.0)))  # a batch of up to 2 s
+    conn.send(Rounds(300, 2.0))  # a batch of up to 2 s
     conn.close()
     proc._proc = proc._conn = None
     assert child.wait(60) == 0
