@@ -6,7 +6,6 @@ making imports torch (only when a run is missing); the loading does not.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import os
@@ -99,13 +98,11 @@ class Models:
         self._loaded: dict[tuple, tuple] = {}
 
     def get(self, s: dict) -> tuple:
-        from kvviz.commands.bench import setup
+        from kvviz.runtime.loading import load_for_run
 
         key = (s["model"], s["device"], s["dtype"], s["threads"])
         if key not in self._loaded:
-            args = argparse.Namespace(model=s["model"], device=s["device"], dtype=s["dtype"], prompt=s["model"],
-                                      threads=s["threads"], temperature=0.0, top_k=None, top_p=None, seed=0)
-            model, tokenizer, _sampling, _device = setup(args)
+            model, tokenizer, _device = load_for_run(s["model"], s["device"], s["dtype"], s["threads"])
             self._loaded[key] = (model, tokenizer)
         return self._loaded[key]
 

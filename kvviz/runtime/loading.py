@@ -6,10 +6,12 @@ from __future__ import annotations
 import sys
 
 
-def load_for_run(name: str, device: str = "auto", dtype: str = "auto", threads: int | None = None):
+def load_for_run(name: str, device: str = "auto", dtype: str = "auto", threads: int | None = None, *,
+                 warn: bool = True):
     """(model, tokenizer, device) for the model `name` (a preset or a folder) on `device` ("auto", "cpu",
     "cuda", ...) at `dtype` ("auto": the model's own where the device runs it), torch at `threads` threads
-    (None: as it is). A preset's warning goes to stderr; a bad name or device is a one-line ValueError."""
+    (None: as it is). A preset's warning goes to stderr (`warn`: for an engine process, whose stderr nobody
+    reads, False); a bad name or device is a one-line ValueError."""
     import torch
 
     from kvviz.measure.timing import steady_allocator
@@ -20,7 +22,7 @@ def load_for_run(name: str, device: str = "auto", dtype: str = "auto", threads: 
     if threads is not None:  # bounds: kvviz.options, at parse time
         torch.set_num_threads(threads)
     resolved = resolve_device(device)
-    warning = preset_warning(name)
+    warning = preset_warning(name) if warn else None
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     tokenizer = load_tokenizer(name)

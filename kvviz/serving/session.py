@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kvviz.runtime.loading import load_for_run
 from kvviz.runtime.process import EndRun, EngineProxy, Request
 from kvviz.runtime.session import default_threads, error_message
 from kvviz.serving.spec import ServeSpec
@@ -41,7 +42,7 @@ class ServeSession:
         key = (name, device, dtype, threads)
         if self._loaded is None or self._loaded[0] != key:
             self._loaded = None
-            model, tokenizer = load_serving_model(name, device, dtype, threads or default_threads())
+            model, tokenizer, _ = load_for_run(name, device, dtype, threads or default_threads(), warn=False)
             self._loaded = (key, model, tokenizer)
         return self._loaded[1], self._loaded[2]
 
@@ -162,24 +163,6 @@ class ServeSession:
 
     def abort(self) -> None:
         """Nothing to kill in this thread."""
-
-
-def load_serving_model(name: str, device: str = "auto", dtype: str = "auto", threads: int | None = None):
-    """(model, tokenizer) as every command loads a model: the steady allocator, torch's CPU threads, the
-    device and dtype resolved against the model's own ("auto")."""
-    import torch
-
-    from kvviz.measure.timing import steady_allocator
-    from kvviz.models.presets import load_model, load_tokenizer
-    from kvviz.runtime.devices import resolve_device, resolve_dtype
-
-    steady_allocator()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    where = resolve_device(device)
-    tokenizer = load_tokenizer(name)
-    model = load_model(name, where, None)
-    return model.to(resolve_dtype(None if dtype == "auto" else dtype, where, model.cfg.dtype)), tokenizer
 
 
 def counterpart_of(schedulers) -> str:
