@@ -419,6 +419,18 @@ class MainWindow(ShellWindow):
 
         continue_in_serve_view(self)
 
+    def open_watch_view(self) -> None:
+        """File > Watch a server... (Ctrl+Shift+W): the Watch window and its URL dialog; imported when asked."""
+        from kvviz.ui.watch.hook import open_watch_view
+
+        open_watch_view(self)
+
+    def open_watch_recording(self) -> None:
+        """File > Open a watch recording...: a recording replayed in the Watch window."""
+        from kvviz.ui.watch.hook import open_watch_recording
+
+        open_watch_recording(self)
+
     # ------------------------------------------------------------------ the form
     def validation_text(self) -> str:
         return self.form.validation_text()
@@ -487,11 +499,12 @@ class MainWindow(ShellWindow):
 
     # ------------------------------------------------------------------ closing
     def close_own_windows(self) -> None:
-        """The Serve view and the dialogs this window opened close with it (each ends its own worker), so
-        the app, left without windows, quits; one left open had kept the process running."""
-        serve = getattr(self, "serve_window", None)
-        if serve is not None:
-            serve.close()
+        """The Serve and Watch views and the dialogs this window opened close with it (each ends its own worker), so
+        the app, left without windows, quits (one left open would keep the process running)."""
+        for name in ("serve_window", "watch_window"):
+            window = getattr(self, name, None)
+            if window is not None:
+                window.close()
         for child in self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly):
             if child.isWindow() and child.isVisible():
                 child.close()

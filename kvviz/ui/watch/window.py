@@ -234,10 +234,6 @@ class WatchWindow(ShellWindow):
         self._follow = True
         self.redraw(snapshot=True)
 
-    def _update_pause_text(self) -> None:
-        self.act_pause.setText(self.tr("&Resume") if self.state is RunState.PAUSED else self.tr("&Pause"))
-        super()._update_pause_text()
-
     def state_changed(self) -> None:
         self._update_pause_text()
 
