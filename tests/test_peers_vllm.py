@@ -211,6 +211,7 @@ def test_report_lines_a_row_per_request(compared):
 
 # -- refusals: one line each, no vLLM process left ------------------------------------------------------
 def _children_alive() -> list[str]:
+    """vLLM children of this test process still in /proc (another process's vLLM is none of its business)."""
     from kvviz.peers.vllm import CHILD
 
     found = []
@@ -218,9 +219,10 @@ def _children_alive() -> list[str]:
         if pid.isdigit():
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
+                parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
-            if str(CHILD) in cmd:
+            if str(CHILD) in cmd and parent == os.getpid():
                 found.append(f"{pid}: {cmd}")
     return found
 

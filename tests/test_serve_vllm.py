@@ -289,11 +289,11 @@ def test_the_form_greys_vllm_beside_with_the_reason(qapp, monkeypatch, tmp_path)
 
 
 def test_ending_a_run_while_vllm_starts_leaves_no_vllm_process(tmp_path, monkeypatch):
-    """Stop (ServeSession.end) while vLLM starts: its child, found among this process's children, is ended."""
+    """Stop (ServeSession.end) while vLLM starts: its child (the process run_vllm hands back) is ended."""
     import os
 
     from kvviz.peers.vllm import find_vllm_python
-    from kvviz.serving.session import ServeSession, vllm_children
+    from kvviz.serving.session import ServeSession
 
     try:
         find_vllm_python()
@@ -303,15 +303,16 @@ def test_ending_a_run_while_vllm_starts_leaves_no_vllm_process(tmp_path, monkeyp
     session = ServeSession()
     try:
         session.start(spec(requests=tuple(preset_requests("course-batch")), schedulers=("prefix",)), threads=1)
-        started = []
+        pid = None
         for _ in range(200):  # steps() waits up to PROGRESS_S each: the child shows within a few seconds
             session.steps(0.25)
-            started = vllm_children()
-            if started:
+            pid = session.vllm_pid()
+            if pid:
                 break
-        assert started
+        assert pid and os.path.exists(f"/proc/{pid}")
         session.end()
-        assert vllm_children() == [] and not any(os.path.exists(f"/proc/{pid}") for pid in started)
+        assert session.vllm_pid() is None
+        assert not os.path.exists(f"/proc/{pid}"), "vLLM's child outlived Stop (end() joins the thread that reaps it)"
         assert session.steps(0.0) == ([], {})  # nothing left running: no lane, no scheduler
     finally:
         session.close()

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,13 +225,15 @@ def shared_settings(each: list[VllmSettings]) -> VllmSettings:
 
 def run_vllm(checkpoint: str | Path, runs: list[Requests], settings: VllmSettings, *, head_dim: int,
              vllm_python: str | None = None, startup_s: float = STARTUP_S, run_s: float = RUN_S,
-             warmup: bool = True, detokenize: bool = False) -> list[VllmRun]:
+             warmup: bool = True, detokenize: bool = False,
+             started: Callable[[subprocess.Popen], None] | None = None) -> list[VllmRun]:
     """Run each workload through one vLLM engine (greedy, ignore_eos, exactly its new tokens each), request i
     handed to the engine before step `arrivals[i]`, the prefix cache emptied between workloads. A refusal, a
     start-up past `startup_s`, a run past `run_s`, a missing or other vLLM: one-line ValueError; the child's
     process group is killed however this returns. `warmup`: run the first workload once before, unrecorded,
     as kvviz serve does, so that first-call costs stay out of the step times. `detokenize`: vLLM loads the
-    checkpoint's tokenizer and returns each request's text too."""
+    checkpoint's tokenizer and returns each request's text too. `started(proc)`: called with vLLM's child as soon
+    as it exists (it leads its own process group), so a caller in another thread can end it."""
     python = find_vllm_python(vllm_python)
     job = {"model": str(Path(checkpoint).resolve()), "head_dim": head_dim, "block_size": settings.block_size,
            "num_gpu_blocks": settings.num_gpu_blocks_override, "max_num_seqs": settings.max_batch,
@@ -239,7 +242,7 @@ def run_vllm(checkpoint: str | Path, runs: list[Requests], settings: VllmSetting
            "warmup": warmup, "runs": [{"requests": [{"prompt_ids": list(p), "new_tokens": n, "arrival": a}
                                                     for p, n, a in zip(r.prompts, r.new_tokens, r.arrivals)]}
                                       for r in runs]}
-    doc, version = _run_child(python, job, child_env(settings.threads), startup_s, run_s)
+    doc, version = _run_child(python, job, child_env(settings.threads), startup_s, run_s, started)
     return [_vllm_run(run, doc, version, python, settings) for run in doc["runs"]]
 
 
@@ -260,7 +263,8 @@ def _vllm_run(run: dict, doc: dict, version: str, python: str, settings: VllmSet
                    requests=requests, steps=steps, startup_s=doc["startup_s"], run_s=run["run_s"])
 
 
-def _run_child(python: str, job: dict, env: dict[str, str], startup_s: float, run_s: float) -> tuple[dict, str]:
+def _run_child(python: str, job: dict, env: dict[str, str], startup_s: float, run_s: float,
+               started_hook: Callable[[subprocess.Popen], None] | None = None) -> tuple[dict, str]:
     with tempfile.TemporaryDirectory(prefix="kvviz-vllm-") as tmp:
         job_path, result_path, log_path = (os.path.join(tmp, n) for n in ("job.json", "result.json", "vllm.log"))
         with open(job_path, "w") as fh:
@@ -270,6 +274,8 @@ def _run_child(python: str, job: dict, env: dict[str, str], startup_s: float, ru
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, cwd=tmp, env=env,
                                     start_new_session=True, text=True)
         try:
+            if started_hook is not None:
+                started_hook(proc)
             lines = _lines_of(proc)
             started = time.monotonic()
             hello = _wait_for(lines, "hello", started + startup_s, proc, python, result_path, log_path, "import vLLM")

@@ -145,6 +145,10 @@ class ServeSession:
             raise ValueError("no run to check")
         return solo_request(*self._solo, index)
 
+    def vllm_pid(self) -> int | None:
+        """vLLM's child process while the run's vLLM lane has one running (None otherwise)."""
+        return None if self._beside is None else self._beside.child_pid
+
     def end(self) -> None:
         self._streams, self._engines = {}, {}
         self._solo = None
@@ -184,6 +188,7 @@ class VllmBeside:
         self._started = time.monotonic()
         self._done = threading.Event()
         self._cancelled = False
+        self._child = None  # vLLM's child process once it exists (kvviz.peers.vllm.run_vllm's `started`)
         args = (model, name, [list(p) for p in prompts], workload, settings, scheduler, threads)
         self._thread = threading.Thread(target=self._work, args=args, name="kvviz-vllm-beside", daemon=True)
         self._thread.start()
@@ -200,7 +205,8 @@ class VllmBeside:
                             new_tokens=tuple(r.new_tokens for r in workload.requests),
                             arrivals=tuple(r.arrival for r in workload.requests))
             if not self._cancelled:
-                self.run, = run_vllm(checkpoint, [work], mapped, head_dim=model.cfg.head_dim, warmup=False)
+                self.run, = run_vllm(checkpoint, [work], mapped, head_dim=model.cfg.head_dim, warmup=False,
+                                     started=self._child_started)
         except Exception as exc:  # noqa: BLE001 - said in the lane in one line; the schedulers go on
             if not isinstance(exc, ValueError):
                 traceback.print_exc()
@@ -220,38 +226,29 @@ class VllmBeside:
 
         return PeerProgress("starting", self.waited_s())
 
+    def _child_started(self, proc) -> None:
+        self._child = proc
+        if self._cancelled:  # Stop came while the child was being made
+            self._kill_child()
+
+    @property
+    def child_pid(self) -> int | None:
+        """vLLM's child while it runs (None before it starts)."""
+        return None if self._child is None else self._child.pid
+
+    def _kill_child(self) -> None:
+        try:
+            os.killpg(self._child.pid, signal.SIGKILL)  # it leads its own process group (kvviz.peers.vllm)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def cancel(self) -> None:
         """End vLLM's child now (the thread then ends with a one-line error nobody reads)."""
         self._cancelled = True
-        if not self._done.is_set():
-            for pid in vllm_children():
-                try:
-                    os.killpg(pid, signal.SIGKILL)  # it leads its own process group (kvviz.peers.vllm)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        if not self._done.is_set() and self._child is not None:
+            self._kill_child()
         self._thread.join(timeout=30)
 
-
-def vllm_children() -> list[int]:
-    """This process's children that run kvviz.peers.vllm's child script (Linux's /proc; none elsewhere)."""
-    from kvviz.peers.vllm import CHILD
-
-    me, found = str(os.getpid()), []
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read().decode("ascii", errors="replace")
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[-1].split()[1] == me and len(argv) > 1 and argv[1] == str(CHILD).encode():
-            found.append(int(pid))
-    return found
 
 
 # -- what crosses the process boundary ---------------------------------------------------------------------
