@@ -340,6 +340,26 @@ def test_a_narrower_build_gives_the_same_tokens_and_logits_as_torch(extra, width
 
 
 @needs_cc
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("out, n_in", [(96, 64), (70, 42), (3, 19), (1536, 512)])
+def test_the_multi_row_product_equals_f_linear(out, n_in, threads):
+    # kv_gemm (the serving step's product of many rows): every row count around its groups of four, widths
+    # below and between its vectors, fewer output rows than its four streams, with and without a bias
+    lib = native.load()
+    gen = torch.Generator().manual_seed(out + n_in)
+    w = torch.randn(out, n_in, generator=gen)
+    bias = torch.randn(out, generator=gen)
+    for rows in (1, 2, 3, 4, 5, 8, 9, 17):
+        x = torch.randn(rows, n_in, generator=gen)
+        for b in (None, bias):
+            y = torch.full((rows, out), float("nan"))
+            lib.kv_gemm(w.data_ptr(), x.data_ptr(), y.data_ptr(), n_in, out, rows,
+                        None if b is None else b.data_ptr(), threads)
+            want = torch.nn.functional.linear(x, w, b)
+            torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+
+
+@needs_cc
 def test_the_parts_harness_builds_on_this_step_c_and_prints_its_figures(tmp_path):
     # scripts/native_parts.c (docs/benchmarks.md's parts of the step) includes step.c and calls its kernels:
     # a rename there must not leave the harness unbuildable. Figures are printed, not judged (never timed)

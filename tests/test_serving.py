@@ -361,14 +361,14 @@ def test_one_forward_per_step(tiny, monkeypatch):
     import torch.nn.functional as F
 
     model, tok = tiny
-    from kvviz.serving.model_runner import PackedLinear
+    from kvviz.serving.model_runner import NativeLinear, PackedLinear
 
     calls = []
     real = F.linear
     monkeypatch.setattr(F, "linear", lambda *a, **k: (calls.append(a[1].data_ptr()), real(*a, **k))[1])
-    packed = PackedLinear.__call__  # the batched step's projections (oneDNN's packed weights)
-    monkeypatch.setattr(PackedLinear, "__call__",
-                        lambda s, x, w, b=None: (calls.append(w.data_ptr()), packed(s, x, w, b))[1])
+    for hook in (PackedLinear, NativeLinear):  # the batched step's projections (packed weights, step.c's product)
+        monkeypatch.setattr(hook, "__call__", lambda s, x, w, b=None, call=hook.__call__:
+                            (calls.append(w.data_ptr()), call(s, x, w, b))[1])
     r = run(model, tok, course_batch(), "continuous", settings())
     qkv = model.plan().layers[0].qkv.data_ptr()
     assert calls.count(qkv) == len([s for s in r.steps if s.work]) == 20
@@ -395,26 +395,34 @@ def test_qwen_shapes_equal_solo_static(torch_cpu, byte_tokenizer, arch, changes)
 
 
 def test_a_batched_step_multiplies_through_packed_weights_equal_to_f_linear(tiny, monkeypatch):
-    """Steps of more than one row run every projection through oneDNN's packed weights (CPU, float32), one row
-    through F.linear; the packed product equals F.linear's to a rounding for 1 to 17 rows."""
+    """Steps of more than NATIVE_ROWS rows run every projection through oneDNN's packed weights (CPU, float32),
+    steps of fewer through step.c's multi-row product; each equals F.linear's to a rounding for 1 to 17 rows."""
     import torch
     import torch.nn.functional as F
 
-    from kvviz.serving.model_runner import PackedLinear, packable
+    from kvviz.serving.model_runner import NATIVE_ROWS, NativeLinear, PackedLinear, native_linear, packable
 
     model, tok = tiny
     assert packable(model)
     plan = model.plan()
-    packed = PackedLinear(plan)
+    packed, nat = PackedLinear(plan), native_linear(model)
+    if nat is None:
+        pytest.skip("kvviz/native/step.c cannot be built here")
     for w in (plan.layers[0].qkv, plan.layers[0].o, plan.layers[-1].gate_up, plan.layers[-1].down, plan.head):
         for n in (1, 2, 8, 17):
             x = torch.randn(1, n, w.shape[1], generator=torch.Generator().manual_seed(n))
             want = F.linear(x, w)
-            assert torch.allclose(packed(x, w), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
-    rows_seen = []
-    real = PackedLinear.__call__
-    monkeypatch.setattr(PackedLinear, "__call__",
-                        lambda s, x, w, b=None: (rows_seen.append(x.shape[1]), real(s, x, w, b))[1])
+            for hook in (packed, nat):
+                assert torch.allclose(hook(x, w), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+    rows_seen = {PackedLinear: [], NativeLinear: []}
+    for hook in rows_seen:
+        monkeypatch.setattr(hook, "__call__", lambda s, x, w, b=None, call=hook.__call__, seen=rows_seen[hook]:
+                            (seen.append(x.shape[1]), call(s, x, w, b))[1])
     r = run(model, tok, course_batch(), "continuous", settings())
-    multi = [st for st in r.steps if sum(w.pos_stop - w.pos_start for w in st.work) > 1]
-    assert multi and len(rows_seen) == len(multi) * (4 * model.cfg.n_layer + 1) and min(rows_seen) > 1
+    rows = [sum(w.pos_stop - w.pos_start for w in st.work) for st in r.steps if st.work]
+    per_step = 4 * model.cfg.n_layer + 1
+    many = [n for n in rows if n > NATIVE_ROWS]
+    assert many and len(rows_seen[PackedLinear]) == len(many) * per_step
+    assert set(many) <= set(rows_seen[PackedLinear])  # (the head multiplies only the rows that emit)
+    assert len(rows_seen[NativeLinear]) == (len(rows) - len(many)) * per_step
+    assert max(rows_seen[NativeLinear]) <= NATIVE_ROWS

@@ -9,8 +9,9 @@ one OpenMP parallel region at the run's thread count: every matrix split into co
 sequential read per thread, a barrier between stages, no allocation. The engines decode so, a traced head's
 attention weights and the greedy pick included (prefill stays in torch); `why_not` says where it does not
 apply; `kvviz bench --kernels torch,native` puts it beside torch's ops, engine by engine; `gemv_seconds` times
-its own matrix-vector product (kvviz.measure.bandwidth probes the read ceiling with it). It imports nothing of
-kvviz above it (no kernels catalog, no measure).
+its own matrix-vector product (kvviz.measure.bandwidth probes the read ceiling with it); `kv_gemm` is its
+product of many rows, the serving step's projections (kvviz.serving.model_runner.NativeLinear). It imports
+nothing of kvviz above it (no kernels catalog, no measure).
 
 The C file is compiled at first use with the system's C compiler (`$CC`, else `cc`; `-O3 -march=native
 -fopenmp`) into ~/.cache/kvviz/native/, named by a hash of the source, the flags and the CPU, written to a
@@ -85,6 +86,8 @@ def load():
     lib.kv_decode.restype = I64
     lib.kv_gemv_best.argtypes = [P, ctypes.c_int, P, P, ctypes.c_int, ctypes.c_int, P, ctypes.c_int, ctypes.c_int]
     lib.kv_gemv_best.restype = ctypes.c_double
+    lib.kv_gemm.argtypes = [P, P, P, ctypes.c_int, ctypes.c_int, ctypes.c_int, P, ctypes.c_int]
+    lib.kv_gemm.restype = None
     lib.kv_vector_floats.argtypes = []
     lib.kv_vector_floats.restype = I64
     _LIB = lib
@@ -92,7 +95,7 @@ def load():
 
 
 BUILD_SECONDS = 60.0  # a compiler that runs longer is stopped (its whole process group) and refused
-SYMBOLS = ("kv_workspace_floats", "kv_decode", "kv_gemv_best", "kv_vector_floats")  # what load() binds
+SYMBOLS = ("kv_workspace_floats", "kv_decode", "kv_gemv_best", "kv_vector_floats", "kv_gemm")  # what load() binds
 
 
 def _build_and_open(cc: str):

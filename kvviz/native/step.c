@@ -483,6 +483,59 @@ int64_t kv_decode(const int64_t* ip, const int64_t* lf, void* const* gp, void* c
     return isfinite(logits[best]) ? best : -1;
 }
 
+/* Y[b, o0:o1] = X[b, :] . W[o, :] (+ bias[o]) for the B rows of X (B, in) against rows [o0, o1) of a row-major
+ * (out, in) matrix: the serving step's product of many rows. Each weight row is read from memory once for all
+ * B rows, as four streams (rows_rm's quarters); four rows of X at a time against the four streams' weight
+ * vectors (sixteen sums in registers); a later group of four X rows finds the weight rows still in L1. Each
+ * sum in rows_rm's order, so a row's product equals the one-row step's. */
+static void gemm_rm(const float* restrict W, const float* restrict X, float* restrict Y, int in, int out, int B,
+                    int o0, int o1, const float* bias) {
+    const int vin = in / VL * VL, q = (o1 - o0) / STREAMS;
+    for (int o = o0; o < o0 + q; o++) {
+        const float* w[4] = {W + (size_t)o * in, W + (size_t)(o + q) * in, W + (size_t)(o + 2 * q) * in,
+                             W + (size_t)(o + 3 * q) * in};
+        int b = 0;
+        for (; b + 4 <= B; b += 4) {
+            const float* x[4] = {X + (size_t)b * in, X + (size_t)(b + 1) * in, X + (size_t)(b + 2) * in,
+                                 X + (size_t)(b + 3) * in};
+            vf a[4][4] = {{0}};
+            for (int k = 0; k < vin; k += VL) {
+                vf wk[4] = {loadv(w[0] + k), loadv(w[1] + k), loadv(w[2] + k), loadv(w[3] + k)};
+                for (int r = 0; r < 4; r++) {
+                    vf xk = loadv(x[r] + k);
+                    for (int s = 0; s < 4; s++) a[r][s] += wk[s] * xk;
+                }
+            }
+            for (int r = 0; r < 4; r++)
+                for (int s = 0; s < 4; s++) {
+                    float v = hsumv(a[r][s]);
+                    for (int k = vin; k < in; k++) v += w[s][k] * x[r][k];
+                    Y[(size_t)(b + r) * out + o + s * q] = v + (bias ? bias[o + s * q] : 0.f);
+                }
+        }
+        for (; b < B; b++)
+            for (int s = 0; s < 4; s++)
+                rows_rm(W, X + (size_t)b * in, Y + (size_t)b * out, in, o + s * q, o + s * q + 1, bias, 0);
+    }
+    for (int b = 0; b < B; b++)
+        rows_rm(W, X + (size_t)b * in, Y + (size_t)b * out, in, o0 + STREAMS * q, o1, bias, 0);
+}
+
+/* Y (B, out) = X (B, in) W^T (+ bias) for a row-major (out, in) W at `nt` threads, each thread a contiguous
+ * range of W's rows (one OpenMP region; none at one thread). */
+void kv_gemm(const float* W, const float* X, float* Y, int in, int out, int B, const float* bias, int nt) {
+    if (nt <= 1) {
+        gemm_rm(W, X, Y, in, out, B, 0, out, bias);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int lo, hi;
+        split(out, 16, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        gemm_rm(W, X, Y, in, out, B, lo, hi, bias);
+    }
+}
+
 /* the floats in one of this build's vectors (VL: 16, 8 or 4), which the bench prints */
 int64_t kv_vector_floats(void) { return VL; }
 

@@ -52,6 +52,11 @@ def packable(model) -> bool:
     return free is None or free > 2 * sum(p.numel() * p.element_size() for p in model.parameters())
 
 
+def projections(plan) -> list[torch.Tensor]:
+    """The weights a forward's `linear` hook multiplies: every layer's QKV, output, gate/up and down, the head."""
+    return [w for layer in plan.layers for w in (layer.qkv, layer.o, layer.gate_up, layer.down)] + [plan.head]
+
+
 class PackedLinear:
     """`F.linear(x, w, b)` of the plan's weights through oneDNN with each weight packed once (in its blocked
     layout, chosen for PACK_ROWS rows): the linear hook of the batched step (Transformer.forward's `linear`).
@@ -62,14 +67,51 @@ class PackedLinear:
     The packed copies live beside the model's weights, which the other engines read."""
 
     def __init__(self, plan) -> None:
-        weights = [w for layer in plan.layers for w in (layer.qkv, layer.o, layer.gate_up, layer.down)]
-        weights.append(plan.head)
+        weights = projections(plan)
         with torch.inference_mode():
             self.packed = {id(w): torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS) for w in weights}
         self.nbytes = sum(w.numel() * w.element_size() for w in weights)
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
         return torch.ops.mkldnn._linear_pointwise(x, self.packed[id(w)], b, "none", [], "")
+
+
+NATIVE_ROWS = 4  # steps of at most this many rows multiply through step.c's kv_gemm; more: the packed weights
+
+
+class NativeLinear:
+    """`F.linear(x, w, b)` through step.c's multi-row product (kvviz.native, kv_gemm) over row-major copies of
+    the plan's column-major weights (the row-major ones read in place): each weight row read once for all of
+    the step's rows, at torch's thread count. The runner's decode step on `wide` (medians, in turns with the
+    packed product and F.linear in one process): 1 thread, 1 row 9.5 ms against F.linear's 8.9 (noise), 4 rows
+    10.7 against the packed product's 12.4, 8 rows 15.2 against 15.3; 2 threads, 1 row 5.6 against F.linear's
+    9.3, 4 rows 7.1 against 7.6, 8 rows 10.7 against the packed product's 9.8: hence NATIVE_ROWS."""
+
+    def __init__(self, plan, lib) -> None:
+        weights = projections(plan)
+        with torch.inference_mode():
+            self.rm = {id(w): w.detach().contiguous() for w in weights}
+        self.lib = lib
+
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+        m = self.rm[id(w)]
+        out, n_in = m.shape
+        x2 = x.reshape(-1, n_in).contiguous()
+        y = torch.empty(x2.shape[0], out, dtype=x.dtype, device=x.device)
+        bias = None if b is None else b.contiguous()
+        self.lib.kv_gemm(m.data_ptr(), x2.data_ptr(), y.data_ptr(), n_in, out, x2.shape[0],
+                         None if bias is None else bias.data_ptr(), torch.get_num_threads())
+        return y.view(*x.shape[:-1], out)
+
+
+def native_linear(model) -> NativeLinear | None:
+    """The multi-row product of step.c where it runs this model (a float32 Llama-family model on a CPU, a C
+    compiler that built step.c), else None."""
+    from kvviz import native
+
+    if native.why_not(model, "concat") is not None:
+        return None
+    return NativeLinear(model.plan(), native.load())
 
 
 class ModelRunner:
@@ -94,6 +136,7 @@ class ModelRunner:
         self.linear = None  # F.linear
         if packable(model):
             self.linear = PackedLinear(model.plan())
+        self.native = native_linear(model)
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor, slots: torch.Tensor) -> None:
         """The step's new K/V (N, KV, D) into their pool slots."""
@@ -106,8 +149,11 @@ class ModelRunner:
         row order."""
         batch = PagedBatch(self, rows)
         self.thrown_rows = batch.thrown
-        # one row: F.linear streams each weight faster than the packed product (9.8 against 13.7 ms a `wide` step)
-        linear = self.linear if batch.ids.shape[1] > 1 else None
+        n = batch.ids.shape[1]
+        if self.native is not None and n <= NATIVE_ROWS:
+            linear = self.native
+        else:  # one row: F.linear streams each weight faster than the packed product (9.8 against 13.7 ms)
+            linear = self.linear if n > 1 else None
         return self.model.forward(batch.ids, attention=batch, linear=linear).logits[0]  # (E, V)
 
 
