@@ -1,5 +1,6 @@
 """The compare window's hooks into the other views and features: File > Watch a server... and Open a watch
-recording... open the Watch window (one per main window, closed with it)."""
+recording... open the Watch window (one per main window, closed with it); Lesson > Open lesson... presents one and
+Add this view as a scene... appends the view to a .toml lesson."""
 from __future__ import annotations
 
 from PySide6.QtCore import QSettings
@@ -38,3 +39,36 @@ def test_file_menu_opens_the_watch_window_asking_for_servers_or_a_recording(qtbo
     assert not watch.isVisible()  # closed with the main window, so the app quits with it
     # The Watch window's Pause reads the shell's text (the one key map's), in every language.
     assert "_update_pause_text" not in vars(WatchWindow)
+
+
+def test_lesson_menu_opens_a_lesson_and_adds_the_view_as_a_scene(open_window, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+    from kvviz.lessons import load_lesson
+    from kvviz.ui.lessons import opener
+
+    window = open_window()
+    assert menu_texts(window.lesson_menu) == ["Open lesson...", "Add this view as a scene..."]
+    opened = []
+    monkeypatch.setattr(opener, "open_lesson", lambda parent: opened.append(parent))
+    window.act_lesson_open.trigger()
+    assert opened == [window]
+
+    window.form.prompt_edit.setPlainText("The cache holds")
+    window.form.tokens_spin.setValue(5)
+    answers = iter([("My view", True), ("What the class sees", True)])
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: next(answers))
+    lesson = tmp_path / "mine.toml"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(lesson), ""))
+    window.act_lesson_add.trigger()
+    scene = load_lesson(lesson).scenes[0]
+    assert (scene.title["en"], scene.caption["en"]) == ("My view", "What the class sees")
+    assert (scene.source.settings["prompt"], scene.source.settings["tokens"]) == ("The cache holds", 5)
+    assert list(scene.panels) == window.grid.shown_panels()
+
+    # A file that is no .toml lesson: refused in one line in the error strip, nothing written.
+    answers = iter([("Another", True), ("", True)])
+    wrong = tmp_path / "mine.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(wrong), ""))
+    window.act_lesson_add.trigger()
+    assert window.error_text() == "mine.json: scenes are added to a .toml lesson" and not wrong.exists()

@@ -13,7 +13,7 @@ import uuid
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QFileDialog, QStyle, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QStyle, QWidget
 
 from kvviz import catalog
 from kvviz.format import fmt_ms
@@ -431,6 +431,38 @@ class MainWindow(ShellWindow):
 
         open_watch_recording(self)
 
+    def open_lesson(self) -> None:
+        """Lesson > Open lesson...: a lesson file chosen, its runs made once, presented full screen."""
+        from kvviz.ui.lessons.opener import open_lesson
+
+        presenter = open_lesson(self)
+        if presenter is not None:
+            self.lesson_window = presenter  # kept while shown; closed with this window
+
+    def add_view_as_scene(self) -> None:
+        """Lesson > Add this view as a scene...: a title and a caption asked for, then the .toml lesson the scene
+        (the form's run, the step, the panels, the zoom) is appended to; a lesson that would refuse it is left
+        untouched and the reason said in one line."""
+        from kvviz.ui.lessons.capture import add_scene, capture_view
+
+        heading = self.tr("Add this view as a scene")
+        title, ok = QInputDialog.getText(self, heading, self.tr("Title:"))
+        if not ok or not title.strip():
+            return
+        caption, ok = QInputDialog.getText(self, heading, self.tr("Caption (the title if empty):"))
+        if not ok:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, heading, "", self.tr("Lessons (*.toml)"),
+                                              options=QFileDialog.Option.DontConfirmOverwrite)
+        if not path:
+            return
+        try:
+            saved = add_scene(path, capture_view(self, title.strip(), caption.strip()))
+        except (ValueError, OSError) as exc:
+            self.show_error(str(exc))
+            return
+        self.statusBar().showMessage(self.tr("Scene added to {0}").format(saved), 10_000)
+
     # ------------------------------------------------------------------ the form
     def validation_text(self) -> str:
         return self.form.validation_text()
@@ -501,7 +533,7 @@ class MainWindow(ShellWindow):
     def close_own_windows(self) -> None:
         """The Serve and Watch views and the dialogs this window opened close with it (each ends its own worker), so
         the app, left without windows, quits (one left open would keep the process running)."""
-        for name in ("serve_window", "watch_window"):
+        for name in ("serve_window", "watch_window", "lesson_window"):
             window = getattr(self, name, None)
             if window is not None:
                 window.close()
