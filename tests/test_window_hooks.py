@@ -72,3 +72,21 @@ def test_lesson_menu_opens_a_lesson_and_adds_the_view_as_a_scene(open_window, qt
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(wrong), ""))
     window.act_lesson_add.trigger()
     assert window.error_text() == "mine.json: scenes are added to a .toml lesson" and not wrong.exists()
+
+
+def test_the_forms_repeat_runs_the_window_run_that_many_times(open_window, qtbot):
+    from kvviz.records.repeats import RepeatedRunInfo
+
+    window = open_window()
+    window.form.prompt_edit.setPlainText("The cache holds")
+    window.form.set_engines(("concat",))
+    window.form.tokens_spin.setValue(3)
+    window.form.repeat_spin.setValue(3)
+    window.toolbar.speed_spin.setValue(0)
+    assert window.build_request().repeat == 3
+    with qtbot.waitSignal(window.run_finished, timeout=120_000):
+        assert window.start_run()
+    info = window.history.info
+    assert isinstance(info, RepeatedRunInfo) and info.repeat == 3
+    assert [len(ms) for ms in info.earlier_ms["concat"]] == [3, 3]  # the two runs before the one shown
+    assert window.history.n_steps() == 3

@@ -264,7 +264,7 @@ class MainWindow(ShellWindow):
                           device=self.form.device_combo.currentData() or "auto",
                           dtype=self.form.dtype_combo.currentData() or "auto",
                           steps_per_s=float(self.toolbar.speed_spin.value()), start_paused=paused,
-                          threads=self.torch_threads)
+                          threads=self.torch_threads, repeat=self.form.repeat_count())
 
     def step_from_idle(self) -> None:
         """Step from idle starts a paused run, unless a run is shown: that one stays (a shown run is never
