@@ -90,3 +90,22 @@ def test_the_forms_repeat_runs_the_window_run_that_many_times(open_window, qtbot
     assert isinstance(info, RepeatedRunInfo) and info.repeat == 3
     assert [len(ms) for ms in info.earlier_ms["concat"]] == [3, 3]  # the two runs before the one shown
     assert window.history.n_steps() == 3
+
+
+def test_the_status_bar_names_a_kernel_comparisons_kernels_and_its_lanes(qapp):
+    from PySide6.QtWidgets import QStatusBar
+
+    from kvviz.kernels import lanes
+    from kvviz.records.trace import RunInfo
+    from kvviz.ui.status import StatusFields
+
+    fields = StatusFields(QStatusBar())
+    engines = lanes(("concat", "static"), ("torch", "native"))
+    fields.show_run(RunInfo(model_name="tiny-random", engines=engines, max_new_tokens=4,
+                            decode_kernels=("torch", "native") * 2))
+    assert fields.kernel.text() == "kernels PyTorch vs C step"
+    assert fields.kernel.toolTip().endswith(
+        "lanes (concat · PyTorch, concat · C step, static · PyTorch, static · C step)")
+    fields.show_run(RunInfo(model_name="tiny-random", engines=("concat", "static"), max_new_tokens=4,
+                            decode_kernels=("native", "native")))
+    assert fields.kernel.text() == "kernel C step"  # one kernel: said as before

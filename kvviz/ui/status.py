@@ -12,9 +12,10 @@ from PySide6.QtWidgets import QLabel, QStatusBar, QStyle
 
 from kvviz.config import ModelConfig
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
+from kvviz.kernels import compared_kernels
 from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
-from kvviz.ui.narration import kernels_ran, kernels_text
+from kvviz.ui.narration import kernel_label, kernels_ran, kernels_text
 
 NO_WIDTH_LIMIT = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX, which PySide6 does not export
 
@@ -159,13 +160,22 @@ class StatusFields:
         self._show_bandwidth()
 
     def _show_kernel(self, info: RunInfo | None) -> None:
-        """The run's decode kernel ("kernel PyTorch"); an older trace whose engines ran different kernels says
-        which ran where; hidden where the trace does not say, and while the form's choice is described."""
+        """The run's decode kernel ("kernel PyTorch"); a kernel comparison's kernels ("kernels PyTorch vs C step", its
+        lanes named in the tip: "static · C step"); an older trace whose engines ran different kernels says which ran
+        where; hidden where the trace does not say, and while the form's choice is described."""
         groups = kernels_ran(info) if info is not None else []
         self.kernel.setVisible(bool(groups))
         if not groups:
             return
-        if len(groups) == 1:
+        compared = compared_kernels(info.engines)
+        if compared:
+            from kvviz.ui.style import engine_label  # pyqtgraph: loaded with the panels that drew the run
+
+            self.kernel.setText(_tr("kernels {0}").format(_tr(" vs ").join(kernel_label(k) for k in compared)))
+            self.kernel.setToolTip(_tr("A kernel comparison: every engine ran its decode steps under each kernel, "
+                                       "side by side as lanes ({0})").format(
+                _tr(", ").join(engine_label(e) for e in info.engines)))
+        elif len(groups) == 1:
             self.kernel.setText(_tr("kernel {0}").format(kernels_text(groups)))
             self.kernel.setToolTip(_tr("The decode kernel: what ran every engine's decode steps, one for the "
                                        "whole run, so that the engines' times differ by their cache alone"))
