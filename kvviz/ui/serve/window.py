@@ -11,11 +11,12 @@ import time
 import uuid
 from dataclasses import replace
 
-from PySide6.QtCore import QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QFrame, QScrollArea, QWidget
 
 from kvviz.serving.history import ServeHistory
+from kvviz.serving.narration import vllm_status
 from kvviz.serving.spec import ServeSpec
 from kvviz.ui.placement import first_size
 from kvviz.ui.serve.form import ServeForm
@@ -196,7 +197,20 @@ class ServeWindow(ShellWindow):
         if run_id != self.run_id or self.run.run_id != run_id:
             return
         self.run.add(records)
+        self._show_vllm_status()
         self.request_frame()
+
+    def _show_vllm_status(self) -> None:
+        """vLLM beside the schedulers: its failure in the error strip, the seconds its start has been waited for in
+        the status bar (kvviz.serving.narration.vllm_status, the sentence the serve page says)."""
+        note = vllm_status(self.run, lambda text: QCoreApplication.translate("ServeNarration", text))
+        if not note:
+            return
+        if self.run.vllm.state == "failed":
+            if self.error_text() != note:
+                self.show_error(note)
+        else:
+            self.statusBar().showMessage(note, 2_000)
 
     def _on_results_ready(self, run_id: str, results) -> None:
         if run_id == self.run_id and self.run.run_id == run_id:
