@@ -84,9 +84,9 @@ def panel_keys() -> list[str]:
     return [k for k, _ in PANELS]
 
 
-def test_registry_lists_the_nine_panels():
+def test_registry_lists_the_ten_panels():
     assert panel_keys() == ["token_stream", "work_matrix", "recompute", "attention", "latency", "bytes",
-                            "cache_memory", "quality", "summary"]
+                            "cache_memory", "quality", "summary", "speculation"]
 
 
 @pytest.mark.parametrize("key", panel_keys())

@@ -116,3 +116,15 @@ def test_a_run_reads_the_sum_of_its_steps():
     # a window of 4 at position 100, stored as int8 with scales (30 B a token): 4 x 30
     assert w.read(Step(pos_start=99, pos_stop=100, cache_len=4, cache_capacity=4, cache_bytes=120)).kv_bytes == 120
     assert achieved_gbps(4250, 0.001) == pytest.approx(4.25) and math.isnan(achieved_gbps(1, 0))
+
+
+def test_a_speculative_rounds_later_steps_read_nothing():
+    """A round's first step carries the target's one forward over every verified row; the accepted drafts after it
+    ran none, so they read nothing (no spike of hundreds of GB/s on a step of microseconds)."""
+    from types import SimpleNamespace as Step
+
+    w = WallShape(weights_bytes=1000, row_bytes=10, kv_bytes_per_token=100)
+    first = Step(pos_start=4, pos_stop=9, cache_len=9, cache_capacity=16, cache_bytes=1600, spec_index=0)
+    later = Step(pos_start=5, pos_stop=6, cache_len=9, cache_capacity=16, cache_bytes=1600, spec_index=1)
+    assert w.read(first).total_bytes == 1000 + 5 * 10 + 900
+    assert w.read(later) == StepRead(weights_bytes=0, kv_bytes=0)

@@ -67,7 +67,10 @@ class WallShape:
         """What a recorded step read (a StepTrace or anything with its fields): the weights as step()
         counts them, and the K/V its cache held after the step at the cache's own bytes per token
         (cache_bytes / cache_capacity: an int8 cache stores fewer, a window cache holds only its W
-        tokens). An engine that keeps no cache (naive) read the K/V of every position it computed."""
+        tokens). An engine that keeps no cache (naive) read the K/V of every position it computed. A
+        speculative round's later steps ran no forward (their token came with the round's first): nothing."""
+        if (getattr(trace, "spec_index", None) or 0) > 0:
+            return StepRead(weights_bytes=0, kv_bytes=0)
         weights = self.step(trace.pos_start, trace.pos_stop).weights_bytes
         if trace.cache_len > 0 and trace.cache_capacity > 0:
             kv = trace.cache_bytes * trace.cache_len // trace.cache_capacity

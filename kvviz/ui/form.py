@@ -332,9 +332,8 @@ class RunForm(QWidget):
         self._select_combo(self.device_combo, self._wanted.get("device"), fallback="auto")
         self.engine_placeholder.hide()
         wanted = self._wanted.get("engines")
-        # by default the exact engines; the approximate ones (window, sinks, int8) when asked for
-        checked = set(wanted.split(",")) if wanted is not None else {k for k, _ in env.engines
-                                                                     if catalog.is_exact(k)}
+        # by default the chapter's comparison; the others (approximate, speculative) when asked for
+        checked = set(wanted.split(",")) if wanted is not None else set(catalog.DEFAULT_ENGINES)
         for key, _ in env.engines:
             box = QCheckBox(key)
             box.setObjectName(f"engine_{key}")

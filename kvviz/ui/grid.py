@@ -28,7 +28,12 @@ TAB_STRIP_PX = 30  # the strip of tabs under the grid that holds the panels that
 
 # Hidden until wanted: the quality panel shows nothing but zeros for exact caches, and a ninth panel
 # made the grid five columns wide (too narrow at 1280x720). A run with an approximate cache shows it.
-DEFAULT_HIDDEN = ("quality",)
+DEFAULT_HIDDEN = ("quality", "speculation")
+
+
+def has_speculation(history: RunHistory) -> bool:
+    """Whether the run has a speculative engine (its records say how many tokens it drafts)."""
+    return any(traces and traces[0].spec_k is not None for traces in history.traces.values())
 
 
 def has_quality(history: RunHistory) -> bool:
@@ -490,12 +495,15 @@ class PanelGrid(QSplitter):
         return True
 
     def start_panels(self, history: RunHistory | None = None) -> list[str]:
-        """The panels a run starts with: all but DEFAULT_HIDDEN, and the quality panel too where the
-        run shown (history; by default the one last drawn) has an approximate engine or quality figures."""
+        """The panels a run starts with: all but DEFAULT_HIDDEN, the quality panel too where the run shown
+        (history; by default the one last drawn) has an approximate engine or quality figures, and the
+        speculation panel where it has a speculative engine."""
         history = self._run if history is None else history
         keys = [k for k in self.panel_actions if k not in DEFAULT_HIDDEN]
         if history is not None and "quality" in self.panel_actions and has_quality(history):
             keys.append("quality")
+        if history is not None and "speculation" in self.panel_actions and has_speculation(history):
+            keys.append("speculation")
         return [k for k in self.panel_actions if k in keys]
 
     def reset(self, history: RunHistory | None = None) -> None:
