@@ -84,14 +84,10 @@ class Engine(ABC):
         return dict(cache_len=0, cache_capacity=0, cache_bytes=0, bytes_copied=0, bytes_written=0,
                     bytes_gathered=0, block_table=None, block_size=None, window=None, sinks=0, residual=None)
 
-    def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
-                 sampling: SamplingConfig | None = None, trace: TraceOptions | None = None,
-                 run_id: str | None = None,
-                 token_text: Callable[[int], str] = str,
-                 forced_tokens: Sequence[int] | None = None) -> Iterator[StepTrace]:
-        """`forced_tokens`: teacher forcing: step k appends forced_tokens[k] instead of its own sample
-        (the quality measure feeds an approximate cache the exact engine's tokens this way). It is read at
-        the end of each step, so a list that another run fills in lockstep will do."""
+    def _start_run(self, prompt_ids, max_new_tokens: int, sampling: SamplingConfig | None,
+                   trace: TraceOptions | None, run_id: str | None):
+        """The request checked and the run set up, as every generate loop starts: (sampling, trace, run id,
+        sampler, step timer, the prompt's ids); the cache begun for it."""
         validate_request(self.cfg.max_seq_len, len(prompt_ids), max_new_tokens)
         sampling = sampling or SamplingConfig()
         trace = trace or TraceOptions()
@@ -108,6 +104,18 @@ class Engine(ABC):
 
             self._linear = OpenBlasLinear(self.model.plan(), torch.get_num_threads())
         self._begin(ids, max_new_tokens, sampling.seed)
+        return sampling, trace, run_id, sampler, timer, ids
+
+    def generate(self, prompt_ids: Sequence[int], max_new_tokens: int,
+                 sampling: SamplingConfig | None = None, trace: TraceOptions | None = None,
+                 run_id: str | None = None,
+                 token_text: Callable[[int], str] = str,
+                 forced_tokens: Sequence[int] | None = None) -> Iterator[StepTrace]:
+        """`forced_tokens`: teacher forcing: step k appends forced_tokens[k] instead of its own sample
+        (the quality measure feeds an approximate cache the exact engine's tokens this way). It is read at
+        the end of each step, so a list that another run fills in lockstep will do."""
+        sampling, trace, run_id, sampler, timer, ids = self._start_run(prompt_ids, max_new_tokens, sampling, trace,
+                                                                       run_id)
         # Looked up once: a tiny model's decode step is under a millisecond on a CPU, and
         # `kvviz bench --reference` holds every step against a bare loop of the same rule (kvviz.measure.reference)
         key, n_layer, forward, figures = self.key, self.cfg.n_layer, self._forward, self._cache_figures

@@ -8,18 +8,16 @@ Knows nothing about text or Qt.
 """
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 
 import torch
 
 from kvviz.config import SamplingConfig, TraceOptions
-from kvviz.engines.base import Engine, _inference_mode, _to_numpy, validate_request
+from kvviz.engines.base import Engine, _inference_mode, _to_numpy
 from kvviz.engines.drafts import DraftModel, PromptLookup, cache_for, check_rollback, draft_model_for, roll_back
-from kvviz.measure.timing import StepTimer
 from kvviz.records.trace import MaskSpec, StepTrace
 from kvviz.runtime.devices import allocated_bytes
-from kvviz.sampling import Sampler, check_picked
+from kvviz.sampling import check_picked
 
 SPEC_K_MAX = 64
 
@@ -71,22 +69,8 @@ class SpecEngine(Engine):
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int, sampling: SamplingConfig | None = None,
                  trace: TraceOptions | None = None, run_id: str | None = None,
                  token_text: Callable[[int], str] = str, forced_tokens: Sequence[int] | None = None):
-        validate_request(self.cfg.max_seq_len, len(prompt_ids), max_new_tokens)
-        sampling = sampling or SamplingConfig()
-        trace = trace or TraceOptions()
-        if trace.weights_layer is not None and not (0 <= trace.weights_layer < self.cfg.n_layer):
-            raise ValueError(f"weights layer {trace.weights_layer} outside 0..{self.cfg.n_layer - 1}")
-        if trace.weights_layer is not None and not (0 <= trace.weights_head < self.cfg.n_head):
-            raise ValueError(f"weights head {trace.weights_head} outside 0..{self.cfg.n_head - 1}")
-        run_id = run_id or uuid.uuid4().hex[:8]
-        sampler = Sampler(sampling)
-        timer = StepTimer(self.device)
-        ids = [int(i) for i in prompt_ids]
-        if self.kernel == "openblas":
-            from kvviz.kernels.openblas import OpenBlasLinear
-
-            self._linear = OpenBlasLinear(self.model.plan(), torch.get_num_threads())
-        self._begin(ids, max_new_tokens, sampling.seed)
+        sampling, trace, run_id, sampler, timer, ids = self._start_run(prompt_ids, max_new_tokens, sampling, trace,
+                                                                       run_id)
         cache, n_layer, proposer = self.cache, self.cfg.n_layer, self.proposer
         row_bytes = cache.token_bytes * n_layer  # K and V of one position, every layer
         overwrite = self.rollback == "overwrite"
