@@ -293,3 +293,21 @@ def test_quality_on_a_text_feeds_every_engine_the_text(tiny_random):
     assert max(found["tova"].kl) > 0
     with pytest.raises(ValueError, match="empty"):
         on_text(make_engine("static", tiny_random), [], prompt, [])
+
+
+@pytest.mark.parametrize("rule", RULES + ("snapkv",))
+def test_the_record_says_what_was_held(tiny_random, rule):
+    """Each step's record holds exactly the positions the cache held, its mask lets the step read only those,
+    the work matrix draws the others as evicted, and a saved run keeps them."""
+    from kvviz.records.traceio import decode_step, encode_step
+    from kvviz.ui.panels.work_matrix import CACHED, EVICTED, classify
+
+    engine = make_engine(rule, tiny_random, window=6)
+    for t in engine.generate(list(range(65, 77)), 10):
+        held = engine.cache.held_positions()
+        if t.step:
+            assert list(t.held) == list(held) and list(np.flatnonzero(t.mask[-1])) == list(held)
+            row = classify(t, t.pos_start)[-1]
+            assert list(np.flatnonzero(row == EVICTED)) == sorted(set(range(t.pos_start)) - set(held))
+            assert list(np.flatnonzero(row == CACHED)) == [p for p in held if p < t.pos_start]
+        assert decode_step(encode_step(t), t.engine).mask_spec == t.mask_spec

@@ -159,7 +159,9 @@ class ScoredCache(KVCache):
         return self._rows  # the rows `update` returns, in slot order (the prompt's own, for a long one)
 
     def mask_spec(self, n_new: int) -> MaskSpec:
-        return MaskSpec(q_len=n_new, kv_len=self.seq_len + n_new, past_len=self.seq_len)
+        start = self.seq_len
+        held = None if start == 0 else tuple(int(p) for p in np.sort(self._rows[self._rows < start]))
+        return MaskSpec(q_len=n_new, kv_len=start + n_new, past_len=start, held=held)
 
     def update(self, layer, k, v):
         T = k.shape[2]

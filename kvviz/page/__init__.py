@@ -79,8 +79,8 @@ def _attention(steps: Sequence[StepTrace]) -> dict | None:
         if w is None:
             continue
         a, b = t.pos_start, t.pos_stop
-        evicted = t.evicted if t.window is not None else None
-        mask = t.mask if t.mask_spec is not None and t.mask_spec.window is not None else None
+        evicted = t.evicted if t.held is not None else None
+        mask = t.mask if t.mask_spec is not None and t.mask_spec.bounded else None
         for i in range(a, b):
             if row_step[i] >= 0:
                 continue

@@ -264,7 +264,7 @@ def _dropped(history, steps, engine_html: EngineHtml, _tr: Translate) -> str:
     """What each bounded cache (window, sinks) evicted at this step and how much it still holds."""
     parts = []
     for engine, order, trace, _prev in steps:
-        if trace.window is None:
+        if trace.held is None:
             continue
         k = trace.step
         before = history.traces[engine][k - 1].evicted if k else trace.evicted[:0]

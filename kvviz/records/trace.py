@@ -83,6 +83,9 @@ class MaskSpec:
     # unless j is one of the first `sinks` positions. None: the chapter's mask, nothing evicted.
     window: int | None = None
     sinks: int = 0
+    # A cache that keeps chosen positions (tova, h2o, knorm): the positions before past_len it still holds, in
+    # order. None: every one, or the window's rule.
+    held: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.past_len + self.q_len != self.kv_len:
@@ -97,10 +100,19 @@ class MaskSpec:
         allowed = cols <= rows
         if self.window is not None:
             allowed &= (rows - cols < self.window) | (cols < self.sinks)
+        if self.held is not None:
+            allowed &= (cols >= self.past_len) | np.isin(cols, self.held)
         return allowed
+
+    @property
+    def bounded(self) -> bool:
+        """Whether a cache dropped positions by this rule (a window, or positions it chose to keep)."""
+        return self.window is not None or self.held is not None
 
     def evicted(self) -> np.ndarray:
         """Positions before kv_len that the cache no longer holds after this step (never read again)."""
+        if self.held is not None:
+            return np.setdiff1d(np.arange(self.past_len), self.held)
         if self.window is None:
             return np.zeros(0, dtype=np.int64)
         held = held_positions(self.kv_len, self.window, self.sinks)
@@ -181,6 +193,9 @@ class StepTrace:
     @property
     def held(self) -> np.ndarray | None:
         """Absolute positions the cache holds after this step (None: every position it has seen)."""
+        spec = self.mask_spec
+        if spec is not None and spec.held is not None:
+            return np.concatenate([np.asarray(spec.held, dtype=np.int64), np.arange(self.pos_start, self.pos_stop)])
         if self.window is None:
             return None
         return held_positions(self.pos_stop, self.window - self.sinks, self.sinks)

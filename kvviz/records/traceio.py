@@ -73,6 +73,8 @@ def encode_step(t: StepTrace, array_dtype: str = "float32") -> dict[str, Any]:
     doc: dict[str, Any] = {k: getattr(t, k) for k in _SCALAR_ORDER}
     if t.mask_spec is not None:
         doc["mask"] = [t.mask_spec.q_len, t.mask_spec.kv_len, t.mask_spec.past_len]
+        if t.mask_spec.held is not None:
+            doc["mask_held"] = list(t.mask_spec.held)
     for key in _ARRAY_FIELDS:
         value = getattr(t, key)
         if value is not None:
@@ -196,7 +198,12 @@ def decode_step(doc: Any, engine: str, blobs: _Blobs | None = None) -> StepTrace
         if not (isinstance(mask, list) and len(mask) == 3 and all(_is_int(v) and v >= 0 for v in mask)):
             raise ValueError(f"mask must be [q_len, kv_len, past_len], got {mask!r}")
         bounded = kw["window"] is not None
-        kw["mask_spec"] = MaskSpec(*mask, window=kw["window"] - kw["sinks"] if bounded else None, sinks=kw["sinks"])
+        held = doc.get("mask_held")
+        if held is not None and not (isinstance(held, list) and all(_is_int(v) and 0 <= v < mask[2] for v in held)
+                                     and held == sorted(set(held))):
+            raise ValueError(f"mask_held must be positions before {mask[2]} in order, got {held!r}"[:200])
+        kw["mask_spec"] = MaskSpec(*mask, window=kw["window"] - kw["sinks"] if bounded else None, sinks=kw["sinks"],
+                                   held=None if held is None else tuple(held))
     for key in _ARRAY_FIELDS:
         if doc.get(key) is not None:
             try:

@@ -187,7 +187,7 @@ class _Accumulated:
                     row = self.buf[a]
                     row[:kv] = w[0, :kv]
                     row[a + 1: kv] = np.nan
-                    if getattr(trace, "window", None) is not None:  # keys the cache dropped: -1, in their colour
+                    if getattr(trace, "held", None) is not None:  # keys the cache dropped: -1, in their colour
                         gone = trace.evicted
                         row[gone[gone < a]] = -1.0
                 else:
@@ -195,7 +195,7 @@ class _Accumulated:
                     block[...] = w[: b - a, :kv]
                     np.copyto(block, np.nan, where=np.arange(kv) > np.arange(a, b)[:, None])
                     spec = getattr(trace, "mask_spec", None)
-                    if spec is not None and spec.window is not None:
+                    if spec is not None and spec.bounded:
                         np.copyto(block, np.nan, where=~trace.mask[: b - a, :kv])  # left of a window's band
                 self.filled[a:b] = True
                 lo, hi = self.dirty or (a, b)

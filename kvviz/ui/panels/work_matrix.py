@@ -120,7 +120,7 @@ def classify(trace: StepTrace, prev_stop: int) -> np.ndarray:
     col_kind[:a] = CACHED
     col_kind[a:min(prev_stop, n)] = RECOMPUTED
     spec = trace.mask_spec
-    if spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and spec.window is None):
+    if spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and not spec.bounded):
         # The chapter's causal mask, offset by pos_start: every kind is >= CACHED > MASKED, so one
         # elementwise minimum against the cached pattern masks the future (fast at 2048 tokens).
         np.minimum(col_kind[None, :], _template("cap", n)[a:b, :n], out=kinds[a:b])
@@ -145,7 +145,7 @@ def last_row_kinds(trace: StepTrace, prev_stop: int) -> np.ndarray:
     row[:a] = CACHED
     row[a:min(prev_stop, n)] = RECOMPUTED
     spec = trace.mask_spec
-    if spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (n - a, n, a) and spec.window is None):
+    if spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (n - a, n, a) and not spec.bounded):
         return row  # causal: the last row sees every key
     mask = trace.mask
     row = np.where(mask[-1], row, np.uint8(MASKED))
@@ -173,7 +173,7 @@ def pooled_kinds(trace: StepTrace, prev_stop: int, factor: int) -> np.ndarray | 
     n = b
     spec = trace.mask_spec
     if trace.spec_index is not None or not (
-            spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and spec.window is None)):
+            spec is None or ((spec.q_len, spec.kv_len, spec.past_len) == (b - a, n, a) and not spec.bounded)):
         return None
     m = -(-n // factor)
     first = np.arange(m) * factor  # each block's first row / column
@@ -470,7 +470,7 @@ class WorkMatrixPanel(Panel):
             self.clear()
             return
         self._ensure_views(engines)
-        evicting = any(history.traces[e][0].window is not None for e in engines)
+        evicting = any(t.held is not None for e in engines for t in history.traces[e][-1:])
         speculating = any(history.traces[e][0].spec_k is not None for e in engines)
         if (evicting, speculating) != (self._evicting, self._speculating):
             self._evicting, self._speculating = evicting, speculating
