@@ -206,6 +206,8 @@ class RunConfig:
     window: int = 32  # W of the window and sinks caches (kvviz.options.WINDOW_DEFAULT), sinks included
     sinks: int = 4  # S of the sinks cache (kvviz.options.SINKS_DEFAULT)
     residual: int | None = None  # R of the int8 cache: newest tokens kept in full precision
+    spec_k: int = 4  # k of the speculative engines: drafts per round (kvviz.options.SPEC_K_DEFAULT)
+    rollback: str = "overwrite"  # how they undo rejected drafts' K/V: "overwrite" or "crop" (kvviz.options.ROLLBACKS)
     kernel: str = "torch"  # what runs every engine's decode steps (kvviz.kernels), one for the run
 
     def __post_init__(self) -> None:

@@ -48,6 +48,10 @@ class Bound:
 # tokens; int8 keeps no full-precision residual unless --residual R is given.
 WINDOW_DEFAULT = SETTING_DEFAULTS["window"]
 SINKS_DEFAULT = SETTING_DEFAULTS["sinks"]
+# The speculative engines' defaults: k drafts per round, and how rejected drafts' K/V are undone.
+SPEC_K_DEFAULT = SETTING_DEFAULTS["spec_k"]
+ROLLBACK_DEFAULT = SETTING_DEFAULTS["rollback"]
+ROLLBACKS = ("overwrite", "crop")  # kvviz.catalog: overwrite (gpt-fast, vLLM) or crop (transformers, SGLang)
 
 # Largest paged-cache block: the run form's limit; a larger block than the run's context is refused too.
 BLOCK_SIZE_MAX = 4096
@@ -72,6 +76,7 @@ BOUNDS: dict[str, Bound] = {
     "window": Bound(1, 1_000_000, why="and no more than the run's tokens"),
     "sinks": Bound(1, 1_000_000, why="and fewer than the window"),
     "residual": Bound(1, 1_000_000, why="and no more than the run's tokens"),
+    "spec_k": Bound(1, 64, why="drafts per speculative round"),
     "prompt_tokens": Bound(0, 1_000_000, why="and no more than the model's context"),
     "bandwidth_gbps": Bound(0.0, 1e6, integer=False, low_open=True, why="a million GB/s is no memory there is"),
     "step": Bound(-1_000_000, 1_000_000, why="negative counts from the end"),
@@ -156,6 +161,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-size", type=bounded("block_size"), default=16,
                         help=f"paged cache block size in tokens (at most {BLOCK_SIZE_MAX} and the model's context)")
     add_cache_options(parser)
+    add_spec_options(parser)
     add_kernel(parser)
     add_threads(parser)
 
@@ -179,8 +185,26 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
                         help="int8 cache: newest tokens kept in full precision (default none)")
 
 
+def check_rollback(value: Any, label: str = "rollback") -> str:
+    """`value` if it is one of ROLLBACKS, else ValueError in one line."""
+    if value not in ROLLBACKS:
+        raise ValueError(f"{label} must be {' or '.join(ROLLBACKS)}, got {value!r}")
+    return value
+
+
+def add_spec_options(parser: argparse.ArgumentParser) -> None:
+    """k and the rollback rule of the speculative engines (used only when spec-lookup or spec-draft run)."""
+    parser.add_argument("--spec-k", type=bounded("spec_k"), default=SPEC_K_DEFAULT, metavar="K",
+                        help=f"speculative engines: tokens drafted per round, verified in one forward (default "
+                             f"{SPEC_K_DEFAULT})")
+    parser.add_argument("--rollback", choices=ROLLBACKS, default=ROLLBACK_DEFAULT,
+                        help="speculative engines: how rejected drafts' K/V are undone: overwrite (the position "
+                             "moves back and the next round writes over them, gpt-fast, vLLM) or crop (cut from "
+                             f"the cache, transformers, SGLang) (default {ROLLBACK_DEFAULT})")
+
+
 def check_cache_settings(engines, n_prompt: int, new_tokens: int, window: int, sinks: int,
-                         residual: int | None) -> None:
+                         residual: int | None, spec_k: int | None = None, rollback: str | None = None) -> None:
     """W, S, R against the engines that use them and the run's length (tokens stored: the prompt and
     every new token but the last). One ValueError line; settings of engines not run are not checked."""
     stored = n_prompt + new_tokens - 1
@@ -198,6 +222,10 @@ def check_cache_settings(engines, n_prompt: int, new_tokens: int, window: int, s
         check_value("residual", residual, "residual")
         if residual > stored:
             raise ValueError(f"residual {residual:,} is larger than the run: {run}")
+    if "spec_k" in used and spec_k is not None:
+        check_value("spec_k", spec_k, "draft tokens k")
+    if "rollback" in used and rollback is not None:
+        check_rollback(rollback)
 
 
 def add_threads(parser: argparse.ArgumentParser, default: int | None = None) -> None:
@@ -268,9 +296,16 @@ def check_run_config(run) -> list[str]:
         checks.append(("sinks", run.sinks, "sinks"))
     if "residual" in used and run.residual is not None:
         checks.append(("residual", run.residual, "residual"))
+    if "spec_k" in used:
+        checks.append(("spec_k", getattr(run, "spec_k", SPEC_K_DEFAULT), "draft tokens k"))
     for key, value, label in checks:
         try:
             check_value(key, value, label)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if "rollback" in used:
+        try:
+            check_rollback(getattr(run, "rollback", ROLLBACK_DEFAULT))
         except ValueError as exc:
             problems.append(str(exc))
     kernel = getattr(run, "kernel", None)

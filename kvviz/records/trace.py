@@ -319,6 +319,9 @@ class RunInfo:
     window: int = 0
     sinks: int = 0
     residual: int = 0
+    # k and the rollback rule ("overwrite" or "crop") the speculative engines were asked for (0, "": not set)
+    spec_k: int = 0
+    rollback: str = ""
     # The memory wall (kvviz.costs.wall, kvviz.measure.bandwidth); zero where unknown, as in traces saved before them.
     weights_read_bytes: int = 0  # read whole by every forward: every matrix once
     embed_row_bytes: int = 0  # embedding rows looked up per computed position

@@ -291,7 +291,7 @@ def _check_range(value: int | float, what: str, low: float, high: float) -> None
 
 def check_info(info: RunInfo) -> None:
     """The run's description: sizes within a real model's, texts within a tokenizer's."""
-    from kvviz.options import BLOCK_SIZE_MAX, BOUNDS
+    from kvviz.options import BLOCK_SIZE_MAX, BOUNDS, ROLLBACKS
 
     _check_text(info.prompt, "info.prompt", MAX_TEXT_CHARS)
     for key in ("run_id", "model_name", "device", "dtype"):
@@ -326,6 +326,9 @@ def check_info(info: RunInfo) -> None:
     for key in ("copy_gbps", "peak_gbps", "read_gbps"):  # 0: not measured; a billion GB/s is no memory there is
         _check_range(getattr(info, key), f"info.{key}", 0, 1e9)
     _check_range(info.read_threads, "info.read_threads", 0, 1 << 16)
+    _check_range(info.spec_k, "info.spec_k", 0, BOUNDS["spec_k"].high)  # 0: not set
+    if info.rollback not in ("", *ROLLBACKS):
+        raise ValueError(f"info.rollback must be {' or '.join(ROLLBACKS)}, got {one_line(repr(info.rollback), 60)}")
     if info.decode_kernels and len(info.decode_kernels) != len(info.engines):
         raise ValueError(f"info.decode_kernels names {len(info.decode_kernels)} kernels for "
                          f"{len(info.engines)} engines")

@@ -130,8 +130,10 @@ class EngineSession:
         prompt_ids = tokenizer.encode(rc.prompt)
         check_against_model(cfg, len(prompt_ids), rc.max_new_tokens, block_size=rc.block_size,
                             top_k=rc.sampling.top_k)
-        check_cache_settings(rc.engines, len(prompt_ids), rc.max_new_tokens, rc.window, rc.sinks, rc.residual)
-        cache_opts = dict(block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual)
+        check_cache_settings(rc.engines, len(prompt_ids), rc.max_new_tokens, rc.window, rc.sinks, rc.residual,
+                             rc.spec_k, rc.rollback)
+        cache_opts = dict(block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual,
+                          spec_k=rc.spec_k, rollback=rc.rollback)
         reference = reference_key(rc.engines)
         trace = rc.trace
         if trace.weights_layer is not None:
@@ -180,6 +182,7 @@ class EngineSession:
             n_head=cfg.n_head, n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
             param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
             block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual or 0,
+            spec_k=rc.spec_k, rollback=rc.rollback,
             decode_kernels=tuple(kernels), **_wall_fields(cfg, dtype, device))
         if req.repeat > 1:
             info = RepeatedRunInfo(**{f.name: getattr(info, f.name) for f in fields(RunInfo)}, repeat=req.repeat,

@@ -32,7 +32,15 @@ from kvviz import catalog
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS, lane_engine, lane_kernel, lanes, unavailable
-from kvviz.options import BOUNDS, SINKS_DEFAULT, WINDOW_DEFAULT, check_run_config
+from kvviz.options import (
+    BOUNDS,
+    ROLLBACK_DEFAULT,
+    ROLLBACKS,
+    SINKS_DEFAULT,
+    SPEC_K_DEFAULT,
+    WINDOW_DEFAULT,
+    check_run_config,
+)
 from kvviz.records.repeats import repeat_of
 from kvviz.records.trace import RunInfo
 from kvviz.runtime.messages import Environment, ModelChoice
@@ -129,6 +137,17 @@ class RunForm(QWidget):
             spin.setRange(low, 1_000_000)
             spin.setValue(value)
         self.window_label, self.sinks_label, self.residual_label = QLabel(), QLabel(), QLabel()
+        # k and the rollback rule of the speculative engines: shown while one of them is ticked
+        self.spec_k_spin = QSpinBox()
+        self.spec_k_spin.setObjectName("spec_k")
+        self.spec_k_spin.setRange(*_range("spec_k"))
+        self.spec_k_spin.setValue(SPEC_K_DEFAULT)
+        self.rollback_combo = QComboBox()
+        self.rollback_combo.setObjectName("rollback")
+        for rule in ROLLBACKS:
+            self.rollback_combo.addItem(rule, rule)
+        self.rollback_combo.setCurrentIndex(ROLLBACKS.index(ROLLBACK_DEFAULT))
+        self.spec_k_label, self.rollback_label = QLabel(), QLabel()
 
         self.sampling_box = QGroupBox()
         sform = QFormLayout(self.sampling_box)
@@ -184,6 +203,8 @@ class RunForm(QWidget):
         form.addRow(self.window_label, self.window_spin)
         form.addRow(self.sinks_label, self.sinks_spin)
         form.addRow(self.residual_label, self.residual_spin)
+        form.addRow(self.spec_k_label, self.spec_k_spin)
+        form.addRow(self.rollback_label, self.rollback_combo)
         form.addRow(self.sampling_box)
         form.addRow(self.attention_label, attn_row)
         outer.addLayout(form)
@@ -225,7 +246,8 @@ class RunForm(QWidget):
                                (self.compare_combo, "currentIndexChanged"), (self.repeat_spin, "valueChanged"),
                                (self.tokens_spin, "valueChanged"), (self.block_spin, "valueChanged"),
                                (self.window_spin, "valueChanged"), (self.sinks_spin, "valueChanged"),
-                               (self.residual_spin, "valueChanged"),
+                               (self.residual_spin, "valueChanged"), (self.spec_k_spin, "valueChanged"),
+                               (self.rollback_combo, "currentIndexChanged"),
                                (self.greedy_check, "toggled"),
                                (self.temperature_spin, "valueChanged"), (self.top_k_spin, "valueChanged"),
                                (self.top_p_spin, "valueChanged"), (self.seed_spin, "valueChanged"),
@@ -285,6 +307,13 @@ class RunForm(QWidget):
         self.residual_label.setText(self.tr("Residual (R)"))
         self.residual_spin.setToolTip(self.tr("int8 cache: the newest tokens kept in full precision"))
         self.residual_spin.setSpecialValueText(self.tr("off"))
+        self.spec_k_label.setText(self.tr("Draft tokens k"))
+        self.spec_k_spin.setToolTip(self.tr("speculative engines: tokens drafted per round, checked by the model "
+                                            "in one forward"))
+        self.rollback_label.setText(self.tr("Rollback"))
+        self.rollback_combo.setToolTip(self.tr("how rejected drafts' K/V are undone: overwrite moves the position "
+                                               "back and the next round writes over them (gpt-fast, vLLM); crop "
+                                               "cuts them from the cache (transformers, SGLang)"))
         self.sampling_box.setTitle(self.tr("Sampling"))
         self.greedy_check.setText(self.tr("Greedy (always the most likely token)"))
         self.temperature_label.setText(self.tr("Temperature"))
@@ -434,17 +463,19 @@ class RunForm(QWidget):
         self.repeat_spin.setValue(repeat_of(info))
         for spin, value in ((self.tokens_spin, info.max_new_tokens), (self.block_spin, info.block_size),
                             (self.window_spin, info.window), (self.sinks_spin, info.sinks),
-                            (self.residual_spin, info.residual)):
+                            (self.residual_spin, info.residual), (self.spec_k_spin, info.spec_k)):
             if value:
                 spin.setValue(value)
+        if info.rollback in ROLLBACKS:
+            self.rollback_combo.setCurrentIndex(ROLLBACKS.index(info.rollback))
         self.set_read_only(True)
 
     def set_read_only(self, on: bool) -> None:
         """The fields locked (a replay shown) or editable again; Run stays, and unlocks them."""
         for widget in (self.prompt_edit, self.model_combo, self.open_button, self.device_combo, self.dtype_combo,
                        self.engine_box, self.kernel_combo, self.compare_combo, self.repeat_spin, self.tokens_spin,
-                       self.block_spin, self.window_spin, self.sinks_spin, self.residual_spin, self.sampling_box,
-                       self.layer_spin, self.head_spin):
+                       self.block_spin, self.window_spin, self.sinks_spin, self.residual_spin, self.spec_k_spin,
+                       self.rollback_combo, self.sampling_box, self.layer_spin, self.head_spin):
             widget.setEnabled(not on)
         self.replay_row.setVisible(on)
 
@@ -516,6 +547,8 @@ class RunForm(QWidget):
             window=self.window_spin.value(),
             sinks=self.sinks_spin.value(),
             residual=self.residual_spin.value() or None,
+            spec_k=self.spec_k_spin.value(),
+            rollback=self.rollback_combo.currentData() or ROLLBACK_DEFAULT,
             kernel=self.current_kernel(),
             trace=TraceOptions(masks=True, weights_layer=None if layer < 0 else layer,
                                weights_head=self.head_spin.value()),
@@ -614,7 +647,9 @@ class RunForm(QWidget):
         used = catalog.used_settings(self.checked_engines())
         for name, label, spin in (("window", self.window_label, self.window_spin),
                                   ("sinks", self.sinks_label, self.sinks_spin),
-                                  ("residual", self.residual_label, self.residual_spin)):
+                                  ("residual", self.residual_label, self.residual_spin),
+                                  ("spec_k", self.spec_k_label, self.spec_k_spin),
+                                  ("rollback", self.rollback_label, self.rollback_combo)):
             label.setVisible(name in used)
             spin.setVisible(name in used)
         self.changed.emit()
@@ -645,8 +680,9 @@ class RunForm(QWidget):
         s.setValue("run/dtype", self.dtype_combo.currentData() or "auto")
         s.setValue("run/tokens", self.tokens_spin.value())
         s.setValue("run/block_size", self.block_spin.value())
-        for spin in (self.window_spin, self.sinks_spin, self.residual_spin):
+        for spin in (self.window_spin, self.sinks_spin, self.residual_spin, self.spec_k_spin):
             s.setValue(f"run/{spin.objectName()}", spin.value())
+        s.setValue("run/rollback", self.rollback_combo.currentData() or ROLLBACK_DEFAULT)
         s.setValue("sampling/greedy", self.greedy_check.isChecked())
         s.setValue("sampling/temperature", self.temperature_spin.value())
         s.setValue("sampling/top_k", self.top_k_spin.value())
@@ -673,8 +709,9 @@ class RunForm(QWidget):
         r.spin("run/repeat", self.repeat_spin)
         r.spin("run/tokens", self.tokens_spin)
         r.spin("run/block_size", self.block_spin)
-        for spin in (self.window_spin, self.sinks_spin, self.residual_spin):
+        for spin in (self.window_spin, self.sinks_spin, self.residual_spin, self.spec_k_spin):
             r.spin(f"run/{spin.objectName()}", spin)
+        self._select_combo(self.rollback_combo, r.text("run/rollback", ROLLBACK_DEFAULT), ROLLBACK_DEFAULT)
         self.greedy_check.setChecked(r.flag("sampling/greedy", True))
         r.spin("sampling/temperature", self.temperature_spin)
         self.top_k_spin.setValue(0)
