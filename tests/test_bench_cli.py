@@ -114,7 +114,7 @@ def test_bench_runs_the_approximate_caches_with_quality(tmp_path, capsys):
     assert rows["static"]["mean_kl"] is None and rows["window"]["mean_kl"] > 0
     assert f"window against static, teacher-forced: mean KL {rows['window']['mean_kl']:.4g} nats" in text
     assert rows["window"]["peak_cache_bytes"] == 8 * tiny_kv_bytes()
-    assert doc["cache_settings"] == {"window": 8, "sinks": 4, "residual": None}
+    assert doc["cache_settings"] == {"window": 8, "sinks": 4, "residual": None, "spec_k": 4, "rollback": "overwrite"}
 
 
 def tiny_kv_bytes() -> int:

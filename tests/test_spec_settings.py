@@ -123,3 +123,34 @@ def test_the_forms_k_and_rollback_show_with_a_spec_engine_and_reach_the_saved_tr
     form.rollback_combo.setCurrentIndex(form.rollback_combo.findData("overwrite"))
     form.show_run(saved.info)
     assert (form.spec_k_spin.value(), form.rollback_combo.currentData()) == (3, "crop")
+
+
+def test_the_commands_hand_k_and_the_rule_to_the_engines(tmp_path, monkeypatch, capsys):
+    """`kvviz bench --spec-k 2 --rollback crop` builds its speculative engine with k = 2 and crop (and says so in
+    --json), and export's offscreen window takes the same two settings into its form."""
+    import json
+
+    import kvviz.engines
+    from kvviz.cli import main
+    from kvviz.commands.export import build_job, configure
+
+    built = []
+    real = kvviz.engines.make_engine
+
+    def spy(key, model, **kw):
+        built.append((key, kw.get("spec_k"), kw.get("rollback")))
+        return real(key, model, **kw)
+
+    monkeypatch.setattr(kvviz.engines, "make_engine", spy)
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--model", "tiny-random", "--engines", "naive,spec-lookup", "--tokens", "12",
+                 "--spec-k", "2", "--rollback", "crop", "--repeat", "1", "--json", str(out)]) == 0
+    assert ("spec-lookup", 2, "crop") in built
+    assert json.loads(out.read_text())["cache_settings"]["spec_k"] == 2
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    job = build_job(parser.parse_args(["--out", str(tmp_path / "x"), "--png", "--spec-k", "3", "--rollback",
+                                       "crop"]))
+    assert (job.spec_k, job.rollback) == (3, "crop")

@@ -248,8 +248,10 @@ def run(args) -> int:
     prompt_ids = tokenizer.encode(args.prompt)
     for n in args.tokens:
         check_against_model(cfg, len(prompt_ids), n, block_size=args.block_size, top_k=args.top_k)
-        check_cache_settings(engines, len(prompt_ids), n, args.window, args.sinks, args.residual)
-    opts = dict(window=args.window, sinks=args.sinks, residual=args.residual)
+        check_cache_settings(engines, len(prompt_ids), n, args.window, args.sinks, args.residual,
+                             args.spec_k, args.rollback)
+    opts = dict(window=args.window, sinks=args.sinks, residual=args.residual, spec_k=args.spec_k,
+                rollback=args.rollback)
     trace = {"off": TraceOptions(masks=False),
              "masks": TraceOptions(masks=True),
              "full": TraceOptions(masks=True, weights_layer=0, weights_head=0)}[args.trace]
@@ -445,7 +447,8 @@ def run(args) -> int:
                              read_share=c.read_gbps / fastest(), read_share_of_median=c.read_gbps / median_burst(),
                              step_ms=c.step_ms, mean_kl=c.mean_kl, top1_agreement=c.top1_agreement,
                              first_divergence=c.first_divergence) for c in cells],
-            "cache_settings": dict(window=args.window, sinks=args.sinks, residual=args.residual),
+            "cache_settings": dict(window=args.window, sinks=args.sinks, residual=args.residual,
+                                   spec_k=args.spec_k, rollback=args.rollback),
         }
         write_output(args.json_path, json.dumps(doc, indent=1) + "\n", "--json")
     return 0 if identical else 1

@@ -139,6 +139,7 @@ def build_job(args):
                      device=args.device, dtype=args.dtype, temperature=args.temperature, top_k=args.top_k,
                      top_p=args.top_p, seed=args.seed, threads=args.threads, block_size=args.block_size,
                      window=args.window, sinks=args.sinks, residual=args.residual, kernel=args.kernel, lang=lang,
+                     spec_k=args.spec_k, rollback=args.rollback,
                      size=size, scale=args.scale, fps=args.fps, step=args.step, first=first,
                      last=last)
 

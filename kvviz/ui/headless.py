@@ -47,6 +47,8 @@ class ExportJob:
     window: int = 32  # W, S, R of the approximate caches (kvviz.options defaults)
     sinks: int = 4
     residual: int | None = None
+    spec_k: int = 4  # the speculative engines' drafts per round and rollback rule (kvviz.options defaults)
+    rollback: str = "overwrite"
     kernel: str = DEFAULT_KERNEL  # what runs every engine's decode steps, one for the run
     lang: str = "en"
     size: tuple[int, int] = (1600, 1000)
@@ -254,10 +256,12 @@ def fill_form(window, job: ExportJob) -> None:
                                 ("--block-size", window.form.block_spin, job.block_size),
                                 ("--window", window.form.window_spin, job.window),
                                 ("--sinks", window.form.sinks_spin, job.sinks),
-                                ("--residual", window.form.residual_spin, job.residual or 0)):
+                                ("--residual", window.form.residual_spin, job.residual or 0),
+                                ("--spec-k", window.form.spec_k_spin, job.spec_k)):
         spin.setValue(value)
         if spin.value() != value:  # a spin box clamps silently: say so instead
             raise ValueError(f"{option} {value} is outside {spin.minimum()}..{spin.maximum()}")
+    window.form.rollback_combo.setCurrentIndex(window.form.rollback_combo.findData(job.rollback))
     greedy = job.temperature <= 0
     window.form.greedy_check.setChecked(greedy)
     if not greedy:

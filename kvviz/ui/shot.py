@@ -189,6 +189,7 @@ def _fill_form(window, args, engines) -> None:
                                 ("--window", window.form.window_spin, args.window),
                                 ("--sinks", window.form.sinks_spin, args.sinks),
                                 ("--residual", window.form.residual_spin, args.residual or 0),
+                                ("--spec-k", window.form.spec_k_spin, args.spec_k),
                                 ("--temperature", window.form.temperature_spin, args.temperature),
                                 ("--top-k", window.form.top_k_spin, args.top_k or 0),
                                 ("--top-p", window.form.top_p_spin, 1.0 if args.top_p is None else args.top_p),
@@ -198,5 +199,6 @@ def _fill_form(window, args, engines) -> None:
         spin.setValue(value)
         if abs(spin.value() - value) > 1e-9:  # a spin box clamps silently: say so instead
             raise ValueError(f"{option} {value} is outside {spin.minimum():g}..{spin.maximum():g} for this model")
+    window.form.rollback_combo.setCurrentIndex(window.form.rollback_combo.findData(args.rollback))
     window.toolbar.speed_spin.setValue(0)
     window.torch_threads = args.threads
