@@ -100,7 +100,7 @@ def check_narration(w: ServeWindow, lines: int = 2) -> None:
     label = w.transport.narration
     text = label.text()
     assert text
-    assert w.transport.narration_height(text) <= label.contentsRect().height()  # whole, not cut
+    assert label.text_height(text) <= label.contentsRect().height()  # whole, not cut
     assert label.height() <= lines * label.fontMetrics().lineSpacing() + 4, (label.height(), text)  # in its box
     assert label.toolTip() == narrate(w.run, w.step)  # the whole story is the tooltip
 
