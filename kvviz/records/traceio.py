@@ -343,6 +343,8 @@ def check_info(info: RunInfo) -> None:
 
 def _check_lane(name: str, what: str) -> None:
     """`name` is an engine kvviz runs, or a kernel comparison's lane of one ("static@native", kvviz.kernels.lane)."""
+    if not isinstance(name, str):
+        raise ValueError(f"{what} {one_line(repr(name), 60)}, not an engine's name")
     engine, kernel = lane_engine(name), lane_kernel(name)
     if engine not in catalog.engine_keys() or kernel not in (None, *DECODE_KERNELS):
         raise ValueError(f"{what} {one_line(repr(name), 60)}, not an engine kvviz runs "
