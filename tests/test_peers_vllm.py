@@ -210,8 +210,9 @@ def test_report_lines_a_row_per_request(compared):
 
 
 # -- refusals: one line each, no vLLM process left ------------------------------------------------------
-def _children_alive() -> list[str]:
-    """vLLM children of this test process still in /proc (another process's vLLM is none of its business)."""
+def _children_alive(parent: int | None = None) -> list[str]:
+    """vLLM children of `parent` (default: this test process) in /proc, as "pid: command line"; another process's
+    vLLM is none of the test's business."""
     from kvviz.peers.vllm import CHILD
 
     found = []
@@ -219,10 +220,10 @@ def _children_alive() -> list[str]:
         if pid.isdigit():
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError, IndexError):
                 continue
-            if str(CHILD) in cmd and parent == os.getpid():
+            if str(CHILD) in cmd and ppid == (os.getpid() if parent is None else parent):
                 found.append(f"{pid}: {cmd}")
     return found
 
@@ -270,18 +271,30 @@ def test_a_killed_caller_leaves_no_vllm_behind(checkpoints, vllm_python):
             "max_model_len=64, threads=1)\n"
             f"run_vllm({str(checkpoints['tiny'])!r}, [Requests(((1, 2, 3),), (2,), (0,))], s, head_dim=32, "
             f"vllm_python={vllm_python!r})\n")
-    before = set(_children_alive())  # another vLLM run on the machine is not this caller's
     caller = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.monotonic() + 120
-    while not set(_children_alive()) - before and time.monotonic() < deadline:
+    while not _children_alive(caller.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert set(_children_alive()) - before, "the child never started"
+    started = [int(s.split(":")[0]) for s in _children_alive(caller.pid)]
+    assert started, "the child never started"
     caller.send_signal(signal.SIGKILL)  # while the child imports vLLM (seconds), before it writes a line
     caller.wait()
+
+    def alive() -> list[int]:  # orphaned now: reparented and reaped by init once it ends
+        out = []
+        for pid in started:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                out.append(pid)
+        return out
+
     deadline = time.monotonic() + 3  # its next write would end it too, only later (a broken pipe)
-    while set(_children_alive()) - before and time.monotonic() < deadline:
+    while alive() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert set(_children_alive()) - before == set()
+    assert alive() == []
 
 
 def _fake_python(tmp_path: Path, version: str | None) -> str:
