@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("kvviz.commands.score", "bits per byte of a model on a UTF-8 text file"),
     "serve": ("kvviz.commands.serve", "many requests, one model: batching, a paged pool, preemption, prefix caching"),
     "convert": ("kvviz.commands.convert", "write a model as a Hugging Face checkpoint that transformers and vLLM load"),
-    "watch": ("kvviz.commands.watch", "attach to running vLLM servers: their prefix cache, metrics and KV events, live"),
+    "watch": ("kvviz.commands.watch", "attach to running vLLM servers: prefix cache, metrics and KV events, live"),
     "lesson": ("kvviz.commands.lesson", "present a lesson full screen; hand it out as a deck, PNGs, a PDF"),
 }
 

@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from kvviz.config import TraceOptions
-from kvviz.training.corpus import build_corpus
 from kvviz.engines import make_engine
 from kvviz.format import fmt_bytes
-from kvviz.models.presets import load_model
 from kvviz.measure.quality import measure
+from kvviz.models.presets import load_model
+from kvviz.training.corpus import build_corpus
 
 
 def cost(model_name: str, tokens: int, window: int, prompt_len: int) -> dict:

@@ -39,10 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     from kvviz import native
     from kvviz.config import TraceOptions
-    from kvviz.runtime.devices import resolve_device
+    from kvviz.costs.wall import WallShape
     from kvviz.engines import make_engine
     from kvviz.models.presets import load_model, load_tokenizer
-    from kvviz.costs.wall import WallShape
+    from kvviz.runtime.devices import resolve_device
 
     base = native.load()  # the binding's argument types; torch's OpenMP runtime first
     folder = Path(tempfile.mkdtemp(prefix="kvviz-native-ab-"))

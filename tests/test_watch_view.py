@@ -166,7 +166,7 @@ def _live(w, srv) -> None:
 
 
 def test_the_window_closes_reopens_and_quits_with_a_live_watch_leaving_no_thread(qtbot, tmp_path, server):
-    from kvviz.ui.app import quit_app
+    from kvviz.ui.qtapp import quit_app
 
     w = _window(qtbot, tmp_path)
     _live(w, server)

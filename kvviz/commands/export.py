@@ -95,7 +95,7 @@ def prepare_out(folder: str) -> Path:
 def build_job(args):
     """An ExportJob from the arguments; ValueError (exit 2) for anything wrong, before Qt or torch load."""
     from kvviz.ui.export_actions import WINDOW
-    from kvviz.ui.headless import ExportJob
+    from kvviz.ui.job import ExportJob
     from kvviz.ui.panels import PANELS
 
     images = tuple(f for f in ("png", "svg") if getattr(args, f))

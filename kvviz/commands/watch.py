@@ -150,7 +150,7 @@ def run(args) -> int:
 
 def _gui(args, text_of) -> int:
     """The Watch window on the servers (or the recording), until it is closed."""
-    from kvviz.ui.app import NO_DISPLAY_HINT, has_display
+    from kvviz.ui.qtapp import NO_DISPLAY_HINT, has_display
 
     if not has_display():
         print(NO_DISPLAY_HINT, file=sys.stderr)

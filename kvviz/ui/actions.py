@@ -28,6 +28,10 @@ KEYS: tuple[ActionSpec, ...] = (
     ActionSpec("memory", ("Ctrl+M",), "show_memory_calculator"),
     ActionSpec("serve", ("Ctrl+Shift+V",), "open_serve_view"),
     ActionSpec("continue", (), "continue_in_serve_view"),
+    ActionSpec("watch", ("Ctrl+Shift+W",), "open_watch_view"),
+    ActionSpec("watch_open", (), "open_watch_recording"),
+    ActionSpec("lesson_open", (), "open_lesson"),
+    ActionSpec("lesson_add", (), "add_view_as_scene"),
     # Ctrl+0 is the zoom's 100%, as in browsers; the start layout has a key of its own.
     ActionSpec("reset_layout", ("Ctrl+Shift+L",), "reset_layout"),
     ActionSpec("zoom_in", (QKeySequence.StandardKey.ZoomIn, "Ctrl++", "Ctrl+="), "presentation.zoom_step", (+1,)),
@@ -40,10 +44,11 @@ MODEL_MENU = ("open", "download", "memory")
 
 
 def build_menus(w) -> None:
-    """File, Model, Run, View (panels, zoom, language) and Help; the panels' toggles are put in
+    """File, Model, Run, Lesson, View (panels, zoom, language) and Help; the panels' toggles are put in
     above w._panel_actions_end when the grid is installed."""
     bar = w.menuBar()
     w.file_menu = bar.addMenu("")
+    keys.fill_menu(w.file_menu, w.actions_by_name, ("watch", "watch_open", None))
     w.export_menu = w.file_menu.addMenu("")
     w.add_export_actions(w.export_menu)
     w.export_menu.menuAction().setEnabled(not w.export_menu.isEmpty())
@@ -55,6 +60,9 @@ def build_menus(w) -> None:
 
     w.run_menu = bar.addMenu("")
     keys.fill_menu(w.run_menu, w.actions_by_name, (*keys.RUN_MENU, None, "continue"))
+
+    w.lesson_menu = bar.addMenu("")
+    keys.fill_menu(w.lesson_menu, w.actions_by_name, ("lesson_open", "lesson_add"))
 
     w.view_menu = bar.addMenu("")
     w.view_menu.addAction(w.act_present)
@@ -118,6 +126,12 @@ def retranslate_actions(w) -> None:
         w.act_serve: (_tr("&Serve view"), _tr("Many requests, one model: the schedulers side by side")),
         w.act_continue: (_tr("Continue in the Serve view..."),
                          _tr("The text so far and your next message as a chat, served by prefix and paged")),
+        w.act_watch: (_tr("Watch a server..."),
+                      _tr("Running vLLM servers' state and feeds, live, in a window of their own")),
+        w.act_watch_open: (_tr("Open a watch recording..."), _tr("A recording of watched servers, replayed")),
+        w.act_lesson_open: (_tr("Open lesson..."), _tr("A lesson presented full screen, its runs made once")),
+        w.act_lesson_add: (_tr("Add this view as a scene..."),
+                           _tr("The form's run, the step, the panels and the zoom as a scene of a .toml lesson")),
         w.act_memory: (_tr("Memory calculator..."),
                           _tr("What a model's KV cache costs at scale, computed from its config")),
         w.act_reset_layout: (_tr("Reset layout"), _tr("The panels, sizes and docks a run of this kind starts with")),
@@ -139,6 +153,7 @@ def retranslate_actions(w) -> None:
     w.export_menu.setTitle(_tr("&Export"))
     w.model_menu.setTitle(_tr("&Model"))
     w.run_menu.setTitle(_tr("&Run"))
+    w.lesson_menu.setTitle(_tr("&Lesson"))
     w.view_menu.setTitle(_tr("&View"))
     w.language_menu.setTitle(_tr("&Language"))
     w.zoom_menu.setTitle(_tr("&Zoom"))

@@ -7,16 +7,11 @@ kvviz.ui.xcb), so a machine without them gets a one-line hint instead of Qt abor
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
+from kvviz.ui.qtapp import APPLICATION, NO_DISPLAY_HINT, ORGANIZATION, ensure_app, has_display
 from kvviz.ui.zoom import check_zoom
-
-ORGANIZATION = "kvviz"
-APPLICATION = "kvviz"
-NO_DISPLAY_HINT = ("kvviz: no display (DISPLAY / WAYLAND_DISPLAY unset): use `kvviz shot --out FILE.png`, "
-                   "or set QT_QPA_PLATFORM=offscreen")
 
 
 def configure(parser) -> None:
@@ -30,41 +25,6 @@ def configure(parser) -> None:
                         help="text and plots at this size, e.g. 150 on a projector, for this launch (default: "
                              "View > Zoom's saved choice; 100). View > Zoom and Ctrl+plus / Ctrl+minus / Ctrl+0 "
                              "change it live")
-
-
-def has_display(environ=None, platform: str | None = None) -> bool:
-    """False on Linux with neither a display server nor an explicit Qt platform plugin."""
-    environ = os.environ if environ is None else environ
-    platform = sys.platform if platform is None else platform
-    if not platform.startswith("linux"):
-        return True
-    return any(environ.get(k) for k in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
-
-
-def ensure_app(argv: list[str] | None = None):
-    """The QApplication (made once), named so QSettings() finds the user's kvviz settings."""
-    from PySide6.QtWidgets import QApplication
-
-    app = QApplication.instance()
-    if app is None:
-        app = QApplication(argv if argv is not None else [sys.argv[0]])
-    app.setOrganizationName(ORGANIZATION)
-    app.setApplicationName(APPLICATION)
-    app.setApplicationDisplayName("kvviz")
-    return app
-
-
-def quit_app() -> None:
-    """File > Quit (Ctrl+Q) in any of the app's windows: every window closed, each stopping its worker's
-    thread and ending its engine process as it closes, then the event loop left, so the process exits."""
-    from PySide6.QtWidgets import QApplication
-
-    app = QApplication.instance()
-    if app is None:
-        return
-    QApplication.closeAllWindows()
-    if not any(w.isVisible() for w in QApplication.topLevelWidgets() if w.isWindow()):
-        app.quit()
 
 
 def create_window(settings=None, *, isolate: bool = True, defer_panels: bool = False):

@@ -13,7 +13,7 @@ import uuid
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QFileDialog, QStyle, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QStyle, QWidget
 
 from kvviz import catalog
 from kvviz.format import fmt_ms
@@ -419,6 +419,50 @@ class MainWindow(ShellWindow):
 
         continue_in_serve_view(self)
 
+    def open_watch_view(self) -> None:
+        """File > Watch a server... (Ctrl+Shift+W): the Watch window and its URL dialog; imported when asked."""
+        from kvviz.ui.watch.hook import open_watch_view
+
+        open_watch_view(self)
+
+    def open_watch_recording(self) -> None:
+        """File > Open a watch recording...: a recording replayed in the Watch window."""
+        from kvviz.ui.watch.hook import open_watch_recording
+
+        open_watch_recording(self)
+
+    def open_lesson(self) -> None:
+        """Lesson > Open lesson...: a lesson file chosen, its runs made once, presented full screen."""
+        from kvviz.ui.lessons.opener import open_lesson
+
+        presenter = open_lesson(self)
+        if presenter is not None:
+            self.lesson_window = presenter  # kept while shown; closed with this window
+
+    def add_view_as_scene(self) -> None:
+        """Lesson > Add this view as a scene...: a title and a caption asked for, then the .toml lesson the scene
+        (the form's run, the step, the panels, the zoom) is appended to; a lesson that would refuse it is left
+        untouched and the reason said in one line."""
+        from kvviz.ui.lessons.capture import add_scene, capture_view
+
+        heading = self.tr("Add this view as a scene")
+        title, ok = QInputDialog.getText(self, heading, self.tr("Title:"))
+        if not ok or not title.strip():
+            return
+        caption, ok = QInputDialog.getText(self, heading, self.tr("Caption (the title if empty):"))
+        if not ok:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, heading, "", self.tr("Lessons (*.toml)"),
+                                              options=QFileDialog.Option.DontConfirmOverwrite)
+        if not path:
+            return
+        try:
+            saved = add_scene(path, capture_view(self, title.strip(), caption.strip()))
+        except (ValueError, OSError) as exc:
+            self.show_error(str(exc))
+            return
+        self.statusBar().showMessage(self.tr("Scene added to {0}").format(saved), 10_000)
+
     # ------------------------------------------------------------------ the form
     def validation_text(self) -> str:
         return self.form.validation_text()
@@ -487,11 +531,12 @@ class MainWindow(ShellWindow):
 
     # ------------------------------------------------------------------ closing
     def close_own_windows(self) -> None:
-        """The Serve view and the dialogs this window opened close with it (each ends its own worker), so
+        """The Serve and Watch views and the dialogs this window opened close with it (each ends its own worker), so
         the app, left without windows, quits (one left open would keep the process running)."""
-        serve = getattr(self, "serve_window", None)
-        if serve is not None:
-            serve.close()
+        for name in ("serve_window", "watch_window", "lesson_window"):
+            window = getattr(self, name, None)
+            if window is not None:
+                window.close()
         for child in self.findChildren(QWidget, options=Qt.FindChildOption.FindDirectChildrenOnly):
             if child.isWindow() and child.isVisible():
                 child.close()

@@ -79,7 +79,7 @@ def add_scene(path: str | Path, doc: dict[str, Any]) -> Path:
 def apply_scene(window, scene: Scene) -> None:
     """The window set to a compare scene's view: its form, its panels (the large one first), its zoom; its step
     once the window shows a run of that many steps (select_step). ValueError for a scene of another kind."""
-    from kvviz.ui.headless import ExportJob, fill_form
+    from kvviz.ui.job import ExportJob, fill_form
 
     if scene.source.kind != "compare":
         raise ValueError(f"scene {scene.index}: the compare window shows compare scenes, not {scene.source.kind}")

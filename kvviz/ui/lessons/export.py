@@ -17,7 +17,7 @@ def offscreen_presenter(lesson: Lesson, runs: LessonRuns, size: tuple[int, int],
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import qInstallMessageHandler
 
-    from kvviz.ui import app
+    from kvviz.ui import qtapp as app
     from kvviz.ui.headless import quiet_qt_messages
     from kvviz.ui.lessons.presenter import PresenterWindow
 

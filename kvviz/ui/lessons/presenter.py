@@ -243,7 +243,7 @@ class PresenterWindow(QWidget):
 
 def present(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> int:
     """`kvviz lesson FILE`: the presenter full screen until it is closed."""
-    from kvviz.ui import app
+    from kvviz.ui import qtapp as app
 
     if not app.has_display():
         raise ValueError("no display to present on (set DISPLAY, or export with --export/--pdf)")

@@ -152,7 +152,7 @@ class ShellWindow(QMainWindow):
             self._worker_host.shut_down(self.stop_requested.emit)
 
     def quit_app(self) -> None:
-        from kvviz.ui.app import quit_app
+        from kvviz.ui.qtapp import quit_app
 
         quit_app()
 

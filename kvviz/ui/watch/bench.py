@@ -43,7 +43,7 @@ def tiled_hour(recording: Path, seconds: float, out: Path) -> dict:
 
 
 def frames_at_hour(recording: Path, seconds: float, size: tuple[int, int], repeats: int) -> dict:
-    from kvviz.ui.app import ensure_app
+    from kvviz.ui.qtapp import ensure_app
 
     app = ensure_app()
     from PySide6.QtCore import QSettings
@@ -85,7 +85,7 @@ def frames_at_hour(recording: Path, seconds: float, size: tuple[int, int], repea
 
 def completion_delay(url: str, events_port: int, replay_port: int, model: str, n: int, size: tuple[int, int]) -> dict:
     """Per request: when the first frame holding its last full block was drawn, less when its answer came."""
-    from kvviz.ui.app import ensure_app
+    from kvviz.ui.qtapp import ensure_app
 
     app = ensure_app()
     from PySide6.QtCore import QSettings

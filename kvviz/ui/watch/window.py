@@ -367,7 +367,7 @@ def run_window(settings_path: str | None = None, *, request: WatchRequest | None
     """`kvviz watch URL --gui` / `kvviz watch --replay FILE --gui`: the Watch window alone, until it closes."""
     import signal
 
-    from kvviz.ui.app import APPLICATION, ORGANIZATION, ensure_app
+    from kvviz.ui.qtapp import APPLICATION, ORGANIZATION, ensure_app
     from kvviz.ui.settings_file import open_settings
 
     settings = open_settings(settings_path, ORGANIZATION, APPLICATION)
