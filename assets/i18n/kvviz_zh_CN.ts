@@ -734,6 +734,26 @@
         <translation>这次运行已结束：按“运行”(Ctrl+R) 开始新的一次。</translation>
     </message>
     <message>
+        <source>Add this view as a scene</source>
+        <translation>把此视图添加为场景</translation>
+    </message>
+    <message>
+        <source>Title:</source>
+        <translation>标题：</translation>
+    </message>
+    <message>
+        <source>Caption (the title if empty):</source>
+        <translation>说明文字（为空时用标题）：</translation>
+    </message>
+    <message>
+        <source>Lessons (*.toml)</source>
+        <translation>课程 (*.toml)</translation>
+    </message>
+    <message>
+        <source>Scene added to {0}</source>
+        <translation>场景已添加到 {0}</translation>
+    </message>
+    <message>
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
@@ -810,6 +830,38 @@
         <translation>把目前的文本和你的下一条消息作为对话，用 prefix 和 paged 来服务</translation>
     </message>
     <message>
+        <source>Watch a server...</source>
+        <translation>监控服务器...</translation>
+    </message>
+    <message>
+        <source>Running vLLM servers&apos; state and feeds, live, in a window of their own</source>
+        <translation>正在运行的 vLLM 服务器的状态与数据流，在单独的窗口中实时显示</translation>
+    </message>
+    <message>
+        <source>Open a watch recording...</source>
+        <translation>打开监控录制...</translation>
+    </message>
+    <message>
+        <source>A recording of watched servers, replayed</source>
+        <translation>回放一份被监控服务器的录制</translation>
+    </message>
+    <message>
+        <source>Open lesson...</source>
+        <translation>打开课程...</translation>
+    </message>
+    <message>
+        <source>A lesson presented full screen, its runs made once</source>
+        <translation>全屏演示一节课程，其中的运行只生成一次</translation>
+    </message>
+    <message>
+        <source>Add this view as a scene...</source>
+        <translation>把此视图添加为场景...</translation>
+    </message>
+    <message>
+        <source>The form&apos;s run, the step, the panels and the zoom as a scene of a .toml lesson</source>
+        <translation>把表单的运行、当前步、面板和缩放保存为 .toml 课程中的一个场景</translation>
+    </message>
+    <message>
         <source>Memory calculator...</source>
         <translation>显存计算器...</translation>
     </message>
@@ -880,6 +932,10 @@
     <message>
         <source>&amp;Model</source>
         <translation>模型(&amp;M)</translation>
+    </message>
+    <message>
+        <source>&amp;Lesson</source>
+        <translation>课程(&amp;L)</translation>
     </message>
     <message>
         <source>&amp;View</source>
