@@ -373,6 +373,9 @@ def run_window(settings_path: str | None = None, *, request: WatchRequest | None
     settings = open_settings(settings_path, ORGANIZATION, APPLICATION)
     app = ensure_app()
     window = WatchWindow(settings)
+    from kvviz.ui.i18n import install_language_menu
+
+    install_language_menu(window)  # the saved language (View > Language), as the main window has it
     window.show()
     if replay is not None and not window.replay(replay, text_of):
         print(f"kvviz watch: {window.error_text()}", file=sys.stderr)
