@@ -47,6 +47,11 @@ def has_mark(a: np.ndarray) -> bool:
 
 @pytest.fixture
 def presenter(qapp):
+    """Presenters made by the test, closed after it; the process-wide zoom, font and language it may leave
+    (the panels of later tests read them) given back as they were."""
+    from kvviz.ui import i18n, style
+
+    zoom, font, language = round(style.ZOOM * 100), QApplication.font(), i18n.current_language()
     made = []
 
     def make(name, tmp_path_factory, size=(1280, 720), lang="en"):
@@ -63,6 +68,10 @@ def presenter(qapp):
         window.close()
         window.deleteLater()
     QApplication.processEvents()
+    style.set_zoom(zoom)
+    QApplication.setFont(font)
+    if i18n.current_language() != language:
+        i18n.set_language(language)
 
 
 def caption_whole(label) -> bool:
