@@ -691,7 +691,7 @@ def test_no_display_gives_a_hint_and_exit_code_2():
 
 
 def test_has_display_rules():
-    from kvviz.ui.app import has_display
+    from kvviz.ui.qtapp import has_display
 
     assert not has_display({}, "linux")
     assert has_display({"DISPLAY": ":0"}, "linux")

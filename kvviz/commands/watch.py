@@ -150,14 +150,9 @@ def run(args) -> int:
 
 def _gui(args, text_of) -> int:
     """The Watch window on the servers (or the recording), until it is closed."""
-    from kvviz.ui.qtapp import NO_DISPLAY_HINT, has_display
+    from kvviz.ui.qtapp import display_problem
 
-    if not has_display():
-        print(NO_DISPLAY_HINT, file=sys.stderr)
-        return 2
-    from kvviz.ui import xcb
-
-    problem = xcb.problem()
+    problem = display_problem()
     if problem:
         print(problem, file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from kvviz.ui.qtapp import APPLICATION, NO_DISPLAY_HINT, ORGANIZATION, ensure_app, has_display
+from kvviz.ui.qtapp import APPLICATION, ORGANIZATION, display_problem, ensure_app
 from kvviz.ui.zoom import check_zoom
 
 
@@ -46,12 +46,7 @@ def run(args) -> int:
         from kvviz.records import traceio
 
         saved = traceio.load_run(args.trace)  # refused in one line (exit 2) before any window
-    if not has_display():
-        print(NO_DISPLAY_HINT, file=sys.stderr)
-        return 2
-    from kvviz.ui import xcb
-
-    problem = xcb.problem()
+    problem = display_problem()
     if problem:
         print(problem, file=sys.stderr)
         return 2

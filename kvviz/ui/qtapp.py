@@ -46,3 +46,13 @@ def quit_app() -> None:
     QApplication.closeAllWindows()
     if not any(w.isVisible() for w in QApplication.topLevelWidgets() if w.isWindow()):
         app.quit()
+
+
+def display_problem() -> str | None:
+    """Why no window can open here, in one line (no display; on X11, a missing xcb library or X server), checked
+    before Qt starts; None where one can."""
+    if not has_display():
+        return NO_DISPLAY_HINT
+    from kvviz.ui import xcb
+
+    return xcb.problem() or None
