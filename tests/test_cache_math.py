@@ -27,6 +27,29 @@ def test_hand_worked_rows_qwen3_06b_bf16():
     assert strategy_figures(QWEN3_06B, "int8", 1000, residual=64).bytes == 1000 * 59_136 + 64 * 114_688
 
 
+def test_hand_worked_score_caches_qwen3_06b_bf16():
+    # tova, h2o, knorm at W = 256: window's 256 slots, 256 x 114,688 = 29,360,128 B, however long the run
+    for key in ("tova", "h2o", "knorm"):
+        f = strategy_figures(QWEN3_06B, key, 1000, window=256)
+        assert (f.held_tokens, f.bytes, f.stops_growing_at, f.once_bytes) == (256, 29_360_128, 256, 0)
+    # tova and knorm carry no score from step to step; h2o one float64 per held position: 256 x 8 = 2,048 B
+    assert strategy_figures(QWEN3_06B, "tova", 1000, window=256).total_bytes == 29_360_128
+    assert strategy_figures(QWEN3_06B, "knorm", 1000, window=256).score_bytes == 0
+    h2o = strategy_figures(QWEN3_06B, "h2o", 1000, window=256)
+    assert (h2o.score_bytes, h2o.total_bytes) == (2_048, 29_362_176)
+    # still filling: 100 positions held, 800 B of h2o scores
+    assert strategy_figures(QWEN3_06B, "h2o", 100, window=256).total_bytes == 100 * 114_688 + 800
+    # snapkv: a 900-token prompt cut to 256 once (900 x 8 = 7,200 B of scores while it cuts), then 100 new
+    # tokens kept: 356 x 114,688 = 40,828,928 B, and it grows on
+    s = strategy_figures(QWEN3_06B, "snapkv", 1000, window=256, prompt=900)
+    assert (s.held_tokens, s.bytes, s.stops_growing_at, s.once_bytes, s.score_bytes) == (
+        356, 40_828_928, None, 7_200, 0)
+    # a prompt within W is never cut: every token held, nothing scored
+    s = strategy_figures(QWEN3_06B, "snapkv", 1000, window=256, prompt=200)
+    assert (s.held_tokens, s.once_bytes) == (1000, 0)
+    assert strategy_figures(QWEN3_06B, "snapkv", 1000, window=256).held_tokens == 256  # all prompt
+
+
 def test_mla_hand_worked_deepseek():
     v3 = MLA_PRESETS["deepseek-v3"]
     # (kv_lora_rank 512 + rope 64) x 2 B = 1,152 B per layer; 61 layers: 70,272 B per token
@@ -50,11 +73,28 @@ def test_figures_equal_the_bytes_the_caches_hold(tiny_random, key, strategy):
     assert traces[-1].cache_bytes == f.bytes
 
 
+@pytest.mark.parametrize("key", ["tova", "h2o", "knorm", "snapkv"])
+def test_score_cache_figures_equal_what_the_caches_hold(tiny_random, key):
+    """W = 8, a 10-token prompt, 12 new tokens: tova, h2o and knorm allocate W slots; snapkv the cut prompt and
+    a slot for every new token. h2o's scores are the float64 array its cache keeps for the positions held."""
+    eng = make_engine(key, tiny_random, window=8)
+    traces = list(eng.generate(list(range(65, 75)), 12))
+    tokens = traces[-1].pos_stop if key != "snapkv" else 10 + 12  # snapkv allocates the run's length
+    f = strategy_figures(tiny_random.cfg, key, tokens, window=8, prompt=10)
+    assert traces[-1].cache_bytes == f.bytes and traces[-1].cache_len == f.held_tokens - (key == "snapkv")
+    cache = eng.cache
+    kept = cache.score[:cache.used].nbytes if key == "h2o" else 0
+    assert f.score_bytes == kept
+    assert f.once_bytes == (10 * 8 if key == "snapkv" else 0)
+
+
 def test_bad_strategy_settings():
     with pytest.raises(ValueError, match="sinks"):
         strategy_figures(QWEN3_06B, "sinks", 10, window=4, sinks=4)
     with pytest.raises(ValueError, match="unknown strategy"):
         strategy_figures(QWEN3_06B, "mla", 10)
+    with pytest.raises(ValueError, match="snapkv: the prompt"):
+        strategy_figures(QWEN3_06B, "snapkv", 10, prompt=11)
 
 
 def test_memory_command_prints_the_strategies_and_mla(capsys):
