@@ -17,7 +17,7 @@ import numpy as np
 
 from kvviz import catalog
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
-from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel
+from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel, lane_label
 from kvviz.page.strings import LANGUAGES, page_strings, translator
 from kvviz.records.narration import Run, describe, kernels_ran, kernels_text
 from kvviz.records.repeats import RepeatedRunInfo, repeat_of
@@ -167,6 +167,8 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
     """What page.js draws from: the run's info, per engine its steps as columns (0..last: the totals and the
     attention rows need the earlier steps), the steps the slider spans, and the strings in both languages."""
     engines = []
+    strings = page_strings()
+    kernel_words = {lang: translator("kernels", lang, strings) for lang in LANGUAGES}
     stored: dict[str, str] = {}  # attention rows (base64) -> the engine that holds them in the page
     n_steps = max((len(v) for v in traces.values()), default=0)
     last = n_steps - 1 if last is None else min(last, n_steps - 1)
@@ -194,7 +196,10 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
                 attention.update(rows=None, rows_of=owner)
         engines.append({
             "name": name, "color": catalog.engine_color(name, order), "dash": catalog.engine_dash(name),
-            "order": order, "engine": lane_engine(name), "kernel": lane_kernel(name),  # a lane: "static · C step"
+            "order": order, "engine": lane_engine(name), "kernel": lane_kernel(name),
+            # its name as the window's panels and narration say it (kvviz.ui.style.engine_label): "static · C step"
+            "label": {lang: lane_label(name, lambda k, lang=lang: kernel_words[lang](KERNELS[k].label))
+                      for lang in LANGUAGES},
             "against": against.get(name),
             # a repeated comparison's earlier runs (kvviz.records.repeats): the summary's medians are over them too
             "earlier_ms": [list(run[: last + 1]) for run in earlier.get(name, ())],

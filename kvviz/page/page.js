@@ -266,7 +266,7 @@ function median(xs) {  // Python's statistics.median: the middle value, or the m
 }
 function esc(text) { return String(text).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]); }
 // An engine's name as shown; a kernel comparison's lane as "static · C step", its kernel in the reader's language.
-function label(e) { return e.kernel ? `${e.engine} \u00b7 ${tr("kernels", (INFO.kernel_labels || {})[e.kernel] || e.kernel)}` : e.name; }
+function label(e) { return e.label ? say(e.label) : e.name; }  // Python's words (kvviz/page page_data)
 function outline(ctx, x, y, w, h) {  // the step's rows framed from outside, so a one-pixel row stays seen
   ctx.strokeStyle = OUTLINE; ctx.lineWidth = 2; ctx.strokeRect(x - 1, y - 1, w + 2, h + 2);
 }
@@ -902,7 +902,7 @@ function drawBar(k) {
   // Python's narration (the window's words); an engine's name where Python marked it (kvviz/page ENGINE_MARK)
   document.getElementById("narration").innerHTML = say(DATA.narration)[k - FIRST].replace(/[\ue000-\uf8ff]/g, c => {
     const e = ENGINES.find(x => x.order === c.charCodeAt(0) - 0xe000);
-    return `<b style="color:${e.color}">${esc(e.name)}</b>`;
+    return `<b style="color:${e.color}">${esc(label(e))}</b>`;
   });
   document.getElementById("status").textContent = say(DATA.status);  // the window's status bar fields (Python's)
   for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);

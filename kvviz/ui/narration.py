@@ -34,12 +34,15 @@ def kernels_text(groups: list[tuple[str, list[str]]], escape: bool = False) -> s
 
 
 def describe(history: RunHistory, step: int, color=None, *, form: str = "full") -> str:
-    """Rich text: kvviz.records.narration.describe of the step, in the window's language; `color(engine, order)`
-    names the engine's colour (default: style's)."""
+    """Rich text: kvviz.records.narration.describe of the step, in the window's language, each engine named as the
+    panels name it (kvviz.ui.style.engine_label: a lane "concat · PyTorch"); `color(engine, order)` names the
+    engine's colour (default: style's)."""
+    from kvviz.ui.style import engine_label  # pyqtgraph: imported with the panels
+
     if color is None:
-        from kvviz.ui.style import engine_color as color  # pyqtgraph: imported with the panels
+        from kvviz.ui.style import engine_color as color
 
     def engine_html(engine: str, order: int) -> str:
-        return f'<b style="color:{color(engine, order)}">{html.escape(engine)}</b>'
+        return f'<b style="color:{color(engine, order)}">{html.escape(engine_label(engine))}</b>'
 
     return _words.describe(history, step, engine_html, form=form, _tr=_tr, tr_kernels=_tr_kernels)
