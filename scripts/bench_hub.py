@@ -1,4 +1,4 @@
-"""Figures for docs/benchmarks.md: `kvviz download` throughput against the local Hub stand-in
+"""Figures for docs/figures.md: `kvviz download` throughput against the local Hub stand-in
 (tests/hubserver.py on 127.0.0.1), and the time from `kvviz bench --model ORG/NAME` to its first step for a
 Qwen3-0.6B-sized checkpoint in the Hugging Face cache (the `qwen3-0.6b-shape` preset with Qwen3-0.6B's
 vocabulary of 151,936 and tied embeddings, bf16, random weights: about 1.2 GB). Everything is written under

@@ -5,7 +5,7 @@ reads them: the whole set is larger than the last-level cache).
     python scripts/bench_kernels.py --threads 1 [--model wide] [--rounds 40]
 
 Prints GB/s per projection and kernel (the median over rounds of each matrix's own time inside the
-chain) and for the chain as a whole. docs/benchmarks.md ("A quiet run, and a second kernel") holds the
+chain) and for the chain as a whole. docs/figures.md holds the
 figures. Needs numpy on OpenBLAS and threadpoolctl for the OpenBLAS columns.
 """
 from __future__ import annotations

@@ -7,8 +7,8 @@ number of new tokens, a static run of `wide` (tracing off), then the step after 
 position's slot reserved, nothing committed) called by each build in turns of three, the last two of each
 timed: the machine's drift (a minute can move the read ceiling by 20% on the shared VM) reaches every build
 alike. Prints each build's median step, GB/s of the bytes the step reads, the first build's median over the
-last's, and whether every build's logits are the same bit for bit. What docs/benchmarks.md's "in turns in one
-process" figures come from. The old step.c must export what the ctypes binding asks for (kv_decode)."""
+last's, and whether every build's logits are the same bit for bit. docs/figures.md's figures for it come
+from this script. The old step.c must export what the ctypes binding asks for (kv_decode)."""
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,4 @@
-/* The native decode step's parts, timed apart: what docs/benchmarks.md's "parts of the step" figures come from.
+/* The native decode step's parts, timed apart: what docs/figures.md's "four streams" figures come from.
  *
  *   cc -O3 -march=native -fopenmp -o /tmp/native_parts scripts/native_parts.c -lm && /tmp/native_parts 615
  *

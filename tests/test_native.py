@@ -313,8 +313,8 @@ X86_GCC = pytest.mark.skipif(
 @pytest.mark.skipif(not X86_LINUX, reason="the CPU's vector width is read from an x86 /proc/cpuinfo")
 def test_the_build_sums_on_vectors_of_the_cpus_own_width():
     # GCC keeps a vector wider than the CPU's registers in memory: step.c's 16-float vectors on an AVX2 CPU
-    # read the row-major matrices at 0.58 of the column-major ones (docs/benchmarks.md, "The native step's vectors
-    # at the CPU's own width")
+    # read the row-major matrices at 0.58 of the column-major ones (docs/figures.md, "the C step's vectors at the
+    # CPU's width")
     assert native.vector_floats() == (16 if _cpu_has("avx512f") else 8 if _cpu_has("avx") else 4)
 
 
@@ -361,7 +361,7 @@ def test_the_multi_row_product_equals_f_linear(out, n_in, threads):
 
 @needs_cc
 def test_the_parts_harness_builds_on_this_step_c_and_prints_its_figures(tmp_path):
-    # scripts/native_parts.c (docs/benchmarks.md's parts of the step) includes step.c and calls its kernels:
+    # scripts/native_parts.c (docs/figures.md's four streams) includes step.c and calls its kernels:
     # a rename there must not leave the harness unbuildable. Figures are printed, not judged (never timed)
     import re
     import subprocess
@@ -382,7 +382,7 @@ def test_the_parts_harness_builds_on_this_step_c_and_prints_its_figures(tmp_path
 
 @needs_cc
 def test_the_in_turns_script_times_two_builds_of_step_c_on_one_run(capsys):
-    # scripts/native_ab.py (docs/benchmarks.md's "in turns in one process" figures): two builds of this step.c
+    # scripts/native_ab.py (the figures docs/figures.md gives for it): two builds of this step.c
     # give the same logits bit for bit, and the line names both with their figures (never timed)
     import importlib.util
     import re

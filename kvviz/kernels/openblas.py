@@ -1,7 +1,7 @@
 """The `openblas` decode kernel: every projection of a CPU decode step through numpy's OpenBLAS beside torch's MKL.
 
 Why it exists (measured on the 2-core development VM, an AMD EPYC, torch 2.13.0 CPU, numpy 2.4 on
-OpenBLAS 0.3.31; docs/benchmarks.md, "Decode at the read limit"): torch's float32 product of one row
+OpenBLAS 0.3.31; `python scripts/bench_kernels.py`, docs/figures.md): torch's float32 product of one row
 against a matrix that fits the caches ran 31-46 GB/s on one thread where OpenBLAS ran 59-76, and
 over the `wide` model's 32 projections in turn (104 MiB, every one read from memory, as a decode step
 reads them) 12.6 GB/s against 15.9; with two threads torch's kernel stayed at 13.0 (it does not use the

@@ -310,8 +310,8 @@ class Transformer(nn.Module):
 
         A decode step of a small model is some fifty tiny tensor ops; reaching each weight through
         nn.Module attribute lookup and a forward method per block, attention, MLP and norm cost a
-        quarter of the `tiny` model's step on a CPU (`kvviz bench --reference`: 0.72-0.83x of a
-        bare PyTorch loop before, see docs/benchmarks.md). Rebuilt after `.to()` and when the rotary
+        quarter of the `tiny` model's step on a CPU (`kvviz bench --reference`: a forward through the
+        modules ran at 0.72-0.83x of a bare PyTorch loop). Rebuilt after `.to()` and when the rotary
         tables grow; loading a state dict copies into the same tensors, so the plan stays valid."""
         plan = self.__dict__.get("_plan")
         if plan is None:
@@ -339,8 +339,8 @@ class Transformer(nn.Module):
         matrix whose rows are short much slower than the same matrix stored (in, out): on the 2-core
         development machine, one thread, the `wide` model's qkv (1536 x 512) read 8.9 GB/s row-major
         and 16.0 GB/s column-major, gate/up (3072 x 512) 9.7 and 13.1, where a (512 x 1536) down
-        projection read 15.4 and 7.5 (tests/test_engines.py holds the rule; docs/benchmarks.md the
-        figures). So a matrix with more outputs than inputs is laid out column-major (`w.t()` of a
+        projection read 15.4 and 7.5 (tests/test_engines.py holds the rule; `scripts/bench_kernels.py`
+        measures it, docs/figures.md). So a matrix with more outputs than inputs is laid out column-major (`w.t()` of a
         contiguous (in, out) tensor), the others stay as they are: a rule by shape, never by a timing,
         so the same model rounds the same way on every run. The weight keeps its shape, values and
         Parameter; only its strides change (results move by a rounding: ~5e-6 in a wide logit). Not on

@@ -52,10 +52,10 @@ static void split(int n, int grain, int t, int nt, int* lo, int* hi) {
 /* A vector of VL floats, the CPU's own width (GCC/Clang vector extensions: 16 with AVX-512, 8 with AVX/AVX2,
  * 4 elsewhere: SSE, NEON), and its sum as a tree of halves. The horizontal sums matter: a dot product over
  * 512 floats written as `omp simd reduction` ends in sixteen dependent scalar adds, which cost the wide
- * model's (out, 512) matrices a fifth of their read speed (docs/benchmarks.md, "The native step's sums on
- * vectors"). The width must be the CPU's: GCC keeps a 64-byte vector on an AVX2 CPU in memory, not in two
- * registers, and the row-major product then reads at 0.58 of the column-major one (docs/benchmarks.md, "The
- * native step's vectors at the CPU's own width"). */
+ * model's (out, 512) matrices a fifth of their read speed (scripts/native_ab.py, docs/figures.md). The
+ * width must be the CPU's: GCC keeps a 64-byte vector on an AVX2 CPU in memory, not in two registers, and the
+ * row-major product then reads at 0.58 of the column-major one (`kvviz bench --kernel native --verbose`,
+ * docs/figures.md). */
 #if defined(__AVX512F__)
 #define VL 16
 #elif defined(__AVX__)
@@ -188,9 +188,9 @@ static inline float dot(const float* restrict x, const float* restrict w, int n)
  * which grows with the streams the hardware prefetcher runs; four neighbouring rows are four streams too,
  * but short ones (2-6 KiB, under two pages) that it keeps restarting, and one linear stream holds too few
  * lines in flight (1 thread, Zen 3, scripts/native_parts.c's 33 matrices of the wide model: neighbouring
- * rows 13.3-16.5 GB/s, one stream a matrix 13.5-14.7, four quarters 15.9-18.4; docs/benchmarks.md, "Four
- * streams a matrix, four a head"). Eight streams read no faster on the model's matrices. A rule by shape,
- * never a timing. The kernels below (rows_rm, rows_cm, attend) are written out for four. */
+ * rows 13.3-16.5 GB/s, one stream a matrix 13.5-14.7, four quarters 15.9-18.4; docs/figures.md). Eight
+ * streams read no faster on the model's matrices. A rule by shape, never a timing. The kernels below
+ * (rows_rm, rows_cm, attend) are written out for four. */
 #define STREAMS 4
 
 /* y[o] (+)= W[o, :] . x over rows [o0, o1) of a row-major (out, in) matrix */
@@ -232,7 +232,7 @@ static void rows_rm(const float* restrict W, const float* restrict x, float* res
  * 6-15% slower than the same bytes row-major (a 128 MiB product, medians in turns: out 1,536 22.3 against
  * 25.7 GB/s); asking four lines ahead it read as fast or faster (26.4), one or two lines / eight or more
  * ahead less so; the step on `wide` 1.04-1.10x at 1 thread, 1.015-1.022x at 2, in turns in one process
- * (docs/benchmarks.md, "Column-major streams asked for ahead"). In rows_rm the same gains nothing beyond the
+ * (scripts/native_ab.py, docs/figures.md). In rows_rm the same gains nothing beyond the
  * noise, so rows_rm does not ask ahead. */
 #define LINE 16
 #define CM_AHEAD 64
@@ -300,8 +300,8 @@ static void gemv(const float* W, int cm, const float* x, float* y, int in, int o
  * of the positions: a head's K is one short stream (256 B a row, 100-300 KB at 400-1,000 positions) that
  * the prefetcher starts late, and two heads side by side with software prefetch into the stream read next
  * read 11.3-14.4 GB/s where four quarters of one head read 12.9-17.1, one thread (scripts/native_parts.c's
- * attention, 300-1,115 positions; eight quarters 12.5-15.6, two 11.7-14.8; docs/benchmarks.md, "Four streams
- * a matrix, four a head"). V's sum runs in another order than position by position: the logits move by a rounding. */
+ * attention, 300-1,115 positions; eight quarters 12.5-15.6, two 11.7-14.8; docs/figures.md). V's sum runs
+ * in another order than position by position: the logits move by a rounding. */
 static void attend(const float* q, const float* K, const float* Vv, size_t stride, int D, int n, float scale,
                    float* restrict s, float* restrict o, float* sum) {
     const int Q = n / STREAMS;
