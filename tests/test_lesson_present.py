@@ -204,3 +204,29 @@ def test_every_chinese_caption_is_whole_at_1280x720(presenter, tmp_path_factory,
         assert window.caption.text() == fill(scene.caption["zh"], window.runs.of(scene).facts())
         assert window.title.text() == scene.title["zh"] and window.where.text().startswith(f"场景 {i + 1} / ")
         assert caption_whole(window.caption), f"scene {i + 1}: the Chinese caption is cut"
+
+
+def test_closing_the_presenters_gives_back_the_apps_language_zoom_and_font(presenter, tmp_path_factory, qtbot):
+    """The app at 125% in English; presenters in Chinese on a 150% scene, one opened while the other shows it and
+    closed in the order opened; after the last closes (and its timers have had their turn) the app's language,
+    the panels' zoom and the application font are as they were."""
+    from kvviz.ui import i18n, style
+    from kvviz.ui.presentation import zoomed_font
+
+    style.set_zoom(125)
+    QApplication.setFont(zoomed_font(QApplication.font(), 125))
+    before = (i18n.current_language(), round(style.ZOOM * 100), QApplication.font().toString())
+    shown = []
+    for size in SIZES:
+        window = presenter("08-serving", tmp_path_factory, size, lang="zh")
+        scene = next(i for i, s in enumerate(window.lesson.scenes) if s.zoom == 150)
+        window.go_to(scene)
+        QApplication.processEvents()
+        assert (i18n.current_language(), round(style.ZOOM * 100)) == ("zh_CN", 150)
+        shown.append(window)
+    shown[0].close()
+    qtbot.wait(200)
+    assert (i18n.current_language(), round(style.ZOOM * 100)) == ("zh_CN", 150)  # the other still presents
+    shown[1].close()
+    qtbot.wait(200)
+    assert (i18n.current_language(), round(style.ZOOM * 100), QApplication.font().toString()) == before

@@ -24,6 +24,48 @@ POINTER_PX = 46  # the spot's diameter: seen from the back of a lecture hall
 WORDS = {"en": ("Scene {0} / {1}", "step {0} ({1} of {2})"), "zh": ("场景 {0} / {1}", "第 {0} 步（{1} / {2}）")}
 
 
+class AppState:
+    """The process-wide settings a presenter changes (the panels' zoom, the application's font, the language),
+    taken when the first presenter opens and given back when the last one closes, in whatever order they close:
+    a presenter opened while another shows a scene would otherwise take that scene's zoom and language as the
+    app's own."""
+
+    open_presenters: list[QWidget] = []
+    saved: AppState | None = None
+
+    def __init__(self) -> None:
+        from kvviz.ui import i18n, style
+
+        self.zoom = round(style.ZOOM * 100)
+        self.font = QFont(QApplication.font())
+        self.language = i18n.current_language()
+
+    @classmethod
+    def opened(cls, presenter: QWidget) -> None:
+        if not cls.open_presenters:
+            cls.saved = cls()
+        cls.open_presenters.append(presenter)
+
+    @classmethod
+    def closed(cls, presenter: QWidget) -> None:
+        if presenter not in cls.open_presenters:
+            return
+        cls.open_presenters.remove(presenter)
+        if not cls.open_presenters and cls.saved is not None:
+            cls.saved.give_back()
+            cls.saved = None
+
+    def give_back(self) -> None:
+        from kvviz.ui import i18n, style
+
+        if round(style.ZOOM * 100) != self.zoom:
+            style.set_zoom(self.zoom)
+        if QApplication.font() != self.font:
+            QApplication.setFont(self.font)
+        if i18n.current_language() != self.language:
+            i18n.set_language(self.language)
+
+
 class Pointer(QWidget):
     """The mouse as a large spot, yellow ringed in black, over everything the presenter shows."""
 
@@ -108,9 +150,7 @@ class PresenterWindow(QWidget):
         self._watch = _MouseWatch(self)
         QApplication.instance().installEventFilter(self._watch)
         self.last_draw_ms = 0.0
-        from kvviz.ui import i18n
-
-        self._app_language = i18n.current_language()  # given back on close
+        AppState.opened(self)  # before the presenter sets its language and zoom
         self._fit_fonts()
         self.set_language(lang)
 
@@ -181,7 +221,7 @@ class PresenterWindow(QWidget):
     def warm_next(self) -> None:
         """The next scene's page built and drawn while this one is presented, so PageDown only shows it."""
         i = self.scene_index + 1
-        if i < len(self.lesson.scenes):
+        if i < len(self.lesson.scenes) and self in AppState.open_presenters:  # not once closed: it sets the zoom
             scene = self.lesson.scenes[i]
             self.stage.warm_up(scene, self.runs.of(scene), self.runs.step(scene, 0), self.lang)
 
@@ -233,11 +273,7 @@ class PresenterWindow(QWidget):
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         QApplication.instance().removeEventFilter(self._watch)
-        self.stage.restore_zoom()
-        from kvviz.ui import i18n
-
-        if i18n.current_language() != self._app_language:
-            i18n.set_language(self._app_language)
+        AppState.closed(self)  # the app's zoom, font and language as before the first presenter opened
         super().closeEvent(event)
 
 

@@ -202,7 +202,6 @@ class SceneStage(QStackedWidget):
         super().__init__(parent)
         self.setObjectName("lesson_stage")
         self.pages: dict[int, ScenePage] = {}  # scene index -> its page
-        self._base_zoom: int | None = None  # the panels' zoom (kvviz.ui.style) before the stage set any
 
     @property
     def page(self) -> ScenePage | None:
@@ -249,20 +248,11 @@ class SceneStage(QStackedWidget):
         self._set_style_zoom(shown.scene.zoom)
 
     def _set_style_zoom(self, percent: int) -> None:
+        """The panels' zoom (kvviz.ui.style) at the scene's; the presenter gives the app's back when it closes."""
         from kvviz.ui import style
 
-        if self._base_zoom is None:
-            self._base_zoom = round(style.ZOOM * 100)
         if round(style.ZOOM * 100) != percent:
             style.set_zoom(percent)
-
-    def restore_zoom(self) -> None:
-        """The panels' zoom as it was before the stage set its own (the presenter closes)."""
-        if self._base_zoom is not None:
-            from kvviz.ui import style
-
-            style.set_zoom(self._base_zoom)
-            self._base_zoom = None
 
     def retranslate(self) -> None:
         """The panels' fixed texts again, after a language switch."""
