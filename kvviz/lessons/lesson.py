@@ -6,6 +6,7 @@ English and Chinese. Stdlib only: it knows the bounds (kvviz.options) and the ca
 from __future__ import annotations
 
 import json
+import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -404,3 +405,166 @@ def check_caption(scene: Scene, where: str) -> None:
                 names = sorted(k for k in known if k.split(".")[0] == group) or sorted(known)
                 raise LessonError(f"{where}: field 'caption.{lang}': no figure {{{f}}} for this source; it gives "
                                   + ", ".join("{" + n + "}" for n in names[:12]) + (" ..." if len(names) > 12 else ""))
+
+
+# -- editing: scenes reordered, retitled and removed in the file ------------------------------------------
+SCENE_HEADER = re.compile(r"^\s*\[\[\s*scene\s*\]\]\s*(#.*)?$")
+TITLE_LINE = re.compile(r"^\s*(title|\"title\"|'title')\s*(=|\.)")
+BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_value(value: Any) -> str:
+    """One value in TOML: text (JSON's escapes are TOML's), numbers, true/false, lists, inline tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise ValueError(f"a lesson holds no {type(value).__name__} value")
+
+
+def toml_key(key: str) -> str:
+    return key if BARE_KEY.match(key) else json.dumps(key, ensure_ascii=False)
+
+
+def lesson_toml(doc: dict[str, Any]) -> str:
+    """A lesson's table as TOML: its title, a [sources.NAME] table per named source, a [[scene]] per scene."""
+    lines = [f"title = {toml_value(doc['title'])}"]
+    for name, source in doc.get("sources", {}).items():
+        lines += ["", f"[sources.{toml_key(name)}]", *(f"{toml_key(k)} = {toml_value(v)}" for k, v in source.items())]
+    for scene in doc["scene"]:
+        lines += ["", "[[scene]]", *(f"{toml_key(k)} = {toml_value(v)}" for k, v in scene.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _read_doc(path: Path) -> tuple[str, dict[str, Any]]:
+    """A lesson file's text and table, the lesson checked as load_lesson checks it."""
+    load_lesson(path)  # LessonError, one line, for a file that is no lesson
+    text = Path(path).read_text(encoding="utf-8")
+    return text, (tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text))
+
+
+def _scene_chunks(text: str) -> tuple[list[str], list[list[str]]]:
+    """The file's lines before its first [[scene]], and each scene's lines (the comment lines right above a
+    scene's header go with it)."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if SCENE_HEADER.match(line)]
+    for k, i in enumerate(starts):
+        while i > (starts[k - 1] + 1 if k else 0) and lines[i - 1].lstrip().startswith("#"):
+            i -= 1
+        starts[k] = i
+    if not starts:
+        return lines, []
+    bounds = [*starts, len(lines)]
+    return lines[: starts[0]], [lines[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def _retitled(chunk: list[str], title: dict[str, str]) -> list[str]:
+    """A scene's lines with its title lines (title = ..., title.en = ...) replaced by one title = {...} where the
+    first stood (or under the header); a sub-table of the scene ends the search."""
+    new = f"title = {toml_value(title)}"
+    out: list[str] = []
+    placed = False
+    for k, line in enumerate(chunk):
+        if line.strip().startswith("[") and not SCENE_HEADER.match(line):
+            out += chunk[k:]
+            break
+        if TITLE_LINE.match(line):
+            if not placed:
+                out.append(new)
+                placed = True
+            continue
+        out.append(line)
+    if not placed:
+        header = next(i for i, line in enumerate(out) if SCENE_HEADER.match(line))
+        out.insert(header + 1, new)
+    return out
+
+
+def _edited_text(text: str, plan: list[tuple[int, dict[str, str] | None]]) -> str | None:
+    """The TOML text with its scenes in the plan's order, retitled where it says: the rest of the file (its
+    comments, its layout) kept; None where the file's scenes are not plain [[scene]] blocks."""
+    head, chunks = _scene_chunks(text)
+    if not chunks:
+        return None
+    lines = list(head)
+    for number, title in plan:
+        chunk = chunks[number - 1]
+        chunk = _retitled(chunk, title) if title is not None else chunk
+        while lines and not lines[-1].strip():
+            lines.pop()
+        lines += ["", *chunk] if lines else chunk
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def edit_scenes(path: str | Path, plan: list[tuple[int, dict[str, str] | str | None]]) -> Lesson:
+    """Write the lesson with the scenes `plan` lists, in its order: (scene number from 1, a new title or None to
+    keep it); a scene not listed is removed. A TOML file keeps its comments and layout (rewritten whole only where
+    its scenes are not plain [[scene]] blocks). The lesson is checked before it is written and written to a
+    temporary name then renamed (kvviz.fileio); LessonError (one line) for a plan it would refuse."""
+    from kvviz.fileio import atomic_write_text
+
+    path = Path(path)
+    text, doc = _read_doc(path)
+    scenes = doc["scene"]
+    numbers = [number for number, _ in plan]
+    for number in numbers:
+        if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= len(scenes):
+            raise LessonError(f"{path.name}: no scene {number!r} (it has {len(scenes)}, counted from 1)")
+    if len(set(numbers)) != len(numbers):
+        raise LessonError(f"{path.name}: the plan names a scene twice")
+    if not plan:
+        raise LessonError(f"{path.name}: a lesson keeps at least one scene")
+    titles = [None if title is None else _texts(title, f"{path.name}: scene {number}: the title")
+              for number, title in plan]
+    titles = [None if t is None else {k: v for k, v in t.items() if v.strip()} for t in titles]
+    edited = {**doc, "scene": [scenes[number - 1] if title is None else {**scenes[number - 1], "title": title}
+                               for (number, _), title in zip(plan, titles, strict=True)]}
+    lesson = lesson_from_dict(edited, path)  # refused here, the file untouched
+    if path.suffix.lower() == ".json":
+        out = json.dumps(edited, ensure_ascii=False, indent=2) + "\n"
+    else:
+        out = _edited_text(text, list(zip(numbers, titles, strict=True)))
+        if out is None or _parsed(out) != edited:
+            out = lesson_toml(edited)
+    atomic_write_text(path, out)
+    return lesson
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def move_scene(path: str | Path, number: int, to: int) -> Lesson:
+    """Scene `number` (from 1) moved to place `to` (from 1), the others keeping their order; the file written."""
+    count = len(load_lesson(path).scenes)
+    if not isinstance(to, int) or isinstance(to, bool) or not 1 <= to <= count:
+        raise LessonError(f"{Path(path).name}: no place {to!r} to move a scene to (it has {count}, counted from 1)")
+    order = [n for n in range(1, count + 1) if n != number]
+    if len(order) == count:
+        raise LessonError(f"{Path(path).name}: no scene {number!r} (it has {count}, counted from 1)")
+    order.insert(to - 1, number)
+    return edit_scenes(path, [(n, None) for n in order])
+
+
+def retitle_scene(path: str | Path, number: int, title: dict[str, str] | str) -> Lesson:
+    """Scene `number` (from 1) given `title` ({"en": ..., "zh": ...}, or English text); the file written."""
+    count = len(load_lesson(path).scenes)
+    return edit_scenes(path, [(n, title if n == number else None) for n in range(1, count + 1)]
+                       if 1 <= number <= count else [(number, title)])
+
+
+def remove_scene(path: str | Path, number: int) -> Lesson:
+    """Scene `number` (from 1) taken out of the lesson; the file written."""
+    count = len(load_lesson(path).scenes)
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= count:
+        raise LessonError(f"{Path(path).name}: no scene {number!r} (it has {count}, counted from 1)")
+    return edit_scenes(path, [(n, None) for n in range(1, count + 1) if n != number])

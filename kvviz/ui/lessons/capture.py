@@ -5,11 +5,10 @@ Knows the window's public methods and the lesson format; no torch.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from kvviz.lessons.lesson import Scene
+from kvviz.lessons.lesson import Scene, toml_key, toml_value
 
 
 def capture_view(window, title: str, caption: str = "") -> dict[str, Any]:
@@ -42,21 +41,8 @@ def selected_step(window) -> int:
     return step() if callable(step) else step
 
 
-def toml_value(value: Any) -> str:
-    """One value in TOML: text (JSON's escapes are TOML's), numbers, true/false, lists, inline tables."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
-    raise ValueError(f"a lesson holds no {type(value).__name__} value")
-
-
 def scene_toml(doc: dict[str, Any]) -> str:
-    return "\n[[scene]]\n" + "".join(f"{key} = {toml_value(value)}\n" for key, value in doc.items())
+    return "\n[[scene]]\n" + "".join(f"{toml_key(key)} = {toml_value(value)}\n" for key, value in doc.items())
 
 
 def add_scene(path: str | Path, doc: dict[str, Any]) -> Path:
