@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSpinBox,
     QStackedWidget,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QToolButton,
@@ -44,7 +45,7 @@ from PySide6.QtWidgets import (
 
 from kvviz.config import ModelConfig, canonical_dtype
 from kvviz.costs import memory
-from kvviz.costs.cache_math import MLA_PRESETS, mla_figures, strategy_figures
+from kvviz.costs.cache_math import MLA_PRESETS, SCORE_BYTES, TABLE_STRATEGIES, mla_figures, strategy_figures
 from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
 from kvviz.measure import bandwidth
 from kvviz.options import BOUNDS
@@ -53,6 +54,7 @@ from kvviz.ui.history import RunHistory
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
 CUSTOM = "custom"
 MIN_TABLE_ROWS = 5  # each figures table shows at least this many rows (the default lengths are five)
+MLA_COLUMN = 1 + len(TABLE_STRATEGIES)  # the strategies table: tokens, each strategy, then MLA
 ROOFLINE_BATCH = 8  # the roofline's batch beside batch 1 (its sentence says 8)
 
 
@@ -236,7 +238,7 @@ class MemoryDialog(QDialog):
         self.figures.installEventFilter(self)  # a new width: its held height again (_hold_figures_height)
 
         self.table = _table(9)
-        self.strategy_table = _table(6)
+        self.strategy_table = _table(MLA_COLUMN + 1)
         self.strategy_label = QLabel()
         self.strategy_label.setWordWrap(True)
         self.chapter_check = QCheckBox()
@@ -336,12 +338,15 @@ class MemoryDialog(QDialog):
             "step copy: what torch.cat copies on the step that brings the cache to n tokens (the n-1 already "
             "held, K and V, every layer); total copy: summed over the generation; time: bytes / bandwidth, "
             "each byte counted once; blocks and empty slots: a paged cache's last block"))
-        self.strategy_columns = (self.tr("tokens"), self.tr("full"), self.tr("window"), self.tr("sinks"),
-                                 self.tr("int8"), self.tr("MLA"))
+        names = {"full": self.tr("full"), "window": self.tr("window"), "sinks": self.tr("sinks"),
+                 "int8": self.tr("int8")}  # the score caches go by their methods' names
+        self.strategy_columns = (self.tr("tokens"), *(names.get(s, s) for s in TABLE_STRATEGIES), self.tr("MLA"))
         self.strategy_table.setHorizontalHeaderLabels(list(self.strategy_columns))
         self.strategy_table.setToolTip(self.tr(
             "Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold "
-            "at most W tokens (W counts the sinks); int8 holds 1 B a value plus a 4 B scale per token and KV "
+            "at most W tokens (W counts the sinks); tova, h2o and knorm hold W tokens too, chosen by a score, and "
+            "h2o an 8 B score per token held besides; snapkv cuts the prompt to W once, then keeps every new "
+            "token; int8 holds 1 B a value plus a 4 B scale per token and KV "
             "head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per "
             "token per layer, for the chosen published shape"))
         self.chapter_check.setText(self.tr("Show the chapter's copy table (in its own convention)"))
@@ -693,24 +698,34 @@ class MemoryDialog(QDialog):
     def _show_strategies(self, r: memory.MemoryReport) -> None:
         W, S, R = self.window_spin.value(), self.sinks_spin.value(), self.residual_spin.value() or None
         mla = self.mla_combo.currentData()
-        self.strategy_table.setColumnHidden(5, not mla)
+        self.strategy_table.setColumnHidden(MLA_COLUMN, not mla)
+        prompt = self.prompt_spin.value()
         self.strategy_table.setRowCount(len(r.lengths))
         for row, f in enumerate(r.lengths):
-            figs = [strategy_figures(r.config, s, f.tokens, dtype=r.dtype, window=W, sinks=S, residual=R)
-                    for s in ("full", "window", "sinks", "int8")]
+            figs = [strategy_figures(r.config, s, f.tokens, dtype=r.dtype, window=W, sinks=S, residual=R,
+                                     prompt=min(prompt, f.tokens)) for s in TABLE_STRATEGIES]
             if mla:
                 figs.append(mla_figures(MLA_PRESETS[mla], f.tokens))
-            cells = [fmt_count(f.tokens)] + [fmt_bytes(x.bytes) for x in figs]
+            cells = [fmt_count(f.tokens)] + [fmt_bytes(x.total_bytes) for x in figs]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if col:
-                    item.setToolTip(f"{fmt_count(figs[col - 1].bytes)} B")
+                    item.setToolTip(f"{fmt_count(figs[col - 1].total_bytes)} B")
                 self.strategy_table.setItem(row, col, item)
         q = strategy_figures(r.config, "int8", 1, dtype=r.dtype).bytes_per_token
         text = self.tr("Window and sinks stop growing at {0} tokens ({1}); int8 holds {2} B per token, {3}% of "
                        "{4} B.").format(fmt_count(W), fmt_bytes(W * r.bytes_per_token), fmt_count(q),
                                         f"{100 * q / r.bytes_per_token:.1f}", fmt_count(r.bytes_per_token))
+        text += " " + self.tr("tova, h2o and knorm hold the same {0} tokens, chosen by a score; h2o keeps {1} B of "
+                              "score per token held besides ({2} at {0}).").format(fmt_count(W), SCORE_BYTES,
+                                                                                  fmt_bytes(W * SCORE_BYTES))
+        if prompt > W:
+            text += " " + self.tr("snapkv cuts the {0}-token prompt to {1} once, then keeps every new token.").format(
+                fmt_count(prompt), fmt_count(W))
+        else:
+            text += " " + self.tr("snapkv keeps every token: a prompt of {0} tokens is within W, nothing to "
+                                  "cut.").format(fmt_count(prompt))
         if mla:
             shape = MLA_PRESETS[mla]
             text += " " + self.tr("MLA {0}: ({1} + {2}) values x {3} layers = {4} B per token, {5}% of its {6} "
@@ -751,13 +766,15 @@ def _dtype_name(dtype: str) -> str:
 
 def _table(columns: int) -> QTableWidget:
     """A read-only figures table that shows at least MIN_TABLE_ROWS rows, whatever the dialog's size (it had
-    shown two)."""
+    shown two), its horizontal scroll bar included where the columns are wider than the dialog."""
     table = QTableWidget(0, columns)
     table.verticalHeader().hide()
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     rows = table.verticalHeader().defaultSectionSize() * MIN_TABLE_ROWS
-    table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth() + 2)
+    scroll_bar = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+    table.setMinimumHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth() + 2
+                           + scroll_bar)
     return table
 
 
