@@ -162,7 +162,7 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
     from kvviz.config import RunConfig
     from kvviz.kernels import lanes
     from kvviz.records import traceio
-    from kvviz.records.repeats import RepeatedRunInfo, spread
+    from kvviz.records.repeats import spread
     from kvviz.records.trace import RunInfo
     from kvviz.runtime.messages import RunRequest
     from kvviz.runtime.session import EngineSession
@@ -172,7 +172,7 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
     session = EngineSession()
     run = RunConfig(prompt=PROMPT, max_new_tokens=5, engines=lanes(("concat", "static"), ("torch", "native")))
     info, _loaded, notes = session.start(RunRequest(run_id="r3", model="tiny-random", run=run, threads=1, repeat=3))
-    assert isinstance(info, RepeatedRunInfo) and info.repeat == 3 and notes == []
+    assert isinstance(info, RunInfo) and info.repeat == 3 and notes == []
     assert set(info.earlier_ms) == set(run.engines)
     assert all(len(runs) == 2 and all(len(ms) == 5 for ms in runs) for runs in info.earlier_ms.values())
     history = RunHistory()
@@ -223,15 +223,15 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
         finally:
             browser.close()
 
-    alone = RunInfo(**{f.name: getattr(saved.info, f.name) for f in dataclasses.fields(RunInfo)})
-    assert type(traceio.loads_run(traceio.dumps_run(alone, saved.traces)).info) is RunInfo  # one run: no repeats
+    alone = dataclasses.replace(saved.info, repeat=1, earlier_ms={})
+    assert traceio.loads_run(traceio.dumps_run(alone, saved.traces)).info.repeat == 1  # one run: no repeats
     earlier = dict(saved.info.earlier_ms, **{"static@native": saved.info.earlier_ms["static@native"][:1]})
     with pytest.raises(ValueError, match=r"info.earlier_ms\['static@native'\] must hold 2 runs"):
         traceio.loads_run(traceio.dumps_run(dataclasses.replace(saved.info, earlier_ms=earlier), saved.traces))
 
 
 def test_the_repeat_is_kept_and_a_repeated_run_shows_its_count(qtbot, tmp_path):
-    from kvviz.records.repeats import RepeatedRunInfo
+    from kvviz.records.trace import RunInfo
     from tests.test_kernel_ui import a_form
 
     form = a_form(qtbot, tmp_path)
@@ -242,8 +242,8 @@ def test_the_repeat_is_kept_and_a_repeated_run_shows_its_count(qtbot, tmp_path):
     again.restore(form.settings)
     assert again.repeat_count() == 5
     shown = a_form(qtbot, tmp_path, name="shown.ini")
-    shown.show_run(RepeatedRunInfo(model_name="tiny-random", prompt=PROMPT, engines=("concat",), max_new_tokens=5,
-                                   repeat=7, earlier_ms={"concat": ((1.0,) * 5,) * 6}))
+    shown.show_run(RunInfo(model_name="tiny-random", prompt=PROMPT, engines=("concat",), max_new_tokens=5,
+                           repeat=7, earlier_ms={"concat": ((1.0,) * 5,) * 6}))
     assert shown.repeat_count() == 7
 
 

@@ -75,7 +75,7 @@ def test_lesson_menu_opens_a_lesson_and_adds_the_view_as_a_scene(open_window, qt
 
 
 def test_the_forms_repeat_runs_the_window_run_that_many_times(open_window, qtbot):
-    from kvviz.records.repeats import RepeatedRunInfo
+    from kvviz.records.trace import RunInfo
 
     window = open_window()
     window.form.prompt_edit.setPlainText("The cache holds")
@@ -87,7 +87,7 @@ def test_the_forms_repeat_runs_the_window_run_that_many_times(open_window, qtbot
     with qtbot.waitSignal(window.run_finished, timeout=120_000):
         assert window.start_run()
     info = window.history.info
-    assert isinstance(info, RepeatedRunInfo) and info.repeat == 3
+    assert isinstance(info, RunInfo) and info.repeat == 3
     assert [len(ms) for ms in info.earlier_ms["concat"]] == [3, 3]  # the two runs before the one shown
     assert window.history.n_steps() == 3
 

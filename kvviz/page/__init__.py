@@ -20,7 +20,7 @@ from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
 from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel, lane_label
 from kvviz.page.strings import LANGUAGES, page_strings, translator
 from kvviz.records.narration import Run, describe, kernels_ran, kernels_text
-from kvviz.records.repeats import RepeatedRunInfo, repeat_of
+from kvviz.records.repeats import repeat_of
 from kvviz.records.trace import RunInfo, StepTrace, first_divergence
 from kvviz.textshow import group_labels
 
@@ -174,7 +174,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
     last = n_steps - 1 if last is None else min(last, n_steps - 1)
     shape = info.wall()
     against = baselines(list(traces))  # what each engine's speedup is against (a comparison: its first lane)
-    earlier = info.earlier_ms if isinstance(info, RepeatedRunInfo) else {}
+    earlier = info.earlier_ms
     for order, (name, all_steps) in enumerate(traces.items()):
         steps = list(all_steps[: last + 1])
         if not steps:

@@ -1,37 +1,27 @@
-"""A comparison run N times over: the run's RunInfo with every engine's step times in the runs before the one
-shown, so a summary gives medians of the N runs and their spread, as `kvviz bench --repeat` does.
+"""A comparison run N times over: RunInfo.repeat and RunInfo.earlier_ms (every engine's step times in the runs
+before the one shown) read into totals, medians and their spread, as `kvviz bench --repeat` gives them.
 
-Stdlib only (no numpy, torch or Qt): the session fills it, the window's history, the saved trace and the page
-read it.
+Stdlib only (no numpy, torch or Qt): the session fills the fields, the window's history, the saved trace and the
+page read them.
 """
 from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kvviz.records.trace import RunInfo
 
 
-@dataclass
-class RepeatedRunInfo(RunInfo):
-    """RunInfo of a comparison run `repeat` times: `earlier_ms[engine]` holds that engine's step times in each of
-    the repeat - 1 runs before the one whose steps the trace holds, every run of the same length."""
-
-    repeat: int = 1
-    earlier_ms: dict[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
-
-
 def repeat_of(info: RunInfo) -> int:
     """How many times the run's comparison ran (1: once, a run that records no repeats)."""
-    return info.repeat if isinstance(info, RepeatedRunInfo) else 1
+    return info.repeat
 
 
 def totals_upto(info: RunInfo, engine: str, shown: Sequence[float], step: int) -> list[float]:
     """The engine's total time over steps 0..step in each run: the earlier runs', then the shown run's
     (`shown`: its step times so far). One total where the run was not repeated."""
-    earlier = info.earlier_ms.get(engine, ()) if isinstance(info, RepeatedRunInfo) else ()
-    return [sum(run[: step + 1]) for run in earlier] + [sum(shown[: step + 1])]
+    return [sum(run[: step + 1]) for run in info.earlier_ms.get(engine, ())] + [sum(shown[: step + 1])]
 
 
 @dataclass(frozen=True)
@@ -53,7 +43,7 @@ def spread(totals: Sequence[float]) -> Spread:
     return Spread(len(totals), statistics.median(totals), min(totals), max(totals))
 
 
-def check_earlier(info: RepeatedRunInfo, steps: Mapping[str, int], top: int, most_ms: float) -> None:
+def check_earlier(info: RunInfo, steps: Mapping[str, int], top: int, most_ms: float) -> None:
     """One-line ValueError where the earlier runs do not fit the run: `repeat` within 1..`top`, repeat - 1 runs of
     each of the run's engines, each as long as the run asked for (or as its steps, where it names no length),
     every time a number within 0..`most_ms`."""

@@ -334,6 +334,10 @@ class RunInfo:
     # "compiled", "cuda-graph"); one kernel for every engine of a run, except in older traces, which
     # could mix the C step with torch's ops; () in traces saved before it was recorded.
     decode_kernels: tuple[str, ...] = ()
+    # A comparison run `repeat` times (kvviz.records.repeats): earlier_ms[engine] holds that engine's step times in
+    # each of the repeat - 1 runs before the one whose steps the trace holds, every run of the same length.
+    repeat: int = 1
+    earlier_ms: dict[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
 
     @property
     def kernel(self) -> str | None:

@@ -27,7 +27,7 @@ from kvviz import catalog
 from kvviz.errors import one_line
 from kvviz.fileio import atomic_write_text, check_depth, read_bytes
 from kvviz.kernels import KERNEL_KEYS, LANE_MARK, baselines, lane_engine, lane_kernel
-from kvviz.records.repeats import RepeatedRunInfo, check_earlier
+from kvviz.records.repeats import check_earlier
 from kvviz.records.trace import MaskSpec, RunInfo, RunSummary, StepTrace, speedup
 from kvviz.textshow import display_labels, label_bytes
 
@@ -47,6 +47,9 @@ _OPTIONAL_INT_FIELDS = ("weights_layer", "weights_head", "block_size", "device_m
                         "target_forwards", "draft_forwards", "bytes_undone", "bytes_overwritten",
                         "spec_stale")  # a speculative engine's round (StepTrace)
 _ARRAY_FIELDS = ("attn_weights", "logits")
+# RunInfo's record of a repeated comparison (kvviz.records.repeats): read only where the file names a repeat, so a
+# file of a run made once loads as one whatever else it holds
+_REPEAT_FIELDS = ("repeat", "earlier_ms")
 
 
 class SavedRun(NamedTuple):
@@ -97,7 +100,11 @@ def run_to_dict(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *,
             if t.step != i:
                 raise ValueError(f"engine {name!r}: step {t.step} is at place {i}")
         engines.append({"name": name, "steps": [encode_step(t, array_dtype) for t in steps]})
-    return {"schema": SCHEMA, "version": VERSION, "info": dataclasses.asdict(info), "engines": engines}
+    doc = dataclasses.asdict(info)
+    if info.repeat == 1 and not info.earlier_ms:
+        for key in _REPEAT_FIELDS:  # a run made once is saved without them, as it loads (info_from_dict)
+            del doc[key]
+    return {"schema": SCHEMA, "version": VERSION, "info": doc, "engines": engines}
 
 
 def dumps_run(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, array_dtype: str = "float32") -> str:
@@ -224,7 +231,7 @@ def info_from_dict(doc: Any) -> RunInfo:
         raise ValueError("'info' must be a JSON object")
     kw: dict[str, Any] = {}
     for f in dataclasses.fields(RunInfo):
-        if f.name not in doc:
+        if f.name not in doc or f.name in _REPEAT_FIELDS:
             continue
         value = doc[f.name]
         default = f.default if f.default is not dataclasses.MISSING else (
@@ -252,7 +259,7 @@ def info_from_dict(doc: Any) -> RunInfo:
     earlier = doc.get("earlier_ms", {})
     if not isinstance(earlier, dict):
         raise ValueError("info.earlier_ms must be an object of step times per engine")
-    return RepeatedRunInfo(**kw, repeat=doc["repeat"], earlier_ms={
+    return RunInfo(**kw, repeat=doc["repeat"], earlier_ms={
         name: tuple(tuple(run) if isinstance(run, list) else run for run in runs) if isinstance(runs, list) else runs
         for name, runs in earlier.items()})
 
@@ -448,8 +455,7 @@ def check_meaning(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]]) -> N
 
     check_info(info)
     check_run(info, traces)
-    if isinstance(info, RepeatedRunInfo):
-        check_earlier(info, {name: len(steps) for name, steps in traces.items()}, int(BOUNDS["repeat"].high), 3.6e6)
+    check_earlier(info, {name: len(steps) for name, steps in traces.items()}, int(BOUNDS["repeat"].high), 3.6e6)
     for name, steps in traces.items():
         check_steps(info, name, steps)
 

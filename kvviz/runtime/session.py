@@ -9,9 +9,8 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import fields, replace
+from dataclasses import replace
 
-from kvviz.records.repeats import RepeatedRunInfo
 from kvviz.records.trace import RunInfo, StepTrace
 from kvviz.runtime.messages import (
     Environment,
@@ -165,7 +164,7 @@ class EngineSession:
             self._streams[lane] = stream if lane == key else _named(stream, lane)
             made.append((lane, key, kernel, options))
         self._steps = rc.max_new_tokens
-        earlier = {}
+        earlier: dict[str, list] = {}
         if req.repeat > 1:
             earlier = _earlier_runs(model, made, prompt_ids, rc, cache_opts, req.repeat - 1)
             if any(len({tokens for tokens, _ms in runs}) > 1 for runs in earlier.values()):
@@ -183,11 +182,9 @@ class EngineSession:
             param_count=cfg.param_count(), kv_bytes_per_token=cfg.kv_bytes_per_token(dtype),
             block_size=rc.block_size, window=rc.window, sinks=rc.sinks, residual=rc.residual or 0,
             spec_k=rc.spec_k, rollback=rc.rollback,
-            decode_kernels=tuple(kernels), **_wall_fields(cfg, dtype, device))
-        if req.repeat > 1:
-            info = RepeatedRunInfo(**{f.name: getattr(info, f.name) for f in fields(RunInfo)}, repeat=req.repeat,
-                                   earlier_ms={lane: tuple(ms for _tokens, ms in runs)
-                                               for lane, runs in earlier.items()})
+            decode_kernels=tuple(kernels), repeat=req.repeat,
+            earlier_ms={lane: tuple(ms for _tokens, ms in runs) for lane, runs in earlier.items()},
+            **_wall_fields(cfg, dtype, device))
         return info, loaded, notes
 
     def round(self) -> list[StepTrace]:
