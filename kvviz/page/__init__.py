@@ -21,6 +21,7 @@ from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel, lane_lab
 from kvviz.page.strings import LANGUAGES, page_strings, translator
 from kvviz.records.narration import Run, describe, kernels_ran, kernels_text
 from kvviz.records.repeats import repeat_of
+from kvviz.records.tentative import SPEC_CELL_COLORS, tentative
 from kvviz.records.trace import RunInfo, StepTrace, first_divergence
 from kvviz.textshow import group_labels
 
@@ -63,6 +64,17 @@ def _evicted_at(steps: Sequence[StepTrace]) -> list[int] | None:
         dropped = t.evicted
         at[dropped[at[dropped] < 0]] = t.step
     return at.tolist() if (at >= 0).any() else None
+
+
+def _tentative(steps: Sequence[StepTrace]) -> list | None:
+    """Per step a speculative round's tentative cells (kvviz.records.tentative) as the page draws them: the matrix's
+    size, (row, first key, key stop, kind) runs, the rows computed by the round's forward; None for an engine with
+    none."""
+    cells = [tentative(t) for t in steps]
+    if not any(cells):
+        return None
+    return [None if c is None else {"n": c.size, "runs": [list(r) for r in c.runs], "accepted": c.accepted_rows}
+            for c in cells]
 
 
 def _attention(steps: Sequence[StepTrace]) -> dict | None:
@@ -184,6 +196,8 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             "bytes_gathered", "kv_projections", "latency_ms", "token_id", "window", "sinks", "block_size",
             "kl_to_exact", "top1_agrees")}
         columns["latency_ms"] = [float(v) for v in columns["latency_ms"]]
+        if any(t.spec_k is not None for t in steps):  # a speculative engine: its rounds (the matrix's titles)
+            columns.update({key: _column(steps, key) for key in ("spec_index", "spec_proposed", "spec_accepted")})
         if shape is not None:  # the wall's arithmetic (kvviz.costs.wall): what each step read, and how fast
             reads = [shape.read(t) for t in steps]
             columns["read_bytes"] = [r.total_bytes for r in reads]
@@ -205,7 +219,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             "earlier_ms": [list(run[: last + 1]) for run in earlier.get(name, ())],
             "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
             "block_table": tables if any(v is not None for v in tables) else None,
-            "attention": attention, "evicted_at": _evicted_at(steps),
+            "attention": attention, "evicted_at": _evicted_at(steps), "tentative": _tentative(steps),
         })
     prompt = list(info.prompt_labels) or [str(i) for i in info.prompt_ids]
     wall = info.wall()
@@ -222,6 +236,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
         "prompt": _shown_tokens(prompt),
         "engines": engines,
         "range": [first, last],
+        "spec_colors": SPEC_CELL_COLORS,  # the tentative cells' colours, the window's work matrix's
         "exact": list(catalog.exact_keys()),  # the engines whose quality is the reference's own
         "narration": _narration(info, traces, first, last), "status": _status(info, [e["name"] for e in engines]),
         "bar": _bar(traces, last),

@@ -381,20 +381,15 @@ function drawTokens(k) {
 }
 
 // Work matrix: per engine, what happened to each (query, key) cell at the step, pooled by max.
-const KIND_COLORS = ["empty", "masked", "evicted", "cached", "recomputed", "computed"].map(k => hex(CELL[k]));
+// The kinds in the window's order (kvviz/ui/panels/work_matrix.py KIND_NAMES): a pooled pixel keeps the highest.
+const KIND_NAMES = ["empty", "masked", "evicted", "cached", "recomputed", "computed", "freed", "stale", "accepted", "overwritten"];
+const KIND_COLORS = KIND_NAMES.map(k => hex(CELL[k] || DATA.spec_colors[k]));
 function kindsImage(e, k, px) {
-  const s = e.steps, a = s.pos_start[k], b = s.pos_stop[k], n = b, p = prevStop(e, k);
-  const W = s.window[k], S = s.sinks[k] || 0, gone = dropped(e, k, a);
+  const [n, kindAt, plain] = cellKinds(e, k);
+  const s = e.steps, a = s.pos_start[k], b = s.pos_stop[k], p = prevStop(e, k), W = s.window[k];
   const m = Math.min(n, px), f = n / m, img = new Uint8Array(m * m);
-  const kindAt = (i, j) => {
-    if (j > i) return 1;
-    if (i < a || i >= b) return 0;
-    if (gone.has(j)) return 2;  // the mask allowed them before; the cache had dropped them (classify's order)
-    if (W !== null && !(i - j < W - S || j < S)) return 1;
-    return j < a ? 3 : j < p ? 4 : 5;
-  };
   if (m === n) { for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) img[i * m + j] = kindAt(i, j); return [img, m]; }
-  if (W === null) {
+  if (W === null && plain) {
     // The chapter's causal mask, pooled without visiting every cell (the window's pooled_kinds): along a row
     // the kinds only grow (cached, recomputed, computed), so a block's highest is the kind of the last key a
     // computed row in it may see; a block with none is masked where it reaches above the diagonal, else empty.
@@ -418,13 +413,30 @@ function kindsImage(e, k, px) {
   return [img, m];
 }
 const STEP_ROW_PX = 5;  // the step's rows are drawn at least this tall (kvviz/ui/panels/work_matrix.py)
-function lastRowImage(e, k, m) {  // the kinds of the step's last computed row, max-pooled into m pixels
-  const s = e.steps, a = s.pos_start[k], n = s.pos_stop[k], i = n - 1, p = prevStop(e, k);
+function cellKinds(e, k) {  // [n, kindAt(i, j), whether the step has no tentative cells]: classify's kinds
+  const s = e.steps, a = s.pos_start[k], b = s.pos_stop[k], p = prevStop(e, k);
   const W = s.window[k], S = s.sinks[k] || 0, gone = dropped(e, k, a);
+  // A speculative round's tentative cells, Python's (kvviz/records/tentative.py): its drafted rows past the sequence
+  const T = e.tentative ? e.tentative[k] : null, n = T ? T.n : b, set = new Map();
+  if (T) for (const [i, c0, c1, kind] of T.runs) for (let j = c0; j < c1; j++) set.set(i * n + j, KIND_NAMES.indexOf(kind));
+  const accepted = T && T.accepted ? T.accepted : [0, 0];
+  const kindAt = (i, j) => {
+    const given = T ? set.get(i * n + j) : undefined;
+    if (given !== undefined) return given;
+    if (j > i || i >= b) return 1;
+    if (i < a) return 0;
+    if (gone.has(j)) return 2;  // the mask allowed them before; the cache had dropped them (classify's order)
+    if (W !== null && !(i - j < W - S || j < S)) return 1;
+    const v = j < a ? 3 : j < p ? 4 : 5;
+    return v === 5 && i >= accepted[0] && i < accepted[1] ? 8 : v;  // computed by its round's forward
+  };
+  return [n, kindAt, !T];
+}
+function lastRowImage(e, k, m) {  // the kinds of the step's last row (a round's last drafted one), max-pooled into m pixels
+  const [n, kindAt] = cellKinds(e, k), i = n - 1;
   const kinds = new Uint8Array(m), f = n / m;
   for (let j = 0; j < n; j++) {
-    const v = gone.has(j) ? 2 : W !== null && !(i - j < W - S || j < S) ? 1 : j < a ? 3 : j < p ? 4 : 5;
-    const c = Math.min(m - 1, Math.floor(j / f));
+    const v = kindAt(i, j), c = Math.min(m - 1, Math.floor(j / f));
     if (v > kinds[c]) kinds[c] = v;
   }
   const id = new ImageData(m, 1);
@@ -434,10 +446,14 @@ function lastRowImage(e, k, m) {  // the kinds of the step's last computed row, 
 function drawWorkMatrix(k) {
   const Wm = s => tr("WorkMatrixPanel", s);
   const evicting = ENGINES.some(e => e.steps.window.some(v => v !== null));
+  const speculating = ENGINES.some(e => e.steps.spec_index);  // a speculative engine (kvviz/page page_data's columns)
   el.work_matrix.legend.className = "legend cols";
   el.work_matrix.legend.innerHTML = [[CELL.computed, Wm("computed this step (new)")], [CELL.cached, Wm("read from the cache")],
     [CELL.recomputed, Wm("recomputed though unchanged")], [CELL.masked, Wm("masked (future)")],
-    ...(evicting ? [[CELL.evicted, Wm("evicted, never read again")]] : []), [CELL.empty, Wm("not computed this step")]]
+    ...(evicting ? [[CELL.evicted, Wm("evicted, never read again")]] : []),
+    ...(speculating ? [[DATA.spec_colors.accepted, Wm("drafted, accepted")], [DATA.spec_colors.stale, Wm("drafted, rejected: left in place")],
+      [DATA.spec_colors.freed, Wm("drafted, rejected: freed")], [DATA.spec_colors.overwritten, Wm("written over a rejected slot")]] : []),
+    [CELL.empty, Wm("not computed this step")]]
     .map(([c, t]) => swatch(c, t, "square")).join("");
   const [ctx, w, h] = fitCanvas(el.work_matrix.canvas);
   const cols = ENGINES.length > 1 ? 2 : 1, rows = Math.ceil(ENGINES.length / cols);
@@ -447,25 +463,29 @@ function drawWorkMatrix(k) {
     const x0 = (idx % cols) * cw, y0 = Math.floor(idx / cols) * ch;
     const rowsN = computed(e, kk), again = recomputed(e, kk);
     const cached = s.pos_start[kk] - dropped(e, kk, s.pos_start[kk]).size;
-    const detail = kk === 0 ? pyFormat(Wm("prefill, {rows} rows"), { rows: rowsN }) : again ? pyFormat(Wm("{rows} rows, {again} again"), { rows: rowsN, again })
-      : pyFormat(Wm("{rows} row, {cached} cached"), { rows: rowsN, cached });
+    const round = s.spec_index ? [s.spec_index[kk], s.spec_proposed[kk], s.spec_accepted[kk]] : [null, 0, 0];
+    const detail = kk === 0 ? pyFormat(Wm("prefill, {rows} rows"), { rows: rowsN }) : round[0] ? Wm("accepted draft, no forward")
+      : round[1] ? pyFormat(Wm("{rows} rows verified, {kept} kept"), { rows: 1 + round[1], kept: 1 + round[2] })
+      : again ? pyFormat(Wm("{rows} rows, {again} again"), { rows: rowsN, again }) : pyFormat(Wm("{rows} row, {cached} cached"), { rows: rowsN, cached });
     ctx.textAlign = "center"; ctx.textBaseline = "top";
     ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color; ctx.fillText(label(e), x0 + cw / 2, y0 + 2);
     ctx.font = "11px sans-serif"; ctx.fillStyle = FG; ctx.fillText(detail, x0 + cw / 2, y0 + 17);
     const side = Math.max(8, Math.min(cw - 34, ch - 40)), mx = x0 + 28 + (cw - 34 - side) / 2, my = y0 + 32;
-    (el.work_matrix.canvas._rows = el.work_matrix.canvas._rows || {})[e.name] = { x: mx, y: my, side, n: s.pos_stop[kk] };
+    const T = e.tentative && e.tentative[kk], n = T ? T.n : s.pos_stop[kk];  // a round's drafted rows past the sequence
+    const framed = n - s.pos_start[kk];
+    (el.work_matrix.canvas._rows = el.work_matrix.canvas._rows || {})[e.name] = { x: mx, y: my, side, n };
     const dpr = window.devicePixelRatio || 1;
     const [img, m] = kindsImage(e, kk, Math.max(8, Math.floor(side * dpr)));
     const id = new ImageData(m, m);
     for (let i = 0; i < m * m; i++) { const c = KIND_COLORS[img[i]]; id.data[4 * i] = c[0]; id.data[4 * i + 1] = c[1]; id.data[4 * i + 2] = c[2]; id.data[4 * i + 3] = 255; }
     const tmp = document.createElement("canvas"); tmp.width = m; tmp.height = m; tmp.getContext("2d").putImageData(id, 0, 0);
     ctx.imageSmoothingEnabled = false; ctx.drawImage(tmp, mx, my, side, side);
-    const n = s.pos_stop[kk], cell = side / n;
+    const cell = side / n;
     if (n <= 64 && cell >= 8) {  // a small matrix: each cell a tile, a thin gap between (the window's _TILE)
       ctx.fillStyle = "#ffffff";
       for (let i = 1; i <= n; i++) { ctx.fillRect(mx + i * cell - cell / 8, my, cell / 8, side); ctx.fillRect(mx, my + i * cell - cell / 8, side, cell / 8); }
     }
-    if (rowsN * cell >= STEP_ROW_PX) outline(ctx, mx, my + side * s.pos_start[kk] / n, side, rowsN * cell);
+    if (framed * cell >= STEP_ROW_PX) outline(ctx, mx, my + side * s.pos_start[kk] / n, side, framed * cell);
     else {  // the step's last row drawn STEP_ROW_PX tall over the matrix, so the keys it read show (_emphasise_step)
       const row = lastRowImage(e, kk, m);
       const strip = document.createElement("canvas"); strip.width = m; strip.height = 1; strip.getContext("2d").putImageData(row, 0, 0);
