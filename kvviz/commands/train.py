@@ -1,4 +1,5 @@
-"""`kvviz train`: train the chapter's shape on the English every CPython carries (kvviz.training.corpus:
+"""`kvviz train`: train the chapter's shape, or a shape of the user's (a smaller draft for a shipped model:
+--draft-for, --layers, --d-model, ...), on the English every CPython carries (kvviz.training.corpus:
 pydoc_data.topics and the standard library's docstrings).
 
 Byte-level. Validation is modules held out by name; text from outside CPython (pip's and setuptools'
@@ -24,6 +25,7 @@ from kvviz.config import ModelConfig
 from kvviz.models.transformer import Transformer
 from kvviz.options import add_seed, add_threads, bounded
 from kvviz.training.corpus import CORPUS_NAME, build_corpus, outside_text
+from kvviz.training.shape import SHAPE_FIELDS, base_config, training_config
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "tiny"
 RECORD_NAME = "training.json"
@@ -161,7 +163,19 @@ def train(cfg: ModelConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, *, s
 
 
 def configure(parser) -> None:
-    parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: assets/tiny)")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default: assets/tiny, for tiny's own shape only); its name names the "
+                             "model")
+    parser.add_argument("--draft-for", default=None, metavar="MODEL",
+                        help="train a draft for MODEL (a shipped model or a kvviz model folder): its vocabulary, "
+                             "context and architecture, half its layers unless --layers says otherwise")
+    shape = parser.add_argument_group("shape (default: tiny's, or the --draft-for model's)")
+    for option, what in (("layers", "transformer layers"), ("d_model", "hidden width"),
+                         ("heads", "query heads (head_dim = d-model / heads unless --head-dim)"),
+                         ("kv_heads", "KV heads (default: one per query head where --heads is given)"),
+                         ("head_dim", "dimensions per head"),
+                         ("d_ff", "MLP width (default: the base's ratio to d-model)")):
+        shape.add_argument("--" + option.replace("_", "-"), type=int, default=None, help=what)
     parser.add_argument("--steps", type=bounded("train_steps"), default=600, help="optimizer steps (default 600)")
     parser.add_argument("--batch-size", type=bounded("batch_size"), default=32, help="windows per step (default 32)")
     parser.add_argument("--context", type=bounded("context"), default=256,
@@ -188,10 +202,10 @@ def run(args) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         torch.set_num_threads(args.threads)
-    out = Path(args.out)
+    cfg = shape_of(args)
+    out = Path(args.out) if args.out else DEFAULT_OUT
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: --out must be a folder")
-    cfg = ModelConfig(name="tiny")
     if args.context > cfg.max_seq_len:
         raise ValueError(f"--context {args.context} exceeds the model's maximum of {cfg.max_seq_len}")
     load_before = os.getloadavg()[0]
@@ -214,7 +228,7 @@ def run(args) -> int:
                    load_average_after=round(os.getloadavg()[0], 2))
     save_model(model, out)
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(("kvviz", "__main__.py")) else None
-    record = dict(command="kvviz " + shlex.join(argv) if argv else None,
+    record = dict(command="kvviz " + shlex.join(argv) if argv else None, drafts_for=args.draft_for,
                   corpus=CORPUS_NAME, corpus_sha256=corpus.sha256(), topics_bytes=corpus.topics_bytes,
                   train_bytes=len(train_ids), train_modules=len(corpus.train_modules), val_bytes=len(val_ids),
                   val_modules=list(corpus.val_tops), steps=args.steps,
@@ -230,6 +244,22 @@ def run(args) -> int:
           f"validation {figures['val_bits_per_byte']:.3f} bits per byte over {figures['val_bytes_scored']} bytes; "
           f"outside CPython ({outside_name}) {figures['outside_bits_per_byte']:.3f}; wrote {out}")
     return 0
+
+
+def shape_of(args) -> ModelConfig:
+    """The config `kvviz train` trains: tiny's, or the --draft-for model's with half its layers, the shape
+    options applied (kvviz.training.shape); a shape other than tiny's needs an --out of its own."""
+    base = base_config(args.draft_for) if args.draft_for else ModelConfig(name="tiny")
+    given = {option: getattr(args, option) for option in SHAPE_FIELDS}
+    if args.draft_for and given["layers"] is None:
+        given["layers"] = max(1, base.n_layer // 2)
+    custom = args.draft_for or any(v is not None for v in given.values())
+    name = (Path(args.out).resolve().name or "model") if custom and args.out else "tiny"
+    cfg = training_config(base, name=name, **given)
+    if args.out is None and cfg != ModelConfig(name="tiny"):
+        raise ValueError(f"give --out: {DEFAULT_OUT} holds the shipped tiny, and this shape ({cfg.n_layer} layers, "
+                         f"d_model {cfg.d_model}, {cfg.n_head} heads) is not tiny's")
+    return cfg
 
 
 def sample_continuations(folder: Path, n_tokens: int = CARD_TOKENS) -> list[dict]:
@@ -262,10 +292,16 @@ def write_card(folder: Path) -> Path:
     cfg = ModelConfig.load_json(folder / "config.json")
     rows = sample_continuations(folder)
     command = rec.get("command") or "kvviz train (run from Python; arguments in training.json)"
+    title = (f"# {cfg.name}: a draft for {rec['drafts_for']}, trained on the English every CPython carries"
+             if rec.get("drafts_for") else
+             f"# {cfg.name}: the chapter's shape, trained on the English every CPython carries" if cfg.name == "tiny"
+             else f"# {cfg.name}: trained on the English every CPython carries")
     lines = [
-        "# tiny: the chapter's shape, trained on the English every CPython carries",
+        title,
         "",
-        "Generated by `kvviz train` from its own measurements (training.json holds the raw record).",
+        "Generated by `kvviz train` from its own measurements (training.json holds the raw record)."
+        + (f" Load it as `spec-draft`'s draft for {rec['drafts_for']} (kvviz.engines.drafts.draft_model_for)."
+           if rec.get("drafts_for") else ""),
         "",
         "| | |", "|---|---|",
         f"| shape | {cfg.n_layer} layers, {cfg.n_head} heads of {cfg.head_dim}, hidden {cfg.d_model}, "
