@@ -383,7 +383,8 @@ function drawTokens(k) {
 // Work matrix: per engine, what happened to each (query, key) cell at the step, pooled by max.
 // The kinds in the window's order (kvviz/ui/panels/work_matrix.py KIND_NAMES): a pooled pixel keeps the highest.
 const KIND_NAMES = ["empty", "masked", "evicted", "cached", "recomputed", "computed", "freed", "stale", "accepted", "overwritten"];
-const KIND_COLORS = KIND_NAMES.map(k => hex(CELL[k] || DATA.spec_colors[k]));
+const SPEC_COLORS = DATA.spec_colors || {};  // a compare page's (a serve page draws no work matrix)
+const KIND_COLORS = KIND_NAMES.filter(k => CELL[k] || SPEC_COLORS[k]).map(k => hex(CELL[k] || SPEC_COLORS[k]));
 function kindsImage(e, k, px) {
   const [n, kindAt, plain] = cellKinds(e, k);
   const s = e.steps, a = s.pos_start[k], b = s.pos_stop[k], p = prevStop(e, k), W = s.window[k];
