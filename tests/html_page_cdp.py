@@ -22,8 +22,9 @@ from pathlib import Path
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND",
          "--disable-extensions", "--hide-scrollbars", "--mute-audio", "--font-render-hinting=none")
-KEYS = {"ArrowLeft": ("ArrowLeft", 37), "ArrowRight": ("ArrowRight", 39), "Home": ("Home", 36), "End": ("End", 35),
-        " ": ("Space", 32)}
+KEYS = {"ArrowLeft": ("ArrowLeft", 37), "ArrowRight": ("ArrowRight", 39), "ArrowUp": ("ArrowUp", 38),
+        "ArrowDown": ("ArrowDown", 40), "Home": ("Home", 36), "End": ("End", 35), "PageUp": ("PageUp", 33),
+        "PageDown": ("PageDown", 34), " ": ("Space", 32), "b": ("KeyB", 66)}
 
 
 def chromium_path() -> str | None:
@@ -143,7 +144,7 @@ class Browser:
 
     def press(self, key: str) -> None:
         code, vk = KEYS[key]
-        text = " " if key == " " else ""
+        text = key if len(key) == 1 else ""  # a printable key types its character (" ", "b")
         for kind in ("keyDown", "keyUp"):
             self.call("Input.dispatchKeyEvent", type=kind, key=key, code=code, windowsVirtualKeyCode=vk,
                       nativeVirtualKeyCode=vk, **({"text": text} if kind == "keyDown" and text else {}))

@@ -1,8 +1,9 @@
 """The lesson deck (kvviz lesson --export deck.html) in headless Chromium with every host name unresolvable:
 it opens from disk, PageDown walks every scene and bookmark in order (each scene's own page at the stop's step,
 laid out with the scene's panels only), PageUp and the arrow keys walk back, PageDown pressed inside a scene's
-page moves the deck too, B blanks the screen, the language switch changes captions and pages; nothing is
-fetched and no script fails."""
+page moves the deck too, B blanks the screen, the language switch changes captions and pages, each scene's
+highlight (a work-matrix region, a request row, a pool block) is drawn in the presenter's colour at the scene's
+zoom; nothing is fetched and no script fails."""
 from __future__ import annotations
 
 import time
@@ -12,17 +13,13 @@ import pytest
 from test_lesson import lesson_runs
 
 from kvviz.lessons.facts import fill
-from kvviz.page.lesson import write_deck
+from kvviz.page.lesson import MARK_COLOR, write_deck
 
 pytestmark = pytest.mark.skipif(bool(html_page_cdp.missing()), reason=html_page_cdp.missing() or "")
-KEYS = {"PageDown": 34, "PageUp": 33, "ArrowUp": 38, "ArrowDown": 40, "b": 66}
 
 
 def press(browser, key: str) -> None:
-    for kind in ("keyDown", "keyUp"):
-        browser.call("Input.dispatchKeyEvent", type=kind, key=key, code="KeyB" if key == "b" else key,
-                     windowsVirtualKeyCode=KEYS[key], nativeVirtualKeyCode=KEYS[key],
-                     **({"text": key} if key == "b" and kind == "keyDown" else {}))
+    browser.press(key)  # html_page_cdp.KEYS: PageDown, PageUp, the arrows, b
 
 
 def settled(browser, want_step=None) -> tuple:
@@ -103,5 +100,68 @@ def test_keys_in_a_scene_page_blank_and_language(browser, tmp_path_factory, tmp_
     assert browser.eval("document.querySelector('#caption p').textContent") == \
         fill(scene.caption["zh"], runs.of(scene).facts())
     assert browser.eval("document.querySelector('iframe[data-scene=\"0\"]').contentWindow.kvviz.lang") == "zh_CN"
+    browser.pump()
+    assert browser.problems == []
+
+
+def marked(browser, scene: int, panel: str) -> int:
+    """Pixels in the presenter's highlight colour over the scene page's panel canvas, as the screen shows them."""
+    browser.pump()
+    image, _png = browser.screenshot()
+    fx, fy, _fw, _fh = browser.rect(f'iframe[data-scene="{scene}"]')
+    x, y, w, h = browser.eval(f"""(() => {{ const r = document.querySelector('iframe[data-scene="{scene}"]')
+      .contentDocument.querySelector('#panel-{panel} canvas').getBoundingClientRect();
+      return [r.x, r.y, r.width, r.height].map(Math.round); }})()""")
+    area = image[fy + y:fy + y + h, fx + x:fx + x + w]
+    color = [int(MARK_COLOR[i:i + 2], 16) for i in (1, 3, 5)]
+    return int((area == color).all(axis=-1).sum())
+
+
+def walk_to(browser, runs, scene: int) -> None:
+    """PageDown until the deck shows `scene` (at its first stop, settled)."""
+    while settled(browser)[0] != scene:
+        press(browser, "PageDown")
+    settled(browser, runs.step(runs.lesson.scenes[scene], 0))
+
+
+def test_each_scenes_highlight_and_zoom_are_drawn_as_the_presenter_does(browser, tmp_path_factory, tmp_path):
+    runs = lesson_runs(tmp_path_factory, "07-kv-cache")
+    scenes = runs.lesson.scenes
+    region = next(i for i, s in enumerate(scenes) if s.highlight.queries is not None)
+    plain = next(i for i, s in enumerate(scenes) if i > region and s.highlight.empty and "work_matrix" in s.panels)
+    browser.problems.clear()
+    browser.open(write_deck(tmp_path / "deck.html", runs.lesson, runs))
+    walk_to(browser, runs, region)
+    api = f'document.querySelector(\'iframe[data-scene="{region}"]\').contentWindow.kvviz'
+    assert browser.eval(f"{api}.zoom") == scenes[region].zoom != 100
+    assert marked(browser, region, "work_matrix") > 100  # the region's frame round every engine's matrix
+    walk_to(browser, runs, plain)
+    assert marked(browser, plain, "work_matrix") == 0
+    press(browser, "b")
+    assert browser.screenshot()[0].max() == 0
+    press(browser, "b")
+    press(browser, "PageUp")
+    while settled(browser)[0] != region:
+        press(browser, "PageUp")
+    assert marked(browser, region, "work_matrix") > 100
+    browser.pump()
+    assert browser.problems == []
+
+
+def test_a_serve_scenes_request_and_block_are_marked(browser, tmp_path_factory, tmp_path):
+    runs = lesson_runs(tmp_path_factory, "08-serving")
+    scenes = runs.lesson.scenes
+    request = next(i for i, s in enumerate(scenes) if s.highlight.request is not None)
+    block = next(i for i, s in enumerate(scenes) if s.highlight.block is not None)
+    browser.problems.clear()
+    browser.open(write_deck(tmp_path / "deck.html", runs.lesson, runs))
+    walk_to(browser, runs, request)
+    frame = f'document.querySelector(\'iframe[data-scene="{request}"]\').contentDocument'
+    assert marked(browser, request, "timeline") > 50  # the request's row framed
+    assert browser.eval(f"{frame}.querySelector('#panel-text h2').textContent").startswith(
+        f"Request {scenes[request].highlight.request}:")  # the request selected: its text shown
+    walk_to(browser, runs, block)
+    assert marked(browser, block, "pool") > 20
+    assert marked(browser, block, "timeline") == 0
     browser.pump()
     assert browser.problems == []

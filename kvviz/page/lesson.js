@@ -3,7 +3,8 @@
    the large one first; or a memory scene's tables. The captions and every figure in them come filled from Python
    in both languages; this script only moves: PageDown / PageUp and the arrow keys walk the scene's steps (its
    step, then its bookmarks) and then the scenes, B blanks the screen, the language buttons switch captions
-   and pages. No network. */
+   and pages. Each scene's page is told the scene's zoom and highlight (window.kvviz.setZoom, highlight,
+   selectRequest), which it draws as the presenter does. No network. */
 "use strict";
 (function () {
 const DATA = JSON.parse(document.getElementById("kvviz-lesson").textContent);
@@ -56,6 +57,7 @@ function make(i) {
       doc.addEventListener("keydown", onKey, true);  // PageDown in the page moves the deck
       node.dataset.ready = "1";
       setPageLang(i);
+      marks(i);
       if (i === scene) showStop();
       else if (pageApi(i)) pageApi(i).setStep(s.stops[0]);
     });
@@ -66,6 +68,15 @@ function make(i) {
   stage.appendChild(node);
   frames[i] = node;
   return node;
+}
+function marks(i) {  // the scene's zoom and highlight, as the presenter draws them (the page's window.kvviz calls)
+  const s = SCENES[i], api = pageApi(i);
+  if (!api) return;
+  if (s.zoom !== 100) api.setZoom(s.zoom);
+  if (s.highlight) {
+    api.highlight(s.highlight);
+    if (s.highlight.request !== null) api.selectRequest(s.highlight.request);
+  }
 }
 function drawMemory(i) {
   const s = SCENES[i], node = frames[i];

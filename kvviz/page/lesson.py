@@ -1,7 +1,8 @@
 """A lesson as one offline HTML deck: every scene's caption (its figures filled from the run, in English and
 Chinese), its steps, and its picture: the run's own page (kvviz.page.build_page / build_serve_page, stored once
-per run and shown in an iframe laid out for the scene) or a memory scene's tables. lesson.js moves between
-scenes. Stdlib and numpy only: no Qt, no torch; the runs come from kvviz.lessons.runs.
+per run and shown in an iframe laid out for the scene, at its zoom, with its highlight) or a memory scene's
+tables. lesson.js moves between scenes. Stdlib and numpy only: no Qt, no torch; the runs come from
+kvviz.lessons.runs.
 """
 from __future__ import annotations
 
@@ -16,6 +17,20 @@ from kvviz.lessons.runs import LessonRuns
 from kvviz.page import _asset, _script_json, write_text
 
 WORDS = {"en": {"scene": "Scene", "step": "step"}, "zh": {"scene": "场景", "step": "步"}}
+MARK_COLOR = "#d81b60"  # the highlights: the presenter's magenta (kvviz/ui/lessons/stage.py MARK)
+
+
+def highlight_data(scene, run) -> dict | None:
+    """The scene's highlight as the page's highlight() takes it: the work-matrix region (query and key positions,
+    inclusive), the request, the pool block and its scheduler (the run's first where the file names none)."""
+    h = scene.highlight
+    if h.empty:
+        return None
+    scheduler = h.scheduler
+    if h.block is not None and scheduler is None and run.kind != "compare" and run.serve:
+        scheduler = run.serve[0].scheduler
+    return {"queries": list(h.queries) if h.queries else None, "keys": list(h.keys) if h.keys else None,
+            "request": h.request, "block": h.block, "scheduler": scheduler, "color": MARK_COLOR}
 
 
 def deck_data(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> dict:
@@ -34,7 +49,7 @@ def deck_data(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> dict:
         doc = {"title": {k: scene.text("title", k) for k in LANGS},
                "caption": {k: fill(scene.text("caption", k), facts) for k in LANGS},
                "kind": run.kind, "stops": stops, "panels": list(scene.panels), "large": scene.large,
-               "zoom": scene.zoom}
+               "zoom": scene.zoom, "highlight": highlight_data(scene, run)}
         if run.kind == "memory":
             doc["memory"] = {k: {p: {"title": html.escape(memory_view.title(p, k)),
                                      "body": memory_view.panel_html(p, run.memory, k)} for p in scene.panels}
@@ -66,4 +81,4 @@ def write_deck(path: str | Path, lesson: Lesson, runs: LessonRuns, lang: str = "
     return write_text(path, build_deck(lesson, runs, lang))
 
 
-__all__ = ["build_deck", "deck_data", "write_deck"]
+__all__ = ["MARK_COLOR", "build_deck", "deck_data", "highlight_data", "write_deck"]

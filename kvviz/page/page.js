@@ -18,6 +18,9 @@ const EXACT = DATA.exact;  // the catalog's exact engines (kvviz/catalog.py)
 function exact(e) { return EXACT.includes(e.engine); }  // a lane is exact as its engine is
 const VIRIDIS = "44015444025645045745055946075a46085c460a5d460b5e470d60470e6147106347116447136548146748166848176948186a481a6c481b6d481c6e481d6f481f70482071482173482374482475482576482677482878472979472a7a472c7a472d7b472e7c462f7d46307e46327e46337f453480453581453781443882443983443a83433c84433d84423e85423f854240864141864143874044874045883f46883f47883e48893e49893e4b893d4c8a3d4d8a3c4e8a3c4f8a3b508b3b518b3a528b3a538b39548c39558c38578c38588c37598c375a8c365b8d365c8d355d8d355e8d345f8d34608d33618d33628d32638d32648e31658e31668e31688e30698e2f6a8e2f6b8e2e6c8e2e6d8e2e6e8e2d6f8e2d708e2c718e2c718e2c728e2b738e2b748e2a758e2a768e2a778e29788e29798e297a8e287b8e287c8e277d8e277e8e277f8e26808e26818e26828e25828e25838e25848e24858e24868e23878e23888e23898d228a8d228b8d228c8d218d8d218e8d218f8d21908c20918c20928c20928c1f938c1f948b1f958b1f968b1f978b1f988a1f998a1e9a8a1e9b891e9c891e9d891f9e881f9f881fa0881fa1871fa1871fa28620a38620a48521a58521a68522a78422a88323a98324aa8225ab8225ac8126ad8127ad8028ae7f29af7f2bb07e2cb17d2db27c2eb37c30b47b31b57a33b67935b77937b87738b9763aba753bbb743dbc733fbc7240bd7142be7044bf6f46c06e48c16d4ac16c4cc26b4ec36a50c46952c56854c56756c66658c7645ac8635cc8625ec96160ca5f63cb5e65cb5d67cc5b69cd5a6ccd596ece5771cf5673d05575d05378d1527ad1507dd24f7fd34d82d34c84d44a87d54889d5478cd6458ed64491d74194d74096d83e99d83c9cd93b9ed939a1da37a3da36a6db34a9db32abdc30aedc2fb1dd2db4dd2bb7de29b9de28bcde26bfdf25c1df23c4df21c7e020c9e01fcce11dcfe11cd1e11bd4e21ad7e219d9e219dce318dee318e1e318e4e418e6e419e9e419ebe51aeee51bf0e51cf3e51df5e61ff7e620fae622fde725";
 let lang = DATA.start.lang, step = DATA.start.step, playing = null;
+// What a lesson deck's scene marks (kvviz/page/lesson.js: the scene file's highlight, its zoom): a work-matrix
+// region {queries: [first, last], keys: [first, last], color}, drawn over every engine's matrix; the page's zoom.
+let MARKS = null, ZOOM = 1;
 const errors = [];
 
 // -- words ------------------------------------------------------------------------------------
@@ -157,13 +160,14 @@ function attention(e) {
 
 // -- drawing helpers ------------------------------------------------------------------------------
 function fitCanvas(canvas) {
+  // The box as shown (a zoomed page's: ZOOM times the CSS size); drawn in CSS units, so the type grows with the zoom.
   const r = canvas.getBoundingClientRect(), dpr = window.devicePixelRatio || 1;
   const w = Math.max(1, Math.round(r.width * dpr)), h = Math.max(1, Math.round(r.height * dpr));
   if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
   const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, r.width, r.height);
-  return [ctx, r.width, r.height];
+  ctx.setTransform(dpr * ZOOM, 0, 0, dpr * ZOOM, 0, 0);
+  ctx.clearRect(0, 0, r.width / ZOOM, r.height / ZOOM);
+  return [ctx, r.width / ZOOM, r.height / ZOOM];
 }
 function niceTicks(lo, hi, want) {
   if (!(hi > lo)) return [lo];
@@ -475,7 +479,7 @@ function drawWorkMatrix(k) {
     const T = e.tentative && e.tentative[kk], n = T ? T.n : s.pos_stop[kk];  // a round's drafted rows past the sequence
     const framed = n - s.pos_start[kk];
     (el.work_matrix.canvas._rows = el.work_matrix.canvas._rows || {})[e.name] = { x: mx, y: my, side, n };
-    const dpr = window.devicePixelRatio || 1;
+    const dpr = (window.devicePixelRatio || 1) * ZOOM;
     const [img, m] = kindsImage(e, kk, Math.max(8, Math.floor(side * dpr)));
     const id = new ImageData(m, m);
     for (let i = 0; i < m * m; i++) { const c = KIND_COLORS[img[i]]; id.data[4 * i] = c[0]; id.data[4 * i + 1] = c[1]; id.data[4 * i + 2] = c[2]; id.data[4 * i + 3] = 255; }
@@ -492,6 +496,11 @@ function drawWorkMatrix(k) {
       const strip = document.createElement("canvas"); strip.width = m; strip.height = 1; strip.getContext("2d").putImageData(row, 0, 0);
       ctx.drawImage(strip, mx, my + side - STEP_ROW_PX, side, STEP_ROW_PX);
       outline(ctx, mx, my + side - STEP_ROW_PX, side, STEP_ROW_PX);
+    }
+    if (MARKS && MARKS.queries && MARKS.queries[0] < n && MARKS.keys[0] < n) {  // the scene's region (stage.py _mark_region)
+      const [q0, q1] = MARKS.queries.map(v => Math.min(v, n - 1)), [k0, k1] = MARKS.keys.map(v => Math.min(v, n - 1));
+      ctx.strokeStyle = MARKS.color; ctx.lineWidth = 3;
+      ctx.strokeRect(mx + cell * k0, my + cell * q0, cell * (k1 - k0 + 1), cell * (q1 - q0 + 1));
     }
     ctx.fillStyle = FG; ctx.textAlign = "right"; ctx.textBaseline = "middle";
     for (const v of niceTicks(0, n, 3)) if (v < n) ctx.fillText(String(v), mx - 3, my + side * (v + 0.5) / n);
@@ -620,7 +629,7 @@ function stepOfPosition(e, position) {  // the step that first computed the posi
   return position >= 0 && lo < stops.length ? lo : null;
 }
 function pickRow(canvas, ev) {  // a click on a query row of a matrix shows the step that computed it
-  const r = canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
+  const r = canvas.getBoundingClientRect(), x = (ev.clientX - r.left) / ZOOM, y = (ev.clientY - r.top) / ZOOM;  // CSS units
   for (const [name, at] of Object.entries(canvas._rows || {})) {
     if (x < at.x || x > at.x + at.side || y < at.y || y > at.y + at.side) continue;
     const step = stepOfPosition(ENGINES.find(e => e.name === name), Math.floor((y - at.y) / at.side * at.n));
@@ -631,7 +640,7 @@ function pickRow(canvas, ev) {  // a click on a query row of a matrix shows the 
 function pickStep(canvas, ev) {  // a click in a per-step plot shows the step under it, as in the window
   const at = canvas._steps;
   if (!at) return;
-  const x = ev.clientX - canvas.getBoundingClientRect().left;
+  const x = (ev.clientX - canvas.getBoundingClientRect().left) / ZOOM;  // in the canvas's CSS units, as drawn
   if (x < at.left || x > at.left + at.width) return;
   setStep(Math.round((x - at.left) / at.width * Math.max(1, LAST)));
 }
@@ -971,7 +980,7 @@ function togglePlay() {
 function init() {
   if (DATA.start.embedded) document.body.classList.add("embedded");
   if (DATA.kind === "serve") {
-    SERVE = window.kvvizServe({ DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw: draw });
+    SERVE = window.kvvizServe({ DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw: draw, zoom: () => ZOOM });
     document.getElementById("badge").style.display = "none";
   } else buildPanels();
   const slider = document.getElementById("slider");
@@ -996,7 +1005,13 @@ function init() {
   draw();
   performance.mark("kvviz-drawn");  // the first step drawn: what the benchmark times
 }
-window.kvviz = { get step() { return step; }, get lang() { return lang; }, setStep, errors,
+// A lesson deck's calls (kvviz/page/lesson.js), as the presenter draws a scene: its marks (a work-matrix region; a
+// serve page's request row, pool block), the request selected, the zoom (percent, as the scene file's).
+function highlight(marks) { MARKS = marks || null; if (SERVE) SERVE.highlight(MARKS); draw(); }
+function selectRequest(request) { if (SERVE) SERVE.select(request); draw(); }
+function setZoom(percent) { ZOOM = percent / 100; document.documentElement.style.zoom = String(ZOOM); draw(); }
+window.kvviz = { get step() { return step; }, get lang() { return lang; }, get zoom() { return Math.round(ZOOM * 100); },
+  setStep, highlight, selectRequest, setZoom, errors,
   get untranslated() { return [...untranslated].map(k => k.split("\u0000")); }, formatters: { fmtBytes, fmtMs, fmtFigure, fmtCount, fmtCountShort, pyFormat } };
 init();
 })();

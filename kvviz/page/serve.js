@@ -7,7 +7,7 @@
    helpers, then calls window.kvvizServe. */
 "use strict";
 window.kvvizServe = function (lib) {
-  const { DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw } = lib;
+  const { DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw, zoom } = lib;
   const RUNS = DATA.schedulers, KINDS = DATA.cell_kinds, COLORS = KINDS.map(k => hex(DATA.cell_colors[k]));
   const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020", SELECTED_ROW = "#ffd54f";
   const V = DATA.vllm, BANDS = RUNS.concat(V ? [V] : []);  // the timeline's blocks: the schedulers', then vLLM's
@@ -44,6 +44,7 @@ window.kvvizServe = function (lib) {
     return r.x0[i] + (k - r.at[i]) / (r.at[i + 1] - r.at[i]) * (r.x0[i + 1] - r.x0[i]);
   }
   let request = 0;  // the selected request (the text panel's)
+  let marks = null;  // a lesson scene's highlight: {request, block, scheduler, color} (page.js highlight)
   const css = document.createElement("style");  // the text panel's look (the view's: muted prompt, red note)
   css.textContent = "#panel-text p { margin: 2px 0; white-space: pre-wrap; word-break: break-all; } " +
     "#panel-text .prompt-text { color: #8a8a8a; } #panel-text .differ { color: #b00020; } #panel-text .same { color: #1b7f3b; } " +
@@ -51,8 +52,8 @@ window.kvvizServe = function (lib) {
   document.head.appendChild(css);
   const legendOf = (runs = RUNS) => runs.map(r => `<span style="color:${r.color}">&#9632;&nbsp;<b>${esc(r.name)}</b></span>`).join(" ");
   el.timeline.canvas.addEventListener("click", ev => {  // a cell picks its request, as in the Serve view
-    const box = el.timeline.canvas.getBoundingClientRect(), band = box.height / BANDS.length;
-    const y = (ev.clientY - box.top) % band - 16, ph = band - 22;
+    const box = el.timeline.canvas.getBoundingClientRect(), z = zoom(), band = box.height / z / BANDS.length;  // CSS units
+    const y = (ev.clientY - box.top) / z % band - 16, ph = band - 22;
     if (y >= 0 && y < ph) { request = Math.min(DATA.n_requests - 1, Math.floor(y / ph * DATA.n_requests)); redraw(); }
   });
   function requestColor(i) { return DATA.palette[i % DATA.palette.length]; }
@@ -81,6 +82,9 @@ window.kvvizServe = function (lib) {
       const kk = clamp(r, k), a = column(r, kk) / cols * pw, b = column(r, kk + 1) / cols * pw;
       ctx.strokeStyle = SELECTED; ctx.lineWidth = 2; ctx.strokeRect(x0 + a - 1, y0 - 1, Math.max(2, b - a) + 2, ph + 2);
       ctx.fillStyle = SELECTED_ROW; ctx.fillRect(0, y0 + request * ph / n, x0 - 2, Math.max(1, ph / n));  // the view's mark
+      if (marks && marks.request !== null && marks.request !== undefined && marks.request < n) {  // the scene's request row
+        ctx.strokeStyle = marks.color; ctx.lineWidth = 3; ctx.strokeRect(x0 - 1, y0 + marks.request * ph / n - 1, pw + 2, Math.max(1, ph / n) + 2);
+      }
       ctx.font = "10px sans-serif"; ctx.fillStyle = "#303030"; ctx.textAlign = "right"; ctx.textBaseline = "middle";
       const every = Math.max(1, Math.ceil(n / Math.max(1, ph / 12)));
       for (let q = 0; q < n; q += every) ctx.fillText(String(q), x0 - 3, y0 + (q + 0.5) * ph / n);
@@ -113,6 +117,9 @@ window.kvvizServe = function (lib) {
         } else { ctx.fillStyle = FREE; ctx.fillRect(x, y, size, size); }
         ctx.strokeStyle = "#b0b0b0"; ctx.lineWidth = 1; ctx.strokeRect(x + 0.5, y + 0.5, size - 1, size - 1);
         if (s.refs[b] > 1 && size >= 12) { ctx.fillStyle = "#000"; ctx.textAlign = "center"; ctx.textBaseline = "middle"; ctx.font = "9px sans-serif"; ctx.fillText("\u00d7" + s.refs[b], x + size / 2, y + size / 2); }
+        if (marks && marks.block === b && (marks.scheduler || RUNS[0].name) === r.name) {  // the scene's block (stage.py BlockMark)
+          ctx.strokeStyle = marks.color; ctx.lineWidth = 4; ctx.strokeRect(x - 3, y - 3, size + 6, size + 6);
+        }
       }
     });
   }
@@ -220,6 +227,8 @@ window.kvvizServe = function (lib) {
       drawTimeline(k); drawPool(k); drawUsage(k); drawCounters(k); drawLatency(k); drawText(k);
     },
     label(k) { return atStep(say(DATA.label), k); },
+    highlight(given) { marks = given; },
+    select(q) { request = Math.max(0, Math.min(DATA.n_requests - 1, q)); },
     status() { return say(DATA.status); },
   };
 };
