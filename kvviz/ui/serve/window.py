@@ -7,11 +7,10 @@ frame is drawn only when the run or the selection changed (no timer runs while n
 """
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import replace
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QFrame, QScrollArea, QWidget
 
@@ -20,13 +19,14 @@ from kvviz.serving.narration import vllm_status
 from kvviz.serving.spec import ServeSpec
 from kvviz.ui.placement import first_size
 from kvviz.ui.serve.form import ServeForm
-from kvviz.ui.serve.grid import ServeGrid
+from kvviz.ui.serve.grid import SERVE_GRID
 from kvviz.ui.serve.transport import ServeTransport
 from kvviz.ui.settings_file import SettingsReader, show_problems
 from kvviz.ui.shell import keys
+from kvviz.ui.shell.framed import FramedView
+from kvviz.ui.shell.grid import ShellGrid
 from kvviz.ui.shell.keys import ActionSpec
-from kvviz.ui.shell.state import FRAME_MS, PAINT_REST, RunState
-from kvviz.ui.shell.window import ShellWindow
+from kvviz.ui.shell.state import RunState
 
 
 class FormScroll(QScrollArea):
@@ -42,7 +42,7 @@ class FormScroll(QScrollArea):
         return hint
 
 
-class ServeWindow(ShellWindow):
+class ServeWindow(FramedView):
     """Drive with `form`, `start_run`, `select`, the actions; read `run`, `grid`, `step`, `request`."""
 
     KEYS = (*keys.TRANSPORT, ActionSpec("open", ("Ctrl+O",), "open_record_dialog"),
@@ -51,7 +51,6 @@ class ServeWindow(ShellWindow):
     KEYS_ON_SHOW = True
 
     run_started = Signal(str)
-    frame_drawn = Signal()
 
     def __init__(self, worker: QObject | None, settings: QSettings | None = None,
                  parent: QWidget | None = None) -> None:
@@ -62,13 +61,9 @@ class ServeWindow(ShellWindow):
         self.step = 0
         self.request: int | None = None
         self._follow = True
-        self._drawn: tuple | None = None
-        self.frame_ms: list[float] = []  # how long each frame took, wall clock (the benchmark reads it)
-        self.frame_cpu_ms: list[float] = []  # and the GUI thread's CPU time in it (the machine's load aside)
         self._frame_timer = QTimer(self)  # single shot: started when something changed, never left running
         self._frame_timer.setSingleShot(True)
         self._frame_timer.timeout.connect(self.draw)
-        self._frame_cost_s = 0.0  # the last frame's drawing and painting, wall clock
 
         # The status bar first: made by the first message (Qt makes it when first asked for), it would take
         # its height from the panels under a reader's eyes.
@@ -82,8 +77,9 @@ class ServeWindow(ShellWindow):
         self._build_dock()
         self.transport = ServeTransport()
         self.transport.step_chosen.connect(self.select_step)
-        self.grid = ServeGrid()
-        self.grid.cell_picked.connect(self.select)
+        self.grid = ShellGrid(SERVE_GRID)
+        for panel in self.grid.panels.values():  # a cell clicked in any panel: that request and step
+            panel.cell_picked.connect(self.select)
         self.grid.layout_changed.connect(lambda: self.request_frame(now=True))  # panels back from behind tabs
         self.build_shell(self.transport, self.grid, area="serve_panel_area", error="serve_error",
                          toolbar="serve_transport", speed_name="serve_speed", speed=0)
@@ -155,21 +151,6 @@ class ServeWindow(ShellWindow):
         self.grid.retranslate()
         self.exports.retranslate()
         self._update_pause_text()
-
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-            self.request_frame(now=True)
-        elif event.type() == QEvent.Type.FontChange:
-            # View > Zoom in the main window: the plots' axis names take the zoom's type size once it
-            # has set it (after the app's font), and the grid gives way again at the new needs.
-            QTimer.singleShot(0, self._follow_zoom)
-        super().changeEvent(event)
-
-    def _follow_zoom(self) -> None:
-        self.retranslate_ui()
-        self._drawn = None
-        self.request_frame(now=True)
 
     # ------------------------------------------------------------------ runs
     def start_run(self, *, paused: bool = False) -> bool:
@@ -291,7 +272,10 @@ class ServeWindow(ShellWindow):
         elif not self._frame_timer.isActive():
             # Records streaming in: the painting's cost sets the frame rate, so the window never takes
             # the machine from the engines (a frame of six panels at 1920x1080: ~50 ms of CPU here).
-            self._frame_timer.start(max(FRAME_MS, round(PAINT_REST * self._frame_cost_s * 1000)))
+            self._frame_timer.start(self.frame_rest_ms())
+
+    def draw_frame(self) -> None:
+        self.request_frame(now=True)
 
     def draw(self) -> None:
         """Bring every shown panel, the timeline and the narration to the selected step."""
@@ -300,18 +284,12 @@ class ServeWindow(ShellWindow):
         if self._follow and n:
             self.step = n - 1
         self.step = min(self.step, max(0, n - 1))
-        target = (id(self.run), self.run.version, self.step, self.request, self.grid.shown_key())
-        if target == self._drawn:
-            return
-        started, cpu = time.perf_counter(), time.thread_time()
-        self._drawn = target
+        self.paint_frame((id(self.run), self.run.version, self.step, self.request, self.grid.shown_key()),
+                         self._draw_selection)
+
+    def _draw_selection(self) -> None:
         self.transport.show_step(self.run, self.step, self.request)
         self.grid.draw(self.run, self.step, self.request)
-        self.frame_ms.append((time.perf_counter() - started) * 1000)
-        self.frame_cpu_ms.append((time.thread_time() - cpu) * 1000)
-        # Fires once the event loop has painted what this frame changed: the frame's whole cost.
-        QTimer.singleShot(0, lambda: setattr(self, "_frame_cost_s", time.perf_counter() - started))
-        self.frame_drawn.emit()
 
     # ------------------------------------------------------------------ files
     def open_record_dialog(self) -> None:

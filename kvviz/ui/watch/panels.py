@@ -20,6 +20,7 @@ from kvviz.ui.serve.panels._plots import TwoPlotPanel
 from kvviz.ui.serve.panels.base import ServePanel
 from kvviz.ui.serve.panels.counters import CountersPanel
 from kvviz.ui.serve.panels.usage import UsagePanel
+from kvviz.ui.shell.grid import GridSpec
 from kvviz.ui.watch.lanes import ServerLanes, register_colors
 from kvviz.ui.watch.source import WatchFrame
 
@@ -32,6 +33,10 @@ WATCH_PANELS: list[tuple[str, str]] = [
     ("latency", "kvviz.ui.watch.panels:TimingPanel"),
     ("counters", "kvviz.ui.watch.panels:WatchCountersPanel"),
 ]
+# The grid (the shell's): the prefix cache (its tree, use and hits) above the series over time where they read;
+# where they do not, the tree keeps its room first and the counters go behind a tab first.
+WATCH_GRID = GridSpec("watch", WATCH_PANELS, (("tree", "usage", "cache"), ("requests", "latency", "counters")),
+                      {"tree": 0, "usage": 1, "cache": 2, "latency": 3, "requests": 4, "counters": 5})
 BAND_GAP = 6  # px between two servers' (or ranks') trees
 
 

@@ -11,28 +11,27 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections import deque
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from kvviz.ui.placement import first_size
 from kvviz.ui.shell import keys
+from kvviz.ui.shell.framed import FramedView
+from kvviz.ui.shell.grid import ShellGrid
 from kvviz.ui.shell.keys import ActionSpec
-from kvviz.ui.shell.state import FRAME_MS, PAINT_REST, RunState
-from kvviz.ui.shell.window import ShellWindow
+from kvviz.ui.shell.state import FRAME_MS, RunState
 from kvviz.ui.watch.dialog import WatchDialog, WatchRequest
-from kvviz.ui.watch.grid import WatchGrid
+from kvviz.ui.watch.panels import WATCH_GRID
 from kvviz.ui.watch.source import LiveSource, ReplaySource, WatchFrame
 from kvviz.ui.watch.transport import WatchTransport
 
 REPLAY_BUDGET_S = 0.02  # "as fast as possible": records applied per tick for at most this long
-FRAMES_KEPT = 10_000  # frame times kept for the benchmark (the oldest go)
 
 
-class WatchWindow(ShellWindow):
+class WatchWindow(FramedView):
     """Drive with `watch(request)`, `replay(path)`, the transport's actions; read `frame`, `grid`, `sample`."""
 
     KEYS = (*keys.TRANSPORT, ActionSpec("watch", ("Ctrl+Shift+W",), "open_watch_dialog"),
@@ -40,8 +39,6 @@ class WatchWindow(ShellWindow):
             keys.QUIT)
     WORKER_THREAD = "kvviz-watch-worker"
     KEYS_ON_SHOW = True
-
-    frame_drawn = Signal()
 
     def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(settings, parent)
@@ -54,11 +51,9 @@ class WatchWindow(ShellWindow):
         self.frame: WatchFrame | None = None
         self.sample = 0
         self._follow = True
-        self._drawn: tuple | None = None
         self._due = 0.0  # replay: samples owed to the speed
         self._last_tick = time.perf_counter()
-        self.frame_ms: deque[float] = deque(maxlen=FRAMES_KEPT)  # each frame's snapshot and drawing, wall clock
-        self._next_frame = 0.0  # perf_counter before which records wait: a frame that took t rests PAINT_REST * t
+        self._next_frame = 0.0  # perf_counter before which records streaming in wait (frame_rest_ms)
         self._timer = QTimer(self)
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self.tick)
@@ -66,7 +61,7 @@ class WatchWindow(ShellWindow):
         self._build_menus()
         self.transport = WatchTransport()
         self.transport.sample_chosen.connect(self.select_step)
-        self.grid = WatchGrid()
+        self.grid = ShellGrid(WATCH_GRID)
         self.grid.layout_changed.connect(self.redraw)
         self.build_shell(self.transport, self.grid, area="watch_panel_area", error="watch_error",
                          toolbar="watch_transport", speed_name="watch_speed", speed=20)
@@ -127,12 +122,6 @@ class WatchWindow(ShellWindow):
         self.grid.retranslate()
         self.exports.retranslate()
         self._update_pause_text()
-
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-            self.redraw()
-        super().changeEvent(event)
 
     # ------------------------------------------------------------------ sources
     def watch(self, request: WatchRequest, text_of=None) -> bool:
@@ -301,8 +290,7 @@ class WatchWindow(ShellWindow):
             return  # paused: the picture stays while the session goes on recording
         if (self.frame is None or source.history.records != self.frame.version) and now >= self._next_frame:
             self.redraw(snapshot=True)
-            done = time.perf_counter()
-            self._next_frame = done + PAINT_REST * (done - now)  # records streaming in never take the whole thread
+            self._next_frame = time.perf_counter() + self.frame_rest_ms() / 1000  # never the whole thread
         if source.done and (self.frame is None or source.history.records == self.frame.version):
             self._timer.stop()
 
@@ -320,15 +308,16 @@ class WatchWindow(ShellWindow):
             self.sample = n - 1
         self.sample = min(self.sample, max(0, n - 1))
         t = float(times[self.sample]) if n else 0.0
-        key = (frame.started, frame.version, self.sample, self.grid.shown_key())
-        if key == self._drawn:
-            return
-        self._drawn = key
         kind = self.tr("live") if self.source is not None and self.source.live else self.tr("replay")
+        self.paint_frame((frame.started, frame.version, self.sample, self.grid.shown_key()),
+                         lambda: self._draw_selection(frame, n, t, kind), started)
+
+    def _draw_selection(self, frame: WatchFrame, n: int, t: float, kind: str) -> None:
         self.transport.show_frame(frame, self.sample, n, t, kind)
-        self.grid.draw(frame, t)
-        self.frame_ms.append((time.perf_counter() - started) * 1000)
-        self.frame_drawn.emit()
+        self.grid.draw(frame, t, None)
+
+    def draw_frame(self) -> None:
+        self.redraw()
 
     # ------------------------------------------------------------------ files
     def open_watch_dialog(self) -> None:
