@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 from kvviz.records import traceio
 from kvviz.ui import exporters
 from kvviz.ui.exporters import Cancelled
+from kvviz.ui.shell.exports import FOLDER_KEY, ask_save_path, export_folder
 
 WINDOW = "window"  # the export target meaning the whole window, beside the panel keys
 IMAGE_FORMATS = ("png", "svg", "clipboard")
@@ -512,13 +513,10 @@ class ExportActions(QObject):
 
     # -- helpers
     def _folder(self) -> str:
-        return self.settings.value("export/folder", str(Path.home()), type=str)
+        return export_folder(self.settings)
 
     def _ask_save_path(self, title: str, name: str, file_filter: str) -> str:
-        path, _ = QFileDialog.getSaveFileName(self.window, title, str(Path(self._folder()) / name), file_filter)
-        if path:
-            self.settings.setValue("export/folder", str(Path(path).parent))
-        return path
+        return ask_save_path(self.window, self.settings, title, name, file_filter)
 
     def _saved(self, path: Path, detail: str = "") -> None:
         self.window.statusBar().showMessage(
@@ -649,7 +647,7 @@ class ExportActions(QObject):
         path, _ = QFileDialog.getOpenFileName(self.window, self.tr("Open trace"), self._folder(),
                                               self.tr("kvviz traces (*.json);;All files (*)"))
         if path:
-            self.settings.setValue("export/folder", str(Path(path).parent))
+            self.settings.setValue(FOLDER_KEY, str(Path(path).parent))
             self.open_trace(path)
 
     def open_trace(self, path: str) -> bool:
