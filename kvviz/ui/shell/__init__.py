@@ -1,12 +1,15 @@
 """The shell: the one step window every view is (kvviz.ui.shell.window.ShellWindow), with its parts: the
 key map as data (keys), the run state and timing constants (state), the worker's thread (worker_host), the
-toolbar and narration (transport), the grid's shared parts and give-way (grid, giveway), the Panel protocol
-(panel). It knows no records, engines or torch.
+toolbar and narration (transport), the panel grid and its give-way (grid: ShellGrid from a GridSpec; giveway),
+File > Export (exports), the frame painter and zoom of a view drawn frame by frame (framed: FramedView), the
+Panel protocol (panel). It knows no records, engines or torch.
 
 A view is three things on the shell, nothing else:
 - a form: the widget that builds the view's request (kvviz.ui.form.RunForm, kvviz.ui.serve.form.ServeForm);
 - panels: widgets keeping the Panel protocol, listed in a registry of (key, "module:Class") entries
-  (kvviz.ui.panels.PANELS, kvviz.ui.serve.panels.SERVE_PANELS), built by grid.load_panels;
+  (kvviz.ui.panels.PANELS, kvviz.ui.serve.panels.SERVE_PANELS), built by grid.load_panels; a view's grid is
+  grid.ShellGrid(GridSpec(name, registry, rows, priority)) and its File > Export exports.ShellExports with its
+  kinds (tests/test_shell_grid_exports.py builds such a view of two panels);
 - a source: a QObject worker with the slots start_run(request), set_paused(bool), request_step(),
   set_speed(float), request_stop() (any thread) and shut_down(), and the signals run_failed(run_id,
   message) and run_finished(run_id) plus its own records' signals.

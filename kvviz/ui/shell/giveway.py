@@ -1,6 +1,6 @@
 """How the panel grid gives way: which shown panels it can give their readable size in the room it has,
 in which rows, and how a row's room is shared out. Arithmetic on sizes only: no Qt, no panels; the grid
-(kvviz/ui/grid.py, kvviz/ui/serve/grid.py) measures the needs and lays out what this returns."""
+(kvviz/ui/grid.py, kvviz/ui/shell/grid.py) measures the needs and lays out what this returns."""
 from __future__ import annotations
 
 HANDLE_PX = 6  # a splitter handle and the frames' margins between two cells (measured: 5-7 px)
