@@ -345,7 +345,7 @@ class MemoryDialog(QDialog):
         self.strategy_table.setToolTip(self.tr(
             "Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold "
             "at most W tokens (W counts the sinks); tova, h2o and knorm hold W tokens too, chosen by a score, and "
-            "h2o an 8 B score per token held besides; snapkv cuts the prompt to W once, then keeps every new "
+            "h2o a score per token held besides; snapkv cuts the prompt to W once, then keeps every new "
             "token; int8 holds 1 B a value plus a 4 B scale per token and KV "
             "head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per "
             "token per layer, for the chosen published shape"))
@@ -568,7 +568,7 @@ class MemoryDialog(QDialog):
                                          "them.").format(self.sinks_spin.value(), self.window_spin.value()))
         except ValueError as exc:
             # Nothing of the last good input stays: its notes ("beyond the model's context window")
-            # and chapter table had stayed beside the error, as if they held for the text now typed.
+            # and chapter table beside the error would read as if they held for the text now typed.
             self._report = None
             self.error_label.setText(str(exc))
             self.figures.setCurrentWidget(self.error_label)

@@ -1,8 +1,10 @@
-"""Cache memory: resident K/V bytes and capacity per engine over the steps, and the paged engine's
-block pool at the selected step (which blocks its block table holds, the slots used and wasted).
+"""Cache memory: resident K/V bytes and capacity per engine over the steps, and beside it the slots of one cache
+at the selected step: a speculative engine's (its round's drafted slots, accepted, rejected and left in place or
+freed, written over, in the work matrix's colours, and the bytes its rollback rule wrote and undid), else the
+paged engine's block pool (which blocks its block table holds, the slots used and wasted).
 
-Reads cache_bytes, cache_capacity, cache_len, block_table and block_size from the traces; the pool's
-size comes from the run's length (prompt + new tokens), as the paged cache sizes it.
+Reads cache_bytes, cache_capacity, cache_len, block_table, block_size and the spec_* and bytes_* fields from the
+traces; the pool's size comes from the run's length (prompt + new tokens), as the paged cache sizes it.
 """
 from __future__ import annotations
 
@@ -19,14 +21,20 @@ from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step, legend_row, positions, set_legend
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
+from kvviz.ui.panels.work_matrix import SPEC_CELL_COLORS
 
 # Slot kinds in the block pool.
 FREE, USED, NEW, WASTED = range(4)
 _GAP = 4  # display only: the space between blocks
+# A speculative round's tentative slots, as the work matrix names them: a drafted slot the target accepted, a
+# rejected one left in place (advance-and-overwrite) or freed (crop), a slot written over a rejected one.
+ACCEPTED, STALE, FREED, OVERWRITTEN = range(5, 9)
+SPEC_KINDS = {ACCEPTED: "accepted", STALE: "stale", FREED: "freed", OVERWRITTEN: "overwritten"}
+SPEC_ROW = 16  # a speculative cache's positions drawn as tiles of this many, labelled with their first
 SIDE_BY_SIDE = 0.6  # the pool beside the plot in a panel at least this wide for its height
 TOKENS_AXIS_ROOM = 110  # plot pixels the data must keep for the right-hand tokens axis to be shown
 _LUT = style.lookup_table([style.BLOCK_COLORS[k] for k in ("free", "used", "new", "wasted")]
-                          + [style.PLOT_BACKGROUND])
+                          + [style.PLOT_BACKGROUND] + [SPEC_CELL_COLORS[k] for k in SPEC_KINDS.values()])
 _TILE = 8  # pixels per slot; the last pixel row/column is a hairline between slots
 _MAX_LABELS = 64  # blocks labelled with their logical index (one TextItem each, reused)
 TILED_MAX = 4096  # blocks drawn slot by slot; a larger pool (a million positions) a pixel per block
@@ -41,6 +49,42 @@ def pool_kinds(trace: StepTrace, n_pool: int) -> np.ndarray:
     kinds[table] = np.where(pos >= trace.cache_len, np.uint8(WASTED),
                             np.where(pos >= trace.pos_start, np.uint8(NEW), np.uint8(USED)))
     return kinds
+
+
+def spec_slot_kinds(traces: list[StepTrace], index: int) -> np.ndarray:
+    """uint8 [positions]: what each slot of a speculative engine's cache holds at `traces[index]`, its round's
+    drafted slots by verdict. The round's first step (spec_index 0) carries its forward: the drafted slots
+    pos_stop .. pos_stop + p - 1, the first a accepted; the rejected ones freed where the rule undid bytes
+    (crop), else left in place with any an earlier round left (spec_stale); of the rows the forward wrote over
+    rejected slots (from pos_start on), the one that is no draft (a draft keeps its verdict's colour). Slots
+    past what the step holds: reserved (a static buffer's room) or background."""
+    t = traces[index]
+    r = traces[index - (t.spec_index or 0)]
+    first, p, a = r.pos_stop, r.spec_proposed or 0, r.spec_accepted or 0
+    stale = r.spec_stale or 0
+    n = max(t.cache_capacity, t.cache_len, first + p, first + a + stale)
+    kinds = np.full(n, _GAP, dtype=np.uint8)
+    kinds[:t.cache_capacity] = WASTED
+    kinds[:t.cache_len] = USED
+    if not t.spec_index:
+        kinds[t.pos_start:t.pos_stop] = NEW
+    kinds[first:first + a] = ACCEPTED
+    if r.bytes_undone:
+        kinds[first + a:first + p] = FREED
+    kinds[first + a:first + a + stale] = STALE
+    if r.bytes_overwritten:
+        per_row = r.bytes_written // (1 + (r.spec_rolled_back or 0))  # the round wrote 1 + p - a rows it kept
+        over = slice(r.pos_start, r.pos_start + r.bytes_overwritten // max(per_row, 1))
+        kinds[over] = np.where(np.isin(kinds[over], (USED, NEW)), np.uint8(OVERWRITTEN), kinds[over])
+    return kinds
+
+
+def spec_bytes(traces: list[StepTrace], index: int) -> dict[str, int]:
+    """The K/V bytes a speculative engine's steps 0..index wrote, undid (crop) and wrote over rejected slots
+    (advance-and-overwrite), summed as its records give them."""
+    upto = traces[:index + 1]
+    return dict(written=sum(t.bytes_written for t in upto), undone=sum(t.bytes_undone or 0 for t in upto),
+                overwritten=sum(t.bytes_overwritten or 0 for t in upto))
 
 
 def layout_pool(kinds: np.ndarray) -> tuple[np.ndarray, list[tuple[float, float]]]:
@@ -82,7 +126,7 @@ def compact_pool(kinds: np.ndarray) -> np.ndarray:
     holding K/V, else free); the cells past the last block are background."""
     n_pool = kinds.shape[0]
     block = np.full(n_pool, FREE, dtype=np.uint8)
-    for kind in (USED, WASTED, NEW):  # later kinds win
+    for kind in (USED, WASTED, NEW, ACCEPTED, STALE, FREED, OVERWRITTEN):  # later kinds win
         block[(kinds == kind).any(axis=1)] = kind
     cols = max(1, math.ceil(math.sqrt(n_pool)))
     rows = -(-n_pool // cols)
@@ -163,6 +207,8 @@ class CacheMemoryPanel(SeriesPanel):
         self._pool_key: tuple = ()
         self._pool_trace: StepTrace | None = None
         self._block_counts: tuple[int | None, int | None] = (None, None)
+        self._spec_slots = np.zeros(0, dtype=np.uint8)  # a speculative engine's slot kinds, as drawn
+        self._spec_bytes: dict[str, int] = {}
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -179,6 +225,20 @@ class CacheMemoryPanel(SeriesPanel):
         def count(n: int | None) -> str:
             return "" if n is None else f" ({n})"
 
+        if len(self._spec_slots):
+            shown = set(np.unique(self._spec_slots).tolist())
+            spec = [(SPEC_CELL_COLORS["accepted"], self.tr("drafted, accepted")),
+                    (SPEC_CELL_COLORS["stale"], self.tr("drafted, rejected: left in place")),
+                    (SPEC_CELL_COLORS["freed"], self.tr("drafted, rejected: freed")),
+                    (SPEC_CELL_COLORS["overwritten"], self.tr("written over a rejected slot"))]
+            set_legend(self._block_legend, [
+                *self._pool_entry,
+                (style.BLOCK_COLORS["used"], self.tr("slot holding K/V") + count(used)),
+                (style.BLOCK_COLORS["new"], self.tr("written this step")),
+                *[entry for kind, entry in zip(SPEC_KINDS, spec) if kind in shown],
+                *([(style.BLOCK_COLORS["wasted"], self.tr("reserved, empty") + count(wasted))] if wasted else []),
+            ])
+            return
         set_legend(self._block_legend, [
             *self._pool_entry,
             (style.BLOCK_COLORS["used"], self.tr("slot holding K/V") + count(used)),
@@ -235,7 +295,11 @@ class CacheMemoryPanel(SeriesPanel):
             "up front; paged takes a fixed-size block from a pool only when the last one is full, so "
             "at most one block is partly empty (salmon). The grid is the pool: the block table "
             "(#0, #1, ...) holds the sequence together, not adjacency: the grid shows pool blocks 0, 1, 2, ... "
-            "left to right, labelled with their place in the table.")
+            "left to right, labelled with their place in the table.") + " " + self.tr(
+            "With a speculative engine in the run the grid is its cache instead, {n} positions a tile: a round's "
+            "drafted slots in the work matrix's colours (accepted; rejected and left in place for the next "
+            "forward to write over, or freed; written over a rejected slot), and what its rollback rule wrote "
+            "and undid.").format(n=SPEC_ROW)
 
     def legend_entries(self, engines: list[str], history: RunHistory, step: int) -> list[tuple]:
         return [*super().legend_entries(engines, history, step), ("#9e9e9e", self.tr("tokens held"), "line")]
@@ -259,6 +323,14 @@ class CacheMemoryPanel(SeriesPanel):
     def block_table(self) -> tuple[int, ...]:
         return self._table
 
+    def spec_slots(self) -> np.ndarray:
+        """[positions] slot kinds of the speculative engine's cache as drawn (empty: none in the run)."""
+        return self._spec_slots.copy()
+
+    def spec_byte_totals(self) -> dict[str, int]:
+        """The K/V bytes the drawn speculative engine wrote, undid and wrote over up to the step shown."""
+        return dict(self._spec_bytes)
+
     # -- drawing ------------------------------------------------------------------------------
     def clear(self) -> None:
         super().clear()
@@ -272,6 +344,8 @@ class CacheMemoryPanel(SeriesPanel):
                 text.hide()
             self._n_labelled = 0  # an earlier paged run's block labels stay hidden (a resize had shown them)
             self._pool_entry = ()
+            self._spec_slots = np.zeros(0, dtype=np.uint8)
+            self._spec_bytes = {}
             self._set_block_legend(None, None)
             self._pool = np.zeros((0, 0), dtype=np.uint8)
             self._table = ()
@@ -297,6 +371,18 @@ class CacheMemoryPanel(SeriesPanel):
         super().show_step(history, step)
         if not engines:
             return
+        spec = [e for e in engines if history.traces[e][0].spec_k is not None]
+        if spec:  # a speculative engine's tentative slots say more than a pool: its slots are drawn
+            engine = spec[0]
+            index = engine_step(history, engine, step)
+            trace = history.traces[engine][index]
+            key = ("spec", id(trace), history.info.run_id)
+            if self._pool_key != key or self._pool_trace is not trace:
+                self._pool_key, self._pool_trace = key, trace
+                self._draw_spec(history, engine, index)
+            return
+        self._spec_slots = np.zeros(0, dtype=np.uint8)
+        self._spec_bytes = {}
         paged = [e for e in engines if history.traces[e][0].block_table is not None]
         if not paged:
             self._image.clear()
@@ -314,6 +400,35 @@ class CacheMemoryPanel(SeriesPanel):
             self._pool_key, self._pool_trace = key, trace
             self._draw_pool(history, engine, trace)
 
+    def _draw_spec(self, history: RunHistory, engine: str, index: int) -> None:
+        """The speculative engine's cache slots at step `index`, SPEC_ROW positions a tile, and the bytes its
+        round and its steps so far wrote, undid and wrote over."""
+        traces = history.traces[engine]
+        kinds = spec_slot_kinds(traces, index)
+        self._spec_slots = kinds
+        self._pool, self._table = np.zeros((0, 0), dtype=np.uint8), ()
+        rows = -(-len(kinds) // SPEC_ROW)
+        tiles = np.full(rows * SPEC_ROW, _GAP, dtype=np.uint8)
+        tiles[:len(kinds)] = kinds
+        tiles = tiles.reshape(rows, SPEC_ROW)
+        self._draw_tiles(tiles, [str(i * SPEC_ROW) for i in range(rows)], SPEC_ROW)
+        t = traces[index]
+        r = traces[index - (t.spec_index or 0)]
+        self._spec_bytes = totals = spec_bytes(traces, index)
+        order = list(history.engines).index(engine)
+        dash = "dashed" if catalog.engine_dash(engine) else "line"
+        self._pool_entry = (
+            (style.engine_color(engine, order),
+             f"{engine} " + self.tr("cache slots, {n} positions a tile").format(n=SPEC_ROW) + ", "
+             + self.tr("this round wrote {written}, undid {undone}, wrote over {over}").format(
+                 written=fmt_bytes(r.bytes_written), undone=fmt_bytes(r.bytes_undone or 0),
+                 over=fmt_bytes(r.bytes_overwritten or 0)), dash),
+            (style.MUTED_TEXT, self.tr("steps 0 to {step}: wrote {written}, undid {undone}, wrote over {over}").format(
+                step=index, written=fmt_bytes(totals["written"]), undone=fmt_bytes(totals["undone"]),
+                over=fmt_bytes(totals["overwritten"])), "square"))
+        self._set_block_legend(int(np.isin(kinds, (USED, NEW, ACCEPTED, OVERWRITTEN)).sum()),
+                               int((kinds == WASTED).sum()))
+
     def _draw_pool(self, history: RunHistory, engine: str, trace: StepTrace) -> None:
         size = trace.block_size or 1
         info = history.info
@@ -321,28 +436,7 @@ class CacheMemoryPanel(SeriesPanel):
         kinds = pool_kinds(trace, n_pool)
         self._pool = kinds
         self._table = tuple(trace.block_table or ())
-        n_pool = kinds.shape[0]
-        if n_pool > TILED_MAX:  # drawing costs what the panel shows, not the pool's size
-            image, centers = compact_pool(kinds), []
-        else:
-            image, centers = layout_pool(kinds)
-        self._image.setImage(image, autoLevels=False, levels=None, lut=_LUT)
-        self._image.setRect(0, 0, image.shape[1], image.shape[0])
-        labelled = self._table if len(self._table) <= _MAX_LABELS and centers else ()
-        while len(self._texts) < len(labelled):
-            text = pg.TextItem(color=style.PLOT_FOREGROUND, anchor=(0.5, 0.5),
-                               fill=pg.mkBrush(255, 255, 255, 215))
-            text.setFont(style.tick_font())
-            text.setZValue(10)
-            self._grid.addItem(text)
-            self._texts.append(text)
-        for i, text in enumerate(self._texts):
-            if i < len(labelled):
-                text.setText(f"#{i}")
-                text.setPos(*centers[labelled[i]])
-        self._n_labelled = len(labelled)
-        self._block_px = slot_shape(size)[1] * _TILE  # a block's width in image pixels
-        self._update_labels()
+        self._draw_tiles(kinds, {b: f"#{i}" for i, b in enumerate(self._table)}, size)
         used = int(np.isin(kinds, (USED, NEW)).sum())
         wasted = int((kinds == WASTED).sum())
         order = list(history.engines).index(engine)
@@ -353,6 +447,33 @@ class CacheMemoryPanel(SeriesPanel):
                              + ", " + self.tr("block table [{table}]").format(table=table),
                              "dashed" if catalog.engine_dash(engine) else "line"),)
         self._set_block_legend(used, wasted)
+
+    def _draw_tiles(self, kinds: np.ndarray, labels, size: int) -> None:
+        """Draw `kinds` ([tiles, size] slot kinds) as the grid of tiles, labelled where `labels` says: a list
+        (tile i's label) or a dict (tile -> label), up to _MAX_LABELS of them."""
+        labels = dict(enumerate(labels)) if isinstance(labels, list) else labels
+        if kinds.shape[0] > TILED_MAX:  # drawing costs what the panel shows, not the pool's size
+            image, centers = compact_pool(kinds), []
+        else:
+            image, centers = layout_pool(kinds)
+        self._image.setImage(image, autoLevels=False, levels=None, lut=_LUT)
+        self._image.setRect(0, 0, image.shape[1], image.shape[0])
+        labelled = list(labels.items()) if len(labels) <= _MAX_LABELS and centers else []
+        while len(self._texts) < len(labelled):
+            text = pg.TextItem(color=style.PLOT_FOREGROUND, anchor=(0.5, 0.5),
+                               fill=pg.mkBrush(255, 255, 255, 215))
+            text.setFont(style.tick_font())
+            text.setZValue(10)
+            self._grid.addItem(text)
+            self._texts.append(text)
+        for i, text in enumerate(self._texts):
+            if i < len(labelled):
+                tile, label = labelled[i]
+                text.setText(label)
+                text.setPos(*centers[tile])
+        self._n_labelled = len(labelled)
+        self._block_px = slot_shape(size)[1] * _TILE  # a block's width in image pixels
+        self._update_labels()
 
     def export_items(self) -> list:
         return [*super().export_items(), self._grid]
