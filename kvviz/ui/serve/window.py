@@ -73,7 +73,9 @@ class ServeWindow(FramedView):
         self.form.restore(reader)  # the last launch's workload, schedulers and sizes
         self.form.run_clicked.connect(lambda: self.start_run())
         self.form.changed.connect(lambda: self._update_pause_text())
-        self._build_menus()
+        from kvviz.ui.serve.exports import ServeExports
+
+        self.build_menus(ServeExports(self), (self.act_open,))
         self._build_dock()
         self.transport = ServeTransport()
         self.transport.step_chosen.connect(self.select_step)
@@ -84,12 +86,7 @@ class ServeWindow(FramedView):
         self.build_shell(self.transport, self.grid, area="serve_panel_area", error="serve_error",
                          toolbar="serve_transport", speed_name="serve_speed", speed=0)
         self.speed_spin = self.toolbar.speed_spin
-        self.view_menu.addAction(self.form_dock.toggleViewAction())
-        self.view_menu.addAction(self.toolbar.toggleViewAction())
-        self.view_menu.addSeparator()
-        for act in self.grid.panel_actions.values():  # each panel shown or hidden
-            act.toggled.connect(lambda _on: self.request_frame(now=True))
-            self.view_menu.addAction(act)
+        self.fill_view_menu((self.form_dock.toggleViewAction(),))
         self.retranslate_ui()
         first_size(self)  # 1500x920, or the whole screen where that is smaller (a 1280x720 projector)
         show_problems(self, reader.problems)
@@ -102,22 +99,6 @@ class ServeWindow(FramedView):
         worker.results_ready.connect(self._on_results_ready)
 
     # ------------------------------------------------------------------ construction
-    def _build_menus(self) -> None:
-        from kvviz.ui.serve.exports import ServeExports
-
-        self.exports = ServeExports(self)
-        bar = self.menuBar()
-        self.file_menu = bar.addMenu("")
-        self.file_menu.addAction(self.act_open)
-        self.export_menu = self.file_menu.addMenu("")
-        self.exports.fill_menu(self.export_menu)
-        self.file_menu.addSeparator()
-        self.file_menu.addAction(self.act_close)
-        self.file_menu.addAction(self.act_quit)
-        self.run_menu = bar.addMenu("")
-        keys.fill_menu(self.run_menu, self.actions_by_name, keys.RUN_MENU)
-        self.view_menu = bar.addMenu("")
-
     def _build_dock(self) -> None:
         self.form_dock = QDockWidget(self)
         self.form_dock.setObjectName("serve_inputs_dock")
@@ -138,19 +119,10 @@ class ServeWindow(FramedView):
                           (self.act_quit, self.tr("&Quit kvviz"))):
             act.setText(text)
         self.act_run.setToolTip(self.tr("Serve the workload with every ticked scheduler, in lockstep (Ctrl+R)"))
-        self.file_menu.setTitle(self.tr("&File"))
-        self.export_menu.setTitle(self.tr("&Export"))
-        self.run_menu.setTitle(self.tr("&Run"))
-        self.view_menu.setTitle(self.tr("&View"))
         self.form_dock.setWindowTitle(self.tr("Workload"))
         self.form_dock.toggleViewAction().setText(self.tr("Workload"))
-        self.toolbar.retranslate()
-        self.toolbar.show_state(self.state)
         self.form.retranslate()
-        self.transport.retranslate()
-        self.grid.retranslate()
-        self.exports.retranslate()
-        self._update_pause_text()
+        self.retranslate_shell()
 
     # ------------------------------------------------------------------ runs
     def start_run(self, *, paused: bool = False) -> bool:

@@ -1,7 +1,8 @@
 """A view that draws a whole frame at once from what it shows (the Serve and Watch views): the frame painter's
 bookkeeping (a frame drawn only where its key changed, its cost timed, the rest records streaming in wait after
-it) and the language and the app's zoom (set by the main window's View > Zoom) followed. The compare window
-draws panel by panel (kvviz.ui.frames) and is a plain ShellWindow. No records, no panels here.
+it), the language and the app's zoom (set by the main window's View > Zoom) followed, and its menus (File with
+Export, Run, View with its panels). The compare window draws panel by panel (kvviz.ui.frames) and is a plain
+ShellWindow. No records, no panels here.
 """
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 
-from PySide6.QtCore import QEvent, QSettings, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, QTimer, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QWidget
 
+from kvviz.ui.shell import keys
+from kvviz.ui.shell.exports import ShellExports
 from kvviz.ui.shell.state import FRAME_MS, PAINT_REST
 from kvviz.ui.shell.window import ShellWindow
 
@@ -20,8 +24,9 @@ FRAMES_KEPT = 10_000  # frame times kept for the benchmarks (the oldest go)
 
 class FramedView(ShellWindow):
     """A view implements `draw_frame()` (bring everything to the selection, through `paint_frame`) and
-    `retranslate_ui()`; `redraw_all()` forgets the frame drawn and draws again. `frame_ms` and `frame_cpu_ms`
-    hold each frame's wall-clock and GUI-thread CPU time (the benchmarks read them)."""
+    `retranslate_ui()` (calling `retranslate_shell()`), and sets `transport`, `grid` (a ShellGrid) and, through
+    `build_menus`, `exports`; `redraw_all()` forgets the frame drawn and draws again. `frame_ms` and
+    `frame_cpu_ms` hold each frame's wall-clock and GUI-thread CPU time (the benchmarks read them)."""
 
     frame_drawn = Signal()
 
@@ -55,6 +60,45 @@ class FramedView(ShellWindow):
 
     def draw_frame(self) -> None:
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ menus
+    def build_menus(self, exports: ShellExports, file_actions: tuple[QAction, ...]) -> None:
+        """File (the view's `file_actions`, Export, Close, Quit), Run (the transport's) and an empty View."""
+        self.exports = exports
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        for act in file_actions:
+            self.file_menu.addAction(act)
+        self.export_menu = self.file_menu.addMenu("")
+        exports.fill_menu(self.export_menu)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.act_close)
+        self.file_menu.addAction(self.act_quit)
+        self.run_menu = bar.addMenu("")
+        keys.fill_menu(self.run_menu, self.actions_by_name, keys.RUN_MENU)
+        self.view_menu = bar.addMenu("")
+
+    def fill_view_menu(self, leading: tuple[QAction, ...] = ()) -> None:
+        """View: the `leading` toggles and the toolbar's, then a toggle per panel (its frame drawn when shown)."""
+        for act in (*leading, self.toolbar.toggleViewAction()):
+            self.view_menu.addAction(act)
+        self.view_menu.addSeparator()
+        for act in self.grid.panel_actions.values():
+            act.toggled.connect(lambda _on: self.draw_frame())
+            self.view_menu.addAction(act)
+
+    def retranslate_shell(self) -> None:
+        """The shell's parts' texts: the menus' titles (the main window's strings), the toolbar, the run's state,
+        the transport, the grid, the exports, Pause's text."""
+        for menu, text in ((self.file_menu, "&File"), (self.export_menu, "&Export"), (self.run_menu, "&Run"),
+                           (self.view_menu, "&View")):
+            menu.setTitle(QCoreApplication.translate("MainWindow", text))
+        self.toolbar.retranslate()
+        self.toolbar.show_state(self.state)
+        self.transport.retranslate()
+        self.grid.retranslate()
+        self.exports.retranslate()
+        self._update_pause_text()
 
     def redraw_all(self) -> None:
         """Every part drawn again (a new language, a new zoom), even where the selection did not change."""

@@ -58,7 +58,9 @@ class WatchWindow(FramedView):
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self.tick)
         self.statusBar()
-        self._build_menus()
+        from kvviz.ui.watch.exports import WatchExports
+
+        self.build_menus(WatchExports(self), (self.act_watch, self.act_open))
         self.transport = WatchTransport()
         self.transport.sample_chosen.connect(self.select_step)
         self.grid = ShellGrid(WATCH_GRID)
@@ -66,34 +68,13 @@ class WatchWindow(FramedView):
         self.build_shell(self.transport, self.grid, area="watch_panel_area", error="watch_error",
                          toolbar="watch_transport", speed_name="watch_speed", speed=20)
         self.speed_spin = self.toolbar.speed_spin
-        self.view_menu.addAction(self.toolbar.toggleViewAction())
-        self.view_menu.addSeparator()
-        for act in self.grid.panel_actions.values():
-            act.toggled.connect(lambda _on: self.redraw())
-            self.view_menu.addAction(act)
+        self.fill_view_menu()
         self.retranslate_ui()
         first_size(self)
         self.host_worker(None)
         self._set_state(RunState.IDLE)
 
     # ------------------------------------------------------------------ construction
-    def _build_menus(self) -> None:
-        from kvviz.ui.watch.exports import WatchExports
-
-        self.exports = WatchExports(self)
-        bar = self.menuBar()
-        self.file_menu = bar.addMenu("")
-        self.file_menu.addAction(self.act_watch)
-        self.file_menu.addAction(self.act_open)
-        self.export_menu = self.file_menu.addMenu("")
-        self.exports.fill_menu(self.export_menu)
-        self.file_menu.addSeparator()
-        self.file_menu.addAction(self.act_close)
-        self.file_menu.addAction(self.act_quit)
-        self.run_menu = bar.addMenu("")
-        keys.fill_menu(self.run_menu, self.actions_by_name, keys.RUN_MENU)
-        self.view_menu = bar.addMenu("")
-
     def retranslate_ui(self) -> None:
         self.setWindowTitle(self.tr("kvviz: watching vLLM"))
         for act, text in ((self.act_run, self.tr("&Watch again")), (self.act_step, self.tr("&Step one sample")),
@@ -109,19 +90,10 @@ class WatchWindow(FramedView):
             act.setText(text)
         self.act_run.setToolTip(self.tr("Watch the same servers again, or replay the recording from its start "
                                         "(Ctrl+R)"))
-        self.file_menu.setTitle(self.tr("&File"))
-        self.export_menu.setTitle(self.tr("&Export"))
-        self.run_menu.setTitle(self.tr("&Run"))
-        self.view_menu.setTitle(self.tr("&View"))
-        self.toolbar.retranslate()
+        self.retranslate_shell()
         self.toolbar.speed_spin.setSuffix(self.tr(" samples/s"))
         self.toolbar.speed_spin.setToolTip(self.tr("A recording replayed at this many metric samples per second "
                                                    "([ slower, ] faster); a live server comes at its own pace"))
-        self.toolbar.show_state(self.state)
-        self.transport.retranslate()
-        self.grid.retranslate()
-        self.exports.retranslate()
-        self._update_pause_text()
 
     # ------------------------------------------------------------------ sources
     def watch(self, request: WatchRequest, text_of=None) -> bool:
