@@ -68,6 +68,17 @@ def test_impossible_shapes_are_refused_in_one_line(torch_cpu, tmp_path, capsys, 
     assert not (tmp_path / "m").exists()
 
 
+def test_a_shape_larger_than_the_memory_is_refused_before_it_is_built(torch_cpu, tmp_path, capsys):
+    from kvviz.cli import main
+
+    # 2 layers of d_model 2^18 (128 heads of 2,048, d_ff 2^20): some 2.2e12 parameters, 16 B each to train
+    rc = main(["train", "--out", str(tmp_path / "m"), "--d-model", str(1 << 18), "--heads", "128", "--steps",
+               "1"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "needs" in err and "of memory" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m").exists()
+
+
 def test_a_shape_of_its_own_needs_an_out_folder(torch_cpu, capsys):
     from kvviz.cli import main
     from kvviz.commands.train import DEFAULT_OUT

@@ -203,6 +203,10 @@ def run(args) -> int:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         torch.set_num_threads(args.threads)
     cfg = shape_of(args)
+    from kvviz.models.io import check_memory
+
+    # float32 weights, their gradients and AdamW's two moments: 16 B a parameter before any activation
+    check_memory(16 * cfg.param_count(), f"training {cfg.name} ({cfg.param_count():,} parameters)")
     out = Path(args.out) if args.out else DEFAULT_OUT
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: --out must be a folder")
