@@ -26,7 +26,7 @@ from kvviz.ui.shell import keys
 from kvviz.ui.shell.framed import FramedView
 from kvviz.ui.shell.grid import ShellGrid
 from kvviz.ui.shell.keys import ActionSpec
-from kvviz.ui.shell.state import RunState
+from kvviz.ui.shell.state import FRAME_MS, RunState
 
 
 class FormScroll(QScrollArea):
@@ -244,7 +244,7 @@ class ServeWindow(FramedView):
         elif not self._frame_timer.isActive():
             # Records streaming in: the painting's cost sets the frame rate, so the window never takes
             # the machine from the engines (a frame of six panels at 1920x1080: ~50 ms of CPU here).
-            self._frame_timer.start(self.frame_rest_ms())
+            self._frame_timer.start(max(FRAME_MS, round(self.frame_rest_s() * 1000)))
 
     def draw_frame(self) -> None:
         self.request_frame(now=True)

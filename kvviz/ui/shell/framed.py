@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QWidget
 
 from kvviz.ui.shell import keys
 from kvviz.ui.shell.exports import ShellExports
-from kvviz.ui.shell.state import FRAME_MS, PAINT_REST
+from kvviz.ui.shell.state import PAINT_REST
 from kvviz.ui.shell.window import ShellWindow
 
 FRAMES_KEPT = 10_000  # frame times kept for the benchmarks (the oldest go)
@@ -53,10 +53,10 @@ class FramedView(ShellWindow):
         self.frame_drawn.emit()
         return True
 
-    def frame_rest_ms(self) -> int:
-        """How long records streaming in wait before the next frame: PAINT_REST times the last frame's cost,
-        at least a frame time, so the painting sets the frame rate and never takes the machine from a source."""
-        return max(FRAME_MS, round(PAINT_REST * self._frame_cost_s * 1000))
+    def frame_rest_s(self) -> float:
+        """How long records streaming in wait before the next frame: PAINT_REST times the last frame's cost, so
+        the painting sets the frame rate and never takes the machine from a source."""
+        return PAINT_REST * self._frame_cost_s
 
     def draw_frame(self) -> None:
         raise NotImplementedError

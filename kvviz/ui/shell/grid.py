@@ -149,9 +149,6 @@ class ElidedLabel(QLabel):
         self._help = text
         self._elide()
 
-    def is_elided(self) -> bool:
-        return super().text() != self._full
-
     def _elide(self) -> None:
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(1, self.width()))
         if shown != super().text():

@@ -53,7 +53,7 @@ class WatchWindow(FramedView):
         self._follow = True
         self._due = 0.0  # replay: samples owed to the speed
         self._last_tick = time.perf_counter()
-        self._next_frame = 0.0  # perf_counter before which records streaming in wait (frame_rest_ms)
+        self._next_frame = 0.0  # perf_counter before which records streaming in wait (frame_rest_s)
         self._timer = QTimer(self)
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self.tick)
@@ -262,7 +262,7 @@ class WatchWindow(FramedView):
             return  # paused: the picture stays while the session goes on recording
         if (self.frame is None or source.history.records != self.frame.version) and now >= self._next_frame:
             self.redraw(snapshot=True)
-            self._next_frame = time.perf_counter() + self.frame_rest_ms() / 1000  # never the whole thread
+            self._next_frame = time.perf_counter() + self.frame_rest_s()  # never the whole thread
         if source.done and (self.frame is None or source.history.records == self.frame.version):
             self._timer.stop()
 
