@@ -177,7 +177,7 @@ def test_every_trace_field_mutated(trace_doc, tmp_path):
     ("100k-character token", lambda s: s.update(token_text="w" * 100_000)),
     ("lone surrogate", lambda s: s.update(token_text="\udcff")),
 ])
-def test_the_issue_s_traces_are_refused(trace_doc, case, change):
+def test_impossible_step_values_are_refused_in_one_line(trace_doc, case, change):
     doc = copy.deepcopy(trace_doc)
     change(doc["engines"][1]["steps"][1])
     with pytest.raises(ValueError) as info:

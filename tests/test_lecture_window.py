@@ -62,7 +62,7 @@ def test_an_idle_window_after_a_run_paints_nothing_and_runs_no_timer(qtbot, open
     cpu = time.process_time() - cpu
     counter.close()
     assert counter.count == 0
-    assert cpu < 0.3, cpu  # 3 s at the old 55% of a core would be 1.6 s
+    assert cpu < 0.3, cpu  # 3 s at 55% of a core, a timer repainting while idle, would be 1.6 s
     # Something to draw wakes it: a step picked is drawn, then it rests again.
     counter = PaintCounter(window)
     window.select_step(3)
@@ -163,7 +163,7 @@ def test_zoom_is_live_and_keeps_the_run_the_step_and_the_layout(qtbot, open_wind
     assert window.presentation.zoom == 150 and window.grid.zoom == 150
     assert QApplication.font().pointSizeF() == points * 1.5
     assert dark_rows(label) >= rows * 1.3  # the text on screen is taller, not only a number
-    assert dark_rows(header) >= header_rows * 1.3  # a styled label too (they had kept the old font)
+    assert dark_rows(header) >= header_rows * 1.3  # a styled label too (its style sheet sets its own font)
     assert window.form_dock.width() > dock * 1.3  # the Inputs dock with its text
     assert window.history.info.run_id == run_id and window.selected_step == 5
     assert window.grid.shown_panels() == shown

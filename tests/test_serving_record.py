@@ -169,7 +169,7 @@ def test_shared_blocks_are_counted_by_reference():
 
 
 # -- workloads ------------------------------------------------------------------------------------
-def test_presets_are_what_the_course_and_the_issue_describe():
+def test_presets_are_the_courses_workloads():
     cb = course_batch()
     assert [len(r.prompt) for r in cb.requests] == [10, 30, 5, 20]
     assert [r.new_tokens for r in cb.requests] == [15, 10, 20, 12]

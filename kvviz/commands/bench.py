@@ -79,7 +79,7 @@ class Cell:
     @property
     def decode_read_gbps(self) -> float:
         """The decode steps' bandwidth alone: their bytes over their summed median step times (prefill, a
-        forward over the whole prompt, is left out: the issue's target is decode)."""
+        forward over the whole prompt, is left out: the share of the read ceiling is a decode step's)."""
         from kvviz.costs.wall import achieved_gbps
 
         return achieved_gbps(self.decode_bytes_read, sum(self.step_ms[1:]))

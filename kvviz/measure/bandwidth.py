@@ -219,7 +219,7 @@ class ReadCeiling:
 
 
 def read_buffer_bytes(llc_bytes: int | None = None) -> int:
-    """Four times the last-level cache, at least 128 MiB (the issue's figure), at most 512 MiB."""
+    """Four times the last-level cache (so no read is served from it), at least 128 MiB, at most 512 MiB."""
     llc = last_level_cache_bytes() if llc_bytes is None else llc_bytes
     return min(READ_MAX_BUFFER_BYTES, max(READ_MIN_BUFFER_BYTES, 4 * (llc or 0)))
 
