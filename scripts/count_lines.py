@@ -15,6 +15,7 @@ import argparse
 import ast
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -136,4 +137,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except BrokenPipeError:  # the reader went away (`| head`): quiet, as a command killed by SIGPIPE
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+        raise SystemExit(141) from None
