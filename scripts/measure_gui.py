@@ -243,7 +243,7 @@ def main() -> int:
                 print(f"    panel {key:<13} show_step {draw:6.1f} ms, render {render:6.1f} ms "
                       "(median of the last 5 steps)")
         print(f"  engine in the app:                {describe(run['concat'])}")
-        for label, steps in (("bench --trace full, before", full), ("bench --trace off (issue's), after", off)):
+        for label, steps in (("bench --trace full", full), ("bench --trace off", off)):
             print(f"  {label:<35}{describe(steps)}; app / bench {apps[-1] / statistics.fmean(steps):.3f}")
     print("  (--trace full copies masks and layer 0 head 0 weights each step, as the app does)")
     ratio_full = [a / b for a, b in zip(apps, fulls)]

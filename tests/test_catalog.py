@@ -36,6 +36,14 @@ def throwaway(request, monkeypatch, torch_cpu):
     entry = catalog.EngineEntry("throwaway", "a test's cache", exact, f"{__name__}:{cls.__name__}",
                                 () if exact else ("window",), color="#123456")
     monkeypatch.setitem(catalog.ENGINES, "throwaway", entry)
+    # the window's and the page's colour tables are read from the catalog when their modules load: the entry goes
+    # into them for this test and out after, whichever test loaded them first
+    import kvviz.page
+    from kvviz.ui import style
+
+    for module in (style, kvviz.page):
+        monkeypatch.setitem(module.ENGINE_COLORS, "throwaway", entry.color)
+        monkeypatch.setitem(module.ENGINE_DASH, "throwaway", catalog.engine_dash("throwaway"))
     return entry, cls
 
 
