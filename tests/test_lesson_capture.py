@@ -30,18 +30,23 @@ def app_zoom_back(qapp):
     style.set_zoom(100)
 
 
-def test_a_captured_view_saved_and_reopened_reproduces_the_view(open_window, qtbot, tmp_path, app_zoom_back):
-    first = open_window()
-    form = first.form
+def short_run_shown(window, qtbot):
+    """The window after a six-token naive/concat run (seed 3), showing its step 2 in three panels at 125%."""
+    form = window.form
     form.prompt_edit.setPlainText("The cache holds")
     form.set_engines(("naive", "concat"))
     form.tokens_spin.setValue(6)
     form.seed_spin.setValue(3)
-    for key, act in first.grid.panel_actions.items():
+    for key, act in window.grid.panel_actions.items():
         act.setChecked(key in SHOWN)
-    first.presentation.set_zoom(125, save=False)
-    run_to_end(qtbot, first)
-    first.select_step(2)
+    window.presentation.set_zoom(125, save=False)
+    run_to_end(qtbot, window)
+    window.select_step(2)
+    return window
+
+
+def test_a_captured_view_saved_and_reopened_reproduces_the_view(open_window, qtbot, tmp_path, app_zoom_back):
+    first = short_run_shown(open_window(), qtbot)
 
     lesson_path = tmp_path / "mine.toml"
     add_scene(lesson_path, capture_view(first, "My view", "What the class sees"))

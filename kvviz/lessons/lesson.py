@@ -209,7 +209,16 @@ def _scene(index: int, doc: Any, named: dict[str, Source], path: Path) -> Scene:
     if isinstance(doc, dict) and isinstance(doc.get("title"), (str, dict)):
         title = doc["title"] if isinstance(doc["title"], str) else doc["title"].get("en", "")
         label += f" ({title!r})" if title else ""
-    where = f"{path.name}: {label}"
+    return _scene_at(index, doc, named, path, f"{path.name}: {label}")
+
+
+def view_from_dict(doc: Any, path: Path, where: str) -> Scene:
+    """A view kept outside a lesson (a window's session): a scene's table, with no named sources, its refusals
+    (LessonError, one line) opening with `where`."""
+    return _scene_at(1, doc, {}, path, where)
+
+
+def _scene_at(index: int, doc: Any, named: dict[str, Source], path: Path, where: str) -> Scene:
     if not isinstance(doc, dict):
         raise LessonError(f"{where}: a scene is a table")
     unknown = set(doc) - set(SCENE_KEYS)

@@ -32,6 +32,9 @@ KEYS: tuple[ActionSpec, ...] = (
     ActionSpec("watch_open", (), "open_watch_recording"),
     ActionSpec("lesson_open", (), "open_lesson"),
     ActionSpec("lesson_add", (), "add_view_as_scene"),
+    ActionSpec("lesson_edit", (), "edit_lesson_scenes"),
+    ActionSpec("session_open", (), "open_session_file"),
+    ActionSpec("session_save", ("Ctrl+Shift+S",), "save_session_file"),
     # Ctrl+0 is the zoom's 100%, as in browsers; the start layout has a key of its own.
     ActionSpec("reset_layout", ("Ctrl+Shift+L",), "reset_layout"),
     ActionSpec("zoom_in", (QKeySequence.StandardKey.ZoomIn, "Ctrl++", "Ctrl+="), "presentation.zoom_step", (+1,)),
@@ -48,7 +51,7 @@ def build_menus(w) -> None:
     above w._panel_actions_end when the grid is installed."""
     bar = w.menuBar()
     w.file_menu = bar.addMenu("")
-    keys.fill_menu(w.file_menu, w.actions_by_name, ("watch", "watch_open", None))
+    keys.fill_menu(w.file_menu, w.actions_by_name, ("session_open", "session_save", None, "watch", "watch_open", None))
     w.export_menu = w.file_menu.addMenu("")
     w.add_export_actions(w.export_menu)
     w.export_menu.menuAction().setEnabled(not w.export_menu.isEmpty())
@@ -62,7 +65,7 @@ def build_menus(w) -> None:
     keys.fill_menu(w.run_menu, w.actions_by_name, (*keys.RUN_MENU, None, "continue"))
 
     w.lesson_menu = bar.addMenu("")
-    keys.fill_menu(w.lesson_menu, w.actions_by_name, ("lesson_open", "lesson_add"))
+    keys.fill_menu(w.lesson_menu, w.actions_by_name, ("lesson_open", "lesson_add", "lesson_edit"))
 
     w.view_menu = bar.addMenu("")
     w.view_menu.addAction(w.act_present)
@@ -132,6 +135,12 @@ def retranslate_actions(w) -> None:
         w.act_lesson_open: (_tr("Open lesson..."), _tr("A lesson presented full screen, its runs made once")),
         w.act_lesson_add: (_tr("Add this view as a scene..."),
                            _tr("The form's run, the step, the panels and the zoom as a scene of a .toml lesson")),
+        w.act_lesson_edit: (_tr("Edit scenes..."),
+                            _tr("A lesson's scenes reordered, retitled in English and Chinese, or removed")),
+        w.act_session_open: (_tr("Open session..."),
+                             _tr("A saved session: the form, panels, zoom and step set again, its run replayed")),
+        w.act_session_save: (_tr("Save session..."),
+                             _tr("The form, panels, zoom and step in a session file, the run as a trace beside it")),
         w.act_memory: (_tr("Memory calculator..."),
                           _tr("What a model's KV cache costs at scale, computed from its config")),
         w.act_reset_layout: (_tr("Reset layout"), _tr("The panels, sizes and docks a run of this kind starts with")),

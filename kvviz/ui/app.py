@@ -17,6 +17,9 @@ from kvviz.ui.zoom import check_zoom
 def configure(parser) -> None:
     parser.add_argument("trace", nargs="?", default=None, metavar="TRACE.json",
                         help="open the window on this saved run (File > Open trace), checked before the window opens")
+    parser.add_argument("--session", metavar="FILE",
+                        help="open the window on a saved session (File > Save session...): its form, panels, zoom "
+                             "and step, its run replayed; checked before the window opens")
     parser.add_argument("--settings", metavar="FILE",
                         help="keep the window's settings in this INI file instead of the user's")
     from kvviz.options import bounded
@@ -46,6 +49,13 @@ def run(args) -> int:
         from kvviz.records import traceio
 
         saved = traceio.load_run(args.trace)  # refused in one line (exit 2) before any window
+    session = None
+    if getattr(args, "session", None):
+        if saved is not None:
+            raise ValueError("give a trace or --session, not both")
+        from kvviz.ui.session_file import read_session
+
+        session = read_session(args.session)  # refused in one line (exit 2) before any window
     problem = display_problem()
     if problem:
         print(problem, file=sys.stderr)
@@ -70,6 +80,10 @@ def run(args) -> int:
         from kvviz.ui.export_actions import replay_run
 
         QTimer.singleShot(0, lambda: replay_run(window, saved, args.trace))
+    if session is not None:
+        from kvviz.ui.session_file import apply_when_ready
+
+        apply_when_ready(window, session)  # once the engines are listed and the panels built
     # Ctrl+C in the terminal closes the window (and so stops the worker) instead of being ignored
     # while Qt's loop runs: the timer gives Python a moment to see the signal.
     signal.signal(signal.SIGINT, lambda *_: window.close())

@@ -463,6 +463,24 @@ class MainWindow(ShellWindow):
             return
         self.statusBar().showMessage(self.tr("Scene added to {0}").format(saved), 10_000)
 
+    def edit_lesson_scenes(self) -> None:
+        """Lesson > Edit scenes...: a lesson file's scenes reordered, retitled and removed (kvviz.ui.dialogs.scenes)."""
+        from kvviz.ui.dialogs.scenes import edit_scenes_dialog
+
+        self.scenes_dialog = edit_scenes_dialog(self)
+
+    def save_session_file(self) -> None:
+        """File > Save session...: the whole view and its run in a session file (kvviz.ui.session_file)."""
+        from kvviz.ui.session_file import save_session_dialog
+
+        save_session_dialog(self)
+
+    def open_session_file(self) -> None:
+        """File > Open session...: a session file's view set again and its run replayed."""
+        from kvviz.ui.session_file import open_session_dialog
+
+        open_session_dialog(self)
+
     # ------------------------------------------------------------------ the form
     def validation_text(self) -> str:
         return self.form.validation_text()
