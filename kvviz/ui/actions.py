@@ -51,11 +51,12 @@ def build_menus(w) -> None:
     above w._panel_actions_end when the grid is installed."""
     bar = w.menuBar()
     w.file_menu = bar.addMenu("")
-    keys.fill_menu(w.file_menu, w.actions_by_name, ("session_open", "session_save", None, "watch", "watch_open", None))
+    keys.fill_menu(w.file_menu, w.actions_by_name, ("watch", "watch_open", None))
     w.export_menu = w.file_menu.addMenu("")
     w.add_export_actions(w.export_menu)
     w.export_menu.menuAction().setEnabled(not w.export_menu.isEmpty())
     w.file_menu.addSeparator()
+    keys.fill_menu(w.file_menu, w.actions_by_name, ("session_open", "session_save", None))
     w.file_menu.addAction(w.act_quit)
 
     w.model_menu = bar.addMenu("")
