@@ -187,15 +187,12 @@ def apply_when_ready(window, session: Session, done=None) -> None:
 
 
 # -- the window's File menu -----------------------------------------------------------------------------
-FILTER = "kvviz sessions (*.json)"
-
-
 def save_session_dialog(window) -> Path | None:
     """File > Save session...: a file asked for, the session saved there; a refusal shown in the window's error
     strip in one line."""
     from PySide6.QtWidgets import QFileDialog
 
-    name, _ = QFileDialog.getSaveFileName(window, _tr("Save session"), "session.json", _tr(FILTER))
+    name, _ = QFileDialog.getSaveFileName(window, _tr("Save session"), "session.json", _tr("kvviz sessions (*.json)"))
     if not name:
         return None
     path = Path(name if name.lower().endswith(".json") else name + ".json")
@@ -219,7 +216,7 @@ def open_session_dialog(window, path: str | Path | None = None) -> Session | Non
     from PySide6.QtWidgets import QFileDialog
 
     if path is None:
-        path, _ = QFileDialog.getOpenFileName(window, _tr("Open session"), "", _tr(FILTER))
+        path, _ = QFileDialog.getOpenFileName(window, _tr("Open session"), "", _tr("kvviz sessions (*.json)"))
         if not path:
             return None
     def reopen() -> Session:

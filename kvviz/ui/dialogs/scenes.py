@@ -30,6 +30,12 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("ScenesDialog", text)
 
 
+def _lang() -> str:
+    from kvviz.ui import i18n
+
+    return "zh" if i18n.current_language() == "zh_CN" else "en"
+
+
 def check_editable(path: str | Path) -> Path:
     """`path` if it is a lesson kvviz may rewrite: ValueError (one line) for a built-in lesson (shipped with
     kvviz, shared by every user of this installation), which is copied first and the copy edited."""
@@ -166,7 +172,7 @@ class ScenesDialog(QDialog):
             self.list.addItem(text)
         self.list.setCurrentRow(max(0, min(row, len(self.plan) - 1)))
         self.heading.setText(_tr("{0}: {1} scenes in {2}{3}").format(
-            self.lesson.text("en"), len(self.plan), self.path, _tr(" (not saved)") if self.changed else ""))
+            self.lesson.text(_lang()), len(self.plan), self.path, _tr(" (not saved)") if self.changed else ""))
         self._update_buttons()
 
     def _update_buttons(self, *_args) -> None:
