@@ -214,6 +214,8 @@ class ScenesDialog(QDialog):
             title = dialog.title()
             self.rename_selected(title["en"], title["zh"])
         dialog.deleteLater()
+        self.activateWindow()  # the keys are the list's again (with no window manager nothing gives focus back)
+        self.list.setFocus()
 
     def remove_selected(self) -> None:
         row = self.list.currentRow()
