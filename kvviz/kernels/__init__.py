@@ -8,6 +8,7 @@ window's form and the commands ask it before any model loads.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvviz.native import compiler
@@ -87,15 +88,26 @@ def kernels_for(engine: str) -> tuple[str, ...]:
     return tuple(k for k in KERNEL_KEYS if covers(k, engine))
 
 
-def check_engines(kernel: str, engines) -> None:
-    """One-line ValueError for the first of `engines` that `kernel` cannot run, naming the kernels it can use:
-    a run never mixes kernels, so one engine that cannot follow refuses the run. A lane of a kernel comparison
-    ("static@native", lane) is checked under its own kernel."""
+def engines_refusal(kernel: str, engines, _tr: Callable[[str], str] = str,
+                    tr_kernels: Callable[[str], str] = str) -> str:
+    """Why `kernel` cannot run the first of `engines` it cannot, naming the kernels that engine can use ("" when
+    it runs them all): a run never mixes kernels, so one engine that cannot follow refuses the run. A lane of a
+    kernel comparison ("static@native", lane) is checked under its own kernel. `_tr` translates the sentence
+    (the window passes Qt's, context "kernels"), `tr_kernels` a kernel's label; str keeps English."""
     for name in engines:
-        engine, kernel = lane_engine(name), check_kernel(lane_kernel(name) or kernel)
-        if not covers(kernel, engine):
-            raise ValueError(f"{engine} cannot decode with the {KERNELS[kernel].label} kernel (--kernel {kernel}); "
-                             f"{engine} decodes with {', '.join(kernels_for(engine))}")
+        engine, kernel_ = lane_engine(name), check_kernel(lane_kernel(name) or kernel)
+        if not covers(kernel_, engine):
+            return _tr("{engine} cannot decode with the {label} kernel (--kernel {kernel}); {engine} decodes with "
+                       "{kernels}").format(engine=engine, label=tr_kernels(KERNELS[kernel_].label), kernel=kernel_,
+                                           kernels=", ".join(kernels_for(engine)))
+    return ""
+
+
+def check_engines(kernel: str, engines) -> None:
+    """One-line ValueError (engines_refusal's, in English) for the first of `engines` that `kernel` cannot run."""
+    why = engines_refusal(kernel, engines)
+    if why:
+        raise ValueError(why)
 
 
 def unavailable(kernel: str, device_type: str) -> str | None:

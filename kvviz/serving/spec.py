@@ -6,6 +6,7 @@ No Qt, no torch: the presets come from kvviz.serving.workload (stdlib only).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,15 +81,17 @@ def folder_head_dim(name: str) -> int | None:
     return head if isinstance(head, int) and not isinstance(head, bool) else None
 
 
-def vllm_refusal(model: str, block_size: int, vllm_found: str) -> str:
+def vllm_refusal(model: str, block_size: int, vllm_found: str, _tr: Callable[[str], str] = str) -> str:
     """Why vLLM cannot run beside this spec ("" when it can, as far as can be told without loading the model):
-    `vllm_found` is "" when vLLM was found, else the one line saying it was not."""
+    `vllm_found` is "" when vLLM was found, else the one line saying it was not. `_tr` translates into the
+    reader's language (the serve form passes Qt's, context "ServeForm"; str keeps English)."""
     if vllm_found:
         return vllm_found
     if block_size % VLLM_BLOCK_MULTIPLE:
-        return f"vLLM's CPU attention needs blocks of a multiple of {VLLM_BLOCK_MULTIPLE} tokens, not {block_size}"
+        return _tr("vLLM's CPU attention needs blocks of a multiple of {0} tokens, not {1}").format(
+            VLLM_BLOCK_MULTIPLE, block_size)
     head = folder_head_dim(model) if model else None
     if head is not None and head not in VLLM_HEAD_SIZES:
-        return (f"vLLM's CPU attention takes head sizes {', '.join(map(str, VLLM_HEAD_SIZES))}; the model's is "
-                f"{head}")
+        return _tr("vLLM's CPU attention takes head sizes {0}; the model's is {1}").format(
+            ", ".join(map(str, VLLM_HEAD_SIZES)), head)
     return ""
