@@ -35,7 +35,13 @@ UI = ROOT / "kvviz" / "ui"
 NO_QT_SOURCES = {ROOT / "kvviz" / "runtime" / "session.py": "RunWorker",
                  ROOT / "kvviz" / "runtime" / "process.py": "RunWorker",
                  ROOT / "kvviz" / "serving" / "narration.py": "ServeNarration",
-                 ROOT / "kvviz" / "records" / "narration.py": "Narration"}
+                 ROOT / "kvviz" / "records" / "narration.py": "Narration",
+                 ROOT / "kvviz" / "peers" / "watch" / "said.py": "Narration",
+                 ROOT / "kvviz" / "peers" / "watch" / "history.py": "Narration",
+                 ROOT / "kvviz" / "peers" / "watch" / "mirror.py": "Narration",
+                 ROOT / "kvviz" / "ui" / "watch" / "source.py": "WatchTransport",
+                 ROOT / "kvviz" / "serving" / "spec.py": "ServeForm",
+                 ROOT / "kvviz" / "kernels" / "__init__.py": "kernels"}
 LANGUAGES = ("zh_CN",)  # the translations; English is the source
 SOURCE_LANGUAGE = "en"
 HELPER = re.compile(r"def _tr\([^)]*\)[^:]*:\s*(?:\"\"\"[\s\S]*?\"\"\"\s*)?return\s+QCoreApplication\.translate\(\s*"

@@ -247,7 +247,7 @@ def test_prefix_hits_inferred_from_the_events_equal_the_servers_counter(shared):
     hits = s.last.prefix_hits - shared["before"].prefix_hits
     assert hits == (len(QUESTIONS) - 1) * 3 * BLOCK
     assert branched_tokens == hits
-    assert any("blocks of a cached prefix reused" in sentence for _t, sentence in s.narration)
+    assert any("blocks of a cached prefix reused" in str(sentence) for _t, sentence in s.narration)
 
 
 def test_a_recording_replays_to_the_same_mirror(shared):
@@ -309,7 +309,7 @@ def test_evictions_keep_the_mirror_equal_to_what_the_server_holds(server):
     # the catch-up replays the server's whole history, so stored minus removed is every block it still holds
     assert s.blocks() == s.counters.stored - s.counters.removed
     assert s.blocks() <= POOL
-    assert any("evicted" in sentence for _t, sentence in s.narration)
+    assert any("evicted" in str(sentence) for _t, sentence in s.narration)
 
 
 def test_a_server_killed_mid_watch_is_reported_and_followed_again(server):
@@ -320,13 +320,13 @@ def test_a_server_killed_mid_watch_is_reported_and_followed_again(server):
     server.kill()
     assert session.wait_for(lambda h: h.servers[0].state == "down", 30), "the dead server was not reported"
     server.start()
-    assert session.wait_for(lambda h: any("restarted" in s for _t, s in h.servers[0].narration), 60)
+    assert session.wait_for(lambda h: any("restarted" in str(s) for _t, s in h.servers[0].narration), 60)
     assert session.wait_for(lambda h: h.servers[0].state == "up", 30)
     prompt, out = server.complete(SYSTEM + QUESTIONS[0])
     want = len(_cached_blocks(prompt, out))
     assert session.wait_for(lambda h: h.servers[0].blocks() == want, 30), "the restarted server's blocks"
     session.stop()
-    said = [s for _t, s in session.history.servers[0].narration]
+    said = [str(s) for _t, s in session.history.servers[0].narration]
     down = next(i for i, s in enumerate(said) if "cannot reach" in s)
     assert any("answering again" in s for s in said[down:])
     state = session.history.servers[0].mirror_state()
@@ -422,7 +422,7 @@ def test_two_urls_side_by_side_and_a_gap_caught_up_from_the_replay_socket(server
     a, b = session.history.servers
     assert dropped and a.counters.gaps == 0 and b.counters.lost == 0
     assert a.mirrors[0].keys() == b.mirrors[0].keys() and a.blocks() > 0
-    assert any("missed: catching up from the replay socket" in s for _t, s in b.narration)
+    assert any("missed: catching up from the replay socket" in str(s) for _t, s in b.narration)
 
 
 def test_https_with_a_bearer_token(server, tmp_path, capsys):
@@ -466,7 +466,7 @@ def test_https_with_a_bearer_token(server, tmp_path, capsys):
     try:
         refused = WatchSession([address_of(url, events_port=server.events_port, replay_port=server.replay_port)],
                                WatchOptions(interval_s=0.25, cafile=str(cert))).start()
-        assert refused.wait_for(lambda h: any("HTTP 401" in s for _t, s in h.servers[0].narration), 30)
+        assert refused.wait_for(lambda h: any("HTTP 401" in str(s) for _t, s in h.servers[0].narration), 30)
         refused.stop()
         assert refused.history.servers[0].state == "down"
         code = main(["watch", url, "--header", "Authorization: Bearer s3cret", "--cacert", str(cert), "--events-port",
@@ -499,7 +499,7 @@ def test_a_stalled_server_is_reported_and_followed_when_it_moves_again(server):
         assert session.wait_for(lambda h: h.servers[0].blocks() > before, 30)
     finally:
         session.stop()
-    said = [s for _t, s in session.history.servers[0].narration]
+    said = [str(s) for _t, s in session.history.servers[0].narration]
     stall = next(i for i, s in enumerate(said) if "did not answer within 1 s" in s)
     assert any("answering again" in s for s in said[stall:])
 

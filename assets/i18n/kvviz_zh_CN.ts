@@ -168,6 +168,22 @@
         <translation>容量（token 数）</translation>
     </message>
     <message>
+        <source>drafted, accepted</source>
+        <translation>草稿，已接受</translation>
+    </message>
+    <message>
+        <source>drafted, rejected: left in place</source>
+        <translation>草稿，被拒绝：留在原处</translation>
+    </message>
+    <message>
+        <source>drafted, rejected: freed</source>
+        <translation>草稿，被拒绝：已释放</translation>
+    </message>
+    <message>
+        <source>written over a rejected slot</source>
+        <translation>覆盖写入被拒绝的槽位</translation>
+    </message>
+    <message>
         <source>slot holding K/V</source>
         <translation>存有 K/V 的槽位</translation>
     </message>
@@ -192,6 +208,10 @@
         <translation>每个 token、每一层，缓存都要存 K 和 V：2 · kv_heads · d_head · 字节数。concat 恰好只存已有的 token，但每步都重新分配内存；static 一开始就为整次运行预留空间；paged 只在最后一个块写满时才从池中取一个固定大小的新块，所以最多只有一个块部分空闲（浅橙色）。网格就是块池：把序列串起来的是块表（#0、#1、...），而不是块在池中是否相邻：网格从左到右依次是池中的块 0、1、2、...，标签是它们在块表中的序号。</translation>
     </message>
     <message>
+        <source>With a speculative engine in the run the grid is its cache instead, {n} positions a tile: a round&apos;s drafted slots in the work matrix&apos;s colours (accepted; rejected and left in place for the next forward to write over, or freed; written over a rejected slot), and what its rollback rule wrote and undid.</source>
+        <translation>运行中有投机解码引擎时，网格改为显示它的缓存，每格 {n} 个位置：一轮起草的槽位按工作矩阵的颜色显示（已接受；被拒绝并留在原处、等下一次前向覆盖写入，或已释放；覆盖写入被拒绝的槽位），以及它的回滚规则写入和撤销的字节。</translation>
+    </message>
+    <message>
         <source>tokens held</source>
         <translation>已存 token 数</translation>
     </message>
@@ -206,6 +226,18 @@
     <message>
         <source>no paged engine: no block table</source>
         <translation>没有 paged 引擎：无块表</translation>
+    </message>
+    <message>
+        <source>cache slots, {n} positions a tile</source>
+        <translation>缓存槽位，每格 {n} 个位置</translation>
+    </message>
+    <message>
+        <source>this round wrote {written}, undid {undone}, wrote over {over}</source>
+        <translation>本轮写入 {written}，撤销 {undone}，覆盖写入 {over}</translation>
+    </message>
+    <message>
+        <source>steps 0 to {step}: wrote {written}, undid {undone}, wrote over {over}</source>
+        <translation>第 0 至 {step} 步：写入 {written}，撤销 {undone}，覆盖写入 {over}</translation>
     </message>
     <message>
         <source>pool {n} × {size} slots</source>
@@ -862,6 +894,30 @@
         <translation>把表单的运行、当前步、面板和缩放保存为 .toml 课程中的一个场景</translation>
     </message>
     <message>
+        <source>Edit scenes...</source>
+        <translation>编辑场景……</translation>
+    </message>
+    <message>
+        <source>A lesson&apos;s scenes reordered, retitled in English and Chinese, or removed</source>
+        <translation>调整课程场景的顺序、修改中英文标题或删除场景</translation>
+    </message>
+    <message>
+        <source>Open session...</source>
+        <translation>打开会话……</translation>
+    </message>
+    <message>
+        <source>A saved session: the form, panels, zoom and step set again, its run replayed</source>
+        <translation>已保存的会话：恢复表单、面板、缩放和步骤，并回放其运行</translation>
+    </message>
+    <message>
+        <source>Save session...</source>
+        <translation>保存会话……</translation>
+    </message>
+    <message>
+        <source>The form, panels, zoom and step in a session file, the run as a trace beside it</source>
+        <translation>将表单、面板、缩放和步骤保存为会话文件，运行记录作为轨迹文件保存在旁边</translation>
+    </message>
+    <message>
         <source>Memory calculator...</source>
         <translation>显存计算器...</translation>
     </message>
@@ -1177,8 +1233,8 @@
         <translation>MLA</translation>
     </message>
     <message>
-        <source>Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold at most W tokens (W counts the sinks); int8 holds 1 B a value plus a 4 B scale per token and KV head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per token per layer, for the chosen published shape</source>
-        <translation>各缓存在各长度下保存的字节数（所有层）：full = 所有精确缓存；window 与 sinks 最多保存 W 个 token（W 含 sink）；int8 每个值 1 B，外加每个 token 每个 KV 头一个 4 B 缩放因子，另有 R 个全精度 token；MLA 每层每个 token 保存一个潜在向量（kv_lora_rank）加旋转位置键，形状取所选的公开配置</translation>
+        <source>Bytes each cache holds at each length, all layers: full = every exact cache; window and sinks hold at most W tokens (W counts the sinks); tova, h2o and knorm hold W tokens too, chosen by a score, and h2o a score per token held besides; snapkv cuts the prompt to W once, then keeps every new token; int8 holds 1 B a value plus a 4 B scale per token and KV head, and R tokens at full precision; MLA holds one latent (kv_lora_rank) plus the rotary key per token per layer, for the chosen published shape</source>
+        <translation>各缓存在各长度下保存的字节数（所有层）：full = 所有精确缓存；window 与 sinks 最多保存 W 个 token（W 含 sink）；tova、h2o 与 knorm 同样保存 W 个 token，按分数选择，h2o 另为每个保存的 token 存一个分数；snapkv 把提示词一次性裁剪到 W，之后保留每个新 token；int8 每个值 1 B，外加每个 token 每个 KV 头一个 4 B 缩放因子，另有 R 个全精度 token；MLA 每层每个 token 保存一个潜在向量（kv_lora_rank）加旋转位置键，形状取所选的公开配置</translation>
     </message>
     <message>
         <source>Show the chapter&apos;s copy table (in its own convention)</source>
@@ -1321,6 +1377,18 @@
         <translation>window 与 sinks 在 {0} 个 token 处停止增长（{1}）；int8 每个 token 占 {2} B，为 {4} B 的 {3}%。</translation>
     </message>
     <message>
+        <source>tova, h2o and knorm hold the same {0} tokens, chosen by a score; h2o keeps {1} B of score per token held besides ({2} at {0}).</source>
+        <translation>tova、h2o 和 knorm 同样保留 {0} 个 token，按分数选择；h2o 另外为每个保留的 token 存 {1} B 的分数（{0} 个时为 {2}）。</translation>
+    </message>
+    <message>
+        <source>snapkv cuts the {0}-token prompt to {1} once, then keeps every new token.</source>
+        <translation>snapkv 把 {0} 个 token 的提示词一次性裁剪到 {1} 个，之后保留每个新 token。</translation>
+    </message>
+    <message>
+        <source>snapkv keeps every token: a prompt of {0} tokens is within W, nothing to cut.</source>
+        <translation>snapkv 保留每个 token：{0} 个 token 的提示词不超过 W，无需裁剪。</translation>
+    </message>
+    <message>
         <source>MLA {0}: ({1} + {2}) values x {3} layers = {4} B per token, {5}% of its {6} heads uncompressed.</source>
         <translation>MLA {0}：({1} + {2}) 个值 × {3} 层 = 每个 token {4} B，为其 {6} 个头未压缩时的 {5}%。</translation>
     </message>
@@ -1374,10 +1442,6 @@
     <message>
         <source>Step {step}, prefill: {work}.</source>
         <translation>第 {step} 步，预填充：{work}。</translation>
-    </message>
-    <message>
-        <source>; </source>
-        <translation>；</translation>
     </message>
     <message>
         <source>{engines} computed the K/V of all {n} positions, {again} of them again though unchanged</source>
@@ -1534,6 +1598,202 @@
     <message>
         <source>{reads} Above 100%: the {bytes} a step reads fit in this CPU&apos;s {cache} cache, which the read ceiling&apos;s probe overflows.</source>
         <translation>{reads}超过 100%：一步读取的 {bytes} 放得进本机 CPU 的 {cache} 缓存，而测读取上限用的矩阵放不下。</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
+    </message>
+    <message>
+        <source>up</source>
+        <translation>在线</translation>
+    </message>
+    <message>
+        <source>down, retrying with backoff</source>
+        <translation>离线，退避重试中</translation>
+    </message>
+    <message>
+        <source>stalled, retrying</source>
+        <translation>停滞，重试中</translation>
+    </message>
+    <message>
+        <source>connecting</source>
+        <translation>连接中</translation>
+    </message>
+    <message>
+        <source>rank {rank}: following live events from sequence number {seq} (the server&apos;s /metrics has not answered, so no catch-up was asked)</source>
+        <translation>rank {rank}：从序号 {seq} 起跟随实时事件（服务器的 /metrics 尚未应答，故未请求补齐）</translation>
+    </message>
+    <message>
+        <source>rank {rank}: following live events only (no replay socket given)</source>
+        <translation>rank {rank}：只跟随实时事件（未给出重放套接字）</translation>
+    </message>
+    <message>
+        <source>rank {rank}: following live events only (the replay socket {socket} did not answer)</source>
+        <translation>rank {rank}：只跟随实时事件（重放套接字 {socket} 未应答）</translation>
+    </message>
+    <message>
+        <source>rank {rank}: caught up from the replay socket (no batches yet); following live events</source>
+        <translation>rank {rank}：已从重放套接字补齐（尚无批次）；跟随实时事件</translation>
+    </message>
+    <message>
+        <source>rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}); following live events</source>
+        <translation>rank {rank}：已从重放套接字补齐（{n} 批，序号 {lo}..{hi}）；跟随实时事件</translation>
+    </message>
+    <message>
+        <source>rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}; batches before {before} are no longer in its buffer); following live events</source>
+        <translation>rank {rank}：已从重放套接字补齐（{n} 批，序号 {lo}..{hi}；{before} 之前的批次已不在其缓冲区中）；跟随实时事件</translation>
+    </message>
+    <message>
+        <source>sequence numbers {first}..{last} of rank {rank} missed: catching up from the replay socket</source>
+        <translation>rank {rank} 漏收序号 {first}..{last}：正从重放套接字补齐</translation>
+    </message>
+    <message>
+        <source>{n} batches of rank {rank} lost (not in the server&apos;s replay buffer): the mirror may hold blocks the server evicted</source>
+        <translation>rank {rank} 丢失 {n} 批（不在服务器的重放缓冲区中）：镜像可能仍持有服务器已驱逐的块</translation>
+    </message>
+    <message>
+        <source>{n} batches of rank {rank} lost (not in the server&apos;s replay buffer)</source>
+        <translation>rank {rank} 丢失 {n} 批（不在服务器的重放缓冲区中）</translation>
+    </message>
+    <message>
+        <source>the server restarted ({why}): the mirror starts empty</source>
+        <translation>服务器已重启（{why}）：镜像从空开始</translation>
+    </message>
+    <message>
+        <source>the event stream of rank {rank} began again at sequence number 0</source>
+        <translation>rank {rank} 的事件流从序号 0 重新开始</translation>
+    </message>
+    <message>
+        <source>its process start time changed</source>
+        <translation>其进程启动时间变了</translation>
+    </message>
+    <message>
+        <source>{why}; trying again with backoff</source>
+        <translation>{why}；退避后重试</translation>
+    </message>
+    <message>
+        <source>/metrics answered HTTP {code}</source>
+        <translation>/metrics 应答 HTTP {code}</translation>
+    </message>
+    <message>
+        <source>/metrics answered HTTP {code} (an Authorization header? --header)</source>
+        <translation>/metrics 应答 HTTP {code}（需要 Authorization 头？--header）</translation>
+    </message>
+    <message>
+        <source>/metrics did not answer within {s} s</source>
+        <translation>/metrics 在 {s} 秒内未应答</translation>
+    </message>
+    <message>
+        <source>cannot reach {url}: {why}</source>
+        <translation>无法连接 {url}：{why}</translation>
+    </message>
+    <message>
+        <source>/metrics is not a vLLM page: {why}</source>
+        <translation>/metrics 不是 vLLM 的页面：{why}</translation>
+    </message>
+    <message>
+        <source>{url} answering ({model}, {blocks} blocks of {size} tokens)</source>
+        <translation>{url} 已应答（{model}，{blocks} 个块，每块 {size} 个 token）</translation>
+    </message>
+    <message>
+        <source>{url} answering again after {s} s ({model}, {blocks} blocks of {size} tokens)</source>
+        <translation>{url} 在 {s} 秒后重新应答（{model}，{blocks} 个块，每块 {size} 个 token）</translation>
+    </message>
+    <message>
+        <source>generating again</source>
+        <translation>重新开始生成</translation>
+    </message>
+    <message>
+        <source>waiting for events</source>
+        <translation>等待事件</translation>
+    </message>
+    <message>
+        <source>{n} requests running and no token generated for {s} s</source>
+        <translation>{n} 个请求在运行，{s} 秒内没有生成 token</translation>
+    </message>
+    <message>
+        <source>the watcher met {what}: {why}; trying again</source>
+        <translation>观察器遇到 {what}：{why}；重试</translation>
+    </message>
+    <message>
+        <source>a malformed frame ignored ({why})</source>
+        <translation>忽略了一个格式错误的帧（{why}）</translation>
+    </message>
+    <message>
+        <source>a frame of rank {rank} ignored (the server has {ranks})</source>
+        <translation>忽略了 rank {rank} 的一帧（服务器有 {ranks} 个）</translation>
+    </message>
+    <message>
+        <source>the server cleared its prefix cache (1 block)</source>
+        <translation>服务器清空了前缀缓存（1 个块）</translation>
+    </message>
+    <message>
+        <source>the server cleared its prefix cache ({n} blocks)</source>
+        <translation>服务器清空了前缀缓存（{n} 个块）</translation>
+    </message>
+    <message>
+        <source>{blocks:g} blocks of a cached prefix reused ({tokens:.0f} prompt tokens not computed again)</source>
+        <translation>复用了已缓存前缀的 {blocks:g} 个块（{tokens:.0f} 个提示 token 无需再算）</translation>
+    </message>
+    <message>
+        <source>1 new branch off cached prefixes ({shared} blocks shared)</source>
+        <translation>已缓存前缀上长出 1 个新分支（共享 {shared} 个块）</translation>
+    </message>
+    <message>
+        <source>{n} new branches off cached prefixes ({shared} blocks shared)</source>
+        <translation>已缓存前缀上长出 {n} 个新分支（共享 {shared} 个块）</translation>
+    </message>
+    <message>
+        <source>1 block stored</source>
+        <translation>存入 1 个块</translation>
+    </message>
+    <message>
+        <source>{n} blocks stored</source>
+        <translation>存入 {n} 个块</translation>
+    </message>
+    <message>
+        <source>1 block evicted, least recently used first</source>
+        <translation>驱逐 1 个块，最久未用的先走</translation>
+    </message>
+    <message>
+        <source>{n} blocks evicted, least recently used first</source>
+        <translation>驱逐 {n} 个块，最久未用的先走</translation>
+    </message>
+    <message>
+        <source>1 request preempted</source>
+        <translation>1 个请求被抢占</translation>
+    </message>
+    <message>
+        <source>{n:.0f} requests preempted</source>
+        <translation>{n:.0f} 个请求被抢占</translation>
+    </message>
+    <message>
+        <source>no blocks cached</source>
+        <translation>没有缓存的块</translation>
+    </message>
+    <message>
+        <source>{n} blocks in 1 chain</source>
+        <translation>{n} 个块，1 条链</translation>
+    </message>
+    <message>
+        <source>{n} blocks in {roots} chains</source>
+        <translation>{n} 个块，{roots} 条链</translation>
+    </message>
+    <message>
+        <source>a trunk of 1 block with {branches} branches</source>
+        <translation>1 个块的主干，{branches} 个分支</translation>
+    </message>
+    <message>
+        <source>a trunk of {n} blocks with {branches} branches</source>
+        <translation>{n} 个块的主干，{branches} 个分支</translation>
+    </message>
+    <message>
+        <source>1 more trunk</source>
+        <translation>另有 1 条主干</translation>
+    </message>
+    <message>
+        <source>{n} more trunks</source>
+        <translation>另有 {n} 条主干</translation>
     </message>
 </context>
 <context>
@@ -2012,7 +2272,7 @@
     </message>
     <message>
         <source>Compare the decode kernel with another kernel (both are {0}).</source>
-        <translation>请选择与解码内核不同的对比内核（两者都是 {0}）。</translation>
+        <translation>请把解码内核与另一个内核对比（两者都是 {0}）。</translation>
     </message>
     <message>
         <source>The prompt ({0} tokens) + new tokens ({1}) = {2} exceeds the model&apos;s context of {3}.</source>
@@ -2063,7 +2323,7 @@
     </message>
     <message>
         <source>the repeats gave different tokens: their times are not of the same work</source>
-        <translation>各次重复生成的 token 不同：它们的耗时不是同一份工作的耗时</translation>
+        <translation>各次重复生成的词元不同：它们的时间不是同一份工作的时间</translation>
     </message>
     <message>
         <source>out of memory; {0}</source>
@@ -2104,6 +2364,117 @@
     <message>
         <source>: killed, perhaps out of memory</source>
         <translation>：被终止，可能是内存不足</translation>
+    </message>
+</context>
+<context>
+    <name>ScenesDialog</name>
+    <message>
+        <source>{0} is a built-in lesson: save a copy of it elsewhere and edit the copy</source>
+        <translation>{0} 是内置课程：请先在别处保存一份副本，再编辑副本</translation>
+    </message>
+    <message>
+        <source>Rename scene</source>
+        <translation>重命名场景</translation>
+    </message>
+    <message>
+        <source>The title shown in English (required)</source>
+        <translation>英文标题（必填）</translation>
+    </message>
+    <message>
+        <source>The title shown in Chinese (empty: the English one is shown)</source>
+        <translation>中文标题（留空则显示英文标题）</translation>
+    </message>
+    <message>
+        <source>English:</source>
+        <translation>英文：</translation>
+    </message>
+    <message>
+        <source>Chinese:</source>
+        <translation>中文：</translation>
+    </message>
+    <message>
+        <source>Edit scenes: {0}</source>
+        <translation>编辑场景：{0}</translation>
+    </message>
+    <message>
+        <source>The lesson&apos;s scenes in the order PageDown presents them</source>
+        <translation>课程的场景，按 PageDown 放映的顺序排列</translation>
+    </message>
+    <message>
+        <source>Up</source>
+        <translation>上移</translation>
+    </message>
+    <message>
+        <source>Present the selected scene one earlier</source>
+        <translation>将所选场景提前一位放映</translation>
+    </message>
+    <message>
+        <source>Down</source>
+        <translation>下移</translation>
+    </message>
+    <message>
+        <source>Present the selected scene one later</source>
+        <translation>将所选场景推后一位放映</translation>
+    </message>
+    <message>
+        <source>Rename...</source>
+        <translation>重命名……</translation>
+    </message>
+    <message>
+        <source>The selected scene&apos;s title in English and Chinese</source>
+        <translation>所选场景的中英文标题</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Take the selected scene out of the lesson</source>
+        <translation>从课程中删除所选场景</translation>
+    </message>
+    <message>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <source>Write the lesson file with these scenes</source>
+        <translation>用这些场景写入课程文件</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>Close; unsaved changes are asked about</source>
+        <translation>关闭；若有未保存的修改会先询问</translation>
+    </message>
+    <message>
+        <source>(was {0})</source>
+        <translation>（原第 {0} 个）</translation>
+    </message>
+    <message>
+        <source>{0}: {1} scenes in {2}{3}</source>
+        <translation>{0}：{2} 中的 {1} 个场景{3}</translation>
+    </message>
+    <message>
+        <source> (not saved)</source>
+        <translation>（未保存）</translation>
+    </message>
+    <message>
+        <source>a scene&apos;s title needs English text</source>
+        <translation>场景标题需要英文文本</translation>
+    </message>
+    <message>
+        <source>Save the changed scenes to {0}?</source>
+        <translation>将修改后的场景保存到 {0}？</translation>
+    </message>
+    <message>
+        <source>Edit scenes</source>
+        <translation>编辑场景</translation>
+    </message>
+    <message>
+        <source>Lessons (*.toml *.json)</source>
+        <translation>课程 (*.toml *.json)</translation>
     </message>
 </context>
 <context>
@@ -2318,12 +2689,13 @@
         <source>request {0} is not [prompt, new tokens, arrival]</source>
         <translation>请求 {0} 不是 [提示词, 新词元数, 到达时间]</translation>
     </message>
-</context>
-<context>
-    <name>ServeGrid</name>
     <message>
-        <source>Grid</source>
-        <translation>网格</translation>
+        <source>vLLM&apos;s CPU attention needs blocks of a multiple of {0} tokens, not {1}</source>
+        <translation>vLLM 的 CPU 注意力要求块大小为 {0} 个 token 的倍数，而不是 {1}</translation>
+    </message>
+    <message>
+        <source>vLLM&apos;s CPU attention takes head sizes {0}; the model&apos;s is {1}</source>
+        <translation>vLLM 的 CPU 注意力支持的头维度为 {0}；该模型的是 {1}</translation>
     </message>
 </context>
 <context>
@@ -2558,22 +2930,6 @@
         <translation>用每个勾选的调度器同步服务该负载 (Ctrl+R)</translation>
     </message>
     <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Export</source>
-        <translation>导出(&amp;E)</translation>
-    </message>
-    <message>
-        <source>&amp;Run</source>
-        <translation>运行(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
         <source>Workload</source>
         <translation>负载</translation>
     </message>
@@ -2592,6 +2948,41 @@
     <message>
         <source>Serve records (*.json)</source>
         <translation>服务记录 (*.json)</translation>
+    </message>
+</context>
+<context>
+    <name>SessionFile</name>
+    <message>
+        <source>no panel is shown: a session keeps the panels shown (View, at least one)</source>
+        <translation>没有显示任何面板：会话保存的是显示中的面板（在“视图”中至少选择一个）</translation>
+    </message>
+    <message>
+        <source>a run is going: stop it (its steps stay) before saving the session</source>
+        <translation>运行仍在进行：请先停止（已有步骤会保留）再保存会话</translation>
+    </message>
+    <message>
+        <source>a run is going: stop it before opening a session</source>
+        <translation>运行仍在进行：请先停止再打开会话</translation>
+    </message>
+    <message>
+        <source>Save session</source>
+        <translation>保存会话</translation>
+    </message>
+    <message>
+        <source>kvviz sessions (*.json)</source>
+        <translation>kvviz 会话 (*.json)</translation>
+    </message>
+    <message>
+        <source>Session saved to {0}</source>
+        <translation>会话已保存到 {0}</translation>
+    </message>
+    <message>
+        <source>Open session</source>
+        <translation>打开会话</translation>
+    </message>
+    <message>
+        <source>Session opened from {0}</source>
+        <translation>已从 {0} 打开会话</translation>
     </message>
 </context>
 <context>
@@ -3456,18 +3847,6 @@
         <translation>录制导出为 GIF 或 MP4...</translation>
     </message>
     <message>
-        <source>the page and the animation are made from a recording: Stop the watch first (its recording closes), or replay one</source>
-        <translation>网页和动画由录制文件生成：请先停止监控（其录制随之关闭），或回放一份录制</translation>
-    </message>
-    <message>
-        <source>the page and the animation are made from a recording: watch with &apos;Record to&apos;, or open a recording</source>
-        <translation>网页和动画由录制文件生成：请在监控时设置“录制到”，或打开一份录制</translation>
-    </message>
-    <message>
-        <source>nothing to export: watch a server or open a recording first</source>
-        <translation>没有可导出的内容：请先监控一个服务器，或打开一份录制</translation>
-    </message>
-    <message>
         <source>Export</source>
         <translation>导出</translation>
     </message>
@@ -3475,12 +3854,17 @@
         <source>saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
-</context>
-<context>
-    <name>WatchGrid</name>
     <message>
-        <source>Grid</source>
-        <translation>网格</translation>
+        <source>nothing to export: watch a server or open a recording first</source>
+        <translation>没有可导出的内容：请先监控一个服务器，或打开一份录制</translation>
+    </message>
+    <message>
+        <source>the page and the animation are made from a recording: Stop the watch first (its recording closes), or replay one</source>
+        <translation>网页和动画由录制文件生成：请先停止监控（其录制随之关闭），或回放一份录制</translation>
+    </message>
+    <message>
+        <source>the page and the animation are made from a recording: watch with &apos;Record to&apos;, or open a recording</source>
+        <translation>网页和动画由录制文件生成：请在监控时设置“录制到”，或打开一份录制</translation>
     </message>
 </context>
 <context>
@@ -3500,6 +3884,34 @@
     <message>
         <source>{0}: no sample yet</source>
         <translation>{0}：尚无采样</translation>
+    </message>
+    <message>
+        <source> · {0} malformed frames, {1} gaps, {2} batches lost, {3} bad /metrics pages</source>
+        <translation> · {0} 个格式错误的帧，{1} 处缺口，丢失 {2} 批，{3} 个无效 /metrics 页面</translation>
+    </message>
+    <message>
+        <source> · {0} · {1:,} event frames, {2:,} samples, {3:,} blocks mirrored</source>
+        <translation> · {0} · {1:,} 个事件帧，{2:,} 个采样，镜像 {3:,} 个块</translation>
+    </message>
+    <message>
+        <source>[{0:.0f} s] {1}.</source>
+        <translation>[{0:.0f} 秒] {1}。</translation>
+    </message>
+    <message>
+        <source>metrics + events</source>
+        <translation>指标 + 事件</translation>
+    </message>
+    <message>
+        <source>metrics only (no KV event received)</source>
+        <translation>只有指标（未收到 KV 事件）</translation>
+    </message>
+    <message>
+        <source>events only (/metrics not answering)</source>
+        <translation>只有事件（/metrics 未应答）</translation>
+    </message>
+    <message>
+        <source>nothing received yet</source>
+        <translation>尚未收到任何数据</translation>
     </message>
 </context>
 <context>
@@ -3582,22 +3994,6 @@
     <message>
         <source>Watch the same servers again, or replay the recording from its start (Ctrl+R)</source>
         <translation>重新监控相同的服务器，或从头回放录制 (Ctrl+R)</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Export</source>
-        <translation>导出(&amp;E)</translation>
-    </message>
-    <message>
-        <source>&amp;Run</source>
-        <translation>运行(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
     </message>
     <message>
         <source> samples/s</source>
@@ -3780,6 +4176,10 @@
 </context>
 <context>
     <name>kernels</name>
+    <message>
+        <source>{engine} cannot decode with the {label} kernel (--kernel {kernel}); {engine} decodes with {kernels}</source>
+        <translation>{engine} 不能用 {label} 内核解码（--kernel {kernel}）；{engine} 可用的内核：{kernels}</translation>
+    </message>
     <message>
         <source>PyTorch</source>
         <translation>PyTorch</translation>

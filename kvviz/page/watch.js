@@ -1,13 +1,16 @@
 /* kvviz watch page: a recorded watch session of vLLM servers drawn at one moment the slider picks: the prefix
    cache's hash chains as a tree (a trunk shared by several requests branches), usage and requests, prefix hit
    rate, TTFT and ITL over the session, the counters and the narration. kvviz/page/watch.py computes every
-   figure, sentence and the tree's layout into the data; this file draws them. No network, canvas and DOM only. */
+   figure, sentence and the tree's layout into the data; this file draws them. No network, canvas and DOM only.
+   The narration, the servers' states and feeds and the trees' shapes come in both languages ({en, zh_CN}); the
+   buttons at the top pick one (DATA.lang the first). */
 "use strict";
 (function () {
   const DATA = JSON.parse(document.getElementById("kvviz-data").textContent);
   const SERVERS = DATA.servers, FRAMES = DATA.frames, LAST = FRAMES.length - 1;
   const TRUNK = "#1f77b4", BRANCH = "#9ecae1", PICKED = "#ffb000", FG = "#303030", MUTED = "#8a8a8a";
-  let frame = LAST, picked = null, playing = null, frames = 0;
+  let frame = LAST, picked = null, playing = null, frames = 0, lang = DATA.lang || "en";
+  const say = v => (v !== null && typeof v === "object") ? (v[lang] ?? v.en) : v;  // a text in the page's language
   const errors = [];
   const esc = t => String(t).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   const grid = document.getElementById("grid");
@@ -25,7 +28,7 @@
     el[key] = { legend: s.querySelector(".legend"), canvas: s.querySelector("canvas"), body: s.querySelector(".body") };
   }
   document.getElementById("badge").style.display = "none";
-  document.getElementById("langs").style.display = "none";
+  for (const b of document.querySelectorAll("#langs button")) b.addEventListener("click", () => { lang = b.dataset.lang; b.blur(); draw(); });
 
   function fit(canvas) {
     const r = canvas.getBoundingClientRect(), dpr = window.devicePixelRatio || 1;
@@ -46,7 +49,7 @@
     trees.forEach(([i, r, t], n) => {
       const y0 = n * band, left = 8, top = y0 + 16, w = W - 16, h = band - 22;
       ctx.fillStyle = SERVERS[i].color;
-      ctx.fillText(`${SERVERS[i].url}${SERVERS[i].ranks > 1 ? " rank " + r : ""}: ${t.shape}${t.hidden ? ` (${t.hidden} shorter segments not drawn)` : ""}`, left, y0 + 12);
+      ctx.fillText(`${SERVERS[i].url}${SERVERS[i].ranks > 1 ? " rank " + r : ""}: ${say(t.shape)}${t.hidden ? ` (${t.hidden} shorter segments not drawn)` : ""}`, left, y0 + 12);
       if (!t.segs.length) return;
       const xs = w / Math.max(1, t.depth), ys = h / Math.max(1, t.rows);
       for (let j = 0; j < t.segs.length; j++) {
@@ -74,8 +77,8 @@
   function drawText(k) {
     let out = "";
     FRAMES[k].servers.forEach((s, i) => {
-      out += `<div class="heading" style="color:${SERVERS[i].color}">${esc(SERVERS[i].url)}: ${esc(s.state)}</div>` +
-        `<div>${esc(s.events)}</div><div>${esc(s.figures)}</div><div class="caption">${esc(s.counters)}</div>`;
+      out += `<div class="heading" style="color:${SERVERS[i].color}">${esc(SERVERS[i].url)}: ${esc(say(s.state))}</div>` +
+        `<div>${esc(say(s.events))}</div><div>${esc(s.figures)}</div><div class="caption">${esc(s.counters)}</div>`;
     });
     if (picked) {
       const t = FRAMES[k].servers[picked[0]] && FRAMES[k].servers[picked[0]].trees[picked[1]];
@@ -139,12 +142,14 @@
     let out = "";
     FRAMES[k].servers.forEach((s, i) => {
       const said = SERVERS[i].narration.slice(Math.max(0, s.said - 4), s.said);
-      for (const [t, text] of said) out += `<div><b style="color:${SERVERS[i].color}">${t.toFixed(1)} s</b> ${esc(text)}</div>`;
+      for (const [t, text] of said) out += `<div><b style="color:${SERVERS[i].color}">${t.toFixed(1)} s</b> ${esc(say(text))}</div>`;
     });
     document.getElementById("narration").innerHTML = out || `<div class="caption">nothing happened yet</div>`;
   }
   function draw() {
     const k = frame;
+    for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
+    document.body.dataset.lang = lang;
     document.getElementById("step-name").textContent = "Moment";
     document.getElementById("slider").value = String(k);
     document.getElementById("step-label").textContent = `${FRAMES[k].t.toFixed(1)} s of ${FRAMES[LAST].t.toFixed(1)} s`;

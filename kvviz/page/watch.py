@@ -2,6 +2,8 @@
 cache's tree of hash chains at each of up to MAX_FRAMES moments, cache usage, running and waiting requests,
 prefix hit rate, TTFT and ITL over the session, the counters and the narration; a slider picks the moment.
 Python computes every sentence, figure and the tree's layout; watch.js draws them. No Qt, no torch, no network.
+The narration, the servers' states and feeds and the trees' shapes are in both of the page's languages
+({"en": ..., "zh_CN": ...}, kvviz.page.strings' translations in the context "Narration"); the page starts in `lang`.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kvviz.page import _asset, _script_json, html, write_text
+from kvviz.page.strings import LANGUAGES, translator
 
 MAX_FRAMES = 120  # moments the slider offers (evenly spread over the samples)
 MAX_SEGMENTS = 400  # segments of the tree drawn per moment (the longest first); the rest counted
@@ -18,9 +21,15 @@ TEXT_CHARS = 160  # a segment's text shown up to this many characters (its end)
 SERVER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
-def tree_layout(state, limit: int) -> dict:
+def in_languages(said) -> dict[str, str]:
+    """A Said (kvviz.peers.watch.said) in each of the page's languages."""
+    return {lang: said.text(translator("Narration", lang)) for lang in LANGUAGES}
+
+
+def tree_layout(state, limit: int, _tr: Callable[[str], str] = str) -> dict:
     """The tree as rectangles in block units: x from a segment's first block's depth, one row per leaf, an inner
-    segment spanning its children's rows. Only the `limit` longest chains' segments are kept."""
+    segment spanning its children's rows. Only the `limit` longest chains' segments are kept. "shape": the tree
+    in words (MirrorState.shape_text, `_tr` translating)."""
     segs = list(state.segments())
     kids: dict[int, list[int]] = {}
     for i, s in enumerate(segs):
@@ -67,7 +76,7 @@ def tree_layout(state, limit: int) -> dict:
             text = text if len(text) <= TEXT_CHARS else "…" + text[-TEXT_CHARS:]
         out.append([x0[i], s.length, rows[i][0], rows[i][1], s.branches, index.get(s.parent, -1), text])
     return {"segs": out, "rows": next_row, "depth": max((x0[i] + segs[i].length for i in kept), default=0),
-            "hidden": len(segs) - len(kept), "shape": state.shape_text() if state.n_blocks else "no blocks cached"}
+            "hidden": len(segs) - len(kept), "shape": state.shape_text(_tr)}
 
 
 def _fmt(x: float, unit: str = "", digits: int = 0) -> str:
@@ -76,8 +85,9 @@ def _fmt(x: float, unit: str = "", digits: int = 0) -> str:
 
 def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | None = None) -> dict:
     """Replay the recording at `path` and take its moments: what watch.js draws."""
-    from kvviz.peers.watch.history import WatchHistory, interval
+    from kvviz.peers.watch.history import STATE_WORDS, WatchHistory, interval, note_said
     from kvviz.peers.watch.recording import RecordingReader, Sample, read_header
+    from kvviz.peers.watch.said import Said
 
     header = read_header(path)
     n_samples = sum(1 for r in RecordingReader(Path(path)) if isinstance(r, Sample))
@@ -96,18 +106,21 @@ def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | 
         frame = {"t": record.t - header.started, "servers": []}
         for i, server in enumerate(history.servers):
             r = interval(server, last_t, record.t)
+            states = STATE_WORDS.get(r.state)
             frame["servers"].append({
-                "state": r.state, "events": r.events, "blocks": r.blocks,
+                "state": in_languages(Said.of(states)) if states else r.state,
+                "events": in_languages(note_said(r.events)),
+                "blocks": r.blocks,
                 "figures": (f"cache {_fmt(r.usage * 100 if not math.isnan(r.usage) else math.nan, '%')}, "
                             f"{_fmt(r.running)} running, {_fmt(r.waiting)} waiting, {r.blocks} blocks mirrored, "
                             f"prefix hits {_fmt(r.hit_rate * 100 if r.queries else math.nan, '%')}, "
                             f"TTFT {_fmt(r.ttft_ms, ' ms', 1)}, ITL {_fmt(r.itl_ms, ' ms', 1)}"),
                 "counters": (f"{r.frames:,} frames, {server.counters.batches:,} batches, {r.malformed} malformed, "
                              f"{r.gaps} gaps, {r.lost} batches lost"),
-                "trees": [tree_layout(m.state(text_of), MAX_SEGMENTS) for m in server.mirrors],
+                "trees": [_tree(m.state(text_of)) for m in server.mirrors],
                 "said": said[i]})
         for i, server in enumerate(history.servers):  # the narration up to this moment
-            new = [[round(t - header.started, 3), s] for t, s in server.narration if t > last_t]
+            new = [[round(t - header.started, 3), in_languages(s)] for t, s in server.narration if t > last_t]
             narration[i].extend(new[:max(0, MAX_NARRATION - len(narration[i]))])
             said[i] = len(narration[i])
             frame["servers"][i]["said"] = said[i]
@@ -133,15 +146,27 @@ def time_text(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
-def build_watch_page(path: str | Path, *, text_of=None) -> str:
+def _tree(state) -> dict:
+    """tree_layout with the shape in each of the page's languages."""
+    laid = tree_layout(state, MAX_SEGMENTS)
+    laid["shape"] = in_languages(state.shape_said())
+    return laid
+
+
+def build_watch_page(path: str | Path, *, text_of=None, lang: str = "en") -> str:
+    """The page of the recording at `path`, starting in `lang` ("en" or "zh_CN"; its buttons switch)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {lang!r}")
     data = watch_data(path, text_of=text_of)
+    data["lang"] = lang
     title = f"kvviz watch: {', '.join(s['url'] for s in data['servers'])} · {data['started']}"
-    return _asset("page.html").format(title=html.escape(title), lang="en", css=_asset("page.css"),
+    return _asset("page.html").format(title=html.escape(title), lang="zh-CN" if lang == "zh_CN" else "en",
+                                      css=_asset("page.css"),
                                       data=_script_json(data), script=_asset("watch.js"))
 
 
-def write_watch_page(out: str | Path, recording: str | Path, *, text_of=None) -> Path:
-    return write_text(out, build_watch_page(recording, text_of=text_of))
+def write_watch_page(out: str | Path, recording: str | Path, *, text_of=None, lang: str = "en") -> Path:
+    return write_text(out, build_watch_page(recording, text_of=text_of, lang=lang))
 
 
 __all__ = ["build_watch_page", "write_watch_page", "watch_data"]

@@ -2,11 +2,15 @@
 mirror of each rank's prefix cache, a point per metric sample (the last `window_s` seconds kept as they came,
 older ones folded into minutes, a bounded number of those), counters of frames, gaps and malformed ones, and
 the narration. Frozen records and numpy out; no socket, no clock of its own, no Qt.
+
+A narration sentence is a Said (kvviz.peers.watch.said): templates and their fields, said in English by `str()`
+and in the reader's language at display time by `text(_tr)`.
 """
 from __future__ import annotations
 
 import math
 import operator
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,12 +21,96 @@ from kvviz.peers.watch.events import MalformedFrame, decode_frame
 from kvviz.peers.watch.metrics import MetricSample
 from kvviz.peers.watch.mirror import BatchEffect, MirrorState, PrefixMirror
 from kvviz.peers.watch.recording import Frame, Header, Note, Record, Sample
+from kvviz.peers.watch.said import Said, Translate, _tr
 
 WINDOW_S = 600.0  # the last ten minutes point by point
 MAX_MINUTES = 7 * 24 * 60  # a week of older minutes; the oldest go first
 NARRATION_LINES = 200
 POINT_FIELDS = ("t", "usage", "running", "waiting", "preempted", "hits", "queries", "ttft_ms", "itl_ms", "ttft_n",
                 "itl_n", "blocks", "stored", "removed", "branched", "seconds")
+
+
+# A server's state in words (ServerHistory.state): the Watch view's status line and the page say these.
+STATE_WORDS = {"up": _tr("up"), "down": _tr("down, retrying with backoff"), "stalled": _tr("stalled, retrying"),
+               "connecting": _tr("connecting")}
+
+
+def state_text(state: str, _tr: Translate = str) -> str:
+    """A server's state in the reader's language (an unknown state as it is)."""
+    return _tr(STATE_WORDS[state]) if state in STATE_WORDS else state
+
+
+# The watcher's notes (kvviz.peers.watch.client, kept in recordings as English text) as templates: a note read
+# whole by a pattern is said in the reader's language; the fields named in the third item are notes themselves.
+_NOTES = (
+    (r"rank (?P<rank>\d+): following live events from sequence number (?P<seq>\d+) \(the server's /metrics has not "
+     r"answered, so no catch-up was asked\)",
+     _tr("rank {rank}: following live events from sequence number {seq} (the server's /metrics has not answered, "
+         "so no catch-up was asked)"), ()),
+    (r"rank (?P<rank>\d+): following live events only \(no replay socket given\)",
+     _tr("rank {rank}: following live events only (no replay socket given)"), ()),
+    (r"rank (?P<rank>\d+): following live events only \(the replay socket (?P<socket>\S+) did not answer\)",
+     _tr("rank {rank}: following live events only (the replay socket {socket} did not answer)"), ()),
+    (r"rank (?P<rank>\d+): caught up from the replay socket \(no batches yet\); following live events",
+     _tr("rank {rank}: caught up from the replay socket (no batches yet); following live events"), ()),
+    (r"rank (?P<rank>\d+): caught up from the replay socket \((?P<n>\d+) batches, sequence numbers "
+     r"(?P<lo>\d+)\.\.(?P<hi>\d+)\); following live events",
+     _tr("rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}); following live "
+         "events"), ()),
+    (r"rank (?P<rank>\d+): caught up from the replay socket \((?P<n>\d+) batches, sequence numbers "
+     r"(?P<lo>\d+)\.\.(?P<hi>\d+); batches before (?P<before>\d+) are no longer in its buffer\); following live "
+     r"events",
+     _tr("rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}; batches before "
+         "{before} are no longer in its buffer); following live events"), ()),
+    (r"sequence numbers (?P<first>\d+)\.\.(?P<last>\d+) of rank (?P<rank>\d+) missed: catching up from the replay "
+     r"socket",
+     _tr("sequence numbers {first}..{last} of rank {rank} missed: catching up from the replay socket"), ()),
+    (r"(?P<n>\d+) batches of rank (?P<rank>\d+) lost \(not in the server's replay buffer\): the mirror may hold "
+     r"blocks the server evicted",
+     _tr("{n} batches of rank {rank} lost (not in the server's replay buffer): the mirror may hold blocks the "
+         "server evicted"), ()),
+    (r"(?P<n>\d+) batches of rank (?P<rank>\d+) lost \(not in the server's replay buffer\)",
+     _tr("{n} batches of rank {rank} lost (not in the server's replay buffer)"), ()),
+    (r"the server restarted \((?P<why>.*)\): the mirror starts empty",
+     _tr("the server restarted ({why}): the mirror starts empty"), ("why",)),
+    (r"the event stream of rank (?P<rank>\d+) began again at sequence number 0",
+     _tr("the event stream of rank {rank} began again at sequence number 0"), ()),
+    (r"its process start time changed", _tr("its process start time changed"), ()),
+    (r"(?P<why>.*); trying again with backoff", _tr("{why}; trying again with backoff"), ("why",)),
+    (r"/metrics answered HTTP (?P<code>\d+)", _tr("/metrics answered HTTP {code}"), ()),
+    (r"/metrics answered HTTP (?P<code>\d+) \(an Authorization header\? --header\)",
+     _tr("/metrics answered HTTP {code} (an Authorization header? --header)"), ()),
+    (r"/metrics did not answer within (?P<s>\S+) s", _tr("/metrics did not answer within {s} s"), ()),
+    (r"cannot reach (?P<url>\S+): (?P<why>.*)", _tr("cannot reach {url}: {why}"), ()),
+    (r"/metrics is not a vLLM page: (?P<why>.*)", _tr("/metrics is not a vLLM page: {why}"), ()),
+    (r"(?P<url>\S+) answering \((?P<model>.*), (?P<blocks>\S+) blocks of (?P<size>\S+) tokens\)",
+     _tr("{url} answering ({model}, {blocks} blocks of {size} tokens)"), ()),
+    (r"(?P<url>\S+) answering again after (?P<s>[\d.]+) s \((?P<model>.*), (?P<blocks>\S+) blocks of "
+     r"(?P<size>\S+) tokens\)",
+     _tr("{url} answering again after {s} s ({model}, {blocks} blocks of {size} tokens)"), ()),
+    (r"generating again", _tr("generating again"), ()),
+    (r"waiting for events", _tr("waiting for events"), ()),
+    (r"(?P<n>\d+) requests running and no token generated for (?P<s>\d+) s",
+     _tr("{n} requests running and no token generated for {s} s"), ()),
+    (r"the watcher met (?P<what>\w+): (?P<why>.*); trying again", _tr("the watcher met {what}: {why}; trying again"),
+     ()),
+)
+_NOTE_PATTERNS = tuple((re.compile(pattern, re.DOTALL), template, nested) for pattern, template, nested in _NOTES)
+
+
+def note_said(text: str) -> Said:
+    """A watcher's note as a Said: its template where a pattern reads it whole, else the text as it is."""
+    for pattern, template, nested in _NOTE_PATTERNS:
+        match = pattern.fullmatch(text)
+        if match:
+            fields = {k: note_said(v) if k in nested else v for k, v in match.groupdict().items()}
+            return Said.of(template, **fields)
+    return Said.of("{text}", text=text)
+
+
+def _plural(n: float, one: str, many: str) -> str:
+    """The template for a count: `one` for exactly 1, else `many`."""
+    return one if n == 1 else many
 
 
 @dataclass(frozen=True)
@@ -109,7 +197,7 @@ class ServerHistory:
     mirrors: list[PrefixMirror] = field(default_factory=list)
     points: deque = field(default_factory=deque)  # Point, the last window_s seconds
     minutes: deque = field(default_factory=lambda: deque(maxlen=MAX_MINUTES))  # Point per minute, older
-    narration: deque = field(default_factory=lambda: deque(maxlen=NARRATION_LINES))  # (t, sentence)
+    narration: deque = field(default_factory=lambda: deque(maxlen=NARRATION_LINES))  # (t, Said)
     last: MetricSample | None = None
     last_t: float = math.nan
     _pending: _Pending = field(default_factory=_Pending)
@@ -127,11 +215,12 @@ class ServerHistory:
             decoded = decode_frame(record.parts)
         except MalformedFrame as exc:
             c.malformed += 1
-            self.say(record.t, f"a malformed frame ignored ({exc})")
+            self.say(record.t, Said.of(_tr("a malformed frame ignored ({why})"), why=str(exc)))
             return None
         if not 0 <= record.rank < len(self.mirrors):
             c.malformed += 1
-            self.say(record.t, f"a frame of rank {record.rank} ignored (the server has {len(self.mirrors)})")
+            self.say(record.t, Said.of(_tr("a frame of rank {rank} ignored (the server has {ranks})"),
+                                       rank=record.rank, ranks=len(self.mirrors)))
             return None
         mirror = self.mirrors[record.rank]
         effect = mirror.apply(decoded.batch)
@@ -148,7 +237,9 @@ class ServerHistory:
         p.branches += len(effect.branches)
         p.reported_reuse += effect.reported_reuse
         if effect.cleared:
-            self.say(record.t, f"the server cleared its prefix cache ({effect.cleared} blocks)")
+            self.say(record.t, Said.of(_plural(effect.cleared, _tr("the server cleared its prefix cache (1 block)"),
+                                               _tr("the server cleared its prefix cache ({n} blocks)")),
+                                       n=effect.cleared))
         return effect
 
     def on_sample(self, record: Sample) -> Point:
@@ -197,10 +288,10 @@ class ServerHistory:
             self.counters.lost += int(record.text.split(" ", 1)[0]) if record.text[:1].isdigit() else 1
         elif record.kind == "metrics-malformed":
             self.counters.metrics_malformed += 1
-        self.say(record.t, record.text)
+        self.say(record.t, note_said(record.text))
 
     # -- what a view reads ------------------------------------------------------------------------------
-    def say(self, t: float, sentence: str) -> None:
+    def say(self, t: float, sentence: Said) -> None:
         self.narration.append((t, sentence))
 
     def blocks(self) -> int:
@@ -230,23 +321,26 @@ class ServerHistory:
                 self.minutes.append(Point(minute, *(getattr(old, f) for f in POINT_FIELDS[1:])))
 
     def _narrate(self, point: Point, m: MetricSample) -> None:
-        words = []
+        said = []
         bs = m.block_size or 0
         if point.hits > 0 and bs:
-            words.append(f"{point.hits / bs:g} blocks of a cached prefix reused ({point.hits:.0f} prompt tokens "
-                         f"not computed again)")
+            said.append(Said.of(_tr("{blocks:g} blocks of a cached prefix reused ({tokens:.0f} prompt tokens not "
+                                    "computed again)"), blocks=point.hits / bs, tokens=point.hits))
         p = self._pending
         if p.branches:
-            words.append(f"{p.branches} new branch{'es' if p.branches != 1 else ''} off cached prefixes "
-                         f"({p.branched} blocks shared)")
+            said.append(Said.of(_plural(p.branches, _tr("1 new branch off cached prefixes ({shared} blocks shared)"),
+                                        _tr("{n} new branches off cached prefixes ({shared} blocks shared)")),
+                                n=p.branches, shared=p.branched))
         if p.stored:
-            words.append(f"{p.stored} block{'s' if p.stored != 1 else ''} stored")
+            said.append(Said.of(_plural(p.stored, _tr("1 block stored"), _tr("{n} blocks stored")), n=p.stored))
         if p.removed:
-            words.append(f"{p.removed} block{'s' if p.removed != 1 else ''} evicted, least recently used first")
+            said.append(Said.of(_plural(p.removed, _tr("1 block evicted, least recently used first"),
+                                        _tr("{n} blocks evicted, least recently used first")), n=p.removed))
         if point.preempted:
-            words.append(f"{point.preempted:.0f} request{'s' if point.preempted != 1 else ''} preempted")
-        if words:
-            self.say(point.t, "; ".join(words))
+            said.append(Said.of(_plural(point.preempted, _tr("1 request preempted"),
+                                        _tr("{n:.0f} requests preempted")), n=point.preempted))
+        if said:
+            self.say(point.t, Said.joined(said))
 
 
 class WatchHistory:
@@ -318,8 +412,9 @@ def interval(server: ServerHistory, since: float, now: float) -> Interval:
         merged = _merge(merged, p)
     last = server.points[-1] if server.points else None
     c = server.counters
-    said = tuple(s for t, s in server.narration if t > since)
-    tree = "; ".join(m.state().shape_text() for m in server.mirrors) if server.blocks() else "no blocks cached"
+    said = tuple(str(s) for t, s in server.narration if t > since)
+    tree = str(Said.joined([m.state().shape_said() for m in server.mirrors]) if server.blocks()
+               else Said.of(_tr("no blocks cached")))
     return Interval(
         t=now, url=server.url, state=server.state, events=server.events,
         usage=last.usage if last else math.nan, running=last.running if last else math.nan,

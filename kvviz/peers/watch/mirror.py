@@ -2,7 +2,7 @@
 each with its parent's hash, so the hash chains form a tree (a system prompt shared by N requests is one
 trunk with N branches). `state()` is a frozen snapshot of numpy arrays a view or a page draws.
 
-Knows the event structs (kvviz.peers.watch.events) only: no socket, no clock, no Qt.
+Knows the event structs (kvviz.peers.watch.events) and Said only: no socket, no clock, no Qt.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kvviz.peers.watch.events import AllBlocksCleared, BlockRemoved, BlockStored, KVEventBatch, hash_key
+from kvviz.peers.watch.said import Said, Translate, _tr
 
 MAX_BLOCKS = 1 << 20  # the mirror's bound where the server's pool size is not known
 
@@ -103,17 +104,27 @@ class MirrorState:
             out.append(chain[::-1])
         return out
 
-    def shape_text(self) -> str:
-        """The tree in words: "2 chains; a trunk of 3 blocks with 4 branches"."""
+    def shape_said(self) -> Said:
+        """The tree in words: "9 blocks in 2 chains; a trunk of 3 blocks with 4 branches" (kvviz.peers.watch.said)."""
         segs = self.segments()
         roots = sum(1 for s in segs if s.parent < 0)
         trunks = [s for s in segs if s.branches > 1]
-        words = [f"{self.n_blocks} blocks in {roots} chain{'s' if roots != 1 else ''}"]
+        if not self.n_blocks:
+            return Said.of(_tr("no blocks cached"))
+        said = [Said.of(_tr("{n} blocks in 1 chain") if roots == 1 else _tr("{n} blocks in {roots} chains"),
+                        n=self.n_blocks, roots=roots)]
         for s in trunks[:3]:
-            words.append(f"a trunk of {s.length} block{'s' if s.length != 1 else ''} with {s.branches} branches")
+            said.append(Said.of(_tr("a trunk of 1 block with {branches} branches") if s.length == 1 else
+                                _tr("a trunk of {n} blocks with {branches} branches"), n=s.length,
+                                branches=s.branches))
         if len(trunks) > 3:
-            words.append(f"{len(trunks) - 3} more trunks")
-        return "; ".join(words)
+            said.append(Said.of(_tr("1 more trunk") if len(trunks) == 4 else _tr("{n} more trunks"),
+                                n=len(trunks) - 3))
+        return Said.joined(said)
+
+    def shape_text(self, _tr: Translate = str) -> str:
+        """shape_said in the reader's language (`_tr` translates; str keeps English)."""
+        return self.shape_said().text(_tr)
 
 
 class PrefixMirror:

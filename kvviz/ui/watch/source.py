@@ -19,6 +19,7 @@ import numpy as np
 from kvviz.peers.watch.history import WINDOW_S, ServerHistory, WatchHistory
 from kvviz.peers.watch.mirror import MirrorState
 from kvviz.peers.watch.recording import Header, RecordingReader, Sample, read_header
+from kvviz.peers.watch.said import Said, _tr
 
 NARRATION_KEPT = 40  # narration lines a frame carries per server (the newest)
 TEXT_CACHE = 1 << 16  # block texts kept (a tokenizer's decode of 32 tokens is the costly part of a frame)
@@ -33,14 +34,15 @@ def server_label(url: str, index: int, urls: tuple[str, ...]) -> str:
 
 
 def sources_text(metrics: bool, events: bool) -> str:
-    """Which of the two feeds a server has given, in words."""
+    """Which of the two feeds a server has given, in words (English; the status line translates them in the
+    context "WatchTransport")."""
     if metrics and events:
-        return "metrics + events"
+        return _tr("metrics + events")
     if metrics:
-        return "metrics only (no KV event received)"
+        return _tr("metrics only (no KV event received)")
     if events:
-        return "events only (/metrics not answering)"
-    return "nothing received yet"
+        return _tr("events only (/metrics not answering)")
+    return _tr("nothing received yet")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class ServerView:
     counters: dict[str, int]
     series: dict[str, np.ndarray]  # ServerHistory.series(), times relative to the session's start
     trees: tuple[MirrorState, ...]  # per data-parallel rank
-    narration: tuple[tuple[float, str], ...]  # (seconds since the start, sentence), the newest last
+    narration: tuple[tuple[float, Said], ...]  # (seconds since the start, sentence), the newest last
     num_blocks: int  # the pool's blocks (0: not reported yet)
     block_size: int
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
+from kvviz.peers.watch.history import state_text
 from kvviz.ui.qtutil import blocked
 from kvviz.ui.shell.transport import NarrationLabel
 from kvviz.ui.watch.source import ServerView, WatchFrame
@@ -18,35 +19,46 @@ STATE_COLORS = {"up": "#2ca02c", "down": "#d62728", "stalled": "#ff7f0e", "conne
 NARRATION_SENTENCES = 4  # the longest form says this many of the newest sentences
 
 
+def _said_tr(text: str) -> str:
+    """A narration template in the window's language (kvviz.peers.watch.said: the context "Narration")."""
+    return QCoreApplication.translate("Narration", text)
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("WatchTransport", text)
+
+
 def state_words(v: ServerView) -> str:
-    return {"up": "up", "down": "down, retrying with backoff", "stalled": "stalled, retrying",
-            "connecting": "connecting"}.get(v.state, v.state)
+    return state_text(v.state, _said_tr)
 
 
 def server_line(v: ServerView) -> str:
-    """One server's status as rich text: its name in its colour, its state in the state's colour, its feeds."""
+    """One server's status as rich text, in the window's language: its name in its colour, its state in the
+    state's colour, its feeds."""
     c = v.counters
     problems = ""
     if c["malformed"] or c["gaps"] or c["lost"] or c["metrics_malformed"]:
-        problems = (f" · {c['malformed']} malformed frames, {c['gaps']} gaps, {c['lost']} batches lost, "
-                    f"{c['metrics_malformed']} bad /metrics pages")
+        problems = _tr(" · {0} malformed frames, {1} gaps, {2} batches lost, {3} bad /metrics pages").format(
+            c["malformed"], c["gaps"], c["lost"], c["metrics_malformed"])
+    figures = _tr(" · {0} · {1:,} event frames, {2:,} samples, {3:,} blocks mirrored").format(
+        _tr(v.sources), c["frames"], c["samples"], v.blocks)
     return (f'<span style="color:{v.color}">&#9632;</span> <b>{html.escape(v.label)}</b> '
             f'<b style="color:{STATE_COLORS.get(v.state, "#7f7f7f")}">{html.escape(state_words(v))}</b>'
-            f" · {html.escape(v.sources)} · {c['frames']:,} event frames, {c['samples']:,} samples, "
-            f"{v.blocks:,} blocks mirrored{html.escape(problems)}")
+            f"{html.escape(figures)}{html.escape(problems)}")
 
 
 def narration_forms(frame: WatchFrame, t: float) -> list[str]:
-    """What happened up to `t`, newest last: the last few sentences (several servers: each with its name), then
-    the last one alone."""
+    """What happened up to `t`, newest last, in the window's language: the last few sentences (several servers:
+    each with its name), then the last one alone."""
     said = []
     for v in frame.servers:
         prefix = f"{v.label}: " if len(frame.servers) > 1 else ""
-        said += [(when, prefix + text) for when, text in v.narration if when <= t + 1e-9]
+        said += [(when, prefix + text.text(_said_tr)) for when, text in v.narration if when <= t + 1e-9]
     said.sort(key=lambda x: x[0])
     if not said:
         return []
-    return ["  ".join(f"[{w:.0f} s] {s}." for w, s in said[-n:]) for n in (NARRATION_SENTENCES, 2, 1)]
+    sentence = _tr("[{0:.0f} s] {1}.")
+    return ["  ".join(sentence.format(w, s) for w, s in said[-n:]) for n in (NARRATION_SENTENCES, 2, 1)]
 
 
 class WatchTransport(QWidget):
