@@ -110,3 +110,74 @@ def test_the_file_menu_refuses_a_broken_session_in_one_line_and_leaves_the_windo
     assert open_session_dialog(window, _written(tmp_path / "s.json", doc)) is None
     assert "s.json: field 'view': field 'zoom'" in window.error_text() and "\n" not in window.error_text()
     assert view_of(window) == before
+
+
+@pytest.mark.usefixtures("app_zoom_back")
+def test_main_py_session_opens_the_window_on_the_session_once_its_engines_and_panels_are_there(qapp, tmp_path,
+                                                                                           monkeypatch):
+    """`kvviz gui --session FILE` (python main.py --session FILE): the window opens, lists its engines and builds its
+    panels after the first paint, and then shows the session's form, panels (one alone) and zoom."""
+    import signal
+    import sys
+    import threading
+    import time
+
+    from PySide6.QtWidgets import QApplication
+
+    from kvviz import cli
+    from kvviz.ui import app as app_module
+
+    doc = good_doc()
+    doc["view"].update(panels=["work_matrix", "bytes"], zoom=150)
+    doc["view"]["source"].update(prompt="From the session", tokens=7)
+    doc["alone"] = "bytes"
+    seen: dict = {}
+
+    class LookThenClose:
+        """Stands in for QApplication.exec: runs events until the session is applied, then closes the window."""
+
+        def __init__(self, qt_app) -> None:
+            self.qt_app = qt_app
+
+        def exec(self) -> int:
+            deadline = time.monotonic() + 90
+            window = None
+            while time.monotonic() < deadline:
+                QApplication.processEvents()
+                window = next((w for w in QApplication.topLevelWidgets() if hasattr(w, "history") and w.isVisible()),
+                              None)
+                if window is not None and window.presentation.zoom == 150:
+                    break
+                time.sleep(0.01)
+            if window is not None:
+                seen["view"] = (window.form.prompt_edit.toPlainText(), window.form.tokens_spin.value(),
+                                window.grid.shown_panels(), window.presentation.zoom, window.error_text())
+                window.close()
+                window.deleteLater()
+            QApplication.processEvents()
+            return 0
+
+    real = app_module.ensure_app
+    monkeypatch.setattr(app_module, "ensure_app", lambda *argv: LookThenClose(real(*argv)))
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # the window's error hook given back after the test
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    monkeypatch.setattr(signal, "signal", lambda *_args: None)  # Ctrl+C stays pytest's
+    assert cli.main(["gui", "--session", str(_written(tmp_path / "s.json", doc)),
+                     "--settings", str(tmp_path / "kvviz.ini")]) == 0
+    assert seen["view"] == ("From the session", 7, ["bytes"], 150, "")
+
+
+def test_main_py_refuses_a_broken_session_in_one_line_with_exit_code_2(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    doc = good_doc()
+    doc["view"]["panels"] = ["nope"]
+    env = dict(os.environ, PYTHONPATH=str(root), QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.run([sys.executable, str(root / "main.py"), "--session", str(_written(tmp_path / "s.json", doc))],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "s.json: field 'view': field 'panels'" in lines[0], proc.stderr
