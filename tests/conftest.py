@@ -11,7 +11,45 @@ if not os.environ.get("XDG_RUNTIME_DIR"):
     os.chmod(_runtime, stat.S_IRWXU)
     os.environ["XDG_RUNTIME_DIR"] = _runtime
 
+import gc  # noqa: E402
+import sys  # noqa: E402
+
 import pytest  # noqa: E402
+
+
+def _qt_app():
+    """The QApplication when a test has made one (Qt imported and an instance alive), else None."""
+    if "PySide6.QtCore" not in sys.modules:
+        return None
+    from PySide6.QtCore import QCoreApplication
+
+    return QCoreApplication.instance()
+
+
+@pytest.fixture(autouse=True)
+def _deleted_widgets_go_with_their_test():
+    """The widgets a test closed with deleteLater are destroyed when it ends, not at whatever moment a later test
+    first runs an event loop: the whole suite is one process, and a window destroyed in the middle of another
+    test's paint or language change is a crash there."""
+    yield
+    app = _qt_app()
+    if app is not None:
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _qt_garbage_goes_with_its_file():
+    """Python's reference cycles that hold Qt objects (plots, their items, their signal connections) are collected
+    when a test file ends, at a point where no Qt call is running, instead of wherever the collector next runs."""
+    yield
+    if _qt_app() is not None:
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 @pytest.fixture(scope="session")
