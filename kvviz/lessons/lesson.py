@@ -1,8 +1,7 @@
-"""A lesson: a file of scenes (TOML or JSON) a teacher presents, and its one-line refusals. Each scene names its
-source (a compare run's settings, a serve workload and schedulers, a saved trace or serve record, a memory
-calculator's model), the steps shown, the panels and which one is large, the zoom, highlights and a caption in
-English and Chinese. Stdlib only: it knows the bounds (kvviz.options) and the catalog, not torch or Qt.
-"""
+"""A lesson: a file of scenes (TOML or JSON) a teacher presents, its one-line refusals, and the edits that reorder,
+retitle and remove scenes in the file. A scene names its source (compare or serve settings, a saved trace or serve
+record, a memory calculator's model), steps, panels (one large), zoom, highlights and an English/Chinese caption.
+Stdlib only: it knows the bounds (kvviz.options) and the catalog, not torch or Qt."""
 from __future__ import annotations
 
 import json
