@@ -128,7 +128,7 @@ class ScenesDialog(QDialog):
         layout.addLayout(bottom)
         self.saved_plan = list(self.plan)
         self._fill(0)
-        self.resize(640, 420)
+        self.resize(780, 440)
 
     def _button(self, text: str, tip: str, key, slot) -> QPushButton:
         button = QPushButton(text)
