@@ -1,4 +1,4 @@
-"""`kvviz download` and kvviz.models.download against a Hub stand-in on 127.0.0.1 (tests/hubserver.py):
+"""`kvviz download` and kvviz.download against a Hub stand-in on 127.0.0.1 (tests/hubserver.py):
 what is fetched and in which order, a dropped connection, a cancel and a resume, HF_TOKEN, server
 failures and a full disk. No test touches the internet: HF_ENDPOINT points at the local server."""
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_a_connection_dropped_mid_file_is_resumed_with_a_range_request(checkpoin
 
 def test_cancel_keeps_the_partial_file_and_the_next_download_resumes_it(checkpoint, cache, monkeypatch,
                                                                           small_chunks):
-    from kvviz.models.download import DownloadCancelled, download_model
+    from kvviz.download import DownloadCancelled, download_model
 
     cancel = threading.Event()
     seen = []

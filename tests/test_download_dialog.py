@@ -107,7 +107,7 @@ def test_the_model_box_offers_cached_checkpoints(qtbot, checkpoint, cache, monke
 
     from PySide6.QtCore import QSettings
 
-    from kvviz.models.download import download_model
+    from kvviz.download import download_model
     from kvviz.runtime.session import EngineSession
     from kvviz.ui.form import RunForm
 

@@ -13,7 +13,7 @@ from hubserver import HubServer, Repo, keep_hub_client_local
 from test_download import checkpoint  # noqa: F401 - the same tiny Qwen3 checkpoint, as a fixture
 
 from kvviz.cli import main
-from kvviz.models.download import PARTIAL_SUFFIX
+from kvviz.download import PARTIAL_SUFFIX
 
 REPO = "org/tiny"
 WEIGHTS = "model.safetensors"

@@ -42,7 +42,7 @@ def caches(tmp_path, monkeypatch) -> tuple[Path, Path]:
 
 def fill_hf_cache(checkpoint: Path, monkeypatch, repo_id: str = REPO) -> Path:
     """Download the checkpoint from the local stand-in, so huggingface_hub writes the cache its own way."""
-    from kvviz.models.download import download_model
+    from kvviz.download import download_model
 
     with HubServer({repo_id: Repo.from_folder(checkpoint)}) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)

@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parent.parent / "kvviz"
 QT = ("PySide6", "pyqtgraph", "shiboken6")
 HEAVY = ("torch", "kvviz.engines", "kvviz.caches", "kvviz.models", "kvviz.sampling", "kvviz.measure.timing",
          "kvviz.runtime.devices")
-UI_MAY_IMPORT_TORCH = {"worker.py", "app.py", "download_worker.py"}  # the workers, and the app that starts one
+UI_MAY_IMPORT_TORCH = {"worker.py", "app.py"}  # the run worker, and the app that starts one
 
 
 def imports(path: Path) -> set[str]:
@@ -52,6 +52,11 @@ def assert_imports_none_of(modules: str, banned: tuple[str, ...]) -> None:
 
 def test_trace_and_history_import_without_torch_or_qt():
     assert_imports_none_of("kvviz.records.trace, kvviz.ui.history, kvviz.config", ("torch", "PySide6", "pyqtgraph"))
+
+
+def test_the_download_worker_fetches_without_torch():
+    """Model > Download model plans and fetches a checkpoint's files with kvviz.download, which reads no tensor."""
+    assert_imports_none_of("kvviz.ui.download_worker, kvviz.ui.dialogs.download, kvviz.download", ("torch",))
 
 
 def test_the_window_module_loads_without_pyqtgraph():

@@ -1,6 +1,6 @@
 """`kvviz download ORG/NAME`: fetch what kvviz reads of a Hub checkpoint into the Hugging Face cache.
 
-The work is kvviz.models.download's; this module draws the terminal's progress line and turns every
+The work is kvviz.download's; this module draws the terminal's progress line and turns every
 failure into one line (exit code 2), an interruption into a note on how to resume (exit code 130).
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ import errno
 import logging
 import sys
 
+from kvviz.download import STALL_BYTES, STALL_S
 from kvviz.format import fmt_bytes
-from kvviz.models.download import STALL_BYTES, STALL_S
 from kvviz.options import bounded, model_name
 
 REPORT_EVERY_S = 0.1  # how often the progress line is redrawn
@@ -84,7 +84,7 @@ class _NoteHandler(logging.Handler):
 
 
 def run(args) -> int:
-    from kvviz.models.download import DownloadCancelled, check_disk_space, download, needed_bytes, plan_download
+    from kvviz.download import DownloadCancelled, check_disk_space, download, needed_bytes, plan_download
 
     plan = plan_download(args.model)
     need = needed_bytes(plan)

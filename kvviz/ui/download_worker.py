@@ -1,7 +1,7 @@
 """The download worker: plans and fetches one hub id on a QThread for Model > Download model.
 
-Like the run worker, it may import what needs torch (kvviz.models reads config.json); the dialog that
-shows its progress imports only this module. It knows nothing about the window.
+The work is kvviz.download's (no torch, no Qt: config.json is read as JSON); the dialog that shows its
+progress imports only this module. It knows nothing about the window.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class DownloadJob(QObject):
 
     @Slot()
     def run(self) -> None:
-        from kvviz.models.download import DownloadCancelled, download, needed_bytes, plan_download
+        from kvviz.download import DownloadCancelled, download, needed_bytes, plan_download
 
         plan = None
         try:

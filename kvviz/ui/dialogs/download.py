@@ -1,6 +1,6 @@
 """Model > Download model: fetch a hub checkpoint into the Hugging Face cache, with progress, Cancel and resume.
 
-The work is kvviz.models.download's (no Qt there); it runs on a worker object (kvviz.ui.download_worker)
+The work is kvviz.download's (no Qt there); it runs on a worker object (kvviz.ui.download_worker)
 moved to a QThread, never on the GUI thread. The dialog knows nothing about engines: when a download
 completes it says which id it fetched, and the window adds that id to the model box.
 """
