@@ -40,6 +40,7 @@ NO_QT_SOURCES = {ROOT / "kvviz" / "runtime" / "session.py": "RunWorker",
                  ROOT / "kvviz" / "peers" / "watch" / "history.py": "Narration",
                  ROOT / "kvviz" / "peers" / "watch" / "mirror.py": "Narration",
                  ROOT / "kvviz" / "ui" / "watch" / "source.py": "WatchTransport",
+                 ROOT / "kvviz" / "page" / "watch.py": "Narration",
                  ROOT / "kvviz" / "serving" / "spec.py": "ServeForm",
                  ROOT / "kvviz" / "kernels" / "__init__.py": "kernels"}
 LANGUAGES = ("zh_CN",)  # the translations; English is the source

@@ -144,6 +144,8 @@ def test_the_watch_page_draws_its_chinese_in_a_browser(recording, tmp_path):
                           "--virtual-time-budget=3000", "--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120).stdout
     narration = re.search(r'<div id="narration"[^>]*>(.*?)</div>\s*</', dom, re.DOTALL)
+    titles = re.findall(r'<section class="panel" id="panel-\w+"[^>]*><h2>(.*?)</h2>', dom)
+    assert len(titles) == 5 and all(HAN.search(t) for t in titles), titles
     assert 'data-errors="0"' in dom and 'data-lang="zh_CN"' in dom, dom[-2000:]
     assert narration and HAN.search(narration.group(1)), dom[-2000:]
     text = re.sub(r"<[^>]+>", " ", narration.group(1))

@@ -1795,6 +1795,114 @@
         <source>{n} more trunks</source>
         <translation>另有 {n} 条主干</translation>
     </message>
+    <message>
+        <source>Prefix cache: hash chains (a trunk shared by requests, their branches)</source>
+        <translation>前缀缓存：哈希链（请求共享的主干及其分支）</translation>
+    </message>
+    <message>
+        <source>Blocks and counters</source>
+        <translation>块与计数</translation>
+    </message>
+    <message>
+        <source>Cache usage and requests</source>
+        <translation>缓存占用与请求</translation>
+    </message>
+    <message>
+        <source>Prefix hit rate</source>
+        <translation>前缀命中率</translation>
+    </message>
+    <message>
+        <source>TTFT and ITL</source>
+        <translation>首 token 延迟与 token 间延迟</translation>
+    </message>
+    <message>
+        <source>{url} rank {rank}</source>
+        <translation>{url} rank {rank}</translation>
+    </message>
+    <message>
+        <source>{n} shorter segments not drawn</source>
+        <translation>{n} 个较短的段未画出</translation>
+    </message>
+    <message>
+        <source>a segment several chains share (trunk)</source>
+        <translation>多条链共享的段（主干）</translation>
+    </message>
+    <message>
+        <source>a segment of one chain (branch)</source>
+        <translation>只属一条链的段（分支）</translation>
+    </message>
+    <message>
+        <source>width: blocks; a click shows a segment&apos;s tokens</source>
+        <translation>宽度：块数；点击显示一段的 token</translation>
+    </message>
+    <message>
+        <source>{n} blocks, {branches} branches from its end</source>
+        <translation>{n} 个块，末端分出 {branches} 个分支</translation>
+    </message>
+    <message>
+        <source>{n} blocks, a branch</source>
+        <translation>{n} 个块，一个分支</translation>
+    </message>
+    <message>
+        <source>1 block, {branches} branches from its end</source>
+        <translation>1 个块，末端分出 {branches} 个分支</translation>
+    </message>
+    <message>
+        <source>1 block, a branch</source>
+        <translation>1 个块，一个分支</translation>
+    </message>
+    <message>
+        <source>(tokens as text need --model)</source>
+        <translation>（要把 token 显示为文字需要 --model）</translation>
+    </message>
+    <message>
+        <source>{url}: usage % (solid), running and waiting (dashed, dotted; 100 = {max})</source>
+        <translation>{url}：占用 %（实线），运行中与等待中（虚线、点线；100 = {max}）</translation>
+    </message>
+    <message>
+        <source>{url}: prompt tokens found cached, % per sample</source>
+        <translation>{url}：在缓存中找到的提示 token，每次采样的 %</translation>
+    </message>
+    <message>
+        <source>{url}: TTFT (solid), ITL (dashed), mean per sample</source>
+        <translation>{url}：首 token 延迟（实线），token 间延迟（虚线），每次采样的均值</translation>
+    </message>
+    <message>
+        <source>nothing happened yet</source>
+        <translation>尚未发生任何事</translation>
+    </message>
+    <message>
+        <source>Moment</source>
+        <translation>时刻</translation>
+    </message>
+    <message>
+        <source>{t} s of {last} s</source>
+        <translation>{t} 秒 / {last} 秒</translation>
+    </message>
+    <message>
+        <source>recorded {started}</source>
+        <translation>录制于 {started}</translation>
+    </message>
+    <message>
+        <source>, tokens as text by {model}</source>
+        <translation>，token 文字由 {model} 解码</translation>
+    </message>
+    <message>
+        <source>, {n} metric samples</source>
+        <translation>，{n} 次指标采样</translation>
+    </message>
+    <message>
+        <source>, the recording ends inside a record</source>
+        <translation>，录制在一条记录中途结束</translation>
+    </message>
+    <message>
+        <source>cache {usage}, {running} running, {waiting} waiting, {blocks} blocks mirrored, prefix hits {hits}, TTFT {ttft}, ITL {itl}</source>
+        <translation>缓存 {usage}，运行中 {running}，等待中 {waiting}，镜像 {blocks} 个块，前缀命中 {hits}，首 token 延迟 {ttft}，token 间延迟 {itl}</translation>
+    </message>
+    <message>
+        <source>{frames:,} frames, {batches:,} batches, {malformed} malformed, {gaps} gaps, {lost} batches lost</source>
+        <translation>{frames:,} 帧，{batches:,} 批，{malformed} 个格式错误，{gaps} 处缺口，丢失 {lost} 批</translation>
+    </message>
 </context>
 <context>
     <name>PageAction</name>

@@ -11,21 +11,23 @@
   const TRUNK = "#1f77b4", BRANCH = "#9ecae1", PICKED = "#ffb000", FG = "#303030", MUTED = "#8a8a8a";
   let frame = LAST, picked = null, playing = null, frames = 0, lang = DATA.lang || "en";
   const say = v => (v !== null && typeof v === "object") ? (v[lang] ?? v.en) : v;  // a text in the page's language
+  // one of the page's words (DATA.words, Python's) in the page's language, its {fields} filled
+  const word = (name, fields) => say(DATA.words[name]).replace(/\{(\w+)\}/g, (m, k) => k in (fields || {}) ? fields[k] : m);
   const errors = [];
   const esc = t => String(t).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   const grid = document.getElementById("grid");
   grid.style.gridTemplateColumns = "minmax(0, 2fr) minmax(0, 2fr) minmax(0, 2fr)";
   grid.style.gridTemplateRows = "minmax(0, 3fr) minmax(0, 2fr)";
   const el = {};
-  const PANELS = [["tree", "Prefix cache: hash chains (a trunk shared by requests, their branches)", "1 / span 2", "1", true],
-    ["text", "Blocks and counters", "3", "1", false], ["usage", "Cache usage and requests", "1", "2", true],
-    ["hits", "Prefix hit rate", "2", "2", true], ["latency", "TTFT and ITL", "3", "2", true]];
-  for (const [key, title, col, row, canvas] of PANELS) {
+  const PANELS = [["tree", "1 / span 2", "1", true], ["text", "3", "1", false], ["usage", "1", "2", true],
+    ["hits", "2", "2", true], ["latency", "3", "2", true]];
+  for (const [key, col, row, canvas] of PANELS) {
     const s = document.createElement("section");
     s.className = "panel"; s.id = "panel-" + key; s.style.gridColumn = col; s.style.gridRow = row;
-    s.innerHTML = `<h2>${esc(title)}</h2><div class="legend"></div>` + (canvas ? "<canvas></canvas>" : `<div class="body"></div>`);
+    s.innerHTML = `<h2></h2><div class="legend"></div>` + (canvas ? "<canvas></canvas>" : `<div class="body"></div>`);
     grid.appendChild(s);
-    el[key] = { legend: s.querySelector(".legend"), canvas: s.querySelector("canvas"), body: s.querySelector(".body") };
+    el[key] = { title: s.querySelector("h2"), legend: s.querySelector(".legend"), canvas: s.querySelector("canvas"),
+      body: s.querySelector(".body") };
   }
   document.getElementById("badge").style.display = "none";
   for (const b of document.querySelectorAll("#langs button")) b.addEventListener("click", () => { lang = b.dataset.lang; b.blur(); draw(); });
@@ -49,7 +51,8 @@
     trees.forEach(([i, r, t], n) => {
       const y0 = n * band, left = 8, top = y0 + 16, w = W - 16, h = band - 22;
       ctx.fillStyle = SERVERS[i].color;
-      ctx.fillText(`${SERVERS[i].url}${SERVERS[i].ranks > 1 ? " rank " + r : ""}: ${say(t.shape)}${t.hidden ? ` (${t.hidden} shorter segments not drawn)` : ""}`, left, y0 + 12);
+      const where = SERVERS[i].ranks > 1 ? word("rank", { url: SERVERS[i].url, rank: r }) : SERVERS[i].url;
+      ctx.fillText(`${where}: ${say(t.shape)}${t.hidden ? ` (${word("hidden", { n: t.hidden })})` : ""}`, left, y0 + 12);
       if (!t.segs.length) return;
       const xs = w / Math.max(1, t.depth), ys = h / Math.max(1, t.rows);
       for (let j = 0; j < t.segs.length; j++) {
@@ -65,8 +68,8 @@
         boxes.push([x, y, bw, bh, i, r, j]);
       }
     });
-    el.tree.legend.innerHTML = `<span style="color:${TRUNK}">&#9632;</span> a segment several chains share (trunk) &nbsp; ` +
-      `<span style="color:${BRANCH}">&#9632;</span> a segment of one chain (branch) &nbsp; width: blocks; a click shows a segment's tokens`;
+    el.tree.legend.innerHTML = `<span style="color:${TRUNK}">&#9632;</span> ${esc(word("trunk"))} &nbsp; ` +
+      `<span style="color:${BRANCH}">&#9632;</span> ${esc(word("branch"))} &nbsp; ${esc(word("width"))}`;
   }
   el.tree.canvas.addEventListener("click", ev => {
     const r = el.tree.canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
@@ -78,13 +81,14 @@
     let out = "";
     FRAMES[k].servers.forEach((s, i) => {
       out += `<div class="heading" style="color:${SERVERS[i].color}">${esc(SERVERS[i].url)}: ${esc(say(s.state))}</div>` +
-        `<div>${esc(say(s.events))}</div><div>${esc(s.figures)}</div><div class="caption">${esc(s.counters)}</div>`;
+        `<div>${esc(say(s.events))}</div><div>${esc(say(s.figures))}</div><div class="caption">${esc(say(s.counters))}</div>`;
     });
     if (picked) {
       const t = FRAMES[k].servers[picked[0]] && FRAMES[k].servers[picked[0]].trees[picked[1]];
       const seg = t && t.segs[picked[2]];
-      if (seg) out += `<div class="note"><b>${seg[1]} block${seg[1] === 1 ? "" : "s"}, ${seg[4] > 1 ? seg[4] + " branches from its end" : "a branch"}</b>` +
-        `<pre style="white-space:pre-wrap;word-break:break-all">${esc(seg[6] || "(tokens as text need --model)")}</pre></div>`;
+      const what = (seg && seg[1] === 1 ? "block" : "segment") + (seg && seg[4] > 1 ? "" : "_one");
+      if (seg) out += `<div class="note"><b>${esc(word(what, { n: seg[1], branches: seg[4] }))}</b>` +
+        `<pre style="white-space:pre-wrap;word-break:break-all">${esc(seg[6] || word("no_text"))}</pre></div>`;
     }
     el.text.body.innerHTML = out;
   }
@@ -129,9 +133,10 @@
         { color: s.color, dash: [1, 2], xs: x, ys: scaled(s.series.waiting, 100 / reqMax) });
       hits.push({ color: s.color, xs: x, ys: scaled(s.series.hit_rate, 100) });
       lat.push({ color: s.color, xs: x, ys: s.series.ttft_ms }, { color: s.color, dash: [4, 3], xs: x, ys: s.series.itl_ms });
-      legendU += `<div><span style="color:${s.color}">&#9632;</span> ${esc(s.url)}: usage % (solid), running and waiting (dashed, dotted; 100 = ${reqMax})</div>`;
-      legendH += `<div><span style="color:${s.color}">&#9632;</span> ${esc(s.url)}: prompt tokens found cached, % per sample</div>`;
-      legendL += `<div><span style="color:${s.color}">&#9632;</span> ${esc(s.url)}: TTFT (solid), ITL (dashed), mean per sample</div>`;
+      const mark = `<div><span style="color:${s.color}">&#9632;</span> `;
+      legendU += mark + esc(word("usage_legend", { url: s.url, max: reqMax })) + "</div>";
+      legendH += mark + esc(word("hits_legend", { url: s.url })) + "</div>";
+      legendL += mark + esc(word("latency_legend", { url: s.url })) + "</div>";
     }
     el.usage.legend.innerHTML = legendU; el.hits.legend.innerHTML = legendH; el.latency.legend.innerHTML = legendL;
     lines(el.usage.canvas, usage, 100, "%");
@@ -144,17 +149,19 @@
       const said = SERVERS[i].narration.slice(Math.max(0, s.said - 4), s.said);
       for (const [t, text] of said) out += `<div><b style="color:${SERVERS[i].color}">${t.toFixed(1)} s</b> ${esc(say(text))}</div>`;
     });
-    document.getElementById("narration").innerHTML = out || `<div class="caption">nothing happened yet</div>`;
+    document.getElementById("narration").innerHTML = out || `<div class="caption">${esc(word("nothing"))}</div>`;
   }
   function draw() {
     const k = frame;
     for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
     document.body.dataset.lang = lang;
-    document.getElementById("step-name").textContent = "Moment";
+    document.getElementById("step-name").textContent = word("moment");
+    for (const key of Object.keys(el)) el[key].title.textContent = word(key);
     document.getElementById("slider").value = String(k);
-    document.getElementById("step-label").textContent = `${FRAMES[k].t.toFixed(1)} s of ${FRAMES[LAST].t.toFixed(1)} s`;
-    document.getElementById("status").textContent = `recorded ${DATA.started}` + (DATA.model ? `, tokens as text by ${DATA.model}` : "") +
-      `, ${DATA.samples} metric samples` + (DATA.truncated ? ", the recording ends inside a record" : "");
+    document.getElementById("step-label").textContent = word("at", { t: FRAMES[k].t.toFixed(1), last: FRAMES[LAST].t.toFixed(1) });
+    document.getElementById("status").textContent = word("recorded", { started: DATA.started }) +
+      (DATA.model ? word("model", { model: DATA.model }) : "") + word("samples", { n: DATA.samples }) +
+      (DATA.truncated ? word("truncated") : "");
     document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
     narrate(k);
     for (const [name, fn] of [["tree", drawTree], ["text", drawText], ["plots", drawPlots]]) {

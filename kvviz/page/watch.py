@@ -13,12 +13,33 @@ from pathlib import Path
 
 from kvviz.page import _asset, _script_json, html, write_text
 from kvviz.page.strings import LANGUAGES, translator
+from kvviz.peers.watch.said import Said, _tr
 
 MAX_FRAMES = 120  # moments the slider offers (evenly spread over the samples)
 MAX_SEGMENTS = 400  # segments of the tree drawn per moment (the longest first); the rest counted
 MAX_NARRATION = 2000
 TEXT_CHARS = 160  # a segment's text shown up to this many characters (its end)
 SERVER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+# The page's own words (watch.js fills the {fields}): titles, legends, the slider and the status line.
+WORDS = {
+    "tree": _tr("Prefix cache: hash chains (a trunk shared by requests, their branches)"),
+    "text": _tr("Blocks and counters"), "usage": _tr("Cache usage and requests"), "hits": _tr("Prefix hit rate"),
+    "latency": _tr("TTFT and ITL"), "rank": _tr("{url} rank {rank}"),
+    "hidden": _tr("{n} shorter segments not drawn"),
+    "trunk": _tr("a segment several chains share (trunk)"), "branch": _tr("a segment of one chain (branch)"),
+    "width": _tr("width: blocks; a click shows a segment's tokens"),
+    "segment": _tr("{n} blocks, {branches} branches from its end"), "segment_one": _tr("{n} blocks, a branch"),
+    "block": _tr("1 block, {branches} branches from its end"), "block_one": _tr("1 block, a branch"),
+    "no_text": _tr("(tokens as text need --model)"),
+    "usage_legend": _tr("{url}: usage % (solid), running and waiting (dashed, dotted; 100 = {max})"),
+    "hits_legend": _tr("{url}: prompt tokens found cached, % per sample"),
+    "latency_legend": _tr("{url}: TTFT (solid), ITL (dashed), mean per sample"),
+    "nothing": _tr("nothing happened yet"), "moment": _tr("Moment"), "at": _tr("{t} s of {last} s"),
+    "recorded": _tr("recorded {started}"), "model": _tr(", tokens as text by {model}"),
+    "samples": _tr(", {n} metric samples"), "truncated": _tr(", the recording ends inside a record"),
+}
 
 
 def in_languages(said) -> dict[str, str]:
@@ -87,7 +108,6 @@ def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | 
     """Replay the recording at `path` and take its moments: what watch.js draws."""
     from kvviz.peers.watch.history import STATE_WORDS, WatchHistory, interval, note_said
     from kvviz.peers.watch.recording import RecordingReader, Sample, read_header
-    from kvviz.peers.watch.said import Said
 
     header = read_header(path)
     n_samples = sum(1 for r in RecordingReader(Path(path)) if isinstance(r, Sample))
@@ -111,12 +131,17 @@ def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | 
                 "state": in_languages(Said.of(states)) if states else r.state,
                 "events": in_languages(note_said(r.events)),
                 "blocks": r.blocks,
-                "figures": (f"cache {_fmt(r.usage * 100 if not math.isnan(r.usage) else math.nan, '%')}, "
-                            f"{_fmt(r.running)} running, {_fmt(r.waiting)} waiting, {r.blocks} blocks mirrored, "
-                            f"prefix hits {_fmt(r.hit_rate * 100 if r.queries else math.nan, '%')}, "
-                            f"TTFT {_fmt(r.ttft_ms, ' ms', 1)}, ITL {_fmt(r.itl_ms, ' ms', 1)}"),
-                "counters": (f"{r.frames:,} frames, {server.counters.batches:,} batches, {r.malformed} malformed, "
-                             f"{r.gaps} gaps, {r.lost} batches lost"),
+                "figures": in_languages(Said.of(
+                    _tr("cache {usage}, {running} running, {waiting} waiting, {blocks} blocks mirrored, prefix hits "
+                        "{hits}, TTFT {ttft}, ITL {itl}"),
+                    usage=_fmt(r.usage * 100 if not math.isnan(r.usage) else math.nan, "%"),
+                    running=_fmt(r.running), waiting=_fmt(r.waiting), blocks=r.blocks,
+                    hits=_fmt(r.hit_rate * 100 if r.queries else math.nan, "%"), ttft=_fmt(r.ttft_ms, " ms", 1),
+                    itl=_fmt(r.itl_ms, " ms", 1))),
+                "counters": in_languages(Said.of(
+                    _tr("{frames:,} frames, {batches:,} batches, {malformed} malformed, {gaps} gaps, {lost} batches "
+                        "lost"), frames=r.frames, batches=server.counters.batches, malformed=r.malformed, gaps=r.gaps,
+                    lost=r.lost)),
                 "trees": [_tree(m.state(text_of)) for m in server.mirrors],
                 "said": said[i]})
         for i, server in enumerate(history.servers):  # the narration up to this moment
@@ -159,6 +184,8 @@ def build_watch_page(path: str | Path, *, text_of=None, lang: str = "en") -> str
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {lang!r}")
     data = watch_data(path, text_of=text_of)
     data["lang"] = lang
+    data["words"] = {name: {lang: translator("Narration", lang)(text) for lang in LANGUAGES}
+                     for name, text in WORDS.items()}
     title = f"kvviz watch: {', '.join(s['url'] for s in data['servers'])} · {data['started']}"
     return _asset("page.html").format(title=html.escape(title), lang="zh-CN" if lang == "zh_CN" else "en",
                                       css=_asset("page.css"),
