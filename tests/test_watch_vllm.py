@@ -355,7 +355,7 @@ def test_the_page_of_a_recording_draws_the_trunk(shared, tmp_path):
     assert main(["watch", "--replay", str(shared["path"]), "--page", str(out), "--quiet"]) == 0
     page = out.read_text()
     data = json.loads(page.split('<script id="kvviz-data" type="application/json">')[1].split("</script>")[0])
-    assert "a trunk of 3 blocks with 4 branches" in data["frames"][-1]["servers"][0]["trees"][0]["shape"]
+    assert "a trunk of 3 blocks with 4 branches" in data["frames"][-1]["servers"][0]["trees"][0]["shape"]["en"]
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         pytest.skip("no Chromium to draw the page in")
