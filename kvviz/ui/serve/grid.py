@@ -11,4 +11,5 @@ from kvviz.ui.shell.grid import FRAME_MIN, GridSpec
 PRIORITY = {"timeline": 0, "pool": 1, "usage": 2, "latency": 2, "counters": 3, "text": 4}
 DEFAULT_ROWS = (("timeline", "pool"), ("usage", "latency", "counters", "text"))
 WEIGHT = {"timeline": 3}
-SERVE_GRID = GridSpec("serve", SERVE_PANELS, DEFAULT_ROWS, PRIORITY, WEIGHT, FRAME_MIN)
+# The timeline's and the pool's readable sizes grow with the requests and schedulers drawn.
+SERVE_GRID = GridSpec("serve", SERVE_PANELS, DEFAULT_ROWS, PRIORITY, WEIGHT, FRAME_MIN, sized_by_data=True)

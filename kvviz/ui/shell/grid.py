@@ -222,7 +222,9 @@ class GridSpec:
     """What a view's grid is: `name` prefixes its widgets' object names ("<name>_grid", "<name>_panel_<key>",
     "<name>_moved_tabs"), `registry` its panels ((key, "module:Class") pairs, View's order), `rows` the rows
     it lays them out in where they read, `priority` which keep their room first (lowest first) where they do
-    not, `weights` how the room left in a row is shared (a key's parts, 1 where unnamed; empty: equally)."""
+    not, `weights` how the room left in a row is shared (a key's parts, 1 where unnamed; empty: equally);
+    `sized_by_data`: a panel's readable size follows what it drew (more requests, more schedulers), so each
+    draw measures the needs again (a few ms a frame for six panels) and gives way where they changed."""
 
     name: str
     registry: Sequence[tuple[str, str]]
@@ -230,6 +232,7 @@ class GridSpec:
     priority: Mapping[str, int]
     weights: Mapping[str, int] = field(default_factory=dict)
     frame_min: tuple[int, int] = FRAME_MIN
+    sized_by_data: bool = False
 
 
 class ShellGrid(QWidget):
@@ -437,7 +440,8 @@ class ShellGrid(QWidget):
             except Exception as exc:
                 traceback.print_exc()
                 frame.header.setText(f"{frame.panel.title()}  ⚠ {type(exc).__name__}: {exc}")
-        self._check_needs()
+        if self.spec.sized_by_data:
+            self._check_needs()
 
     def _check_needs(self) -> None:
         """A draw that changed what a panel needs (more requests, more schedulers): give way again."""

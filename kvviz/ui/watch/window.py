@@ -22,7 +22,7 @@ from kvviz.ui.shell import keys
 from kvviz.ui.shell.framed import FramedView
 from kvviz.ui.shell.grid import ShellGrid
 from kvviz.ui.shell.keys import ActionSpec
-from kvviz.ui.shell.state import FRAME_MS, RunState
+from kvviz.ui.shell.state import FRAME_MS, PAINT_REST, RunState
 from kvviz.ui.watch.dialog import WatchDialog, WatchRequest
 from kvviz.ui.watch.panels import WATCH_GRID
 from kvviz.ui.watch.source import LiveSource, ReplaySource, WatchFrame
@@ -53,7 +53,7 @@ class WatchWindow(FramedView):
         self._follow = True
         self._due = 0.0  # replay: samples owed to the speed
         self._last_tick = time.perf_counter()
-        self._next_frame = 0.0  # perf_counter before which records streaming in wait (frame_rest_s)
+        self._next_frame = 0.0  # perf_counter before which records streaming in wait (see tick)
         self._timer = QTimer(self)
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self.tick)
@@ -262,7 +262,10 @@ class WatchWindow(FramedView):
             return  # paused: the picture stays while the session goes on recording
         if (self.frame is None or source.history.records != self.frame.version) and now >= self._next_frame:
             self.redraw(snapshot=True)
-            self._next_frame = time.perf_counter() + self.frame_rest_s()  # never the whole thread
+            done = time.perf_counter()
+            # The snapshot and the drawing (the paint aside, unlike the Serve view's frame_rest_s): a burst of
+            # records replayed as fast as possible is drawn at a steady rate and never takes the whole thread.
+            self._next_frame = done + PAINT_REST * (done - now)
         if source.done and (self.frame is None or source.history.records == self.frame.version):
             self._timer.stop()
 
