@@ -108,6 +108,38 @@ def test_the_narration_and_the_tree_in_the_pages_chinese(recording):
     assert HAN.search(shape) and not ENGLISH.search(shape), shape
 
 
+@pytest.mark.parametrize("note", [
+    "rank 1: following live events from sequence number 7 (the server's /metrics has not answered, so no catch-up "
+    "was asked)",
+    "rank 0: following live events only (the replay socket tcp://h:5557 did not answer)",
+    "rank 0: caught up from the replay socket (12 batches, sequence numbers 3..14; batches before 3 are no longer in "
+    "its buffer); following live events",
+    "sequence numbers 5..9 of rank 0 missed: catching up from the replay socket",
+    "4 batches of rank 0 lost (not in the server's replay buffer): the mirror may hold blocks the server evicted",
+    "the server restarted (the event stream of rank 0 began again at sequence number 0): the mirror starts empty",
+    "/metrics answered HTTP 401 (an Authorization header? --header); trying again with backoff",
+    "/metrics did not answer within 2 s; trying again with backoff",
+    f"{URL} answering again after 3.5 s (tiny, 64 blocks of 4 tokens)",
+    "generating again",
+])
+def test_the_watchers_notes_are_read_into_templates(note):
+    from kvviz.page.strings import translator
+    from kvviz.peers.watch.history import note_said
+
+    said = note_said(note)
+    assert str(said) == note and said.parts[0][0] != "{text}"
+    text = said.text(translator("Narration", "zh_CN"))
+    assert HAN.search(text) and not ENGLISH.search(text.replace("/metrics", "")), text  # the path stays a path
+
+
+def test_a_note_no_template_reads_is_said_as_it_is():
+    from kvviz.page.strings import translator
+    from kvviz.peers.watch.history import note_said
+
+    said = note_said("a sentence {with braces} no template reads")
+    assert said.text(translator("Narration", "zh_CN")) == "a sentence {with braces} no template reads"
+
+
 def test_the_watch_page_says_the_narration_states_and_shapes_in_both_languages(recording, tmp_path):
     import json
 

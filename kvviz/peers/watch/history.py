@@ -40,71 +40,57 @@ def state_text(state: str, _tr: Translate = str) -> str:
     return _tr(STATE_WORDS[state]) if state in STATE_WORDS else state
 
 
-# The watcher's notes (kvviz.peers.watch.client, kept in recordings as English text) as templates: a note read
-# whole by a pattern is said in the reader's language; the fields named in the third item are notes themselves.
+# The watcher's notes (kvviz.peers.watch.client, kept in recordings as English text) as templates, the more
+# particular first: a note a template reads whole (each {field} any text) is said in the reader's language.
 _NOTES = (
-    (r"rank (?P<rank>\d+): following live events from sequence number (?P<seq>\d+) \(the server's /metrics has not "
-     r"answered, so no catch-up was asked\)",
-     _tr("rank {rank}: following live events from sequence number {seq} (the server's /metrics has not answered, "
-         "so no catch-up was asked)"), ()),
-    (r"rank (?P<rank>\d+): following live events only \(no replay socket given\)",
-     _tr("rank {rank}: following live events only (no replay socket given)"), ()),
-    (r"rank (?P<rank>\d+): following live events only \(the replay socket (?P<socket>\S+) did not answer\)",
-     _tr("rank {rank}: following live events only (the replay socket {socket} did not answer)"), ()),
-    (r"rank (?P<rank>\d+): caught up from the replay socket \(no batches yet\); following live events",
-     _tr("rank {rank}: caught up from the replay socket (no batches yet); following live events"), ()),
-    (r"rank (?P<rank>\d+): caught up from the replay socket \((?P<n>\d+) batches, sequence numbers "
-     r"(?P<lo>\d+)\.\.(?P<hi>\d+)\); following live events",
-     _tr("rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}); following live "
-         "events"), ()),
-    (r"rank (?P<rank>\d+): caught up from the replay socket \((?P<n>\d+) batches, sequence numbers "
-     r"(?P<lo>\d+)\.\.(?P<hi>\d+); batches before (?P<before>\d+) are no longer in its buffer\); following live "
-     r"events",
-     _tr("rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}; batches before "
-         "{before} are no longer in its buffer); following live events"), ()),
-    (r"sequence numbers (?P<first>\d+)\.\.(?P<last>\d+) of rank (?P<rank>\d+) missed: catching up from the replay "
-     r"socket",
-     _tr("sequence numbers {first}..{last} of rank {rank} missed: catching up from the replay socket"), ()),
-    (r"(?P<n>\d+) batches of rank (?P<rank>\d+) lost \(not in the server's replay buffer\): the mirror may hold "
-     r"blocks the server evicted",
-     _tr("{n} batches of rank {rank} lost (not in the server's replay buffer): the mirror may hold blocks the "
-         "server evicted"), ()),
-    (r"(?P<n>\d+) batches of rank (?P<rank>\d+) lost \(not in the server's replay buffer\)",
-     _tr("{n} batches of rank {rank} lost (not in the server's replay buffer)"), ()),
-    (r"the server restarted \((?P<why>.*)\): the mirror starts empty",
-     _tr("the server restarted ({why}): the mirror starts empty"), ("why",)),
-    (r"the event stream of rank (?P<rank>\d+) began again at sequence number 0",
-     _tr("the event stream of rank {rank} began again at sequence number 0"), ()),
-    (r"its process start time changed", _tr("its process start time changed"), ()),
-    (r"(?P<why>.*); trying again with backoff", _tr("{why}; trying again with backoff"), ("why",)),
-    (r"/metrics answered HTTP (?P<code>\d+)", _tr("/metrics answered HTTP {code}"), ()),
-    (r"/metrics answered HTTP (?P<code>\d+) \(an Authorization header\? --header\)",
-     _tr("/metrics answered HTTP {code} (an Authorization header? --header)"), ()),
-    (r"/metrics did not answer within (?P<s>\S+) s", _tr("/metrics did not answer within {s} s"), ()),
-    (r"cannot reach (?P<url>\S+): (?P<why>.*)", _tr("cannot reach {url}: {why}"), ()),
-    (r"/metrics is not a vLLM page: (?P<why>.*)", _tr("/metrics is not a vLLM page: {why}"), ()),
-    (r"(?P<url>\S+) answering \((?P<model>.*), (?P<blocks>\S+) blocks of (?P<size>\S+) tokens\)",
-     _tr("{url} answering ({model}, {blocks} blocks of {size} tokens)"), ()),
-    (r"(?P<url>\S+) answering again after (?P<s>[\d.]+) s \((?P<model>.*), (?P<blocks>\S+) blocks of "
-     r"(?P<size>\S+) tokens\)",
-     _tr("{url} answering again after {s} s ({model}, {blocks} blocks of {size} tokens)"), ()),
-    (r"generating again", _tr("generating again"), ()),
-    (r"waiting for events", _tr("waiting for events"), ()),
-    (r"(?P<n>\d+) requests running and no token generated for (?P<s>\d+) s",
-     _tr("{n} requests running and no token generated for {s} s"), ()),
-    (r"the watcher met (?P<what>\w+): (?P<why>.*); trying again", _tr("the watcher met {what}: {why}; trying again"),
-     ()),
+    _tr("rank {rank}: following live events from sequence number {seq} (the server's /metrics has not answered, so"
+        " no catch-up was asked)"),
+    _tr("rank {rank}: following live events only (no replay socket given)"),
+    _tr("rank {rank}: following live events only (the replay socket {socket} did not answer)"),
+    _tr("rank {rank}: caught up from the replay socket (no batches yet); following live events"),
+    _tr("rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}); following live"
+        " events"),
+    _tr("rank {rank}: caught up from the replay socket ({n} batches, sequence numbers {lo}..{hi}; batches before"
+        " {before} are no longer in its buffer); following live events"),
+    _tr("sequence numbers {first}..{last} of rank {rank} missed: catching up from the replay socket"),
+    _tr("{n} batches of rank {rank} lost (not in the server's replay buffer): the mirror may hold blocks the server"
+        " evicted"),
+    _tr("{n} batches of rank {rank} lost (not in the server's replay buffer)"),
+    _tr("the server restarted ({why}): the mirror starts empty"),
+    _tr("the event stream of rank {rank} began again at sequence number 0"),
+    _tr("its process start time changed"),
+    _tr("{why}; trying again with backoff"),
+    _tr("/metrics answered HTTP {code} (an Authorization header? --header)"),
+    _tr("/metrics answered HTTP {code}"),
+    _tr("/metrics did not answer within {s} s"),
+    _tr("cannot reach {url}: {why}"),
+    _tr("/metrics is not a vLLM page: {why}"),
+    _tr("{url} answering ({model}, {blocks} blocks of {size} tokens)"),
+    _tr("{url} answering again after {s} s ({model}, {blocks} blocks of {size} tokens)"),
+    _tr("generating again"),
+    _tr("waiting for events"),
+    _tr("{n} requests running and no token generated for {s} s"),
+    _tr("the watcher met {what}: {why}; trying again"),
 )
-_NOTE_PATTERNS = tuple((re.compile(pattern, re.DOTALL), template, nested) for pattern, template, nested in _NOTES)
+_NESTED = ("why",)  # fields that are notes themselves ("the server restarted ({why})...")
+
+
+def _pattern(template: str) -> re.Pattern:
+    """The template as a regular expression: its words as they are, each {field} a named group of any text."""
+    parts = re.split(r"\{(\w+)\}", template)
+    return re.compile("".join(re.escape(part) if k % 2 == 0 else f"(?P<{part}>.+?)" for k, part in enumerate(parts)),
+                      re.DOTALL)
+
+
+_NOTE_PATTERNS = tuple((_pattern(template), template) for template in _NOTES)
 
 
 def note_said(text: str) -> Said:
-    """A watcher's note as a Said: its template where a pattern reads it whole, else the text as it is."""
-    for pattern, template, nested in _NOTE_PATTERNS:
+    """A watcher's note as a Said: the first template that reads it whole, else the text as it is."""
+    for pattern, template in _NOTE_PATTERNS:
         match = pattern.fullmatch(text)
         if match:
-            fields = {k: note_said(v) if k in nested else v for k, v in match.groupdict().items()}
-            return Said.of(template, **fields)
+            return Said.of(template, **{k: note_said(v) if k in _NESTED else v for k, v in match.groupdict().items()})
     return Said.of("{text}", text=text)
 
 
