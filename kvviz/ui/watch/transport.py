@@ -1,7 +1,8 @@
 """The Watch view's rows above its panels: per server a line saying its state (up, down and retrying, stalled),
 which feeds it has (metrics, events, both) and its frame counters; the time slider over the samples; the
 narration of what just happened (the shell's NarrationLabel: the newest sentences that fit two lines).
-It reads WatchFrames; what a scrub does is the window's.
+It reads WatchFrames; what a scrub does is the window's. Every line is in the window's language: the narration's
+Said sentences and the states through the context "Narration", the rest through "WatchTransport".
 """
 from __future__ import annotations
 
