@@ -184,7 +184,8 @@ def test_the_child_of_a_parent_killed_outright_mid_request_ends():
 def test_the_serve_engine_process_answers_with_frozen_records(torch_cpu):
     """No dict meta and no tuples on the wire: a run's start, its batches and its results come as records."""
     from kvviz.runtime.process import EndRun
-    from kvviz.serving.session import LaneRecord, ServeBatch, ServeProcess, ServeStarted, ServeSteps, StartServe
+    from kvviz.serving.record import LaneRecord, ServeBatch, ServeStarted
+    from kvviz.serving.session import ServeProcess, ServeSteps, StartServe
     from kvviz.serving.spec import ServeSpec, preset_requests
 
     spec = ServeSpec(model="tiny-random", requests=tuple(preset_requests("shared-prefix"))[:2],
@@ -203,6 +204,6 @@ def test_the_serve_engine_process_answers_with_frozen_records(torch_cpu):
         proc.call(EndRun())
         with pytest.raises(EngineError, match="tick at least one scheduler"):
             proc.start(dataclasses.replace(spec, schedulers=()))
-        assert proc.start(spec)["settings"].keys() == {"paged", "prefix"}  # still serving after a refused run
+        assert proc.start(spec).settings.keys() == {"paged", "prefix"}  # still serving after a refused run
     finally:
         proc.close()

@@ -171,8 +171,9 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
 
     session = EngineSession()
     run = RunConfig(prompt=PROMPT, max_new_tokens=5, engines=lanes(("concat", "static"), ("torch", "native")))
-    info, _loaded, notes = session.start(RunRequest(run_id="r3", model="tiny-random", run=run, threads=1, repeat=3))
-    assert isinstance(info, RunInfo) and info.repeat == 3 and notes == []
+    started = session.start(RunRequest(run_id="r3", model="tiny-random", run=run, threads=1, repeat=3))
+    info, notes = started.info, started.notes
+    assert isinstance(info, RunInfo) and info.repeat == 3 and notes == ()
     assert set(info.earlier_ms) == set(run.engines)
     assert all(len(runs) == 2 and all(len(ms) == 5 for ms in runs) for runs in info.earlier_ms.values())
     history = RunHistory()

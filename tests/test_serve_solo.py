@@ -155,7 +155,7 @@ def test_the_worker_hands_the_solo_runs_with_the_results(qtbot, tiny_random, iso
                      schedulers=("static", "paged"), max_batch=4, blocks=24, block_size=16, token_budget=32,
                      name="course-batch", run_id="r1")
     got = {}
-    worker.run_started.connect(lambda run_id, meta: got.setdefault("history", ServeHistory.from_meta(meta)))
+    worker.run_started.connect(lambda run_id, started: got.setdefault("history", ServeHistory.from_started(started)))
     worker.steps_traced.connect(lambda run_id, batch: got["history"].add(batch))
     worker.results_ready.connect(lambda run_id, results: got["history"].set_results(results))
     with qtbot.waitSignal(worker.run_finished, timeout=120_000):

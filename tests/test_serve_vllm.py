@@ -29,14 +29,14 @@ def drive(session, s: ServeSpec):
     """The worker's loop without Qt: start, then steps() until the results come; (history, the batches)."""
     from kvviz.serving.history import ServeHistory
 
-    history = ServeHistory.from_meta(session.start(s, threads=1))
+    history = ServeHistory.from_started(session.start(s, threads=1))
     batches = []
     while True:
-        batch, results = session.steps(0.0)
-        history.add(batch)
-        batches.append(batch)
-        if results is not None:
-            history.set_results(results)
+        batch = session.steps(0.0)
+        history.add(batch.records)
+        batches.append(batch.records)
+        if batch.results is not None:
+            history.set_results(batch.results)
             history.finished = True
             return history, batches
 
@@ -72,13 +72,13 @@ def test_vllm_runs_beside_the_schedulers_in_lockstep(served):
     history, batches = served
     lane = history.vllm
     assert lane.state == "done" and lane.counterpart == "prefix" and lane.run.settings.prefix_caching
-    waits = [item for b in batches for k, item, _t in b if isinstance(item, PeerProgress)]
+    waits = [r.record for b in batches for r in b if isinstance(r.record, PeerProgress)]
     assert waits and all(w.state == "starting" for w in waits)
     assert [w.waited_s for w in waits] == sorted(w.waited_s for w in waits) and waits[-1].waited_s > 1.0
     shown = -1
     for batch in batches:
-        top = max((item.last_step for k, item, _t in batch if k in SCHEDULERS), default=None)
-        for _k, item, _t in batch:
+        top = max((r.record.last_step for r in batch if r.lane in SCHEDULERS), default=None)
+        for item in (r.record for r in batch):
             if isinstance(item, VllmStep):
                 assert top is None or item.step <= top
                 shown = item.step
@@ -258,7 +258,7 @@ def test_a_lane_vllm_cannot_run_fails_in_one_line_and_the_schedulers_go_on(tmp_p
         history, batches = drive(session, spec(blocks=4, schedulers=("static",)))
     finally:
         session.close()
-    failed = [item for b in batches for k, item, _t in b if isinstance(item, PeerProgress)]
+    failed = [r.record for b in batches for r in b if isinstance(r.record, PeerProgress)]
     assert [f.state for f in failed] == ["failed"] and "more than the pool's 4" in failed[0].message
     assert history.vllm.state == "failed" and history.n_steps("static") > 0 and history.results["static"]
 
@@ -293,6 +293,7 @@ def test_ending_a_run_while_vllm_starts_leaves_no_vllm_process(tmp_path, monkeyp
     import os
 
     from kvviz.peers.vllm import find_vllm_python
+    from kvviz.serving.record import ServeBatch
     from kvviz.serving.session import ServeSession
 
     try:
@@ -313,7 +314,7 @@ def test_ending_a_run_while_vllm_starts_leaves_no_vllm_process(tmp_path, monkeyp
         session.end()
         assert session.vllm_pid() is None
         assert not os.path.exists(f"/proc/{pid}"), "vLLM's child outlived Stop (end() joins the thread that reaps it)"
-        assert session.steps(0.0) == ([], {})  # nothing left running: no lane, no scheduler
+        assert session.steps(0.0) == ServeBatch((), {})  # nothing left running: no lane, no scheduler
     finally:
         session.close()
 

@@ -22,8 +22,7 @@ def spec_run(engines, spec_k: int, rollback: str, tokens: int = 20):
     session = EngineSession()
     try:
         run = RunConfig(prompt=REPEATING, max_new_tokens=tokens, engines=engines, spec_k=spec_k, rollback=rollback)
-        info, _loaded, _notes = session.start(RunRequest(run_id="spec", model="tiny-random", device="cpu",
-                                                         threads=1, run=run))
+        info = session.start(RunRequest(run_id="spec", model="tiny-random", device="cpu", threads=1, run=run)).info
         rounds = [session.round() for _ in range(tokens)]
     finally:
         session.close()

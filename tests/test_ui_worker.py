@@ -229,8 +229,9 @@ def test_the_engine_process_runs_the_same_engines(qtbot, torch_cpu):
         env = proc.environment()
         assert "tiny-random" in [m.name for m in env.models]
         req = request(tokens=5, engines=("naive", "paged"))
-        info, loaded, notes = proc.start(req)
-        assert info.run_id == "r1" and loaded is not None and loaded.config.name == "tiny-random" and notes == []
+        started = proc.start(req)
+        info, loaded, notes = started.info, started.loaded, started.notes
+        assert info.run_id == "r1" and loaded is not None and loaded.config.name == "tiny-random" and notes == ()
         remote = [proc.round() for _ in range(2)] + proc.rounds(3, 60.0)  # one batch of the last three
         local.start(req)
         here = [local.round() for _ in range(5)]

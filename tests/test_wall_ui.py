@@ -160,9 +160,8 @@ def test_the_engine_session_records_the_wall(tmp_path, monkeypatch):
     monkeypatch.setattr(bandwidth, "cpu_bandwidth", lambda: bandwidth.Bandwidth("cpu", 14.5, 1, 1))
     session = EngineSession()
     try:
-        info, _loaded, _notes = session.start(RunRequest(run_id="s", model="tiny-random", device="cpu",
-                                                         threads=1, run=RunConfig(prompt="KV", max_new_tokens=3,
-                                                                                  engines=("concat",))))
+        info = session.start(RunRequest(run_id="s", model="tiny-random", device="cpu", threads=1,
+                                        run=RunConfig(prompt="KV", max_new_tokens=3, engines=("concat",)))).info
         steps = [session.round()[0] for _ in range(3)]
     finally:
         session.close()

@@ -113,16 +113,16 @@ def test_the_status_bar_names_a_kernel_comparisons_kernels_and_its_lanes(qapp):
 
 def test_the_serve_window_says_vllms_wait_in_the_status_bar_and_its_failure_in_the_error_strip(qtbot, tmp_path):
     from kvviz.serving.history import ServeHistory
-    from kvviz.serving.record import PeerProgress
+    from kvviz.serving.record import LaneRecord, PeerProgress
     from kvviz.ui.serve.window import ServeWindow
 
     window = ServeWindow(None, QSettings(str(tmp_path / "serve.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(window)
     window.run_id = "r1"
     window.show_run(ServeHistory(run_id="r1"))
-    window._on_steps_traced("r1", [("vllm", PeerProgress("starting", 3.2), {})])
+    window._on_steps_traced("r1", [LaneRecord("vllm", PeerProgress("starting", 3.2), {})])
     assert window.statusBar().currentMessage() == (
         "vLLM: starting, 3 s waited (35-50 s on a CPU); the schedulers wait for it")
     assert window.error_text() == ""
-    window._on_steps_traced("r1", [("vllm", PeerProgress("failed", 4.0, "no vLLM at /nowhere/python"), {})])
+    window._on_steps_traced("r1", [LaneRecord("vllm", PeerProgress("failed", 4.0, "no vLLM at /nowhere/python"), {})])
     assert window.error_text() == "vLLM failed: no vLLM at /nowhere/python"

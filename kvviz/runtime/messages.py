@@ -90,8 +90,7 @@ class StartRun(Request):
     request: RunRequest
 
     def apply(self, session) -> RunStarted:
-        info, loaded, notes = session.start(self.request)
-        return RunStarted(info, loaded, tuple(notes))
+        return session.start(self.request)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from kvviz.runtime.messages import (
     NextRound,
     Rounds,
     RunRequest,
+    RunStarted,
     StartRun,
     cached_choices,
 )
@@ -103,9 +104,11 @@ class EngineSession:
                            torch_version=torch.__version__, threads=default_threads(),
                            cached_models=_cached_models())
 
-    def start(self, req: RunRequest) -> tuple[RunInfo, ModelChoice | None, list[str]]:
-        """Load (or reuse) the model and set up every engine's step generator. Returns the run's
-        info, the loaded model's description when it was (re)loaded, and notes for the window."""
+    def start(self, req: RunRequest) -> RunStarted:
+        """Load (or reuse) the model and set up every engine's step generator: the run's info, the loaded
+        model's description when it was (re)loaded, and notes for the window."""
+        if not isinstance(req, RunRequest):
+            raise ValueError(f"a run starts from a RunRequest, not a {type(req).__name__}")
         import torch
 
         from kvviz.catalog import is_exact
@@ -185,7 +188,7 @@ class EngineSession:
             decode_kernels=tuple(kernels), repeat=req.repeat,
             earlier_ms={lane: tuple(ms for _tokens, ms in runs) for lane, runs in earlier.items()},
             **_wall_fields(cfg, dtype, device))
-        return info, loaded, notes
+        return RunStarted(info, loaded, tuple(notes))
 
     def round(self) -> list[StepTrace]:
         """Step k of every engine, in the run's engine order."""
@@ -311,13 +314,15 @@ class EngineProcess(EngineProxy):
     def environment(self) -> Environment:
         return self.call(ListEnvironment())
 
-    def start(self, req: RunRequest):
+    def start(self, req: RunRequest) -> RunStarted:
         """Start a run; a child that died while idle (killed, crashed) or was ended by Stop is replaced
         first, transparently, and the run's notes say so."""
+        if not isinstance(req, RunRequest):
+            raise ValueError(f"a run starts from a RunRequest, not a {type(req).__name__}")
         self.renew()
         started = self.call(StartRun(req))
         note = self.take_note()
-        return started.info, started.loaded, [note, *started.notes] if note else list(started.notes)
+        return replace(started, notes=(note, *started.notes)) if note else started
 
     def round(self) -> list[StepTrace]:
         return self.call(NextRound())

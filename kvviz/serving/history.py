@@ -10,17 +10,20 @@ vLLM's run beside the schedulers (the "vllm" lane, VllmLane) is held apart: it r
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from kvviz.peers.vllm import VllmRun, VllmStep
 from kvviz.serving.record import (
+    LaneRecord,
     ModelInfo,
     PeerProgress,
     RequestResult,
     SchedulerSettings,
     ServeRun,
+    ServeStarted,
     ServeStep,
     SoloCheck,
     compare_solo,
@@ -155,14 +158,16 @@ class ServeHistory:
 
     # -- building -------------------------------------------------------------------------------
     @classmethod
-    def from_meta(cls, meta: dict) -> ServeHistory:
-        """A live run about to stream in: the worker's run_started payload."""
-        h = cls(run_id=meta["run_id"], workload=meta["workload"], model=meta.get("model"),
-                settings=dict(meta["settings"]), prompt_lens=tuple(meta.get("prompt_lens", ())))
+    def from_started(cls, started: ServeStarted) -> ServeHistory:
+        """A live run about to stream in, from the session's ServeStarted (the worker's run_started)."""
+        if not isinstance(started, ServeStarted):
+            raise ValueError(f"a live serve run starts from a ServeStarted, not a {type(started).__name__}")
+        h = cls(run_id=started.run_id, workload=started.workload, model=started.model,
+                settings=dict(started.settings), prompt_lens=started.prompt_lens)
         h.steps = {k: [] for k in h.settings}
         h.token_texts = {k: {} for k in h.settings}
-        if meta.get("vllm"):  # the scheduler vLLM's settings follow
-            h.vllm = VllmLane(counterpart=meta["vllm"])
+        if started.vllm:  # the scheduler vLLM's settings follow
+            h.vllm = VllmLane(counterpart=started.vllm)
         return h
 
     @classmethod
@@ -188,10 +193,14 @@ class ServeHistory:
         h.version += 1
         return h
 
-    def add(self, batch) -> None:
-        """A batch from the worker: [(scheduler, ServeStep, {request: token text}), ...]; vLLM's lane as
-        ("vllm", PeerProgress | VllmRun | VllmStep, {request: token text})."""
-        for scheduler, step, texts in batch:
+    def add(self, batch: Iterable[LaneRecord]) -> None:
+        """A batch from the worker (ServeBatch.records): each scheduler's ServeStep with its tokens' text; vLLM's
+        lane's PeerProgress, VllmRun or VllmStep."""
+        batch = tuple(batch)
+        for item in batch:
+            if not isinstance(item, LaneRecord):
+                raise ValueError(f"a serve batch holds LaneRecords, not a {type(item).__name__}")
+        for scheduler, step, texts in ((r.lane, r.record, r.texts) for r in batch):
             if scheduler == VLLM:
                 self._add_vllm(step, texts)
                 continue
@@ -204,7 +213,7 @@ class ServeHistory:
                 mine.setdefault(request, []).append(text)
         self.version += 1
 
-    def _add_vllm(self, item, texts: dict) -> None:
+    def _add_vllm(self, item, texts: Mapping[int, str]) -> None:
         lane = self.vllm if self.vllm is not None else VllmLane()
         self.vllm = lane
         if isinstance(item, PeerProgress):

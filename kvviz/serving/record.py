@@ -1,6 +1,7 @@
 """The serving record: one frozen `ServeStep` per scheduler step, one `ServeRun` per scheduler run, saved
 as JSON (schema "kvviz-serve", docs/serving.md) and validated on load like traces; with them, where vLLM ran
-the same workload beside them, vLLM's run (kvviz.peers.vllm.VllmRun: what vLLM reported per step and request).
+the same workload beside them, vLLM's run (kvviz.peers.vllm.VllmRun: what vLLM reported per step and request);
+and what the serving session answers during a live run (ServeStarted, ServeBatch of LaneRecord).
 
 Stdlib only: no torch, no numpy, no Qt; the window's Serve view and the command draw and print these and
 nothing else. A phase, a request's state and a block's state are words, never codes. Loading anything
@@ -12,7 +13,7 @@ import dataclasses
 import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -432,6 +433,40 @@ class ServeRun:
 
     def summary(self) -> ServeSummary:
         return summarize(self)
+
+
+# -- a live run: what the serving session (kvviz.serving.session) answers, in this thread or from its process --
+@dataclass(frozen=True)
+class ServeStarted:
+    """A run set up: the workload, the model, each scheduler's settings, the prompts' lengths, whether it starts
+    paused, and with vLLM beside the scheduler vLLM's settings follow ("-": none ticked; "": no vLLM beside)."""
+
+    run_id: str
+    workload: Workload
+    model: ModelInfo
+    settings: Mapping[str, SchedulerSettings]  # in the order the schedulers were ticked
+    prompt_lens: tuple[int, ...]
+    start_paused: bool
+    vllm: str = ""
+
+
+@dataclass(frozen=True)
+class LaneRecord:
+    """One lane's record in a round: a scheduler's ServeStep, or on the "vllm" lane vLLM's PeerProgress, VllmRun
+    or VllmStep; with the text of each token it emitted ({request: text})."""
+
+    lane: str
+    record: ServeStep | PeerProgress | VllmRun | VllmStep
+    texts: Mapping[int, str]
+
+
+@dataclass(frozen=True)
+class ServeBatch:
+    """Rounds run back to back, in step order; once every scheduler has finished, each one's results
+    ({scheduler: (RequestResult, ...)}, in request order), else None."""
+
+    records: tuple[LaneRecord, ...]
+    results: Mapping[str, tuple[RequestResult, ...]] | None = None
 
 
 # -- figures ------------------------------------------------------------------------------------

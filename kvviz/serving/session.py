@@ -1,11 +1,11 @@
 """The serving session and its engine process: ServeSession loads a model and steps one ServeEngine per
-scheduler in lockstep rounds (kvviz.serving.engine); ServeProcess is the same session in a child process behind
-kvviz.runtime.process's proxy (the requests and the frozen records it answers with are below), so the engines
-never share the window's interpreter lock. No Qt (the library side of the Serve view, beside kvviz.runtime.session
-for the compare view): the worker (kvviz.ui.serve.worker) is the Qt adapter around either. With "vLLM beside"
-(ServeSpec.vllm_beside), vLLM runs the same workload in its own child (kvviz.peers.vllm, started from a thread
-here: VllmBeside); its records join the rounds as the "vllm" lane, and the schedulers wait for them, so that
-every lane steps in lockstep.
+scheduler in lockstep rounds (kvviz.serving.engine), answering with frozen records (kvviz.serving.record's
+ServeStarted and ServeBatch); ServeProcess is the same session in a child process behind kvviz.runtime.process's
+proxy (the requests are below), so the engines never share the window's interpreter lock. No Qt (the library side
+of the Serve view, beside kvviz.runtime.session for the compare view): the worker (kvviz.ui.serve.worker) is the Qt
+adapter around either. With "vLLM beside" (ServeSpec.vllm_beside), vLLM runs the same workload in its own child
+(kvviz.peers.vllm, started from a thread here: VllmBeside); its records join the rounds as the "vllm" lane, and the
+schedulers wait for them, so that every lane steps in lockstep.
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kvviz.runtime.loading import load_for_run
 from kvviz.runtime.process import EndRun, EngineProxy, Request
 from kvviz.runtime.session import default_threads, error_message
+from kvviz.serving.record import LaneRecord, PeerProgress, SchedulerSettings, ServeBatch, ServeStarted
 from kvviz.serving.spec import ServeSpec
 
 CLOSE_WAIT_S = 2.0  # the engine process gets this long to exit when asked (vLLM beside ended, its folder removed)
@@ -36,7 +36,7 @@ class ServeSession:
         self._streams: dict = {}
         self._solo: tuple | None = None  # (model, prompts, workload, settings) of the run started last
         self._beside: VllmBeside | None = None  # vLLM's run on its way
-        self._vllm_steps: list = []  # [(VllmStep, {request: token text})] not yet handed out
+        self._vllm_steps: list[LaneRecord] = []  # vLLM's steps not yet handed out, each with its tokens' text
 
     def _load(self, name: str, device: str, dtype: str, threads: int | None):
         key = (name, device, dtype, threads)
@@ -46,11 +46,12 @@ class ServeSession:
             self._loaded = (key, model, tokenizer)
         return self._loaded[1], self._loaded[2]
 
-    def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto", threads: int | None = None) -> dict:
-        """Set up every ticked scheduler's engine; the run's meta for the window."""
+    def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto",
+              threads: int | None = None) -> ServeStarted:
+        """Set up every ticked scheduler's engine; what the window builds the run's history from."""
         from kvviz.serving.engine import ServeEngine
-        from kvviz.serving.record import SchedulerSettings
 
+        _check_spec(spec)
         self.end()
         if not spec.schedulers:
             raise ValueError("tick at least one scheduler")
@@ -63,20 +64,21 @@ class ServeSession:
         self._tokenizer = tokenizer
         first = next(iter(self._engines.values()))
         self._solo = (model, first.prompts, workload, settings)
-        meta = {"run_id": spec.run_id, "workload": workload, "model": first.info,
-                "settings": {k: e.settings for k, e in self._engines.items()},
-                "prompt_lens": tuple(len(p) for p in first.prompts), "start_paused": spec.start_paused}
+        vllm = ""
         if spec.vllm_beside:
             counterpart = counterpart_of(spec.schedulers)
             mapped = self._engines[counterpart].settings if counterpart else settings
             self._beside = VllmBeside(model, spec.model, first.prompts, workload, mapped, counterpart or "paged",
                                       threads or default_threads())
-            meta["vllm"] = counterpart or "-"
-        return meta
+            vllm = counterpart or "-"
+        return ServeStarted(run_id=spec.run_id, workload=workload, model=first.info,
+                            settings={k: e.settings for k, e in self._engines.items()},
+                            prompt_lens=tuple(len(p) for p in first.prompts), start_paused=spec.start_paused,
+                            vllm=vllm)
 
-    def round(self) -> list:
-        """Step k of every scheduler not finished yet: [(scheduler, ServeStep, {request: token text})]; and
-        vLLM's engine steps up to the last step of those records (one a round once the schedulers are done)."""
+    def round(self) -> list[LaneRecord]:
+        """Step k of every scheduler not finished yet, each with its tokens' text; and vLLM's engine steps up to
+        the last step of those records (one a round once the schedulers are done)."""
         out = []
         top = -1
         for k, stream in list(self._streams.items()):
@@ -85,24 +87,23 @@ class ServeSession:
                 del self._streams[k]
                 continue
             top = max(top, record.last_step)
-            out.append((k, record, {r: self._tokenizer.token_text(t) for r, t in record.emitted}))
+            out.append(LaneRecord(k, record, {r: self._tokenizer.token_text(t) for r, t in record.emitted}))
         lane = self._vllm_steps
-        while lane and (lane[0][0].step <= top or (not self._streams and not out)):
-            step, texts = lane.pop(0)
-            out.append((VLLM, step, texts))
+        while lane and (lane[0].record.step <= top or (not self._streams and not out)):
+            out.append(lane.pop(0))
             if top < 0:
                 break
         return out
 
-    def steps(self, budget_s: float = 0.0) -> tuple[list, dict | None]:
+    def steps(self, budget_s: float = 0.0) -> ServeBatch:
         """Rounds back to back for budget_s (at least one); with them, once every scheduler has finished,
-        each one's results ({scheduler: (RequestResult, ...)}), else None. While vLLM beside has not
-        returned its run, only how long it has been waited for (("vllm", PeerProgress, {}), after waiting
-        up to PROGRESS_S for it): the schedulers hold, so that every lane steps in lockstep."""
+        each one's results. While vLLM beside has not returned its run, only how long it has been waited for
+        (the "vllm" lane's PeerProgress, after waiting up to PROGRESS_S for it): the schedulers hold, so that
+        every lane steps in lockstep."""
         beside = self._beside
         if beside is not None:
             if not beside.wait(min(max(budget_s, 0.05), PROGRESS_S)):
-                return [(VLLM, beside.progress(), {})], None
+                return ServeBatch((LaneRecord(VLLM, beside.progress(), {}),))
             self._beside = None
             batch = self._take(beside)
         else:
@@ -114,16 +115,14 @@ class ServeSession:
             if not got or time.perf_counter() - started >= budget_s:
                 break
         if self._streams or self._vllm_steps:
-            return batch, None
-        return batch, {k: e.result().results for k, e in self._engines.items()}
+            return ServeBatch(tuple(batch))
+        return ServeBatch(tuple(batch), {k: e.result().results for k, e in self._engines.items()})
 
-    def _take(self, beside: VllmBeside) -> list:
+    def _take(self, beside: VllmBeside) -> list[LaneRecord]:
         """vLLM's run into the lane (its steps to come in the rounds, each with its tokens' text), or its
         failure said once."""
-        from kvviz.serving.record import PeerProgress
-
         if beside.run is None:
-            return [(VLLM, PeerProgress("failed", beside.waited_s(), beside.error), {})]
+            return [LaneRecord(VLLM, PeerProgress("failed", beside.waited_s(), beside.error), {})]
         run = beside.run
         counts = {r.request: 0 for r in run.requests}
         for step in run.steps:
@@ -133,8 +132,8 @@ class ServeSession:
                 if counts[r] < len(ids):
                     texts[r] = self._tokenizer.token_text(ids[counts[r]])
                 counts[r] += 1
-            self._vllm_steps.append((step, texts))
-        return [(VLLM, run, {})]
+            self._vllm_steps.append(LaneRecord(VLLM, step, texts))
+        return [LaneRecord(VLLM, run, {})]
 
     def solo(self, index: int) -> tuple[int, ...]:
         """Request `index` of the run alone through the static engine (kvviz.serving.solo): its tokens, for the
@@ -167,6 +166,11 @@ class ServeSession:
 
     def abort(self) -> None:
         """Nothing to kill in this thread."""
+
+
+def _check_spec(spec) -> None:
+    if not isinstance(spec, ServeSpec):
+        raise ValueError(f"a serve run starts from a ServeSpec, not a {type(spec).__name__}")
 
 
 def counterpart_of(schedulers) -> str:
@@ -221,9 +225,7 @@ class VllmBeside:
         """Whether the run (or its failure) is in, after waiting up to timeout_s for it."""
         return self._done.wait(timeout_s)
 
-    def progress(self):
-        from kvviz.serving.record import PeerProgress
-
+    def progress(self) -> PeerProgress:
         return PeerProgress("starting", self.waited_s())
 
     def _child_started(self, proc) -> None:
@@ -251,58 +253,7 @@ class VllmBeside:
 
 
 
-# -- what crosses the process boundary ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class ServeStarted:
-    """A run set up: the workload, the model, each scheduler's settings, the prompts' lengths, whether it starts
-    paused, and with vLLM beside the scheduler vLLM's settings follow ("-": none ticked)."""
-
-    run_id: str
-    workload: object  # kvviz.serving.workload.Workload
-    model: object  # kvviz.serving.record.ModelInfo
-    settings: Mapping  # {scheduler: SchedulerSettings}
-    prompt_lens: tuple[int, ...]
-    start_paused: bool
-    vllm: str | None = None
-
-    @classmethod
-    def of(cls, meta: dict) -> ServeStarted:
-        return cls(**meta)
-
-    def meta(self) -> dict:
-        """The run_started payload the Serve view reads (ServeHistory.from_meta)."""
-        meta = dict(self.__dict__)
-        if self.vllm is None:
-            del meta["vllm"]
-        return meta
-
-
-@dataclass(frozen=True)
-class LaneRecord:
-    """One lane's record in a round: a scheduler's ServeStep, or vLLM's PeerProgress, VllmRun or VllmStep, with
-    the text of each token it emitted ({request: text})."""
-
-    lane: str
-    record: object
-    texts: Mapping
-
-
-@dataclass(frozen=True)
-class ServeBatch:
-    """Rounds run back to back, and once every scheduler has finished, each one's results."""
-
-    records: tuple[LaneRecord, ...]
-    results: Mapping | None
-
-    @classmethod
-    def of(cls, batch: list, results: dict | None) -> ServeBatch:
-        return cls(tuple(LaneRecord(*r) for r in batch), results)
-
-    def pairs(self) -> tuple[list, dict | None]:
-        """(batch, results) as ServeSession.steps returns them."""
-        return [(r.lane, r.record, r.texts) for r in self.records], self.results
-
-
+# -- the requests a ServeSession answers in the engine process (kvviz.runtime.process.Request) -------------
 @dataclass(frozen=True)
 class StartServe(Request):
     spec: ServeSpec
@@ -311,7 +262,7 @@ class StartServe(Request):
     threads: int | None = None
 
     def apply(self, session) -> ServeStarted:
-        return ServeStarted.of(session.start(self.spec, self.device, self.dtype, self.threads))
+        return session.start(self.spec, self.device, self.dtype, self.threads)
 
 
 @dataclass(frozen=True)
@@ -319,7 +270,7 @@ class ServeSteps(Request):
     budget_s: float = 0.0
 
     def apply(self, session) -> ServeBatch:
-        return ServeBatch.of(*session.steps(self.budget_s))
+        return session.steps(self.budget_s)
 
 
 @dataclass(frozen=True)
@@ -339,13 +290,15 @@ class ServeProcess(EngineProxy):
     session = "kvviz.serving.session:ServeSession"
     close_wait_s = CLOSE_WAIT_S
 
-    def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto", threads: int | None = None) -> dict:
+    def start(self, spec: ServeSpec, device: str = "auto", dtype: str = "auto",
+              threads: int | None = None) -> ServeStarted:
         """Start a run; a child that died or was stopped (SIGSTOP) while idle is replaced first."""
+        _check_spec(spec)
         self.renew()
-        return self.call(StartServe(spec, device, dtype, threads)).meta()
+        return self.call(StartServe(spec, device, dtype, threads))
 
-    def steps(self, budget_s: float = 0.0) -> tuple[list, dict | None]:
-        return self.call(ServeSteps(budget_s)).pairs()
+    def steps(self, budget_s: float = 0.0) -> ServeBatch:
+        return self.call(ServeSteps(budget_s))
 
     def solo(self, index: int) -> tuple[int, ...]:
         return self.call(SoloRun(index))

@@ -91,13 +91,19 @@ class RunWorker(QObject):
 
     @Slot(object)
     def start_run(self, request: RunRequest) -> None:
+        """Start the run the RunRequest describes; anything else is refused with run_failed (no run id) and
+        run_finished, and a run in progress goes on."""
+        if not isinstance(request, RunRequest):
+            self.run_failed.emit("", f"a run starts from a RunRequest, not a {type(request).__name__}")
+            self.run_finished.emit("")
+            return
         if self._run is not None:
             self._end(self._run.run_id)
         self._stop.clear()
         self._paused = request.start_paused
         self.set_speed(request.steps_per_s)
         try:
-            info, loaded, notes = self.session.start(request)
+            started = self.session.start(request)
         except EngineStopped:  # Stop while the model loaded: no error, the run simply ends
             self._end(request.run_id)
             return
@@ -105,10 +111,10 @@ class RunWorker(QObject):
             self._end(request.run_id, exc)
             return
         self._run, self._rounds = request, 0
-        if loaded is not None:
-            self.model_loaded.emit(loaded)
-        self.run_started.emit(info)
-        for note in notes:
+        if started.loaded is not None:
+            self.model_loaded.emit(started.loaded)
+        self.run_started.emit(started.info)
+        for note in started.notes:
             self.run_noted.emit(request.run_id, note)
         if request.start_paused:
             self._round()

@@ -15,10 +15,12 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 
 from PySide6.QtCore import QMetaObject, QObject, Qt, QTimer, Signal, Slot
 
 from kvviz.runtime.session import error_message
+from kvviz.serving.record import RequestResult
 from kvviz.serving.session import ServeProcess, ServeSession
 from kvviz.serving.solo import with_solo
 from kvviz.serving.spec import ServeSpec
@@ -32,8 +34,8 @@ BATCH_REST_S = 0.01
 class ServeWorker(QObject):
     """Every slot runs in the worker's thread; `request_stop` is safe from any thread."""
 
-    run_started = Signal(str, object)  # run_id, meta (workload, model, settings per scheduler, ...)
-    steps_traced = Signal(str, object)  # run_id, [(scheduler, ServeStep, {request: token text}), ...]
+    run_started = Signal(str, object)  # run_id, ServeStarted (workload, model, settings per scheduler, ...)
+    steps_traced = Signal(str, object)  # run_id, (LaneRecord, ...): each lane's record with its tokens' text
     results_ready = Signal(str, object)  # run_id, {scheduler: (RequestResult, ...)} at a run's end, with the
     # solo runs' tokens (solo_token_ids) unless Stop came while they ran
     run_failed = Signal(str, str)  # run_id, one-line message
@@ -67,6 +69,12 @@ class ServeWorker(QObject):
 
     @Slot(object)
     def start_run(self, spec: ServeSpec) -> None:
+        """Start the run the ServeSpec describes; anything else is refused with run_failed (no run id) and
+        run_finished, and a run in progress goes on."""
+        if not isinstance(spec, ServeSpec):
+            self.run_failed.emit("", f"a serve run starts from a ServeSpec, not a {type(spec).__name__}")
+            self.run_finished.emit("")
+            return
         if self._run_id:
             self._end()
         self._stop.clear()
@@ -74,11 +82,11 @@ class ServeWorker(QObject):
         self._paused = spec.start_paused
         self._interval_s = 1.0 / spec.steps_per_s if spec.steps_per_s > 0 else 0.0
         try:
-            meta = self.session.start(spec, self.device, self.dtype, self.threads)
+            started = self.session.start(spec, self.device, self.dtype, self.threads)
         except Exception as exc:
             self._end(exc)
             return
-        self.run_started.emit(spec.run_id, meta)
+        self.run_started.emit(spec.run_id, started)
         if spec.start_paused:
             self._round_batch(0.0)
         else:
@@ -119,12 +127,13 @@ class ServeWorker(QObject):
         """Rounds back to back for budget_s (at least one), emitted as one batch; the results with the last."""
         run_id = self._run_id
         try:
-            batch, results = self.session.steps(budget_s)
+            batch = self.session.steps(budget_s)
         except Exception as exc:
             self._end(exc)
             return
-        if batch:
-            self.steps_traced.emit(run_id, batch)
+        if batch.records:
+            self.steps_traced.emit(run_id, batch.records)
+        results = batch.results
         if results is not None:
             try:
                 results = self._with_solo(results)
@@ -134,7 +143,7 @@ class ServeWorker(QObject):
             self.results_ready.emit(run_id, results)
             self._end()
 
-    def _with_solo(self, results: dict) -> dict:
+    def _with_solo(self, results: Mapping[str, tuple[RequestResult, ...]]) -> Mapping[str, tuple[RequestResult, ...]]:
         """The results with every request's solo tokens, run here (this thread or the engine process), one
         request at a time so Stop is read between them (then the results go without)."""
         n = len(next(iter(results.values()), ()))
