@@ -129,9 +129,9 @@ def compare(prompt: str, engines: Iterable[str] = DEFAULT_ENGINES, tokens: int =
                     trace=TraceOptions(masks=True, weights_layer=layer, weights_head=head))
     session = EngineSession()
     try:
-        info, _loaded, notes = session.start(RunRequest(run_id=uuid.uuid4().hex[:8], model=model, run=run,
-                                                        device=device, dtype=dtype, threads=threads,
-                                                        repeat=repeat))
+        started = session.start(RunRequest(run_id=uuid.uuid4().hex[:8], model=model, run=run, device=device,
+                                           dtype=dtype, threads=threads, repeat=repeat))
+        info, notes = started.info, started.notes
         traces: dict[str, list[StepTrace]] = {k: [] for k in info.engines}
         done = 0
         while done < tokens:  # in batches, each engine's steps back to back, as the bench and the window run them

@@ -139,11 +139,11 @@ class ServeWindow(FramedView):
         self.give_keys_to_transport()
         return True
 
-    def _on_run_started(self, run_id: str, meta) -> None:
+    def _on_run_started(self, run_id: str, started) -> None:
         if run_id != self.run_id:
             return
-        self.show_run(ServeHistory.from_meta(meta))
-        self._set_state(RunState.PAUSED if meta.get("start_paused") else RunState.RUNNING)
+        self.show_run(ServeHistory.from_started(started))
+        self._set_state(RunState.PAUSED if started.start_paused else RunState.RUNNING)
         self.run_started.emit(run_id)
 
     def _on_steps_traced(self, run_id: str, records) -> None:
