@@ -12,6 +12,7 @@ if not os.environ.get("XDG_RUNTIME_DIR"):
     os.environ["XDG_RUNTIME_DIR"] = _runtime
 
 import gc  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
@@ -24,6 +25,29 @@ def _qt_app():
     from PySide6.QtCore import QCoreApplication
 
     return QCoreApplication.instance()
+
+
+OWN_INTERPRETER = "KVVIZ_TEST_OWN_INTERPRETER"  # set to a test's id in the child interpreter that runs it
+
+
+@pytest.fixture
+def own_interpreter(request):
+    """own_interpreter() for a test that must not run in the suite's process: torch.compile leaves dynamo's frame
+    hook in the interpreter, and dynamo is not thread-safe, while later tests run torch on Qt worker threads. In
+    the suite's process it runs this one test in a child interpreter, fails with the child's output unless the
+    child passed it, and returns False (the caller returns); in the child it returns True (the caller goes on)."""
+
+    def run() -> bool:
+        nodeid = request.node.nodeid
+        if os.environ.get(OWN_INTERPRETER) == nodeid:
+            return True
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", nodeid],
+                              cwd=request.config.rootpath, env={**os.environ, OWN_INTERPRETER: nodeid},
+                              capture_output=True, text=True, timeout=1200)
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-4000:] + proc.stderr[-2000:]
+        return False
+
+    return run
 
 
 @pytest.fixture(autouse=True)

@@ -82,10 +82,12 @@ def test_every_engine_gives_naives_tokens_on_the_laid_out_model():
 
 
 @pytest.mark.slow
-def test_the_compiled_static_step_gives_eager_statics_tokens_and_figures():
+def test_the_compiled_static_step_gives_eager_statics_tokens_and_figures(own_interpreter):
     """`make_engine("static", model, kernel="compiled")`: the static-shape step under torch.compile (an option
     beside eager, kvviz bench --kernels torch,compiled). Same tokens, same trace figures, the compile outside the
     steps."""
+    if not own_interpreter():  # torch.compile: in a child interpreter
+        return
     model = _model()
     ids = [5, 17, 3, 88, 41, 2]
     off = TraceOptions(masks=False)
