@@ -1672,12 +1672,12 @@
         <translation>{why}；退避后重试</translation>
     </message>
     <message>
-        <source>/metrics answered HTTP {code}</source>
-        <translation>/metrics 应答 HTTP {code}</translation>
-    </message>
-    <message>
         <source>/metrics answered HTTP {code} (an Authorization header? --header)</source>
         <translation>/metrics 应答 HTTP {code}（需要 Authorization 头？--header）</translation>
+    </message>
+    <message>
+        <source>/metrics answered HTTP {code}</source>
+        <translation>/metrics 应答 HTTP {code}</translation>
     </message>
     <message>
         <source>/metrics did not answer within {s} s</source>
