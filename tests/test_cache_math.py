@@ -106,11 +106,24 @@ def test_memory_command_prints_the_strategies_and_mla(capsys):
                  "--mla", "deepseek-v3", "--json", "/tmp/caches_memory_test.json"]) == 0
     out = capsys.readouterr().out
     assert "int8 59,136 B per token (51.6% of 114,688" in out
-    assert "   1000  109.4 MiB   28.0 MiB   28.0 MiB   56.4 MiB" in out  # hand rows above, in MiB
+    # hand rows above, in MiB: full, window, sinks, tova, h2o, knorm (W slots; h2o's 2 KiB of scores round away),
+    # snapkv (no prompt to cut: every token), int8
+    assert "   1000  109.4 MiB" + "   28.0 MiB" * 5 + "  109.4 MiB   56.4 MiB" in out
     assert "window and sinks stop growing at 256 tokens: 28.0 MiB" in out
     assert "= 70,272 B per token" in out and "(1.4%)" in out
     doc = json.load(open("/tmp/caches_memory_test.json"))
     assert doc["strategies"][1]["window"]["bytes"] == 29_360_128 and doc["mla"]["bytes_per_token"] == 70_272
+    assert doc["strategies"][1]["h2o"]["score_bytes"] == 256 * 8 and doc["strategies"][1]["tova"]["score_bytes"] == 0
+
+
+def test_memory_command_cuts_snapkvs_prompt(capsys):
+    """--prompt-tokens 900 at 1,000 tokens: snapkv holds W + 100 = 356 tokens (hand: 356 x 114,688 B = 38.9 MiB)."""
+    from kvviz.cli import main
+
+    assert main(["memory", "--model", "qwen3-0.6b", "--tokens", "1000", "--window", "256",
+                 "--prompt-tokens", "900"]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("   1000 ")][-1]  # the strategies
+    assert row.split()[-4:] == ["38.9", "MiB", "56.4", "MiB"] and 356 * 114_688 == 40_828_928
 
 
 @pytest.mark.parametrize("argv", [["--window", "0"], ["--sinks", "32", "--window", "32"], ["--residual", "-1"],

@@ -45,10 +45,13 @@ def test_memory_dialog_strategies_and_mla(qtbot):
     dialog.set_preset("qwen3-0.6b")
     dialog.set_lengths([100, 1000])
     dialog.window_spin.setValue(256)
-    assert dialog.strategy_table.isColumnHidden(5)
-    # hand-worked (tests/test_cache_math.py): 114,688 B per token bf16; window 256 = 28.0 MiB; int8 59,136 B
-    assert dialog.strategy_rows() == [["100", "10.9 MiB", "10.9 MiB", "10.9 MiB", "5.6 MiB"],
-                                      ["1,000", "109.4 MiB", "28.0 MiB", "28.0 MiB", "56.4 MiB"]]
+    from kvviz.ui.dialogs.memory import MLA_COLUMN
+
+    assert dialog.strategy_table.isColumnHidden(MLA_COLUMN)
+    # hand-worked (tests/test_cache_math.py): 114,688 B per token bf16; window 256 = 28.0 MiB (and tova, h2o, knorm:
+    # the same W slots); snapkv with no prompt keeps every token; int8 59,136 B
+    assert dialog.strategy_rows() == [["100"] + ["10.9 MiB"] * 7 + ["5.6 MiB"],
+                                      ["1,000", "109.4 MiB"] + ["28.0 MiB"] * 5 + ["109.4 MiB", "56.4 MiB"]]
     assert "stop growing at 256 tokens (28.0 MiB)" in dialog.strategy_label.text()
     dialog.mla_combo.setCurrentIndex(dialog.mla_combo.findData("deepseek-v3"))
     assert dialog.strategy_rows()[1][-1] == "67.0 MiB"  # 1,000 x 70,272 B

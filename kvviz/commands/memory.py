@@ -9,7 +9,7 @@ import json
 import math
 from dataclasses import asdict
 
-from kvviz.costs.cache_math import MLA_PRESETS, mla_figures, strategy_figures
+from kvviz.costs.cache_math import MLA_PRESETS, SCORE_BYTES, TABLE_STRATEGIES, mla_figures, strategy_figures
 from kvviz.costs.memory import (
     DEFAULT_BANDWIDTH_GBPS,
     DEFAULT_BATCH,
@@ -83,22 +83,26 @@ def format_report(report: MemoryReport) -> list[str]:
     return lines
 
 
-def strategy_lines(cfg, tokens, dtype, window: int, sinks: int, residual: int | None) -> tuple[list[str], list]:
-    """Bytes each cache strategy holds at each length (kvviz.costs.cache_math), and where window stops growing."""
-    names = ("full", "window", "sinks", "int8")
-    rows = [{s: strategy_figures(cfg, s, n, dtype=dtype, window=window, sinks=sinks, residual=residual)
-             for s in names} for n in tokens]
+def strategy_lines(cfg, tokens, dtype, window: int, sinks: int, residual: int | None,
+                   prompt_tokens: int = 0) -> tuple[list[str], list]:
+    """Bytes each cache strategy holds at each length (kvviz.costs.cache_math's TABLE_STRATEGIES, the memory
+    dialog's columns: the K/V plus the scores kept beside them), and where window stops growing. snapkv cuts a
+    prompt of `prompt_tokens` (at most the length) to W once."""
+    names = TABLE_STRATEGIES
+    rows = [{s: strategy_figures(cfg, s, n, dtype=dtype, window=window, sinks=sinks, residual=residual,
+                                 prompt=min(prompt_tokens, n)) for s in names} for n in tokens]
     full, q = rows[0]["full"].bytes_per_token, rows[0]["int8"].bytes_per_token
-    lines = [f"strategies: full = every exact cache; window W={window}; sinks S={sinks} of W={window}; int8 "
-             f"{q:,} B per token ({100 * q / full:.1f}% of {full:,}: 1 B a value + a 4 B scale per KV head)"
-             + (f" + a ring of R={residual} full-precision tokens" if residual else ""),
+    lines = [f"strategies: full = every exact cache; window W={window}; sinks S={sinks} of W={window}; tova, h2o, "
+             f"knorm hold W tokens chosen by a score (h2o {SCORE_BYTES} B of score per token besides); snapkv cuts "
+             f"the prompt to W once; int8 {q:,} B per token ({100 * q / full:.1f}% of {full:,}: 1 B a value + a "
+             "4 B scale per KV head)" + (f" + a ring of R={residual} full-precision tokens" if residual else ""),
              f"{'tokens':>7} " + " ".join(f"{s:>10}" for s in names)]
     for n, row in zip(tokens, rows):
-        lines.append(f"{n:>7} " + " ".join(f"{fmt_bytes(row[s].bytes):>10}" for s in names))
+        lines.append(f"{n:>7} " + " ".join(f"{fmt_bytes(row[s].total_bytes):>10}" for s in names))
     lines.append(f"window and sinks stop growing at {window:,} tokens: "
                  f"{fmt_bytes(window * full)} however long the run")
-    doc = [{s: dict(tokens=f.tokens, held_tokens=f.held_tokens, bytes=f.bytes) for s, f in row.items()}
-           for row in rows]
+    doc = [{s: dict(tokens=f.tokens, held_tokens=f.held_tokens, bytes=f.bytes, score_bytes=f.score_bytes)
+            for s, f in row.items()} for row in rows]
     return lines, doc
 
 
@@ -152,7 +156,8 @@ def run(args) -> int:
         print("\n".join(lines))
     if args.sinks >= args.window:
         raise ValueError(f"--sinks ({args.sinks}) must be fewer than --window ({args.window})")
-    lines, doc["strategies"] = strategy_lines(cfg, args.tokens, report.dtype, args.window, args.sinks, args.residual)
+    lines, doc["strategies"] = strategy_lines(cfg, args.tokens, report.dtype, args.window, args.sinks, args.residual,
+                                               args.prompt_tokens)
     print()
     print("\n".join(lines))
     if args.mla:
