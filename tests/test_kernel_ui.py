@@ -76,6 +76,17 @@ def test_a_kernel_an_engine_cannot_use_is_refused_in_one_line(open_window, qtbot
     assert text == "Naive cannot decode with the C step kernel (--kernel native); naive decodes with torch, openblas."
     assert window.form.validation_label.isVisibleTo(window) and not window.form.run_button.isEnabled()
     assert not window.start_run()
+    from kvviz.ui import i18n
+
+    i18n.set_language("zh_CN")  # the same refusal in the reader's language, once the window has the change
+    try:
+        qtbot.waitUntil(lambda: "cannot decode" not in window.form.validation_text(), timeout=10_000)
+        chinese = window.form.validation_text()
+        assert any("\u4e00" <= c <= "\u9fff" for c in chinese) and "--kernel native" in chinese, chinese
+        assert "C step" not in chinese and "C 解码步" in chinese, chinese  # the kernel's label translated too
+    finally:
+        i18n.set_language("en")
+        qtbot.waitUntil(lambda: "cannot decode" in window.form.validation_text(), timeout=10_000)
     window.form.set_engines(("concat", "static"))
     window.refresh()
     assert window.form.validation_text() == "" and window.form.run_button.isEnabled()

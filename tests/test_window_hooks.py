@@ -48,7 +48,7 @@ def test_lesson_menu_opens_a_lesson_and_adds_the_view_as_a_scene(open_window, qt
     from kvviz.ui.lessons import opener
 
     window = open_window()
-    assert menu_texts(window.lesson_menu) == ["Open lesson...", "Add this view as a scene..."]
+    assert menu_texts(window.lesson_menu) == ["Open lesson...", "Add this view as a scene...", "Edit scenes..."]
     opened = []
     monkeypatch.setattr(opener, "open_lesson", lambda parent: opened.append(parent))
     window.act_lesson_open.trigger()

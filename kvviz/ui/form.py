@@ -31,7 +31,16 @@ from PySide6.QtWidgets import (
 from kvviz import catalog
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
 from kvviz.format import DEFAULT_PROMPT
-from kvviz.kernels import DEFAULT_KERNEL, KERNEL_KEYS, KERNELS, lane_engine, lane_kernel, lanes, unavailable
+from kvviz.kernels import (
+    DEFAULT_KERNEL,
+    KERNEL_KEYS,
+    KERNELS,
+    engines_refusal,
+    lane_engine,
+    lane_kernel,
+    lanes,
+    unavailable,
+)
 from kvviz.options import (
     BOUNDS,
     ROLLBACK_DEFAULT,
@@ -601,6 +610,13 @@ class RunForm(QWidget):
         if len(set(kernels)) < len(kernels):
             return self.tr("Compare the decode kernel with another kernel (both are {0}).").format(
                 QCoreApplication.translate("kernels", KERNELS[kernels[0]].label))
+        def tr_kernels(text: str) -> str:
+            return QCoreApplication.translate("kernels", text)
+
+        for kernel in kernels:  # an engine the kernel cannot decode with, in the reader's language
+            why = engines_refusal(kernel, self.checked_engines(), tr_kernels, tr_kernels)
+            if why:
+                return why[:1].upper() + why[1:] + "."
         try:  # the commands' bounds, one set (kvviz.options); RunConfig refuses what check_run_config reports
             shared = check_run_config(self.build_run())
             lanes(self.checked_engines(), kernels)  # the compared kernel, too, must run every ticked engine

@@ -315,7 +315,7 @@ class ServeForm(QWidget):
     def vllm_refusal(self) -> str:
         """Why "vLLM beside" cannot run with this form ("" when it can): vLLM missing, a block size or a model
         folder's head size vLLM's CPU attention refuses."""
-        return vllm_refusal(self.model_combo.currentText().strip(), self.block_size.value(), self.vllm_found())
+        return vllm_refusal(self.model_combo.currentText().strip(), self.block_size.value(), self.vllm_found(), self.tr)
 
     def vllm_beside(self) -> bool:
         return self.vllm_check.isChecked() and self.vllm_check.isEnabled()
