@@ -278,6 +278,8 @@ def run_to_end(qtbot, window, engines, tokens: int) -> None:
 
 def test_an_idle_window_then_run_draws_every_matrix(qtbot, idle_window):
     window = idle_window
+    window.resize(1920, 1080)  # room for every panel: at 1500x920 the attention map gives way to a tab
+    qtbot.waitUntil(lambda: window.grid.panels["attention"].isVisible(), timeout=10_000)
     run_to_end(qtbot, window, ENGINES, 6)
     assert_fills(window.grid.panels["work_matrix"], ENGINES, "idle-window")
     # The attention map (aspect locked) fills the square its view holds, warmed up as well.
