@@ -58,6 +58,26 @@ def test_a_session_without_a_run_keeps_the_form_and_layout(open_window, tmp_path
     assert second.build_request().run == first.build_request().run and second.history.n_steps() == 0
 
 
+@pytest.mark.usefixtures("app_zoom_back")
+def test_a_session_keeps_the_compared_kernel_the_repeats_and_the_speculative_settings(open_window, qtbot, tmp_path):
+    first = prepared(open_window, qtbot)
+    form = first.form
+    form.set_engines(("static", "spec-lookup"))
+    form.compare_combo.setCurrentIndex(form.compare_combo.findData("native"))
+    form.repeat_spin.setValue(3)
+    form.spec_k_spin.setValue(6)
+    form.rollback_combo.setCurrentIndex(form.rollback_combo.findData("crop"))
+    path = tmp_path / "spec.json"
+    save_session(first, path)
+    assert json.loads(path.read_text())["form"] == {"compare_kernel": "native", "repeat": 3, "spec_k": 6,
+                                                    "rollback": "crop"}
+    second = open_window(settings=settings_at(tmp_path / "second.ini"))
+    apply_session(second, read_session(path))
+    kept = second.form
+    assert (kept.compare_combo.currentData(), kept.repeat_spin.value(), kept.spec_k_spin.value(),
+            kept.rollback_combo.currentData()) == ("native", 3, 6, "crop")
+
+
 def good_doc() -> dict:
     return {"kvviz": "session", "version": 1, "alone": None, "narration": True, "run": None,
             "view": {"source": {"kind": "compare", "prompt": "ab", "engines": ["naive"], "tokens": 4},
@@ -74,6 +94,11 @@ def good_doc() -> dict:
     (lambda d: d.update(alone="bytes"), r"s\.json: field 'alone': 'bytes' is not one of the view's panels"),
     (lambda d: d.update(narration="yes"), r"s\.json: field 'narration' must be true or false"),
     (lambda d: d.update(run="missing.trace.json"), r"s\.json: field 'run': .*missing\.trace\.json"),
+    (lambda d: d.update(form={"repeat": 0}), r"s\.json: field 'form\.repeat' must be "),
+    (lambda d: d.update(form={"spec_k": "4"}), r"s\.json: field 'form\.spec_k' must be a whole number"),
+    (lambda d: d.update(form={"rollback": "undo"}), r"s\.json: field 'form\.rollback' must be one of "),
+    (lambda d: d.update(form={"compare_kernel": "gpu"}), r"s\.json: field 'form\.compare_kernel' must be one of"),
+    (lambda d: d.update(form={"speed": 1}), r"s\.json: unknown field 'form\.speed'"),
 ])
 def test_a_broken_session_file_is_refused_in_one_line(tmp_path, change, says):
     doc = good_doc()

@@ -6,7 +6,7 @@ Knows the window's public surface, the lesson format and the trace files; no tor
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,8 @@ from kvviz.records import traceio
 
 MARK = "session"  # the value of the file's "kvviz" field
 VERSION = 1
-FIELDS = ("kvviz", "version", "view", "alone", "narration", "run")
+FIELDS = ("kvviz", "version", "view", "alone", "narration", "run", "form")
+FORM_FIELDS = ("compare_kernel", "repeat", "spec_k", "rollback")  # the form's settings a lesson scene does not hold
 MAX_SESSION_BYTES = 1 << 20
 MAX_DEPTH = 16
 
@@ -37,6 +38,7 @@ class Session:
     narration: bool
     run: traceio.SavedRun | None
     run_path: Path | None
+    form: dict[str, Any] = field(default_factory=dict)  # FORM_FIELDS present in the file
 
 
 def trace_path(path: Path) -> Path:
@@ -59,8 +61,11 @@ def session_doc(window) -> dict[str, Any]:
     view.update(panels=checked, large=alone or checked[0])
     for key in ("title", "caption"):
         view.pop(key)
+    form = window.form
     return {"kvviz": MARK, "version": VERSION, "view": view, "alone": alone,
-            "narration": window.act_narration.isChecked(), "run": None}
+            "narration": window.act_narration.isChecked(), "run": None,
+            "form": {"compare_kernel": form.compare_combo.currentData() or "", "repeat": form.repeat_spin.value(),
+                     "spec_k": form.spec_k_spin.value(), "rollback": form.rollback_combo.currentData()}}
 
 
 def save_session(window, path: str | Path) -> Path:
@@ -133,7 +138,32 @@ def read_session(path: str | Path) -> Session:
             raise ValueError(f"{name}: field 'run': {exc}") from None
         if scene.step >= max(len(steps) for steps in run.traces.values()):
             raise ValueError(f"{name}: field 'view.step': step {scene.step} is past the run's last step")
-    return Session(path=path, scene=scene, alone=alone, narration=narration, run=run, run_path=run_path)
+    return Session(path=path, scene=scene, alone=alone, narration=narration, run=run, run_path=run_path,
+                   form=_form(doc.get("form", {}), name))
+
+
+def _form(doc: Any, name: str) -> dict[str, Any]:
+    """The session's form settings beyond the scene's, checked as the commands check them (kvviz.options)."""
+    from kvviz.kernels import KERNEL_KEYS
+    from kvviz.options import ROLLBACKS, check_value
+
+    if not isinstance(doc, dict):
+        raise ValueError(f"{name}: field 'form' must be a table of {', '.join(FORM_FIELDS)}")
+    unknown = sorted(set(doc) - set(FORM_FIELDS))
+    if unknown:
+        raise ValueError(f"{name}: unknown field 'form.{unknown[0]}'; the form keeps {', '.join(FORM_FIELDS)}")
+    if doc.get("compare_kernel", "") not in ("", *KERNEL_KEYS):
+        raise ValueError(f"{name}: field 'form.compare_kernel' must be one of {', '.join(KERNEL_KEYS)} or \"\", "
+                         f"got {doc['compare_kernel']!r}")
+    if doc.get("rollback", ROLLBACKS[0]) not in ROLLBACKS:
+        raise ValueError(f"{name}: field 'form.rollback' must be one of {', '.join(ROLLBACKS)}, "
+                         f"got {doc['rollback']!r}")
+    for key in ("repeat", "spec_k"):
+        if key in doc:
+            if isinstance(doc[key], bool) or not isinstance(doc[key], int):
+                raise ValueError(f"{name}: field 'form.{key}' must be a whole number, got {doc[key]!r}")
+            check_value(key, doc[key], f"{name}: field 'form.{key}'")
+    return dict(doc)
 
 
 # -- reopening ------------------------------------------------------------------------------------------
@@ -150,6 +180,15 @@ def apply_session(window, session: Session) -> None:
     if session.run is not None:
         replay_run(window, session.run, str(session.run_path))
     apply_scene(window, session.scene)
+    form, kept = window.form, session.form
+    if "compare_kernel" in kept:
+        form.compare_combo.setCurrentIndex(max(0, form.compare_combo.findData(kept["compare_kernel"])))
+    if "repeat" in kept:
+        form.repeat_spin.setValue(kept["repeat"])
+    if "spec_k" in kept:
+        form.spec_k_spin.setValue(kept["spec_k"])
+    if "rollback" in kept:
+        form.rollback_combo.setCurrentIndex(form.rollback_combo.findData(kept["rollback"]))
     if session.alone is not None:
         window.grid.show_alone(session.alone)
     window.act_narration.setChecked(session.narration)
