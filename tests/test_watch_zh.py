@@ -216,6 +216,11 @@ def test_the_watch_window_replayed_in_chinese_shows_chinese_status_and_narration
     assert HAN.search(plain) and not ENGLISH.search(plain), plain
     for text in (narration.text(), narration.toolTip()):
         assert HAN.search(text) and not ENGLISH.search(text), text
+    tree = w.grid.panels["tree"]
+    qtbot.waitUntil(lambda: bool(tree.bands))
+    for heading, _colour, _laid in tree.bands:  # the prefix tree's shape in words: "...: 3 个块，1 条链..."
+        shape = heading.split(": ", 1)[1]
+        assert HAN.search(shape) and not re.search(r"\b(blocks?|chains?|trunk|branch(es)?)\b", shape), heading
     w.close()
 
 

@@ -3814,6 +3814,14 @@
         <source>The blocks the server holds in its prefix cache, mirrored from its KV events (stored minus removed). A block&apos;s hash chains its parent&apos;s, so requests sharing a prompt share its blocks: one trunk (dark) with a branch (light) per request. Left to right: block depth in the chain. With a tokenizer (--model) each box shows its blocks&apos; tokens.</source>
         <translation>服务器前缀缓存中保存的块，根据它的 KV 事件镜像得到（存入减去移除）。每个块的哈希链接其父块的哈希，因此共享同一提示的请求共享这些块：一根主干（深色），每个请求一条分支（浅色）。从左到右：块在链中的深度。指定分词器（--model）时，每个方框显示其块中的 token。</translation>
     </message>
+    <message>
+        <source> rank {0}</source>
+        <translation> 第 {0} 号 rank</translation>
+    </message>
+    <message>
+        <source> ({0} short branches not drawn)</source>
+        <translation>（{0} 条短分支未画出）</translation>
+    </message>
 </context>
 <context>
     <name>UsagePanel</name>

@@ -68,6 +68,7 @@ SOURCE_KEYS = {"compare": COMPARE_KEYS, "serve": SERVE_KEYS, "trace": FILE_KEYS,
                "memory": MEMORY_KEYS}
 SCENE_KEYS = ("title", "caption", "source", "step", "bookmarks", "panels", "large", "zoom", "highlight")
 HIGHLIGHT_KEYS = ("queries", "keys", "request", "block", "scheduler")
+MARK_COLOR = "#d81b60"  # a highlight, in the presenter and the deck: a magenta no cell or engine colour uses
 
 
 class LessonError(ValueError):

@@ -12,12 +12,11 @@ from pathlib import Path
 
 from kvviz.lessons import memory_view
 from kvviz.lessons.facts import fill
-from kvviz.lessons.lesson import LANGS, Lesson
+from kvviz.lessons.lesson import LANGS, MARK_COLOR, Lesson
 from kvviz.lessons.runs import LessonRuns
 from kvviz.page import _asset, _script_json, write_text
 
 WORDS = {"en": {"scene": "Scene", "step": "step"}, "zh": {"scene": "场景", "step": "步"}}
-MARK_COLOR = "#d81b60"  # the highlights: the presenter's magenta (kvviz/ui/lessons/stage.py MARK)
 
 
 def highlight_data(scene, run) -> dict | None:

@@ -20,11 +20,11 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz.lessons import memory_view
-from kvviz.lessons.lesson import Scene
+from kvviz.lessons.lesson import MARK_COLOR, Scene
 from kvviz.lessons.runs import SceneRun
 from kvviz.ui.history import RunHistory
 
-MARK = QColor("#d81b60")  # the highlights: a magenta that neither the cells' nor the engines' colours use
+MARK = QColor(MARK_COLOR)  # the highlights (the deck draws the same)
 
 
 class BlockMark(QWidget):

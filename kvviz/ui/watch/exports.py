@@ -55,8 +55,9 @@ class WatchExports(ShellExports):
 
     def page(self, path: str | Path) -> Path:
         from kvviz.page.watch import write_watch_page
+        from kvviz.ui import i18n
 
-        return write_watch_page(path, self.recording(), text_of=self.window.text_of)
+        return write_watch_page(path, self.recording(), text_of=self.window.text_of, lang=i18n.current_language())
 
     def moments(self, recording: Path):
         """The recording replayed, one frame per moment (at most MAX_FRAMES, spread evenly over its samples)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QCoreApplication, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
@@ -77,15 +77,21 @@ class TreePanel(ServePanel):
         if key == self._version:
             return
         self._version = key
+        def words(text: str) -> str:  # the tree's shape in words (kvviz.peers.watch.mirror), as the narration's
+            return QCoreApplication.translate("Narration", text)
+
         bands = []
         for v in frame.servers:
             for rank, tree in enumerate(v.trees):
-                where = f"{v.label}" + (f" rank {rank}" if len(v.trees) > 1 else "")
-                laid = tree_layout(tree, MAX_SEGMENTS)
-                bands.append((f"{where}: {laid['shape']}" + (f" ({laid['hidden']} short branches not drawn)"
-                                                           if laid["hidden"] else ""), QColor(v.color), laid))
+                where = v.label + (self.tr(" rank {0}").format(rank) if len(v.trees) > 1 else "")
+                laid = tree_layout(tree, MAX_SEGMENTS, words)
+                hidden = self.tr(" ({0} short branches not drawn)").format(laid["hidden"]) if laid["hidden"] else ""
+                bands.append((f"{where}: {laid['shape']}{hidden}", QColor(v.color), laid))
         self.bands = bands
         self.update()
+
+    def retranslate(self) -> None:
+        self._version = None  # the headings again, in the language now set, at the next frame
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
         p = QPainter(self)
