@@ -16,12 +16,12 @@ from PySide6.QtCore import QEvent
 
 from kvviz import catalog
 from kvviz.format import fmt_bytes, fmt_count
+from kvviz.records.tentative import SPEC_CELL_COLORS
 from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step, legend_row, positions, set_legend
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
-from kvviz.ui.panels.work_matrix import SPEC_CELL_COLORS
 
 # Slot kinds in the block pool.
 FREE, USED, NEW, WASTED = range(4)

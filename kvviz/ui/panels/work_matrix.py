@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QGraphicsRectItem, QVBoxLayout
 
+from kvviz.records.tentative import SPEC_CELL_COLORS, tentative
 from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
@@ -44,7 +45,6 @@ from kvviz.ui.panels.base import Panel
 EMPTY, MASKED, EVICTED, CACHED, RECOMPUTED, COMPUTED, FREED, STALE, ACCEPTED, OVERWRITTEN = range(10)
 KIND_NAMES = ("empty", "masked", "evicted", "cached", "recomputed", "computed", "freed", "stale", "accepted",
               "overwritten")
-SPEC_CELL_COLORS = {"accepted": "#4daf4a", "stale": "#6a3d9a", "freed": "#3b3b3b", "overwritten": "#00bcd4"}
 _GAP = len(KIND_NAMES)  # display-only code: the thin line between cells of a small matrix
 _LUT = style.lookup_table([style.CELL_COLORS.get(k) or SPEC_CELL_COLORS[k] for k in KIND_NAMES]
                           + [style.PLOT_BACKGROUND])
@@ -77,28 +77,22 @@ def rows_of(trace: StepTrace) -> tuple[int, int]:
 
 
 def _spec_kinds(trace: StepTrace, kinds: np.ndarray) -> np.ndarray:
-    """A speculative step's cells over the chapter's (`kinds`, pos_stop x pos_stop): at a round's first step the
-    drafted rows, each in its verdict's colour where it met its round's new keys, the rows written over rejected
-    slots marked on the diagonal; at a later step of the round its accepted row's own cell."""
-    a, b = trace.pos_start, trace.pos_stop
-    if trace.spec_index:
+    """A speculative step's cells over the chapter's (`kinds`, pos_stop x pos_stop), as kvviz.records.tentative
+    says them (the page draws the same): at a round's first step the drafted rows, each in its verdict's colour
+    where it met its round's new keys, the rows written over rejected slots marked on the diagonal; at a later
+    step of the round its accepted row's own cell."""
+    cells = tentative(trace)
+    if cells is None:
+        return kinds
+    if cells.accepted_rows is not None:
+        a, b = cells.accepted_rows
         kinds[a:b][kinds[a:b] == COMPUTED] = ACCEPTED  # its row came from the round's forward, not this step
         return kinds
-    slots = trace.spec_slots
-    if slots is None and not trace.bytes_overwritten:
-        return kinds
-    first, kept, end = slots if slots is not None else (b, b, b)
-    n = end
-    out = np.full((n, n), MASKED, dtype=np.uint8)
+    b = trace.pos_stop
+    out = np.full((cells.size, cells.size), MASKED, dtype=np.uint8)
     out[:b, :b] = kinds
-    rejected = FREED if trace.bytes_undone else STALE
-    for i in range(first, end):
-        out[i, :a] = CACHED
-        out[i, a:i + 1] = ACCEPTED if i < kept else rejected
-    if trace.bytes_overwritten:  # rows written over a rejected slot an earlier round left in place
-        per_row = trace.bytes_written // (1 + (trace.spec_rolled_back or 0))
-        for i in range(a, min(n, a + trace.bytes_overwritten // max(per_row, 1))):
-            out[i, i] = OVERWRITTEN
+    for row, k0, k1, kind in cells.runs:
+        out[row, k0:k1] = KIND_NAMES.index(kind)
     return out
 
 
