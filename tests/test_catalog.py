@@ -227,9 +227,6 @@ def retyped_lists() -> dict[str, set[str]]:
 # Literals that still name a catalog list outside the catalog, each with what it is; the list only shrinks.
 KNOWN = {
     "kvviz/measure/reference.py": {"the default engines"},  # the bare reference loop's rules, one function each
-    "kvviz/commands/bench.py": {"the default engines"},  # --engines' default, a comma list
-    "kvviz/ui/shot.py": {"the default engines"},  # --engines' default
-    "kvviz/commands/serve.py": {"every scheduler"},  # --schedulers' default
 }
 
 

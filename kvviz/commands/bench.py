@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from kvviz import catalog
 from kvviz.format import fmt_bytes
 from kvviz.options import (
     add_output,
@@ -24,7 +25,7 @@ from kvviz.options import (
 def configure(parser) -> None:
     add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
     add_tokens(parser, [10, 30, 50], many=True, help_text="new-token counts")
-    parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list")
+    parser.add_argument("--engines", default=",".join(catalog.DEFAULT_ENGINES), help="comma list")
     add_repeat(parser, 3)
     parser.add_argument("--trace", choices=("off", "masks", "full"), default="off",
                         help="what each step copies out: nothing, masks, or masks + layer 0 head 0 weights")

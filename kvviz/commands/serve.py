@@ -10,10 +10,11 @@ import dataclasses
 import json
 import sys
 
+from kvviz import catalog
 from kvviz.format import fmt_bytes
 from kvviz.options import add_kernel, add_output, add_seed, add_threads, bounded
 
-SCHEDULER_KEYS = "static,continuous,chunked,paged,prefix,reserve"  # kvviz.serving.scheduler.SCHEDULER_CLASSES
+SCHEDULER_KEYS = ",".join(catalog.scheduler_keys())  # every scheduler, in the catalog's order
 
 
 def configure(parser) -> None:

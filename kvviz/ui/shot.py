@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from kvviz import catalog
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.options import add_run_options, add_tokens, bounded
 
@@ -19,7 +20,8 @@ def configure(parser) -> None:
     add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
     parser.set_defaults(model=None)
     add_tokens(parser, 40)
-    parser.add_argument("--engines", default="naive,concat,static,paged", help="comma list (default: all four)")
+    parser.add_argument("--engines", default=",".join(catalog.DEFAULT_ENGINES),
+                        help="comma list (default: the chapter's four)")
     parser.add_argument("--step", type=bounded("step"), default=None,
                         help="the step to show (default: the last; negative counts from the end)")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size in pixels")
