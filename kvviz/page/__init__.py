@@ -20,7 +20,6 @@ from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
 from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel, lane_label
 from kvviz.page.strings import LANGUAGES, page_strings, translator
 from kvviz.records.narration import Run, describe, kernels_ran, kernels_text
-from kvviz.records.repeats import repeat_of
 from kvviz.records.tentative import SPEC_CELL_COLORS, tentative
 from kvviz.records.trace import RunInfo, StepTrace, first_divergence
 from kvviz.textshow import group_labels
@@ -230,7 +229,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
                  "param_count": info.param_count, "block_size": info.block_size,
                  "wall": None if wall is None else {"weights_bytes": wall.weights_bytes, "row_bytes": wall.row_bytes,
                                                     "kv_bytes_per_token": wall.kv_bytes_per_token},
-                 "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind(), "repeat": repeat_of(info),
+                 "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind(), "repeat": info.repeat,
                  "decode_kernels": dict(zip(info.engines, info.decode_kernels)), "cache_bytes": info.cache_bytes,
                  "kernel_labels": {k: KERNELS[k].label for k in info.decode_kernels if k in KERNELS}},
         "prompt": _shown_tokens(prompt),

@@ -13,11 +13,6 @@ from dataclasses import dataclass
 from kvviz.records.trace import RunInfo
 
 
-def repeat_of(info: RunInfo) -> int:
-    """How many times the run's comparison ran (1: once, a run that records no repeats)."""
-    return info.repeat
-
-
 def totals_upto(info: RunInfo, engine: str, shown: Sequence[float], step: int) -> list[float]:
     """The engine's total time over steps 0..step in each run: the earlier runs', then the shown run's
     (`shown`: its step times so far). One total where the run was not repeated."""

@@ -50,7 +50,6 @@ from kvviz.options import (
     WINDOW_DEFAULT,
     check_run_config,
 )
-from kvviz.records.repeats import repeat_of
 from kvviz.records.trace import RunInfo
 from kvviz.runtime.messages import Environment, ModelChoice
 from kvviz.ui.qtutil import blocked
@@ -469,7 +468,7 @@ class RunForm(QWidget):
         if (info.kernel is not None or comparison) and self.kernel_combo.findData(ran[0]) >= 0:
             self.kernel_combo.setCurrentIndex(self.kernel_combo.findData(ran[0]))
         self.compare_combo.setCurrentIndex(max(0, self.compare_combo.findData(ran[1])) if comparison else 0)
-        self.repeat_spin.setValue(repeat_of(info))
+        self.repeat_spin.setValue(info.repeat)
         for spin, value in ((self.tokens_spin, info.max_new_tokens), (self.block_spin, info.block_size),
                             (self.window_spin, info.window), (self.sinks_spin, info.sinks),
                             (self.residual_spin, info.residual), (self.spec_k_spin, info.spec_k)):

@@ -62,7 +62,7 @@ class RunHistory:
     @property
     def repeat(self) -> int:
         """How many times the run's comparison ran (kvviz.records.repeats; 1: once)."""
-        return repeats.repeat_of(self.info)
+        return self.info.repeat
 
     def totals(self, engine: str, step: int) -> list[float]:
         """The engine's total time over steps 0..step in each run of a repeated comparison, the shown run last
