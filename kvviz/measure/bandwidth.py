@@ -7,7 +7,7 @@ the op a decode step is made of), fastest of a few bursts, counting the matrix's
 `cached_read_ceiling` only reads the cache file (stdlib, for the window). On CUDA the same product over
 a 1 GiB matrix, timed with CUDA events.
 
-The copy figure (`cpu_bandwidth`, `device_bandwidth`: a numpy copy on a CPU, a device-to-device copy on
+The copy figure (`cpu_bandwidth`, `probe_cuda`: a numpy copy on a CPU, a device-to-device copy on
 CUDA) counts each byte read plus each byte written, as STREAM's copy and CUDA's bandwidthTest do. It is
 kept beside the read ceiling, named as what it is; it is not a bound on a decode step (on the 2-core
 development machine one thread's product read 15-18 GB/s where the copy reported 16-26 GB/s).
@@ -151,10 +151,6 @@ def _write_doc(path: Path, doc: dict) -> None:
         atomic_write_text(path, json.dumps({"schema": SCHEMA, "version": 2, **doc}, indent=1))
     except (OSError, ValueError):
         pass
-
-
-def _read_cache(path: Path) -> dict:
-    return _read_doc(path)["machines"]
 
 
 def _from_entry(entry) -> Bandwidth | None:
@@ -469,11 +465,3 @@ def probe_cuda(device, buffer_bytes: int = 256 << 20, bursts: int = 5) -> Bandwi
     return Bandwidth(device=str(device), copy_gbps=2 * buffer_bytes / (best_ms * 1e-3) / 1e9,
                      buffer_bytes=buffer_bytes, bursts=bursts, peak_gbps=nominal_peak_gbps(props),
                      machine=f"{machine_key()} | {props.name}", measured_at=time.time())
-
-
-def device_bandwidth(device) -> Bandwidth:
-    """The copy bandwidth of the device a run uses: CUDA measured now, anything else the CPU's. Not the
-    decode ceiling: that is `read_ceiling`."""
-    if getattr(device, "type", str(device).split(":")[0]) == "cuda":
-        return probe_cuda(device)
-    return cpu_bandwidth()

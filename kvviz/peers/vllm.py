@@ -107,10 +107,6 @@ class VllmRun:
         return self.steps[-1].step + 1 if self.steps else 0
 
     @property
-    def engine_steps(self) -> int:
-        return len(self.steps)
-
-    @property
     def preemptions(self) -> int:
         return sum(s.preempted for s in self.steps)
 

@@ -1,5 +1,5 @@
-"""View > Zoom and `kvviz --zoom`: the choices, the range, the saved choice, the next choice up or
-down. No Qt (the window's Presentation applies a zoom, live)."""
+"""View > Zoom and `kvviz --zoom`: the choices, the range, the settings key, the next choice up
+or down. No Qt (the window's Presentation applies a zoom, live)."""
 from __future__ import annotations
 
 ZOOMS = (100, 125, 150, 175, 200)  # View > Zoom's choices, percent
@@ -12,15 +12,6 @@ def check_zoom(percent: int, option: str = "--zoom") -> int:
     if not lo <= percent <= hi:
         raise ValueError(f"{option} {percent} is outside {lo}..{hi} (percent)")
     return percent
-
-
-def saved_zoom(settings) -> int:
-    """View > Zoom's saved choice (100 when none, or when the saved value is not a usable percent)."""
-    try:
-        percent = int(settings.value(ZOOM_KEY, 100))
-    except (TypeError, ValueError):
-        return 100
-    return percent if ZOOM_RANGE[0] <= percent <= ZOOM_RANGE[1] else 100
 
 
 def next_zoom(percent: int, direction: int) -> int:

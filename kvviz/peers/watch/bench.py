@@ -173,18 +173,29 @@ def completion_delay(url: str, events_port: int, replay_port: int, model: str, n
     session.wait_for(lambda h: h.servers[0].state == "up" and h.servers[0].events != "waiting for events", 30)
     delays = []
     for i in range(n):
-        body = json.dumps({"model": model, "prompt": f"{i:04d} {time.time()} a request whose blocks are timed " * 3,
-                           "max_tokens": 8, "temperature": 0, "ignore_eos": True, "return_token_ids": True}).encode()
-        req = urllib.request.Request(url.rstrip("/") + "/v1/completions", body, {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as r:
-            choice = json.load(r)["choices"][0]
-        done = time.time()
-        tokens = choice["prompt_token_ids"] + choice["token_ids"][:-1]
-        k = len(tokens) // 32
-        last = tuple(tokens[(k - 1) * 32:k * 32])
+        last, done = complete_once(url, model, i)
         if session.wait_for(lambda h, last=last: last in arrived, 10):
             delays.append((arrived[last] - done) * 1e3)
     session.stop()
+    return delay_summary(n, delays)
+
+
+def complete_once(url: str, model: str, i: int) -> tuple[tuple[int, ...], float]:
+    """Request `i`'s completion from the server (8 tokens, greedy): its last full 32-token block's token ids, and
+    the wall clock when the answer came."""
+    body = json.dumps({"model": model, "prompt": f"{i:04d} {time.time()} a request whose blocks are timed " * 3,
+                       "max_tokens": 8, "temperature": 0, "ignore_eos": True, "return_token_ids": True}).encode()
+    req = urllib.request.Request(url.rstrip("/") + "/v1/completions", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        choice = json.load(r)["choices"][0]
+    done = time.time()
+    tokens = choice["prompt_token_ids"] + choice["token_ids"][:-1]
+    k = len(tokens) // 32
+    return tuple(tokens[(k - 1) * 32:k * 32]), done
+
+
+def delay_summary(n: int, delays: list[float]) -> dict:
+    """n requests sent, the delays (ms) of those seen: their count, median, min and max."""
     return {"requests": n, "seen": len(delays), "median_ms": statistics.median(delays) if delays else None,
             "min_ms": min(delays) if delays else None, "max_ms": max(delays) if delays else None}
 

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import QVBoxLayout
 
 from kvviz import catalog
 from kvviz.format import fmt_count
-from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
@@ -31,16 +30,9 @@ from kvviz.ui.panels._series import WholeAxis
 from kvviz.ui.panels.base import Panel
 
 
-def compute_counts(traces: list[StepTrace]) -> np.ndarray:
-    """int64 [n]: times each position 0..n-1 was computed over `traces`, n = the last pos_stop."""
-    starts = np.fromiter((t.pos_start for t in traces), dtype=np.int64, count=len(traces))
-    stops = np.fromiter((t.pos_stop for t in traces), dtype=np.int64, count=len(traces))
-    return counts_from(starts, stops)
-
-
 def counts_from(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """compute_counts from the steps' [pos_start, pos_stop) as arrays: +1 at each start, -1 at
-    each stop, summed along the positions."""
+    """int64 [n]: times each position 0..n-1 was computed by steps computing [pos_start, pos_stop), n = the
+    largest pos_stop: +1 at each start, -1 at each stop, summed along the positions."""
     n = int(stops.max(initial=0))
     starts, stops = starts.astype(np.int64), stops.astype(np.int64)
     diff = np.bincount(starts, minlength=n + 1)[: n + 1] - np.bincount(stops, minlength=n + 1)[: n + 1]

@@ -14,7 +14,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 
@@ -90,6 +89,7 @@ def completion_delay(url: str, events_port: int, replay_port: int, model: str, n
     app = ensure_app()
     from PySide6.QtCore import QSettings
 
+    from kvviz.peers.watch.bench import complete_once, delay_summary
     from kvviz.ui.watch.dialog import make_request
     from kvviz.ui.watch.window import WatchWindow
 
@@ -116,16 +116,9 @@ def completion_delay(url: str, events_port: int, replay_port: int, model: str, n
         time.sleep(0.01)
 
     def send(i: int) -> None:
-        body = json.dumps({"model": model, "prompt": f"{i:04d} {time.time()} a request whose blocks are timed " * 3,
-                           "max_tokens": 8, "temperature": 0, "ignore_eos": True, "return_token_ids": True}).encode()
-        req = urllib.request.Request(url.rstrip("/") + "/v1/completions", body, {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as r:
-            choice = json.load(r)["choices"][0]
-        done = time.time()
-        tokens = choice["prompt_token_ids"] + choice["token_ids"][:-1]
-        k = len(tokens) // 32
+        last, done = complete_once(url, model, i)
         with lock:
-            waiting[tuple(tokens[(k - 1) * 32:k * 32])] = done
+            waiting[last] = done
 
     for i in range(n):
         worker = threading.Thread(target=send, args=(i,))
@@ -138,8 +131,7 @@ def completion_delay(url: str, events_port: int, replay_port: int, model: str, n
             app.processEvents()
             time.sleep(0.002)
     window.close()
-    return {"requests": n, "seen": len(delays), "median_ms": statistics.median(delays) if delays else None,
-            "min_ms": min(delays) if delays else None, "max_ms": max(delays) if delays else None}
+    return delay_summary(n, delays)
 
 
 def main(argv: list[str] | None = None) -> int:

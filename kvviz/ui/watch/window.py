@@ -320,12 +320,6 @@ class WatchWindow(FramedView):
         super().shutdown_worker()
 
 
-def open_watch_window(parent: QWidget | None = None, settings: QSettings | None = None) -> WatchWindow:
-    window = WatchWindow(settings)
-    window.show()
-    return window
-
-
 def run_window(settings_path: str | None = None, *, request: WatchRequest | None = None,
                replay: str | Path | None = None, text_of=None) -> int:
     """`kvviz watch URL --gui` / `kvviz watch --replay FILE --gui`: the Watch window alone, until it closes."""
