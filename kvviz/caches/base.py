@@ -96,9 +96,10 @@ class KVCache(ABC):
         """Tokens the cache holds room for without allocating."""
 
     @property
-    @abstractmethod
     def resident_bytes(self) -> int:
-        """K/V bytes this sequence holds, all layers."""
+        """K/V bytes this sequence holds, all layers: its capacity's rows at full width (a cache storing
+        rows otherwise says so)."""
+        return self.capacity * self.token_bytes * self.cfg.n_layer
 
     def block_table(self) -> tuple[int, ...] | None:
         return None

@@ -45,7 +45,3 @@ class ConcatCache(KVCache):
     @property
     def capacity(self) -> int:
         return self.seq_len
-
-    @property
-    def resident_bytes(self) -> int:
-        return self.seq_len * self.token_bytes * self.cfg.n_layer

@@ -74,13 +74,5 @@ class PagedCache(KVCache):
     def capacity(self) -> int:
         return len(self.table) * self.block_size
 
-    @property
-    def resident_bytes(self) -> int:
-        return self.capacity * self.token_bytes * self.cfg.n_layer
-
-    @property
-    def pool_bytes(self) -> int:
-        return self.n_blocks * self.block_size * self.token_bytes * self.cfg.n_layer
-
     def block_table(self) -> tuple[int, ...]:
         return tuple(self.table)

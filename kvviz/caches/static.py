@@ -25,7 +25,3 @@ class StaticCache(KVCache):
     @property
     def capacity(self) -> int:
         return self.max_len
-
-    @property
-    def resident_bytes(self) -> int:
-        return self.max_len * self.token_bytes * self.cfg.n_layer

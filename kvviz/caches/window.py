@@ -92,7 +92,3 @@ class WindowCache(KVCache):
     @property
     def capacity(self) -> int:
         return self.slots
-
-    @property
-    def resident_bytes(self) -> int:
-        return self.slots * self.token_bytes * self.cfg.n_layer
