@@ -147,6 +147,17 @@ def nonempty_text(text: str) -> str:
     return text
 
 
+def parse_size(text: str) -> tuple[int, int]:
+    """An image's --size WIDTHxHEIGHT (kvviz shot, kvviz export), 320x240 to 8192x8192 pixels."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size must be WIDTHxHEIGHT such as 1600x1000, got {text!r}") from None
+    if not (320 <= w <= 8192 and 240 <= h <= 8192):
+        raise ValueError(f"--size {w}x{h} is outside 320x240 .. 8192x8192")
+    return w, h
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by commands that run engines (bench, export, shot)."""
     parser.add_argument("--prompt", type=nonempty_text, default=DEFAULT_PROMPT,

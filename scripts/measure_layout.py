@@ -207,9 +207,10 @@ def main() -> int:
 
     from PySide6.QtCore import QSettings, qInstallMessageHandler
 
+    from kvviz.options import parse_size
     from kvviz.ui import app
     from kvviz.ui.headless import quiet_qt_messages
-    from kvviz.ui.shot import _wait, parse_size
+    from kvviz.ui.shot import _wait
 
     qInstallMessageHandler(quiet_qt_messages)
     qt_app = app.ensure_app()

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from kvviz import catalog
-from kvviz.options import add_run_options, add_tokens
+from kvviz.options import add_run_options, add_tokens, parse_size
 
 DEFAULT_ENGINES = ",".join(catalog.DEFAULT_ENGINES)
 
@@ -51,16 +51,6 @@ def configure(parser) -> None:
     parser.add_argument("--step", type=int, default=None, help="the step the images show (default: the last)")
     parser.add_argument("--steps", default=None, metavar="FROM:TO",
                         help="the animation's and the page's steps, inclusive (default: all)")
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--size must look like 1600x1000, got {text!r}") from None
-    if not (320 <= w <= 8000 and 240 <= h <= 8000):
-        raise ValueError(f"--size {w}x{h} is outside 320x240..8000x8000")
-    return w, h
 
 
 def parse_steps(text: str | None) -> tuple[int | None, int | None]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kvviz import catalog
 from kvviz.format import DEFAULT_PROMPT
-from kvviz.options import add_run_options, add_tokens, bounded
+from kvviz.options import add_run_options, add_tokens, bounded, parse_size
 
 
 def configure(parser) -> None:
@@ -37,16 +37,6 @@ def configure(parser) -> None:
     parser.add_argument("--timeout", type=bounded("timeout"), default=600.0, help="seconds to wait for the run")
     parser.epilog = (f"--model defaults to the app's: tiny when its weights are trained, else tiny-random. "
                      f"--prompt defaults to {DEFAULT_PROMPT!r}.")
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--size must be WIDTHxHEIGHT such as 1600x1000, got {text!r}") from None
-    if not (320 <= w <= 8192 and 240 <= h <= 8192):
-        raise ValueError(f"--size {w}x{h} is outside 320x240 .. 8192x8192")
-    return w, h
 
 
 def parse_engine_list(text: str) -> tuple[str, ...]:
