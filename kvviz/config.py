@@ -143,6 +143,17 @@ class ModelConfig:
         (GPT-2's has n_layer too, so that key cannot tell them apart)."""
         return isinstance(data, dict) and "d_model" in data and "model_type" not in data
 
+    @staticmethod
+    def is_own_file(path: Path) -> bool:
+        """Whether a folder's config.json is kvviz's own (read through kvviz.fileio: regular, at most 1 MiB);
+        one neither schema reads (too deep, too large, not JSON) is refused by the reader that follows."""
+        from kvviz.fileio import read_json
+
+        try:
+            return ModelConfig.is_own_schema(read_json(path, max_depth=3, max_bytes=1 << 20))
+        except ValueError:
+            return False
+
     @classmethod
     def load_json(cls, path: str | Path) -> ModelConfig:
         from kvviz.fileio import read_json

@@ -16,7 +16,6 @@ from typing import Any
 
 from kvviz.catalog import SETTING_DEFAULTS, used_settings
 from kvviz.format import DEFAULT_PROMPT
-from kvviz.names import parse_names  # noqa: F401  (the commands' and lessons' name lists)
 
 
 @dataclass(frozen=True)

@@ -422,7 +422,7 @@ def resolve_config(name_or_path: str) -> ModelConfig:
         config = path / "config.json"
         if not config.is_file():
             raise ValueError(f"{path}: no config.json in this folder")
-        if _is_own_schema(config):
+        if ModelConfig.is_own_file(config):
             return ModelConfig.load_json(config)
         from kvviz.models.hf import read_hf_config  # imports torch: only for a Hugging Face folder
 
@@ -435,17 +435,6 @@ def resolve_config(name_or_path: str) -> ModelConfig:
         return preset_config(name_or_path)
     raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join([*MEMORY_PRESETS, *PRESETS])} "
                      "(or a model folder)")
-
-
-def _is_own_schema(path: Path) -> bool:
-    """Whether a folder's config.json is kvviz's own (read through kvviz.fileio: regular, at most 1 MiB);
-    one neither schema reads (too deep, too large, not JSON) is refused by the Hugging Face reader after."""
-    from kvviz.fileio import read_json
-
-    try:
-        return ModelConfig.is_own_schema(read_json(path, max_depth=3, max_bytes=1 << 20))
-    except ValueError:
-        return False
 
 
 # -- the command -------------------------------------------------------------------------------

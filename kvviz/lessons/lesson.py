@@ -14,7 +14,8 @@ from typing import Any
 import tomllib
 
 from kvviz import catalog
-from kvviz.options import BOUNDS, check_value, parse_names
+from kvviz.names import parse_names
+from kvviz.options import BOUNDS, check_value
 
 MAX_LESSON_BYTES = 4 << 20
 LANGS = ("en", "zh")

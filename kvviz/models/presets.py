@@ -95,7 +95,7 @@ def build_model(name_or_path: str, *, seed: int = 0) -> nn.Module:
         return Transformer(preset.config).init_weights(seed)
     path = Path(name_or_path)
     if path.is_dir():
-        if (path / "model.safetensors").is_file() and _is_kvviz_config(path / "config.json"):
+        if (path / "model.safetensors").is_file() and ModelConfig.is_own_file(path / "config.json"):
             from kvviz.models.io import load_model_folder
 
             return load_model_folder(path)
@@ -105,15 +105,6 @@ def build_model(name_or_path: str, *, seed: int = 0) -> nn.Module:
     if path.exists():
         raise ValueError(f"{path}: a model is a folder (config.json + weights), not a file")
     raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} {OTHER_NAMES}")
-
-
-def _is_kvviz_config(path: Path) -> bool:
-    from kvviz.fileio import read_json
-
-    try:  # a config too deep or too large for either schema is refused by the reader that follows
-        return ModelConfig.is_own_schema(read_json(path, max_depth=3, max_bytes=1 << 20))
-    except ValueError:
-        return False
 
 
 def load_model(name_or_path: str, device: torch.device, dtype: torch.dtype | None = None,
@@ -149,7 +140,7 @@ def load_tokenizer(name_or_path: str):
     path = Path(name_or_path)
     if not path.is_dir():
         raise ValueError(f"unknown model {name_or_path!r}; presets: {', '.join(PRESETS)} {OTHER_NAMES}")
-    if (path / "model.safetensors").is_file() and _is_kvviz_config(path / "config.json"):
+    if (path / "model.safetensors").is_file() and ModelConfig.is_own_file(path / "config.json"):
         return ByteTokenizer()
     from kvviz.models.hf import load_hf_tokenizer
 
