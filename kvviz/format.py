@@ -6,6 +6,8 @@ them short (ns ... h, never "1,407,364.1 ms").
 """
 from __future__ import annotations
 
+import math
+
 DEFAULT_PROMPT = "The key and value of a token never change once computed, so"
 
 _BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
@@ -84,3 +86,12 @@ def fmt_ms(ms: float) -> str:
         if round(ms / size, 1) < top:
             return f"{ms / size:.1f} {unit}"
     return f"{ms / 3.6e6:,.1f} h"
+
+
+def share_text(share: float) -> str:
+    """A share as a whole percent that never reads 100% (or 0%) unless it is exactly that: one
+    disagreement in 200 steps is 99%, not the 100% that rounding gave."""
+    percent = 100 * share
+    if 0 < share < 1:
+        percent = min(99, max(1, math.floor(percent)))
+    return f"{percent:.0f}%"

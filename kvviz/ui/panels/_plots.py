@@ -14,6 +14,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPicture
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel
 
+from kvviz.format import share_text  # noqa: F401  (the panels' percent, read here by tests)
 from kvviz.textshow import group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
@@ -363,15 +364,6 @@ def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:
     line.hide()
     plot.addItem(line, ignoreBounds=True)
     return line
-
-
-def share_text(share: float) -> str:
-    """A share as a whole percent that never reads 100% (or 0%) unless it is exactly that: one
-    disagreement in 200 steps is 99%, not the 100% that rounding gave."""
-    percent = 100 * share
-    if 0 < share < 1:
-        percent = min(99, max(1, math.floor(percent)))
-    return f"{percent:.0f}%"
 
 
 def token_label(text: str, limit: int = 6) -> str:

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from kvviz import catalog
+from kvviz.format import share_text
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import share_text
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 
 

@@ -11,9 +11,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout
 
+from kvviz.format import share_text
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.panels._plots import canvas, engine_step, legend_row, set_legend, share_text, step_line
+from kvviz.ui.panels._plots import canvas, engine_step, legend_row, set_legend, step_line
 from kvviz.ui.panels.base import Panel
 
 

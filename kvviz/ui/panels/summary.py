@@ -25,14 +25,14 @@ from PySide6.QtWidgets import (
 
 from kvviz import catalog
 from kvviz.costs.wall import WallShape, achieved_gbps
-from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms
+from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms, share_text
 from kvviz.kernels import baselines, compared_kernels
 from kvviz.records.repeats import spread
 from kvviz.records.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.narration import kernel_label, kernels_ran, kernels_text
-from kvviz.ui.panels._plots import engine_step, share_text
+from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel
 
 # The best figure of a row is tinted (bold had widened each column by ~4 pixels, past a narrow panel).
