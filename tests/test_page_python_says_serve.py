@@ -109,3 +109,87 @@ def test_serve_js_formats_no_number_and_builds_no_sentence():
     for word in ("pyFormat", "toFixed", "fixed(", "commas(", "toPrecision", "join(\"; \")", "tr(\"ServeNarration\""):
         assert word not in script, word
     assert not re.search(r"tr\(\"[A-Za-z]+\", \"[^\"]*\{0\}", script)  # no template of a sentence
+
+
+def test_the_panels_titles_legends_axes_and_counter_names_are_the_windows_in_both_languages(served, qapp):
+    from kvviz.ui import i18n
+    from kvviz.ui.serve.panels.counters import CountersPanel, rows
+    from kvviz.ui.serve.panels.latency import LatencyPanel
+    from kvviz.ui.serve.panels.pool import PoolPanel
+    from kvviz.ui.serve.panels.timeline import TimelinePanel, kind_name
+    from kvviz.ui.serve.panels.usage import UsagePanel
+
+    _history, data = served
+    assert data["counter_keys"] == [key for key, _name in rows()]
+    try:
+        for lang in ("en", "zh_CN"):
+            i18n.set_language(lang)
+            words = data["words"][lang]
+            panels = {"timeline": TimelinePanel(), "pool": PoolPanel(), "usage": UsagePanel(),
+                      "counters": CountersPanel(), "latency": LatencyPanel()}
+            try:
+                assert words["titles"] == {key: panel.title() for key, panel in panels.items()}, lang
+                usage, latency = panels["usage"], panels["latency"]
+                assert words["usage"] == [usage.pool_plot.getAxis("left").labelText,
+                                          usage.batch_plot.getAxis("left").labelText,
+                                          usage.batch_plot.getAxis("bottom").labelText]
+                assert words["latency"] == [
+                    f"{latency.ttft_plot.getAxis('left').labelText} ({latency.ttft_plot.getAxis('left').labelUnits})",
+                    f"{latency.tpot_plot.getAxis('left').labelText} ({latency.tpot_plot.getAxis('left').labelUnits})",
+                    latency.tpot_plot.getAxis("bottom").labelText]
+            finally:
+                for panel in panels.values():
+                    panel.close()
+                    panel.deleteLater()
+            assert words["kinds"] == {kind: kind_name(kind) for kind in words["kinds"]}
+            assert words["counters"] == [name for _key, name in rows()]
+        assert data["words"]["zh_CN"]["titles"]["pool"] != data["words"]["en"]["titles"]["pool"]
+    finally:
+        i18n.set_language("en")
+
+
+def test_the_text_panels_words_and_note_at_every_step_are_the_windows(record, qapp):
+    """A record whose paged run generated one different token for request 1: at every step and for every request,
+    the text the page's data gives (the request's tokens at or before the step, serve.js's reading) equals the
+    Serve view's text panel's, and the page notes "different text" at exactly the steps the panel does."""
+    import dataclasses
+
+    from kvviz.page.serve import serve_data
+    from kvviz.serving.history import ServeHistory
+    from kvviz.serving.record import load_runs
+    from kvviz.ui.serve.panels.text import TextPanel
+
+    runs = list(load_runs(record))
+    paged = next(i for i, r in enumerate(runs) if r.scheduler == "paged")
+    results = list(runs[paged].results)
+    ids = results[1].token_ids
+    results[1] = dataclasses.replace(results[1], token_ids=ids[:-1] + (ord("#") if ids[-1] != ord("#") else 65,))
+    runs[paged] = dataclasses.replace(runs[paged], results=tuple(results))
+    history, data = ServeHistory.from_runs(tuple(runs)), serve_data(runs)
+    note = "the schedulers generated different text"
+    panel = TextPanel()
+    noted = []
+    try:
+        for q in range(history.n_requests()):
+            for step in range(history.n_steps()):
+                panel.show_step(history, step, q)
+                for lane in data["schedulers"]:
+                    t = lane["texts"][q]
+                    count = bisect.bisect_right(t["at"], step)
+                    shown = t["full"][:t["ends"][count]] if t["ends"][count] >= 0 else t["odd"][str(count)]
+                    assert shown == history.text_of(lane["name"], q, step)[1], (lane["name"], q, step)
+                page_notes = any(first <= step < past for first, past in data["differ"][q])
+                assert page_notes == (note in panel.browser.toPlainText()), (q, step)
+                noted.append(page_notes)
+    finally:
+        panel.close()
+        panel.deleteLater()
+    assert data["differ"][1] == [[max(history.n_steps(k) for k in history.schedulers) - 1, history.n_steps()]]
+    assert sum(noted) == 1 and not any(data["differ"][q] for q in (0, 2, 3, 4, 5))
+
+
+def test_serve_js_translates_no_word_and_counts_no_token():
+    script = (ROOT / "kvviz" / "page" / "serve.js").read_text(encoding="utf-8")
+    assert not re.search(r"\btr\(", script)  # every title, legend, axis and counter name is Python's (DATA.words)
+    for word in ("new Set(", ".em", "=== q)", "the schedulers generated"):
+        assert word not in script, word

@@ -3,15 +3,16 @@
    counters, the selected request's text and the narration. A click on the timeline selects a request. Where vLLM ran
    beside the schedulers (DATA.vllm), its rows under theirs, its column in the counters, its line in the pool use and
    its sentence in the narration. Every sentence, figure and series is Python's (kvviz/page/serve.py), in both
-   languages: this file draws and navigates. page.js (after this file) gives the titles' words and the drawing
-   helpers, then calls window.kvvizServe. */
+   languages (the panels' titles, legends and axes too: DATA.words): this file draws and navigates. page.js (after
+   this file) gives the drawing helpers, then calls window.kvvizServe. */
 "use strict";
 window.kvvizServe = function (lib) {
-  const { DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw, zoom } = lib;
+  const { DATA, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw, zoom } = lib;
   const RUNS = DATA.schedulers, KINDS = DATA.cell_kinds, COLORS = KINDS.map(k => hex(DATA.cell_colors[k]));
   const FREE = "#ececec", CACHED = "#555555", SELECTED = "#202020", SELECTED_ROW = "#ffd54f";
   const V = DATA.vllm, BANDS = RUNS.concat(V ? [V] : []);  // the timeline's blocks: the schedulers', then vLLM's
   if (V) V.steps = new Array(V.at.length - 1);  // its timeline's records (rec and column read their count)
+  const W = () => say(DATA.words);  // the panels' titles, legends, axes and counter names (Python's)
   for (const r of BANDS) { const raw = atob(r.cells); r.grid = new Uint8Array(raw.length); for (let i = 0; i < raw.length; i++) r.grid[i] = raw.charCodeAt(i); }
   const el = {};
   const grid = document.getElementById("grid");
@@ -61,11 +62,8 @@ window.kvvizServe = function (lib) {
   function vllmHeading(k) { return say(V.head[Math.max(0, engineAt(k))]); }  // the line above vLLM's rows
 
   function drawTimeline(k) {
-    const T = t => tr("TimelinePanel", t);
-    el.timeline.title.textContent = T("Request timeline");
-    const names = { none: T("not arrived"), waiting: T("waiting"), prefill: T("prefill"), decode: T("decode"), padding: T("padding"),
-      idle: T("idle slot"), preempted: T("preempted"), finished: T("finished") };
-    el.timeline.legend.innerHTML = KINDS.filter(x => x !== "none").map(x => swatch(DATA.cell_colors[x], names[x], "square")).join("");
+    el.timeline.title.textContent = W().titles.timeline;
+    el.timeline.legend.innerHTML = KINDS.filter(x => x !== "none").map(x => swatch(DATA.cell_colors[x], esc(W().kinds[x]), "square")).join("");
     const [ctx, w, h] = fitCanvas(el.timeline.canvas), n = DATA.n_requests, band = h / BANDS.length;
     BANDS.forEach((r, i) => {
       const y0 = i * band + 16, ph = band - 22, pw = w - 40, x0 = 34;
@@ -91,8 +89,7 @@ window.kvvizServe = function (lib) {
     });
   }
   function drawPool(k) {
-    const P = t => tr("PoolPanel", t);
-    el.pool.title.textContent = P("Block pool");
+    el.pool.title.textContent = W().titles.pool;
     el.pool.legend.innerHTML = "";
     const [ctx, w, h] = fitCanvas(el.pool.canvas), band = h / RUNS.length;
     RUNS.forEach((r, i) => {
@@ -129,30 +126,27 @@ window.kvvizServe = function (lib) {
     return i < 0 ? V.before : V.counters[i].map(text => atStep(text, clamp(V, k)));
   }
   function drawCounters(k) {
-    const C = t => tr("CountersPanel", t);
-    el.counters.title.textContent = C("Counters");
+    el.counters.title.textContent = W().titles.counters;
     el.counters.legend.innerHTML = "";
-    const rows = [["steps", C("steps")], ["padding", C("padding")], ["padding_share", C("padding %")], ["idle", C("idle")], ["idle_share", C("idle %")],
-      ["hit_rate", C("prefix hits")], ["saved", C("tokens saved")], ["prefill", C("prefilled")], ["preemptions", C("preempted")], ["tokens", C("tokens")],
-      ["tokens_per_s", C("tokens/s")], ["peak_blocks", C("peak blocks")]];
+    const names = W().counters;
     let out = `<table class="summary"><thead><tr><th></th>${BANDS.map(r => `<th style="color:${r.color}">${esc(r.name)}</th>`).join("")}</tr></thead><tbody>`;
     const cells = BANDS.map(r => countersAt(r, k));
-    rows.forEach(([key, name], i) => { out += `<tr data-key="${key}"><th class="row">${esc(name)}</th>` +
+    DATA.counter_keys.forEach((key, i) => { out += `<tr data-key="${key}"><th class="row">${esc(names[i])}</th>` +
       BANDS.map((r, j) => `<td data-scheduler="${esc(r.name)}">${cells[j][i]}</td>`).join("") + "</tr>"; });
     el.counters.body.innerHTML = out + "</tbody></table>";
   }
 
   // Pool use and batch size (kvviz/ui/serve/panels/usage.py): a line per scheduler, a cross per preemption.
   function drawUsage(k) {
-    const U = t => tr("UsagePanel", t);
-    el.usage.title.textContent = U("Pool use and batch size");
+    const [used, batch, stepName] = W().usage;
+    el.usage.title.textContent = W().titles.usage;
     el.usage.legend.innerHTML = legendOf(BANDS);
     const [ctx, w, h] = fitCanvas(el.usage.canvas), half = Math.floor(h / 2);
     const xMax = Math.max(1, ...BANDS.map(r => r.n - 1)), top = Math.max(1, ...BANDS.map(r => r.blocks)) * 1.05;
     const batchMax = Math.max(1, ...BANDS.map(r => r.series.batch.reduce((m, v) => Math.max(m, v), 0)));
     const line = key => BANDS.map(r => ({ color: r.color, xs: r.series.step, ys: r.series[key], width: 2 }));
-    const a = plot(ctx, 0, 0, w, half, { left: U("blocks used"), xMax, yMax: top, series: line("used"), vline: k, vlineDash: [] });
-    const b = plot(ctx, 0, half, w, h - half, { left: U("batch"), bottom: U("step"), xMax, yMax: batchMax * 1.05, series: line("batch"), vline: k, vlineDash: [] });
+    const a = plot(ctx, 0, 0, w, half, { left: used, xMax, yMax: top, series: line("used"), vline: k, vlineDash: [] });
+    const b = plot(ctx, 0, half, w, h - half, { left: batch, bottom: stepName, xMax, yMax: batchMax * 1.05, series: line("batch"), vline: k, vlineDash: [] });
     if (a) for (const r of RUNS) r.series.preemptions.forEach((p, i) => {
       if (!p) return;
       const x = a.X(r.series.step[i]), y = a.Y(r.series.used[i]);
@@ -165,17 +159,16 @@ window.kvvizServe = function (lib) {
   // Latency per request (kvviz/ui/serve/panels/latency.py, ServeHistory.latency_marks): each request's values
   // after the tokens it emitted by step k.
   function latency(r, k) {
-    const kk = clamp(r, k), ttft = [], tpot = [];
+    const ttft = [], tpot = [];
     for (const [at, first, after] of r.latency) {
-      let c = 0;
-      while (c < at.length && at[c] <= kk) c++;
+      const c = lastAt(at, clamp(r, k)) + 1;  // its tokens at or before the step
       ttft.push(c >= 1 ? first : NaN); tpot.push(c >= 2 ? after[c - 1] : NaN);
     }
     return [ttft, tpot];
   }
   function drawLatency(k) {
-    const L = t => tr("LatencyPanel", t);
-    el.latency.title.textContent = L("Latency per request");
+    const axes = W().latency;
+    el.latency.title.textContent = W().titles.latency;
     el.latency.legend.innerHTML = legendOf();
     const [ctx, w, h] = fitCanvas(el.latency.canvas), half = Math.floor(h / 2), n = DATA.n_requests;
     const values = RUNS.map(r => latency(r, k)), width = 0.8 / RUNS.length;
@@ -184,7 +177,7 @@ window.kvvizServe = function (lib) {
     const boxes = [0, 1].map(j => {
       const known = values.flatMap(v => v[j].filter(x => isFinite(x)));
       const yMax = Math.max(1e-9, ...known) * 1.05;
-      const p = plot(ctx, 0, j ? half : 0, w, j ? h - half : half, { left: L(j ? "TPOT" : "TTFT") + " (ms)", bottom: j ? L("request") : undefined,
+      const p = plot(ctx, 0, j ? half : 0, w, j ? h - half : half, { left: axes[j], bottom: j ? axes[2] : undefined,
         xMin: -0.6, xMax: Math.max(0, n - 1) + 0.6, yMax, xTicks });
       if (p) RUNS.forEach((r, i) => values[i][j].forEach((v, q) => {
         if (!isFinite(v)) return;
@@ -199,20 +192,17 @@ window.kvvizServe = function (lib) {
 
   // The selected request's text (kvviz/ui/serve/panels/text.py): its prompt, then each scheduler's words so far.
   function drawText(k) {
-    const X = t => tr("TextPanel", t), q = Math.min(request, Math.max(0, DATA.n_requests - 1));
+    const q = Math.min(request, Math.max(0, DATA.n_requests - 1));
     el.text.title.textContent = say(DATA.text_titles)[q];
     el.text.legend.innerHTML = "";
-    const words = BANDS.map(r => {  // vLLM's tokens counted over its engine steps up to k
-      const t = r.texts[q], kk = r === V ? engineAt(k) : rec(r, k), em = i => r === V ? V.em[i] : r.steps[i].em;
-      let c = 0;
-      for (let i = 0; i <= kk; i++) for (const e of em(i)) if (e === q) c++;
+    const words = BANDS.map(r => {  // Python's text after the request's tokens at or before step k
+      const t = r.texts[q], c = lastAt(t.at, k) + 1;
       return t.ends[c] >= 0 ? t.full.slice(0, t.ends[c]) : t.odd[String(c)];
     });
-    const done = RUNS.every(r => k >= r.n - 1);
+    const differ = DATA.differ[q].some(([first, past]) => k >= first && k < past);  // Python's rule (serve.py _differ)
     el.text.body.innerHTML = `<p class="prompt-text">${esc(DATA.prompts[q] || "")}</p>` +
       BANDS.map((r, i) => `<p class="said" data-scheduler="${esc(r.name)}"><b style="color:${r.color}">${esc(r.name)}</b> <span>${esc(words[i])}</span></p>`).join("") +
-      (done && new Set(words).size > 1 ? `<p class="differ">${esc(X("the schedulers generated different text"))}</p>` : "") +
-      soloLines();
+      (differ ? `<p class="differ">${esc(W().differ)}</p>` : "") + soloLines();
   }
   // Every request's tokens against its own solo run (text.py's solo_text): a line per scheduler, whatever the step.
   function soloLines() {

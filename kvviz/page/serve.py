@@ -19,13 +19,14 @@ import numpy as np
 
 from kvviz.page import STEP_MARK, _asset, _script_json, html, write_text
 from kvviz.page.strings import LANGUAGES, in_languages, page_strings, translator
+from kvviz.serving.history import CELL_KINDS
 from kvviz.serving.narration import cell_text, narrate, pool_heading, solo_text, vllm_heading, workload_text
 from kvviz.serving.record import ServeRun
+from kvviz.serving.words import COUNTERS, counter_rows, kind_names, panel_words
 
 MAX_CELLS = 16 << 20  # timeline cells (requests x token slots, all schedulers) one page holds
 TIMELINE_CAP = 64  # a step wider than this many slots takes this many columns (the Serve view's cap)
 # The Serve view's colours (kvviz.ui.serve.colors, which imports Qt): a test keeps these equal to it.
-CELL_KINDS = ("none", "waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
 CELL_COLORS = {"none": "#ffffff", "waiting": "#d9d9d9", "prefill": "#ffb000", "decode": "#1f77b4",
                "padding": "#e4572e", "idle": "#b5179e", "preempted": "#4a4a4a", "finished": "#eef5e9"}
 SCHEDULER_COLORS = {"static": "#d62728", "continuous": "#ff7f0e", "chunked": "#9467bd", "paged": "#1f77b4",
@@ -37,8 +38,6 @@ PROMPT_CHARS = 600  # a longer prompt is shown by its end (the Serve view's text
 # What the page writes at the step it shows, in text Python made for a run of steps, besides the step's number
 # (STEP_MARK): the steps counted up to it (f"{step + 1:,}"), each lane's step clamped to its last.
 COUNT_MARK = "\u0002"
-COUNTERS = ("steps", "padding", "padding_share", "idle", "idle_share", "hit_rate", "saved", "prefill",
-            "preemptions", "tokens", "tokens_per_s", "peak_blocks")
 
 
 def _tr(context: str, lang: str):
@@ -51,8 +50,7 @@ def _say(say, *contexts: str) -> dict[str, str]:
 
 
 def _steps_of(history, k: str) -> list[dict]:
-    """Per record (a step, or a stretch with no request to run) what the pool draws, in short keys, and the
-    requests that emitted a token (the text panel counts them)."""
+    """Per record (a step, or a stretch with no request to run) what the pool draws, in short keys."""
     out = []
     for s in history.steps[k]:
         pool = s.pool
@@ -60,7 +58,6 @@ def _steps_of(history, k: str) -> list[dict]:
             "states": "".join(state[0] for state in pool.states),  # u(sed), c(ached), f(ree)
             "owner": [o[0] if o else -1 for o in pool.owners], "filled": list(pool.filled),
             "refs": list(pool.ref_counts), "bs": pool.block_size,
-            "em": [r for r, _t in s.emitted],
             "head": _say(lambda tr, s=s: pool_heading(k, s, tr), "PoolPanel"),
         })
     return out
@@ -110,7 +107,8 @@ def _narration(history) -> dict:
 
 def _texts_of(history, k: str) -> list[dict]:
     """Per request the Serve view's text panel's words (ServeHistory.text_of) after each count of emitted
-    tokens: the text after all of them ("full"), and per count its length when a prefix of it, else the text."""
+    tokens: the step of each of its tokens ("at": the count at a step is those at or before it), the text after
+    all of them ("full"), and per count its length when a prefix of it, else the text."""
     from kvviz.serving.history import VLLM
 
     at: dict[int, list[int]] = {r: [] for r in range(history.n_requests())}  # the step of each emitted token
@@ -126,7 +124,7 @@ def _texts_of(history, k: str) -> list[dict]:
     for r, steps in at.items():
         texts = [""] + [history.text_of(k, r, step)[1] for step in steps]
         full = texts[-1]
-        out.append({"full": full, "ends": [len(t) if full.startswith(t) else -1 for t in texts],
+        out.append({"at": steps, "full": full, "ends": [len(t) if full.startswith(t) else -1 for t in texts],
                     "odd": {str(c): t for c, t in enumerate(texts) if not full.startswith(t)}})
     return out
 
@@ -170,7 +168,7 @@ def _vllm_data(history) -> dict | None:
                      for s in lane.steps],
             "counters": [_vllm_row(history, s.step) for s in lane.steps], "before": _vllm_row(history, -1),
             "series": {key: series[key].astype(int).tolist() for key in ("step", "used", "batch")},
-            "em": [list(s.emitted) for s in lane.steps], "texts": _texts_of(history, VLLM),
+            "texts": _texts_of(history, VLLM),
             "blocks": int(lane.run.settings.blocks) if lane.run is not None else 0}
 
 
@@ -180,6 +178,42 @@ def _vllm_row(history, step: int) -> list[str]:
     if step >= 0:
         row[COUNTERS.index("steps")] = COUNT_MARK
     return row
+
+
+def _differ(history) -> list[list[list[int]]]:
+    """Per request the runs of steps [first, past) at which the text panel notes that the schedulers generated
+    different text (the Serve view's rule: every scheduler at or past its last step, and the texts shown, vLLM's
+    with them, not all equal)."""
+    from kvviz.serving.history import VLLM
+
+    lanes = [k for k in history.schedulers if history.n_steps(k)] + ([VLLM] if history.n_steps(VLLM) else [])
+    done, past = max(history.n_steps(k) for k in history.schedulers) - 1, history.n_steps()
+    out = []
+    for q in range(history.n_requests()):
+        later = {s.step for s in (history.vllm.steps if VLLM in lanes else ()) if q in s.emitted and s.step > done}
+        starts = [done] + sorted(later)  # the texts change at vLLM's tokens alone once the schedulers are done
+        runs: list[list[int]] = []
+        for i, step in enumerate(starts):
+            if len({history.text_of(k, q, step)[1] for k in lanes}) < 2:
+                continue
+            end = starts[i + 1] if i + 1 < len(starts) else past
+            if runs and runs[-1][1] == step:
+                runs[-1][1] = end
+            else:
+                runs.append([step, end])
+        out.append(runs)
+    return out
+
+
+def _words() -> dict[str, dict]:
+    """The panels' titles, legends, axis labels, counter names and note in each language (kvviz.serving.words)."""
+    out = {}
+    for lang in LANGUAGES:
+        words = panel_words(lambda context, lang=lang: _tr(context, lang))
+        words["kinds"] = kind_names(_tr("TimelinePanel", lang))
+        words["counters"] = [name for _key, name in counter_rows(_tr("CountersPanel", lang))]
+        out[lang] = words
+    return out
 
 
 def serve_data(runs: Sequence[ServeRun]) -> dict:
@@ -216,14 +250,16 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
             "prompts": [p if len(p) <= PROMPT_CHARS else "…" + p[-PROMPT_CHARS:] for p in prompts],
             "model": {"name": model.name, "device": model.device, "dtype": model.dtype},
             "schedulers": schedulers, "vllm": _vllm_data(history), "range": [0, n_steps - 1],
-            "narration": _narration(history), "workload_text": workload,
+            "narration": _narration(history), "workload_text": workload, "words": _words(),
+            "counter_keys": list(COUNTERS), "differ": _differ(history),
             "text_titles": {lang: [_tr("TextPanel", lang)("Request {0}: its text").format(q)
                                    for q in range(history.n_requests())] for lang in LANGUAGES},
             "status": {lang: f"{model.name}, {model.device}, {model.dtype} · {workload[lang]}" for lang in LANGUAGES},
             "label": {lang: _tr("TransportBar", lang)("{0} / {1} steps").format(STEP_MARK, n_steps - 1)
                       for lang in LANGUAGES},
             "cell_kinds": list(CELL_KINDS),
-            "cell_colors": CELL_COLORS, "palette": list(REQUEST_PALETTE), "strings": page_strings(),
+            "cell_colors": CELL_COLORS, "palette": list(REQUEST_PALETTE),
+            "strings": {"TransportBar": page_strings()["TransportBar"]},  # page.js's bar: its "Step"
             "engines": [], "info": {}}
 
 
