@@ -1,5 +1,6 @@
-"""Small Qt helpers the window's parts share: silencing a widget's signals for a programmatic change, and
-telling a field that takes typed keys from one that leaves them to the transport's shortcuts."""
+"""Small Qt helpers the window's parts share: silencing a widget's signals for a programmatic change, telling a
+field that takes typed keys from one that leaves them to the transport's shortcuts, and raising a companion
+window (the Serve or the Watch window of a main window)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject
@@ -37,3 +38,15 @@ def edits_text(widget: QWidget | None) -> bool:
             return not widget.isReadOnly()
         widget = widget.parentWidget()
     return False
+
+
+def companion_window(main, attr: str, make) -> QWidget:
+    """The window `main.<attr>` (one per main window), made by `make()` on first use; shown and raised."""
+    window = getattr(main, attr, None)
+    if window is None:
+        window = make()
+        setattr(main, attr, window)
+    window.show()
+    window.raise_()
+    window.activateWindow()
+    return window

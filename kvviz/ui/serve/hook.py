@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QInputDialog, QLineEdit
 
 from kvviz.serving.spec import ServeSpec, WorkRequest
 from kvviz.textshow import label_bytes
+from kvviz.ui.qtutil import companion_window
 from kvviz.ui.serve.window import ServeWindow, open_serve_window
 
 CONTINUE_SCHEDULERS = ("paged", "prefix")
@@ -22,15 +23,9 @@ def _tr(text: str) -> str:
 
 
 def open_serve_view(main) -> ServeWindow:
-    """The main window's Serve window, made on first use (its models from the compare form), raised."""
-    window = getattr(main, "serve_window", None)
-    if window is None:
-        window = open_serve_window(main, getattr(main, "settings", None))  # it ends its worker as the app quits
-        main.serve_window = window
-    window.show()
-    window.raise_()
-    window.activateWindow()
-    return window
+    """The main window's Serve window, made on first use (its models from the compare form; it ends its worker as
+    the app quits), raised."""
+    return companion_window(main, "serve_window", lambda: open_serve_window(main, getattr(main, "settings", None)))
 
 
 def text_so_far(history) -> tuple[str, str, int]:

@@ -6,19 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kvviz.ui.qtutil import companion_window
 from kvviz.ui.watch.window import WatchWindow
 
 
 def watch_window(main) -> WatchWindow:
     """The main window's Watch window (one per main window; it ends its session as the app quits), shown."""
-    window = getattr(main, "watch_window", None)
-    if window is None:
-        window = WatchWindow(getattr(main, "settings", None))
-        main.watch_window = window
-    window.show()
-    window.raise_()
-    window.activateWindow()
-    return window
+    return companion_window(main, "watch_window", lambda: WatchWindow(getattr(main, "settings", None)))
 
 
 def open_watch_view(main) -> WatchWindow:
