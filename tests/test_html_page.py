@@ -8,7 +8,6 @@ Skips, saying why, where chromium or websocket-client is missing (.ci/run instal
 """
 from __future__ import annotations
 
-import json
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -195,30 +194,6 @@ def test_space_plays_and_pauses(browser, page, run):
     assert not browser.problems, browser.problems
 
 
-def test_the_formatters_are_pythons(browser, page):
-    """fmt_bytes, fmt_ms, fmt_figure and fmt_count ported to the page give kvviz.format's text."""
-    from kvviz.format import fmt_bytes, fmt_count, fmt_count_short, fmt_figure, fmt_ms
-
-    browser.open(page)
-    rng = np.random.default_rng(0)
-    values = sorted({0, 1, 512, 1023, 1024, 1280, 1536, 2.5 * 2**50, 1023.96 * 1024, 2**60,
-                     *(float(v) for v in rng.lognormal(8, 6, 300))})
-    ms = [0.0000507, 0.2838528, 28.643328, 1407364.1, 9e6, 999.96, 59999.0, 0.05, 0.25, 12.25,
-          *(float(v) for v in rng.lognormal(0, 4, 300))]
-    got = browser.eval(f"""(() => {{ const f = window.kvviz.formatters;
-      return [{json.dumps(values)}.map(f.fmtBytes), {json.dumps(ms)}.map(f.fmtMs),
-              {json.dumps(ms + values)}.map(f.fmtFigure),
-              {json.dumps([int(v) for v in values])}.map(f.fmtCount)]; }})()""")
-    assert got[0] == [fmt_bytes(v) for v in values]
-    assert got[1] == [fmt_ms(v) for v in ms]
-    assert got[2] == [fmt_figure(v) for v in ms + values]
-    whole = [int(v) for v in values if v < 2**53]
-    short = browser.eval(f"{json.dumps(whole)}.map(v => window.kvviz.formatters.fmtCountShort(v))")
-    assert short == [fmt_count_short(v) for v in whole]
-    exact = [i for i, v in enumerate(values) if v < 2**53]  # a JSON number is whole up to 2^53: every count
-    assert [got[3][i] for i in exact] == [fmt_count(int(values[i])) for i in exact]
-
-
 def test_the_chinese_page_says_what_the_chinese_window_says(browser, page, run, qapp):
     from kvviz.ui import i18n
 
@@ -267,6 +242,7 @@ def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(bro
     summary's quality rows hold the mean KL and top-1 agreement of the trace's own per-step figures."""
     import kvviz
     from kvviz.page import write_page
+    from kvviz.ui.panels._plots import share_text
 
     run = kvviz.compare("KV cache demo", engines=("concat", "window", "sinks", "int8"), tokens=14, model="tiny",
                         window=8, sinks=2, threads=1)
@@ -282,7 +258,8 @@ def test_bounded_and_quantised_caches_are_told_and_summed_as_the_window_does(bro
         kl = [t.kl_to_exact for t in run.traces[engine] if t.kl_to_exact is not None]
         agree = [t.top1_agrees for t in run.traces[engine] if t.top1_agrees is not None]
         assert cells["mean_kl"][engine] == f"{sum(kl) / len(kl):.3g}"
-        assert cells["top1_agreement"][engine] == f"{100 * sum(agree) / len(agree):.0f}%"
+        # the window's share (kvviz/ui/panels/_plots.share_text): a whole percent that reads 100% only when it is
+        assert cells["top1_agreement"][engine] == share_text(sum(agree) / len(agree))
     assert cells["mean_kl"]["concat"] == "0" and cells["top1_agreement"]["concat"] == "100%"
     # the quality panel's legend: the window's own QualityPanel.legend_text, engine by engine
     from kvviz.ui.history import RunHistory

@@ -17,7 +17,9 @@ import numpy as np
 
 from kvviz import catalog
 from kvviz.format import fmt_bytes, fmt_count_short, fmt_figure
-from kvviz.kernels import KERNELS, baselines, lane_engine, lane_kernel, lane_label
+from kvviz.kernels import KERNELS, lane_engine, lane_kernel, lane_label
+from kvviz.page.said import ENGINE_MARK
+from kvviz.page.said_compare import compare_said, derived_columns
 from kvviz.page.strings import LANGUAGES, page_strings, translator
 from kvviz.records.narration import Run, describe, kernels_ran, kernels_text
 from kvviz.records.tentative import SPEC_CELL_COLORS, tentative
@@ -110,7 +112,6 @@ def _attention(steps: Sequence[StepTrace]) -> dict | None:
 
 # What page.js writes at the step it shows, in text Python made for many steps: the step's number (str(step)).
 STEP_MARK = "\u0001"
-ENGINE_MARK = 0xE000  # the narration names engine `order` as chr(ENGINE_MARK + order): page.js writes its name there
 
 
 def _engine_html(engine: str, order: int) -> str:
@@ -176,7 +177,8 @@ def _bar(traces: Mapping[str, Sequence[StepTrace]], last: int) -> dict:
 def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first: int = 0,
               last: int | None = None) -> dict:
     """What page.js draws from: the run's info, per engine its steps as columns (0..last: the totals and the
-    attention rows need the earlier steps), the steps the slider spans, and the strings in both languages."""
+    attention rows need the earlier steps) and what its panels say (kvviz.page.said_compare), the steps the slider
+    spans, and the strings in both languages."""
     engines = []
     strings = page_strings()
     kernel_words = {lang: translator("kernels", lang, strings) for lang in LANGUAGES}
@@ -184,19 +186,19 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
     n_steps = max((len(v) for v in traces.values()), default=0)
     last = n_steps - 1 if last is None else min(last, n_steps - 1)
     shape = info.wall()
-    against = baselines(list(traces))  # what each engine's speedup is against (a comparison: its first lane)
-    earlier = info.earlier_ms
+    said = compare_said(info, traces, first, last)
+    said_engines = iter(said.pop("engines"))
     for order, (name, all_steps) in enumerate(traces.items()):
         steps = list(all_steps[: last + 1])
         if not steps:
             continue
         columns = {key: _column(steps, key) for key in (
-            "pos_start", "pos_stop", "cache_len", "cache_capacity", "cache_bytes", "bytes_copied", "bytes_written",
-            "bytes_gathered", "kv_projections", "latency_ms", "token_id", "window", "sinks", "block_size",
-            "kl_to_exact", "top1_agrees")}
+            "pos_start", "pos_stop", "cache_len", "cache_capacity", "cache_bytes", "bytes_copied", "bytes_gathered",
+            "kv_projections", "latency_ms", "token_id", "window", "sinks", "block_size")}
         columns["latency_ms"] = [float(v) for v in columns["latency_ms"]]
-        if any(t.spec_k is not None for t in steps):  # a speculative engine: its rounds (the matrix's titles)
-            columns.update({key: _column(steps, key) for key in ("spec_index", "spec_proposed", "spec_accepted")})
+        columns.update(derived_columns(steps))  # running totals, the quality panel's KL: the window's series
+        if any(t.spec_k is not None for t in steps):  # a speculative engine: its rounds (the matrix's legend)
+            columns["spec_index"] = _column(steps, "spec_index")
         if shape is not None:  # the wall's arithmetic (kvviz.costs.wall): what each step read, and how fast
             reads = [shape.read(t) for t in steps]
             columns["read_bytes"] = [r.total_bytes for r in reads]
@@ -213,10 +215,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
             # its name as the window's panels and narration say it (kvviz.ui.style.engine_label): "static · C step"
             "label": {lang: lane_label(name, lambda k, lang=lang: kernel_words[lang](KERNELS[k].label))
                       for lang in LANGUAGES},
-            "against": against.get(name),
-            # a repeated comparison's earlier runs (kvviz.records.repeats): the summary's medians are over them too
-            "earlier_ms": [list(run[: last + 1]) for run in earlier.get(name, ())],
-            "steps": columns, "tokens": _shown_tokens([t.token_text for t in steps]),
+            "steps": columns, "said": next(said_engines), "tokens": _shown_tokens([t.token_text for t in steps]),
             "block_table": tables if any(v is not None for v in tables) else None,
             "attention": attention, "evicted_at": _evicted_at(steps), "tentative": _tentative(steps),
         })
@@ -230,8 +229,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
                  "wall": None if wall is None else {"weights_bytes": wall.weights_bytes, "row_bytes": wall.row_bytes,
                                                     "kv_bytes_per_token": wall.kv_bytes_per_token},
                  "ceiling": info.bandwidth_gbps(), "ceiling_kind": info.ceiling_kind(), "repeat": info.repeat,
-                 "decode_kernels": dict(zip(info.engines, info.decode_kernels)), "cache_bytes": info.cache_bytes,
-                 "kernel_labels": {k: KERNELS[k].label for k in info.decode_kernels if k in KERNELS}},
+                 "cache_bytes": info.cache_bytes},
         "prompt": _shown_tokens(prompt),
         "engines": engines,
         "range": [first, last],
@@ -239,6 +237,7 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
         "exact": list(catalog.exact_keys()),  # the engines whose quality is the reference's own
         "narration": _narration(info, traces, first, last), "status": _status(info, [e["name"] for e in engines]),
         "bar": _bar(traces, last),
+        "said": said,  # the panels' sentences and figures (kvviz.page.said_compare), the window's Python
         "strings": page_strings(),
     }
 

@@ -1,7 +1,7 @@
 /* kvviz page: one saved run drawn at one step, as the window draws it (kvviz/ui/panels), from the records
    in the <script id="kvviz-data"> element. No network, no library: canvas and DOM only.
    The words: tr(context, English) looks up the window's Chinese (kvviz/page/strings.py reads the .ts);
-   the figures: the formatters of kvviz/format.py, ported below (tests compare them with Python's). */
+   every sentence, figure and derived series is Python's (kvviz/page/said_compare.py), in the page's data. */
 "use strict";
 (function () {
 const DATA = JSON.parse(document.getElementById("kvviz-data").textContent);
@@ -35,82 +35,22 @@ function say(texts) { return texts[lang]; }  // Python's words in the reader's l
 // Text Python made for many steps leaves marks where the step shown goes (kvviz/page STEP_MARK, kvviz/page/serve.py
 // COUNT_MARK): the step's number, and the steps counted to it as Python's f"{k + 1:,}" writes them.
 function atStep(text, k) { return text.replace(/\u0001/g, String(k)).replace(/\u0002/g, (k + 1).toLocaleString("en-US")); }
-function pyRound(x, digits) {  // Python's round-half-even on the exact binary value
-  const m = Math.pow(10, digits), s = x * m, f = Math.floor(s), d = s - f;
-  if (d === 0.5) return (f % 2 === 0 ? f : f + 1) / m;
-  return Math.round(s) / m;
-}
-function fixed(x, digits) {  // f"{x:.{digits}f}"
-  if (!isFinite(x)) return isNaN(x) ? "nan" : (x > 0 ? "inf" : "-inf");
-  const m = Math.pow(10, digits), s = Math.abs(x) * m, f = Math.floor(s);
-  let text;
-  if (s - f === 0.5) text = ((f % 2 === 0 ? f : f + 1) / m).toFixed(digits);
-  else text = Math.abs(x).toFixed(digits);
-  return (x < 0 && Number(text) !== 0 ? "-" : (x < 0 || Object.is(x, -0) ? "-" : "")) + text;
-}
-function commas(text) {  // f"{x:,...}"
-  const neg = text.startsWith("-"), body = neg ? text.slice(1) : text;
-  const [whole, frac] = body.split(".");
-  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  return (neg ? "-" : "") + grouped + (frac !== undefined ? "." + frac : "");
-}
-function pyFormat(template, args) {  // str.format for {name}, {0} and {name:.Nf}, {name:.3g}
-  return template.replace(/\{([A-Za-z_0-9]*)(?::([^}]*))?\}/g, (all, key, spec) => {
-    const v = args[key];
-    if (v === undefined) return all;
-    if (!spec) return String(v);
-    let m = /^(,)?\.(\d+)f$/.exec(spec);
-    if (m) { const t = fixed(v, Number(m[2])); return m[1] ? commas(t) : t; }
-    m = /^\.(\d+)g$/.exec(spec);
-    if (m) return gFormat(v, Number(m[1]));
-    return String(v);
+// Python's sentences (kvviz/page/said.py Spoken): a template per language, its fields formatted by Python; an
+// engine's mark (kvviz/page ENGINE_MARK) written as its name. `html`: leaves escaped, for innerHTML.
+const SAID = DATA.said;
+function spoken(node, html) {
+  if (node === null || node === undefined) return "";
+  if (typeof node === "string") return (html ? esc(node) : node).replace(/[\ue000-\uf8ff]/g, c => {
+    const e = ENGINES.find(x => x.order === c.charCodeAt(0) - 0xe000);
+    return html ? esc(label(e)) : label(e);
   });
+  if (!Array.isArray(node)) return node.parts.map(p => spoken(p, html)).join(spoken(node.join, html));
+  return SAID.templates[lang][node[0]].replace(/\{(\d+)\}/g, (all, i) => spoken(node[1 + Number(i)], html));
 }
-function gFormat(v, p) {
-  if (v === 0) return "0";
-  const e = Math.floor(Math.log10(Math.abs(v)));
-  if (e < -4 || e >= p) {
-    let t = v.toExponential(p - 1).replace(/\.?0+e/, "e");
-    return t.replace(/e([+-])(\d)$/, "e$10$2");
-  }
-  return fixed(v, Math.max(0, p - 1 - e)).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
-}
-const BYTE_UNITS = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-function fmtBytes(n) {
-  if (Math.abs(n) < 1024) return `${Math.trunc(n)} B`;
-  let value = n / 1024;
-  for (const unit of BYTE_UNITS.slice(0, -1)) {
-    if (Math.abs(pyRound(value, 1)) < 1024) return `${commas(fixed(value, 1))} ${unit}`;
-    value /= 1024;
-  }
-  return `${commas(fixed(value, 1))} PiB`;
-}
-function threeFigures(v) { return Math.abs(v) >= 99.95 ? fixed(v, 0) : Math.abs(v) >= 9.995 ? fixed(v, 1) : fixed(v, 2); }
-function fmtFigure(v) {
-  if (v === 0) return "0";
-  if (Math.abs(v) < 0.01) return "<0.01";
-  return Math.abs(v) >= 99.95 ? commas(fixed(v, 0)) : threeFigures(v);
-}
-function fmtCount(n) { return commas(String(Math.trunc(n))); }
-function fmtCountShort(n) {  // millions or billions (parameters), below 100,000 the count itself
-  if (n >= 1e9) return `${fixed(n / 1e9, 2)} B`;
-  if (n >= 100000) return `${fixed(n / 1e6, 2)} M`;
-  return fmtCount(n);
-}
-function byteUnit(n) {
-  let unit = "B", size = 1;
-  for (const name of BYTE_UNITS) { if (Math.abs(n) < size * 1024) break; unit = name; size *= 1024; }
-  return [unit, size];
-}
-const DURATIONS = [["µs", 1e-3, 1000], ["ms", 1.0, 1000], ["s", 1e3, 60], ["min", 6e4, 60]];
-function durationUnit(ms) {
-  for (const [unit, size, top] of DURATIONS.slice(1)) if (ms < size * top) return [unit, size];
-  return ["h", 3.6e6];
-}
-function fmtMs(ms) {
-  if (Math.round(ms * 1e6) < 1000) return `${fixed(ms * 1e6, 0)} ns`;
-  for (const [unit, size, top] of DURATIONS) if (pyRound(ms / size, 1) < top) return `${fixed(ms / size, 1)} ${unit}`;
-  return `${commas(fixed(ms / 3.6e6, 1))} h`;
+function at(changes, k) {  // a step's value of those Python stored where they change (kvviz/page/said.py changes)
+  let lo = 0, hi = changes.length - 1;
+  while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (changes[mid][0] <= k) lo = mid; else hi = mid - 1; }
+  return changes[lo][1];
 }
 
 // -- the records --------------------------------------------------------------------------------
@@ -128,29 +68,17 @@ function decodeHalf(b64) {
 function col(e, key) { return e.steps[key]; }
 function stepOf(e, k) { return Math.min(k, e.steps.pos_stop.length - 1); }  // engine_step: clamped per engine
 function prevStop(e, k) { return k > 0 ? e.steps.pos_stop[k - 1] : 0; }
-function computed(e, k) { return e.steps.pos_stop[k] - e.steps.pos_start[k]; }
-function recomputed(e, k) { const p = prevStop(e, k); return Math.max(0, Math.min(p, e.steps.pos_stop[k]) - e.steps.pos_start[k]); }
-function gbpsOf(e) {  // each step's read rate (Python's: kvviz.costs.wall), NaN where the step has none
-  if (!e._gbps) e._gbps = (e.steps.read_gbps || []).map(v => v === null ? NaN : v);
-  return e._gbps;
+function nulls(e, key) {  // a column of Python's with null where a step has no figure, null read as NaN
+  const id = "_" + key;
+  if (!e[id]) e[id] = (e.steps[key] || []).map(v => v === null ? NaN : v);
+  return e[id];
 }
+function gbpsOf(e) { return nulls(e, "read_gbps"); }  // each step's read rate (Python's: kvviz.costs.wall)
 function dropped(e, k, below) {  // positions under `below` the cache no longer held after step k (trace.evicted)
   const at = e.evicted_at, out = new Set();
   if (at) for (let p = 0; p < Math.min(below, at.length); p++) if (at[p] >= 0 && at[p] <= k) out.add(p);
   return out;
 }
-const totalsCache = {};
-function running(e, key, fn) {  // running sums of a column (or fn(e, k)), kept per engine
-  const id = e.name + "/" + key;
-  if (!totalsCache[id]) {
-    const n = e.steps.pos_stop.length, out = new Float64Array(n);
-    let acc = 0;
-    for (let k = 0; k < n; k++) { acc += fn ? fn(e, k) : e.steps[key][k]; out[k] = acc; }
-    totalsCache[id] = out;
-  }
-  return totalsCache[id];
-}
-function gbps(bytes, ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : NaN; }
 function attention(e) {
   if (!e.attention) return null;
   if (e.attention.rows_of) return attention(ENGINES.find(x => x.name === e.attention.rows_of));  // the same rows
@@ -177,15 +105,14 @@ function niceTicks(lo, hi, want) {
   for (let v = Math.ceil(lo / stepSize) * stepSize; v <= hi + 1e-9 * stepSize; v += stepSize) out.push(+v.toPrecision(12));
   return out;
 }
-function byteTicks(lo, hi, want) {  // ticks at round values of the range's binary unit (pyqtgraph's byte axis)
-  const [unit, size] = byteUnit(hi);
+function byteTicks(lo, hi, want, [unit, size]) {  // ticks at round values of the axis's binary unit (Python's)
   return niceTicks(lo / size, hi / size, want).map(v => [v * size, `${+v.toPrecision(6)} ${unit}`]);
 }
 function dashOf(e) { return e.dash ? e.dash : []; }
 function plot(ctx, x0, y0, w, h, o) {
-  // o: {title, left, bottom, xMax, yMax, bytes, series: [{color, dash, xs, ys, width, fill, stepMode}], vline, dots, hline}
+  // o: {title, left, bottom, xMax, yMax, bytes: the byte axis's [unit, size], series: [{color, dash, xs, ys, width, fill, stepMode}], vline, dots, hline}
   ctx.font = "11px sans-serif";
-  const yt = o.bytes ? byteTicks(0, o.yMax, Math.max(2, Math.floor(h / 40))) :
+  const yt = o.bytes ? byteTicks(0, o.yMax, Math.max(2, Math.floor(h / 40)), o.bytes) :
     niceTicks(o.yMin || 0, o.yMax, Math.max(2, Math.floor(h / 40))).map(v => [v, String(v)]);
   const labelW = Math.max(...yt.map(t => ctx.measureText(t[1]).width), 10);
   const top = y0 + (o.title ? 18 : 6), left = x0 + labelW + (o.left ? 22 : 8), right = x0 + w - 8;
@@ -264,10 +191,6 @@ function lightness(hex) {
   const r = parseInt(hex.slice(1, 3), 16) / 255, g = parseInt(hex.slice(3, 5), 16) / 255, b = parseInt(hex.slice(5, 7), 16) / 255;
   return (Math.max(r, g, b) + Math.min(r, g, b)) / 2;
 }
-function median(xs) {  // Python's statistics.median: the middle value, or the mean of the middle two
-  const v = [...xs].sort((x, y) => x - y), m = Math.floor(v.length / 2);
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 function esc(text) { return String(text).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]); }
 // An engine's name as shown; a kernel comparison's lane as "static · C step", its kernel in the reader's language.
 function label(e) { return e.label ? say(e.label) : e.name; }  // Python's words (kvviz/page page_data)
@@ -324,20 +247,6 @@ function buildPanels() {
   el.cache_memory.pool = el.cache_memory.section.querySelector(".pool");
 }
 
-// Which kernel ran which engines' decode steps (the window's narration.kernels_ran / kernels_text): one for a
-// run, several for an older trace whose engines ran different kernels, none where the trace does not say.
-function kernelsRan(names) {
-  const ran = INFO.decode_kernels || {}, groups = new Map();
-  for (const n of names) if (n in ran) { if (!groups.has(ran[n])) groups.set(ran[n], []); groups.get(ran[n]).push(n); }
-  return [...groups];
-}
-function kernelsText(groups, rich) {
-  const N = s => tr("Narration", s), name = rich ? esc : String;
-  const label = k => name(tr("kernels", (INFO.kernel_labels || {})[k] || k));
-  if (groups.length === 1) return label(groups[0][0]);
-  return groups.map(([k, es]) => pyFormat(N("{kernel} ({engines})"), { kernel: label(k), engines: es.map(name).join(N(", ")) })).join(N(", "));
-}
-
 // Token stream: the prompt grey, each engine's tokens, the step's highlighted, later ones faded.
 const WS_MARKS = { " ": "\u00b7", "\t": "\u2192", "\r": "\u240d" };
 function tokenHtml(text, prompt) {
@@ -350,12 +259,10 @@ function tokenHtml(text, prompt) {
 function drawTokens(k) {
   const T = s => tr("TokenStreamPanel", s);
   const prompt = DATA.prompt.shown.map(t => tokenHtml(t, true)).join("");
-  const ref = ENGINES[0].steps.token_id;
   const out = [];
   for (const e of ENGINES) {
     const kk = stepOf(e, k), tok = e.tokens, ids = e.steps.token_id, n = ids.length;
-    let diverged = null;
-    for (let i = 0; i < n && i < ref.length; i++) if (ids[i] !== ref[i]) { diverged = i; break; }
+    const differing = new Set(e.said.differs);  // the steps its tokens differ from the first engine's (Python's)
     const zebra = n * ENGINES.length <= 400;
     const g0 = tok.start[kk], g1 = tok.stop[kk];
     const parts = [];
@@ -370,12 +277,10 @@ function drawTokens(k) {
       else if (i > kk) cls = "later";
       else if (size > 1) style = `background:${SPLIT[number % 2]}`;
       else if (zebra) style = `background:${ZEBRA[number % 2]}`;
-      let differs = false;
-      for (let j = tok.start[i]; j < tok.stop[i]; j++) if (j < ref.length && ids[j] !== ref[j]) differs = true;
-      if (differs) cls += " differs";
+      for (let j = tok.start[i]; j < tok.stop[i]; j++) if (differing.has(j)) { cls += " differs"; break; }
       parts.push(`<span class="${cls}" style="${style}" data-step="${i}">${body}</span>`);
     }
-    const note = diverged === null ? "" : pyFormat(T("differs from {first} from step {step}"), { first: esc(label(ENGINES[0])), step: diverged });
+    const note = spoken(e.said.token_note, true);
     out.push(`<div class="engine" data-engine="${esc(e.name)}"><span class="name" style="color:${e.color}">${esc(label(e))}</span><span class="note">${note}</span>\n` +
       `<span class="prompt">${prompt}</span>${parts.join("")}</div>`);
     void g1;
@@ -466,12 +371,7 @@ function drawWorkMatrix(k) {
   ENGINES.forEach((e, idx) => {
     const kk = stepOf(e, k), s = e.steps;
     const x0 = (idx % cols) * cw, y0 = Math.floor(idx / cols) * ch;
-    const rowsN = computed(e, kk), again = recomputed(e, kk);
-    const cached = s.pos_start[kk] - dropped(e, kk, s.pos_start[kk]).size;
-    const round = s.spec_index ? [s.spec_index[kk], s.spec_proposed[kk], s.spec_accepted[kk]] : [null, 0, 0];
-    const detail = kk === 0 ? pyFormat(Wm("prefill, {rows} rows"), { rows: rowsN }) : round[0] ? Wm("accepted draft, no forward")
-      : round[1] ? pyFormat(Wm("{rows} rows verified, {kept} kept"), { rows: 1 + round[1], kept: 1 + round[2] })
-      : again ? pyFormat(Wm("{rows} rows, {again} again"), { rows: rowsN, again }) : pyFormat(Wm("{rows} row, {cached} cached"), { rows: rowsN, cached });
+    const detail = spoken(at(e.said.work_matrix, k));  // Python's (the window's WorkMatrixPanel._set_title)
     ctx.textAlign = "center"; ctx.textBaseline = "top";
     ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color; ctx.fillText(label(e), x0 + cw / 2, y0 + 2);
     ctx.font = "11px sans-serif"; ctx.fillStyle = FG; ctx.fillText(detail, x0 + cw / 2, y0 + 17);
@@ -534,7 +434,7 @@ function drawRecompute(k) {
     series.push({ color: e.color, dash: dashOf(e), xs, ys: c, stepMode: true, width: 2.5, fill: order === 0 ? `rgba(${hex(e.color).join(",")},${45 / 255})` : null });
     for (const v of c) if (v > top) top = v;
     nMax = Math.max(nMax, c.length);
-    legend.push(swatch(e.color, pyFormat(R("{engine}: {total} K/V computed"), { engine: esc(label(e)), total: fmtCount(running(e, "kv_projections")[kk]) }), e.dash ? "dashed" : "line"));
+    legend.push(swatch(e.color, spoken(at(e.said.recompute, k), true), e.dash ? "dashed" : "line"));
   });
   el.recompute.legend.innerHTML = legend.join("");
   const [ctx, w, h] = fitCanvas(el.recompute.canvas);
@@ -552,12 +452,11 @@ function drawAttention(k) {
   el.attention.legend.innerHTML = "";
   const sel = el.attention.select, e = ENGINES.find(x => x.name === sel.value);
   const [ctx, w, h] = fitCanvas(el.attention.canvas);
-  if (!e) { el.attention.caption.textContent = A("No attention weights recorded in this run."); return; }
+  if (!e) { el.attention.caption.textContent = spoken(SAID.attention_none); return; }
   const kk = stepOf(e, k), s = e.steps, n = s.pos_stop[kk], a = s.pos_start[kk], rows = attention(e), rs = e.attention.row_step;
   const filled = i => rs[i] >= 0 && rs[i] <= kk;
-  let earlier = 0; for (let i = 0; i < a; i++) if (filled(i)) earlier++;
-  el.attention.caption.textContent = earlier ? pyFormat(A("Outlined: the {rows} row(s) computed at this step. The {earlier} rows above were computed at earlier steps."), { rows: n - a, earlier })
-    : pyFormat(A("Outlined: the {rows} row(s) computed at this step."), { rows: n - a });
+  const [title, caption] = at(e.said.attention, k);  // Python's (the window's AttentionPanel.show_step)
+  el.attention.caption.textContent = spoken(caption);
   const side = Math.max(8, Math.min(w - 44 - 72, h - 72)), mx = 44, my = 40, dpr = window.devicePixelRatio || 1;
   const m = Math.min(n, Math.max(8, Math.floor(side * dpr))), f = n / m;
   el.attention.canvas._rows = { [e.name]: { x: mx, y: my, side, n } };
@@ -591,7 +490,7 @@ function drawAttention(k) {
   ctx.textAlign = "center"; ctx.textBaseline = "top"; ctx.font = "bold 13px sans-serif"; ctx.fillStyle = e.color;
   ctx.fillText(label(e), mx + side / 2, 2);
   ctx.font = "11px sans-serif"; ctx.fillStyle = FG;
-  ctx.fillText(pyFormat(A("layer {layer}, head {head}, step {step}"), { layer: e.attention.layer, head: e.attention.head, step: kk }), mx + side / 2, 18);
+  ctx.fillText(spoken(title), mx + side / 2, 18);
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
   for (const v of niceTicks(0, n, 5)) if (v < n) ctx.fillText(String(v), mx - 3, my + side * (v + 0.5) / n);
   ctx.textAlign = "center"; ctx.textBaseline = "top";
@@ -606,10 +505,7 @@ function drawAttention(k) {
 }
 
 // Series panels: latency (with the memory wall), bytes copied, cache memory.
-function seriesOf(e, key, cumulative) {
-  const v = cumulative ? running(e, key) : e.steps[key];
-  return v;
-}
+function seriesOf(e, key, cumulative) { return e.steps[cumulative ? key + "_total" : key]; }  // Python's totals
 function stacked(k, specs, canvas) {
   const [ctx, w, h] = fitCanvas(canvas), ph = h / specs.length;
   specs.forEach((spec, r) => {
@@ -646,44 +542,32 @@ function pickStep(canvas, ev) {  // a click in a per-step plot shows the step un
 }
 function drawLatency(k) {
   const L = s => tr("LatencyPanel", s);
-  el.latency.legend.innerHTML = ENGINES.map(e => {
-    const kk = stepOf(e, k), decodeSteps = kk, ms = decodeSteps ? (running(e, "latency_ms")[kk] - e.steps.latency_ms[0]) / decodeSteps : 0;
-    return swatch(e.color, decodeSteps ? pyFormat(L("{engine}: {ms:.2f} ms/step"), { engine: esc(label(e)), ms }) : esc(label(e)), e.dash ? "dashed" : "line");
-  }).join("");
+  el.latency.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.latency, k), true), e.dash ? "dashed" : "line")).join("");
   const dots = key => ENGINES.map(e => ({ x: stepOf(e, k), y: key(e)[stepOf(e, k)], color: e.color }));
   const specs = [
     { title: L("per step"), left: L("latency") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.latency_ms })), dots: dots(e => e.steps.latency_ms) },
-    { title: L("total so far"), left: L("time") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: running(e, "latency_ms") })), dots: dots(e => running(e, "latency_ms")) },
+    { title: L("total so far"), left: L("time") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.latency_total_ms })), dots: dots(e => e.steps.latency_total_ms) },
   ];
   if (INFO.wall) specs.push({ title: L("weights + K/V read / step time"), left: L("read") + " (GB/s)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: gbpsOf(e) })),
     dots: dots(gbpsOf), hline: INFO.ceiling === null ? null : { y: INFO.ceiling, color: COPY_LINE,
-      text: pyFormat(INFO.ceiling_kind === "copy" ? L("copy bandwidth {0} GB/s") : L("read ceiling {0} GB/s"), { 0: fmtFigure(INFO.ceiling) }) } });
+      text: spoken(SAID.ceiling) } });
   stacked(k, specs, el.latency.canvas);
 }
 function drawBytes(k) {
   const B = s => tr("BytesPanel", s);
-  el.bytes.legend.innerHTML = ENGINES.map(e => {
-    const kk = stepOf(e, k), copied = running(e, "bytes_copied")[kk], gathered = running(e, "bytes_gathered")[kk];
-    let text = pyFormat(B("{engine}: {copied} copied"), { engine: esc(label(e)), copied: fmtBytes(copied) });
-    if (gathered) text += pyFormat(B(", {gathered} gathered"), { gathered: fmtBytes(gathered) });
-    return swatch(e.color, text, e.dash ? "dashed" : "line");
-  }).join("");
+  el.bytes.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.bytes, k), true), e.dash ? "dashed" : "line")).join("");
   const lines = cumulative => ENGINES.flatMap(e => [{ color: e.color, dash: dashOf(e), ys: seriesOf(e, "bytes_copied", cumulative) },
     ...(e.steps.bytes_gathered.some(v => v) ? [{ color: e.color, dash: [6, 3], ys: seriesOf(e, "bytes_gathered", cumulative) }] : [])]);
   const dots = cumulative => ENGINES.map(e => ({ x: stepOf(e, k), y: seriesOf(e, "bytes_copied", cumulative)[stepOf(e, k)], color: e.color }));
   stacked(k, [
-    { title: B("per step (dashed: gathered)"), left: B("bytes"), bytes: true, series: lines(false), dots: dots(false) },
-    { title: B("total so far"), left: B("bytes"), bytes: true, series: lines(true), dots: dots(true) },
+    { title: B("per step (dashed: gathered)"), left: B("bytes"), bytes: SAID.axes.bytes_step, series: lines(false), dots: dots(false) },
+    { title: B("total so far"), left: B("bytes"), bytes: SAID.axes.bytes_total, series: lines(true), dots: dots(true) },
   ], el.bytes.canvas);
 }
 function drawCacheMemory(k) {
   const C = s => tr("CacheMemoryPanel", s);
-  el.cache_memory.legend.innerHTML = ENGINES.map(e => {
-    const kk = stepOf(e, k), s = e.steps, values = { engine: esc(label(e)), bytes: fmtBytes(s.cache_bytes[kk]), cap: fmtCount(s.cache_capacity[kk]), held: fmtCount(s.cache_len[kk]) };
-    const text = s.cache_capacity[kk] !== s.cache_len[kk]  // a preallocated cache: its room is not its content
-      ? pyFormat(C("{engine}: {bytes}, room for {cap} tokens, {held} held"), values) : pyFormat(C("{engine}: {bytes}, {cap} tokens"), values);
-    return swatch(e.color, text, e.dash ? "dashed" : "line");
-  }).join("") + swatch(HELD, C("tokens held"), "line");
+  el.cache_memory.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.cache_memory, k), true), e.dash ? "dashed" : "line"))
+    .join("") + swatch(HELD, C("tokens held"), "line");
   el.cache_memory.legend.className = "legend cols";
   const [ctx, w, h] = fitCanvas(el.cache_memory.canvas);
   const sized = ENGINES.find(e => e.steps.cache_capacity[e.steps.cache_capacity.length - 1]);
@@ -695,17 +579,16 @@ function drawCacheMemory(k) {
   let yMax = 1; for (const s of series) for (const v of s.ys) if (v > yMax) yMax = v;
   const paged = ENGINES.find(e => e.block_table);
   const plotW = paged ? w * 0.58 : w;
-  const area = plot(ctx, 0, 0, plotW, h, { title: C("resident K/V"), left: C("memory"), bottom: tr("SeriesPanel", "step"), bytes: true, xMax: Math.max(1, LAST), yMax: yMax * 1.05,
+  const area = plot(ctx, 0, 0, plotW, h, { title: C("resident K/V"), left: C("memory"), bottom: tr("SeriesPanel", "step"), bytes: SAID.axes.cache_memory, xMax: Math.max(1, LAST), yMax: yMax * 1.05,
     series, vline: k, dots: ENGINES.map(e => ({ x: stepOf(e, k), y: e.steps.cache_bytes[stepOf(e, k)], color: e.color })) });
   el.cache_memory.canvas._steps = area ? { left: area.left, width: area.pw } : null;
   const pool = el.cache_memory.pool;
   if (!paged) { pool.innerHTML = swatch(MUTED, C("no paged engine: no block table"), "square"); return; }
   const kk = stepOf(paged, k), size = paged.steps.block_size[kk] || 1, table = paged.block_table[kk] || [];
-  const nPool = Math.max(INFO.max_new_tokens ? Math.ceil((INFO.n_prompt + INFO.max_new_tokens) / size) : 0, Math.max(-1, ...table) + 1);
+  const said = at(SAID.pool, k), nPool = said.n_pool;  // the pool's blocks and its legend: Python's
   const cacheLen = paged.steps.cache_len[kk], start = paged.steps.pos_start[kk];
   const kinds = []; for (let b = 0; b < nPool; b++) kinds.push(new Array(size).fill("free"));
-  let used = 0, wasted = 0;
-  table.forEach((b, i) => { for (let s = 0; s < size; s++) { const pos = i * size + s; const kind = pos >= cacheLen ? "wasted" : pos >= start ? "new" : "used"; kinds[b][s] = kind; if (kind === "wasted") wasted++; else used++; } });
+  table.forEach((b, i) => { for (let s = 0; s < size; s++) { const pos = i * size + s; kinds[b][s] = pos >= cacheLen ? "wasted" : pos >= start ? "new" : "used"; } });
   let sr = 1; for (let d = 1; d * d <= size; d++) if (size % d === 0) sr = d;
   const sc = size / sr, gx = plotW + 6, gw = w - gx - 4, gh = h - 8;
   const bc = Math.max(1, Math.round(Math.sqrt(nPool * (sr * 8 + 6) / (sc * 8 + 6)))), br = Math.ceil(nPool / bc);
@@ -726,48 +609,17 @@ function drawCacheMemory(k) {
       ctx.fillStyle = "rgba(255,255,255,0.84)"; ctx.fillRect(cx - 12, cy - 7, 24, 14); ctx.fillStyle = FG; ctx.fillText("#" + i, cx, cy);
     });
   }
-  const shown = table.slice(0, 6).join(", ") + (table.length > 6 ? ", \u2026" : "");
-  pool.innerHTML = swatch(paged.color, `${esc(label(paged))} ` + pyFormat(C("pool {n} \u00d7 {size} slots"), { n: nPool, size }) + ", " +
-    pyFormat(C("block table [{table}]"), { table: shown }), paged.dash ? "dashed" : "line") +
-    swatch(BLOCK.used, C("slot holding K/V") + ` (${used})`, "square") + swatch(BLOCK.new, C("written this step"), "square") +
-    swatch(BLOCK.wasted, C("reserved, empty") + ` (${wasted})`, "square") + swatch(BLOCK.free, C("free block"), "square");
+  pool.innerHTML = swatch(paged.color, spoken(said.title, true), paged.dash ? "dashed" : "line") +
+    swatch(BLOCK.used, spoken(said.used, true), "square") + swatch(BLOCK.new, C("written this step"), "square") +
+    swatch(BLOCK.wasted, spoken(said.wasted, true), "square") + swatch(BLOCK.free, C("free block"), "square");
   pool.className = "legend pool cols";
 }
 
 // Quality: KL(exact || engine) per step and the top-1 disagreements so far (kvviz/ui/panels/quality.py).
-function klOf(e) {
-  if (!e._kl) e._kl = e.steps.kl_to_exact.map(v => v !== null ? v : exact(e) ? 0 : NaN);
-  return e._kl;
-}
-function shareText(share) {  // a whole percent that reads 100% (or 0%) only when it is exactly that
-  let percent = 100 * share;
-  if (share > 0 && share < 1) percent = Math.min(99, Math.max(1, Math.floor(percent)));
-  return fixed(percent, 0) + "%";
-}
-function parted(e) {  // the first step where the engine's own tokens differ from the first exact engine's
-  const ref = ENGINES.find(x => exact(x));
-  if (!ref || ref === e) return null;
-  const a = ref.steps.token_id, b = e.steps.token_id;
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return i;
-  return null;
-}
 function drawQuality(k) {
   const Q = s => tr("QualityPanel", s);
-  el.quality.legend.innerHTML = ENGINES.map(e => {
-    const kk = stepOf(e, k), kl = klOf(e).slice(0, kk + 1).filter(v => !isNaN(v));
-    if (!kl.length) return swatch(e.color, pyFormat(Q("{engine}: not measured (no exact engine in the run)"), { engine: esc(label(e)) }), e.dash ? "dashed" : "line");
-    let seen = 0, misses = 0;
-    for (let j = 0; j <= kk; j++) {
-      if (e.steps.top1_agrees[j] !== null || exact(e)) seen++;
-      if (e.steps.top1_agrees[j] === false) misses++;
-    }
-    let text = pyFormat(Q("{engine}: mean KL {kl} nats, top-1 {agree}"), { engine: esc(label(e)),
-      kl: gFormat(kl.reduce((a, b) => a + b, 0) / kl.length, 3), agree: shareText((seen - misses) / Math.max(seen, 1)) });
-    const p = parted(e);
-    if (p !== null && p <= kk) text += pyFormat(Q(", its tokens differ from exact from step {0}"), { 0: p });
-    return swatch(e.color, text, e.dash ? "dashed" : "line");
-  }).join("");
-  const missed = e => running(e, "misses", (x, j) => x.steps.top1_agrees[j] === false ? 1 : 0);
+  el.quality.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.quality, k), true), e.dash ? "dashed" : "line")).join("");
+  const klOf = e => nulls(e, "kl"), missed = e => e.steps.misses_total;  // Python's series (the window's QualityPanel)
   stacked(k, [
     { title: Q("KL(exact || engine) per step"), left: Q("KL") + " (nats)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: klOf(e) })),
       dots: ENGINES.map(e => ({ x: stepOf(e, k), y: klOf(e)[stepOf(e, k)], color: e.color })) },
@@ -776,145 +628,17 @@ function drawQuality(k) {
   ], el.quality.canvas);
 }
 
-// Summary: per engine totals up to the step (kvviz/ui/panels/summary.py).
-const COLUMNS = [["total_ms", false], ["tokens_per_s", true], ["speedup_vs_naive", true], ["kv_projections", false],
-  ["bytes_copied", null], ["bytes_written", null], ["bytes_gathered", null], ["peak_cache_bytes", null], ["bytes_read", null],
-  ["read_gbps", null], ["copy_share", null], ["mean_kl", false], ["top1_agreement", true]];
-const rowNames = () => [tr("SummaryPanel", "time"), tr("SummaryPanel", "tokens/s"), tr("SummaryPanel", "speedup"),
-  tr("SummaryPanel", "K/V computed"), tr("SummaryPanel", "copied"), tr("SummaryPanel", "written"), tr("SummaryPanel", "gathered"),
-  tr("SummaryPanel", "peak cache"), tr("SummaryPanel", "read"), tr("SummaryPanel", "read rate"),
-  INFO.ceiling_kind === "copy" ? tr("SummaryPanel", "of copy") : tr("SummaryPanel", "of read ceiling"),
-  tr("SummaryPanel", "mean KL"), tr("SummaryPanel", "top-1 same")];
-function summaryValues(k) {
-  const out = {};
-  const totals = {};
-  for (const e of ENGINES) {
-    const kk = stepOf(e, k), shownTotal = running(e, "latency_ms")[kk];
-    // a repeated comparison: the median of the runs' totals (the window's kvviz.records.repeats)
-    const runs = (e.earlier_ms || []).map(ms => ms.slice(0, kk + 1).reduce((a, b) => a + b, 0)).concat([shownTotal]);
-    const total = median(runs);
-    let peak = 0; for (let j = 0; j <= kk; j++) if (e.steps.cache_bytes[j] > peak) peak = e.steps.cache_bytes[j];
-    const kl = e.steps.kl_to_exact.slice(0, kk + 1).filter(v => v !== null);
-    const agree = e.steps.top1_agrees.slice(0, kk + 1).filter(v => v !== null);
-    totals[e.name] = { kk, total, peak, kl, agree, low: Math.min(...runs), high: Math.max(...runs) };
-  }
-  for (const e of ENGINES) {
-    const t = totals[e.name], base = totals[e.against];  // naive; in a kernel comparison the engine's first lane
-    let read = null, g = null, share = null;
-    if (INFO.wall) {
-      read = running(e, "read_bytes")[t.kk];
-      g = gbps(read, t.total); g = g < Infinity ? g : null;
-      share = g !== null && INFO.ceiling !== null ? g / INFO.ceiling : null;
-    }
-    const exactOne = exact(e);
-    out[e.name] = {
-      total_ms: t.total, tokens_per_s: t.total > 0 ? (t.kk + 1) / (t.total / 1000) : NaN,
-      speedup_vs_naive: base && t.total > 0 ? base.total / t.total : null,
-      kv_projections: running(e, "kv_projections")[t.kk], bytes_copied: running(e, "bytes_copied")[t.kk],
-      bytes_written: running(e, "bytes_written")[t.kk], bytes_gathered: running(e, "bytes_gathered")[t.kk],
-      peak_cache_bytes: t.peak, bytes_read: read, read_gbps: g, copy_share: share,
-      mean_kl: exactOne ? 0 : (t.kl.length ? t.kl.reduce((a, b) => a + b, 0) / t.kl.length : null),
-      low_ms: t.low, high_ms: t.high,
-      top1_agreement: exactOne ? 1 : (t.kl.length ? t.agree.filter(v => v).length / t.agree.length : null),
-    };
-  }
-  return out;
-}
+// Summary: per engine totals up to the step, Python's (the window's SummaryPanel: kvviz/page/said_compare.py Summary).
 function drawSummary(k) {
-  const S = s => tr("SummaryPanel", s);
-  const values = summaryValues(k), names = ENGINES.map(e => e.name);
-  const bad = v => v === null || v === undefined || (typeof v === "number" && isNaN(v));
-  const units = {};
-  for (const [key] of COLUMNS) {
-    const vs = names.map(n => values[n][key]).filter(v => !bad(v));
-    const top = vs.length ? Math.max(...vs.map(Math.abs)) : 0;
-    if (key === "total_ms") units[key] = durationUnit(top);
-    else if (key === "read_gbps") units[key] = ["GB/s", 1];
-    else if (key.endsWith("bytes") || key.startsWith("bytes")) units[key] = byteUnit(top);
-  }
-  const format = (key, v) => {
-    if (bad(v)) return "\u2014";
-    if (units[key]) return fmtFigure(v / units[key][1]);
-    if (key === "tokens_per_s") return fmtFigure(v);
-    if (key === "speedup_vs_naive") return fixed(v, 2) + "\u00d7";
-    if (key === "mean_kl") return gFormat(v, 3);
-    if (key === "top1_agreement" || key === "copy_share") return fixed(100 * v, 0) + "%";
-    return fmtCount(v);
-  };
-  const approximate = ENGINES.some(e => !exact(e));
-  const wallRows = !INFO.wall ? [] : INFO.ceiling !== null ? ["bytes_read", "read_gbps", "copy_share"] : ["bytes_read", "read_gbps"];
-  const shown = Math.min(k, Math.max(...ENGINES.map(e => e.steps.pos_stop.length)) - 1);
-  // a kernel comparison's kernels, in its lanes' order (the window's kvviz.kernels.compared_kernels)
-  const compared = [...new Set(ENGINES.filter(e => e.kernel).map(e => e.kernel))];
-  const kernels = compared.length ? [] : kernelsRan(names);
-  let heading = pyFormat(S("Totals over steps 0\u2013{step} ({n} new tokens)"), { step: shown, n: shown + 1 });
-  if (INFO.repeat > 1) heading = pyFormat(S("Medians of {n} runs: {totals}"), { n: INFO.repeat, totals: heading });
-  const kernelName = k => tr("kernels", (INFO.kernel_labels || {})[k] || k);
-  if (compared.length) heading = pyFormat(S("{totals}, decode kernels {first} and {second}"), { totals: heading, first: kernelName(compared[0]), second: compared.slice(1).map(kernelName).join(S(", ")) });
-  else if (kernels.length === 1) heading = pyFormat(S("{totals}, decode kernel {kernel}"), { totals: heading, kernel: kernelsText(kernels, false) });
-  let out = `<div class="heading">${esc(heading)}</div>`;
+  const said = SAID.summary, cells = at(said.cells, k), best = at(said.best, k), labels = at(said.labels, k);
+  let out = `<div class="heading">${spoken(at(said.heading, k), true)}</div>`;
   out += `<table class="summary"><thead><tr><th></th>${ENGINES.map(e => `<th style="color:${e.color}">${esc(label(e))}</th>`).join("")}</tr></thead><tbody>`;
-  const rowName = rowNames();
-  COLUMNS.forEach(([key, higher], r) => {
-    if (["bytes_read", "read_gbps", "copy_share"].includes(key) && !wallRows.includes(key)) return;
-    if (["mean_kl", "top1_agreement"].includes(key) && !approximate) return;
-    const name = rowName[r];
-    const label = units[key] ? pyFormat(S("{name} ({unit})"), { name, unit: units[key][0] }) : name;
-    let best = null;
-    if (higher !== null) {
-      const vs = names.map(n => values[n][key]).filter(v => !bad(v));
-      if (vs.length > 1 && new Set(vs).size > 1) best = higher ? Math.max(...vs) : Math.min(...vs);
-    }
-    out += `<tr data-key="${key}"><th class="row">${esc(label)}</th>` + names.map(n => {
-      const v = values[n][key];
-      return `<td class="${best !== null && v === best ? "best" : ""}" data-engine="${esc(n)}">${esc(format(key, v))}</td>`;
-    }).join("") + "</tr>";
+  said.rows.forEach((key, r) => {
+    out += `<tr data-key="${key}"><th class="row">${spoken(labels[r], true)}</th>` + ENGINES.map((e, i) =>
+      `<td class="${best[r].includes(e.order) ? "best" : ""}" data-engine="${esc(e.name)}">${esc(cells[i][r])}</td>`).join("") + "</tr>";
   });
   out += "</tbody></table>";
-  if (INFO.repeat > 1) {  // how far the runs lay apart (the window's SummaryPanel._spread_note)
-    const parts = ENGINES.map(e => { const v = values[e.name]; return pyFormat(S("{engine} {low}\u2013{high} (\u00b1{pct}%)"),
-      { engine: esc(label(e)), low: esc(fmtMs(v.low_ms)), high: esc(fmtMs(v.high_ms)), pct: fixed(v.total_ms > 0 ? 100 * (v.high_ms - v.low_ms) / 2 / v.total_ms : 0, 1) }); });
-    out += `<div class="note spread">${pyFormat(S("Spread of the {n} runs (lowest\u2013highest total; the table gives the median): {parts}."), { n: INFO.repeat, parts: parts.join(S("; ")) })}</div>`;
-  }
-  const naive = values.naive, cached = ENGINES.filter(e => e.name !== "naive" && values[e.name].kv_projections);
-  if (naive && cached.length) {
-    const fewest = cached.reduce((a, b) => values[b.name].kv_projections < values[a.name].kv_projections ? b : a);
-    const ratio = naive.kv_projections / values[fewest.name].kv_projections;
-    out += `<div class="note">${pyFormat(S("Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache <b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed."),
-      { naive: fmtCount(naive.kv_projections), cached: fmtCount(values[fewest.name].kv_projections), ratio })}</div>`;
-  }
-  // The decode steps' speedup with the prefill apart, and its spread over odd and even steps (the window's
-  // SummaryPanel._decode_note)
-  // each engine against naive; in a kernel comparison each lane against its engine's first lane
-  const pairs = ENGINES.map(e => [e, ENGINES.find(x => x.name === e.against)]).filter(([e, b]) => b && b !== e);
-  if (pairs.length) {
-    const decodeMs = (e, parity) => {
-      let sum = 0;
-      for (let j = 1; j <= stepOf(e, k); j++) if (parity === null || j % 2 === parity) sum += e.steps.latency_ms[j];
-      return sum;
-    };
-    const parts = [];
-    let timed = true;
-    for (const [e, slow] of pairs) {
-      const base = [null, 1, 0].map(p => decodeMs(slow, p));
-      const mine = [null, 1, 0].map(p => decodeMs(e, p));
-      if (![...mine, ...base].every(v => v > 0)) { timed = false; break; }
-      const [whole, odd, even] = base.map((n, i) => n / mine[i]);
-      parts.push(pyFormat(S("{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)"),
-        { engine: esc(label(e)), speedup: fixed(whole, 1), odd: fixed(odd, 1), even: fixed(even, 1) }));
-    }
-    if (timed) {
-      const prefill = ENGINES.map(e => pyFormat(S("{engine} {ms}"), { engine: esc(label(e)), ms: esc(fmtMs(e.steps.latency_ms[0])) })).join(S(", "));
-      out += `<div class="note decode">${compared.length
-        ? pyFormat(S("Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd and the even steps cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}."),
-          { kernel: esc(kernelName(compared[0])), parts: parts.join(S("; ")), prefill })
-        : pyFormat(S("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}."),
-          { parts: parts.join(S("; ")), prefill })}</div>`;
-    }
-  }
-  // An older trace whose engines ran different kernels says which ran where (the window's SummaryPanel._kernel_note)
-  if (kernels.length > 1)
-    out += `<div class="note kernels">${pyFormat(S("Decode step: {parts}. Their times differ by kernel as well as by cache."), { parts: kernelsText(kernels, true) })}</div>`;
+  for (const [kind, note] of at(said.notes, k)) out += `<div class="note ${kind}">${spoken(note, true)}</div>`;
   el.summary.body.innerHTML = out;
 }
 
@@ -1012,6 +736,6 @@ function selectRequest(request) { if (SERVE) SERVE.select(request); draw(); }
 function setZoom(percent) { ZOOM = percent / 100; document.documentElement.style.zoom = String(ZOOM); draw(); }
 window.kvviz = { get step() { return step; }, get lang() { return lang; }, get zoom() { return Math.round(ZOOM * 100); },
   setStep, highlight, selectRequest, setZoom, errors,
-  get untranslated() { return [...untranslated].map(k => k.split("\u0000")); }, formatters: { fmtBytes, fmtMs, fmtFigure, fmtCount, fmtCountShort, pyFormat } };
+  get untranslated() { return [...untranslated].map(k => k.split("\u0000")).concat(SAID ? SAID.untranslated : []); } };
 init();
 })();

@@ -1,0 +1,434 @@
+"""What the compare window's panels say at each step (kvviz/ui/panels: legends, titles, captions, the summary's
+figures, row names and notes), as kvviz.page.said sentences, and the series the page draws that the window derives
+(running totals, the quality panel's KL, the byte axes' units). Stdlib, numpy and the records: no Qt, no torch.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from kvviz import catalog
+from kvviz.costs.wall import achieved_gbps
+from kvviz.format import byte_unit, duration_unit, fmt_bytes, fmt_count, fmt_figure, fmt_ms, share_text
+from kvviz.kernels import KERNELS, baselines, compared_kernels
+from kvviz.page.said import Engine, Said, Spoken, changes, joined, said
+from kvviz.records.narration import kernels_ran
+from kvviz.records.repeats import spread, totals_upto
+from kvviz.records.trace import RunInfo, RunSummary, StepTrace, speedup
+
+# The summary's rows (kvviz/ui/panels/summary.py COLUMNS): key, whether a larger figure is better (None: no best)
+COLUMNS: tuple[tuple[str, bool | None], ...] = (
+    ("total_ms", False), ("tokens_per_s", True), ("speedup_vs_naive", True), ("kv_projections", False),
+    ("bytes_copied", None), ("bytes_written", None), ("bytes_gathered", None), ("peak_cache_bytes", None),
+    ("bytes_read", None), ("read_gbps", None), ("copy_share", None), ("mean_kl", False), ("top1_agreement", True))
+WALL_ROWS = ("bytes_read", "read_gbps", "copy_share")
+QUALITY_ROWS = ("mean_kl", "top1_agreement")
+ROW_NAMES = ("time", "tokens/s", "speedup", "K/V computed", "copied", "written", "gathered", "peak cache", "read",
+             "read rate", None, "mean KL", "top-1 same")  # None: "of copy" or "of read ceiling", by the run's ceiling
+
+
+def running(values) -> list:
+    """Running sums, added in order (as numpy's cumsum and the window's columns add them)."""
+    return list(itertools.accumulate(values))
+
+
+def _kl(t: StepTrace) -> float:
+    """The quality panel's KL of a step: an exact engine's is 0, a step not measured NaN."""
+    if t.kl_to_exact is not None:
+        return t.kl_to_exact
+    return 0.0 if catalog.is_exact(t.engine) else math.nan
+
+
+def kernel_said(kernel: str):
+    """A decode kernel's name in the reader's language (kvviz.records.narration.kernel_label)."""
+    return said("kernels", KERNELS[kernel].label) if kernel in KERNELS else kernel
+
+
+def kernels_said(groups: list[tuple[str, list[str]]]):
+    """kvviz.records.narration.kernels_text: the one kernel, or which ran which engines."""
+    if len(groups) == 1:
+        return kernel_said(groups[0][0])
+    comma = said("Narration", ", ")
+    return joined(comma, [said("Narration", "{kernel} ({engines})", kernel=kernel_said(k), engines=joined(comma, es))
+                          for k, es in groups])
+
+
+# -- legends, titles, captions ---------------------------------------------------------------------------
+def latency_legend(engine: Engine, decode_ms: float, n_decode: int):
+    """LatencyPanel.legend_text: the mean decode step so far."""
+    if not n_decode:
+        return engine
+    return said("LatencyPanel", "{engine}: {ms:.2f} ms/step", engine=engine, ms=decode_ms / n_decode)
+
+
+def ceiling_said(gbps: float | None, kind: str | None):
+    """The latency panel's wall line: the read ceiling (an older trace's copy bandwidth)."""
+    if gbps is None:
+        return None
+    words = "copy bandwidth {0} GB/s" if kind == "copy" else "read ceiling {0} GB/s"
+    return said("LatencyPanel", words, fmt_figure(gbps))
+
+
+def bytes_legend(engine: Engine, copied: int, gathered: int):
+    """BytesPanel.legend_text."""
+    first = said("BytesPanel", "{engine}: {copied} copied", engine=engine, copied=fmt_bytes(copied))
+    if not gathered:
+        return first
+    return joined("", [first, said("BytesPanel", ", {gathered} gathered", gathered=fmt_bytes(gathered))])
+
+
+def cache_legend(engine: Engine, t: StepTrace):
+    """CacheMemoryPanel.legend_text: a preallocated cache's room beside what it holds."""
+    if t.cache_capacity != t.cache_len:
+        return said("CacheMemoryPanel", "{engine}: {bytes}, room for {cap} tokens, {held} held", engine=engine,
+                    bytes=fmt_bytes(t.cache_bytes), cap=fmt_count(t.cache_capacity), held=fmt_count(t.cache_len))
+    return said("CacheMemoryPanel", "{engine}: {bytes}, {cap} tokens", engine=engine, bytes=fmt_bytes(t.cache_bytes),
+                cap=fmt_count(t.cache_capacity))
+
+
+def recompute_legend(engine: Engine, kv_projections: int):
+    """RecomputePanel's legend: K/V projections so far."""
+    return said("RecomputePanel", "{engine}: {total} K/V computed", engine=engine, total=fmt_count(kv_projections))
+
+
+def quality_legend(engine: Engine, kl: np.ndarray, seen: int, misses: int, parted: int | None, step: int):
+    """QualityPanel.legend_text: `kl` the steps' KL so far (NaN: not measured), `seen` the steps whose top-1 was
+    measured, `parted` the step the engine's tokens first differ from the first exact engine's."""
+    measured = kl[~np.isnan(kl)]
+    if not measured.size:
+        return said("QualityPanel", "{engine}: not measured (no exact engine in the run)", engine=engine)
+    text = said("QualityPanel", "{engine}: mean KL {kl} nats, top-1 {agree}", engine=engine,
+                kl=f"{measured.mean():.3g}", agree=share_text((seen - misses) / max(seen, 1)))
+    if parted is not None and parted <= step:
+        return joined("", [text, said("QualityPanel", ", its tokens differ from exact from step {0}", parted)])
+    return text
+
+
+def matrix_detail(t: StepTrace, prev_stop: int) -> Said:
+    """The work matrix's line under an engine's name (WorkMatrixPanel._set_title)."""
+    rows, again = t.computed_positions, t.recomputed_positions(prev_stop)
+    cached = t.pos_start - int((t.evicted < t.pos_start).sum())
+    if t.phase == "prefill":
+        return said("WorkMatrixPanel", "prefill, {rows} rows", rows=rows)
+    if t.spec_index:
+        return said("WorkMatrixPanel", "accepted draft, no forward")
+    if t.spec_proposed:
+        return said("WorkMatrixPanel", "{rows} rows verified, {kept} kept", rows=1 + t.spec_proposed,
+                    kept=1 + t.spec_accepted)
+    if again:
+        return said("WorkMatrixPanel", "{rows} rows, {again} again", rows=rows, again=again)
+    return said("WorkMatrixPanel", "{rows} row, {cached} cached", rows=rows, cached=cached)
+
+
+def attention_said(t: StepTrace, step: int, earlier: int) -> tuple[Said, Said]:
+    """The attention panel's title line and caption (AttentionPanel.show_step)."""
+    title = said("AttentionPanel", "layer {layer}, head {head}, step {step}", layer=t.weights_layer,
+                 head=t.weights_head, step=step)
+    rows = t.pos_stop - t.pos_start
+    if earlier:
+        return title, said("AttentionPanel", "Outlined: the {rows} row(s) computed at this step. The {earlier} rows "
+                           "above were computed at earlier steps.", rows=rows, earlier=earlier)
+    return title, said("AttentionPanel", "Outlined: the {rows} row(s) computed at this step.", rows=rows)
+
+
+def pool_said(engine: Engine, t: StepTrace, info: RunInfo) -> dict:
+    """The block pool's legend at a step of the paged engine: its pool and table, slots holding K/V and reserved
+    empty ones (the window's CacheMemoryPanel._draw_pool), and the pool's size in blocks."""
+    size = t.block_size or 1
+    table = list(t.block_table or ())
+    planned = -(-(len(info.prompt_ids) + info.max_new_tokens) // size) if info.max_new_tokens else 0
+    n_pool = max(planned, max(table, default=-1) + 1)
+    used = min(t.cache_len, len(table) * size)
+    shown = ", ".join(str(b) for b in table[:6]) + (", \u2026" if len(table) > 6 else "")
+    words = "CacheMemoryPanel"
+    return {"n_pool": n_pool,
+            "title": joined("", [engine, " ", said(words, "pool {n} \u00d7 {size} slots", n=n_pool, size=size), ", ",
+                                 said(words, "block table [{table}]", table=shown)]),
+            "used": joined("", [said(words, "slot holding K/V"), f" ({used})"]),
+            "wasted": joined("", [said(words, "reserved, empty"), f" ({len(table) * size - used})"])}
+
+
+# -- the summary ----------------------------------------------------------------------------------------
+def cell_text(key: str, value, unit: tuple[str, float] | None) -> str:
+    """A summary cell (SummaryPanel._format)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "\u2014"
+    if unit is not None:
+        return fmt_figure(value / unit[1])
+    if key == "tokens_per_s":
+        return fmt_figure(value)
+    if key == "speedup_vs_naive":
+        return f"{value:.2f}\u00d7"
+    if key == "mean_kl":
+        return f"{value:.3g}"
+    if key == "top1_agreement":
+        return share_text(value)
+    if key == "copy_share":
+        return f"{100 * value:.0f}%"
+    return fmt_count(value)
+
+
+def row_units(values: Mapping[str, Mapping[str, object]]) -> dict[str, tuple[str, float]]:
+    """SummaryPanel._row_units: per time, rate or byte row the unit of its largest figure."""
+    units: dict[str, tuple[str, float]] = {}
+    for key, _higher in COLUMNS:
+        shown = [v[key] for v in values.values() if v[key] is not None and not (isinstance(v[key], float)
+                                                                                and math.isnan(v[key]))]
+        top = max((abs(x) for x in shown), default=0)
+        if key == "total_ms":
+            units[key] = duration_unit(top)
+        elif key == "read_gbps":
+            units[key] = ("GB/s", 1.0)
+        elif key.endswith("bytes") or key.startswith("bytes"):
+            units[key] = byte_unit(top)
+    return units
+
+
+class Summary:
+    """The summary panel of a run at any step (SummaryPanel.show_step): figures, row names, heading, notes."""
+
+    def __init__(self, info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], engines: dict[str, Engine]) -> None:
+        self.info, self.traces, self.engines = info, traces, engines
+        self.names = list(engines)
+        self.wall, self.ceiling = info.wall(), info.bandwidth_gbps()
+        self.against = baselines(self.names)
+        self.compared = compared_kernels(self.names)
+        self.reads = {e: running(self.wall.read(t).total_bytes for t in traces[e]) if self.wall else None
+                      for e in self.names}
+        wall_rows = () if self.wall is None else WALL_ROWS if self.ceiling is not None else WALL_ROWS[:2]
+        approximate = catalog.any_approximate(self.names)
+        self.rows = [key for key, _higher in COLUMNS if (key not in WALL_ROWS or key in wall_rows)
+                     and (key not in QUALITY_ROWS or approximate)]
+
+    def _kk(self, engine: str, step: int) -> int:
+        return min(step, len(self.traces[engine]) - 1)
+
+    def values(self, step: int) -> tuple[dict[str, dict], dict]:
+        summaries = {e: RunSummary.from_traces(self.traces[e][: self._kk(e, step) + 1]) for e in self.names}
+        spreads = {}
+        if self.info.repeat > 1:
+            for e in self.names:
+                kk = self._kk(e, step)
+                spreads[e] = spread(totals_upto(self.info, e, [t.latency_ms for t in self.traces[e][: kk + 1]], kk))
+            summaries = {e: _with_total(s, spreads[e].median_ms) for e, s in summaries.items()}
+        values = {}
+        for e, s in summaries.items():
+            read = gbps = share = None
+            if self.wall is not None:
+                read = self.reads[e][self._kk(e, step)]
+                gbps = achieved_gbps(read, s.total_ms)
+                gbps = gbps if gbps < float("inf") else None
+                share = gbps / self.ceiling if gbps is not None and self.ceiling is not None else None
+            values[e] = {
+                "total_ms": s.total_ms, "tokens_per_s": s.tokens_per_s,
+                "speedup_vs_naive": speedup(s, summaries.get(self.against.get(e, ""))),
+                "kv_projections": s.kv_projections, "bytes_copied": s.bytes_copied, "bytes_written": s.bytes_written,
+                "bytes_gathered": s.bytes_gathered, "peak_cache_bytes": s.peak_cache_bytes, "bytes_read": read,
+                "read_gbps": gbps, "copy_share": share,
+                "mean_kl": 0.0 if catalog.is_exact(e) else s.mean_kl,
+                "top1_agreement": 1.0 if catalog.is_exact(e) else s.top1_agreement}
+        return values, {"summaries": summaries, "spreads": spreads}
+
+    def at(self, step: int) -> dict:
+        """The summary at `step`: "heading", per shown row its "label", per engine its "cells", per row the
+        engines tinted as its "best", and the "notes" ([kind, sentence] each)."""
+        values, more = self.values(step)
+        units = row_units(values)
+        words = "SummaryPanel"
+        share = "of copy" if self.info.ceiling_kind() == "copy" else "of read ceiling"
+        names = [said(words, share if n is None else n) for n in ROW_NAMES]
+        keys = [key for key, _higher in COLUMNS]
+        labels = [said(words, "{name} ({unit})", name=names[keys.index(k)], unit=units[k][0]) if k in units
+                  else names[keys.index(k)] for k in self.rows]
+        best = []
+        for key in self.rows:
+            higher = dict(COLUMNS)[key]
+            shown = [v[key] for v in values.values() if v[key] is not None and not (isinstance(v[key], float)
+                                                                                    and math.isnan(v[key]))]
+            top = (max(shown) if higher else min(shown)) if higher is not None and len(set(shown)) > 1 else None
+            best.append([self.engines[e].order for e in self.names if top is not None and values[e][key] == top])
+        cells = [[cell_text(k, values[e][k], units.get(k)) for k in self.rows] for e in self.names]
+        shown = min(step, max(len(v) for v in self.traces.values()) - 1)
+        heading = said(words, "Totals over steps 0\u2013{step} ({n} new tokens)", step=shown, n=shown + 1)
+        if more["spreads"]:
+            heading = said(words, "Medians of {n} runs: {totals}", n=self.info.repeat, totals=heading)
+        kernels = kernels_ran(self.info, self.names)
+        if self.compared:
+            heading = said(words, "{totals}, decode kernels {first} and {second}", totals=heading,
+                           first=kernel_said(self.compared[0]),
+                           second=joined(said(words, ", "), [kernel_said(k) for k in self.compared[1:]]))
+            kernels = []
+        elif len(kernels) == 1:
+            heading = said(words, "{totals}, decode kernel {kernel}", totals=heading, kernel=kernels_said(kernels))
+        notes = [["spread", self._spread_note(more["spreads"])], ["work", self._work_note(more["summaries"])],
+                 ["decode", self._decode_note(step)],
+                 ["kernels", said(words, "Decode step: {parts}. Their times differ by kernel as well as by cache.",
+                                  parts=kernels_said(kernels)) if len(kernels) > 1 else None]]
+        return {"heading": heading, "labels": labels, "cells": cells, "best": best,
+                "notes": [[kind, note] for kind, note in notes if note is not None]}
+
+    def _spread_note(self, spreads: dict):
+        if not spreads:
+            return None
+        words = "SummaryPanel"
+        parts = [said(words, "{engine} {low}\u2013{high} (\u00b1{pct}%)", engine=self.engines[e], low=fmt_ms(s.low_ms),
+                      high=fmt_ms(s.high_ms), pct=f"{100 * s.relative:.1f}") for e, s in spreads.items()]
+        return said(words, "Spread of the {n} runs (lowest\u2013highest total; the table gives the median): {parts}.",
+                    n=next(iter(spreads.values())).n, parts=joined(said(words, "; "), parts))
+
+    def _work_note(self, summaries: dict):
+        naive = summaries.get("naive")
+        cached = [s for k, s in summaries.items() if k != "naive" and s.kv_projections]
+        if naive is None or not cached:
+            return None
+        fewest = min(cached, key=lambda s: s.kv_projections)
+        return said("SummaryPanel", "Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache "
+                    "<b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed.",
+                    naive=fmt_count(naive.kv_projections), cached=fmt_count(fewest.kv_projections),
+                    ratio=naive.kv_projections / fewest.kv_projections)
+
+    def _decode_note(self, step: int):
+        """SummaryPanel._decode_note: the decode steps' speedup with the prefill apart, over odd and even steps."""
+        words = "SummaryPanel"
+        pairs = [(e, b) for e, b in baselines(self.names).items() if e != b and b in self.names]
+        if not pairs:
+            return None
+
+        def decode_ms(engine: str, parity: int | None = None) -> float:
+            steps = self.traces[engine][: self._kk(engine, step) + 1][1:]
+            return sum(t.latency_ms for t in steps if parity is None or t.step % 2 == parity)
+
+        parts = []
+        for engine, base in pairs:
+            slow = [decode_ms(base, p) for p in (None, 1, 0)]
+            mine = [decode_ms(engine, p) for p in (None, 1, 0)]
+            if not all(m > 0 for m in (*mine, *slow)):
+                return None
+            whole, odd, even = (n / m for n, m in zip(slow, mine))
+            parts.append(said(words, "{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)",
+                              engine=self.engines[engine], speedup=f"{whole:.1f}", odd=f"{odd:.1f}",
+                              even=f"{even:.1f}"))
+        prefill = joined(said(words, ", "), [said(words, "{engine} {ms}", engine=self.engines[e],
+                                                  ms=fmt_ms(self.traces[e][0].latency_ms)) for e in self.names])
+        if self.compared:
+            return said(words, "Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd "
+                        "and the even steps cover the same positions: where they part, the machine's noise moved the "
+                        "figure that much. Prefill (step 0, apart): {prefill}.", kernel=kernel_said(self.compared[0]),
+                        parts=joined(said(words, "; "), parts), prefill=prefill)
+        return said(words, "Decode steps alone, against naive: {parts}. The odd and the even steps cover the same "
+                    "positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, "
+                    "apart): {prefill}.", parts=joined(said(words, "; "), parts), prefill=prefill)
+
+
+def _with_total(summary: RunSummary, total_ms: float) -> RunSummary:
+    from dataclasses import replace
+
+    return replace(summary, total_ms=total_ms)
+
+
+# -- the page's data ------------------------------------------------------------------------------------------
+def derived_columns(steps: Sequence[StepTrace]) -> dict[str, list]:
+    """The series the page draws that the window derives from an engine's steps: running totals of the time, the
+    bytes copied and gathered, the top-1 misses; the quality panel's KL (NaN as None)."""
+    kl = [_kl(t) for t in steps]
+    return {"latency_total_ms": running(float(t.latency_ms) for t in steps),
+            "bytes_copied_total": running(t.bytes_copied for t in steps),
+            "bytes_gathered_total": running(t.bytes_gathered for t in steps),
+            "misses_total": running(int(t.top1_agrees is False) for t in steps),
+            "kl": [None if math.isnan(v) else v for v in kl]}
+
+
+def _axis_unit(series: list[list[float]], least: float = 0) -> list:
+    """A byte axis's unit ([name, size]) for series drawn to 5% over their largest value, or over `least` (page.js's
+    plots: a stacked plot's axis is 1 where its series hold nothing above 0)."""
+    top = max((v for ys in series for v in ys if math.isfinite(v)), default=0)
+    top = max(top, least)
+    return list(byte_unit(top * 1.05 if top > 0 else 1))
+
+
+def compare_said(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first: int, last: int) -> dict:
+    """Everything the compare page says at steps first..last, in both languages (kvviz.page.said.Spoken):
+    per engine (in the traces' order) its legends, work-matrix line, attention title and caption, token note and
+    the steps its tokens differ from the first engine's; the wall line, the block pool, the summary, the byte
+    axes' units. Per-step values as kvviz.page.said.changes."""
+    spoken = Spoken()
+    node = spoken.node
+    engines = {name: Engine(name, order) for order, (name, steps) in enumerate(traces.items()) if steps}
+    runs = {name: list(traces[name][: last + 1]) for name in engines}
+    steps_range = range(first, last + 1)
+    ref_exact = next((e for e in runs if catalog.is_exact(e)), None)
+    ref_ids = [t.token_id for t in next(iter(runs.values()))] if runs else []
+    out_engines = []
+    for name, engine in engines.items():
+        steps = runs[name]
+        kk = [min(k, len(steps) - 1) for k in steps_range]
+        decode = running(t.latency_ms if t.phase == "decode" else 0.0 for t in steps)
+        n_decode = running(int(t.phase == "decode") for t in steps)
+        copied, gathered = running(t.bytes_copied for t in steps), running(t.bytes_gathered for t in steps)
+        kv = running(t.kv_projections for t in steps)
+        kl = np.array([_kl(t) for t in steps], dtype=np.float64)
+        seen = running(int(t.top1_agrees is not None or catalog.is_exact(t.engine)) for t in steps)
+        misses = running(int(t.top1_agrees is False) for t in steps)
+        parted = None
+        if ref_exact is not None and ref_exact != name:
+            parted = next((a.step for a, b in zip(traces[ref_exact], traces[name]) if a.token_id != b.token_id), None)
+        stops = [t.pos_stop for t in steps]
+        filled = np.zeros(steps[-1].pos_stop if steps else 0, dtype=bool)
+        filled_upto = []  # per step, the attention rows computed so far (AttentionPanel's accumulator)
+        for t in steps:
+            if t.attn_weights is not None:
+                filled[t.pos_start: t.pos_stop] = True
+            filled_upto.append(filled.copy() if t.attn_weights is not None or not filled_upto else filled_upto[-1])
+        has_weights = any(t.attn_weights is not None for t in steps)
+        ids = [t.token_id for t in steps]
+        diverged = next((i for i, (a, b) in enumerate(zip(ids, ref_ids)) if a != b), None)
+        out_engines.append({
+            "latency": changes([node(latency_legend(engine, decode[k], n_decode[k])) for k in kk], first),
+            "bytes": changes([node(bytes_legend(engine, int(copied[k]), int(gathered[k]))) for k in kk], first),
+            "cache_memory": changes([node(cache_legend(engine, steps[k])) for k in kk], first),
+            "recompute": changes([node(recompute_legend(engine, int(kv[k]))) for k in kk], first),
+            "quality": changes([node(quality_legend(engine, kl[: k + 1], seen[k], misses[k], parted, k)) for k in kk],
+                               first),
+            "work_matrix": changes([node(matrix_detail(steps[k], max(stops[:k], default=0))) for k in kk], first),
+            "attention": changes([[node(s) for s in attention_said(
+                steps[k], k, int(filled_upto[k][: steps[k].pos_start].sum()))] for k in kk], first)
+            if has_weights else None,
+            "token_note": None if diverged is None else node(said(
+                "TokenStreamPanel", "differs from {first} from step {step}", first=next(iter(engines.values())),
+                step=diverged)),
+            "differs": [i for i, (a, b) in enumerate(zip(ids, ref_ids)) if a != b],
+        })
+    paged = next((n for n in engines if runs[n][0].block_table is not None), None)
+    pool = None
+    if paged is not None:
+        pool = changes([{key: node(v) if key != "n_pool" else v for key, v in pool_said(
+            engines[paged], runs[paged][min(k, len(runs[paged]) - 1)], info).items()} for k in steps_range], first)
+    summary = Summary(info, runs, engines)
+    at = [summary.at(k) for k in steps_range]
+    sized = next((runs[n] for n in engines if runs[n][-1].cache_capacity), None)
+    per = sized[-1].cache_bytes / sized[-1].cache_capacity if sized else 0
+    copied_series = [[t.bytes_copied for t in runs[n]] for n in engines]
+    gathered_series = [[t.bytes_gathered for t in runs[n]] for n in engines if any(t.bytes_gathered for t in runs[n])]
+    return {
+        "engines": out_engines,
+        "ceiling": node(ceiling_said(info.bandwidth_gbps(), info.ceiling_kind())),
+        "attention_none": node(said("AttentionPanel", "No attention weights recorded in this run.")),
+        "pool": pool,
+        "summary": {"rows": summary.rows,
+                    **{key: changes([node(s[key]) if key == "heading" else
+                                     [node(v) for v in s[key]] if key == "labels" else
+                                     [[kind, node(v)] for kind, v in s[key]] if key == "notes" else s[key]
+                                     for s in at], first)
+                       for key in ("heading", "labels", "cells", "best", "notes")}},
+        "axes": {"bytes_step": _axis_unit(copied_series + gathered_series),
+                 "bytes_total": _axis_unit([running(s) for s in copied_series + gathered_series]),
+                 "cache_memory": _axis_unit([[t.cache_bytes for t in runs[n]] for n in engines]
+                                            + ([[t.cache_len * per for t in sized]] if sized else []), least=1)},
+        **spoken.data(),
+    }
+
+
+__all__ = ["compare_said", "derived_columns", "Summary", "COLUMNS", "running"]
