@@ -1,9 +1,9 @@
 /* kvviz watch page: a recorded watch session of vLLM servers drawn at one moment the slider picks: the prefix
    cache's hash chains as a tree (a trunk shared by several requests branches), usage and requests, prefix hit
    rate, TTFT and ITL over the session, the counters and the narration. kvviz/page/watch.py computes every
-   figure, sentence and the tree's layout into the data; this file draws them. No network, canvas and DOM only.
-   The narration, the servers' states and feeds and the trees' shapes come in both languages ({en, zh_CN}); the
-   buttons at the top pick one (DATA.lang the first). */
+   figure, sentence, series, axis label and the tree's layout into the data; this file draws them and navigates.
+   No network, canvas and DOM only. Every text comes in both languages ({en, zh_CN}); the buttons at the top pick
+   one (DATA.lang the first). */
 "use strict";
 (function () {
   const DATA = JSON.parse(document.getElementById("kvviz-data").textContent);
@@ -11,8 +11,7 @@
   const TRUNK = "#1f77b4", BRANCH = "#9ecae1", PICKED = "#ffb000", FG = "#303030", MUTED = "#8a8a8a";
   let frame = LAST, picked = null, playing = null, frames = 0, lang = DATA.lang || "en";
   const say = v => (v !== null && typeof v === "object") ? (v[lang] ?? v.en) : v;  // a text in the page's language
-  // one of the page's words (DATA.words, Python's) in the page's language, its {fields} filled
-  const word = (name, fields) => say(DATA.words[name]).replace(/\{(\w+)\}/g, (m, k) => k in (fields || {}) ? fields[k] : m);
+  const word = name => say(DATA.words[name]);  // one of the page's fixed words (Python's)
   const errors = [];
   const esc = t => String(t).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   const grid = document.getElementById("grid");
@@ -51,8 +50,7 @@
     trees.forEach(([i, r, t], n) => {
       const y0 = n * band, left = 8, top = y0 + 16, w = W - 16, h = band - 22;
       ctx.fillStyle = SERVERS[i].color;
-      const where = SERVERS[i].ranks > 1 ? word("rank", { url: SERVERS[i].url, rank: r }) : SERVERS[i].url;
-      ctx.fillText(`${where}: ${say(t.shape)}${t.hidden ? ` (${word("hidden", { n: t.hidden })})` : ""}`, left, y0 + 12);
+      ctx.fillText(say(DATA.phrases[t.head]), left, y0 + 12);
       if (!t.segs.length) return;
       const xs = w / Math.max(1, t.depth), ys = h / Math.max(1, t.rows);
       for (let j = 0; j < t.segs.length; j++) {
@@ -86,68 +84,53 @@
     if (picked) {
       const t = FRAMES[k].servers[picked[0]] && FRAMES[k].servers[picked[0]].trees[picked[1]];
       const seg = t && t.segs[picked[2]];
-      const what = (seg && seg[1] === 1 ? "block" : "segment") + (seg && seg[4] > 1 ? "" : "_one");
-      if (seg) out += `<div class="note"><b>${esc(word(what, { n: seg[1], branches: seg[4] }))}</b>` +
+      if (seg) out += `<div class="note"><b>${esc(say(DATA.phrases[seg[7]]))}</b>` +
         `<pre style="white-space:pre-wrap;word-break:break-all">${esc(seg[6] || word("no_text"))}</pre></div>`;
     }
     el.text.body.innerHTML = out;
   }
-  function lines(canvas, specs, yMax, unit) {
+  // A plot of Python's (DATA.plots[key]): its lines over each server's sample times, its y ticks, the moment's line.
+  function lines(canvas, p) {
     const [ctx, W, H] = fit(canvas);
-    const left = 44, right = W - 8, top = 8, bottom = H - 20, t = FRAMES[frame].t;
-    const tMax = Math.max(1e-9, ...SERVERS.map(s => s.series.t.length ? s.series.t[s.series.t.length - 1] : 0));
-    const X = v => left + v / tMax * (right - left), Y = v => bottom - v / (yMax || 1) * (bottom - top);
+    const left = 44, right = W - 8, top = 8, bottom = H - 20, t = FRAMES[frame].t, [tMax, tLast] = DATA.t_axis;
+    const X = v => left + v / tMax * (right - left), Y = v => bottom - v / (p.ymax || 1) * (bottom - top);
     ctx.strokeStyle = "#d0d0d0"; ctx.fillStyle = MUTED; ctx.font = "11px sans-serif";
-    for (let i = 0; i <= 4; i++) {
-      const v = yMax * i / 4, y = Y(v);
+    for (const [v, text] of p.ticks) {
+      const y = Y(v);
       ctx.beginPath(); ctx.moveTo(left, y); ctx.lineTo(right, y); ctx.stroke();
-      ctx.fillText(`${+v.toPrecision(3)}${unit}`, 2, y + 4);
+      ctx.fillText(text, 2, y + 4);
     }
-    ctx.fillText(`${tMax.toFixed(0)} s`, right - 30, H - 4); ctx.fillText("0 s", left, H - 4);
-    for (const sp of specs) {
-      ctx.strokeStyle = sp.color; ctx.setLineDash(sp.dash || []); ctx.lineWidth = 1.5; ctx.beginPath();
+    ctx.fillText(tLast, right - 30, H - 4); ctx.fillText("0 s", left, H - 4);
+    for (const [server, dash, ys] of p.lines) {
+      const xs = SERVERS[server].series.t, color = SERVERS[server].color;
+      ctx.strokeStyle = color; ctx.setLineDash(dash || []); ctx.lineWidth = 1.5; ctx.beginPath();
       let on = false;
-      sp.ys.forEach((v, i) => {
+      ys.forEach((v, i) => {
         if (v === null) { on = false; return; }
-        const x = X(sp.xs[i]), y = Y(v);
+        const x = X(xs[i]), y = Y(v);
         if (on) ctx.lineTo(x, y); else ctx.moveTo(x, y);
         on = true;
       });
       ctx.stroke(); ctx.setLineDash([]);
-      if (!sp.dash) {  // a dot per sample: a lone sample between gaps is seen too
-        ctx.fillStyle = sp.color;
-        sp.ys.forEach((v, i) => { if (v !== null) ctx.fillRect(X(sp.xs[i]) - 1.5, Y(v) - 1.5, 3, 3); });
+      if (!dash) {  // a dot per sample: a lone sample between gaps is seen too
+        ctx.fillStyle = color;
+        ys.forEach((v, i) => { if (v !== null) ctx.fillRect(X(xs[i]) - 1.5, Y(v) - 1.5, 3, 3); });
       }
     }
     ctx.strokeStyle = "#555555"; ctx.beginPath(); ctx.moveTo(X(t), top); ctx.lineTo(X(t), bottom); ctx.stroke();
   }
-  const maxOf = (key, scale) => Math.max(1e-9, ...SERVERS.flatMap(s => s.series[key].filter(v => v !== null).map(v => v * (scale || 1))));
   function drawPlots() {
-    const scaled = (ys, f) => ys.map(v => v === null ? null : v * f);
-    const usage = [], hits = [], lat = [];
-    let legendU = "", legendH = "", legendL = "";
-    for (const s of SERVERS) {
-      const x = s.series.t, reqMax = Math.max(1, maxOf("running"), maxOf("waiting"));
-      usage.push({ color: s.color, xs: x, ys: scaled(s.series.usage, 100) },
-        { color: s.color, dash: [4, 3], xs: x, ys: scaled(s.series.running, 100 / reqMax) },
-        { color: s.color, dash: [1, 2], xs: x, ys: scaled(s.series.waiting, 100 / reqMax) });
-      hits.push({ color: s.color, xs: x, ys: scaled(s.series.hit_rate, 100) });
-      lat.push({ color: s.color, xs: x, ys: s.series.ttft_ms }, { color: s.color, dash: [4, 3], xs: x, ys: s.series.itl_ms });
-      const mark = `<div><span style="color:${s.color}">&#9632;</span> `;
-      legendU += mark + esc(word("usage_legend", { url: s.url, max: reqMax })) + "</div>";
-      legendH += mark + esc(word("hits_legend", { url: s.url })) + "</div>";
-      legendL += mark + esc(word("latency_legend", { url: s.url })) + "</div>";
+    for (const key of ["usage", "hits", "latency"]) {
+      const p = DATA.plots[key];
+      el[key].legend.innerHTML = SERVERS.map((s, i) => `<div><span style="color:${s.color}">&#9632;</span> ${esc(say(p.legend[i]))}</div>`).join("");
+      lines(el[key].canvas, p);
     }
-    el.usage.legend.innerHTML = legendU; el.hits.legend.innerHTML = legendH; el.latency.legend.innerHTML = legendL;
-    lines(el.usage.canvas, usage, 100, "%");
-    lines(el.hits.canvas, hits, 100, "%");
-    lines(el.latency.canvas, lat, Math.max(maxOf("ttft_ms"), maxOf("itl_ms")), " ms");
   }
   function narrate(k) {
     let out = "";
     FRAMES[k].servers.forEach((s, i) => {
       const said = SERVERS[i].narration.slice(Math.max(0, s.said - 4), s.said);
-      for (const [t, text] of said) out += `<div><b style="color:${SERVERS[i].color}">${t.toFixed(1)} s</b> ${esc(say(text))}</div>`;
+      for (const [t, text] of said) out += `<div><b style="color:${SERVERS[i].color}">${esc(t)}</b> ${esc(say(text))}</div>`;
     });
     document.getElementById("narration").innerHTML = out || `<div class="caption">${esc(word("nothing"))}</div>`;
   }
@@ -158,10 +141,8 @@
     document.getElementById("step-name").textContent = word("moment");
     for (const key of Object.keys(el)) el[key].title.textContent = word(key);
     document.getElementById("slider").value = String(k);
-    document.getElementById("step-label").textContent = word("at", { t: FRAMES[k].t.toFixed(1), last: FRAMES[LAST].t.toFixed(1) });
-    document.getElementById("status").textContent = word("recorded", { started: DATA.started }) +
-      (DATA.model ? word("model", { model: DATA.model }) : "") + word("samples", { n: DATA.samples }) +
-      (DATA.truncated ? word("truncated") : "");
+    document.getElementById("step-label").textContent = say(FRAMES[k].label);
+    document.getElementById("status").textContent = say(DATA.status);
     document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
     narrate(k);
     for (const [name, fn] of [["tree", drawTree], ["text", drawText], ["plots", drawPlots]]) {

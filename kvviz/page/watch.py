@@ -1,15 +1,17 @@
 """A watch recording (kvviz.peers.watch.recording) as one self-contained HTML page: per server the prefix
 cache's tree of hash chains at each of up to MAX_FRAMES moments, cache usage, running and waiting requests,
 prefix hit rate, TTFT and ITL over the session, the counters and the narration; a slider picks the moment.
-Python computes every sentence, figure and the tree's layout; watch.js draws them. No Qt, no torch, no network.
-The narration, the servers' states and feeds and the trees' shapes are in both of the page's languages
-({"en": ..., "zh_CN": ...}, kvviz.page.strings' translations in the context "Narration"); the page starts in `lang`.
+Python computes every sentence, figure, series, axis label and the tree's layout; watch.js draws them. No Qt, no
+torch, no network. Every text is in both of the page's languages ({"en": ..., "zh_CN": ...}, kvviz.page.strings'
+translations in the context "Narration"); the page starts in `lang`.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from kvviz.page import _asset, _script_json, html, write_text
 from kvviz.page.strings import LANGUAGES, translator
@@ -22,7 +24,7 @@ TEXT_CHARS = 160  # a segment's text shown up to this many characters (its end)
 SERVER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
-# The page's own words (watch.js fills the {fields}): titles, legends, the slider and the status line.
+# The page's own words: titles, legends, the slider and the status line (Python fills the {fields}: _word).
 WORDS = {
     "tree": _tr("Prefix cache: hash chains (a trunk shared by requests, their branches)"),
     "text": _tr("Blocks and counters"), "usage": _tr("Cache usage and requests"), "hits": _tr("Prefix hit rate"),
@@ -45,6 +47,34 @@ WORDS = {
 def in_languages(said) -> dict[str, str]:
     """A Said (kvviz.peers.watch.said) in each of the page's languages."""
     return {lang: said.text(translator("Narration", lang)) for lang in LANGUAGES}
+
+
+def _word(name: str, **fields) -> dict[str, str]:
+    """One of WORDS in each of the page's languages, its {fields} filled."""
+    return {lang: translator("Narration", lang)(WORDS[name]).format(**fields) for lang in LANGUAGES}
+
+
+class _Phrases:
+    """Distinct texts in both languages, each kept once: an entry names one by its index (a tree's segments share
+    a few descriptions, its heading changes at few moments)."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple, int] = {}
+        self.texts: list[dict[str, str]] = []
+
+    def add(self, texts: dict[str, str]) -> int:
+        key = tuple(texts.values())
+        if key not in self.index:
+            self.index[key] = len(self.texts)
+            self.texts.append(texts)
+        return self.index[key]
+
+    def of(self, name: str, **fields) -> int:
+        """One of WORDS, filled (_word)."""
+        key = (name, tuple(fields.items()))
+        if key not in self.index:
+            self.index[key] = self.add(_word(name, **fields))
+        return self.index[key]
 
 
 def tree_layout(state, limit: int, _tr: Callable[[str], str] = str) -> dict:
@@ -104,6 +134,39 @@ def _fmt(x: float, unit: str = "", digits: int = 0) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}{unit}"
 
 
+def _tick(v: float) -> str:
+    """An axis value at three significant digits, without an exponent: 25, 12.5, 0.375, 1230."""
+    return f"{float(f'{v:.3g}'):g}" if abs(v) < 1e15 else f"{v:.3g}"
+
+
+def _values(xs, scale: float = 1.0) -> list[float | None]:
+    """A series as the page draws it (None where the sample has no value), times `scale`."""
+    return [None if math.isnan(v) else round(float(v) * scale, 6) for v in xs]
+
+
+def _plots(series: list[dict], servers) -> dict:
+    """The three plots' lines ([server, dash or None, values] over the server's "t"), their y range and ticks
+    ([value, label]) and each server's legend: usage in %, running and waiting scaled so that 100 is the most
+    requests any server had, the prefix hit rate in %, TTFT and ITL in ms."""
+    def top(key: str) -> float:  # the largest value of `key` on any server (1e-9 when none)
+        return max([1e-9] + [float(np.nanmax(s[key])) for s in series if np.isfinite(s[key]).any()])
+
+    req_max = max(1.0, top("running"), top("waiting"))
+    plots = {"usage": (100.0, "%", [[(None, s["usage"], 100), ([4, 3], s["running"], 100 / req_max),
+                                     ([1, 2], s["waiting"], 100 / req_max)] for s in series],
+                       lambda url: _word("usage_legend", url=url, max=f"{req_max:g}")),
+             "hits": (100.0, "%", [[(None, s["hit_rate"], 100)] for s in series],
+                      lambda url: _word("hits_legend", url=url)),
+             "latency": (max(top("ttft_ms"), top("itl_ms")), " ms",
+                         [[(None, s["ttft_ms"], 1), ([4, 3], s["itl_ms"], 1)] for s in series],
+                         lambda url: _word("latency_legend", url=url))}
+    return {key: {"ymax": ymax, "ticks": [[ymax * i / 4, _tick(ymax * i / 4) + unit] for i in range(5)],
+                  "lines": [[i, dash, _values(ys, scale)] for i, lines in enumerate(per_server)
+                            for dash, ys, scale in lines],
+                  "legend": [legend(server.url) for server in servers]}
+            for key, (ymax, unit, per_server, legend) in plots.items()}
+
+
 def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | None = None) -> dict:
     """Replay the recording at `path` and take its moments: what watch.js draws."""
     from kvviz.peers.watch.history import STATE_WORDS, WatchHistory, interval, note_said
@@ -113,7 +176,7 @@ def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | 
     n_samples = sum(1 for r in RecordingReader(Path(path)) if isinstance(r, Sample))
     every = max(1, math.ceil(n_samples / MAX_FRAMES))
     history = WatchHistory(header, window_s=math.inf, text_of=text_of)
-    frames, narration = [], [[] for _ in header.servers]
+    frames, narration, phrases = [], [[] for _ in header.servers], _Phrases()
     seen, last_t, said = 0, header.started, [0] * len(header.servers)
     reader = RecordingReader(Path(path))
     for record in reader:
@@ -142,10 +205,10 @@ def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | 
                     _tr("{frames:,} frames, {batches:,} batches, {malformed} malformed, {gaps} gaps, {lost} batches "
                         "lost"), frames=r.frames, batches=server.counters.batches, malformed=r.malformed, gaps=r.gaps,
                     lost=r.lost)),
-                "trees": [_tree(m.state(text_of)) for m in server.mirrors],
+                "trees": [_tree(m.state(text_of), server, rank, phrases) for rank, m in enumerate(server.mirrors)],
                 "said": said[i]})
         for i, server in enumerate(history.servers):  # the narration up to this moment
-            new = [[round(t - header.started, 3), in_languages(s)] for t, s in server.narration if t > last_t]
+            new = [[f"{t - header.started:.1f} s", in_languages(s)] for t, s in server.narration if t > last_t]
             narration[i].extend(new[:max(0, MAX_NARRATION - len(narration[i]))])
             said[i] = len(narration[i])
             frame["servers"][i]["said"] = said[i]
@@ -153,16 +216,25 @@ def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | 
         frames.append(frame)
     if not frames:
         raise ValueError(f"{path}: the recording holds no metric sample to draw")
+    last = frames[-1]["t"]
+    for frame in frames:
+        frame["label"] = _word("at", t=f"{frame['t']:.1f}", last=f"{last:.1f}")
+    series = [server.series() for server in history.servers]
     servers = []
-    for i, server in enumerate(history.servers):
-        s = server.series()
-        series = {k: [None if math.isnan(v) else round(float(v), 6) for v in s[k]] for k in
-                  ("usage", "running", "waiting", "hit_rate", "ttft_ms", "itl_ms", "blocks", "preempted")}
-        series["t"] = [round(float(v) - header.started, 3) for v in s["t"]]
+    for i, (server, s) in enumerate(zip(history.servers, series)):
         servers.append({"url": server.url, "color": SERVER_COLORS[i % len(SERVER_COLORS)], "ranks": server.ranks,
-                        "series": series, "narration": narration[i]})
-    return {"kind": "watch", "started": time_text(header.started), "model": header.model, "servers": servers,
-            "frames": frames, "truncated": reader.truncated, "samples": n_samples}
+                        "series": {"t": [round(float(v) - header.started, 3) for v in s["t"]]},
+                        "narration": narration[i]})
+    t_max = max([1e-9] + [ts["series"]["t"][-1] for ts in servers if ts["series"]["t"]])
+    started = time_text(header.started)
+    status = {lang: "".join(part[lang] for part in [_word("recorded", started=started)]
+                            + ([_word("model", model=header.model)] if header.model else [])
+                            + [_word("samples", n=n_samples)] + ([_word("truncated")] if reader.truncated else []))
+              for lang in LANGUAGES}
+    return {"kind": "watch", "started": started, "model": header.model, "servers": servers,
+            "frames": frames, "truncated": reader.truncated, "samples": n_samples, "status": status,
+            "plots": _plots(series, history.servers), "t_axis": [t_max, f"{t_max:.0f} s"],
+            "phrases": phrases.texts}
 
 
 def time_text(t: float) -> str:
@@ -171,10 +243,19 @@ def time_text(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
-def _tree(state) -> dict:
-    """tree_layout with the shape in each of the page's languages."""
+def _tree(state, server, rank: int, phrases: _Phrases) -> dict:
+    """tree_layout with the shape in each of the page's languages, the line above the tree ("head": where, the
+    shape, the segments not drawn) and each segment's description as indices into `phrases`."""
     laid = tree_layout(state, MAX_SEGMENTS)
-    laid["shape"] = in_languages(state.shape_said())
+    laid["shape"] = shape = in_languages(state.shape_said())
+    where = _word("rank", url=server.url, rank=rank) if server.ranks > 1 else dict.fromkeys(LANGUAGES, server.url)
+    hidden = _word("hidden", n=laid["hidden"]) if laid["hidden"] else None
+    laid["head"] = phrases.add({lang: f"{where[lang]}: {shape[lang]}" + (f" ({hidden[lang]})" if hidden else "")
+                                for lang in LANGUAGES})
+    for seg in laid["segs"]:
+        n, branches = seg[1], seg[4]
+        seg.append(phrases.of(("block" if n == 1 else "segment") + ("" if branches > 1 else "_one"), n=n,
+                              branches=branches))
     return laid
 
 
@@ -184,8 +265,7 @@ def build_watch_page(path: str | Path, *, text_of=None, lang: str = "en") -> str
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {lang!r}")
     data = watch_data(path, text_of=text_of)
     data["lang"] = lang
-    data["words"] = {name: {lang: translator("Narration", lang)(text) for lang in LANGUAGES}
-                     for name, text in WORDS.items()}
+    data["words"] = {name: _word(name) for name, text in WORDS.items() if "{" not in text}  # shown as they are
     title = f"kvviz watch: {', '.join(s['url'] for s in data['servers'])} · {data['started']}"
     return _asset("page.html").format(title=html.escape(title), lang="zh-CN" if lang == "zh_CN" else "en",
                                       css=_asset("page.css"),
