@@ -1,7 +1,7 @@
 /* kvviz lesson deck: a lesson's scenes, one at a time, each the run's own page (kvviz/page/page.js or serve.js,
    in an iframe made from the text kvviz/page/lesson.py stored once per run) laid out for the scene: its panels,
    the large one first; or a memory scene's tables. The captions and every figure in them come filled from Python
-   in both languages; this script only moves: PageDown / PageUp and the arrow keys walk the scene's steps (its
+   in both languages, and so does the line saying where the lesson is at each step; this script only moves: PageDown / PageUp and the arrow keys walk the scene's steps (its
    step, then its bookmarks) and then the scenes, B blanks the screen, the language buttons switch captions
    and pages. Each scene's page is told the scene's zoom and highlight (window.kvviz.setZoom, highlight,
    selectRequest), which it draws as the presenter does. No network. */
@@ -94,8 +94,7 @@ function draw() {
   document.getElementById("lesson-title").textContent = text(DATA.title);
   document.querySelector("#caption h1").textContent = text(s.title);
   document.querySelector("#caption p").textContent = text(s.caption);
-  const marks = s.stops.length > 1 ? `  ·  ${DATA.words[lang].step} ${s.stops[stop]} (${stop + 1}/${s.stops.length})` : "";
-  document.getElementById("where").textContent = `${DATA.words[lang].scene} ${scene + 1} / ${SCENES.length}${marks}`;
+  document.getElementById("where").textContent = text(s.where)[stop];
   for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
   const node = make(scene);
   for (const [i, f] of Object.entries(frames)) f.style.visibility = Number(i) === scene ? "visible" : "hidden";

@@ -1,8 +1,8 @@
 """A lesson as one offline HTML deck: every scene's caption (its figures filled from the run, in English and
-Chinese), its steps, and its picture: the run's own page (kvviz.page.build_page / build_serve_page, stored once
-per run and shown in an iframe laid out for the scene, at its zoom, with its highlight) or a memory scene's
-tables. lesson.js moves between scenes. Stdlib and numpy only: no Qt, no torch; the runs come from
-kvviz.lessons.runs.
+Chinese), its steps, the line saying where the lesson is at each of them, and its picture: the run's own page
+(kvviz.page.build_page / build_serve_page, stored once per run and shown in an iframe laid out for the scene, at its
+zoom, with its highlight) or a memory scene's tables. lesson.js moves between scenes. Stdlib and numpy only: no Qt,
+no torch; the runs come from kvviz.lessons.runs.
 """
 from __future__ import annotations
 
@@ -16,7 +16,15 @@ from kvviz.lessons.lesson import LANGS, MARK_COLOR, Lesson
 from kvviz.lessons.runs import LessonRuns
 from kvviz.page import _asset, _script_json, write_text
 
-WORDS = {"en": {"scene": "Scene", "step": "step"}, "zh": {"scene": "场景", "step": "步"}}
+WHERE = {"en": ("Scene {0} / {1}", "step {0} ({1} of {2})"), "zh": ("场景 {0} / {1}", "第 {0} 步（{1} / {2}）")}
+SEP = "  ·  "
+
+
+def where_text(index: int, count: int, step: int, stop: int, stops: int, memory: bool, lang: str) -> str:
+    """Where the lesson is, as the presenter says it beside the lesson's title: "Scene 2 / 9  ·  step 5 (1 of 2)"
+    (`index` and `stop` from 0; a memory scene has no step)."""
+    scene, at = WHERE[lang]
+    return scene.format(index + 1, count) + ("" if memory else SEP + at.format(step, stop + 1, stops))
 
 
 def highlight_data(scene, run) -> dict | None:
@@ -33,21 +41,23 @@ def highlight_data(scene, run) -> dict | None:
 
 
 def deck_data(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> dict:
-    """What lesson.js draws: the lesson's title, each scene's texts, stops, panels and page (an index into
-    `pages`, one per run), and the memory scenes' tables in both languages."""
+    """What lesson.js draws: the lesson's title, each scene's texts, stops (with where_text at each), panels and
+    page (an index into `pages`, one per run), and the memory scenes' tables in both languages."""
     from kvviz.page import build_page
     from kvviz.page.serve import build_serve_page
 
     pages: list[str] = []
     page_of: dict[str, int] = {}
     scenes = []
-    for scene in lesson.scenes:
+    for index, scene in enumerate(lesson.scenes):
         run = runs.of(scene)
         facts = run.facts()
         stops = [runs.step(scene, i) for i in range(len(scene.stops))]
+        where = {k: [where_text(index, len(lesson.scenes), step, i, len(stops), run.kind == "memory", k)
+                     for i, step in enumerate(stops)] for k in LANGS}
         doc = {"title": {k: scene.text("title", k) for k in LANGS},
                "caption": {k: fill(scene.text("caption", k), facts) for k in LANGS},
-               "kind": run.kind, "stops": stops, "panels": list(scene.panels), "large": scene.large,
+               "kind": run.kind, "stops": stops, "where": where, "panels": list(scene.panels), "large": scene.large,
                "zoom": scene.zoom, "highlight": highlight_data(scene, run)}
         if run.kind == "memory":
             doc["memory"] = {k: {p: {"title": html.escape(memory_view.title(p, k)),
@@ -61,8 +71,7 @@ def deck_data(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> dict:
                              else build_serve_page(run.serve, step=stops[0]))
             doc["page"] = page_of[key]
         scenes.append(doc)
-    return {"title": {k: lesson.text(k) for k in LANGS}, "scenes": scenes, "pages": pages, "words": WORDS,
-            "start": {"lang": lang}}
+    return {"title": {k: lesson.text(k) for k in LANGS}, "scenes": scenes, "pages": pages, "start": {"lang": lang}}
 
 
 def build_deck(lesson: Lesson, runs: LessonRuns, lang: str = "en") -> str:
@@ -80,4 +89,4 @@ def write_deck(path: str | Path, lesson: Lesson, runs: LessonRuns, lang: str = "
     return write_text(path, build_deck(lesson, runs, lang))
 
 
-__all__ = ["MARK_COLOR", "build_deck", "deck_data", "highlight_data", "write_deck"]
+__all__ = ["MARK_COLOR", "build_deck", "deck_data", "highlight_data", "where_text", "write_deck"]
