@@ -1,7 +1,8 @@
 """The compare page's words and derived series are the window's own Python's, written into the page's data: the
 narration of every step equals the window's (kvviz.ui.narration.describe, translated by Qt) in English and in
 Chinese, each position's eviction step the traces' StepTrace.evicted, each step's read bytes and rate the wall's
-(kvviz.costs.wall.WallShape.read); page.js keeps no sentence template of the narration, no eviction rule and no
+(kvviz.costs.wall.WallShape.read), each legend and summary figure the window panels' (kvviz.page.said_compare);
+page.js keeps no sentence template of the narration or the panels, no number formatting, no eviction rule and no
 wall arithmetic."""
 from __future__ import annotations
 
@@ -76,3 +77,92 @@ def test_page_js_keeps_no_narration_eviction_rule_or_wall_arithmetic():
     assert 'tr("Narration", "{engines}' not in script and "computed the K/V of all" not in script
     assert "kv_bytes_per_token" not in script and "row_bytes" not in script  # WallShape.read
     assert "W - S" not in script.split("function kindsImage")[0]  # the window's eviction rule
+
+
+def _said(node, templates: list[str], names: dict[str, str], html: bool = False) -> str:
+    """A sentence of the page's data as page.js writes it (its spoken()): the template of the language, each field
+    Python's text (escaped for rich text), an engine's mark its name."""
+    import html as markup
+
+    if node is None:
+        return ""
+    if isinstance(node, str):
+        text = markup.escape(node, quote=False).replace('"', "&quot;") if html else node
+        return re.sub("[\ue000-\uf8ff]", lambda m: names[m.group()], text)
+    if isinstance(node, dict):
+        return _said(node["join"], templates, names, html).join(_said(p, templates, names, html)
+                                                                 for p in node["parts"])
+    return re.sub(r"\{(\d+)\}", lambda m: _said(node[1 + int(m.group(1))], templates, names, html),
+                  templates[node[0]])
+
+
+def _at(changes: list, step: int):
+    return [value for first, value in changes if first <= step][-1]
+
+
+def test_every_legend_and_summary_figure_of_the_page_is_the_windows_in_both_languages(run, data, qapp):
+    """At every step, in English and in Chinese, the page's legends (latency, bytes, cache memory, recompute,
+    quality) are the window's panels' legend texts, and its summary's heading, row names, cells and notes the
+    window's SummaryPanel's: page.js only puts Python's words in place."""
+    from kvviz.format import fmt_count
+    from kvviz.page import ENGINE_MARK
+    from kvviz.ui import i18n
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.panels.bytes import BytesPanel
+    from kvviz.ui.panels.cache_memory import CacheMemoryPanel
+    from kvviz.ui.panels.latency import LatencyPanel
+    from kvviz.ui.panels.quality import QualityPanel
+    from kvviz.ui.panels.recompute import RecomputePanel
+    from kvviz.ui.panels.summary import COLUMNS, SummaryPanel
+
+    history = RunHistory(info=run.info, traces=run.traces)
+    said = data["said"]
+    names = {chr(ENGINE_MARK + e["order"]): e["name"] for e in data["engines"]}
+    try:
+        for lang in ("en", "zh_CN"):
+            i18n.set_language(lang)
+            templates = said["templates"][lang]
+            panels = {"latency": LatencyPanel(), "bytes": BytesPanel(), "cache_memory": CacheMemoryPanel(),
+                      "quality": QualityPanel()}
+            recompute, summary = RecomputePanel(), SummaryPanel()
+            summary.resize(900, 1200)
+            try:
+                for step in range(run.n_steps):
+                    for e in data["engines"]:
+                        for key, panel in panels.items():
+                            page = _said(_at(e["said"][key], step), templates, names)
+                            assert page == panel.legend_text(e["name"], history, step), (lang, step, key)
+                        total = recompute.tr("{engine}: {total} K/V computed").format(
+                            engine=e["name"], total=fmt_count(recompute.kv_computed(history, e["name"], step)))
+                        assert _said(_at(e["said"]["recompute"], step), templates, names) == total, (lang, step)
+                    summary.show_step(history, step)
+                    table, rows = summary._table, [key for key, _higher in COLUMNS]
+                    assert _said(_at(said["summary"]["heading"], step), templates, names) == summary._heading_text
+                    labels, cells = _at(said["summary"]["labels"], step), _at(said["summary"]["cells"], step)
+                    for r, key in enumerate(said["summary"]["rows"]):
+                        row = rows.index(key)
+                        assert _said(labels[r], templates, names) == table.verticalHeaderItem(row).text(), key
+                        assert [c[r] for c in cells] == [table.item(row, col).text() for col in range(len(cells))]
+                    notes = "<br>".join(_said(note, templates, names, html=True)
+                                        for _kind, note in _at(said["summary"]["notes"], step))
+                    assert notes == summary._note.text(), (lang, step)
+            finally:
+                for panel in (*panels.values(), recompute, summary):
+                    panel.close()
+                    panel.deleteLater()
+        assert said["templates"]["zh_CN"] != said["templates"]["en"]
+    finally:
+        i18n.set_language("en")
+
+
+def test_page_js_formats_no_number_and_says_no_sentence_of_the_panels():
+    """The ports of kvviz/format.py and of the panels' text rules are gone from page.js: it draws Python's."""
+    script = (ROOT / "kvviz" / "page" / "page.js").read_text(encoding="utf-8")
+    for name in ("pyRound", "fixed", "commas", "pyFormat", "gFormat", "fmtBytes", "fmtFigure", "fmtCount",
+                 "fmtCountShort", "byteUnit", "durationUnit", "fmtMs", "median", "summaryValues", "shareText",
+                 "parted", "kernelsText", "kernelsRan", "running", "threeFigures"):
+        assert not re.search(rf"function {name}\b|const {name} =", script), name
+    assert ".toFixed(" not in script and "formatters" not in script
+    for sentence in ("{engine}: {ms:.2f} ms/step", "K/V computed", "mean KL", "Totals over steps", "Work saved",
+                     "Decode steps alone", "Outlined: the", "rows verified", "pool {n}", "differs from {first}"):
+        assert sentence not in script, sentence
