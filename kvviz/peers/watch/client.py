@@ -188,7 +188,6 @@ class ServerWatcher(threading.Thread):
         self.o = options or WatchOptions()
         self._stopping = threading.Event()
         self.state = "connecting"
-        self.duplicates = 0
         self._start_time = math.nan
         self._backoff = self.o.interval_s
         self._down_since = math.nan
@@ -285,7 +284,7 @@ class ServerWatcher(threading.Thread):
             s.next = 1
             self._frame(s, parts, "live")
         elif seq < s.next:
-            self.duplicates += 1  # already delivered by a replay
+            pass  # already delivered by a replay
         else:
             self._note("gap", f"sequence numbers {s.next}..{seq - 1} of rank {s.rank} missed: catching up from "
                               f"the replay socket", s.rank)

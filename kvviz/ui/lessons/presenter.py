@@ -6,8 +6,6 @@ The runs are the lesson's, loaded before it opens (kvviz.lessons.runs): no torch
 """
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
@@ -149,7 +147,6 @@ class PresenterWindow(QWidget):
         self.setMouseTracking(True)
         self._watch = _MouseWatch(self)
         QApplication.instance().installEventFilter(self._watch)
-        self.last_draw_ms = 0.0
         AppState.opened(self)  # before the presenter sets its language and zoom
         self._fit_fonts()
         self.set_language(lang)
@@ -203,7 +200,6 @@ class PresenterWindow(QWidget):
         self.title.setFont(bold)
 
     def draw(self) -> None:
-        t0 = time.perf_counter()
         scene, run = self.scene, self.runs.of(self.scene)
         step = self.step()
         self.title.setText(scene.text("title", self.lang))
@@ -214,7 +210,6 @@ class PresenterWindow(QWidget):
             text += "  ·  " + at.format(step, self.stop + 1, len(scene.stops))
         self.where.setText(text)
         self.stage.draw(scene, run, step, self.lang)
-        self.last_draw_ms = (time.perf_counter() - t0) * 1000
         self.scene_drawn.emit(self.scene_index, self.stop)
         QTimer.singleShot(WARM_AFTER_MS, self.warm_next)  # after this scene is on the screen
 

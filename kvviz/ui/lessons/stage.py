@@ -264,9 +264,9 @@ class SceneStage(QStackedWidget):
         """The run as the panels read it (RunHistory, ServeHistory), made once per run."""
         if "history" not in run.histories:
             if run.kind == "compare":
-                run.histories["history"] = RunHistory(info=run.saved.info,
-                                                      traces={k: list(v) for k, v in run.saved.traces.items()},
-                                                      version=1)
+                history = RunHistory(info=run.saved.info, traces={k: list(v) for k, v in run.saved.traces.items()})
+                history.version = 1
+                run.histories["history"] = history
             else:
                 from kvviz.serving.history import ServeHistory
 
