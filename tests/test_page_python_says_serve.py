@@ -111,7 +111,7 @@ def test_serve_js_formats_no_number_and_builds_no_sentence():
     assert not re.search(r"tr\(\"[A-Za-z]+\", \"[^\"]*\{0\}", script)  # no template of a sentence
 
 
-def test_the_panels_titles_legends_axes_and_counter_names_are_the_windows_in_both_languages(served, qapp):
+def test_the_panels_titles_headings_legends_axes_and_counter_names_are_the_windows_in_both_languages(served, qapp):
     from kvviz.ui import i18n
     from kvviz.ui.serve.panels.counters import CountersPanel, rows
     from kvviz.ui.serve.panels.latency import LatencyPanel
@@ -119,7 +119,7 @@ def test_the_panels_titles_legends_axes_and_counter_names_are_the_windows_in_bot
     from kvviz.ui.serve.panels.timeline import TimelinePanel, kind_name
     from kvviz.ui.serve.panels.usage import UsagePanel
 
-    _history, data = served
+    history, data = served
     assert data["counter_keys"] == [key for key, _name in rows()]
     try:
         for lang in ("en", "zh_CN"):
@@ -128,7 +128,10 @@ def test_the_panels_titles_legends_axes_and_counter_names_are_the_windows_in_bot
             panels = {"timeline": TimelinePanel(), "pool": PoolPanel(), "usage": UsagePanel(),
                       "counters": CountersPanel(), "latency": LatencyPanel()}
             try:
+                panels["timeline"].show_step(history, history.n_steps() - 1, None)
                 assert words["titles"] == {key: panel.title() for key, panel in panels.items()}, lang
+                assert [lane["head"][lang] for lane in data["schedulers"]] == \
+                    [panels["timeline"].heading(k) for k in history.schedulers], lang
                 usage, latency = panels["usage"], panels["latency"]
                 assert words["usage"] == [usage.pool_plot.getAxis("left").labelText,
                                           usage.batch_plot.getAxis("left").labelText,
@@ -144,6 +147,7 @@ def test_the_panels_titles_legends_axes_and_counter_names_are_the_windows_in_bot
             assert words["kinds"] == {kind: kind_name(kind) for kind in words["kinds"]}
             assert words["counters"] == [name for _key, name in rows()]
         assert data["words"]["zh_CN"]["titles"]["pool"] != data["words"]["en"]["titles"]["pool"]
+        assert data["words"]["en"]["titles"]["timeline"].startswith("Request timeline: wasted slots static ")
     finally:
         i18n.set_language("en")
 

@@ -68,7 +68,7 @@ window.kvvizServe = function (lib) {
     BANDS.forEach((r, i) => {
       const y0 = i * band + 16, ph = band - 22, pw = w - 40, x0 = 34;
       ctx.font = "bold 12px sans-serif"; ctx.fillStyle = r.color; ctx.textAlign = "left"; ctx.textBaseline = "top";
-      ctx.fillText(r === V ? vllmHeading(k) : r.name, x0, i * band + 1);
+      ctx.fillText(r === V ? vllmHeading(k) : say(r.head), x0, i * band + 1);
       const cols = r.cols, img = new ImageData(Math.max(1, cols), Math.max(1, n));
       for (let q = 0; q < n; q++) for (let c = 0; c < cols; c++) {
         const rgb = COLORS[r.grid[q * cols + c]], o = 4 * (q * cols + c);

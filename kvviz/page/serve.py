@@ -22,7 +22,15 @@ from kvviz.page.strings import LANGUAGES, in_languages, page_strings, translator
 from kvviz.serving.history import CELL_KINDS
 from kvviz.serving.narration import cell_text, narrate, pool_heading, solo_text, vllm_heading, workload_text
 from kvviz.serving.record import ServeRun
-from kvviz.serving.words import COUNTERS, counter_rows, kind_names, panel_words
+from kvviz.serving.words import (
+    COUNTERS,
+    counter_rows,
+    kind_names,
+    panel_words,
+    timeline_heading,
+    timeline_title,
+    wasted_slots,
+)
 
 MAX_CELLS = 16 << 20  # timeline cells (requests x token slots, all schedulers) one page holds
 TIMELINE_CAP = 64  # a step wider than this many slots takes this many columns (the Serve view's cap)
@@ -205,11 +213,12 @@ def _differ(history) -> list[list[list[int]]]:
     return out
 
 
-def _words() -> dict[str, dict]:
+def _words(history) -> dict[str, dict]:
     """The panels' titles, legends, axis labels, counter names and note in each language (kvviz.serving.words)."""
     out = {}
     for lang in LANGUAGES:
         words = panel_words(lambda context, lang=lang: _tr(context, lang))
+        words["titles"]["timeline"] = timeline_title(history, _tr("TimelinePanel", lang))
         words["kinds"] = kind_names(_tr("TimelinePanel", lang))
         words["counters"] = [name for _key, name in counter_rows(_tr("CountersPanel", lang))]
         out[lang] = words
@@ -232,6 +241,8 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
         n = history.n_steps(k)
         schedulers.append({
             "name": k, "color": SCHEDULER_COLORS.get(k, "#7f7f7f"),
+            "head": _say(lambda tr, k=k: timeline_heading(k, (*wasted_slots(history, k), history.n_steps(k)), tr),
+                         "TimelinePanel"),
             "cells": base64.b64encode(np.ascontiguousarray(timeline.cells, dtype=np.uint8).tobytes()).decode("ascii"),
             "cols": int(timeline.cells.shape[1]), "x0": timeline.columns.tolist(), "n": n,
             "at": timeline.starts.tolist(), "steps": _steps_of(history, k), "counters": _counters_of(history, k),
@@ -250,7 +261,7 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
             "prompts": [p if len(p) <= PROMPT_CHARS else "…" + p[-PROMPT_CHARS:] for p in prompts],
             "model": {"name": model.name, "device": model.device, "dtype": model.dtype},
             "schedulers": schedulers, "vllm": _vllm_data(history), "range": [0, n_steps - 1],
-            "narration": _narration(history), "workload_text": workload, "words": _words(),
+            "narration": _narration(history), "workload_text": workload, "words": _words(history),
             "counter_keys": list(COUNTERS), "differ": _differ(history),
             "text_titles": {lang: [_tr("TextPanel", lang)("Request {0}: its text").format(q)
                                    for q in range(history.n_requests())] for lang in LANGUAGES},

@@ -1,10 +1,14 @@
-"""The Serve view's fixed words (panel titles, the timeline's cell kinds, the counters' row names, the plots' axes)
-in the reader's language: the window passes Qt's translation of each panel's context, the serve page
-kvviz.page.strings.translator's; str, the default, keeps English. Qt-free: records and words only.
+"""The Serve view's fixed words (panel titles, the timeline's cell kinds and headings, the counters' row names, the
+plots' axes) in the reader's language: the window passes Qt's translation of each panel's context, the serve page
+kvviz.page.strings.translator's; str, the default, keeps English. Qt-free: records, numpy and words only.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import numpy as np
+
+from kvviz.serving.history import IDLE, PADDING, ServeHistory
 
 Translate = Callable[[str], str]
 
@@ -36,6 +40,25 @@ def panel_words(tr_of: Callable[[str], Translate] = lambda _context: str) -> dic
             "usage": [usage("blocks used"), usage("batch"), usage("step")],
             "latency": [latency("TTFT") + " (ms)", latency("TPOT") + " (ms)", latency("request")],
             "differ": text("the schedulers generated different text")}
+
+
+def wasted_slots(run: ServeHistory, k: str) -> tuple[int, int]:
+    """(padding, idle) slots of the scheduler's whole run, counted by slot whatever the columns drawn."""
+    slots = run.timeline(k).cells
+    return int(np.count_nonzero(slots == PADDING)), int(np.count_nonzero(slots == IDLE))
+
+
+def timeline_heading(k: str, counts: tuple[int, int, int], tr_panel: Translate = str) -> str:
+    """The line above a scheduler's rows (context "TimelinePanel"): (padding, idle, steps)."""
+    return tr_panel("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(k, *counts)
+
+
+def timeline_title(run: ServeHistory, tr_panel: Translate = str) -> str:
+    """The timeline's title: each scheduler's wasted slots (context "TimelinePanel")."""
+    if not run.n_steps():
+        return tr_panel("Request timeline")
+    parts = [f"{k} {sum(wasted_slots(run, k))}" for k in run.schedulers if run.n_steps(k)]
+    return tr_panel("Request timeline: wasted slots {0}").format(", ".join(parts))
 
 
 COUNTERS = tuple(key for key, _name in counter_rows())
