@@ -8,8 +8,9 @@ pyside6-lrelease.
 
 English is the source language: kvviz_en.ts holds only plural forms (Qt's convention), so it is empty
 until a string uses %n. Beyond what lupdate finds, two kinds of string are added here:
-- calls of a module-level `_tr(text)` helper that wraps QCoreApplication.translate("Context", text):
-  lupdate reads them (as an alias of tr) with an empty context, which is renamed to the helper's;
+- calls of a module-level `_tr(text)` helper that wraps QCoreApplication.translate("Context", text) (or is
+  `_tr = translator("Context")`, kvviz.ui.qtutil): lupdate reads them (as an alias of tr) with an empty context,
+  which is renamed to the helper's;
 - strings translated at run time from data: the engines' one-line help (context "engines").
 The --fill JSON is {"Context": {"source": "translation"}} or {"source": "translation"} for any context.
 """
@@ -45,8 +46,8 @@ NO_QT_SOURCES = {ROOT / "kvviz" / "runtime" / "session.py": "RunWorker",
                  ROOT / "kvviz" / "kernels" / "__init__.py": "kernels"}
 LANGUAGES = ("zh_CN",)  # the translations; English is the source
 SOURCE_LANGUAGE = "en"
-HELPER = re.compile(r"def _tr\([^)]*\)[^:]*:\s*(?:\"\"\"[\s\S]*?\"\"\"\s*)?return\s+QCoreApplication\.translate\(\s*"
-                    r"[\"'](\w+)[\"']")
+HELPER = re.compile(r"(?:def _tr\([^)]*\)[^:]*:\s*(?:\"\"\"[\s\S]*?\"\"\"\s*)?return\s+QCoreApplication\.translate\(\s*"
+                    r"|^_tr = translator\(\s*)[\"'](\w+)[\"']", re.MULTILINE)
 
 
 @dataclass(frozen=True)

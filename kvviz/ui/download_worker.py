@@ -8,16 +8,15 @@ from __future__ import annotations
 import errno
 import threading
 
-from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from kvviz.errors import one_line
 from kvviz.format import fmt_bytes
+from kvviz.ui.qtutil import translator
 
 REPORT_EVERY_S = 0.1  # how often progress is reported (huggingface_hub calls back per chunk)
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("DownloadDialog", text)
+_tr = translator("DownloadDialog")
 
 
 class DownloadJob(QObject):

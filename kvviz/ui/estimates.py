@@ -8,18 +8,15 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from PySide6.QtCore import QCoreApplication
-
 from kvviz.costs import estimate
 from kvviz.format import fmt_ms
 from kvviz.ui.form import RunForm
 from kvviz.ui.history import RunHistory
+from kvviz.ui.qtutil import translator
 
 LEFT_FROM_STEPS = 256  # the time left follows the run's last steps (a fit over 2000 had cost ~0.1 s a frame)
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("MainWindow", text)
+_tr = translator("MainWindow")
 
 
 def _scaled(fit, factor: float):

@@ -10,12 +10,12 @@ from PySide6.QtCore import QCoreApplication
 from kvviz.records import narration as _words
 from kvviz.records.narration import kernels_ran
 from kvviz.ui.history import RunHistory
+from kvviz.ui.qtutil import translator
 
 __all__ = ["describe", "kernel_label", "kernels_ran", "kernels_text"]
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Narration", text)
+_tr = translator("Narration")
 
 
 def _tr_kernels(text: str) -> str:

@@ -1,9 +1,12 @@
-"""Small Qt helpers the window's parts share: silencing a widget's signals for a programmatic change, telling a
-field that takes typed keys from one that leaves them to the transport's shortcuts, and raising a companion
-window (the Serve or the Watch window of a main window)."""
+"""Small Qt helpers the window's parts share: a module's translator, silencing a widget's signals for a
+programmatic change, telling a field that takes typed keys from one that leaves them to the transport's shortcuts,
+and raising a companion window (the Serve or the Watch window of a main window)."""
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+from collections.abc import Callable
+from functools import partial
+
+from PySide6.QtCore import QCoreApplication, QObject
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QComboBox,
@@ -12,6 +15,12 @@ from PySide6.QtWidgets import (
     QTextEdit,
     QWidget,
 )
+
+
+def translator(context: str) -> Callable[[str], str]:
+    """A module's `_tr = translator("Context")`: text in the app's language, translated in `context` when called
+    (scripts/update_translations.py reads the context from that line)."""
+    return partial(QCoreApplication.translate, context)
 
 
 class blocked:  # noqa: N801 (used as a statement: `with blocked(widget):`)

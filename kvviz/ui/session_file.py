@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication
-
 from kvviz.lessons.lesson import LessonError, Scene, view_from_dict
 from kvviz.records import traceio
+from kvviz.ui.qtutil import translator
 
 MARK = "session"  # the value of the file's "kvviz" field
 VERSION = 1
@@ -22,9 +21,7 @@ FORM_FIELDS = ("compare_kernel", "repeat", "spec_k", "rollback")  # the form's s
 MAX_SESSION_BYTES = 1 << 20
 MAX_DEPTH = 16
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("SessionFile", text)
+_tr = translator("SessionFile")
 
 
 @dataclass(frozen=True)

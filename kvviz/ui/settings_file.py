@@ -11,18 +11,18 @@ import stat
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QStandardPaths
+from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
 
 from kvviz.options import BOUNDS
+from kvviz.ui.qtutil import translator
 
 MAX_TEXT_CHARS = 1 << 20  # a prompt, a list of folders: longer is no value a person kept
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"))
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("SettingsFile", text)
+_tr = translator("SettingsFile")
 
 
 def default_path(organization: str, application: str) -> Path:

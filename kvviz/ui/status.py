@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QStatusBar, QStyle
 
 from kvviz.config import ModelConfig
@@ -16,12 +16,11 @@ from kvviz.kernels import compared_kernels
 from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
 from kvviz.ui.narration import kernel_label, kernels_ran, kernels_text
+from kvviz.ui.qtutil import translator
 
 NO_WIDTH_LIMIT = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX, which PySide6 does not export
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("StatusFields", text)
+_tr = translator("StatusFields")
 
 
 class WindowCost:

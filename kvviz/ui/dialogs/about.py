@@ -1,15 +1,13 @@
 """Help > About: what kvviz is, its version, and the PyTorch it runs on."""
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from kvviz import __version__
 from kvviz.runtime.messages import Environment
+from kvviz.ui.qtutil import translator
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("About", text)
+_tr = translator("About")
 
 
 def show_about(parent: QWidget, env: Environment | None) -> None:

@@ -24,10 +24,9 @@ from PySide6.QtWidgets import (
 from kvviz.format import fmt_bytes
 from kvviz.ui import download_worker
 from kvviz.ui.download_worker import DownloadJob
+from kvviz.ui.qtutil import translator
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("DownloadDialog", text)
+_tr = translator("DownloadDialog")
 
 
 def clock(seconds: float | None) -> str:

@@ -50,6 +50,7 @@ from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
 from kvviz.measure import bandwidth
 from kvviz.options import BOUNDS
 from kvviz.ui.history import RunHistory
+from kvviz.ui.qtutil import translator
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
 CUSTOM = "custom"
@@ -752,8 +753,7 @@ def parse_lengths(text: str) -> list[int]:
     return lengths
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("MemoryDialog", text)
+_tr = translator("MemoryDialog")
 
 
 def _dtype_name(dtype: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
@@ -24,10 +24,9 @@ from PySide6.QtWidgets import (
 
 from kvviz.lessons import BUILTIN_DIR, LessonError, load_lesson
 from kvviz.lessons.lesson import edit_scenes
+from kvviz.ui.qtutil import translator
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("ScenesDialog", text)
+_tr = translator("ScenesDialog")
 
 
 def _lang() -> str:

@@ -3,13 +3,13 @@ the transport, exports) so it cannot drift, then the mouse's gestures. Not modal
 beside the window, and follows a language switch."""
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDialog, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
+from kvviz.ui.qtutil import translator
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("ShortcutsDialog", text)
+_tr = translator("ShortcutsDialog")
 
 
 def shortcut_rows(window: QWidget) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 
-from PySide6.QtCore import QCoreApplication, QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -32,15 +32,13 @@ from kvviz import errors
 from kvviz.options import MAX_MODEL_CHARS
 from kvviz.serving.spec import PRESETS, SCHEDULERS, ServeSpec, WorkRequest, preset_requests, vllm_refusal
 from kvviz.serving.workload import request_from_dict
-from kvviz.ui.qtutil import blocked
+from kvviz.ui.qtutil import blocked, translator
 from kvviz.ui.settings_file import SettingsReader
 
 DEFAULT_CHECKED = ("static", "continuous", "paged", "prefix")
 MAX_REQUESTS = 256
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("ServeForm", text)
+_tr = translator("ServeForm")
 
 
 def scheduler_help(key: str) -> str:

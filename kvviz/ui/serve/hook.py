@@ -5,21 +5,18 @@ workload, the text so far plus a message the user types, served by `prefix` agai
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QInputDialog, QLineEdit
 
 from kvviz.serving.spec import ServeSpec, WorkRequest
 from kvviz.textshow import label_bytes
-from kvviz.ui.qtutil import companion_window
+from kvviz.ui.qtutil import companion_window, translator
 from kvviz.ui.serve.window import ServeWindow, open_serve_window
 
 CONTINUE_SCHEDULERS = ("paged", "prefix")
 REPLY_TOKENS = 16
 TURN_GAP_STEPS = 2  # the second turn arrives this many steps after the first has finished
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("ServeHook", text)
+_tr = translator("ServeHook")
 
 
 def open_serve_view(main) -> ServeWindow:

@@ -3,15 +3,12 @@ with the serve page) translated by Qt in the context "ServeNarration". No words 
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication
-
 from kvviz.serving import narration as _words
 from kvviz.serving.history import ServeHistory
 from kvviz.serving.record import ServeStep
+from kvviz.ui.qtutil import translator
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("ServeNarration", text)
+_tr = translator("ServeNarration")
 
 
 def describe_step(record: ServeStep) -> list[str]:

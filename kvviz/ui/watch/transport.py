@@ -12,7 +12,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from kvviz.peers.watch.history import state_text
-from kvviz.ui.qtutil import blocked
+from kvviz.ui.qtutil import blocked, translator
 from kvviz.ui.shell.transport import NarrationLabel
 from kvviz.ui.watch.source import ServerView, WatchFrame
 
@@ -25,8 +25,7 @@ def _said_tr(text: str) -> str:
     return QCoreApplication.translate("Narration", text)
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("WatchTransport", text)
+_tr = translator("WatchTransport")
 
 
 def state_words(v: ServerView) -> str:

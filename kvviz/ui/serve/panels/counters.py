@@ -7,18 +7,17 @@ Reads ServeHistory.counters and ServeHistory.vllm_counters only.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from kvviz.serving.history import VLLM, ServeHistory
 from kvviz.serving.narration import cell_text
+from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("CountersPanel", text)
+_tr = translator("CountersPanel")
 
 
 def rows() -> list[tuple[str, str]]:

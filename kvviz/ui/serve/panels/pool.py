@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
+from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from kvviz.serving.history import ServeHistory
+from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
 GAP = 2
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("PoolPanel", text)
+_tr = translator("PoolPanel")
 
 
 def table_text(request: int, table: tuple[int, ...]) -> str:

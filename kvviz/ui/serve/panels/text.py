@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
 from kvviz.serving.history import VLLM, ServeHistory
 from kvviz.ui import style
+from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -24,9 +24,7 @@ PROMPT_CHARS = 600  # a longer prompt is shown by its end
 SAME_COLOR = "#1b7f3b"  # tokens equal to the solo runs'
 DIFFER_COLOR = "#b00020"
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("TextPanel", text)
+_tr = translator("TextPanel")
 
 
 def workload_text(name: str, n_requests: int) -> str:

@@ -15,11 +15,12 @@ by whole pixels while the slots fit, so every cell is the same size.
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
+from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from kvviz.serving.history import CELL_KINDS, IDLE, PADDING, VLLM, ServeHistory, Timeline
+from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -32,9 +33,7 @@ KEEP_SHARE = 0.9  # an interval is taken when this share of its multiples find r
 NICE = (1, 2, 5)
 LEGEND_KINDS = ("waiting", "prefill", "decode", "padding", "idle", "preempted", "finished")
 
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("TimelinePanel", text)
+_tr = translator("TimelinePanel")
 
 
 def kind_name(kind: str) -> str:
