@@ -178,10 +178,8 @@ def test_the_text_panels_words_and_note_at_every_step_are_the_windows(record, qa
             for step in range(history.n_steps()):
                 panel.show_step(history, step, q)
                 for lane in data["schedulers"]:
-                    t = lane["texts"][q]
-                    count = bisect.bisect_right(t["at"], step)
-                    shown = t["full"][:t["ends"][count]] if t["ends"][count] >= 0 else t["odd"][str(count)]
-                    assert shown == history.text_of(lane["name"], q, step)[1], (lane["name"], q, step)
+                    assert js_text(lane["texts"][q], step) == history.text_of(lane["name"], q, step)[1], \
+                        (lane["name"], q, step)
                 page_notes = any(first <= step < past for first, past in data["differ"][q])
                 assert page_notes == (note in panel.browser.toPlainText()), (q, step)
                 noted.append(page_notes)
@@ -190,6 +188,33 @@ def test_the_text_panels_words_and_note_at_every_step_are_the_windows(record, qa
         panel.deleteLater()
     assert data["differ"][1] == [[max(history.n_steps(k) for k in history.schedulers) - 1, history.n_steps()]]
     assert sum(noted) == 1 and not any(data["differ"][q] for q in (0, 2, 3, 4, 5))
+
+
+def js_text(t: dict, step: int) -> str:
+    """serve.js's reading of a request's text at a step: its tokens at or before the step counted, the full text
+    cut at that count's end (a JavaScript slice: UTF-16 code units) or the count's own text."""
+    count = bisect.bisect_right(t["at"], step)
+    end = t["ends"][count]
+    return t["full"].encode("utf-16-le")[:2 * end].decode("utf-16-le") if end >= 0 else t["odd"][str(count)]
+
+
+def test_a_text_beyond_the_bmp_is_cut_where_javascript_counts(record):
+    """Tokens that write characters outside the BMP (two UTF-16 units each in the page's script): the text the
+    page shows at every step is the text panel's."""
+    from kvviz.page.serve import _texts_of
+    from kvviz.serving.history import ServeHistory
+    from kvviz.serving.record import load_runs
+
+    history = ServeHistory.from_runs(load_runs(record))
+    k = history.schedulers[0]
+    texts = history.token_texts[k]
+    q = max(texts, key=lambda r: len(texts[r]))
+    texts[q] = ["\U0001F600" if i % 2 else "\u00e9" for i in range(len(texts[q]))]
+    lane = _texts_of(history, k)
+    for step in range(history.n_steps(k)):
+        assert js_text(lane[q], step) == history.text_of(k, q, step)[1], step
+    full = lane[q]["full"]
+    assert "\U0001F600" in full and lane[q]["ends"][-1] == len(full.encode("utf-16-le")) // 2 > len(full)
 
 
 def test_serve_js_translates_no_word_and_counts_no_token():

@@ -116,7 +116,8 @@ def _narration(history) -> dict:
 def _texts_of(history, k: str) -> list[dict]:
     """Per request the Serve view's text panel's words (ServeHistory.text_of) after each count of emitted
     tokens: the step of each of its tokens ("at": the count at a step is those at or before it), the text after
-    all of them ("full"), and per count its length when a prefix of it, else the text."""
+    all of them ("full"), and per count its length when a prefix of it (in UTF-16 code units, what JavaScript's
+    slice counts: a character beyond the BMP is two), else the text."""
     from kvviz.serving.history import VLLM
 
     at: dict[int, list[int]] = {r: [] for r in range(history.n_requests())}  # the step of each emitted token
@@ -132,7 +133,8 @@ def _texts_of(history, k: str) -> list[dict]:
     for r, steps in at.items():
         texts = [""] + [history.text_of(k, r, step)[1] for step in steps]
         full = texts[-1]
-        out.append({"at": steps, "full": full, "ends": [len(t) if full.startswith(t) else -1 for t in texts],
+        out.append({"at": steps, "full": full,
+                    "ends": [len(t.encode("utf-16-le")) // 2 if full.startswith(t) else -1 for t in texts],
                     "odd": {str(c): t for c, t in enumerate(texts) if not full.startswith(t)}})
     return out
 
