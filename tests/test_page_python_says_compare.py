@@ -79,9 +79,9 @@ def test_page_js_keeps_no_narration_eviction_rule_or_wall_arithmetic():
     assert "W - S" not in script.split("function kindsImage")[0]  # the window's eviction rule
 
 
-def _said(node, templates: list[str], names: dict[str, str], html: bool = False) -> str:
+def _said(node, said: dict, lang: str, names: dict[str, str], html: bool = False) -> str:
     """A sentence of the page's data as page.js writes it (its spoken()): the template of the language, each field
-    Python's text (escaped for rich text), an engine's mark its name."""
+    Python's text (escaped for rich text), an engine's mark its name, a shared sentence from said["shared"]."""
     import html as markup
 
     if node is None:
@@ -89,11 +89,13 @@ def _said(node, templates: list[str], names: dict[str, str], html: bool = False)
     if isinstance(node, str):
         text = markup.escape(node, quote=False).replace('"', "&quot;") if html else node
         return re.sub("[\ue000-\uf8ff]", lambda m: names[m.group()], text)
+    if isinstance(node, dict) and "s" in node:
+        return _said(said["shared"][node["s"]], said, lang, names, html)
     if isinstance(node, dict):
-        return _said(node["join"], templates, names, html).join(_said(p, templates, names, html)
+        return _said(node["join"], said, lang, names, html).join(_said(p, said, lang, names, html)
                                                                  for p in node["parts"])
-    return re.sub(r"\{(\d+)\}", lambda m: _said(node[1 + int(m.group(1))], templates, names, html),
-                  templates[node[0]])
+    return re.sub(r"\{(\d+)\}", lambda m: _said(node[1 + int(m.group(1))], said, lang, names, html),
+                  said["templates"][lang][node[0]])
 
 
 def _at(changes: list, step: int):
@@ -121,7 +123,6 @@ def test_every_legend_and_summary_figure_of_the_page_is_the_windows_in_both_lang
     try:
         for lang in ("en", "zh_CN"):
             i18n.set_language(lang)
-            templates = said["templates"][lang]
             panels = {"latency": LatencyPanel(), "bytes": BytesPanel(), "cache_memory": CacheMemoryPanel(),
                       "quality": QualityPanel()}
             recompute, summary = RecomputePanel(), SummaryPanel()
@@ -130,20 +131,20 @@ def test_every_legend_and_summary_figure_of_the_page_is_the_windows_in_both_lang
                 for step in range(run.n_steps):
                     for e in data["engines"]:
                         for key, panel in panels.items():
-                            page = _said(_at(e["said"][key], step), templates, names)
+                            page = _said(_at(e["said"][key], step), said, lang, names)
                             assert page == panel.legend_text(e["name"], history, step), (lang, step, key)
                         total = recompute.tr("{engine}: {total} K/V computed").format(
                             engine=e["name"], total=fmt_count(recompute.kv_computed(history, e["name"], step)))
-                        assert _said(_at(e["said"]["recompute"], step), templates, names) == total, (lang, step)
+                        assert _said(_at(e["said"]["recompute"], step), said, lang, names) == total, (lang, step)
                     summary.show_step(history, step)
                     table, rows = summary._table, [key for key, _higher in COLUMNS]
-                    assert _said(_at(said["summary"]["heading"], step), templates, names) == summary._heading_text
+                    assert _said(_at(said["summary"]["heading"], step), said, lang, names) == summary._heading_text
                     labels, cells = _at(said["summary"]["labels"], step), _at(said["summary"]["cells"], step)
                     for r, key in enumerate(said["summary"]["rows"]):
                         row = rows.index(key)
-                        assert _said(labels[r], templates, names) == table.verticalHeaderItem(row).text(), key
+                        assert _said(labels[r], said, lang, names) == table.verticalHeaderItem(row).text(), key
                         assert [c[r] for c in cells] == [table.item(row, col).text() for col in range(len(cells))]
-                    notes = "<br>".join(_said(note, templates, names, html=True)
+                    notes = "<br>".join(_said(note, said, lang, names, html=True)
                                         for _kind, note in _at(said["summary"]["notes"], step))
                     assert notes == summary._note.text(), (lang, step)
             finally:

@@ -40,6 +40,7 @@ function atStep(text, k) { return text.replace(/\u0001/g, String(k)).replace(/\u
 const SAID = DATA.said;
 function spoken(node, html) {
   if (node === null || node === undefined) return "";
+  if (node.s !== undefined) return spoken(SAID.shared[node.s], html);  // a sentence said more than once, kept once
   if (typeof node === "string") return (html ? esc(node) : node).replace(/[\ue000-\uf8ff]/g, c => {
     const e = ENGINES.find(x => x.order === c.charCodeAt(0) - 0xe000);
     return html ? esc(label(e)) : label(e);

@@ -4,6 +4,7 @@ source) and its fields' values, so one function makes the window's text (`text`,
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,9 +100,15 @@ _PLACE = re.compile(r"\{\d+\}")
 class Spoken:
     """Sentences encoded for page.js: each (context, source) once as a template per language whose fields are
     `{i}`, and each sentence as [template, field 0, field 1, ...] with its figures formatted by Python; a Joined
-    as {"join": separator, "parts": [...]}; an engine as its mark; plain text as itself."""
+    as {"join": separator, "parts": [...]}; an engine as its mark; plain text as itself. A sentence of SHARED or
+    more characters is written once in `shared` and as {"s": its place} wherever it is said (a summary's prefill
+    times, the same at every step)."""
+
+    SHARED = 48
 
     def __init__(self) -> None:
+        self.shared: list = []
+        self._shared: dict[str, int] = {}
         self.templates: dict[str, list[str]] = {lang: [] for lang in LANGUAGES}
         self._ids: dict[tuple[str, str], tuple[int, list[tuple[str, str, str | None]]]] = {}
         self.missed: set[tuple[str, str]] = set()
@@ -134,6 +141,16 @@ class Spoken:
             return value
         if isinstance(value, Engine):
             return chr(ENGINE_MARK + value.order)
+        node = self._node(value)
+        key = json.dumps(node, ensure_ascii=False, separators=(",", ":"))
+        if len(key) < self.SHARED:
+            return node
+        if key not in self._shared:
+            self._shared[key] = len(self.shared)
+            self.shared.append(node)
+        return {"s": self._shared[key]}
+
+    def _node(self, value):
         if isinstance(value, Joined):
             return {"join": self.node(value.separator), "parts": [self.node(p) for p in value.parts]}
         index, fields = self._template(value.context, value.source)
@@ -152,7 +169,8 @@ class Spoken:
         return out
 
     def data(self) -> dict:
-        return {"templates": self.templates, "untranslated": sorted(list(m) for m in self.missed)}
+        return {"templates": self.templates, "shared": self.shared,
+                "untranslated": sorted(list(m) for m in self.missed)}
 
 
 def changes(values: Sequence, first: int = 0) -> list[list]:
