@@ -167,3 +167,43 @@ def test_page_js_formats_no_number_and_says_no_sentence_of_the_panels():
     for sentence in ("{engine}: {ms:.2f} ms/step", "K/V computed", "mean KL", "Totals over steps", "Work saved",
                      "Decode steps alone", "Outlined: the", "rows verified", "pool {n}", "differs from {first}"):
         assert sentence not in script, sentence
+
+
+def test_the_work_matrix_lines_and_attention_captions_are_the_windows_in_both_languages(run, data, qapp):
+    """At every step, in English and in Chinese: the line under each engine's work matrix and the attention
+    panel's title line and caption, for every engine with weights, are the window panels' own."""
+    from kvviz.page import ENGINE_MARK
+    from kvviz.ui import i18n
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.panels.attention import AttentionPanel
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    def detail(plot) -> str:  # the second line of kvviz.ui.style.engine_title's title
+        return re.findall(r"<span[^>]*>([^<]*)</span>", plot.titleLabel.text)[-1]
+
+    history = RunHistory(info=run.info, traces=run.traces)
+    said = data["said"]
+    names = {chr(ENGINE_MARK + e["order"]): e["name"] for e in data["engines"]}
+    weighed = [e for e in data["engines"] if e["said"]["attention"]]
+    assert weighed
+    try:
+        for lang in ("en", "zh_CN"):
+            i18n.set_language(lang)
+            matrix, attention = WorkMatrixPanel(), AttentionPanel()
+            try:
+                for step in range(run.n_steps):
+                    matrix.show_step(history, step)
+                    for e in data["engines"]:
+                        page = _said(_at(e["said"]["work_matrix"], step), said, lang, names)
+                        assert page == detail(matrix._views[e["name"]].plot), (lang, step, e["name"])
+                    for e in weighed:
+                        attention.show_step(history, step)
+                        attention._engine_box.setCurrentText(e["name"])
+                        title, caption = (_said(n, said, lang, names) for n in _at(e["said"]["attention"], step))
+                        assert (title, caption) == (detail(attention._plot), attention._caption.text()), (lang, step)
+            finally:
+                for panel in (matrix, attention):
+                    panel.close()
+                    panel.deleteLater()
+    finally:
+        i18n.set_language("en")
