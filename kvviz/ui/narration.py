@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QCoreApplication
-
 from kvviz.records import narration as _words
 from kvviz.records.narration import kernels_ran
 from kvviz.ui.history import RunHistory
@@ -14,12 +12,8 @@ from kvviz.ui.qtutil import translator
 
 __all__ = ["describe", "kernel_label", "kernels_ran", "kernels_text"]
 
-
 _tr = translator("Narration")
-
-
-def _tr_kernels(text: str) -> str:
-    return QCoreApplication.translate("kernels", text)
+_tr_kernels = translator("kernels")
 
 
 def kernel_label(kernel: str) -> str:

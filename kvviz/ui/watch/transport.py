@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from kvviz.peers.watch.history import state_text
@@ -19,12 +19,7 @@ from kvviz.ui.watch.source import ServerView, WatchFrame
 STATE_COLORS = {"up": "#2ca02c", "down": "#d62728", "stalled": "#ff7f0e", "connecting": "#7f7f7f"}
 NARRATION_SENTENCES = 4  # the longest form says this many of the newest sentences
 
-
-def _said_tr(text: str) -> str:
-    """A narration template in the window's language (kvviz.peers.watch.said: the context "Narration")."""
-    return QCoreApplication.translate("Narration", text)
-
-
+_said_tr = translator("Narration")  # a narration template (kvviz.peers.watch.said) in the window's language
 _tr = translator("WatchTransport")
 
 
