@@ -220,5 +220,5 @@ def test_a_text_beyond_the_bmp_is_cut_where_javascript_counts(record):
 def test_serve_js_translates_no_word_and_counts_no_token():
     script = (ROOT / "kvviz" / "page" / "serve.js").read_text(encoding="utf-8")
     assert not re.search(r"\btr\(", script)  # every title, legend, axis and counter name is Python's (DATA.words)
-    for word in ("new Set(", ".em", "=== q)", "the schedulers generated"):
+    for word in ("new Set(", ".em", "=== q)", "the schedulers generated", "reduce(", "r.blocks"):
         assert word not in script, word

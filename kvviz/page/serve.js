@@ -142,11 +142,10 @@ window.kvvizServe = function (lib) {
     el.usage.title.textContent = W().titles.usage;
     el.usage.legend.innerHTML = legendOf(BANDS);
     const [ctx, w, h] = fitCanvas(el.usage.canvas), half = Math.floor(h / 2);
-    const xMax = Math.max(1, ...BANDS.map(r => r.n - 1)), top = Math.max(1, ...BANDS.map(r => r.blocks)) * 1.05;
-    const batchMax = Math.max(1, ...BANDS.map(r => r.series.batch.reduce((m, v) => Math.max(m, v), 0)));
+    const [xMax, top, batchTop] = DATA.usage_range;  // Python's (serve.py _usage_range)
     const line = key => BANDS.map(r => ({ color: r.color, xs: r.series.step, ys: r.series[key], width: 2 }));
     const a = plot(ctx, 0, 0, w, half, { left: used, xMax, yMax: top, series: line("used"), vline: k, vlineDash: [] });
-    const b = plot(ctx, 0, half, w, h - half, { left: batch, bottom: stepName, xMax, yMax: batchMax * 1.05, series: line("batch"), vline: k, vlineDash: [] });
+    const b = plot(ctx, 0, half, w, h - half, { left: batch, bottom: stepName, xMax, yMax: batchTop, series: line("batch"), vline: k, vlineDash: [] });
     if (a) for (const r of RUNS) r.series.preemptions.forEach((p, i) => {
       if (!p) return;
       const x = a.X(r.series.step[i]), y = a.Y(r.series.used[i]);

@@ -215,6 +215,14 @@ def _differ(history) -> list[list[list[int]]]:
     return out
 
 
+def _usage_range(schedulers: list[dict], vllm: dict | None) -> list[float]:
+    """The pool use and batch plots' ranges: the last step, the largest pool's blocks and the largest batch (both
+    with 5% above, as the Serve view's usage panel sets the pool's; 1 at the least)."""
+    lanes = schedulers + ([vllm] if vllm else [])
+    return [max([1] + [r["n"] - 1 for r in lanes]), max([1] + [r["blocks"] for r in lanes]) * 1.05,
+            max([1] + [v for r in lanes for v in r["series"]["batch"]]) * 1.05]
+
+
 def _words(history) -> dict[str, dict]:
     """The panels' titles, legends, axis labels, counter names and note in each language (kvviz.serving.words)."""
     out = {}
@@ -256,13 +264,15 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
         })
     n_steps = history.n_steps()
     model = runs[0].model
+    vllm = _vllm_data(history)
     workload = _say(lambda tr: workload_text(history.workload_name, history.n_requests(), tr), "TextPanel")
     prompts = [r.prompt for r in history.workload.requests]
     return {"kind": "serve", "workload": history.workload_name, "n_requests": history.n_requests(),
             "arrival": [int(r.arrival) for r in history.workload.requests],
             "prompts": [p if len(p) <= PROMPT_CHARS else "…" + p[-PROMPT_CHARS:] for p in prompts],
             "model": {"name": model.name, "device": model.device, "dtype": model.dtype},
-            "schedulers": schedulers, "vllm": _vllm_data(history), "range": [0, n_steps - 1],
+            "schedulers": schedulers, "vllm": vllm, "range": [0, n_steps - 1],
+            "usage_range": _usage_range(schedulers, vllm),
             "narration": _narration(history), "workload_text": workload, "words": _words(history),
             "counter_keys": list(COUNTERS), "differ": _differ(history),
             "text_titles": {lang: [_tr("TextPanel", lang)("Request {0}: its text").format(q)
