@@ -616,6 +616,11 @@ def _record(cls, doc: Any, where: str, checks: dict[str, tuple[Callable[[Any], b
 
 _INT_OR_NONE = (lambda v: v is None or _count(v), "a whole number or null")
 _COUNT = (_count, "a whole number >= 0")
+_POS = (lambda v: _is_int(v) and v >= 1, "a whole number >= 1")
+_SECS = (_number, "a number >= 0")
+_TEXT = (lambda v: isinstance(v, str) and len(v) <= 4096, "a string")
+_OBJECT = (lambda v: isinstance(v, dict), "an object")
+_LIST = (lambda v: isinstance(v, list), "a list")
 _BLOCKS = (_list_of(_count), "a list of block numbers")
 
 
@@ -631,7 +636,7 @@ def _work(doc: Any, where: str, n_requests: int) -> Work:
 
 def _pool(doc: Any, where: str) -> PoolState:
     p = _record(PoolState, doc, where, {
-        "block_size": (lambda v: _is_int(v) and v >= 1, "a whole number >= 1"),
+        "block_size": _POS,
         "ref_counts": (_list_of(_count), "a list of counts"),
         "owners": (_list_of(_list_of(_count)), "a list of lists of requests"),
         "filled": (_list_of(_count), "a list of counts"),
@@ -646,7 +651,7 @@ def _pool(doc: Any, where: str) -> PoolState:
 
 def _step(doc: Any, where: str, n_requests: int) -> ServeStep:
     def items(key: str, make) -> tuple:
-        value = _get(doc, key, lambda v: isinstance(v, list), "a list", where, optional=True, default=[])
+        value = _get(doc, key, *_LIST, where, optional=True, default=[])
         return tuple(make(v, f"{where}: {key}[{i}]") for i, v in enumerate(value))
 
     def req(v, w):
@@ -657,7 +662,7 @@ def _step(doc: Any, where: str, n_requests: int) -> ServeStep:
             raise ValueError(f"{w}: request {r.request} of {n_requests}")
         return r
 
-    pool = _pool(_get(doc, "pool", lambda v: isinstance(v, dict), "an object", where), f"{where}: pool")
+    pool = _pool(_get(doc, "pool", *_OBJECT, where), f"{where}: pool")
     step = ServeStep(
         step=_get(doc, "step", _count, "a whole number >= 0", where),
         work=items("work", lambda v, w: _work(v, w, n_requests)),
@@ -686,7 +691,7 @@ def _step(doc: Any, where: str, n_requests: int) -> ServeStep:
 def _per_request(doc: Any, key: str, where: str, n: int, make: Callable[[Any, str], Any]) -> tuple:
     """doc[key]: a list of one record per request, in request order (`make(item, where)` reads each)."""
     out = []
-    for i, item in enumerate(_get(doc, key, lambda v: isinstance(v, list), "a list", where)):
+    for i, item in enumerate(_get(doc, key, *_LIST, where)):
         w = f"{where}: {key}[{i}]"
         got = make(item, w)
         if got.request != i:
@@ -699,23 +704,20 @@ def _per_request(doc: Any, key: str, where: str, n: int, make: Callable[[Any, st
 
 def run_from_dict(doc: Any, where: str) -> ServeRun:
     scheduler = _get(doc, "scheduler", _word(SCHEDULERS), "one of " + ", ".join(SCHEDULERS), where)
-    sdoc = _get(doc, "settings", lambda v: isinstance(v, dict), "an object", where)
-    pos = (lambda v: _is_int(v) and v >= 1, "a whole number >= 1")
+    sdoc = _get(doc, "settings", *_OBJECT, where)
     settings = _record(SchedulerSettings, sdoc, f"{where}: settings", {
-        "max_batch": pos, "blocks": pos, "block_size": pos,
+        "max_batch": _POS, "blocks": _POS, "block_size": _POS,
         "token_budget": (lambda v: v is None or (_is_int(v) and v >= 1), "a whole number >= 1 or null"),
-        "temperature": (_number, "a number >= 0"), "top_k": _INT_OR_NONE,
+        "temperature": _SECS, "top_k": _INT_OR_NONE,
         "top_p": (lambda v: v is None or _number(v), "a number or null"), "seed": _COUNT},
         optional=("token_budget", "temperature", "top_k", "top_p", "seed"))
-    mdoc = _get(doc, "model", lambda v: isinstance(v, dict), "an object", where)
-    text = (lambda v: isinstance(v, str) and len(v) <= 4096, "a string")
+    mdoc = _get(doc, "model", *_OBJECT, where)
     model = _record(ModelInfo, mdoc, f"{where}: model", {
-        "name": text, "arch": text, "n_layer": pos, "n_head": pos, "n_kv_head": pos, "head_dim": pos,
-        "max_seq_len": pos, "dtype": text, "device": text, "threads": pos, "weights_bytes": _COUNT,
+        "name": _TEXT, "arch": _TEXT, "n_layer": _POS, "n_head": _POS, "n_kv_head": _POS, "head_dim": _POS,
+        "max_seq_len": _POS, "dtype": _TEXT, "device": _TEXT, "threads": _POS, "weights_bytes": _COUNT,
         "kv_bytes_per_token": _COUNT})
     try:
-        workload = workload_from_dict(_get(doc, "workload", lambda v: isinstance(v, dict), "an object", where),
-                                      f"{where}: workload")
+        workload = workload_from_dict(_get(doc, "workload", *_OBJECT, where), f"{where}: workload")
     except ValueError as exc:
         raise ValueError(str(exc)) from None
     n = len(workload.requests)
@@ -724,14 +726,14 @@ def run_from_dict(doc: Any, where: str) -> ServeRun:
             "request": _COUNT, "prompt_ids": (_list_of(_count), "a list of token ids"),
             "token_ids": (_list_of(_count), "a list of token ids"), "text": (lambda v: isinstance(v, str), "a string"),
             "arrival": _COUNT, "admitted_step": _COUNT, "first_token_step": _COUNT, "finish_step": _COUNT,
-            "ttft_ms": (_number, "a number >= 0"), "tpot_ms": (lambda v: v is None or _number(v), "a number or null"),
+            "ttft_ms": _SECS, "tpot_ms": (lambda v: v is None or _number(v), "a number or null"),
             "preemptions": _COUNT, "cached_tokens": _COUNT, "computed_tokens": _COUNT,
             "solo_token_ids": (lambda v: v is None or _list_of(_count)(v), "a list of token ids or null")},
             optional=("preemptions", "cached_tokens", "computed_tokens", "solo_token_ids"))
 
     results = _per_request(doc, "results", where, n, result)
     steps: list[ServeStep] = []
-    for i, s in enumerate(_get(doc, "steps", lambda v: isinstance(v, list), "a list", where)):
+    for i, s in enumerate(_get(doc, "steps", *_LIST, where)):
         step = _step(s, f"{where}: steps[{i}]", n)
         if step.step != step_count(steps):
             raise ValueError(f"{where}: steps[{i}] is step {step.step}, where step {step_count(steps)} follows")
@@ -749,37 +751,35 @@ def vllm_run_from_dict(doc: Any, where: str, workload: Workload) -> VllmRun:
     """vLLM's run as runs_to_dict writes it (kvviz.peers.vllm.VllmRun), checked against the record's workload:
     a request per workload request, steps in order, requests named inside the workload."""
     n = len(workload.requests)
-    text = (lambda v: isinstance(v, str) and len(v) <= 4096, "a string")
-    pos = (lambda v: _is_int(v) and v >= 1, "a whole number >= 1")
-    secs = (_number, "a number >= 0")
     requests_of = (_list_of(lambda v: _count(v) and v < n), f"a list of requests below {n}")
-    sdoc = _get(doc, "settings", lambda v: isinstance(v, dict), "an object", where)
+    sdoc = _get(doc, "settings", *_OBJECT, where)
     settings = _record(VllmSettings, sdoc, f"{where}: settings", {
-        "block_size": pos, "blocks": pos, "max_batch": pos, "token_budget": pos,
-        "prefix_caching": (lambda v: isinstance(v, bool), "true or false"), "max_model_len": pos,
+        "block_size": _POS, "blocks": _POS, "max_batch": _POS, "token_budget": _POS,
+        "prefix_caching": (lambda v: isinstance(v, bool), "true or false"), "max_model_len": _POS,
         "threads": (lambda v: v is None or (_is_int(v) and v >= 1), "a whole number >= 1 or null")},
         optional=("threads",))
     engine = _get(doc, "engine_settings", lambda v: isinstance(v, dict) and all(
         isinstance(k, str) and (v[k] is None or isinstance(v[k], (str, int, float, bool))) for k in v),
         "an object of plain values", where)
     requests = _per_request(doc, "requests", where, n, lambda r, w: _record(VllmRequest, r, w, {
-        "request": _COUNT, "token_ids": (_list_of(_count), "a list of token ids"), "text": text,
+        "request": _COUNT, "token_ids": (_list_of(_count), "a list of token ids"), "text": _TEXT,
         "cached_tokens": _COUNT, "first_token_step": _INT_OR_NONE, "finish_step": _INT_OR_NONE,
         "preemptions": _COUNT}, optional=("first_token_step", "finish_step")))
     steps: list[VllmStep] = []
-    for i, s in enumerate(_get(doc, "steps", lambda v: isinstance(v, list), "a list", where)):
+    for i, s in enumerate(_get(doc, "steps", *_LIST, where)):
         w = f"{where}: steps[{i}]"
         step = _record(VllmStep, s, w, {
             "step": _COUNT, "running": _COUNT, "waiting": _COUNT, "blocks_in_use": _COUNT, "preempted": _COUNT,
             "prompt_computed": _COUNT, "prompt_cached": _COUNT, "added": requests_of, "emitted": requests_of,
-            "latency_ms": secs})
+            "latency_ms": _SECS})
         if steps and step.step <= steps[-1].step:
             raise ValueError(f"{w}: step {step.step} after step {steps[-1].step}")
         steps.append(step)
-    return VllmRun(version=_get(doc, "version", text[0], text[1], where),
-                   python=_get(doc, "python", text[0], text[1], where), settings=settings,
+    return VllmRun(version=_get(doc, "version", *_TEXT, where),
+                   python=_get(doc, "python", *_TEXT, where), settings=settings,
                    engine_settings=dict(engine), requests=tuple(requests), steps=tuple(steps),
-                   startup_s=float(_get(doc, "startup_s", *secs, where)), run_s=float(_get(doc, "run_s", *secs, where)))
+                   startup_s=float(_get(doc, "startup_s", *_SECS, where)),
+                   run_s=float(_get(doc, "run_s", *_SECS, where)))
 
 
 def runs_from_dict(doc: Any, where: str = "serve record") -> tuple[ServeRun, ...]:
