@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
 
 from kvviz import catalog
 from kvviz.costs.wall import WallShape, achieved_gbps
-from kvviz.format import byte_unit, duration_unit, fmt_count, fmt_figure, fmt_ms, share_text
+from kvviz.format import fmt_count, fmt_ms
 from kvviz.kernels import baselines, compared_kernels
+from kvviz.page.said_compare import COLUMNS, QUALITY_ROWS, WALL_ROWS, cell_text, row_units
 from kvviz.records.repeats import spread
 from kvviz.records.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
@@ -35,29 +36,13 @@ from kvviz.ui.narration import kernel_label, kernels_ran, kernels_text
 from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel
 
+# The rows, COLUMNS (kvviz.page.said_compare, which the page says them with): keys (stable, used by table_values)
+# and, where the best value is tinted, whether a larger value is better. Byte rows and the memory wall's get no
+# "best": naive's 0 B is no win (it pays in compute), and naive reads most so reaches the highest rate, at no gain.
+
 # The best figure of a row is tinted (bold had widened each column by ~4 pixels, past a narrow panel).
 _BEST = QBrush(QColor("#cfe8c8"))
 _NO_TINT = QBrush()
-# Column keys (stable, used by table_values) and, where the best value is tinted, whether a
-# larger value is better. Byte columns get no "best": naive's 0 B is no win, it pays in compute.
-COLUMNS: tuple[tuple[str, bool | None], ...] = (
-    ("total_ms", False),
-    ("tokens_per_s", True),
-    ("speedup_vs_naive", True),
-    ("kv_projections", False),
-    ("bytes_copied", None),
-    ("bytes_written", None),
-    ("bytes_gathered", None),
-    ("peak_cache_bytes", None),
-    # The memory wall: no "best" either (naive reads most and so reaches the highest rate, at no gain).
-    ("bytes_read", None),  # weights + K/V the steps must read (kvviz.costs.wall), summed
-    ("read_gbps", None),  # those bytes over the summed step time, GB/s (10^9 B/s)
-    ("copy_share", None),  # read_gbps over the wall's ceiling: RunInfo.bandwidth_gbps(), read (older traces: copy)
-    ("mean_kl", False),  # quality beside cost (kvviz.measure.quality): 0 for the exact engines
-    ("top1_agreement", True),
-)
-WALL_ROWS = ("bytes_read", "read_gbps", "copy_share")
-QUALITY_ROWS = ("mean_kl", "top1_agreement")  # shown for a run with an approximate cache
 
 
 class _ReadTotals:
@@ -338,7 +323,7 @@ class SummaryPanel(Panel):
         # The wall's rows where the run recorded its figures (the share where it recorded the machine's
         # copy bandwidth too); _fit sets them aside in a panel too short for them.
         self._wall_rows = () if wall is None else WALL_ROWS if copy is not None else WALL_ROWS[:2]
-        self._units = self._row_units()
+        self._units = row_units(self._values)
         self._set_headers()
         row = COLUMNS.index(("speedup_vs_naive", True))
         self._table.verticalHeaderItem(row).setToolTip(self.tr(
@@ -348,21 +333,6 @@ class SummaryPanel(Panel):
                  self._kernel_note(kernels))
         self._note.setText("<br>".join(n for n in notes if n))
         self._fill(engines)
-
-    def _row_units(self) -> dict[str, tuple[str, float]]:
-        """Per time, rate or byte row, the unit its figures are given in (named once, in the row's label,
-        so four engines' columns fit a narrow panel): the largest figure's."""
-        units: dict[str, tuple[str, float]] = {}
-        for key, _higher in COLUMNS:
-            values = [v[key] for v in self._values.values() if v[key] is not None and not _nan(v[key])]
-            top = max((abs(x) for x in values), default=0)
-            if key == "total_ms":
-                units[key] = duration_unit(top)
-            elif key == "read_gbps":
-                units[key] = ("GB/s", 1.0)
-            elif key.endswith("bytes") or key.startswith("bytes"):
-                units[key] = byte_unit(top)
-        return units
 
     def _fill(self, engines: list[str]) -> None:
         table = self._table
@@ -394,7 +364,7 @@ class SummaryPanel(Panel):
                     item = QTableWidgetItem()
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                     table.setItem(row, col, item)
-                text = self._format(key, value)
+                text = cell_text(key, value, self._units.get(key))
                 if item.text() != text:
                     item.setText(text)
                 if item.font() != plain:
@@ -601,23 +571,6 @@ class SummaryPanel(Panel):
                 and event.size().width() != event.oldSize().width()):
             self._fit()
         return super().eventFilter(watched, event)
-
-    def _format(self, key: str, value) -> str:
-        if value is None or _nan(value):
-            return "\u2014"
-        if key in self._units:
-            return fmt_figure(value / self._units[key][1])
-        if key == "tokens_per_s":
-            return fmt_figure(value)
-        if key == "speedup_vs_naive":
-            return f"{value:.2f}\u00d7"
-        if key == "mean_kl":
-            return f"{value:.3g}"
-        if key == "top1_agreement":
-            return share_text(value)
-        if key == "copy_share":
-            return f"{100 * value:.0f}%"
-        return fmt_count(value)
 
     def _work_note(self, summaries: dict[str, RunSummary]) -> str:
         naive = summaries.get("naive")
