@@ -1,6 +1,6 @@
 """An exception nothing caught inside the running app (a slot, a menu action, a timer) is told in the window
-in one line, with its traceback on stderr, and the app carries on (kvviz.ui.export_actions.install_error_hook,
-installed by `python main.py`). A user had seen an export fail with nothing on screen."""
+in one line, with its traceback on stderr, and the app carries on (kvviz.ui.shell.exports.install_error_hook,
+installed by `python main.py`): an export that fails is never silent."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +11,7 @@ from PySide6.QtCore import QTimer
 
 @pytest.mark.qt_no_exception_capture
 def test_an_uncaught_exception_is_told_in_the_window(open_window, qtbot, monkeypatch, capsys):
-    from kvviz.ui.export_actions import install_error_hook
+    from kvviz.ui.shell.exports import install_error_hook
 
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # the test's own hook back afterwards
     window = open_window()

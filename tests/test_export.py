@@ -338,7 +338,7 @@ def test_unwritable_path_is_a_message_and_the_app_carries_on(window, actions, tm
               "a_folder": tmp_path / "adir"}[where]
     assert actions.export_image("work_matrix", "png", str(target), 1.0) is None
     assert "Image export failed" in window.error_text() and str(target.parent.name) in window.error_text()
-    assert actions.export_data("steps_csv", str(target)) is None
+    assert actions.save("steps_csv", str(target)) is None
     assert "Data export failed" in window.error_text()
     assert window.isVisible()
     assert leftovers(tmp_path) == ["adir", "file.txt"] and leftovers(tmp_path / "adir") == []
@@ -429,11 +429,48 @@ def test_nothing_to_export_before_a_run(qapp, tmp_path):
             export_data(empty, "json", tmp_path / "x.json")
         with pytest.raises(ValueError, match="nothing to export"):
             export_animation(empty, ["window"], tmp_path / "x.gif")
-        actions.data_dialog("json")  # the menu entry says so instead of opening a file dialog
+        actions.dialog("json")  # the menu entry says so instead of opening a file dialog
         assert "nothing to export" in empty.error_text()
+        actions.actions["page"].trigger()
+        assert empty.error_text().startswith("Page export failed: nothing to export")
         assert not (tmp_path / "x.json").exists() and not (tmp_path / "x.gif").exists()
     finally:
         empty.close()
+
+
+def test_the_data_and_page_entries_are_the_shells_kinds(window, actions, tmp_path, monkeypatch):
+    """File > Export's trace data and page go through the shell's one path: the save dialog with each kind's
+    title, name and filter, the file written, the status bar's "Saved", the folder kept for the open dialog."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from kvviz.ui.shell.exports import FOLDER_KEY, ShellExports
+
+    assert isinstance(actions, ShellExports)
+    assert list(actions.actions) == ["json", "steps_csv", "summary_csv", "summary_md", "page"]
+    asked = []
+
+    def save_name(parent, title, start, file_filter):
+        asked.append((title, Path(start).name, file_filter))
+        return str(tmp_path / Path(start).name), file_filter
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(save_name))
+    for act in actions.actions.values():
+        act.trigger()
+    data = ("Export data", "kvviz-trace.json", "kvviz traces (*.json)")
+    assert asked == [data, ("Export data", "kvviz-steps.csv", "CSV files (*.csv)"),
+                     ("Export data", "kvviz-summary.csv", "CSV files (*.csv)"),
+                     ("Export data", "kvviz-summary.md", "Markdown files (*.md)"),
+                     ("Export interactive page", "kvviz-run.html", "HTML pages (*.html)")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(name for _, name, _ in asked)
+    assert traceio.load_run(tmp_path / "kvviz-trace.json").info.engines == ENGINES
+    page = tmp_path / "kvviz-run.html"
+    assert window.statusBar().currentMessage() == f"Saved {page} ({page.stat().st_size:,} bytes)"
+    assert window.settings.value(FOLDER_KEY) == str(tmp_path)
+    opened = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda parent, title, start, _filter: opened.append((title, start)) or ("", "")))
+    actions.act_open_trace.trigger()
+    assert opened == [("Open trace", str(tmp_path))]
 
 
 def test_menus_toolbar_and_shortcuts_are_installed(window, actions):

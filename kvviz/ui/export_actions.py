@@ -1,5 +1,7 @@
-"""File > Export (images, data, animations) and File > Open trace for the main window, and the functions
-behind them, which the headless `kvviz export` shares.
+"""The compare window's File > Export on the shell's (kvviz.ui.shell.exports: the actions, the save and open
+dialogs, the reports): its own image dialog (the window or a panel, PNG, SVG or the clipboard), its animation
+of chosen panels over chosen steps, the trace's data and page as the shell's kinds, File > Open trace, and the
+functions behind them, which the headless `kvviz export` shares.
 
 It works through the window's public surface (history, panels, frames, select_step, show_error,
 statusBar, settings, the run signals), renders with kvviz.ui.exporters and reads and writes traces
@@ -14,14 +16,13 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
-from PySide6.QtGui import QAction, QImage, QKeySequence
+from PySide6.QtGui import QImage, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QLabel,
     QListWidget,
@@ -38,7 +39,12 @@ from PySide6.QtWidgets import (
 from kvviz.records import traceio
 from kvviz.ui import exporters
 from kvviz.ui.exporters import Cancelled
-from kvviz.ui.shell.exports import FOLDER_KEY, ask_save_path, export_folder
+from kvviz.ui.shell.exports import (
+    ExportKind,
+    ShellExports,
+    install_error_hook,  # noqa: F401 (kvviz.ui.app installs it from here)
+    report_error,
+)
 
 WINDOW = "window"  # the export target meaning the whole window, beside the panel keys
 IMAGE_FORMATS = ("png", "svg", "clipboard")
@@ -269,31 +275,6 @@ def open_trace(window: QMainWindow, path: str | Path) -> traceio.SavedRun:
     return saved
 
 
-def report_error(window: QMainWindow, text: str) -> None:
-    """Shown in the window's error strip and status bar; nothing modal, the app carries on."""
-    window.show_error(text)
-    window.statusBar().showMessage(text, 15_000)
-
-
-def install_error_hook(window: QMainWindow) -> None:
-    """An exception no handler caught (a slot, a menu action, a timer) is told in the window's error strip in
-    one line, its traceback on stderr for a report: a terminal is a place a user may never look, and an export
-    that fails must not look as if nothing had been asked. The app carries on, as Qt does after one."""
-    import sys
-
-    from kvviz.errors import one_line
-
-    def hook(kind, exc, tb) -> None:
-        sys.__excepthook__(kind, exc, tb)
-        try:
-            report_error(window, _tr("Something failed inside kvviz: {0}: {1} (the details are on the terminal; "
-                                     "please report them)").format(kind.__name__, one_line(str(exc), 200)))
-        except Exception:  # a window already closing: stderr has it
-            pass
-
-    sys.excepthook = hook
-
-
 # -- dialogs ----------------------------------------------------------------------------------------------
 class ImageExportDialog(QDialog):
     """What to export as an image: the whole window or a panel; PNG (with a scale), SVG or clipboard."""
@@ -430,28 +411,32 @@ class AnimationExportDialog(QDialog):
 
 
 # -- the actions ------------------------------------------------------------------------------------------
-class ExportActions(QObject):
-    """The menu entries, toolbar button and shortcuts; each runs the matching function above and reports
-    success in the status bar and failure in the window's error strip."""
+class ExportActions(ShellExports):
+    """The shell's exports with the compare window's own: the trace's data and its page as the shell's kinds
+    (checked, asked for, written and reported on its one path), the image dialog, the clipboard, the animation
+    dialog, File > Open trace and the toolbar's Export button. Success is said in the status bar, a failure
+    in the error strip and the status bar."""
+
+    SAVED_MS = 15_000
 
     def __init__(self, window: QMainWindow) -> None:
-        super().__init__(window)
+        from kvviz.ui.page_action import PageAction  # Interactive page... (kvviz.page)
+
+        def has_steps() -> None:
+            check_has_steps(window)
+
+        kinds = {kind: ExportKind("", DEFAULT_NAMES[kind], lambda path, k=kind: export_data(window, k, path),
+                                  has_steps) for kind in DATA_KINDS}
+        kinds["page"] = ExportKind("", "kvviz-run.html", lambda path: self.page_action.write(path), has_steps)
+        # (no texts for the shell: retranslate, title, file_filter and the reports below say this window's words)
+        super().__init__(window, kinds, dict, lambda: draw_step(window, window.selected_step, [WINDOW]))
         self.setObjectName("export_actions")
-        self.window = window
         self.settings = window.settings
-
-        def action(slot, *keys: str) -> QAction:
-            act = QAction(window)
-            act.setShortcuts([QKeySequence(k) for k in keys])
-            act.triggered.connect(slot)
-            window.addAction(act)  # shortcuts work with the menu bar hidden
-            return act
-
-        self.act_image = action(lambda: self.image_dialog(), "Ctrl+E")
-        self.act_copy = action(lambda: self.copy_window(), "Ctrl+Shift+C")
-        self.act_animation = action(lambda: self.animation_dialog(), "Ctrl+Shift+E")
-        self.act_data = {kind: action(lambda _=False, k=kind: self.data_dialog(k)) for kind in DATA_KINDS}
-        self.act_open_trace = action(lambda: self.open_trace_dialog(), "Ctrl+Shift+O")
+        self.act_image = self.action(lambda: self.image_dialog(), "Ctrl+E")
+        self.act_copy = self.action(lambda: self.copy_window(), "Ctrl+Shift+C")
+        self.act_animation = self.action(lambda: self.animation_dialog(), "Ctrl+Shift+E")
+        self.act_data = {kind: self.actions[kind] for kind in DATA_KINDS}
+        self.act_open_trace = self.action(lambda: self.open_trace_dialog(), "Ctrl+Shift+O")
 
         menu: QMenu = getattr(window, "export_menu", None) or window.menuBar().addMenu("")
         self.menu = menu
@@ -461,11 +446,10 @@ class ExportActions(QObject):
         for act in self.act_data.values():
             menu.addAction(act)
         menu.addSeparator()
+        menu.addAction(self.actions["page"])
         menu.addAction(self.act_animation)
         menu.menuAction().setEnabled(True)
-        from kvviz.ui.page_action import install_page_action  # Interactive page... (kvviz.page), before Animation
-
-        self.page_action = install_page_action(self)
+        self.page_action = PageAction(self)
         file_menu = getattr(window, "file_menu", None)
         if file_menu is not None:
             file_menu.insertAction(menu.menuAction(), self.act_open_trace)
@@ -506,23 +490,38 @@ class ExportActions(QObject):
             act.setText(text)
             keys = act.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
             act.setToolTip(f"{tip} ({keys})" if keys else tip)
+        self.page_action.retranslate()
         self.button.setText(self.tr("Export"))
         self.button.setToolTip(self.act_image.toolTip())
         if not getattr(self.window, "export_menu", None):
             self.menu.setTitle(self.tr("&Export"))
 
-    # -- helpers
-    def _folder(self) -> str:
-        return export_folder(self.settings)
+    # -- the shell's dialog and reports, in this window's words
+    def words(self, kind: str) -> tuple[str, str, str]:
+        """A kind's save dialog title, its file filter and the name its failure is told by."""
+        if kind == "page":
+            return self.page_action.words()
+        filters = {".json": self.tr("kvviz traces (*.json)"), ".csv": self.tr("CSV files (*.csv)"),
+                   ".md": self.tr("Markdown files (*.md)")}
+        return self.tr("Export data"), filters[DATA_KINDS[kind][0]], self.tr("Data export")
 
-    def _ask_save_path(self, title: str, name: str, file_filter: str) -> str:
-        return ask_save_path(self.window, self.settings, title, name, file_filter)
+    def title(self, kind: str) -> str:
+        return self.words(kind)[0]
 
-    def _saved(self, path: Path, detail: str = "") -> None:
+    def file_filter(self, kind: str) -> str:
+        return self.words(kind)[1]
+
+    def report_saved(self, kind: str, path: Path) -> None:
+        self.saved(path, self.tr("{0} bytes").format(f"{path.stat().st_size:,}"))
+
+    def report_failed(self, kind: str, exc: ValueError) -> None:
+        self.failed(self.words(kind)[2], exc)
+
+    def saved(self, path: Path, detail: str = "") -> None:
         self.window.statusBar().showMessage(
-            self.tr("Saved {0}").format(path) + (f" ({detail})" if detail else ""), 15_000)
+            self.tr("Saved {0}").format(path) + (f" ({detail})" if detail else ""), self.SAVED_MS)
 
-    def _failed(self, what: str, exc: Exception) -> None:
+    def failed(self, what: str, exc: Exception) -> None:
         report_error(self.window, self.tr("{0} failed: {1}").format(what, exc))
 
     def _saved_number(self, key: str, default: float, low: float, high: float, *, integer: bool = True) -> float:
@@ -548,7 +547,7 @@ class ExportActions(QObject):
             step = self.window.selected_step
             name = f"kvviz-{key}-step{step}.{fmt}"
             flt = self.tr("PNG images (*.png)") if fmt == "png" else self.tr("SVG images (*.svg)")
-            path = self._ask_save_path(self.tr("Export image"), name, flt)
+            path = self.ask_save_path(self.tr("Export image"), name, flt)
             if not path:
                 return
         self.export_image(key, fmt, path, scale)
@@ -557,43 +556,22 @@ class ExportActions(QObject):
         try:
             result = export_image(self.window, key, fmt, path, scale)
         except ValueError as exc:
-            self._failed(self.tr("Image export"), exc)
+            self.failed(self.tr("Image export"), exc)
             return None
         if fmt == "clipboard":
             self.window.statusBar().showMessage(self.tr("Copied {0} × {1} pixels to the clipboard").format(
                 result.width(), result.height()), 10_000)
         else:
-            self._saved(result)
+            self.saved(result)
         return result
 
     def copy_window(self) -> None:
         self.export_image(WINDOW, "clipboard", None, 1.0)
 
-    # -- data
-    def data_dialog(self, kind: str) -> None:
-        if not self.window.history.n_steps():
-            self._failed(self.tr("Data export"), ValueError(_tr(
-                "nothing to export yet: run the engines or open a saved trace first")))
-            return
-        filters = {".json": self.tr("kvviz traces (*.json)"), ".csv": self.tr("CSV files (*.csv)"),
-                   ".md": self.tr("Markdown files (*.md)")}
-        path = self._ask_save_path(self.tr("Export data"), DEFAULT_NAMES[kind], filters[DATA_KINDS[kind][0]])
-        if path:
-            self.export_data(kind, path)
-
-    def export_data(self, kind: str, path: str) -> Path | None:
-        try:
-            saved = export_data(self.window, kind, path)
-        except ValueError as exc:
-            self._failed(self.tr("Data export"), exc)
-            return None
-        self._saved(saved, self.tr("{0} bytes").format(f"{saved.stat().st_size:,}"))
-        return saved
-
     # -- animations
     def animation_dialog(self) -> None:
         if not self.window.history.n_steps():
-            self._failed(self.tr("Animation export"), ValueError(_tr(
+            self.failed(self.tr("Animation export"), ValueError(_tr(
                 "nothing to export yet: run the engines or open a saved trace first")))
             return
         dialog = AnimationExportDialog(self.window, fps=int(self._saved_number("export/fps", 4, 1,
@@ -603,7 +581,7 @@ class ExportActions(QObject):
         v = dialog.values()
         self.settings.setValue("export/fps", v["fps"])
         flt = self.tr("GIF animations (*.gif)") if v["fmt"] == "gif" else self.tr("MP4 videos (*.mp4)")
-        path = self._ask_save_path(self.tr("Export animation"), f"kvviz-decode.{v['fmt']}", flt)
+        path = self.ask_save_path(self.tr("Export animation"), f"kvviz-decode.{v['fmt']}", flt)
         if path:
             self.export_animation(path=path, **v)
 
@@ -634,20 +612,18 @@ class ExportActions(QObject):
             self.window.statusBar().showMessage(self.tr("Animation cancelled; nothing was saved."), 10_000)
             return 0
         except ValueError as exc:
-            self._failed(self.tr("Animation export"), exc)
+            self.failed(self.tr("Animation export"), exc)
             return 0
         finally:
             dialog.close()
             dialog.deleteLater()
-        self._saved(Path(path), self.tr("{0} frames in {1:.1f} s").format(frames, time.perf_counter() - t0))
+        self.saved(Path(path), self.tr("{0} frames in {1:.1f} s").format(frames, time.perf_counter() - t0))
         return frames
 
     # -- replay
     def open_trace_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self.window, self.tr("Open trace"), self._folder(),
-                                              self.tr("kvviz traces (*.json);;All files (*)"))
+        path = self.ask_open_path(self.tr("Open trace"), self.tr("kvviz traces (*.json);;All files (*)"))
         if path:
-            self.settings.setValue(FOLDER_KEY, str(Path(path).parent))
             self.open_trace(path)
 
     def open_trace(self, path: str) -> bool:
