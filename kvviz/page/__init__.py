@@ -277,8 +277,8 @@ def attention_bytes(n_positions: int) -> int:
 
 def estimate_bytes(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], last: int) -> int:
     """About what the page's data will take, before it is built: the attention rows dominate, then the block
-    tables (n/block per step), ~250 bytes per step of scalars and ~400 of the narration (both languages) per
-    engine (1,650 a step measured with 4 engines over 2,000 steps)."""
+    tables (n/block per step), ~250 bytes per step of scalars, ~400 of the narration (both languages) and ~300 of
+    the panels' words and figures (kvviz.page.said_compare: 474,354 bytes over 400 steps of 4 engines) per engine."""
     total = 0
     for steps in traces.values():
         steps = steps[: last + 1]
@@ -288,7 +288,7 @@ def estimate_bytes(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], las
             total += attention_bytes(steps[-1].pos_stop)
         if steps[0].block_table is not None:
             total += sum(len(t.block_table or ()) for t in steps) * 4
-        total += 650 * len(steps)
+        total += 950 * len(steps)
     return total + len(info.prompt) * 2
 
 
