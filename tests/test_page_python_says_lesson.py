@@ -1,6 +1,6 @@
 """The lesson deck's line saying where the lesson is comes from Python (kvviz.page.lesson.where_text) in both
 languages, at every scene and stop, and reads as the presenter's (which puts the lesson's title in the middle:
-the deck shows it apart); lesson.js builds no sentence."""
+the deck shows it apart: where_text with the title is the presenter's line); lesson.js builds no sentence."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_decks_where_line_is_the_presenters_at_every_stop(presenter, tmp_path_factory, lang):  # noqa: F811
-    from kvviz.page.lesson import SEP, deck_data
+    from kvviz.page.lesson import deck_data, where_text
 
     window = presenter("08-serving", tmp_path_factory, (1280, 720), lang=lang)
     data = deck_data(window.lesson, window.runs, lang)
@@ -24,9 +24,11 @@ def test_the_decks_where_line_is_the_presenters_at_every_stop(presenter, tmp_pat
         for stop in range(len(scene["stops"])):
             window.go_to(i, stop)
             QApplication.processEvents()
-            where = scene["where"][lang][stop]
-            first, _sep, rest = where.partition(SEP)
-            assert window.where.text() == first + SEP + title + (SEP + rest if rest else ""), (i, stop)
+            memory = scene["kind"] == "memory"
+            assert window.where.text() == where_text(i, len(data["scenes"]), scene["stops"][stop], stop,
+                                                     len(scene["stops"]), memory, lang, title), (i, stop)
+            assert scene["where"][lang][stop] == where_text(i, len(data["scenes"]), scene["stops"][stop], stop,
+                                                            len(scene["stops"]), memory, lang), (i, stop)
             seen += 1
     assert seen > len(data["scenes"]) and "words" not in data
 

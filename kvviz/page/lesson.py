@@ -20,11 +20,13 @@ WHERE = {"en": ("Scene {0} / {1}", "step {0} ({1} of {2})"), "zh": ("场景 {0} 
 SEP = "  ·  "
 
 
-def where_text(index: int, count: int, step: int, stop: int, stops: int, memory: bool, lang: str) -> str:
-    """Where the lesson is, as the presenter says it beside the lesson's title: "Scene 2 / 9  ·  step 5 (1 of 2)"
-    (`index` and `stop` from 0; a memory scene has no step)."""
+def where_text(index: int, count: int, step: int, stop: int, stops: int, memory: bool, lang: str,
+               title: str = "") -> str:
+    """Where the lesson is: "Scene 2 / 9  ·  step 5 (1 of 2)" (`index` and `stop` from 0; a memory scene has no
+    step), with the lesson's `title` between them where given (the presenter's line; the deck shows it apart)."""
     scene, at = WHERE[lang]
-    return scene.format(index + 1, count) + ("" if memory else SEP + at.format(step, stop + 1, stops))
+    return (scene.format(index + 1, count) + (SEP + title if title else "")
+            + ("" if memory else SEP + at.format(step, stop + 1, stops)))
 
 
 def highlight_data(scene, run) -> dict | None:
