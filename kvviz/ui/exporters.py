@@ -28,8 +28,6 @@ XLINK_NS = "http://www.w3.org/1999/xlink"
 ANIMATION_FORMATS = ("gif", "mp4")
 MAX_GIF_FPS = 50  # GIF delays are in hundredths of a second, and viewers slow anything faster
 MAX_SCALE = 8.0
-_UMASK = os.umask(0o022)  # read once (the only way to read it is to set it), then put back
-os.umask(_UMASK)
 
 
 class Cancelled(Exception):
@@ -83,16 +81,12 @@ def check_target(path: str | Path) -> Path:
 
 
 def write_file(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Run `write(tmp)` and rename tmp to `path`; any failure removes tmp. OSError becomes one-line
-    ValueError; Cancelled passes through (the partial file removed)."""
+    """Run `write(tmp)` and deliver tmp to `path` by kvviz.fileio's output rule (a rename, with the mode a
+    plain open() gives); any failure removes tmp. OSError becomes one-line ValueError; Cancelled passes through
+    (the partial file removed)."""
     path = check_target(path)
-
-    def write_shared(tmp: Path) -> None:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # the temporary file was private (mkstemp); the export is not
-
     try:
-        return atomic_write(path, write_shared)
+        return atomic_write(path, write)
     except OSError as exc:
         raise ValueError(describe_os_error(path, exc)) from exc
 
