@@ -157,7 +157,7 @@ def test_no_laid_out_plot_is_below_its_readable_size_and_the_rest_wait_behind_ta
     window.grid.set_zoom(zoom)
     settle_window(qtbot, window)
     grid = window.grid
-    laid = grid._laid()
+    laid = grid.laid_out()
     assert laid and sorted(laid + grid.moved) == sorted(grid.shown_panels())
     short = [s for key in laid for s in boxes_ok(grid, key)]
     assert not short, short
@@ -172,18 +172,18 @@ def test_no_laid_out_plot_is_below_its_readable_size_and_the_rest_wait_behind_ta
         key = grid.moved[0]
         grid.tabs.setCurrentIndex(1)  # the tab shows that panel, alone and readable
         settle_window(qtbot, window)
-        assert grid._laid() == [key] and not boxes_ok(grid, key)
+        assert grid.laid_out() == [key] and not boxes_ok(grid, key)
         assert grid.painted.get(key) == (window.history.version, window.selected_step)
         grid.tabs.setCurrentIndex(0)
         settle_window(qtbot, window)
-        assert grid._laid() == laid
+        assert grid.laid_out() == laid
 
 
 def test_a_large_window_shows_every_panel_in_the_grid(qtbot, ran):
     ran.resize(1920, 1200)
     settle_window(qtbot, ran)
     assert ran.grid.moved == [] and not ran.grid.strip.isVisible()
-    assert sorted(ran.grid._laid()) == sorted(ran.grid.shown_panels())
+    assert sorted(ran.grid.laid_out()) == sorted(ran.grid.shown_panels())
 
 
 def test_zoom_rescales_plot_text_lines_and_markers_live_and_back(qtbot, ran):

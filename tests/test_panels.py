@@ -633,10 +633,10 @@ def test_panel_texts_follow_a_language_switch(qtbot, history):
     """Texts a panel sets once (axis labels, plot titles, checkboxes) are set again in the new language
     when the panel's frame is retranslated, as the window does on QEvent.LanguageChange."""
     from kvviz.ui import i18n
-    from kvviz.ui.grid import PanelFrame
+    from kvviz.ui.shell.grid import TitledFrame
 
     latency, attention = make_panel(qtbot, "latency"), make_panel(qtbot, "attention")
-    frames = [PanelFrame(latency), PanelFrame(attention)]
+    frames = [TitledFrame(latency, "compare"), TitledFrame(attention, "compare")]
     for frame in frames:
         qtbot.addWidget(frame)
     latency.show_step(history, DECODE_STEP)

@@ -68,7 +68,7 @@ def test_a_panel_of_one_class_and_one_registry_entry_is_built_toggled_and_drawn(
     assert actions.open_trace(str(path)), window.error_text()
     grid = window.grid
     panel = grid.panels["throwaway"]
-    assert isinstance(panel, ThrowawayPanel) and panel.key == "throwaway" and grid.panel_load_errors == []
+    assert isinstance(panel, ThrowawayPanel) and panel.key == "throwaway" and grid.load_errors == []
     frame = grid.frames["throwaway"]
     assert frame.header.text() == "Throwaway" and frame.toolTip().startswith("Each engine's token")
     toggle = grid.panel_actions["throwaway"]

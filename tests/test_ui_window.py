@@ -331,7 +331,7 @@ def test_a_narrow_window_clips_no_plot(qtbot, open_window):
     import pyqtgraph as pg
     from PySide6.QtWidgets import QLabel, QTableWidget
 
-    from kvviz.ui.grid import PanelFrame
+    from kvviz.ui.shell.grid import TitledFrame
 
     window = open_window()
     window.resize(1300, 760)
@@ -345,7 +345,7 @@ def test_a_narrow_window_clips_no_plot(qtbot, open_window):
         qtbot.wait(20)
         window.refresh()
     # A panel with no readable room waits behind a tab (grid.give_way): the others are laid out.
-    frames = [f for f in window.findChildren(PanelFrame) if f.isVisible()]
+    frames = [f for f in window.findChildren(TitledFrame) if f.isVisible()]
     assert len(frames) + len(window.grid.moved) == 8 and frames
     for frame in frames:
         panel = frame.panel
@@ -403,7 +403,7 @@ def test_every_registered_panel_is_laid_out_with_its_help(open_window):
 
     window = open_window()
     assert list(window.grid.panels) == [k for k, _ in PANELS]
-    assert window.grid.panel_load_errors == []
+    assert window.grid.load_errors == []
     for key, frame in window.grid.frames.items():
         help_text = window.grid.panels[key].help_text()
         assert help_text != "" and frame.toolTip().startswith(help_text) and "Double-click" in frame.toolTip()

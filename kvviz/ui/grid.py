@@ -1,10 +1,7 @@
-"""The panel grid: every registered panel in a frame with its title, laid out in rows of splitters;
-which panels are shown (View's toggles, one panel alone), the sizes the user dragged each arrangement
-to, and the drawing of the shown panels at one step of a RunHistory.
-
-It knows panels, frames and splitters; not the run form, the transport or the worker. The window
-puts its actions in menus and tells it which step to draw.
-"""
+"""The compare window's grid: the shell's grid (kvviz.ui.shell.grid.ShellGrid) over the compare panels, built after
+the window's first paint, each panel's readable size measured from its plots, Ctrl+1..9 for one panel alone, the
+sizes the user dragged each arrangement to kept (and saved), and the drawing of the shown panels at one step of a
+RunHistory. It knows panels, frames and splitters; not the run form, the transport or the worker."""
 from __future__ import annotations
 
 import time
@@ -12,23 +9,23 @@ import traceback
 
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSplitter, QWidget
 
 from kvviz import catalog
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels import PANELS
-from kvviz.ui.panels.base import Panel
 from kvviz.ui.qtutil import blocked
 from kvviz.ui.shell.giveway import HANDLE_PX, bands, give_way, share
-from kvviz.ui.shell.grid import MovedStrip, load_panels, place_frames
+from kvviz.ui.shell.grid import GridSpec, ShellGrid, place_frames
 
-PANEL_MIN_SIZE = (140, 110)
-TAB_STRIP_PX = 30  # the strip of tabs under the grid that holds the panels that did not fit (at 100%)
-
+PANEL_MIN_SIZE = (140, 110)  # a frame's least size: a panel whose content grows is clipped, not the window widened
 
 # Hidden until wanted: the quality panel shows nothing but zeros for exact caches, and a ninth panel
 # made the grid five columns wide (too narrow at 1280x720). A run with an approximate cache shows it.
 DEFAULT_HIDDEN = ("quality", "speculation")
+
+# The rows, priorities and readable sizes come from the panels themselves (PanelGrid.plan, readable_size).
+COMPARE_GRID = GridSpec("compare", PANELS, (), {}, deferred=True, scrolls=False)
 
 
 def has_speculation(history: RunHistory) -> bool:
@@ -46,84 +43,25 @@ def has_quality(history: RunHistory) -> bool:
     return False
 
 
-class PanelFrame(QFrame):
-    """A panel with its title above it; the panel's help is the tooltip of both. Double-clicking the
-    title asks the grid to give this panel the whole grid (and back)."""
-
-    focus_requested = Signal(str)
-
-    def __init__(self, panel: Panel, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.panel = panel
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setObjectName(f"panel_{panel.key}")
-        # An explicit minimum: a panel whose content grows (a legend of long figures) is clipped in its
-        # cell instead of making the whole window wider than the screen.
-        self.setMinimumSize(PANEL_MIN_SIZE[0], PANEL_MIN_SIZE[1])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 2, 4, 4)
-        layout.setSpacing(2)
-        self.header = QLabel(self)
-        self.header.setStyleSheet("font-weight: bold;")
-        row = QHBoxLayout()
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.header, 1)
-        for widget in panel.header_widgets():
-            row.addWidget(widget)
-        layout.addLayout(row)
-        layout.addWidget(panel, 1)
-        self.error = ""
-        self.retranslate()
-
-    def retranslate(self) -> None:
-        self.panel.retranslate()
-        self.header.setText(self.panel.title())
-        help_text = self.panel.help_text()
-        if self.panel.picks_steps:
-            help_text += "\n\n" + self.tr("Click a point, a row or a token to show its step.")
-        help_text += "\n" + self.tr("Double-click the title to give this panel the whole grid (again to go back).")
-        self.header.setToolTip(help_text)
-        self.setToolTip(help_text)
-
-    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        self.focus_requested.emit(self.panel.key)
-        super().mouseDoubleClickEvent(event)
-
-    def show_error(self, text: str) -> None:
-        self.error = text
-        self.header.setText(f"{self.panel.title()}  ⚠ {text}")
-
-
-class PanelGrid(QSplitter):
-    """Rows of panels (a vertical splitter of horizontal ones). `install()` builds the panels (once, after
-    the window's first paint); `draw()` brings the shown ones to a step."""
+class PanelGrid(ShellGrid):
+    """The shell's grid with the compare panels. `install()` builds them (once, after the window's first paint);
+    `draw()` brings the shown ones to a step. The settings hold the panels hidden in View and the sizes dragged
+    (`save`, read by `install`)."""
 
     step_picked = Signal(int)  # a click in a panel picked a step (the timeline's job to show it)
     installed = Signal()
 
     def __init__(self, settings: QSettings, parent: QWidget | None = None) -> None:
-        super().__init__(Qt.Orientation.Vertical, parent)
-        self.setObjectName("panel_grid")
-        self.setChildrenCollapsible(False)
+        super().__init__(COMPARE_GRID, parent)
         self.settings = settings
-        self.panels: dict[str, Panel] = {}
-        self.frames: dict[str, PanelFrame] = {}
-        self.panel_load_errors: list[str] = []
-        self.panel_actions: dict[str, QAction] = {}  # View's toggle per panel
         self.alone_actions: dict[str, QAction] = {}  # Ctrl+1..9: one panel alone
         # all again (Ctrl+0 is the zoom's 100%, as in browsers)
         self.act_all_panels = QAction(self)
         self.act_all_panels.setShortcut(QKeySequence("Ctrl+Shift+A"))
         self.act_all_panels.triggered.connect(lambda: self.show_checked_panels())
-        self.rows: list[QSplitter] = []
         self.no_panels_label = QLabel()
         self.no_panels_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.addWidget(self.no_panels_label)
-        self._parking = QWidget()  # never shown: holds the panels the grid does not show
-        self._parking.hide()
-        # Panels the window has no readable room for wait behind tabs under the grid (give_way).
-        self.moved: list[str] = []
-        self._tab = ""  # the moved panel shown alone from its tab ("": the grid tab)
+        self.body.insertWidget(0, self.no_panels_label)  # first: a saved grid state keeps the rows' places
         self._overhead: dict[tuple, tuple[int, int]] = {}  # (panel, zoom) -> what its frame holds besides plots
         self._drawn_shape: dict[str, tuple] = {}  # panel -> (plot grid, legend height, own size) when last drawn
         self._checks = 0  # layout checks since the last resize (see _check_layout)
@@ -131,12 +69,7 @@ class PanelGrid(QSplitter):
         self._check_timer.setSingleShot(True)
         self._check_timer.setInterval(0)
         self._check_timer.timeout.connect(self._check_layout)
-        self.strip = MovedStrip("moved_panels_tabs", "moved_panels_note")
-        self.tabs, self.moved_note = self.strip.tabs, self.strip.note
-        self.tabs.currentChanged.connect(self._on_tab_changed)
-        self.is_installed = False
         self.chosen: set[str] = set(settings.value("view/chosen_panels", "", type=str).split(",")) - {""}
-        self._focused = ""  # the panel given the whole grid by a double-click on its title
         self._arrangement: str | None = None  # the shown panels, "+"-joined, that the grid is laid out for
         self._layouts: dict[str, tuple] = {}  # arrangement -> (grid state, row states) the user left it at
         # Drawing: (history version, step) each panel last drew, panels still showing the previous run
@@ -160,13 +93,11 @@ class PanelGrid(QSplitter):
         from kvviz.ui import style  # pyqtgraph: imported with the panels
 
         self.zoom = round(style.ZOOM * 100)  # the panels are built at the zoom in effect
-        self._load_panels()
-        for i, key in enumerate(self.frames):
-            self.frames[key].setParent(self._parking)
-            act = QAction(self, checkable=True, checked=True)
-            act.toggled.connect(lambda _checked: self.show_checked_panels())  # and leaves a panel alone
-            act.triggered.connect(lambda _checked=False, k=key: self.chosen.add(k))  # the user's own choice
-            self.panel_actions[key] = act
+        self.build_panels()
+        for i, (key, frame) in enumerate(self.frames.items()):
+            frame.setMinimumSize(*PANEL_MIN_SIZE)
+            frame.panel.step_picked.connect(self.step_picked)  # a click in a plot, as the timeline would
+            self.panel_actions[key].triggered.connect(lambda _checked=False, k=key: self.chosen.add(k))
             alone = QAction(self)
             if i < 9:
                 alone.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
@@ -182,10 +113,6 @@ class PanelGrid(QSplitter):
             # Settings from before arrangements were kept had the sizes of every panel shown.
             saved_for = s.value("window/grid_panels", "+".join(self.frames), type=str)
             self._layouts[saved_for] = (s.value("window/grid"), rows)
-        while len(self.rows) < 2:  # the strip comes after the rows: saved states keep the rows' places
-            self._add_row()
-        self.addWidget(self.strip)
-        self.strip.hide()
         self.retranslate()
         self.arrange()
         self.painted.clear()
@@ -193,24 +120,18 @@ class PanelGrid(QSplitter):
         self.installed.emit()
         return True
 
-    def _load_panels(self) -> None:
-        """Every registered panel that imports and builds; a broken one is reported, not fatal."""
-        self.panels = load_panels(PANELS, self.panel_load_errors.append)
-        for key, panel in self.panels.items():
-            self.frames[key] = frame = PanelFrame(panel)
-            frame.focus_requested.connect(self.toggle_focus)
-            panel.step_picked.connect(self.step_picked)  # a click in a plot, as the timeline would
+    def panel_toggled(self) -> None:
+        """A panel shown or hidden in View: no panel alone any more."""
+        self.show_checked_panels()
 
     def retranslate(self) -> None:
+        super().retranslate()
         self._update_no_panels_text()
         for key, frame in self.frames.items():
-            frame.retranslate()
-            self.panel_actions[key].setText(frame.panel.title())
             self.alone_actions[key].setText(frame.panel.title())
             # Help > Keyboard shortcuts names what the key does, not only the menu item's text.
             self.alone_actions[key].setProperty("shortcut_help", self.tr("{panel} alone in the grid").format(
                 panel=frame.panel.title()))
-        self._update_strip()
         if self.is_installed:  # the legends and titles of another language take other room
             self._checks = 0
             self._check_timer.start()
@@ -229,8 +150,10 @@ class PanelGrid(QSplitter):
         tabs under the grid (give_way), which says so. Each arrangement keeps the sizes the user
         dragged it to where they stay readable; a new one starts with the readable sizes and the
         room left shared out equally."""
+        if not self.is_installed:
+            return  # nothing to lay out before the panels are built
         shown = self.shown_panels()
-        rows, self.moved = self._plan(shown)
+        rows, self.moved = self.plan()
         if self._tab and self._tab not in self.moved:
             self._tab = ""
         if self._tab:
@@ -245,12 +168,12 @@ class PanelGrid(QSplitter):
             self._layouts[self._arrangement] = self.grid_state()
         self._arrangement = key
         while len(self.rows) < len(rows):
-            self._add_row()
+            self.add_row()
         place_frames(self.rows, rows, self.frames, self._parking)
         self.no_panels_label.setVisible(not shown)
         grid, states = self._layouts.get(self._saved_key(key), (None, []))
         if grid is not None:
-            self.restoreState(grid)
+            self.body.restoreState(grid)
             for r, row in enumerate(self.rows[:len(rows)]):
                 if r < len(states) and states[r] is not None:
                     row.restoreState(states[r])
@@ -268,35 +191,27 @@ class PanelGrid(QSplitter):
             return key
         return key.split("/")[0] if key.split("/")[0] in self._layouts else key
 
-    def _add_row(self) -> None:
-        row = QSplitter(Qt.Orientation.Horizontal)
-        row.setChildrenCollapsible(False)
-        row.splitterMoved.connect(lambda *_a: self._check_timer.start())
-        self.insertWidget(1 + len(self.rows), row)
-        self.rows.append(row)
+    def add_row(self) -> QSplitter:
+        row = super().add_row()
+        row.splitterMoved.connect(lambda *_a: self._check_timer.start())  # a drag may leave a panel short
+        return row
 
     # -- giving way ----------------------------------------------------------------------------------
-    def room(self) -> tuple[int, int]:
-        """The grid's width and the height its rows may take (less the tab strip where it is shown)."""
-        strip = self.strip.sizeHint().height() + HANDLE_PX if self.moved or self.strip.isVisible() else 0
-        return self.width(), self.height() - strip
-
-    def _plan(self, shown: list[str]) -> tuple[list[list[str]], list[str]]:
+    def plan(self) -> tuple[list[list[str]], list[str]]:
         """give_way for the shown panels in the grid's room; before the grid has a size of its own
-        (not yet shown), every shown panel in the default rows."""
+        (not yet shown), every shown panel in the default rows (up to three in one row, else two, the
+        first the longer)."""
+        shown = self.shown_panels()
         if not self.isVisible() or self.width() < 50 or self.height() < 50:
             n_rows = 1 if len(shown) <= 3 else 2
             cols = -(-len(shown) // n_rows) if shown else 1
             return [shown[r * cols:(r + 1) * cols] for r in range(n_rows) if shown[r * cols:(r + 1) * cols]], []
         needs = {k: self.readable_size(k) for k in shown}
         priority = {k: self.panels[k].priority for k in shown}
-        rows, moved = give_way(shown, needs, priority, (self.width(), self.height()))
+        rows, moved = give_way(shown, needs, priority, self.room())
         if moved:  # the strip takes height: plan again in what it leaves
-            rows, moved = give_way(shown, needs, priority, self._room_with_strip())
+            rows, moved = give_way(shown, needs, priority, self.room(strip=True))
         return rows, moved
-
-    def _room_with_strip(self) -> tuple[int, int]:
-        return self.width(), self.height() - self.strip.sizeHint().height() - HANDLE_PX
 
     def readable_size(self, key: str) -> tuple[int, int]:
         """The smallest frame in which the panel reads at the present zoom: its declared size, or its
@@ -374,10 +289,10 @@ class PanelGrid(QSplitter):
         QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         from kvviz.ui.panels._plots import settle
 
-        settle([scene for k in self._laid() for scene in self._scenes_of(k)])
-        short = [k for k in self._laid() if self._measure(k)]  # measured: what each frame holds around its plots
+        settle([scene for k in self.laid_out() for scene in self._scenes_of(k)])
+        short = [k for k in self.laid_out() if self._measure(k)]  # measured: what each frame holds around its plots
         self._checks += 1
-        rows, _moved = self._plan(self.shown_panels())
+        rows, _moved = self.plan()
         if self._checks <= 3 and (short or (rows != self._laid_rows() and not self._tab)):
             checks = self._checks
             self.arrange()  # with the sizes measured now
@@ -405,9 +320,6 @@ class PanelGrid(QSplitter):
             self._scenes[key] = scenes_in(self.frames[key])
         return self._scenes[key]
 
-    def _laid(self) -> list[str]:
-        return [row.widget(i).panel.key for row in self.rows if not row.isHidden() for i in range(row.count())]
-
     def _fit_sizes(self, rows: list[list[str]], fresh: bool = False) -> None:
         """Row heights and column widths that give every laid-out panel its readable size: the sizes
         kept (dragged, restored) where they do, else each its need and the rest shared out."""
@@ -416,20 +328,19 @@ class PanelGrid(QSplitter):
         if not fresh and (not self.isVisible() or self.width() < 50):
             return  # restored sizes stay until the grid has a size of its own to check them against
         if not shown:
-            self.setSizes([1000] + [0] * len(self.rows) + [0])
+            self.body.setSizes([1000] + [0] * len(self.rows))
             return
         needs = {k: self.readable_size(k) for row in rows for k in row}
-        width, height = self.room() if self.moved else (self.width(), self.height())
+        width, height = self.room(strip=bool(self.moved))
         heights = [max(needs[k][1] for k in row) for row in rows]
-        current = self.sizes()[1:1 + len(rows)]
+        current = self.body.sizes()[1:1 + len(rows)]
         if fresh or any(c < h for c, h in zip(current, heights)) or sum(current) <= 0:
             if fresh:  # equal rows while they read, as the grid always began
                 equal = (height - HANDLE_PX * (len(rows) - 1)) // len(rows)
                 sized = [equal] * len(rows) if all(equal >= h for h in heights) else share(height, heights)
             else:
                 sized = share(height, heights)
-            strip = self.strip.sizeHint().height() if self.moved else 0
-            self.setSizes([0, *sized, *[0] * (len(self.rows) - len(rows)), strip])
+            self.body.setSizes([0, *sized, *[0] * (len(self.rows) - len(rows))])
         for r, members in enumerate(rows):
             row = self.rows[r]
             widths = [needs[k][0] for k in members]
@@ -440,25 +351,19 @@ class PanelGrid(QSplitter):
                 row.setSizes([equal] * len(members) if fresh and all(equal >= w for w in widths)
                              else share(width, widths))
 
-    def _update_strip(self) -> None:
-        """The tabs under the grid: the grid's own, then one per panel that gave way; and the note
-        saying why they are there."""
-        self.strip.show_moved(self.tr("Grid"), [(k, self.panels[k].title()) for k in self.moved], self._tab)
-
     def _on_tab_changed(self, index: int) -> None:
-        self._tab = self.tabs.tabData(index) or ""
-        self.arrange()
+        super()._on_tab_changed(index)
         self.redraw()
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        super().resizeEvent(event)
+        QWidget.resizeEvent(self, event)  # laid out now, not on the shell's next turn: the checks follow it
         if self.is_installed:
             self._checks = 0
             self.arrange()
             self._check_timer.start()
 
     def grid_state(self) -> tuple:
-        return self.saveState(), [row.saveState() for row in self.rows]
+        return self.body.saveState(), [row.saveState() for row in self.rows]
 
     def _update_no_panels_text(self) -> None:
         if not self.is_installed:
@@ -474,11 +379,6 @@ class PanelGrid(QSplitter):
         self.panel_actions[key].setChecked(True)
         if self._focused != key:
             self.toggle_focus(key)
-
-    def toggle_focus(self, key: str) -> None:
-        """Show only this panel in the grid, or, if it is already alone, every checked panel again."""
-        self._focused = "" if self._focused == key else key
-        self.arrange()
 
     def show_checked_panels(self) -> None:
         """No panel alone any more: the grid shows the panels checked in View."""

@@ -192,14 +192,24 @@ class TitledFrame(QFrame):
         layout.setSpacing(2)
         self.header = ElidedLabel(self)
         self.header.setStyleSheet("font-weight: bold;")
-        layout.addWidget(self.header)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.header, 1)
+        for widget in getattr(panel, "header_widgets", list)():  # small controls beside the title (a log scale)
+            row.addWidget(widget)
+        layout.addLayout(row)
         layout.addWidget(panel, 1)
+        self.error = ""  # what broke the panel's last draw, shown in its title ("": nothing)
 
     def retranslate(self, title: str | None = None) -> None:
         self.panel.retranslate()
         self.header.setText(title or self.panel.title())
-        # The compare window's frames say the same (context PanelFrame): one string, one translation.
-        help_text = self.panel.help_text() + "\n" + QCoreApplication.translate(
+        # Every view's frames say the same (context PanelFrame): one string, one translation.
+        help_text = self.panel.help_text()
+        if getattr(self.panel, "picks_steps", False):
+            help_text += "\n\n" + QCoreApplication.translate(
+                "PanelFrame", "Click a point, a row or a token to show its step.")
+        help_text += "\n" + QCoreApplication.translate(
             "PanelFrame", "Double-click the title to give this panel the whole grid (again to go back).")
         self.header.set_help(help_text)
         self.setToolTip(help_text)
@@ -216,6 +226,11 @@ class TitledFrame(QFrame):
         self.focus_requested.emit(self.panel.key)
         super().mouseDoubleClickEvent(event)
 
+    def show_error(self, text: str) -> None:
+        """The panel's title with why its draw failed."""
+        self.error = text
+        self.header.setText(f"{self.panel.title()}  ⚠ {text}")
+
 
 @dataclass(frozen=True)
 class GridSpec:
@@ -224,7 +239,10 @@ class GridSpec:
     it lays them out in where they read, `priority` which keep their room first (lowest first) where they do
     not, `weights` how the room left in a row is shared (a key's parts, 1 where unnamed; empty: equally);
     `sized_by_data`: a panel's readable size follows what it drew (more requests, more schedulers), so each
-    draw measures the needs again (a few ms a frame for six panels) and gives way where they changed."""
+    draw measures the needs again (a few ms a frame for six panels) and gives way where they changed;
+    `deferred`: the panels are built by `install()` (after the window's first paint), not with the grid;
+    `scrolls`: the rows scroll down where the one panel kept is taller than the room (else the rows' minimum
+    is the grid's, and the window's)."""
 
     name: str
     registry: Sequence[tuple[str, str]]
@@ -233,6 +251,8 @@ class GridSpec:
     weights: Mapping[str, int] = field(default_factory=dict)
     frame_min: tuple[int, int] = FRAME_MIN
     sized_by_data: bool = False
+    deferred: bool = False
+    scrolls: bool = True
 
 
 class ShellGrid(QWidget):
@@ -255,19 +275,20 @@ class ShellGrid(QWidget):
         self._focused = ""  # the panel given the whole grid by a double-click ("": none)
         self._parking = QWidget()  # never shown: holds the frames not laid out
         self._parking.hide()
-        self.scroll = QScrollArea()
-        self.scroll.setObjectName(f"{spec.name}_grid_scroll")
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # never sideways
         self.body = QSplitter(Qt.Orientation.Vertical)
         self.body.setChildrenCollapsible(False)
         # give_way lays out at most two rows; a view's usual rows may be more.
-        self.rows = [QSplitter(Qt.Orientation.Horizontal) for _ in range(max(2, len(spec.rows)))]
-        for row in self.rows:
-            row.setChildrenCollapsible(False)
-            self.body.addWidget(row)
-        self.scroll.setWidget(self.body)
+        self.rows: list[QSplitter] = []
+        while len(self.rows) < max(2, len(spec.rows)):
+            self.add_row()
+        self.scroll: QScrollArea | None = None
+        if spec.scrolls:
+            self.scroll = QScrollArea()
+            self.scroll.setObjectName(f"{spec.name}_grid_scroll")
+            self.scroll.setWidgetResizable(True)
+            self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+            self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # never sideways
+            self.scroll.setWidget(self.body)
         self.strip = MovedStrip(f"{spec.name}_moved_tabs", f"{spec.name}_moved_note")
         self.tabs, self.moved_note = self.strip.tabs, self.strip.note
         self.tabs.currentChanged.connect(self._on_tab_changed)
@@ -275,20 +296,49 @@ class ShellGrid(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.scroll or self.body, 1)
         layout.addWidget(self.strip)
         self._arrange_timer = QTimer(self)  # single shot: after a resize or a draw that changed a need
         self._arrange_timer.setSingleShot(True)
         self._arrange_timer.timeout.connect(self.arrange)
         self._needs: dict[str, tuple[int, int]] = {}
-        self.panels = load_panels(spec.registry, self.load_errors.append)
+        self.panels: dict[str, Panel] = {}
+        self.is_installed = False
+        if not spec.deferred:
+            self.install()
+
+    def install(self) -> bool:
+        """Build every registered panel in its frame, with its View toggle, and lay them out (once; False
+        where done already)."""
+        if self.is_installed:
+            return False
+        self.is_installed = True
+        self.build_panels()
+        self.arrange()
+        return True
+
+    def build_panels(self) -> None:
+        """Every registered panel that builds (a broken one in `load_errors`), each in its titled frame
+        waiting off the grid, with its View toggle (checked)."""
+        self.panels = load_panels(self.spec.registry, self.load_errors.append)
         for key, panel in self.panels.items():
-            self.frames[key] = frame = TitledFrame(panel, spec.name, spec.frame_min)
+            self.frames[key] = frame = TitledFrame(panel, self.spec.name, self.spec.frame_min)
             frame.setParent(self._parking)
             frame.focus_requested.connect(self.toggle_focus)
             act = QAction(self, checkable=True, checked=True)
-            act.toggled.connect(lambda _on: self.arrange())
+            act.toggled.connect(lambda _on: self.panel_toggled())
             self.panel_actions[key] = act
+
+    def add_row(self) -> QSplitter:
+        """One more row of panels, under the others."""
+        row = QSplitter(Qt.Orientation.Horizontal)
+        row.setChildrenCollapsible(False)
+        self.body.insertWidget(self.body.indexOf(self.rows[-1]) + 1 if self.rows else self.body.count(), row)
+        self.rows.append(row)
+        return row
+
+    def panel_toggled(self) -> None:
+        """A panel shown or hidden in View: laid out again."""
         self.arrange()
 
     def retranslate(self) -> None:
@@ -344,7 +394,7 @@ class ShellGrid(QWidget):
         if moved:  # the strip takes height: plan again in what it leaves
             rows, moved = give_way(shown, needs, priority, self.room(strip=True))
         width, height = self.room(strip=bool(moved))
-        if len(rows) == 1 and len(rows[0]) == 1 and needs[rows[0][0]][1] > height:
+        if self.scroll is not None and len(rows) == 1 and len(rows[0]) == 1 and needs[rows[0][0]][1] > height:
             # One panel taller than the room (the grid scrolls down to it): those that fit beside it in
             # width keep their readable size there too, the most important first.
             width -= self.scroll.verticalScrollBar().sizeHint().width()
@@ -384,11 +434,12 @@ class ShellGrid(QWidget):
         if not rows or not self.isVisible() or self.width() < 50:
             self.body.setMinimumHeight(0)
             return
-        width = self.scroll.viewport().width() if self.scroll.viewport().width() > 50 else self.width()
+        viewport = self.scroll.viewport() if self.scroll is not None else self.body
+        width = viewport.width() if viewport.width() > 50 else self.width()
         height = self.room(strip=bool(self.moved))[1]
         heights = [max(self._needs[k][1] for k in row) for row in rows]
         need = sum(heights) + HANDLE_PX * (len(rows) - 1)
-        if need > height:  # scrolling down: the vertical bar takes width
+        if need > height and self.scroll is not None:  # scrolling down: the vertical bar takes width
             width = self.width() - self.scroll.verticalScrollBar().sizeHint().width()
         self.body.setMinimumHeight(need if need > height else 0)
         self.body.setSizes([*share(max(height, need), heights), *[0] * (len(self.rows) - len(rows))])
@@ -439,7 +490,7 @@ class ShellGrid(QWidget):
                     frame.header.setText(title)
             except Exception as exc:
                 traceback.print_exc()
-                frame.header.setText(f"{frame.panel.title()}  ⚠ {type(exc).__name__}: {exc}")
+                frame.show_error(f"{type(exc).__name__}: {exc}")
         if self.spec.sized_by_data:
             self._check_needs()
 
