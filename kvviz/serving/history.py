@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
 from kvviz.peers.vllm import VllmRun, VllmStep
+from kvviz.records.history import History, count_steps, index_at
 from kvviz.serving.record import (
     LaneRecord,
     ModelInfo,
@@ -28,7 +30,6 @@ from kvviz.serving.record import (
     SoloCheck,
     compare_solo,
     emitted_at,
-    step_count,
     vllm_of,
     with_vllm,
 )
@@ -124,23 +125,22 @@ class VllmLane:
 
     @property
     def n_steps(self) -> int:
-        return self.steps[-1].step + 1 if self.steps else 0
+        return count_steps(self.steps)
 
     def record_at(self, step: int) -> VllmStep | None:
         """The engine step that stands for `step` (clamped to the last): the last one at or before it."""
-        if not self.steps:
-            return None
-        i = int(np.searchsorted([s.step for s in self.steps], step, side="right")) - 1
-        return self.steps[max(0, i)]
+        return self.steps[index_at(self.steps, step)] if self.steps else None
 
     def upto(self, step: int) -> list[VllmStep]:
         return [s for s in self.steps if s.step <= step]
 
 
 @dataclass
-class ServeHistory:
-    """Records per scheduler, in step order; `version` bumps on every change (the repaint cue)."""
+class ServeHistory(History[ServeStep]):
+    """Records per scheduler, in step order (kvviz.records.history.History, lanes keyed by scheduler; vLLM's steps
+    are the VLLM lane's records); `version` bumps on every change (the repaint cue)."""
 
+    HOLD_LAST: ClassVar[bool] = True
     run_id: str = ""
     workload: Workload | None = None
     model: ModelInfo | None = None
@@ -193,9 +193,20 @@ class ServeHistory:
         h.version += 1
         return h
 
-    def add(self, batch: Iterable[LaneRecord]) -> None:
-        """A batch from the worker (ServeBatch.records): each scheduler's ServeStep with its tokens' text; vLLM's
-        lane's PeerProgress, VllmRun or VllmStep."""
+    @property
+    def _lanes(self) -> dict[str, list[ServeStep]]:
+        return self.steps
+
+    @_lanes.setter
+    def _lanes(self, lanes: dict[str, list[ServeStep]]) -> None:
+        self.steps = lanes
+
+    def add(self, batch: Iterable[LaneRecord], run_id: str | None = None) -> bool:
+        """A batch from the worker (ServeBatch.records) of the run `run_id` (None: this history's): each
+        scheduler's ServeStep with its tokens' text; vLLM's lane's PeerProgress, VllmRun or VllmStep. False when
+        it is a late batch of an earlier run, dropped."""
+        if run_id is not None and run_id != self.run_id:
+            return False
         batch = tuple(batch)
         for item in batch:
             if not isinstance(item, LaneRecord):
@@ -204,14 +215,12 @@ class ServeHistory:
             if scheduler == VLLM:
                 self._add_vllm(step, texts)
                 continue
-            steps = self.steps.setdefault(scheduler, [])
-            if step.step != step_count(steps):
-                raise ValueError(f"{scheduler}: step {step.step} arrived after {step_count(steps)} steps")
-            steps.append(step)
+            self.append(scheduler, step)
             mine = self.token_texts.setdefault(scheduler, {})
             for request, text in texts.items():
                 mine.setdefault(request, []).append(text)
         self.version += 1
+        return True
 
     def _add_vllm(self, item, texts: Mapping[int, str]) -> None:
         lane = self.vllm if self.vllm is not None else VllmLane()
@@ -249,72 +258,40 @@ class ServeHistory:
         return tuple(self.settings)
 
     @property
+    def lanes(self) -> tuple[str, ...]:
+        """The schedulers' lanes, then vLLM's when it runs beside them."""
+        return (*self.steps, VLLM) if self.vllm is not None else tuple(self.steps)
+
+    def lane(self, key: str) -> list[ServeStep] | list[VllmStep]:
+        if key == VLLM:
+            return self.vllm.steps if self.vllm is not None else ()
+        return self.steps.get(key, ())
+
+    @property
     def workload_name(self) -> str:
         return self.workload.name if self.workload is not None else ""
 
     def n_requests(self) -> int:
         return len(self.workload.requests) if self.workload is not None else 0
 
-    def n_steps(self, scheduler: str | None = None) -> int:
-        """Scheduler steps (a stretch counted step by step); with no scheduler, the most of any."""
-        if scheduler == VLLM:
-            return self.vllm.n_steps if self.vllm is not None else 0
-        if scheduler is not None:
-            return step_count(self.steps.get(scheduler, ()))
-        lane = self.vllm.n_steps if self.vllm is not None else 0
-        return max([step_count(v) for v in self.steps.values()] + [lane])
-
     def at(self, scheduler: str, step: int) -> ServeStep | None:
         """The scheduler's record at `step`, clamped to its last (lockstep: a scheduler that finished
         earlier shows its final state); inside a stretch, the stretch numbered as that step."""
-        steps = self.steps.get(scheduler, [])
-        if not steps:
-            return None
+        record = super().at(scheduler, step)
         step = self.clamp(scheduler, step)
-        record = steps[self.index(scheduler, step)]
-        if record.step == step:
+        if record is None or scheduler == VLLM or record.step == step:
             return record
         return replace(record, step=step, span=record.last_step - step + 1)
-
-    def index(self, scheduler: str, step: int) -> int:
-        """The place in steps[scheduler] of the record that stands for `step` (clamped)."""
-        starts = self.starts(scheduler)[:-1]
-        return max(0, int(np.searchsorted(starts, self.clamp(scheduler, step), side="right")) - 1)
-
-    def starts(self, scheduler: str) -> np.ndarray:
-        """Each record's first step, then the step count (int [records + 1])."""
-        return self._cached("starts", scheduler, lambda: np.array(
-            [s.step for s in self.steps.get(scheduler, [])] + [self.n_steps(scheduler)], dtype=np.int64))
 
     def event_steps(self) -> np.ndarray:
         """Every step at which some scheduler's record starts, in order: the steps where anything can change
         (a stretch with no request to run is one of them, its first step)."""
         return np.unique(np.concatenate([self.starts(k)[:-1] for k in self.schedulers] or [np.zeros(0, int)]))
 
-    def clamp(self, scheduler: str, step: int) -> int:
-        return max(0, min(step, self.n_steps(scheduler) - 1))
-
-    def _upto(self, scheduler: str, step: int) -> list[ServeStep]:
-        """The scheduler's records up to and including the one that stands for `step` (clamped)."""
-        return self.steps.get(scheduler, [])[: self.index(scheduler, step) + 1]
-
-    def _cached(self, name: str, scheduler: str, make):
-        key = (name, scheduler)
-        if scheduler == VLLM:  # vLLM's columns follow its counterpart's steps too
-            lane = self.vllm
-            n = (len(lane.steps), len(self.steps.get(lane.counterpart, ()))) if lane is not None else 0
-        else:
-            n = len(self.steps.get(scheduler, ()))
-        hit = self._cache.get(key)
-        if hit is None or hit[0] != n:
-            hit = (n, make())
-            self._cache[key] = hit
-        return hit[1]
-
     def step_widths(self, scheduler: str) -> np.ndarray:
         """Slots of each record's columns: the most one request put into it (a static prefill: the longest
         prompt, padding included; a decode, or a stretch with no request to run: one)."""
-        return self._cached("widths", scheduler, lambda: np.array(
+        return self.cached("widths", scheduler, lambda: np.array(
             [max((sum(w.n_slots for w in s.work if w.request == r) for r in {w.request for w in s.work}),
                  default=1) for s in self.steps.get(scheduler, [])], dtype=int))
 
@@ -324,14 +301,14 @@ class ServeHistory:
         takes cap columns, its runs of slots shortened in proportion (a long prefill beside one-slot
         decodes). A request without work in a step fills it with its state: waiting, preempted,
         finished; blank before it arrives."""
-        return self._cached(f"timeline:{cap}", scheduler,
-                            lambda: _timeline(self.steps.get(scheduler, []), self.n_requests(), cap))
+        return self.cached(f"timeline:{cap}", scheduler,
+                           lambda: _timeline(self.steps.get(scheduler, []), self.n_requests(), cap))
 
     def series(self, scheduler: str) -> dict[str, np.ndarray]:
         """Per record, at its step ("step", the x to plot against): pool blocks used, cached, batch size
         (requests with work), slots, latency, preemptions; a stretch of steps has a second point, alike, at
         its last step, so that a line drawn through the points is flat across it."""
-        return self._cached("series", scheduler, lambda: _series(self.steps.get(scheduler, [])))
+        return self.cached("series", scheduler, lambda: _series(self.steps.get(scheduler, [])))
 
     def latency(self, scheduler: str, step: int) -> tuple[np.ndarray, np.ndarray]:
         """(TTFT ms, TPOT ms) per request as of `step` (NaN: not known yet). TTFT runs from the start of
@@ -352,12 +329,12 @@ class ServeHistory:
     def latency_marks(self, scheduler: str) -> list[LatencyMarks]:
         """Per request the steps at which it emitted its tokens, its TTFT once it has one, and its TPOT after
         each token (NaN after the first): ServeHistory.latency at any step reads them by the tokens emitted."""
-        return self._cached("latency_marks", scheduler, lambda: _latency_marks(
+        return self.cached("latency_marks", scheduler, lambda: _latency_marks(
             self.steps.get(scheduler, []), [r.arrival for r in self.workload.requests] if self.n_requests() else []))
 
     def counters(self, scheduler: str, step: int) -> dict[str, float]:
         """The run's figures up to `step` (the counters panel's column)."""
-        steps = self._upto(scheduler, step)
+        steps = self.upto(scheduler, step)
         padding = sum(s.slots_of("padding") for s in steps)
         prefill = sum(s.slots_of("prefill") for s in steps)
         idle = sum(s.slots_of("idle") for s in steps)
@@ -420,9 +397,9 @@ class ServeHistory:
         lane = self.vllm
         k = lane.counterpart if lane is not None else ""
         x0 = self.timeline(k, cap).x0 if k and self.steps.get(k) else None
-        return self._cached(f"vllm_timeline:{cap}", VLLM,
-                            lambda: _vllm_timeline(lane.steps if lane is not None else [], self.workload,
-                                                   lane.run if lane is not None else None, x0))
+        return self.cached(f"vllm_timeline:{cap}", VLLM,  # its columns follow its counterpart's steps too
+                           lambda: _vllm_timeline(lane.steps if lane is not None else [], self.workload,
+                                                  lane.run if lane is not None else None, x0), k)
 
     def vllm_series(self) -> dict[str, np.ndarray]:
         """Per engine step: blocks in use, requests running and waiting, preemptions (the usage panel's lines)."""
@@ -440,7 +417,7 @@ class ServeHistory:
             lane = self.vllm
             n = sum(1 for s in (lane.upto(step) if lane is not None else []) for r in s.emitted if r == request)
         else:
-            n = sum(1 for s in self._upto(scheduler, step) for r, _t in s.emitted if r == request)
+            n = sum(1 for s in self.upto(scheduler, step) for r, _t in s.emitted if r == request)
         texts = self.token_texts.get(scheduler, {}).get(request, [])
         if len(texts) >= n:
             return prompt, label_bytes("".join(texts[:n])).decode("utf-8", errors="replace")
@@ -555,7 +532,7 @@ def _timeline(steps: list[ServeStep], n_requests: int, cap: int | None = None) -
         per_step.append(rows)
         widths.append(widest)
     x0 = np.concatenate([[0], np.cumsum(widths)]).astype(int)
-    starts = np.array([s.step for s in steps] + [step_count(steps)], dtype=np.int64)
+    starts = np.array([s.step for s in steps] + [count_steps(steps)], dtype=np.int64)
     cells = np.full((n_requests, int(x0[-1])), NONE, dtype=np.uint8)
     state_before = {}  # request -> its state after the previous step
     for k, s in enumerate(steps):

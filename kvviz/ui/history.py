@@ -1,55 +1,49 @@
-"""The run's recorded steps, kept in the GUI thread: what every panel draws from.
+"""The compare view's history: each engine's StepTrace records (kvviz.records.history.History, lanes keyed by
+engine) under the run's RunInfo, and the comparisons the panels read of them (divergence, summaries, repeats).
 
 No torch, no Qt: StepTrace records and numpy only, so panels, exports and trace replay share it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from kvviz.records import repeats
+from kvviz.records.history import History
 from kvviz.records.trace import RunInfo, RunSummary, StepTrace, first_divergence
 
 
-@dataclass
-class RunHistory:
-    """Traces per engine, appended in step order. `version` bumps on every change (repaint cue)."""
+class RunHistory(History[StepTrace]):
+    """Traces per engine, appended in step order, of the run `info` describes."""
 
-    info: RunInfo = field(default_factory=RunInfo)
-    traces: dict[str, list[StepTrace]] = field(default_factory=dict)
-    version: int = 0
+    def __init__(self, info: RunInfo | None = None, traces: dict[str, list[StepTrace]] | None = None) -> None:
+        super().__init__(traces)
+        self.info = info if info is not None else RunInfo()
+
+    @property
+    def info(self) -> RunInfo:
+        return self._info
+
+    @info.setter
+    def info(self, info: RunInfo) -> None:
+        self._info = info
+        self.run_id = info.run_id
 
     def reset(self, info: RunInfo) -> None:
+        """Empty lanes for the run `info` describes."""
+        super().reset(info.run_id, info.engines)
         self.info = info
-        self.traces = {k: [] for k in info.engines}
-        self.version += 1
 
-    def add(self, trace: StepTrace) -> None:
-        if trace.run_id != self.info.run_id:
-            return  # a late record of an earlier run
-        steps = self.traces.setdefault(trace.engine, [])
-        if trace.step != len(steps):
-            raise ValueError(f"{trace.engine}: step {trace.step} arrived after {len(steps)} steps")
-        steps.append(trace)
-        self.version += 1
+    def lane_of(self, trace: StepTrace) -> str:
+        return trace.engine
+
+    @property
+    def traces(self) -> dict[str, list[StepTrace]]:
+        return self._lanes
 
     @property
     def engines(self) -> tuple[str, ...]:
-        return tuple(self.traces)
-
-    def n_steps(self) -> int:
-        """Steps recorded by the engine furthest along."""
-        return max((len(v) for v in self.traces.values()), default=0)
-
-    def at(self, engine: str, step: int) -> StepTrace | None:
-        steps = self.traces.get(engine, [])
-        return steps[step] if 0 <= step < len(steps) else None
-
-    def upto(self, engine: str, step: int) -> list[StepTrace]:
-        """Steps 0..step of one engine (fewer if it has not got that far)."""
-        return self.traces.get(engine, [])[: step + 1]
+        return self.lanes
 
     def token_ids(self, engine: str, step: int | None = None) -> list[int]:
-        steps = self.traces.get(engine, [])
+        steps = self.lane(engine)
         return [t.token_id for t in (steps if step is None else steps[: step + 1])]
 
     def divergence(self) -> int | None:

@@ -22,6 +22,7 @@ from kvviz.peers.watch.metrics import MetricSample
 from kvviz.peers.watch.mirror import BatchEffect, MirrorState, PrefixMirror
 from kvviz.peers.watch.recording import Frame, Header, Note, Record, Sample
 from kvviz.peers.watch.said import Said, Translate, _tr
+from kvviz.records.history import History
 
 WINDOW_S = 600.0  # the last ten minutes point by point
 MAX_MINUTES = 7 * 24 * 60  # a week of older minutes; the oldest go first
@@ -329,20 +330,45 @@ class ServerHistory:
             self.say(point.t, Said.joined(said))
 
 
-class WatchHistory:
-    """Every server of a session; `apply` takes the records in order (live, or from a recording)."""
+def session_id(header: Header) -> str:
+    """A watch session's run id: its start on the watcher's clock."""
+    return f"{header.started:.6f}"
+
+
+class WatchHistory(History[Point]):
+    """Every server of a session (kvviz.records.history.History: a lane per server, keyed by its index, whose
+    records are its points, the minutes first); `apply` takes the records in order (live, or from a recording).
+    `records` is the version: each record applied bumps it."""
 
     def __init__(self, header: Header, *, window_s: float = WINDOW_S,
                  text_of: Callable[[tuple[int, ...]], str] | None = None) -> None:
-        self.header = header
-        self.servers = [ServerHistory(i, url, ranks, window_s, text_of)
+        super().__init__()
+        self.window_s, self.text_of = window_s, text_of
+        self.reset(header)
+
+    def reset(self, header: Header) -> None:
+        """Empty servers for the session `header` starts."""
+        self.header, self.run_id = header, session_id(header)
+        self.servers = [ServerHistory(i, url, ranks, self.window_s, self.text_of)
                         for i, (url, ranks) in enumerate(zip(header.servers, header.ranks))]
-        self.records = 0
+        self.version += 1
+
+    @property
+    def records(self) -> int:
+        return self.version
 
     def apply(self, record: Record) -> None:
-        self.records += 1
+        """The next record of this session's stream."""
+        self.add(record)
+
+    def add(self, record: Record, run_id: str | None = None) -> bool:
+        """A record of the session `run_id` (None: this one's); False when it is a late record of an earlier
+        session, dropped."""
+        if run_id is not None and run_id != self.run_id:
+            return False
+        self.version += 1
         if isinstance(record, Header):
-            return
+            return True
         if not 0 <= record.server < len(self.servers):
             raise ValueError(f"a record of server {record.server}; the session watches {len(self.servers)}")
         server = self.servers[record.server]
@@ -352,6 +378,15 @@ class WatchHistory:
             server.on_sample(record)
         else:
             server.on_note(record)
+        return True
+
+    @property
+    def lanes(self) -> tuple[int, ...]:
+        return tuple(range(len(self.servers)))
+
+    def lane(self, key: int) -> list[Point]:
+        server = self.servers[key] if 0 <= key < len(self.servers) else None
+        return [*server.minutes, *server.points] if server is not None else []
 
 
 @dataclass(frozen=True)
