@@ -48,14 +48,12 @@ from kvviz.ui.shell.exports import (
 
 WINDOW = "window"  # the export target meaning the whole window, beside the panel keys
 IMAGE_FORMATS = ("png", "svg", "clipboard")
-DATA_KINDS: dict[str, tuple[str, Callable]] = {  # kind -> (file suffix, traceio writer)
-    "json": (".json", lambda path, h: traceio.save_run(path, h.info, h.traces)),
-    "steps_csv": (".csv", lambda path, h: traceio.save_steps_csv(path, h.traces)),
-    "summary_csv": (".csv", lambda path, h: traceio.save_summary_csv(path, h.traces, h.info)),
-    "summary_md": (".md", lambda path, h: traceio.save_summary_markdown(path, h.traces, h.info)),
+DATA_KINDS: dict[str, tuple[str, Callable]] = {  # kind -> (the save dialog's proposed name, traceio writer)
+    "json": ("kvviz-trace.json", lambda path, h: traceio.save_run(path, h.info, h.traces)),
+    "steps_csv": ("kvviz-steps.csv", lambda path, h: traceio.save_steps_csv(path, h.traces)),
+    "summary_csv": ("kvviz-summary.csv", lambda path, h: traceio.save_summary_csv(path, h.traces, h.info)),
+    "summary_md": ("kvviz-summary.md", lambda path, h: traceio.save_summary_markdown(path, h.traces, h.info)),
 }
-DEFAULT_NAMES = {"json": "kvviz-trace.json", "steps_csv": "kvviz-steps.csv", "summary_csv": "kvviz-summary.csv",
-                 "summary_md": "kvviz-summary.md"}
 
 Progress = Callable[[int, int], bool]  # (frames done, total) -> False to cancel
 
@@ -425,10 +423,10 @@ class ExportActions(ShellExports):
         def has_steps() -> None:
             check_has_steps(window)
 
-        kinds = {kind: ExportKind("", DEFAULT_NAMES[kind], lambda path, k=kind: export_data(window, k, path),
-                                  has_steps) for kind in DATA_KINDS}
+        kinds = {kind: ExportKind("", name, lambda path, k=kind: export_data(window, k, path), has_steps)
+                 for kind, (name, _write) in DATA_KINDS.items()}
         kinds["page"] = ExportKind("", "kvviz-run.html", lambda path: self.page_action.write(path), has_steps)
-        # (no texts for the shell: retranslate, title, file_filter and the reports below say this window's words)
+        # (no texts for the shell: retranslate, words and the reports below say this window's words)
         super().__init__(window, kinds, dict, lambda: draw_step(window, window.selected_step, [WINDOW]))
         self.setObjectName("export_actions")
         self.settings = window.settings
@@ -503,13 +501,7 @@ class ExportActions(ShellExports):
             return self.page_action.words()
         filters = {".json": self.tr("kvviz traces (*.json)"), ".csv": self.tr("CSV files (*.csv)"),
                    ".md": self.tr("Markdown files (*.md)")}
-        return self.tr("Export data"), filters[DATA_KINDS[kind][0]], self.tr("Data export")
-
-    def title(self, kind: str) -> str:
-        return self.words(kind)[0]
-
-    def file_filter(self, kind: str) -> str:
-        return self.words(kind)[1]
+        return self.tr("Export data"), filters[Path(DATA_KINDS[kind][0]).suffix], self.tr("Data export")
 
     def report_saved(self, kind: str, path: Path) -> None:
         self.saved(path, self.tr("{0} bytes").format(f"{path.stat().st_size:,}"))

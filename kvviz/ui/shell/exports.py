@@ -88,7 +88,7 @@ class ShellExports(QObject):
     `kinds`: the view's entries in menu order; `texts()`: their menu texts by kind in the current language,
     and "title" (the dialog's title) and "saved" (the status bar's "saved {0}"); `draw()`: the view brought
     up to date before an image; `check()`: raises ValueError where the view has nothing to show yet. A view
-    with words of its own for a kind's dialog and reports overrides `title`, `file_filter`, `report_saved` and
+    with words of its own for a kind's dialog and reports overrides `words`, `report_saved` and
     `report_failed`."""
 
     SAVED_MS = 10_000  # how long the status bar says what was saved
@@ -172,7 +172,8 @@ class ShellExports(QObject):
             except ValueError as exc:
                 self.report_failed(kind, exc)
                 return
-        path = self.ask_save_path(self.title(kind), entry.name, self.file_filter(kind))
+        title, file_filter, _what = self.words(kind)
+        path = self.ask_save_path(title, entry.name, file_filter)
         if path:
             self.save(kind, path)
 
@@ -186,11 +187,10 @@ class ShellExports(QObject):
         self.report_saved(kind, saved)
         return saved
 
-    def title(self, kind: str) -> str:
-        return self.texts()["title"]
-
-    def file_filter(self, kind: str) -> str:
-        return self.kinds[kind].file_filter
+    def words(self, kind: str) -> tuple[str, str, str]:
+        """A kind's save dialog title and file filter, and the name its failure is told by (the shell's
+        report_failed says the refusal alone)."""
+        return self.texts()["title"], self.kinds[kind].file_filter, kind
 
     def report_saved(self, kind: str, path: Path) -> None:
         self.window.statusBar().showMessage(self.texts()["saved"].format(path), self.SAVED_MS)
