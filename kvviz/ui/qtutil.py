@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from PySide6.QtCore import QCoreApplication, QObject
+from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QComboBox,
     QLineEdit,
     QPlainTextEdit,
+    QSlider,
     QTextEdit,
     QWidget,
 )
@@ -35,6 +36,25 @@ class blocked:  # noqa: N801 (used as a statement: `with blocked(widget):`)
 
     def __exit__(self, *exc) -> None:
         self.obj.blockSignals(self._old)
+
+
+def timeline_slider(name: str, chosen) -> QSlider:
+    """A view's step slider, named `name`, calling `chosen(value)` as the user moves it; it takes no focus:
+    Left/Right belong to the window's keys."""
+    slider = QSlider(Qt.Orientation.Horizontal)
+    slider.setObjectName(name)
+    slider.setRange(0, 0)
+    slider.setPageStep(10)
+    slider.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+    slider.valueChanged.connect(chosen)
+    return slider
+
+
+def set_timeline(slider: QSlider, n: int, value: int) -> None:
+    """The slider over n steps (0..n-1) at `value`, silently (the window chose them)."""
+    with blocked(slider):
+        slider.setMaximum(max(0, n - 1))
+        slider.setValue(value)
 
 
 def edits_text(widget: QWidget | None) -> bool:

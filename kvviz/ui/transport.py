@@ -7,12 +7,12 @@ It reads a RunHistory and the selected step; it knows no panels, no form and no 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from kvviz.format import fmt_ms
 from kvviz.records.trace import RunInfo
 from kvviz.ui.history import RunHistory
-from kvviz.ui.qtutil import blocked
+from kvviz.ui.qtutil import set_timeline, timeline_slider
 from kvviz.ui.shell.state import RunState
 from kvviz.ui.shell.transport import NarrationLabel
 
@@ -36,12 +36,7 @@ class TransportBar(QWidget):
         layout.setSpacing(4)
         timeline = QHBoxLayout()
         self.timeline_label = QLabel()
-        self.timeline = QSlider(Qt.Orientation.Horizontal)
-        self.timeline.setObjectName("timeline")
-        self.timeline.setRange(0, 0)
-        self.timeline.setPageStep(10)
-        self.timeline.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Left/Right belong to the window's shortcuts
-        self.timeline.valueChanged.connect(self.step_chosen)
+        self.timeline = timeline_slider("timeline", self.step_chosen)
         self.step_label = QLabel()
         self.step_label.setMinimumWidth(150)
         # Where the eye is while a run is asked for: the model loading (busy), then steps done and time left.
@@ -93,9 +88,7 @@ class TransportBar(QWidget):
     def set_steps(self, n: int, selected: int) -> None:
         """The slider's range and position, silently (the window chose them)."""
         self.selected = selected
-        with blocked(self.timeline):
-            self.timeline.setMaximum(max(0, n - 1))
-            self.timeline.setValue(selected)
+        set_timeline(self.timeline, n, selected)
 
     def update_badge(self) -> None:
         with_steps = [k for k, v in self.history.traces.items() if v]

@@ -6,11 +6,11 @@ It reads a ServeHistory and the selection; what a scrub does is the window's.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from kvviz.serving.history import ServeHistory
-from kvviz.ui.qtutil import blocked
+from kvviz.ui.qtutil import set_timeline, timeline_slider
 from kvviz.ui.serve.narration import narrate
 from kvviz.ui.shell.transport import NarrationLabel
 
@@ -27,12 +27,7 @@ class ServeTransport(QWidget):
         layout.setSpacing(2)
         row = QHBoxLayout()
         self.timeline_label = QLabel()
-        self.timeline = QSlider(Qt.Orientation.Horizontal)
-        self.timeline.setObjectName("serve_timeline")
-        self.timeline.setRange(0, 0)
-        self.timeline.setPageStep(10)
-        self.timeline.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Left/Right belong to the window's keys
-        self.timeline.valueChanged.connect(self.step_chosen)
+        self.timeline = timeline_slider("serve_timeline", self.step_chosen)
         self.step_label = QLabel()
         self.step_label.setObjectName("serve_step_label")
         self.step_label.setMinimumWidth(260)
@@ -52,9 +47,7 @@ class ServeTransport(QWidget):
 
     def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
         n = run.n_steps()
-        with blocked(self.timeline):
-            self.timeline.setMaximum(max(0, n - 1))
-            self.timeline.setValue(step)
+        set_timeline(self.timeline, n, step)
         key = (id(run), run.version, step, request)
         if key == self._shown:
             return

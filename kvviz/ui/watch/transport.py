@@ -9,10 +9,10 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from kvviz.peers.watch.history import state_text
-from kvviz.ui.qtutil import blocked, translator
+from kvviz.ui.qtutil import set_timeline, timeline_slider, translator
 from kvviz.ui.shell.transport import NarrationLabel
 from kvviz.ui.watch.source import ServerView, WatchFrame
 
@@ -72,12 +72,7 @@ class WatchTransport(QWidget):
         layout.addWidget(self.status)
         row = QHBoxLayout()
         self.timeline_label = QLabel()
-        self.timeline = QSlider(Qt.Orientation.Horizontal)
-        self.timeline.setObjectName("watch_timeline")
-        self.timeline.setRange(0, 0)
-        self.timeline.setPageStep(10)
-        self.timeline.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.timeline.valueChanged.connect(self.sample_chosen)
+        self.timeline = timeline_slider("watch_timeline", self.sample_chosen)
         self.time_label = QLabel()
         self.time_label.setObjectName("watch_time_label")
         self.time_label.setMinimumWidth(220)
@@ -104,9 +99,7 @@ class WatchTransport(QWidget):
         self.narration.setToolTip("")
 
     def show_frame(self, frame: WatchFrame, sample: int, n: int, t: float, source: str) -> None:
-        with blocked(self.timeline):
-            self.timeline.setMaximum(max(0, n - 1))
-            self.timeline.setValue(sample)
+        set_timeline(self.timeline, n, sample)
         key = (frame.started, frame.version, sample, n, source)
         if key == self._shown:
             return
