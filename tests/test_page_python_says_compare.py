@@ -105,7 +105,7 @@ def _at(changes: list, step: int):
 def test_every_legend_and_summary_figure_of_the_page_is_the_windows_in_both_languages(run, data, qapp):
     """At every step, in English and in Chinese, the page's legends (latency, bytes, cache memory, recompute,
     quality) are the window's panels' legend texts, and its summary's heading, row names, cells and notes the
-    window's SummaryPanel's: page.js only puts Python's words in place."""
+    window's SummaryPanel's, its tokens-held line the cache memory panel's: page.js only puts Python's in place."""
     from kvviz.format import fmt_count
     from kvviz.page import ENGINE_MARK
     from kvviz.ui import i18n
@@ -147,6 +147,9 @@ def test_every_legend_and_summary_figure_of_the_page_is_the_windows_in_both_lang
                     notes = "<br>".join(_said(note, said, lang, names, html=True)
                                         for _kind, note in _at(said["summary"]["notes"], step))
                     assert notes == summary._note.text(), (lang, step)
+                # the cache memory's grey line: the tokens held, in bytes
+                panels["cache_memory"].show_step(history, run.n_steps - 1)
+                assert said["held_bytes"] == panels["cache_memory"]._held_y.tolist()
             finally:
                 for panel in (*panels.values(), recompute, summary):
                     panel.close()

@@ -571,12 +571,8 @@ function drawCacheMemory(k) {
     .join("") + swatch(HELD, C("tokens held"), "line");
   el.cache_memory.legend.className = "legend cols";
   const [ctx, w, h] = fitCanvas(el.cache_memory.canvas);
-  const sized = ENGINES.find(e => e.steps.cache_capacity[e.steps.cache_capacity.length - 1]);
   const series = ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.cache_bytes }));
-  if (sized) {
-    const last = sized.steps.cache_capacity.length - 1, per = sized.steps.cache_bytes[last] / sized.steps.cache_capacity[last];
-    series.unshift({ color: HELD, width: 6, ys: sized.steps.cache_len.map(v => v * per) });
-  }
+  if (SAID.held_bytes) series.unshift({ color: HELD, width: 6, ys: SAID.held_bytes });  // the tokens held (Python's)
   let yMax = 1; for (const s of series) for (const v of s.ys) if (v > yMax) yMax = v;
   const paged = ENGINES.find(e => e.block_table);
   const plotW = paged ? w * 0.58 : w;

@@ -383,7 +383,7 @@ def compare_said(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first
     """Everything the compare page says at steps first..last, in both languages (kvviz.page.said.Spoken):
     per engine (in the traces' order) its legends, work-matrix line, attention title and caption, token note and
     the steps its tokens differ from the first engine's; the wall line, the block pool, the summary, the byte
-    axes' units. Per-step values as kvviz.page.said.changes."""
+    axes' units, the tokens held in bytes (the cache memory's grey line). Per-step values as kvviz.page.said.changes."""
     spoken = Spoken()
     node = spoken.node
     engines = {name: Engine(name, order) for order, (name, steps) in enumerate(traces.items()) if steps}
@@ -440,6 +440,7 @@ def compare_said(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first
     at = [summary.at(k) for k in steps_range]
     sized = next((runs[n] for n in engines if runs[n][-1].cache_capacity), None)
     per = sized[-1].cache_bytes / sized[-1].cache_capacity if sized else 0
+    held = [t.cache_len * per for t in sized] if sized else None  # the tokens held, in bytes (CacheMemoryPanel)
     copied_series = [[t.bytes_copied for t in runs[n]] for n in engines]
     gathered_series = [[t.bytes_gathered for t in runs[n]] for n in engines if any(t.bytes_gathered for t in runs[n])]
     return {
@@ -456,7 +457,8 @@ def compare_said(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first
         "axes": {"bytes_step": _axis_unit(copied_series + gathered_series),
                  "bytes_total": _axis_unit([running(s) for s in copied_series + gathered_series]),
                  "cache_memory": _axis_unit([[t.cache_bytes for t in runs[n]] for n in engines]
-                                            + ([[t.cache_len * per for t in sized]] if sized else []), least=1)},
+                                            + ([held] if held else []), least=1)},
+        "held_bytes": held,
         **spoken.data(),
     }
 
