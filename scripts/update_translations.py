@@ -11,12 +11,17 @@ until a string uses %n. Beyond what lupdate finds, two kinds of string are added
 - calls of a module-level `_tr(text)` helper that wraps QCoreApplication.translate("Context", text) (or is
   `_tr = translator("Context")`, kvviz.ui.qtutil): lupdate reads them (as an alias of tr) with an empty context,
   which is renamed to the helper's;
-- strings translated at run time from data: the engines' one-line help (context "engines").
+- strings translated at run time from data: the engines' one-line help (context "engines");
+- the sentences the page's Python declares for the window's panels (PAGE_SOURCES, read with the AST): each
+  `said("Context", "source", ...)` call, and each string a function of theirs passes to a translator parameter
+  (`tr_panel("...")`, or `tr_of("Context")("...")`), in the context of the translator the window's code passes
+  there (`self.tr` in class Context, or a module's `_tr = translator("Context")`).
 The --fill JSON is {"Context": {"source": "translation"}} or {"source": "translation"} for any context.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import shutil
@@ -44,6 +49,10 @@ NO_QT_SOURCES = {ROOT / "kvviz" / "runtime" / "session.py": "RunWorker",
                  ROOT / "kvviz" / "page" / "watch.py": "Narration",
                  ROOT / "kvviz" / "serving" / "spec.py": "ServeForm",
                  ROOT / "kvviz" / "kernels" / "__init__.py": "kernels"}
+# The page's Python whose sentences the window's panels say (see page_keys).
+PAGE_SOURCES = (ROOT / "kvviz" / "page" / "said_compare.py", ROOT / "kvviz" / "serving" / "words.py",
+                ROOT / "kvviz" / "serving" / "narration.py")
+DYNAMIC_CONTEXTS = ("engines", "kernels")  # said() there with a source from data: dynamic_keys lists them
 LANGUAGES = ("zh_CN",)  # the translations; English is the source
 SOURCE_LANGUAGE = "en"
 HELPER = re.compile(r"(?:def _tr\([^)]*\)[^:]*:\s*(?:\"\"\"[\s\S]*?\"\"\"\s*)?return\s+QCoreApplication\.translate\(\s*"
@@ -100,6 +109,215 @@ def dynamic_keys() -> list[Key]:
             + [Key("kernels", text) for k in KERNELS.values() for text in (k.label, k.help)])
 
 
+class Unreadable(Exception):
+    """A sentence of the page's Python whose context or source the AST cannot tell."""
+
+
+def _strings(node: ast.AST | None, names: dict[str, list[ast.AST]]) -> set[str] | None:
+    """The strings `node` may hold: a literal, either branch of `a if c else b`, a name assigned such values (in
+    `names`: its function's assignments and loop targets, then the module's); None where it is anything else.
+    A None literal (a tuple's gap) holds no string."""
+    if isinstance(node, ast.Constant):
+        return {node.value} if isinstance(node.value, str) else set() if node.value is None else None
+    if isinstance(node, ast.IfExp):
+        body, orelse = _strings(node.body, names), _strings(node.orelse, names)
+        return None if body is None or orelse is None else body | orelse
+    if isinstance(node, (ast.Tuple, ast.List)):  # a loop over a tuple of literals: its elements
+        parts = [_strings(e, names) for e in node.elts]
+        return None if any(p is None for p in parts) else set().union(*parts)
+    if isinstance(node, ast.Name) and node.id in names:
+        parts = [_strings(v, {k: w for k, w in names.items() if k != node.id}) for v in names[node.id]]
+        return None if not parts or any(p is None for p in parts) else set().union(*parts)
+    return None
+
+
+def _ordered(node: ast.AST, strings: set[str]) -> list[str]:
+    """`strings` in the order their literals are written under `node` (the names it reads last, sorted)."""
+    written = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value in strings]
+    return list(dict.fromkeys(written)) + sorted(strings - set(written))
+
+
+def _bindings(body: ast.AST) -> dict[str, list[ast.AST]]:
+    """Each name `body` assigns (`x = value`, `x, y = value, value`) or loops over (`for x in value`,
+    comprehensions), not looking into nested functions or classes beyond `body` itself."""
+    out: dict[str, list[ast.AST]] = {}
+    todo = list(ast.iter_child_nodes(body))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    out.setdefault(target.id, []).append(node.value)
+                elif (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                      and len(target.elts) == len(node.value.elts)):  # a, b = x, y
+                    for name, value in zip(target.elts, node.value.elts):
+                        if isinstance(name, ast.Name):
+                            out.setdefault(name.id, []).append(value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out.setdefault(node.target.id, []).append(node.value)
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            out.setdefault(node.target.id, []).append(node.iter)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _calls(body: ast.AST):
+    """The calls inside `body` in the order they are written, not those of a nested function (a lambda's are its
+    function's)."""
+    for node in ast.iter_child_nodes(body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        yield from _calls(node)
+
+
+@dataclass
+class PageFunction:
+    """A function of the page's Python: per translator parameter (name, position) the strings it translates."""
+
+    params: list[str]
+    translated: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _where(path: Path, node: ast.AST) -> str:
+    return f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+
+
+def _page_module(path: Path) -> tuple[list[Key], dict[str, PageFunction]]:
+    """A page module's said() sentences (Keys) and its functions that take a translator."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    module = _bindings(tree)
+    keys: list[Key] = []
+    functions: dict[str, PageFunction] = {}
+    lost: list[str] = []
+    for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+        params = [a.arg for a in args]
+        names = {**module, **_bindings(fn)}
+        called = {c.func.id for c in _calls(fn) if isinstance(c.func, ast.Name)}
+        factories = {}  # a local `x = tr_of("Context")` called later: a translator of that context
+        makers = set()  # the parameters that make them (tr_of), not translators
+        for name, values in _bindings(fn).items():
+            for v in values:
+                if (name in called and isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                        and v.func.id in params and len(v.args) == 1 and isinstance(v.args[0], ast.Constant)):
+                    factories[name] = v.args[0].value
+                    makers.add(v.func.id)
+        page = PageFunction(params)
+        for call in _calls(fn):
+            func = call.func
+            if isinstance(func, ast.Name) and func.id == "said" and len(call.args) >= 2:
+                contexts, sources = _strings(call.args[0], names), _strings(call.args[1], names)
+                if contexts is not None and contexts <= set(DYNAMIC_CONTEXTS):
+                    continue
+                if not contexts or sources is None:
+                    lost.append(f"  {_where(path, call)}: {ast.unparse(call)[:100]}")
+                    continue
+                keys += [Key(c, s) for c in sorted(contexts) for s in _ordered(call.args[1], sources)]
+            elif isinstance(func, ast.Name) and len(call.args) == 1 and not call.keywords and (
+                    func.id in factories or func.id in params):
+                sources = _strings(call.args[0], names)
+                if sources is None:
+                    if func.id in factories:
+                        lost.append(f"  {_where(path, call)}: {ast.unparse(call)[:100]}")
+                    continue  # a parameter called with data: a function passed in, not a translator
+                if func.id in factories:
+                    keys += [Key(factories[func.id], s) for s in _ordered(call.args[0], sources)]
+                elif func.id not in makers:
+                    page.translated.setdefault(func.id, []).extend(_ordered(call.args[0], sources))
+        if page.translated:
+            functions[fn.name] = page
+    if lost:
+        raise Unreadable(f"{path.relative_to(ROOT)}: cannot tell the context or the source of:\n" + "\n".join(lost))
+    return keys, functions
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _context_of(arg: ast.AST, cls: str | None, translators: dict[str, str]) -> str | None:
+    """The context of a translator the window passes: `self.tr` in class `cls`, a module's
+    `_tr = translator("Context")`, `translator("Context")` or `lambda text: QCoreApplication.translate("Context",
+    text)`."""
+    if isinstance(arg, ast.Attribute) and arg.attr == "tr" and isinstance(arg.value, ast.Name) \
+            and arg.value.id == "self":
+        return cls
+    if isinstance(arg, ast.Name):
+        return translators.get(arg.id)
+    if isinstance(arg, ast.Lambda):  # lambda text: QCoreApplication.translate("Context", text)
+        arg = arg.body
+    if (isinstance(arg, ast.Call) and isinstance(arg.func, (ast.Name, ast.Attribute)) and arg.args
+            and (arg.func.id if isinstance(arg.func, ast.Name) else arg.func.attr) in ("translate", "translator")
+            and isinstance(arg.args[0], ast.Constant) and isinstance(arg.args[0].value, str)):
+        return arg.args[0].value
+    return None
+
+
+def _with_class(node: ast.AST, cls: str | None):
+    """(each node under `node`, the name of the class it is in, or None)."""
+    for child in ast.iter_child_nodes(node):
+        inner = child.name if isinstance(child, ast.ClassDef) else cls
+        yield child, inner
+        yield from _with_class(child, inner)
+
+
+def page_keys(ui_files: list[Path]) -> list[Key]:
+    """The (context, source) pairs the page's Python declares for the window: its said() sentences, and the strings
+    its functions translate with the translator the window's code passes them (found at the calls in `ui_files`).
+    Unreadable where a sentence's context or source, or the context of a translator passed, is not a literal."""
+    keys: list[Key] = []
+    functions: dict[tuple[str, str], PageFunction] = {}
+    for path in PAGE_SOURCES:
+        found, fns = _page_module(path)
+        keys += found
+        functions.update({(_module_name(path), name): f for name, f in fns.items()})
+    lost = []
+    for path in ui_files:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        imported: dict[str, tuple[str, str]] = {}  # local name -> (module, function) or (module, "") for a module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = (node.module, alias.name)
+        translators = {}
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id == "translator" and node.value.args
+                    and isinstance(node.value.args[0], ast.Constant)):
+                translators[node.targets[0].id] = node.value.args[0].value
+
+        for node, cls in _with_class(tree, None):
+            func = node.func if isinstance(node, ast.Call) else None
+            target = None
+            if isinstance(func, ast.Name) and func.id in imported:
+                target = imported[func.id]
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in imported:
+                module, name = imported[func.value.id]
+                target = (f"{module}.{name}", func.attr)
+            page = functions.get(target) if target else None
+            if page is None:
+                continue
+            for param, sources in page.translated.items():
+                index = page.params.index(param)
+                given = [k.value for k in node.keywords if k.arg == param]
+                given += [node.args[index]] if index < len(node.args) else []
+                for arg in given:
+                    context = _context_of(arg, cls, translators)
+                    if context is None:
+                        lost.append(f"  {_where(path, node)}: {ast.unparse(arg)} passed as {target[1]}'s {param}")
+                        continue
+                    keys.extend(Key(context, s) for s in sources)
+    if lost:
+        raise Unreadable("cannot tell the context of these translators (pass self.tr or a module's "
+                         "_tr = translator(\"Context\")):\n" + "\n".join(lost))
+    return keys
+
+
 class ContextLost(Exception):
     """lupdate put strings in no context: at run time they would never be translated."""
 
@@ -111,6 +329,7 @@ def extract() -> list[Entry]:
     files = ui_sources()
     found = _lupdate(files, [])
     lost = [e for e in found if not e.key.context]
+    found = [Entry(k) for k in page_keys(files)] + found  # a string the UI also writes keeps the UI's place
     if lost:
         raise ContextLost("lupdate found these strings outside any class, so no translation would match "
                           "them at run time (a `def` nested inside a function before them confuses its "
@@ -236,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         found = extract()
-    except ContextLost as exc:
+    except (ContextLost, Unreadable) as exc:
         print(f"update_translations: {exc}", file=sys.stderr)
         return 1
     fills = fill_map(args.fill) if args.fill else {}

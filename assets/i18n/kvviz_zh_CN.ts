@@ -457,6 +457,30 @@
         <translation>导出(&amp;E)</translation>
     </message>
     <message>
+        <source>kvviz traces (*.json)</source>
+        <translation>kvviz 追踪记录 (*.json)</translation>
+    </message>
+    <message>
+        <source>CSV files (*.csv)</source>
+        <translation>CSV 文件 (*.csv)</translation>
+    </message>
+    <message>
+        <source>Markdown files (*.md)</source>
+        <translation>Markdown 文件 (*.md)</translation>
+    </message>
+    <message>
+        <source>Export data</source>
+        <translation>导出数据</translation>
+    </message>
+    <message>
+        <source>Data export</source>
+        <translation>数据导出</translation>
+    </message>
+    <message>
+        <source>{0} bytes</source>
+        <translation>{0} 字节</translation>
+    </message>
+    <message>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
@@ -483,30 +507,6 @@
     <message>
         <source>Copied {0} × {1} pixels to the clipboard</source>
         <translation>已复制 {0} × {1} 像素的图像到剪贴板</translation>
-    </message>
-    <message>
-        <source>Data export</source>
-        <translation>数据导出</translation>
-    </message>
-    <message>
-        <source>kvviz traces (*.json)</source>
-        <translation>kvviz 追踪记录 (*.json)</translation>
-    </message>
-    <message>
-        <source>CSV files (*.csv)</source>
-        <translation>CSV 文件 (*.csv)</translation>
-    </message>
-    <message>
-        <source>Markdown files (*.md)</source>
-        <translation>Markdown 文件 (*.md)</translation>
-    </message>
-    <message>
-        <source>Export data</source>
-        <translation>导出数据</translation>
-    </message>
-    <message>
-        <source>{0} bytes</source>
-        <translation>{0} 字节</translation>
     </message>
     <message>
         <source>Animation export</source>
@@ -555,6 +555,10 @@
     <message>
         <source>Could not open the trace: {0}</source>
         <translation>无法打开追踪记录：{0}</translation>
+    </message>
+    <message>
+        <source>Something failed inside kvviz: {0}: {1} (the details are on the terminal; please report them)</source>
+        <translation>kvviz 内部出错：{0}：{1}（详细信息在终端中，请报告）</translation>
     </message>
     <message>
         <source>Whole window</source>
@@ -619,10 +623,6 @@
     <message>
         <source>a saved run</source>
         <translation>已保存的运行</translation>
-    </message>
-    <message>
-        <source>Something failed inside kvviz: {0}: {1} (the details are on the terminal; please report them)</source>
-        <translation>kvviz 内部出错：{0}：{1}（详细信息在终端中，请报告）</translation>
     </message>
 </context>
 <context>
@@ -1915,14 +1915,6 @@
         <translation>把这次运行存为一个 HTML 文件：带步骤滑块和全部面板，可在任何浏览器中打开，无需联网</translation>
     </message>
     <message>
-        <source>Page export</source>
-        <translation>网页导出</translation>
-    </message>
-    <message>
-        <source>nothing to export yet: run the engines or open a saved trace first</source>
-        <translation>还没有可导出的内容：请先运行引擎，或打开已保存的追踪记录</translation>
-    </message>
-    <message>
         <source>Export interactive page</source>
         <translation>导出交互式网页</translation>
     </message>
@@ -1931,8 +1923,8 @@
         <translation>HTML 网页 (*.html)</translation>
     </message>
     <message>
-        <source>{0} bytes</source>
-        <translation>{0} 字节</translation>
+        <source>Page export</source>
+        <translation>网页导出</translation>
     </message>
 </context>
 <context>
@@ -1961,10 +1953,6 @@
         <translation>重新显示全部面板</translation>
     </message>
     <message>
-        <source>Grid</source>
-        <translation>网格</translation>
-    </message>
-    <message>
         <source>Loading the panels...</source>
         <translation>正在加载面板...</translation>
     </message>
@@ -1983,6 +1971,10 @@
     <message>
         <source>The window has no room to show these panels readable at this size and zoom, so they wait behind their tabs instead of being squeezed. A larger window, a smaller zoom (View &gt; Zoom) or fewer panels (View) brings them back into the grid.</source>
         <translation>在当前窗口大小和缩放下，没有足够空间清晰显示这些面板，因此它们放在各自的标签页后，而不是被挤小。更大的窗口、更小的缩放（视图 &gt; 缩放）或更少的面板（视图）可让它们回到网格中。</translation>
+    </message>
+    <message>
+        <source>Grid</source>
+        <translation>网格</translation>
     </message>
 </context>
 <context>
@@ -3516,6 +3508,10 @@
 </context>
 <context>
     <name>TextPanel</name>
+    <message>
+        <source>the schedulers generated different text</source>
+        <translation>各调度器生成的文本不同</translation>
+    </message>
     <message>
         <source>Request {0}: its text</source>
         <translation>请求 {0} 的文本</translation>
