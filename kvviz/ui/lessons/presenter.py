@@ -13,13 +13,13 @@ from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 from kvviz.lessons.facts import fill
 from kvviz.lessons.lesson import Lesson
 from kvviz.lessons.runs import LessonRuns
+from kvviz.page.lesson import where_text
 from kvviz.ui.lessons.stage import SceneStage
 
 NEXT_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Down, Qt.Key.Key_Space)
 PREV_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left, Qt.Key.Key_Up, Qt.Key.Key_Backspace)
 WARM_AFTER_MS = 60  # the next scene is built once this one is painted
 POINTER_PX = 46  # the spot's diameter: seen from the back of a lecture hall
-WORDS = {"en": ("Scene {0} / {1}", "step {0} ({1} of {2})"), "zh": ("场景 {0} / {1}", "第 {0} 步（{1} / {2}）")}
 
 
 class AppState:
@@ -204,11 +204,8 @@ class PresenterWindow(QWidget):
         step = self.step()
         self.title.setText(scene.text("title", self.lang))
         self.caption.setText(fill(scene.text("caption", self.lang), run.facts()))
-        where, at = WORDS[self.lang]
-        text = where.format(self.scene_index + 1, len(self.lesson.scenes)) + "  ·  " + self.lesson.text(self.lang)
-        if run.kind != "memory":
-            text += "  ·  " + at.format(step, self.stop + 1, len(scene.stops))
-        self.where.setText(text)
+        self.where.setText(where_text(self.scene_index, len(self.lesson.scenes), step, self.stop, len(scene.stops),
+                                      run.kind == "memory", self.lang, self.lesson.text(self.lang)))
         self.stage.draw(scene, run, step, self.lang)
         self.scene_drawn.emit(self.scene_index, self.stop)
         QTimer.singleShot(WARM_AFTER_MS, self.warm_next)  # after this scene is on the screen
