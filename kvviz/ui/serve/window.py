@@ -58,9 +58,7 @@ class ServeWindow(FramedView):
         self.setObjectName("ServeWindow")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
         self.run = ServeHistory()
-        self.step = 0
         self.request: int | None = None
-        self._follow = True
         self._frame_timer = QTimer(self)  # single shot: started when something changed, never left running
         self._frame_timer.setSingleShot(True)
         self._frame_timer.timeout.connect(self.draw)
@@ -213,23 +211,8 @@ class ServeWindow(FramedView):
         self.request = request if 0 <= request < self.run.n_requests() else None
         self.select_step(step)
 
-    def scrub(self, delta: int) -> None:
-        self.select_step(self.step + delta)
-        if delta < 0:
-            self._follow = False
-
-    @property
-    def selected_step(self) -> int:
-        return self.step
-
     def shown_steps(self) -> int:
         return self.run.n_steps()
-
-    def following(self) -> bool:
-        return self._follow
-
-    def set_following(self, on: bool) -> None:
-        self._follow = on
 
     def follow_live(self) -> None:
         self.select_step(self.run.n_steps() - 1)

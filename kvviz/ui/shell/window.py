@@ -63,8 +63,9 @@ class ErrorStrip(QFrame):
 class ShellWindow(QMainWindow):
     """A view: KEYS (its rows of the key map, the transport's included) become `act_<name>` actions;
     `build_shell(form_dock, transport, grid)` lays it out; `host_worker(worker)` runs the worker's
-    thread. The view implements the hooks: start_run, select_step, scrub, follow_live, shown_steps,
-    selected_step, set_following, step_from_idle, state_changed."""
+    thread. The view implements the hooks: start_run, select_step, follow_live, shown_steps, step_from_idle,
+    state_changed. The step shown is `step`, and `_follow` whether it follows the newest (selected_step,
+    following, set_following and scrub read and set them; a view keeping its selection elsewhere overrides them)."""
 
     KEYS: tuple[ActionSpec, ...] = keys.TRANSPORT
     WORKER_THREAD = "kvviz-run-worker"
@@ -84,6 +85,8 @@ class ShellWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings()
         self.state = RunState.IDLE
         self.run_id = ""  # the run this window asked for last
+        self.step = 0  # the step shown
+        self._follow = True  # the step shown follows the newest
         self._worker: QObject | None = None
         self._worker_host: WorkerHost | None = None
         self.actions_by_name = keys.build(self, self.KEYS)
@@ -281,19 +284,22 @@ class ShellWindow(QMainWindow):
 
     @property
     def selected_step(self) -> int:
-        raise NotImplementedError
+        return self.step
 
     def following(self) -> bool:
-        raise NotImplementedError
+        return self._follow
 
     def set_following(self, on: bool) -> None:
-        raise NotImplementedError
+        self._follow = on
 
     def select_step(self, step: int) -> None:
         raise NotImplementedError
 
     def scrub(self, delta: int) -> None:
-        raise NotImplementedError
+        """`delta` steps on; a step back stops following the newest."""
+        self.select_step(self.step + delta)
+        if delta < 0:
+            self._follow = False
 
     def follow_live(self) -> None:
         raise NotImplementedError

@@ -32,7 +32,8 @@ REPLAY_BUDGET_S = 0.02  # "as fast as possible": records applied per tick for at
 
 
 class WatchWindow(FramedView):
-    """Drive with `watch(request)`, `replay(path)`, the transport's actions; read `frame`, `grid`, `sample`."""
+    """Drive with `watch(request)`, `replay(path)`, the transport's actions; read `frame`, `grid`,
+    `step` (the sample shown)."""
 
     KEYS = (*keys.TRANSPORT, ActionSpec("watch", ("Ctrl+Shift+W",), "open_watch_dialog"),
             ActionSpec("open", ("Ctrl+O",), "open_recording_dialog"), ActionSpec("close", ("Ctrl+W",), "close"),
@@ -49,8 +50,6 @@ class WatchWindow(FramedView):
         self.replay_path: Path | None = None  # the recording Run replays again
         self.text_of = None
         self.frame: WatchFrame | None = None
-        self.sample = 0
-        self._follow = True
         self._due = 0.0  # replay: samples owed to the speed
         self._last_tick = time.perf_counter()
         self._next_frame = 0.0  # perf_counter before which records streaming in wait (see tick)
@@ -143,7 +142,7 @@ class WatchWindow(FramedView):
 
     def _show_source(self, source) -> None:
         self.source = source
-        self.frame, self._drawn, self.sample, self._follow, self._due = None, None, 0, True, 0.0
+        self.frame, self._drawn, self.step, self._follow, self._due = None, None, 0, True, 0.0
         self.grid.clear()
         self.transport.clear()
         self._last_tick = time.perf_counter()
@@ -207,26 +206,11 @@ class WatchWindow(FramedView):
     def shown_steps(self) -> int:
         return len(self._times())
 
-    @property
-    def selected_step(self) -> int:
-        return self.sample
-
-    def following(self) -> bool:
-        return self._follow
-
-    def set_following(self, on: bool) -> None:
-        self._follow = on
-
     def select_step(self, step: int) -> None:
         n = self.shown_steps()
-        self.sample = max(0, min(int(step), n - 1)) if n else 0
-        self._follow = n > 0 and self.sample == n - 1 and self.state is not RunState.IDLE
+        self.step = max(0, min(int(step), n - 1)) if n else 0
+        self._follow = n > 0 and self.step == n - 1 and self.state is not RunState.IDLE
         self.redraw()
-
-    def scrub(self, delta: int) -> None:
-        self.select_step(self.sample + delta)
-        if delta < 0:
-            self._follow = False
 
     def follow_live(self) -> None:
         self._follow = True
@@ -280,15 +264,15 @@ class WatchWindow(FramedView):
         times = self._times()
         n = len(times)
         if self._follow and n:
-            self.sample = n - 1
-        self.sample = min(self.sample, max(0, n - 1))
-        t = float(times[self.sample]) if n else 0.0
+            self.step = n - 1
+        self.step = min(self.step, max(0, n - 1))
+        t = float(times[self.step]) if n else 0.0
         kind = self.tr("live") if self.source is not None and self.source.live else self.tr("replay")
-        self.paint_frame((frame.started, frame.version, self.sample, self.grid.shown_key()),
+        self.paint_frame((frame.started, frame.version, self.step, self.grid.shown_key()),
                          lambda: self._draw_selection(frame, n, t, kind), started)
 
     def _draw_selection(self, frame: WatchFrame, n: int, t: float, kind: str) -> None:
-        self.transport.show_frame(frame, self.sample, n, t, kind)
+        self.transport.show_frame(frame, self.step, n, t, kind)
         self.grid.draw(frame, t, None)
 
     def draw_frame(self) -> None:
