@@ -15,7 +15,7 @@ from kvviz import catalog
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels import PANELS
 from kvviz.ui.qtutil import blocked
-from kvviz.ui.shell.giveway import HANDLE_PX, bands, give_way, share
+from kvviz.ui.shell.giveway import HANDLE_PX, bands, share
 from kvviz.ui.shell.grid import GridSpec, ShellGrid, place_frames
 
 PANEL_MIN_SIZE = (140, 110)  # a frame's least size: a panel whose content grows is clipped, not the window widened
@@ -196,23 +196,7 @@ class PanelGrid(ShellGrid):
         row.splitterMoved.connect(lambda *_a: self._check_timer.start())  # a drag may leave a panel short
         return row
 
-    # -- giving way ----------------------------------------------------------------------------------
-    def plan(self) -> tuple[list[list[str]], list[str]]:
-        """give_way for the shown panels in the grid's room; before the grid has a size of its own
-        (not yet shown), every shown panel in the default rows (up to three in one row, else two, the
-        first the longer)."""
-        shown = self.shown_panels()
-        if not self.isVisible() or self.width() < 50 or self.height() < 50:
-            n_rows = 1 if len(shown) <= 3 else 2
-            cols = -(-len(shown) // n_rows) if shown else 1
-            return [shown[r * cols:(r + 1) * cols] for r in range(n_rows) if shown[r * cols:(r + 1) * cols]], []
-        needs = {k: self.readable_size(k) for k in shown}
-        priority = {k: self.panels[k].priority for k in shown}
-        rows, moved = give_way(shown, needs, priority, self.room())
-        if moved:  # the strip takes height: plan again in what it leaves
-            rows, moved = give_way(shown, needs, priority, self.room(strip=True))
-        return rows, moved
-
+    # -- giving way (ShellGrid.plan: the usual rows where they read, else give_way by the panels' priority) --
     def readable_size(self, key: str) -> tuple[int, int]:
         """The smallest frame in which the panel reads at the present zoom: its declared size, or its
         plots' readable areas plus what its frame holds around them (measured when it was last laid

@@ -236,8 +236,9 @@ class TitledFrame(QFrame):
 class GridSpec:
     """What a view's grid is: `name` prefixes its widgets' object names ("<name>_grid", "<name>_panel_<key>",
     "<name>_moved_tabs"), `registry` its panels ((key, "module:Class") pairs, View's order), `rows` the rows
-    it lays them out in where they read, `priority` which keep their room first (lowest first) where they do
-    not, `weights` how the room left in a row is shared (a key's parts, 1 where unnamed; empty: equally);
+    it lays them out in where they read (empty: up to three in one row, more in two), `priority` which keep
+    their room first (lowest first) where they do not (empty: each panel's own `priority`), `weights` how the
+    room left in a row is shared (a key's parts, 1 where unnamed; empty: equally);
     `sized_by_data`: a panel's readable size follows what it drew (more requests, more schedulers), so each
     draw measures the needs again (a few ms a frame for six panels) and gives way where they changed;
     `deferred`: the panels are built by `install()` (after the window's first paint), not with the grid;
@@ -377,19 +378,27 @@ class ShellGrid(QWidget):
         height = self.height() - (self.strip.sizeHint().height() + self.layout().spacing() if strip else 0)
         return max(1, self.width()), max(1, height)
 
+    def usual_rows(self, shown: list[str]) -> list[list[str]]:
+        """The rows the shown panels take where they read: the view's (GridSpec.rows), else up to three in one
+        row, more in two (the first the longer), as give_way tries first."""
+        if self.spec.rows:
+            return [row for row in ([k for k in row if k in shown] for row in self.spec.rows) if row]
+        cols = len(shown) if len(shown) <= 3 else -(-len(shown) // 2)
+        return [row for row in (shown[:cols], shown[cols:]) if row]
+
     def plan(self) -> tuple[list[list[str]], list[str]]:
         """The rows to lay out and the panels behind tabs: the focused panel alone; the usual rows where they
         read (and before the grid has a size of its own); else give_way in the grid's room."""
         shown = self.shown_panels()
         if self._focused in shown:
             return [[self._focused]], []
-        usual = [row for row in ([k for k in row if k in shown] for row in self.spec.rows) if row]
+        usual = self.usual_rows(shown)
         if not self.isVisible() or self.width() < 50 or self.height() < 50:
             return usual, []
         needs = {k: self.readable_size(k) for k in shown}
         if fits(usual, needs, self.room()):
             return usual, []
-        priority = self.spec.priority
+        priority = self.spec.priority or {k: getattr(self.panels[k], "priority", 50) for k in shown}
         rows, moved = give_way(shown, needs, priority, self.room())
         if moved:  # the strip takes height: plan again in what it leaves
             rows, moved = give_way(shown, needs, priority, self.room(strip=True))
