@@ -1,7 +1,8 @@
 /* kvviz page: one saved run drawn at one step, as the window draws it (kvviz/ui/panels), from the records
    in the <script id="kvviz-data"> element. No network, no library: canvas and DOM only.
-   The words: tr(context, English) looks up the window's Chinese (kvviz/page/strings.py reads the .ts);
-   every sentence, figure and derived series is Python's (kvviz/page/said_compare.py), in the page's data. */
+   Every sentence and figure and the series the window derives are Python's, in the page's data (kvviz/page
+   said_compare.py); a panel's fixed words come by tr(context, English), the window's Chinese (strings.py reads
+   the .ts). The JS draws the recorded positions (work-matrix cells, recompute counts, pool slots) and the axes. */
 "use strict";
 (function () {
 const DATA = JSON.parse(document.getElementById("kvviz-data").textContent);
