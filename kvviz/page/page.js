@@ -702,7 +702,7 @@ function togglePlay() {
 function init() {
   if (DATA.start.embedded) document.body.classList.add("embedded");
   if (DATA.kind === "serve") {
-    SERVE = window.kvvizServe({ DATA, tr, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw: draw, zoom: () => ZOOM });
+    SERVE = window.kvvizServe({ DATA, say, atStep, esc, hex, fitCanvas, swatch, plot, redraw: draw, zoom: () => ZOOM });
     document.getElementById("badge").style.display = "none";
   } else buildPanels();
   const slider = document.getElementById("slider");
