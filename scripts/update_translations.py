@@ -322,6 +322,18 @@ class ContextLost(Exception):
     """lupdate put strings in no context: at run time they would never be translated."""
 
 
+def helper_entries(files: list[Path]) -> list[Entry]:
+    """The `_tr("...")` calls of the files with a module-level helper, in the helper's context (only the helper's
+    spelling, so self.tr is not counted twice)."""
+    found = []
+    for path in files:
+        match = HELPER.search(path.read_text(encoding="utf-8"))
+        if match:
+            found += [Entry(Key(match.group(1), e.key.source, e.key.comment), numerus=e.numerus)
+                      for e in _lupdate([path], ["-tr-function-alias", "tr=_tr"]) if not e.key.context]
+    return found
+
+
 def extract() -> list[Entry]:
     """Every translatable string of the UI, untranslated, in a stable order (context, then first
     appearance); `numerus` marks the plural ones. ContextLost if lupdate could not tell the class of a
@@ -335,11 +347,7 @@ def extract() -> list[Entry]:
                           "them at run time (a `def` nested inside a function before them confuses its "
                           "parser; use a lambda or a method):\n" + "\n".join(
                               f"  {e.where}: {e.key.source!r}" for e in lost[:20]))
-    for path in files:
-        match = HELPER.search(path.read_text(encoding="utf-8"))
-        if match:  # `_tr("...")` calls: only the helper's spelling, so self.tr is not counted twice
-            found += [Entry(Key(match.group(1), e.key.source, e.key.comment), numerus=e.numerus)
-                      for e in _lupdate([path], ["-tr-function-alias", "tr=_tr"]) if not e.key.context]
+    found += helper_entries(files)
     for path, context in NO_QT_SOURCES.items():
         found += [Entry(Key(context, e.key.source, e.key.comment), numerus=e.numerus)
                   for e in _lupdate([path], ["-tr-function-alias", "tr=_tr"]) if not e.key.context]

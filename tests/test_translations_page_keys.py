@@ -87,3 +87,38 @@ def test_the_page_sentences_are_in_the_shipped_translations(tool):
             ("AttentionPanel", "layer {layer}, head {head}, step {step}")} <= {(k.context, k.source) for k in keys}
     missing = [k for k in keys if k not in shipped or not shipped[k].finished]
     assert not missing, missing
+
+
+# The page's sentences the window's panels still write themselves: the summary's (its own table fitting), the
+# paged pool's legend (its slot counts are the drawn tiles') and the Serve latency axes (unit apart).
+STILL_WRITTEN = {
+    ("CacheMemoryPanel", "block table [{table}]"), ("CacheMemoryPanel", "pool {n} \u00d7 {size} slots"),
+    ("CacheMemoryPanel", "reserved, empty"), ("CacheMemoryPanel", "slot holding K/V"),
+    ("LatencyPanel", "TPOT"), ("LatencyPanel", "TTFT"), ("LatencyPanel", "request"),
+    *(("SummaryPanel", s) for s in (
+        ", ", "; ", "Decode step: {parts}. Their times differ by kernel as well as by cache.",
+        "Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they "
+        "part, the machine's noise moved the figure that much. Prefill (step 0, apart): {prefill}.",
+        "Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd and the even steps "
+        "cover the same positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, "
+        "apart): {prefill}.",
+        "K/V computed", "Medians of {n} runs: {totals}",
+        "Spread of the {n} runs (lowest\u2013highest total; the table gives the median): {parts}.",
+        "Totals over steps 0\u2013{step} ({n} new tokens)",
+        "Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache <b>{cached}</b> ({ratio:.1f}\u00d7 "
+        "fewer). Each one it skips is a K or V that never changed.",
+        "copied", "gathered", "mean KL", "of copy", "of read ceiling", "peak cache", "read", "read rate", "speedup",
+        "time", "tokens/s", "top-1 same", "written", "{engine} {low}\u2013{high} (\u00b1{pct}%)", "{engine} {ms}",
+        "{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)", "{name} ({unit})",
+        "{totals}, decode kernel {kernel}", "{totals}, decode kernels {first} and {second}"))}
+
+
+def test_the_panels_say_the_pages_sentences_through_the_pages_python(tool):
+    """The compare and Serve panels write none of the sentences the page's Python declares (legends, the work
+    matrix's lines, the attention panel's title and caption, the token note, the Serve counters, headings, kinds,
+    solo lines and titles) but those listed in STILL_WRITTEN: they say them through kvviz.page.said_compare,
+    kvviz.serving.words and kvviz.serving.narration."""
+    files = sorted((tool.UI / "panels").glob("*.py")) + sorted((tool.UI / "serve" / "panels").glob("*.py"))
+    written = {e.key for e in tool._lupdate(files, []) if e.key.context} | {e.key for e in tool.helper_entries(files)}
+    page = tool.page_keys(tool.ui_sources())
+    assert {(k.context, k.source) for k in written & set(page)} == STILL_WRITTEN

@@ -78,6 +78,22 @@
 <context>
     <name>AttentionPanel</name>
     <message>
+        <source>layer {layer}, head {head}, step {step}</source>
+        <translation>第 {layer} 层，第 {head} 个头，第 {step} 步</translation>
+    </message>
+    <message>
+        <source>Outlined: the {rows} row(s) computed at this step. The {earlier} rows above were computed at earlier steps.</source>
+        <translation>框出部分：本步计算的 {rows} 行。上方的 {earlier} 行是之前各步算出的。</translation>
+    </message>
+    <message>
+        <source>Outlined: the {rows} row(s) computed at this step.</source>
+        <translation>框出部分：本步计算的 {rows} 行。</translation>
+    </message>
+    <message>
+        <source>No attention weights recorded in this run.</source>
+        <translation>本次运行没有记录注意力权重。</translation>
+    </message>
+    <message>
         <source>weight</source>
         <translation>权重</translation>
     </message>
@@ -105,25 +121,17 @@
         <source>softmax(Q K^T / sqrt(d)) of one layer and head: row i is how much query i looks at each earlier key; the causal mask hides the future (grey). Naive recomputes the whole matrix every step; a cached engine computes only the outlined new row and reads the keys from the cache, so its matrix fills in row by row. The rows agree across engines: the cache changes no math.</source>
         <translation>某一层、某一个头的 softmax(Q K^T / sqrt(d))：第 i 行表示 query i 对之前每个 key 的关注程度；因果掩码遮住未来（灰色）。朴素引擎每步都重算整个矩阵；带缓存的引擎只计算框出的新一行，key 从缓存读取，所以它的矩阵逐行填满。各引擎的每一行都相同：缓存不改变数学结果。</translation>
     </message>
-    <message>
-        <source>No attention weights recorded in this run.</source>
-        <translation>本次运行没有记录注意力权重。</translation>
-    </message>
-    <message>
-        <source>layer {layer}, head {head}, step {step}</source>
-        <translation>第 {layer} 层，第 {head} 个头，第 {step} 步</translation>
-    </message>
-    <message>
-        <source>Outlined: the {rows} row(s) computed at this step. The {earlier} rows above were computed at earlier steps.</source>
-        <translation>框出部分：本步计算的 {rows} 行。上方的 {earlier} 行是之前各步算出的。</translation>
-    </message>
-    <message>
-        <source>Outlined: the {rows} row(s) computed at this step.</source>
-        <translation>框出部分：本步计算的 {rows} 行。</translation>
-    </message>
 </context>
 <context>
     <name>BytesPanel</name>
+    <message>
+        <source>{engine}: {copied} copied</source>
+        <translation>{engine}：复制 {copied}</translation>
+    </message>
+    <message>
+        <source>, {gathered} gathered</source>
+        <translation>，gather 拷贝 {gathered}</translation>
+    </message>
     <message>
         <source>per step (dashed: gathered)</source>
         <translation>每步（虚线：gather 拷贝）</translation>
@@ -144,17 +152,17 @@
         <source>The chapter&apos;s torch.cat cache copies the whole history into a new tensor every step: O(k) bytes at step k, O(n²) over a generation (the total curves upward). A static cache is preallocated and a paged cache takes fixed-size blocks; both write the new token in place and copy nothing. Dashed: bytes gathered only to feed attention (the paged blocks copied into one contiguous tensor; a fused paged-attention kernel would read them in place).</source>
         <translation>本章的 torch.cat 缓存每步都把全部历史复制到一个新张量：第 k 步复制 O(k) 字节，整个生成过程共 O(n²)（累计曲线向上弯）。静态缓存预先分配好空间，分页缓存按固定大小的块分配；两者都把新 token 原地 (in-place) 写入，不复制任何数据。虚线：仅为喂给注意力而 gather 的字节（把分页的各个块拷贝成一个连续张量；融合的 paged-attention 内核可以原地读取它们）。</translation>
     </message>
-    <message>
-        <source>{engine}: {copied} copied</source>
-        <translation>{engine}：复制 {copied}</translation>
-    </message>
-    <message>
-        <source>, {gathered} gathered</source>
-        <translation>，gather 拷贝 {gathered}</translation>
-    </message>
 </context>
 <context>
     <name>CacheMemoryPanel</name>
+    <message>
+        <source>{engine}: {bytes}, room for {cap} tokens, {held} held</source>
+        <translation>{engine}：{bytes}，可容纳 {cap} 个 token，已存 {held} 个</translation>
+    </message>
+    <message>
+        <source>{engine}: {bytes}, {cap} tokens</source>
+        <translation>{engine}：{bytes}，{cap} 个 token</translation>
+    </message>
     <message>
         <source>resident K/V</source>
         <translation>常驻 K/V</translation>
@@ -216,14 +224,6 @@
         <translation>已存 token 数</translation>
     </message>
     <message>
-        <source>{engine}: {bytes}, room for {cap} tokens, {held} held</source>
-        <translation>{engine}：{bytes}，可容纳 {cap} 个 token，已存 {held} 个</translation>
-    </message>
-    <message>
-        <source>{engine}: {bytes}, {cap} tokens</source>
-        <translation>{engine}：{bytes}，{cap} 个 token</translation>
-    </message>
-    <message>
         <source>no paged engine: no block table</source>
         <translation>没有 paged 引擎：无块表</translation>
     </message>
@@ -253,10 +253,6 @@
     <message>
         <source>Counters</source>
         <translation>计数</translation>
-    </message>
-    <message>
-        <source>Per scheduler, up to this step: padding and idle slots (computed and thrown away) and their share of the prefill and generation slots; prefix hits: the share of prefill positions the prefix cache served, and the tokens it saved; prefilled: the positions prefilled; preemptions; tokens generated and tokens per second of step time; the most pool blocks held at once.</source>
-        <translation>每个调度器截至本步：填充槽位与空闲槽位（算了又扔掉）及其在预填充槽位和生成槽位中的占比；前缀命中：由前缀缓存提供的预填充位置占比，以及因此省下的 token；已预填充：实际预填充的位置数；抢占次数；生成的 token 数与按步耗时计算的每秒 token 数；同时占用的最多块数。</translation>
     </message>
     <message>
         <source>steps</source>
@@ -305,6 +301,10 @@
     <message>
         <source>peak blocks</source>
         <translation>峰值块数</translation>
+    </message>
+    <message>
+        <source>Per scheduler, up to this step: padding and idle slots (computed and thrown away) and their share of the prefill and generation slots; prefix hits: the share of prefill positions the prefix cache served, and the tokens it saved; prefilled: the positions prefilled; preemptions; tokens generated and tokens per second of step time; the most pool blocks held at once.</source>
+        <translation>每个调度器截至本步：填充槽位与空闲槽位（算了又扔掉）及其在预填充槽位和生成槽位中的占比；前缀命中：由前缀缓存提供的预填充位置占比，以及因此省下的 token；已预填充：实际预填充的位置数；抢占次数；生成的 token 数与按步耗时计算的每秒 token 数；同时占用的最多块数。</translation>
     </message>
     <message>
         <source>failed</source>
@@ -671,6 +671,22 @@
 <context>
     <name>LatencyPanel</name>
     <message>
+        <source>{engine}: {ms:.2f} ms/step</source>
+        <translation>{engine}：{ms:.2f} 毫秒/步</translation>
+    </message>
+    <message>
+        <source>copy bandwidth {0} GB/s</source>
+        <translation>复制带宽 {0} GB/s</translation>
+    </message>
+    <message>
+        <source>read ceiling {0} GB/s</source>
+        <translation>读取上限 {0} GB/s</translation>
+    </message>
+    <message>
+        <source>Latency per request</source>
+        <translation>每个请求的延迟</translation>
+    </message>
+    <message>
         <source>per step</source>
         <translation>每步</translation>
     </message>
@@ -701,22 +717,6 @@
     <message>
         <source>The legend gives each engine&apos;s mean decode step. Step 0 is the prefill: one forward over the whole prompt. After it, naive&apos;s step time grows with the sequence because it re-runs everything, while a cached step feeds one token. On a tiny model Python overhead dominates the clock, so also look at the work saved (recompute count, bytes): the time gap widens as sequences and models grow. Bottom: every step reads every weight once and the K/V of every position it attends over; those bytes over the step&apos;s time are the bandwidth it achieved, drawn against this machine&apos;s measured read ceiling (dashed: a matrix-vector product&apos;s read rate at the run&apos;s threads): decode is bound by memory, not arithmetic.</source>
         <translation>图例给出每个引擎 Decode 步的平均耗时。第 0 步是 Prefill：对整个 prompt 做一次前向。之后，朴素引擎的每步耗时随序列变长而增加，因为它每次都重跑全部内容；而带缓存的引擎每步只输入 1 个 token。在很小的模型上，Python 开销主导了耗时，所以也要看省下的工作量（重算次数、字节数）：序列越长、模型越大，时间差距越明显。下图：每一步都要把每个权重读一遍，并读取它所关注的每个位置的 K/V；这些字节除以该步耗时就是它达到的带宽，与本机实测的读取上限（虚线：以本次运行的线程数做矩阵-向量乘的读取速率）对照：Decode 受内存带宽限制，而不是算力。</translation>
-    </message>
-    <message>
-        <source>copy bandwidth {0} GB/s</source>
-        <translation>复制带宽 {0} GB/s</translation>
-    </message>
-    <message>
-        <source>read ceiling {0} GB/s</source>
-        <translation>读取上限 {0} GB/s</translation>
-    </message>
-    <message>
-        <source>{engine}: {ms:.2f} ms/step</source>
-        <translation>{engine}：{ms:.2f} 毫秒/步</translation>
-    </message>
-    <message>
-        <source>Latency per request</source>
-        <translation>每个请求的延迟</translation>
     </message>
     <message>
         <source>Time to first token (from the request&apos;s arrival step to the step that emitted its first token) and time per output token after it, per request and scheduler, as of this step.</source>
@@ -1984,20 +1984,20 @@
         <translation>块池</translation>
     </message>
     <message>
-        <source>Every physical KV block of each scheduler&apos;s pool at this step, coloured by the request holding it and filled as far as it is written. A number is a ref count (a prefix shared by several requests); hatched: cached but free, kept for a prefix hit; grey: free. Hover a block to see its request&apos;s block table (logical → physical).</source>
-        <translation>本步各调度器块池中的每个物理 KV 块，按持有它的请求着色，已写入多少就填多少。数字是引用计数（多个请求共享的前缀）；斜线：已缓存但空闲，留给前缀命中；灰色：空闲。鼠标悬停在块上可看到其请求的块表（逻辑 → 物理）。</translation>
-    </message>
-    <message>
-        <source>no run yet</source>
-        <translation>尚未运行</translation>
-    </message>
-    <message>
         <source>{0}: {1} of {2} blocks free</source>
         <translation>{0}：{2} 块中 {1} 块空闲</translation>
     </message>
     <message>
         <source>, {0} cached</source>
         <translation>，{0} 块已缓存</translation>
+    </message>
+    <message>
+        <source>Every physical KV block of each scheduler&apos;s pool at this step, coloured by the request holding it and filled as far as it is written. A number is a ref count (a prefix shared by several requests); hatched: cached but free, kept for a prefix hit; grey: free. Hover a block to see its request&apos;s block table (logical → physical).</source>
+        <translation>本步各调度器块池中的每个物理 KV 块，按持有它的请求着色，已写入多少就填多少。数字是引用计数（多个请求共享的前缀）；斜线：已缓存但空闲，留给前缀命中；灰色：空闲。鼠标悬停在块上可看到其请求的块表（逻辑 → 物理）。</translation>
+    </message>
+    <message>
+        <source>no run yet</source>
+        <translation>尚未运行</translation>
     </message>
     <message>
         <source>used</source>
@@ -2054,6 +2054,18 @@
 <context>
     <name>QualityPanel</name>
     <message>
+        <source>{engine}: not measured (no exact engine in the run)</source>
+        <translation>{engine}：未测量（本次运行没有精确引擎）</translation>
+    </message>
+    <message>
+        <source>{engine}: mean KL {kl} nats, top-1 {agree}</source>
+        <translation>{engine}：平均 KL {kl} nat，top-1 {agree}</translation>
+    </message>
+    <message>
+        <source>, its tokens differ from exact from step {0}</source>
+        <translation>，自第 {0} 步起其 token 与精确结果不同</translation>
+    </message>
+    <message>
         <source>KL(exact || engine) per step</source>
         <translation>每步 KL(精确 || 引擎)</translation>
     </message>
@@ -2077,21 +2089,13 @@
         <source>What an approximate cache costs in output quality. Each step, the engine is fed the exact engine&apos;s tokens (teacher forcing) and its next-token distribution is compared with the exact one: KL divergence in nats (0: the same distribution) and whether its most likely token is the same. Exact caches (naive, concat, static, paged) score 0 by construction. window and sinks drop old tokens, int8 rounds K and V; the legend also gives the step where the engine&apos;s own output first differs.</source>
         <translation>近似缓存在输出质量上的代价。每一步都给引擎输入精确引擎的 token（teacher forcing），并将其下一个 token 的分布与精确分布比较：KL 散度（单位 nat，0 表示分布相同），以及最可能的 token 是否相同。精确缓存（naive、concat、static、paged）按构造得 0。window 和 sinks 丢弃旧 token，int8 对 K 和 V 取整；图例还给出引擎自身输出首次不同的步。</translation>
     </message>
-    <message>
-        <source>{engine}: not measured (no exact engine in the run)</source>
-        <translation>{engine}：未测量（本次运行没有精确引擎）</translation>
-    </message>
-    <message>
-        <source>{engine}: mean KL {kl} nats, top-1 {agree}</source>
-        <translation>{engine}：平均 KL {kl} nat，top-1 {agree}</translation>
-    </message>
-    <message>
-        <source>, its tokens differ from exact from step {0}</source>
-        <translation>，自第 {0} 步起其 token 与精确结果不同</translation>
-    </message>
 </context>
 <context>
     <name>RecomputePanel</name>
+    <message>
+        <source>{engine}: {total} K/V computed</source>
+        <translation>{engine}：计算了 {total} 次 K/V</translation>
+    </message>
     <message>
         <source>times computed</source>
         <translation>计算次数</translation>
@@ -2111,10 +2115,6 @@
     <message>
         <source>K_i and V_i depend only on token i and the frozen weights, so they never change once computed. Naive decoding recomputes them at every step: the earliest positions have been computed once per step so far. A cache computes each position exactly once. The curve counts one layer (every layer computes the same); the legend counts K/V over all layers (token × layer), as the summary does.</source>
         <translation>K_i 和 V_i 只取决于 token i 和固定不变的权重，所以一旦算出就永远不会改变。朴素解码每一步都重算它们：最早的位置到目前为止每步都被算了一遍。有了缓存，每个位置只算一次。曲线按一层计数（每层算的都一样）；图例与汇总一样，按所有层计数 K/V（token × 层）。</translation>
-    </message>
-    <message>
-        <source>{engine}: {total} K/V computed</source>
-        <translation>{engine}：计算了 {total} 次 K/V</translation>
     </message>
 </context>
 <context>
@@ -3513,18 +3513,6 @@
         <translation>各调度器生成的文本不同</translation>
     </message>
     <message>
-        <source>Request {0}: its text</source>
-        <translation>请求 {0} 的文本</translation>
-    </message>
-    <message>
-        <source>The selected request&apos;s prompt and what each scheduler has generated for it so far. Click a cell of the timeline or a block of the pool to choose the request.</source>
-        <translation>所选请求的提示，以及各调度器到目前为止为它生成的内容。点击时间线上的格子或块池中的块来选择请求。</translation>
-    </message>
-    <message>
-        <source>{0}: {1} requests</source>
-        <translation>{0}：{1} 个请求</translation>
-    </message>
-    <message>
         <source>tokens = solo runs: {0} of {1}</source>
         <translation>token = 单独运行：{1} 个中 {0} 个</translation>
     </message>
@@ -3540,53 +3528,21 @@
         <source>tokens ≠ solo runs: {0} of {1} equal; {2}</source>
         <translation>token ≠ 单独运行：{1} 个中 {0} 个相同；{2}</translation>
     </message>
+    <message>
+        <source>{0}: {1} requests</source>
+        <translation>{0}：{1} 个请求</translation>
+    </message>
+    <message>
+        <source>Request {0}: its text</source>
+        <translation>请求 {0} 的文本</translation>
+    </message>
+    <message>
+        <source>The selected request&apos;s prompt and what each scheduler has generated for it so far. Click a cell of the timeline or a block of the pool to choose the request.</source>
+        <translation>所选请求的提示，以及各调度器到目前为止为它生成的内容。点击时间线上的格子或块池中的块来选择请求。</translation>
+    </message>
 </context>
 <context>
     <name>TimelinePanel</name>
-    <message>
-        <source>a step over {0} slots drawn in {0} columns</source>
-        <translation>超过 {0} 个槽位的步画成 {0} 列</translation>
-    </message>
-    <message>
-        <source>vLLM failed: {0}</source>
-        <translation>vLLM 失败：{0}</translation>
-    </message>
-    <message>
-        <source>vLLM: starting, {0:.0f} s waited (its start-up takes 35-50 s on a CPU)</source>
-        <translation>vLLM：启动中，已等待 {0:.0f} 秒（在 CPU 上启动需 35-50 秒）</translation>
-    </message>
-    <message>
-        <source>vLLM {0}: {1} running, {2} waiting, {3} blocks, {4} cached, {5} preempted</source>
-        <translation>vLLM 第 {0} 步：{1} 运行，{2} 等待，{3} 块，{4} 已缓存，{5} 被抢占</translation>
-    </message>
-    <message>
-        <source>vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its cache, {5} preempted</source>
-        <translation>vLLM，第 {0} 步：{1} 个运行中，{2} 个等待，{3} 个块在用，{4} 个提示 token 来自其缓存，{5} 个被抢占</translation>
-    </message>
-    <message>
-        <source>{0}: {1} padding + {2} idle slots wasted, {3} steps</source>
-        <translation>{0}：浪费 {1} 个填充 + {2} 个空闲槽位，共 {3} 步</translation>
-    </message>
-    <message>
-        <source>Request timeline</source>
-        <translation>请求时间线</translation>
-    </message>
-    <message>
-        <source>Request timeline: wasted slots {0}</source>
-        <translation>请求时间线：浪费的槽位 {0}</translation>
-    </message>
-    <message>
-        <source>A row per request, a column per token slot of each step: what the request&apos;s slot did. Padding and idle slots are computed and thrown away (static batching). Click a cell to select that request and step.</source>
-        <translation>每行一个请求，每列是某一步中的一个 token 槽位：该请求的槽位做了什么。填充和空闲槽位算了又扔掉（静态批处理）。点击格子选择该请求和该步。</translation>
-    </message>
-    <message>
-        <source>no run yet</source>
-        <translation>尚未运行</translation>
-    </message>
-    <message>
-        <source>{0}: request {1}, step {2}: {3}</source>
-        <translation>{0}：请求 {1}，第 {2} 步：{3}</translation>
-    </message>
     <message>
         <source>not arrived</source>
         <translation>未到达</translation>
@@ -3619,6 +3575,50 @@
         <source>finished</source>
         <translation>已完成</translation>
     </message>
+    <message>
+        <source>vLLM failed: {0}</source>
+        <translation>vLLM 失败：{0}</translation>
+    </message>
+    <message>
+        <source>vLLM: starting, {0:.0f} s waited (its start-up takes 35-50 s on a CPU)</source>
+        <translation>vLLM：启动中，已等待 {0:.0f} 秒（在 CPU 上启动需 35-50 秒）</translation>
+    </message>
+    <message>
+        <source>vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its cache, {5} preempted</source>
+        <translation>vLLM，第 {0} 步：{1} 个运行中，{2} 个等待，{3} 个块在用，{4} 个提示 token 来自其缓存，{5} 个被抢占</translation>
+    </message>
+    <message>
+        <source>{0}: {1} padding + {2} idle slots wasted, {3} steps</source>
+        <translation>{0}：浪费 {1} 个填充 + {2} 个空闲槽位，共 {3} 步</translation>
+    </message>
+    <message>
+        <source>Request timeline</source>
+        <translation>请求时间线</translation>
+    </message>
+    <message>
+        <source>Request timeline: wasted slots {0}</source>
+        <translation>请求时间线：浪费的槽位 {0}</translation>
+    </message>
+    <message>
+        <source>a step over {0} slots drawn in {0} columns</source>
+        <translation>超过 {0} 个槽位的步画成 {0} 列</translation>
+    </message>
+    <message>
+        <source>vLLM {0}: {1} running, {2} waiting, {3} blocks, {4} cached, {5} preempted</source>
+        <translation>vLLM 第 {0} 步：{1} 运行，{2} 等待，{3} 块，{4} 已缓存，{5} 被抢占</translation>
+    </message>
+    <message>
+        <source>A row per request, a column per token slot of each step: what the request&apos;s slot did. Padding and idle slots are computed and thrown away (static batching). Click a cell to select that request and step.</source>
+        <translation>每行一个请求，每列是某一步中的一个 token 槽位：该请求的槽位做了什么。填充和空闲槽位算了又扔掉（静态批处理）。点击格子选择该请求和该步。</translation>
+    </message>
+    <message>
+        <source>no run yet</source>
+        <translation>尚未运行</translation>
+    </message>
+    <message>
+        <source>{0}: request {1}, step {2}: {3}</source>
+        <translation>{0}：请求 {1}，第 {2} 步：{3}</translation>
+    </message>
 </context>
 <context>
     <name>TimingPanel</name>
@@ -3646,6 +3646,10 @@
 <context>
     <name>TokenStreamPanel</name>
     <message>
+        <source>differs from {first} from step {step}</source>
+        <translation>从第 {step} 步起与 {first} 不同</translation>
+    </message>
+    <message>
         <source>prompt</source>
         <translation>提示词</translation>
     </message>
@@ -3672,10 +3676,6 @@
     <message>
         <source>The prompt (grey) and the tokens each engine generated, one per step (alternating shades). A character made of several tokens (bytes of one character, or pieces of it) is drawn once, shaded green or blue; its tooltip lists each token&apos;s id and bytes. The selected step&apos;s token is highlighted; later tokens are faded. Every engine should write exactly the same tokens: a KV cache is an optimisation and changes no math. A token that differs from the first engine&apos;s is underlined in red.</source>
         <translation>prompt（灰色）以及每个引擎生成的 token，每步一个（深浅交替）。由多个 token 组成的字符（一个字符的各个字节，或它的几个片段）只画一次，以绿色或蓝色底纹标出；其提示框列出每个 token 的 id 和字节。所选步的 token 高亮显示，之后的 token 变淡。所有引擎生成的 token 应当完全相同：KV Cache 只是优化，不改变数学结果。与第一个引擎不同的 token 会用红色下划线标出。</translation>
-    </message>
-    <message>
-        <source>differs from {first} from step {step}</source>
-        <translation>从第 {step} 步起与 {first} 不同</translation>
     </message>
 </context>
 <context>
@@ -3826,10 +3826,6 @@
         <translation>块池占用与批次大小</translation>
     </message>
     <message>
-        <source>Above: KV blocks held by some request after each step (of the pool&apos;s size); a cross is a preemption. Below: requests computed in each step (the batch). One line per scheduler; vLLM&apos;s: the blocks in use and the requests running it reported.</source>
-        <translation>上：每步之后被请求持有的 KV 块数（相对于池的大小）；叉号表示一次抢占。下：每步计算的请求数（批次）。每个调度器一条线；vLLM 的线是它报告的在用块数和运行中的请求数。</translation>
-    </message>
-    <message>
         <source>blocks used</source>
         <translation>已用块数</translation>
     </message>
@@ -3840,6 +3836,10 @@
     <message>
         <source>step</source>
         <translation>步</translation>
+    </message>
+    <message>
+        <source>Above: KV blocks held by some request after each step (of the pool&apos;s size); a cross is a preemption. Below: requests computed in each step (the batch). One line per scheduler; vLLM&apos;s: the blocks in use and the requests running it reported.</source>
+        <translation>上：每步之后被请求持有的 KV 块数（相对于池的大小）；叉号表示一次抢占。下：每步计算的请求数（批次）。每个调度器一条线；vLLM 的线是它报告的在用块数和运行中的请求数。</translation>
     </message>
 </context>
 <context>
@@ -4151,6 +4151,26 @@
 <context>
     <name>WorkMatrixPanel</name>
     <message>
+        <source>prefill, {rows} rows</source>
+        <translation>预填充，{rows} 行</translation>
+    </message>
+    <message>
+        <source>accepted draft, no forward</source>
+        <translation>已接受的草稿，无前向</translation>
+    </message>
+    <message>
+        <source>{rows} rows verified, {kept} kept</source>
+        <translation>验证了 {rows} 行，保留 {kept} 行</translation>
+    </message>
+    <message>
+        <source>{rows} rows, {again} again</source>
+        <translation>{rows} 行，其中 {again} 行重算</translation>
+    </message>
+    <message>
+        <source>{rows} row, {cached} cached</source>
+        <translation>{rows} 行，{cached} 个来自缓存</translation>
+    </message>
+    <message>
         <source>computed this step (new)</source>
         <translation>本步计算（新）</translation>
     </message>
@@ -4209,26 +4229,6 @@
     <message>
         <source>Rows are query positions, columns key positions; each cell shows what happened at the selected step. Naive recomputes every row&apos;s K/V each step although they never change (red); a cache computes one new row (gold) and reads the other keys from memory (blue). The scores of the new row against every key are still computed: the cache saves the K/V projections, not the attention itself. The frame marks the rows computed at this step; dotted lines mark the end of the prompt.</source>
         <translation>行是 query 位置，列是 key 位置；每个格子表示所选这一步发生了什么。朴素引擎每步都重算每一行的 K/V，尽管它们从未改变（红色）；有缓存时只计算新的一行（金色），其余 key 从内存读取（蓝色）。新一行对每个 key 的注意力分数仍然要算：缓存省下的是 K/V 投影，而不是注意力本身。方框标出本步计算的行；虚线标出 prompt 的结尾。</translation>
-    </message>
-    <message>
-        <source>prefill, {rows} rows</source>
-        <translation>预填充，{rows} 行</translation>
-    </message>
-    <message>
-        <source>accepted draft, no forward</source>
-        <translation>已接受的草稿，无前向</translation>
-    </message>
-    <message>
-        <source>{rows} rows verified, {kept} kept</source>
-        <translation>验证了 {rows} 行，保留 {kept} 行</translation>
-    </message>
-    <message>
-        <source>{rows} rows, {again} again</source>
-        <translation>{rows} 行，其中 {again} 行重算</translation>
-    </message>
-    <message>
-        <source>{rows} row, {cached} cached</source>
-        <translation>{rows} 行，{cached} 个来自缓存</translation>
     </message>
 </context>
 <context>

@@ -13,6 +13,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QComboBox, QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout
 
+from kvviz.page.said import said
+from kvviz.page.said_compare import attention_said
 from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
@@ -29,7 +31,7 @@ from kvviz.ui.panels._plots import (
     upper_mask,
     view_point,
 )
-from kvviz.ui.panels.base import Panel
+from kvviz.ui.panels.base import Panel, said_text
 
 # The weights are drawn as one indexed uint8 image (pyqtgraph's fast Indexed8 path, no NaN
 # handling per pixel): codes 0..252 are the colour map from 0 to the largest weight shown,
@@ -413,7 +415,7 @@ class AttentionPanel(Panel):
             self._engine = ""
             self._image.clear()
             self._outline.hide()
-            self._caption.setText(self.tr("No attention weights recorded in this run."))
+            self._caption.setText(said_text(said("AttentionPanel", "No attention weights recorded in this run.")))
             return
         self._engine = engine
         k = engine_step(history, engine, step)
@@ -449,18 +451,10 @@ class AttentionPanel(Panel):
         self._outline.setRect(QRectF(0, top, n, current.pos_stop - top))
         self._outline.show()
         order = list(history.engines).index(engine)
-        layer, head = current.weights_layer, current.weights_head
+        title, caption = attention_said(current, k, int(filled[: current.pos_start].sum()))
         # Two lines, as the work matrix's views are titled: one line was too wide for a narrow panel.
-        style.engine_title(self._plot, engine, order, self.tr("layer {layer}, head {head}, step {step}").format(
-            layer=layer, head=head, step=k), detail_points=style.points("tick"))
-        earlier = int(filled[: current.pos_start].sum())
-        if earlier:
-            self._caption.setText(self.tr(
-                "Outlined: the {rows} row(s) computed at this step. The {earlier} rows above were "
-                "computed at earlier steps.").format(rows=current.pos_stop - current.pos_start, earlier=earlier))
-        else:
-            self._caption.setText(self.tr("Outlined: the {rows} row(s) computed at this step.").format(
-                rows=current.pos_stop - current.pos_start))
+        style.engine_title(self._plot, engine, order, said_text(title), detail_points=style.points("tick"))
+        self._caption.setText(said_text(caption))
         self._labels = sequence_labels(history, engine, n)
         self._refresh_ticks()
 

@@ -4,10 +4,17 @@ Panels see RunHistory, StepTrace and numpy only: no torch, no engines.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import QWidget
 
+from kvviz.page import said
 from kvviz.ui.history import RunHistory
+
+
+def said_text(value) -> str:
+    """A sentence of kvviz.page.said_compare (what the page says too) in the window's language: Qt's translation
+    of its context, at display time; an engine is written by its name."""
+    return said.text(value, QCoreApplication.translate)
 
 
 class Panel(QWidget):

@@ -4,10 +4,12 @@ Reads StepTrace.bytes_copied and bytes_gathered only.
 """
 from __future__ import annotations
 
-from kvviz.format import fmt_bytes
+from kvviz.page.said import Engine
+from kvviz.page.said_compare import bytes_legend
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
+from kvviz.ui.panels.base import said_text
 
 
 class BytesPanel(SeriesPanel):
@@ -45,8 +47,4 @@ class BytesPanel(SeriesPanel):
             return style.engine_label(engine)
         copied = int(self.columns.totals(history, engine, "bytes_copied")[step])
         gathered = int(self.columns.totals(history, engine, "bytes_gathered")[step])
-        text = self.tr("{engine}: {copied} copied").format(engine=style.engine_label(engine),
-                                                            copied=fmt_bytes(copied))
-        if gathered:
-            text += self.tr(", {gathered} gathered").format(gathered=fmt_bytes(gathered))
-        return text
+        return said_text(bytes_legend(Engine(style.engine_label(engine), 0), copied, gathered))

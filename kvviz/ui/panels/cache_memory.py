@@ -15,13 +15,16 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent
 
 from kvviz import catalog
-from kvviz.format import fmt_bytes, fmt_count
+from kvviz.format import fmt_bytes
+from kvviz.page.said import Engine
+from kvviz.page.said_compare import cache_legend
 from kvviz.records.tentative import SPEC_CELL_COLORS
 from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step, legend_row, positions, set_legend
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
+from kvviz.ui.panels.base import said_text
 
 # Slot kinds in the block pool.
 FREE, USED, NEW, WASTED = range(4)
@@ -308,12 +311,7 @@ class CacheMemoryPanel(SeriesPanel):
         trace = history.at(engine, step)
         if trace is None:
             return engine
-        if trace.cache_capacity != trace.cache_len:  # a preallocated cache (static, int8): its room is not its content
-            return self.tr("{engine}: {bytes}, room for {cap} tokens, {held} held").format(
-                engine=engine, bytes=fmt_bytes(trace.cache_bytes), cap=fmt_count(trace.cache_capacity),
-                held=fmt_count(trace.cache_len))
-        return self.tr("{engine}: {bytes}, {cap} tokens").format(
-            engine=engine, bytes=fmt_bytes(trace.cache_bytes), cap=fmt_count(trace.cache_capacity))
+        return said_text(cache_legend(Engine(engine, 0), trace))  # a preallocated cache's room beside its content
 
     # -- data ---------------------------------------------------------------------------------
     def pool(self) -> np.ndarray:

@@ -13,10 +13,12 @@ import numpy as np
 import pyqtgraph as pg
 
 from kvviz.costs.wall import WallShape
-from kvviz.format import fmt_figure
+from kvviz.page.said import Engine
+from kvviz.page.said_compare import ceiling_said, latency_legend
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
+from kvviz.ui.panels.base import said_text
 
 COPY_LINE = "#c62828"  # the machine's read ceiling (an older trace's copy bandwidth): the wall
 
@@ -97,8 +99,7 @@ class LatencyPanel(SeriesPanel):
             self._copy_line.hide()
             return
         self._copy_line.setPos(math.log10(copy) if self._log.isChecked() else copy)
-        label = self.tr("copy bandwidth {0} GB/s") if self._ceiling_kind == "copy" else self.tr("read ceiling {0} GB/s")
-        self._copy_line.label.setText(label.format(fmt_figure(copy)))
+        self._copy_line.label.setText(said_text(ceiling_said(copy, self._ceiling_kind)))
         self._copy_line.show()
 
     def y_values(self, plot_key: str) -> list[np.ndarray]:
@@ -112,10 +113,8 @@ class LatencyPanel(SeriesPanel):
         if step < 0:
             return name
         n_decode = self.columns.totals(history, engine, "decode_steps")[step]
-        if not n_decode:
-            return name
-        ms = self.columns.totals(history, engine, "decode_ms")[step] / n_decode
-        return self.tr("{engine}: {ms:.2f} ms/step").format(engine=name, ms=ms)
+        decode_ms = self.columns.totals(history, engine, "decode_ms")[step]
+        return said_text(latency_legend(Engine(name, 0), decode_ms, n_decode))
 
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from kvviz import catalog
-from kvviz.format import share_text
+from kvviz.page.said import Engine
+from kvviz.page.said_compare import quality_legend
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
+from kvviz.ui.panels.base import said_text
 
 
 def _kl(t) -> float:
@@ -65,17 +65,9 @@ class QualityPanel(SeriesPanel):
         if step < 0:
             return engine
         kl = self.columns.values(history, engine, "kl")[: step + 1]
-        measured = kl[~np.isnan(kl)]
-        if not measured.size:
-            return self.tr("{engine}: not measured (no exact engine in the run)").format(engine=engine)
         seen = int(self.columns.totals(history, engine, "top1_measured")[step])
         misses = int(self.columns.totals(history, engine, "misses")[step])
-        text = self.tr("{engine}: mean KL {kl} nats, top-1 {agree}").format(
-            engine=engine, kl=f"{measured.mean():.3g}", agree=share_text((seen - misses) / max(seen, 1)))
-        parted = self._parted(history, engine)
-        if parted is not None and parted <= step:
-            text += self.tr(", its tokens differ from exact from step {0}").format(parted)
-        return text
+        return said_text(quality_legend(Engine(engine, 0), kl, seen, misses, self._parted(history, engine), step))
 
     @staticmethod
     def _parted(history: RunHistory, engine: str) -> int | None:

@@ -13,7 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout
 
 from kvviz import catalog
-from kvviz.format import fmt_count
+from kvviz.page.said import Engine
+from kvviz.page.said_compare import recompute_legend
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
@@ -27,7 +28,7 @@ from kvviz.ui.panels._plots import (
     view_point,
 )
 from kvviz.ui.panels._series import WholeAxis
-from kvviz.ui.panels.base import Panel
+from kvviz.ui.panels.base import Panel, said_text
 
 
 def counts_from(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -167,8 +168,7 @@ class RecomputePanel(Panel):
                 self._curves[engine].setData(*staircase(counts, bins))
             n_max = max(n_max, len(self._counts[engine]))
         set_legend(self._legend, [
-            (style.engine_color(e, i), self.tr("{engine}: {total} K/V computed").format(
-                engine=e, total=fmt_count(self.kv_computed(history, e, step))),
+            (style.engine_color(e, i), said_text(recompute_legend(Engine(e, 0), self.kv_computed(history, e, step))),
              "dashed" if catalog.engine_dash(e) else "line")
             for i, e in enumerate(engines)])
         n_prompt = len(history.info.prompt_ids)

@@ -16,11 +16,12 @@ from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt
 from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 
+from kvviz.page.said import said
 from kvviz.textshow import TextGroup, group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step
-from kvviz.ui.panels.base import Panel
+from kvviz.ui.panels.base import Panel, said_text
 
 _ZEBRA = ("#eaf2fb", "#fdf3e1")  # alternate backgrounds: one token per step, boundaries visible
 _SPLIT = ("#d9efd4", "#c6e5f0")  # a character made of several tokens: drawn once, in these shades
@@ -379,8 +380,8 @@ class TokenStreamPanel(Panel):
             self._plain[engine] = "".join(prompt_labels) + "".join(grouped.shown[: grouped.group(k).stop])
             self._highlighted[engine] = grouped.group(k).text
             color = style.engine_color(engine, order)
-            header = "" if diverged is None else self.tr("differs from {first} from step {step}").format(
-                first=engines[0], step=diverged)
+            header = "" if diverged is None else said_text(said("TokenStreamPanel", "differs from {first} from step "
+                                                                "{step}", first=engines[0], step=diverged))
             # Where each token is in this block's text: the name, two spaces, the note, a line break,
             # the prompt, then one token per step (each with its zero-width space, in shown_text).
             start = _shown_length(engine, True) + 2 + _shown_length(header, True) + 1 + self._prompt_length  # as text

@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QGraphicsRectItem, QVBoxLayout
 
+from kvviz.page.said_compare import matrix_detail
 from kvviz.records.tentative import SPEC_CELL_COLORS, tentative
 from kvviz.records.trace import StepTrace
 from kvviz.ui import style
@@ -34,7 +35,7 @@ from kvviz.ui.panels._plots import (
     step_of_position,
     view_point,
 )
-from kvviz.ui.panels.base import Panel
+from kvviz.ui.panels.base import Panel, said_text
 
 # Cell kinds, ordered by how much a pooled pixel must keep them visible (max-pooling keeps the
 # highest): one computed row of 2048 must not vanish when the image is shrunk to 400 pixels.
@@ -576,21 +577,8 @@ class WorkMatrixPanel(Panel):
         return extent
 
     def _set_title(self, view: _EngineView, engine: str, order: int, trace: StepTrace, prev_stop: int) -> None:
-        rows, again = trace.computed_positions, trace.recomputed_positions(prev_stop)
-        cached = trace.pos_start - int((trace.evicted < trace.pos_start).sum())  # less what a window dropped
         # Short: four of these share a small panel, and a title sets its plot's minimum width.
-        if trace.phase == "prefill":
-            detail = self.tr("prefill, {rows} rows").format(rows=rows)
-        elif trace.spec_index:
-            detail = self.tr("accepted draft, no forward")
-        elif trace.spec_proposed:
-            detail = self.tr("{rows} rows verified, {kept} kept").format(rows=1 + trace.spec_proposed,
-                                                                        kept=1 + trace.spec_accepted)
-        elif again:
-            detail = self.tr("{rows} rows, {again} again").format(rows=rows, again=again)
-        else:
-            detail = self.tr("{rows} row, {cached} cached").format(rows=rows, cached=cached)
-        self._title(view, engine, order, detail)
+        self._title(view, engine, order, said_text(matrix_detail(trace, prev_stop)))
 
     @staticmethod
     def _title(view: _EngineView, engine: str, order: int, detail: str) -> None:

@@ -9,17 +9,20 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
 from kvviz.serving.history import ServeHistory
+from kvviz.serving.words import panel_words
+from kvviz.ui.qtutil import translator
 
 
 class ServePanel(QWidget):
-    """Subclasses set `key` and implement `title()`, `help_text()` and `show_step()`."""
+    """Subclasses set `key` and implement `help_text()` and `show_step()`, and `title()` where kvviz.serving.words'
+    panel_words (what the serve page says too) has no fixed title under their key."""
 
     key: str = ""
     # A click on a cell that belongs to a request at a step: the window selects both.
     cell_picked = Signal(int, int)  # request, step
 
     def title(self) -> str:
-        raise NotImplementedError
+        return panel_words(translator)["titles"][self.key]
 
     def help_text(self) -> str:
         raise NotImplementedError

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QVBox
 
 from kvviz.serving.history import VLLM, ServeHistory
 from kvviz.serving.narration import cell_text
+from kvviz.serving.words import counter_rows
 from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
@@ -21,11 +22,8 @@ _tr = translator("CountersPanel")
 
 
 def rows() -> list[tuple[str, str]]:
-    """(counter key, its name in the window's language), in the table's order."""
-    return [("steps", _tr("steps")), ("padding", _tr("padding")), ("padding_share", _tr("padding %")),
-            ("idle", _tr("idle")), ("idle_share", _tr("idle %")), ("hit_rate", _tr("prefix hits")),
-            ("saved", _tr("tokens saved")), ("prefill", _tr("prefilled")), ("preemptions", _tr("preempted")),
-            ("tokens", _tr("tokens")), ("tokens_per_s", _tr("tokens/s")), ("peak_blocks", _tr("peak blocks"))]
+    """(counter key, its name in the window's language), in the table's order (the serve page's, too)."""
+    return counter_rows(_tr)
 
 
 def lane_text(run: ServeHistory) -> str:
@@ -70,9 +68,6 @@ class CountersPanel(ServePanel):
         width = names + max(1, table.columnCount()) * column + table.verticalScrollBar().sizeHint().width() + 8
         height = table.horizontalHeader().sizeHint().height() + 6 * (fm.height() + 3) + 8
         return width, height
-
-    def title(self) -> str:
-        return self.tr("Counters")
 
     def help_text(self) -> str:
         return self.tr("Per scheduler, up to this step: padding and idle slots (computed and thrown away) and "

@@ -30,9 +30,6 @@ class LatencyPanel(TwoPlotPanel):
         self._n = 0  # requests on the x axis
         self.retranslate()
 
-    def title(self) -> str:
-        return self.tr("Latency per request")
-
     def help_text(self) -> str:
         return self.tr("Time to first token (from the request's arrival step to the step that emitted its first "
                        "token) and time per output token after it, per request and scheduler, as of this step.")

@@ -14,6 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QPainter, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from kvviz.serving.history import ServeHistory
+from kvviz.serving.narration import pool_heading
 from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
@@ -41,9 +42,6 @@ class PoolPanel(ServePanel):
         self.request: int | None = None
         self.hovered: tuple[str, int] | None = None  # (scheduler, request) under the mouse
         self.cells: dict[str, list[QRect]] = {}  # each scheduler's block rectangles as last painted
-
-    def title(self) -> str:
-        return self.tr("Block pool")
 
     def help_text(self) -> str:
         return self.tr("Every physical KV block of each scheduler's pool at this step, coloured by the request "
@@ -97,12 +95,9 @@ class PoolPanel(ServePanel):
         record = self.run.at(k, self.step)
         pool = record.pool
         n = pool.n_blocks
-        free = n - pool.used_blocks - pool.cached_blocks
         painter.setPen(QColor(colors.scheduler_color(k)))
-        head = self.tr("{0}: {1} of {2} blocks free").format(k, free, n)
-        if pool.cached_blocks:
-            head += self.tr(", {0} cached").format(pool.cached_blocks)
-        head = painter.fontMetrics().elidedText(head, Qt.TextElideMode.ElideRight, area.width() - 6)
+        head = painter.fontMetrics().elidedText(pool_heading(k, record, self.tr), Qt.TextElideMode.ElideRight,
+                                                area.width() - 6)
         painter.drawText(QRect(area.left() + 2, area.top(), area.width() - 4, line),
                          Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, head)
         shown = self.shown_request(k)

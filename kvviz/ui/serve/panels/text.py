@@ -14,7 +14,9 @@ import html
 
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
+from kvviz.serving import narration
 from kvviz.serving.history import VLLM, ServeHistory
+from kvviz.serving.words import panel_words
 from kvviz.ui import style
 from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
@@ -27,22 +29,11 @@ DIFFER_COLOR = "#b00020"
 _tr = translator("TextPanel")
 
 
-def workload_text(name: str, n_requests: int) -> str:
-    """"course-batch: 4 requests": the head of the solo lines (the serve page's status line says it so too)."""
-    return _tr("{0}: {1} requests").format(name, n_requests)
-
-
 def solo_text(checks) -> tuple[bool, str]:
-    """(all equal, the words) of one scheduler's SoloChecks: "tokens = solo runs: 4 of 4", or which requests
-    differ, from which token (counted from 1) and at which step (requests and steps as the timeline
-    numbers them)."""
-    same = sum(c.equal for c in checks)
-    if same == len(checks):
-        return True, _tr("tokens = solo runs: {0} of {1}").format(same, len(checks))
-    where = [(_tr("request {0} from token {1} (step {2})").format(c.request, c.token + 1, c.step)
-              if c.step is not None else _tr("request {0} from token {1} (cut short)").format(c.request, c.token + 1))
-             for c in checks if not c.equal]
-    return False, _tr("tokens ≠ solo runs: {0} of {1} equal; {2}").format(same, len(checks), "; ".join(where))
+    """(all equal, the words) of one scheduler's SoloChecks in the window's language (kvviz.serving.narration's,
+    which the serve page says too): "tokens = solo runs: 4 of 4", or which requests differ, from which token
+    (counted from 1) and at which step (requests and steps as the timeline numbers them)."""
+    return narration.solo_text(checks, _tr)
 
 
 class TextPanel(ServePanel):
@@ -84,7 +75,8 @@ class TextPanel(ServePanel):
         if not lines:
             return ""
         return (f'<p style="margin:6px 0 2px 0; color:{style.MUTED_TEXT}">'
-                f'{html.escape(workload_text(run.workload_name, run.n_requests()))}</p>' + "".join(lines))
+                f'{html.escape(narration.workload_text(run.workload_name, run.n_requests(), _tr))}</p>'
+                + "".join(lines))
 
     def show_step(self, run: ServeHistory, step: int, request: int | None) -> None:
         n = run.n_requests()
@@ -110,7 +102,7 @@ class TextPanel(ServePanel):
         note = ""
         done = run.finished and all(step >= run.n_steps(k) - 1 for k in run.schedulers)
         if done and len(same) > 1:
-            note = f'<p style="color:#b00020">{html.escape(self.tr("the schedulers generated different text"))}</p>'
+            note = f'<p style="color:#b00020">{html.escape(panel_words(translator)["differ"])}</p>'
         page = head + "".join(parts) + note + self._solo_html(run)
         if page != self._html:
             self._html = page

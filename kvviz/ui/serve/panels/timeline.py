@@ -19,7 +19,8 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from kvviz.serving.history import CELL_KINDS, IDLE, PADDING, VLLM, ServeHistory, Timeline
+from kvviz.serving import narration, words
+from kvviz.serving.history import CELL_KINDS, VLLM, ServeHistory, Timeline
 from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
@@ -37,10 +38,8 @@ _tr = translator("TimelinePanel")
 
 
 def kind_name(kind: str) -> str:
-    """A cell kind in the window's language."""
-    return {"none": _tr("not arrived"), "waiting": _tr("waiting"), "prefill": _tr("prefill"),
-            "decode": _tr("decode"), "padding": _tr("padding"), "idle": _tr("idle slot"),
-            "preempted": _tr("preempted"), "finished": _tr("finished")}[kind]
+    """A cell kind in the window's language (kvviz.serving.words', which the serve page says too)."""
+    return words.kind_names(_tr)[kind]
 
 
 def fit_cap(widths: list[np.ndarray], room_px: int) -> int | None:
@@ -143,16 +142,11 @@ class TimelinePanel(ServePanel):
         """The line above vLLM's block: its start-up's wait, its failure, or what it reported at `step` (`short`:
         in fewer words, for a narrow panel)."""
         lane = self.run.vllm
-        if lane.state == "failed":
-            return self.tr("vLLM failed: {0}").format(lane.message)
         s = lane.record_at(step)
-        if s is None:
-            return self.tr("vLLM: starting, {0:.0f} s waited (its start-up takes 35-50 s on a CPU)").format(
-                lane.waited_s)
-        words = self.tr("vLLM {0}: {1} running, {2} waiting, {3} blocks, {4} cached, {5} preempted") if short else \
-            self.tr("vLLM, step {0}: {1} running, {2} waiting, {3} blocks in use, {4} prompt tokens from its cache, "
-                    "{5} preempted")
-        return words.format(s.step, s.running, s.waiting, s.blocks_in_use, s.prompt_cached, s.preempted)
+        if lane.state != "failed" and s is not None and short:
+            return self.tr("vLLM {0}: {1} running, {2} waiting, {3} blocks, {4} cached, {5} preempted").format(
+                s.step, s.running, s.waiting, s.blocks_in_use, s.prompt_cached, s.preempted)
+        return narration.vllm_heading(self.run, step, self.tr)
 
     def readable_size(self) -> tuple[int, int]:
         """Every request's row a line of text tall under every scheduler, the legend, and room for the
@@ -172,25 +166,16 @@ class TimelinePanel(ServePanel):
     def heading(self, k: str, counts: tuple[int, int, int] | None = None) -> str:
         """The line above a scheduler's block: its wasted slots and its steps (or these counts)."""
         if counts is None:
-            slots = self.run.timeline(k).cells  # counted by slot, whatever the columns drawn
-            counts = (int(np.count_nonzero(slots == PADDING)), int(np.count_nonzero(slots == IDLE)),
-                      self.run.n_steps(k))
-        return self.tr("{0}: {1} padding + {2} idle slots wasted, {3} steps").format(k, *counts)
+            counts = (*words.wasted_slots(self.run, k), self.run.n_steps(k))
+        return words.timeline_heading(k, counts, self.tr)
 
     def title(self) -> str:
-        if self.run is None or not self.run.n_steps():
-            return self.tr("Request timeline")
-        parts = [f"{k} {self.wasted(k)}" for k in self.run.schedulers if self.run.n_steps(k)]
-        return self.tr("Request timeline: wasted slots {0}").format(", ".join(parts))
+        return words.timeline_title(self.run if self.run is not None else ServeHistory(), self.tr)
 
     def help_text(self) -> str:
         return self.tr("A row per request, a column per token slot of each step: what the request's slot did. "
                        "Padding and idle slots are computed and thrown away (static batching). Click a cell to "
                        "select that request and step.")
-
-    def wasted(self, scheduler: str) -> int:
-        cells = self.run.timeline(scheduler).cells
-        return int(np.count_nonzero((cells == PADDING) | (cells == IDLE)))
 
     def clear(self) -> None:
         self.run = None

@@ -11,7 +11,9 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from kvviz.serving.history import VLLM, ServeHistory
+from kvviz.serving.words import panel_words
 from kvviz.ui import style
+from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels._plots import TwoPlotPanel
 
@@ -28,18 +30,16 @@ class UsagePanel(TwoPlotPanel):
         self.batch_plot.addItem(self.lines[1])
         self.retranslate()
 
-    def title(self) -> str:
-        return self.tr("Pool use and batch size")
-
     def help_text(self) -> str:
         return self.tr("Above: KV blocks held by some request after each step (of the pool's size); a cross is a "
                        "preemption. Below: requests computed in each step (the batch). One line per scheduler; "
                        "vLLM's: the blocks in use and the requests running it reported.")
 
     def retranslate(self) -> None:
-        self.pool_plot.setLabel("left", self.tr("blocks used"), **style.LABEL_STYLE)
-        self.batch_plot.setLabel("left", self.tr("batch"), **style.LABEL_STYLE)
-        self.batch_plot.setLabel("bottom", self.tr("step"), **style.LABEL_STYLE)
+        blocks, batch, step = panel_words(translator)["usage"]
+        self.pool_plot.setLabel("left", blocks, **style.LABEL_STYLE)
+        self.batch_plot.setLabel("left", batch, **style.LABEL_STYLE)
+        self.batch_plot.setLabel("bottom", step, **style.LABEL_STYLE)
 
     def clear(self) -> None:
         for k in list(self.curves):
