@@ -277,14 +277,11 @@ class PanelGrid(ShellGrid):
         short = [k for k in self.laid_out() if self._measure(k)]  # measured: what each frame holds around its plots
         self._checks += 1
         rows, _moved = self.plan()
-        if self._checks <= 3 and (short or (rows != self._laid_rows() and not self._tab)):
+        if self._checks <= 3 and (short or (rows != self.laid_rows() and not self._tab)):
             checks = self._checks
             self.arrange()  # with the sizes measured now
             self._checks = checks
             self._check_timer.start()
-
-    def _laid_rows(self) -> list[list[str]]:
-        return [[row.widget(i).panel.key for i in range(row.count())] for row in self.rows if not row.isHidden()]
 
     def _check_if_grown(self, key: str) -> None:
         """A draw that changed what a panel needs (a run's engines gave the work matrix four views, its
@@ -479,13 +476,11 @@ class PanelGrid(ShellGrid):
         """The panel's plot items at the zoom: all of them when asked, else only when items were added
         since (a run's new curves and labels); nothing to do at 100% for items never zoomed."""
         from kvviz.ui import style
-        from kvviz.ui.panels._plots import scenes_in, zoom_items
+        from kvviz.ui.panels._plots import zoom_items
 
-        if key not in self._scenes:
-            self._scenes[key] = scenes_in(self.frames[key])
-        count = sum(len(scene.items()) for scene in self._scenes[key])
+        count = sum(len(scene.items()) for scene in self._scenes_of(key))
         if force or (style.ZOOM != 1.0 and count != self._zoomed_items.get(key)):
-            zoom_items(self._scenes[key])
+            zoom_items(self._scenes_of(key))
             self._zoomed_items[key] = count
 
     def draw(self, history: RunHistory, step: int, target: tuple[int, int]) -> dict[str, float]:
@@ -509,12 +504,10 @@ class PanelGrid(ShellGrid):
                 self._stale.discard(key)
                 self.panels[key].clear()
             self.panels[key].show_step(history, step)
-            from kvviz.ui.panels._plots import scenes_in, settle  # pyqtgraph: imported with the panels
+            from kvviz.ui.panels._plots import settle  # pyqtgraph: imported with the panels
 
-            if key not in self._scenes:
-                self._scenes[key] = scenes_in(self.frames[key])
             self._zoom_panel(key)
-            settle(self._scenes[key])  # painted once per draw (see settle)
+            settle(self._scenes_of(key))  # painted once per draw (see settle)
             self._check_if_grown(key)
         except Exception as exc:  # one broken panel must not take the window down
             frame = self.frames[key]

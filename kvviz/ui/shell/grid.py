@@ -353,9 +353,13 @@ class ShellGrid(QWidget):
         """The panels checked in View, in registry order."""
         return [k for k, act in self.panel_actions.items() if act.isChecked()]
 
+    def laid_rows(self) -> list[list[str]]:
+        """The panels in the grid now, row by row."""
+        return [[row.widget(i).panel.key for i in range(row.count())] for row in self.rows if not row.isHidden()]
+
     def laid_out(self) -> list[str]:
         """The panels in the grid now (the rest are hidden in View or behind tabs)."""
-        return [row.widget(i).panel.key for row in self.rows if not row.isHidden() for i in range(row.count())]
+        return [k for row in self.laid_rows() for k in row]
 
     def shown_key(self) -> str:
         return "+".join(self.laid_out())
@@ -428,9 +432,7 @@ class ShellGrid(QWidget):
             rows = [[self._tab]]
         self._needs = {k: self.readable_size(k) for k in self.frames}
         self._update_strip()
-        laid = [k for row in rows for k in row]
-        changed = laid != self.laid_out() or [len(r) for r in rows] != [
-            row.count() for row in self.rows if not row.isHidden()]
+        changed = rows != self.laid_rows()
         if changed:
             place_frames(self.rows, rows, self.frames, self._parking)
         self._fit_sizes(rows)
