@@ -3312,18 +3312,6 @@
 <context>
     <name>SummaryPanel</name>
     <message>
-        <source>time</source>
-        <translation>时间</translation>
-    </message>
-    <message>
-        <source>tokens/s</source>
-        <translation>token/秒</translation>
-    </message>
-    <message>
-        <source>speedup</source>
-        <translation>加速比</translation>
-    </message>
-    <message>
         <source>K/V computed</source>
         <translation>K/V 计算次数</translation>
     </message>
@@ -3332,12 +3320,20 @@
         <translation>复制</translation>
     </message>
     <message>
-        <source>written</source>
-        <translation>写入</translation>
-    </message>
-    <message>
         <source>gathered</source>
         <translation>gather 拷贝</translation>
+    </message>
+    <message>
+        <source>mean KL</source>
+        <translation>平均 KL</translation>
+    </message>
+    <message>
+        <source>of copy</source>
+        <translation>占复制带宽</translation>
+    </message>
+    <message>
+        <source>of read ceiling</source>
+        <translation>占读取上限</translation>
     </message>
     <message>
         <source>peak cache</source>
@@ -3352,20 +3348,24 @@
         <translation>读取速率</translation>
     </message>
     <message>
-        <source>of copy</source>
-        <translation>占复制带宽</translation>
+        <source>speedup</source>
+        <translation>加速比</translation>
     </message>
     <message>
-        <source>of read ceiling</source>
-        <translation>占读取上限</translation>
+        <source>time</source>
+        <translation>时间</translation>
     </message>
     <message>
-        <source>mean KL</source>
-        <translation>平均 KL</translation>
+        <source>tokens/s</source>
+        <translation>token/秒</translation>
     </message>
     <message>
         <source>top-1 same</source>
         <translation>top-1 相同</translation>
+    </message>
+    <message>
+        <source>written</source>
+        <translation>写入</translation>
     </message>
     <message>
         <source>{name}

@@ -27,14 +27,15 @@ from kvviz import catalog
 from kvviz.costs.wall import WallShape, achieved_gbps
 from kvviz.format import fmt_count, fmt_ms
 from kvviz.kernels import baselines, compared_kernels
-from kvviz.page.said_compare import COLUMNS, QUALITY_ROWS, WALL_ROWS, cell_text, row_units
+from kvviz.page.said import said
+from kvviz.page.said_compare import COLUMNS, QUALITY_ROWS, ROW_NAMES, WALL_ROWS, cell_text, row_units
 from kvviz.records.repeats import spread
 from kvviz.records.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.narration import kernel_label, kernels_ran, kernels_text
 from kvviz.ui.panels._plots import engine_step
-from kvviz.ui.panels.base import Panel
+from kvviz.ui.panels.base import Panel, said_text
 
 # The rows, COLUMNS (kvviz.page.said_compare, which the page says them with): keys (stable, used by table_values)
 # and, where the best value is tinted, whether a larger value is better. Byte rows and the memory wall's get no
@@ -153,12 +154,9 @@ class SummaryPanel(Panel):
             self.show_step(*self._shown)  # the heading, figures with units and the note
 
     def _plain_names(self) -> list[str]:
-        """The rows' names, in COLUMNS' order, without units."""
-        return [self.tr("time"), self.tr("tokens/s"), self.tr("speedup"), self.tr("K/V computed"),
-                self.tr("copied"), self.tr("written"), self.tr("gathered"), self.tr("peak cache"),
-                self.tr("read"), self.tr("read rate"),
-                self.tr("of copy") if self._ceiling == "copy" else self.tr("of read ceiling"),
-                self.tr("mean KL"), self.tr("top-1 same")]
+        """The rows' names, in COLUMNS' order, without units (kvviz.page.said_compare's ROW_NAMES: the page's too)."""
+        share = "of copy" if self._ceiling == "copy" else "of read ceiling"
+        return [said_text(said("SummaryPanel", share if name is None else name)) for name in ROW_NAMES]
 
     def _headers(self) -> list[str]:
         """The rows' names, with the unit of a time or byte row: after it, or under it where the
