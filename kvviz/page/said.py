@@ -55,14 +55,16 @@ def english(context: str, source: str) -> str:
     return source
 
 
-def text(value, tr: Translate = english, name: Callable[[Engine], str] = lambda e: e.name) -> str:
-    """A sentence (or a plain text, an engine) as the window says it: `tr` translates, `name` names an engine."""
+def text(value, tr: Translate = english, name: Callable[[Engine], str] = lambda e: e.name,
+         escape: Callable[[str], str] | None = None) -> str:
+    """A sentence (or a plain text, an engine) as the window says it: `tr` translates, `name` names an engine,
+    `escape` (html.escape for a rich-text label) is applied to plain texts and engine names, not to templates."""
     if isinstance(value, str):
-        return value
+        return escape(value) if escape else value
     if isinstance(value, Engine):
-        return name(value)
+        return escape(name(value)) if escape else name(value)
     if isinstance(value, Joined):
-        return text(value.separator, tr, name).join(text(p, tr, name) for p in value.parts)
+        return text(value.separator, tr, name, escape).join(text(p, tr, name, escape) for p in value.parts)
     fields = dict(value.fields)
     out = []
     for literal, field, spec, conversion in _FORMATTER.parse(tr(value.context, value.source)):
@@ -71,7 +73,7 @@ def text(value, tr: Translate = english, name: Callable[[Engine], str] = lambda 
             continue
         shown = fields[field]
         if isinstance(shown, (str, Engine, Joined, Said)):
-            shown = text(shown, tr, name)
+            shown = text(shown, tr, name, escape)
         if conversion:
             shown = _CONVERT[conversion](shown)
         out.append(format(shown, spec))

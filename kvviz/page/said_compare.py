@@ -283,74 +283,99 @@ class Summary:
             best.append([self.engines[e].order for e in self.names if top is not None and values[e][key] == top])
         cells = [[cell_text(k, values[e][k], units.get(k)) for k in self.rows] for e in self.names]
         shown = min(step, max(len(v) for v in self.traces.values()) - 1)
-        heading = said(words, "Totals over steps 0\u2013{step} ({n} new tokens)", step=shown, n=shown + 1)
-        if more["spreads"]:
-            heading = said(words, "Medians of {n} runs: {totals}", n=self.info.repeat, totals=heading)
         kernels = kernels_ran(self.info, self.names)
-        if self.compared:
-            heading = said(words, "{totals}, decode kernels {first} and {second}", totals=heading,
-                           first=kernel_said(self.compared[0]),
-                           second=joined(said(words, ", "), [kernel_said(k) for k in self.compared[1:]]))
-            kernels = []
-        elif len(kernels) == 1:
-            heading = said(words, "{totals}, decode kernel {kernel}", totals=heading, kernel=kernels_said(kernels))
-        notes = [["spread", self._spread_note(more["spreads"])], ["work", self._work_note(more["summaries"])],
-                 ["decode", self._decode_note(step)],
-                 ["kernels", said(words, "Decode step: {parts}. Their times differ by kernel as well as by cache.",
-                                  parts=kernels_said(kernels)) if len(kernels) > 1 else None]]
+        heading = summary_heading(shown, self.info.repeat if more["spreads"] else None, self.compared, kernels)
+        prefill = {e: self.traces[e][0].latency_ms for e in self.names}
+        decode = {e: [self.sums[e].decode[parity][self._kk(e, step)] for parity in (None, 1, 0)] for e in self.names}
+        notes = [["spread", spread_note(more["spreads"], self.engines)],
+                 ["work", work_note({e: s.kv_projections for e, s in more["summaries"].items()})],
+                 ["decode", decode_note(decode, prefill, self.engines, self.compared)],
+                 ["kernels", kernel_note(kernels, self.compared)]]
         return {"heading": heading, "labels": labels, "cells": cells, "best": best,
                 "notes": [[kind, note] for kind, note in notes if note is not None]}
 
-    def _spread_note(self, spreads: dict):
-        if not spreads:
+
+def summary_heading(shown: int, medians_of: int | None, compared: Sequence[str], kernels: list) -> Said:
+    """The summary's heading: the steps 0..`shown` its totals cover, the number of runs where the figures are their
+    medians (`medians_of`), the kernels `compared` (kvviz.kernels.compared_kernels) or the run's one decode kernel
+    (`kernels`: kvviz.records.narration.kernels_ran)."""
+    words = "SummaryPanel"
+    heading = said(words, "Totals over steps 0\u2013{step} ({n} new tokens)", step=shown, n=shown + 1)
+    if medians_of:
+        heading = said(words, "Medians of {n} runs: {totals}", n=medians_of, totals=heading)
+    if compared:
+        return said(words, "{totals}, decode kernels {first} and {second}", totals=heading,
+                    first=kernel_said(compared[0]),
+                    second=joined(said(words, ", "), [kernel_said(k) for k in compared[1:]]))
+    if len(kernels) == 1:
+        return said(words, "{totals}, decode kernel {kernel}", totals=heading, kernel=kernels_said(kernels))
+    return heading
+
+
+def spread_note(spreads: Mapping, engines: Mapping[str, Engine]):
+    """How far a repeated comparison's runs lay apart (kvviz.records.repeats.spread per engine): each engine's
+    lowest and highest total beside the median the table gives; None for one run."""
+    if not spreads:
+        return None
+    words = "SummaryPanel"
+    parts = [said(words, "{engine} {low}\u2013{high} (\u00b1{pct}%)", engine=engines[e], low=fmt_ms(s.low_ms),
+                  high=fmt_ms(s.high_ms), pct=f"{100 * s.relative:.1f}") for e, s in spreads.items()]
+    return said(words, "Spread of the {n} runs (lowest\u2013highest total; the table gives the median): {parts}.",
+                n=next(iter(spreads.values())).n, parts=joined(said(words, "; "), parts))
+
+
+def work_note(kv_projections: Mapping[str, int]):
+    """The K/V projections naive computed against the cache that computed fewest (per engine, so far); None
+    without naive or a cache."""
+    naive = kv_projections.get("naive")
+    cached = [n for e, n in kv_projections.items() if e != "naive" and n]
+    if naive is None or not cached:
+        return None
+    fewest = min(cached)
+    return said("SummaryPanel", "Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache "
+                "<b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed.",
+                naive=fmt_count(naive), cached=fmt_count(fewest), ratio=naive / fewest)
+
+
+def decode_note(decode_ms: Mapping[str, Sequence[float]], prefill_ms: Mapping[str, float],
+                engines: Mapping[str, Engine], compared: Sequence[str]):
+    """The speedup of the decode steps alone (the prefill, one forward over the prompt that every engine computes
+    alike, apart), and its spread in this run: the same ratio over the odd and over the even decode steps, which
+    cover the same positions, so they differ by the machine's noise alone. Each engine against naive; in a kernel
+    comparison each lane against its engine under the first kernel. `decode_ms`: per engine its decode steps' time
+    (all, the odd ones, the even ones); `prefill_ms`: its step 0's. None without a baseline or two timed decode
+    steps."""
+    words = "SummaryPanel"
+    pairs = [(e, b) for e, b in baselines(list(engines)).items() if e != b and b in engines]
+    if not pairs:
+        return None
+    parts = []
+    for engine, base in pairs:
+        slow, mine = decode_ms[base], decode_ms[engine]
+        if not all(m > 0 for m in (*mine, *slow)):
             return None
-        words = "SummaryPanel"
-        parts = [said(words, "{engine} {low}\u2013{high} (\u00b1{pct}%)", engine=self.engines[e], low=fmt_ms(s.low_ms),
-                      high=fmt_ms(s.high_ms), pct=f"{100 * s.relative:.1f}") for e, s in spreads.items()]
-        return said(words, "Spread of the {n} runs (lowest\u2013highest total; the table gives the median): {parts}.",
-                    n=next(iter(spreads.values())).n, parts=joined(said(words, "; "), parts))
+        whole, odd, even = (n / m for n, m in zip(slow, mine))
+        parts.append(said(words, "{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)",
+                          engine=engines[engine], speedup=f"{whole:.1f}", odd=f"{odd:.1f}", even=f"{even:.1f}"))
+    prefill = joined(said(words, ", "), [said(words, "{engine} {ms}", engine=engine, ms=fmt_ms(prefill_ms[e]))
+                                         for e, engine in engines.items()])
+    if compared:
+        return said(words, "Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd "
+                    "and the even steps cover the same positions: where they part, the machine's noise moved the "
+                    "figure that much. Prefill (step 0, apart): {prefill}.", kernel=kernel_said(compared[0]),
+                    parts=joined(said(words, "; "), parts), prefill=prefill)
+    return said(words, "Decode steps alone, against naive: {parts}. The odd and the even steps cover the same "
+                "positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, "
+                "apart): {prefill}.", parts=joined(said(words, "; "), parts), prefill=prefill)
 
-    def _work_note(self, summaries: dict):
-        naive = summaries.get("naive")
-        cached = [s for k, s in summaries.items() if k != "naive" and s.kv_projections]
-        if naive is None or not cached:
-            return None
-        fewest = min(cached, key=lambda s: s.kv_projections)
-        return said("SummaryPanel", "Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache "
-                    "<b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never changed.",
-                    naive=fmt_count(naive.kv_projections), cached=fmt_count(fewest.kv_projections),
-                    ratio=naive.kv_projections / fewest.kv_projections)
 
-    def _decode_note(self, step: int):
-        """SummaryPanel._decode_note: the decode steps' speedup with the prefill apart, over odd and even steps."""
-        words = "SummaryPanel"
-        pairs = [(e, b) for e, b in baselines(self.names).items() if e != b and b in self.names]
-        if not pairs:
-            return None
-
-        def decode_ms(engine: str, parity: int | None = None) -> float:
-            return self.sums[engine].decode[parity][self._kk(engine, step)]
-
-        parts = []
-        for engine, base in pairs:
-            slow = [decode_ms(base, p) for p in (None, 1, 0)]
-            mine = [decode_ms(engine, p) for p in (None, 1, 0)]
-            if not all(m > 0 for m in (*mine, *slow)):
-                return None
-            whole, odd, even = (n / m for n, m in zip(slow, mine))
-            parts.append(said(words, "{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)",
-                              engine=self.engines[engine], speedup=f"{whole:.1f}", odd=f"{odd:.1f}",
-                              even=f"{even:.1f}"))
-        prefill = joined(said(words, ", "), [said(words, "{engine} {ms}", engine=self.engines[e],
-                                                  ms=fmt_ms(self.traces[e][0].latency_ms)) for e in self.names])
-        if self.compared:
-            return said(words, "Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd "
-                        "and the even steps cover the same positions: where they part, the machine's noise moved the "
-                        "figure that much. Prefill (step 0, apart): {prefill}.", kernel=kernel_said(self.compared[0]),
-                        parts=joined(said(words, "; "), parts), prefill=prefill)
-        return said(words, "Decode steps alone, against naive: {parts}. The odd and the even steps cover the same "
-                    "positions: where they part, the machine's noise moved the figure that much. Prefill (step 0, "
-                    "apart): {prefill}.", parts=joined(said(words, "; "), parts), prefill=prefill)
+def kernel_note(kernels: list, compared: Sequence[str]):
+    """Which kernel ran which engine's decode steps, for an older trace whose engines ran different kernels (a run
+    has one, named in the heading, as are the kernels `compared`); None otherwise."""
+    if compared or len(kernels) < 2:
+        return None
+    return said("SummaryPanel", "Decode step: {parts}. Their times differ by kernel as well as by cache.",
+                parts=kernels_said(kernels))
 
 
 def _with_total(summary: RunSummary, total_ms: float) -> RunSummary:
@@ -463,4 +488,5 @@ def compare_said(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first
     }
 
 
-__all__ = ["compare_said", "derived_columns", "Summary", "COLUMNS", "running"]
+__all__ = ["compare_said", "derived_columns", "Summary", "COLUMNS", "running", "summary_heading", "spread_note",
+           "work_note", "decode_note", "kernel_note"]

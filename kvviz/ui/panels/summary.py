@@ -10,7 +10,7 @@ import html
 import math
 from dataclasses import replace
 
-from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,15 +25,26 @@ from PySide6.QtWidgets import (
 
 from kvviz import catalog
 from kvviz.costs.wall import WallShape, achieved_gbps
-from kvviz.format import fmt_count, fmt_ms
 from kvviz.kernels import baselines, compared_kernels
-from kvviz.page.said import said
-from kvviz.page.said_compare import COLUMNS, QUALITY_ROWS, ROW_NAMES, WALL_ROWS, cell_text, row_units
+from kvviz.page.said import Engine, said, text
+from kvviz.page.said_compare import (
+    COLUMNS,
+    QUALITY_ROWS,
+    ROW_NAMES,
+    WALL_ROWS,
+    cell_text,
+    decode_note,
+    kernel_note,
+    row_units,
+    spread_note,
+    summary_heading,
+    work_note,
+)
 from kvviz.records.repeats import spread
 from kvviz.records.trace import RunSummary, StepTrace, speedup
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
-from kvviz.ui.narration import kernel_label, kernels_ran, kernels_text
+from kvviz.ui.narration import kernel_label, kernels_ran
 from kvviz.ui.panels._plots import engine_step
 from kvviz.ui.panels.base import Panel, said_text
 
@@ -167,8 +178,12 @@ class SummaryPanel(Panel):
             metrics = QFontMetrics(self._table.verticalHeader().font())
             widest = max(metrics.horizontalAdvance(word) for name in names for word in name.split())
             names = [_wrap(name, widest, metrics) for name in names]
-        unit = self.tr("{name}\n({unit})") if self._two_lines else self.tr("{name} ({unit})")
-        return [unit.format(name=name, unit=self._units[key][0]) if key in self._units
+
+        def with_unit(name: str, unit: str) -> str:
+            if self._two_lines:
+                return self.tr("{name}\n({unit})").format(name=name, unit=unit)
+            return said_text(said("SummaryPanel", "{name} ({unit})", name=name, unit=unit))  # the page's too
+        return [with_unit(name, self._units[key][0]) if key in self._units
                 else name for name, (key, _higher) in zip(names, COLUMNS)]
 
     def _set_headers(self) -> None:
@@ -298,21 +313,9 @@ class SummaryPanel(Panel):
                 "top1_agreement": 1.0 if catalog.is_exact(engine) else s.top1_agreement,
             }
         shown = min(step, history.n_steps() - 1)
-        self._heading_text = self.tr("Totals over steps 0\u2013{step} ({n} new tokens)").format(
-            step=shown, n=shown + 1)
-        if spreads:
-            self._heading_text = self.tr("Medians of {n} runs: {totals}").format(n=history.repeat,
-                                                                                 totals=self._heading_text)
         kernels = kernels_ran(history.info, engines)
-        compared = compared_kernels(engines)
-        if compared:  # a kernel comparison: the lanes name their kernels, the title the two compared
-            self._heading_text = self.tr("{totals}, decode kernels {first} and {second}").format(
-                totals=self._heading_text, first=kernel_label(compared[0]),
-                second=self.tr(", ").join(kernel_label(k) for k in compared[1:]))
-            kernels = []
-        elif len(kernels) == 1:  # the run's one decode kernel, in the title the figures stand under
-            self._heading_text = self.tr("{totals}, decode kernel {kernel}").format(
-                totals=self._heading_text, kernel=kernels_text(kernels))
+        compared = compared_kernels(engines)  # a kernel comparison: the lanes name their kernels, the title the two
+        self._heading_text = said_text(summary_heading(shown, history.repeat if spreads else None, compared, kernels))
         self._heading.setText(self._heading_text + self._aside_text())
         approximate = catalog.any_approximate(engines)  # the quality rows only where they tell something
         for row, (key, _higher) in enumerate(COLUMNS):
@@ -327,8 +330,8 @@ class SummaryPanel(Panel):
         self._table.verticalHeaderItem(row).setToolTip(self.tr(
             "Speedup vs {kernel}: the same engine's total time under {kernel} divided by this lane's").format(
             kernel=kernel_label(compared[0])) if compared else self._header_tips()[row])
-        notes = (self._spread_note(spreads), self._work_note(summaries), self._decode_note(history, engines, step),
-                 self._kernel_note(kernels))
+        notes = (self._spread_note(spreads), _rich(work_note({e: s.kv_projections for e, s in summaries.items()})),
+                 self._decode_note(history, engines, step), _rich(kernel_note(kernels, compared)))
         self._note.setText("<br>".join(n for n in notes if n))
         self._fill(engines)
 
@@ -570,75 +573,34 @@ class SummaryPanel(Panel):
             self._fit()
         return super().eventFilter(watched, event)
 
-    def _work_note(self, summaries: dict[str, RunSummary]) -> str:
-        naive = summaries.get("naive")
-        cached = [s for k, s in summaries.items() if k != "naive" and s.kv_projections]
-        if naive is None or not cached:
-            return ""
-        fewest = min(cached, key=lambda s: s.kv_projections)
-        ratio = naive.kv_projections / fewest.kv_projections
-        return self.tr(
-            "Work saved: naive computed <b>{naive}</b> K/V projections so far, a cache "
-            "<b>{cached}</b> ({ratio:.1f}\u00d7 fewer). Each one it skips is a K or V that never "
-            "changed.").format(naive=fmt_count(naive.kv_projections), cached=fmt_count(fewest.kv_projections),
-                               ratio=ratio)
-
+    def _spread_note(self, spreads: dict) -> str:
+        """How far a repeated comparison's runs lay apart (kvviz.page.said_compare.spread_note), as rich text."""
+        return _rich(spread_note(spreads, _named(list(spreads))))
 
     def _decode_note(self, history: RunHistory, engines: list[str], step: int) -> str:
-        """The speedup of the decode steps alone (the prefill, one forward over the prompt that every engine
-        computes alike, apart), and its spread in this run: the same ratio over the odd and over the even
-        decode steps, which cover the same positions, so they differ by the machine's noise alone. Each engine
-        against naive; in a kernel comparison each lane against its engine under the first kernel."""
-        pairs = [(e, b) for e, b in baselines(engines).items() if e != b and b in engines]
-        if not pairs:
+        """The decode steps' speedup, the prefill apart (kvviz.page.said_compare.decode_note), as rich text."""
+        if len(engines) < 2:
             return ""
+        decode = {e: _decode_ms(history, e, step) for e in engines}
+        return _rich(decode_note(decode, {e: history.traces[e][0].latency_ms for e in engines}, _named(engines),
+                                 compared_kernels(engines)))
 
-        def decode_ms(engine: str, parity: int | None = None) -> float:
-            steps = history.upto(engine, engine_step(history, engine, step))[1:]
-            return sum(t.latency_ms for t in steps if parity is None or t.step % 2 == parity)
 
-        parts = []
-        for engine, base in pairs:
-            slow = [decode_ms(base, p) for p in (None, 1, 0)]
-            mine = [decode_ms(engine, p) for p in (None, 1, 0)]
-            if not all(m > 0 for m in (*mine, *slow)):
-                return ""  # fewer than two decode steps, or none timed
-            whole, odd, even = (n / m for n, m in zip(slow, mine))
-            parts.append(self.tr("{engine} {speedup}\u00d7 (odd steps {odd}\u00d7, even {even}\u00d7)").format(
-                engine=html.escape(style.engine_label(engine)), speedup=f"{whole:.1f}", odd=f"{odd:.1f}",
-                even=f"{even:.1f}"))
-        prefill = self.tr(", ").join(self.tr("{engine} {ms}").format(
-            engine=html.escape(style.engine_label(e)), ms=html.escape(fmt_ms(history.traces[e][0].latency_ms)))
-            for e in engines)
-        compared = compared_kernels(engines)
-        if compared:
-            return self.tr("Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd "
-                           "and the even steps cover the same positions: where they part, the machine's noise "
-                           "moved the figure that much. Prefill (step 0, apart): {prefill}.").format(
-                kernel=html.escape(kernel_label(compared[0])), parts=self.tr("; ").join(parts),
-                prefill=prefill)
-        return self.tr("Decode steps alone, against naive: {parts}. The odd and the even steps cover the same "
-                       "positions: where they part, the machine's noise moved the figure that much. Prefill "
-                       "(step 0, apart): {prefill}.").format(parts=self.tr("; ").join(parts), prefill=prefill)
+def _named(engines: list[str]) -> dict[str, Engine]:
+    return {e: Engine(e, order) for order, e in enumerate(engines)}
 
-    def _spread_note(self, spreads: dict) -> str:
-        """How far a repeated comparison's runs lay apart: each engine's lowest and highest total beside the
-        median the table gives."""
-        if not spreads:
-            return ""
-        parts = [self.tr("{engine} {low}\u2013{high} (\u00b1{pct}%)").format(
-            engine=html.escape(style.engine_label(e)), low=html.escape(fmt_ms(s.low_ms)),
-            high=html.escape(fmt_ms(s.high_ms)), pct=f"{100 * s.relative:.1f}") for e, s in spreads.items()]
-        return self.tr("Spread of the {n} runs (lowest\u2013highest total; the table gives the median): "
-                       "{parts}.").format(n=next(iter(spreads.values())).n, parts=self.tr("; ").join(parts))
 
-    def _kernel_note(self, kernels: list[tuple[str, list[str]]]) -> str:
-        """Which kernel ran which engine's decode steps, for an older trace whose engines ran different kernels
-        (a run now has one, named in the heading)."""
-        if len(kernels) < 2:
-            return ""
-        return self.tr("Decode step: {parts}. Their times differ by kernel as well as by cache.").format(
-            parts=kernels_text(kernels, escape=True))
+def _rich(note) -> str:
+    """A note of kvviz.page.said_compare as the note label's rich text, each engine by its label; "" for None."""
+    if note is None:
+        return ""
+    return text(note, QCoreApplication.translate, lambda e: style.engine_label(e.name), escape=html.escape)
+
+
+def _decode_ms(history: RunHistory, engine: str, step: int) -> list[float]:
+    """The engine's decode steps' time up to `step` (the prefill apart): all of them, the odd ones, the even ones."""
+    steps = history.upto(engine, engine_step(history, engine, step))[1:]
+    return [sum(t.latency_ms for t in steps if parity is None or t.step % 2 == parity) for parity in (None, 1, 0)]
 
 
 def _wrap(name: str, width: int, metrics: QFontMetrics) -> str:
