@@ -90,11 +90,10 @@ def test_the_page_sentences_are_in_the_shipped_translations(tool):
 
 
 # The page's sentences the window's panels still write themselves: the paged pool's legend (its slot counts are the
-# drawn tiles') and the Serve latency axes (unit apart).
+# drawn tiles').
 STILL_WRITTEN = {
     ("CacheMemoryPanel", "block table [{table}]"), ("CacheMemoryPanel", "pool {n} \u00d7 {size} slots"),
-    ("CacheMemoryPanel", "reserved, empty"), ("CacheMemoryPanel", "slot holding K/V"),
-    ("LatencyPanel", "TPOT"), ("LatencyPanel", "TTFT"), ("LatencyPanel", "request")}
+    ("CacheMemoryPanel", "reserved, empty"), ("CacheMemoryPanel", "slot holding K/V")}
 
 
 def test_the_panels_say_the_pages_sentences_through_the_pages_python(tool):

@@ -683,6 +683,18 @@
         <translation>读取上限 {0} GB/s</translation>
     </message>
     <message>
+        <source>TTFT</source>
+        <translation>TTFT</translation>
+    </message>
+    <message>
+        <source>TPOT</source>
+        <translation>TPOT</translation>
+    </message>
+    <message>
+        <source>request</source>
+        <translation>请求</translation>
+    </message>
+    <message>
         <source>Latency per request</source>
         <translation>每个请求的延迟</translation>
     </message>
@@ -721,18 +733,6 @@
     <message>
         <source>Time to first token (from the request&apos;s arrival step to the step that emitted its first token) and time per output token after it, per request and scheduler, as of this step.</source>
         <translation>首 token 时间（从请求到达的那一步到输出第一个 token 的那一步）和其后每个输出 token 的时间，按请求和调度器，截至本步。</translation>
-    </message>
-    <message>
-        <source>TTFT</source>
-        <translation>TTFT</translation>
-    </message>
-    <message>
-        <source>TPOT</source>
-        <translation>TPOT</translation>
-    </message>
-    <message>
-        <source>request</source>
-        <translation>请求</translation>
     </message>
 </context>
 <context>
@@ -3312,6 +3312,62 @@
 <context>
     <name>SummaryPanel</name>
     <message>
+        <source>Totals over steps 0–{step} ({n} new tokens)</source>
+        <translation>第 0–{step} 步累计（{n} 个新 token）</translation>
+    </message>
+    <message>
+        <source>Medians of {n} runs: {totals}</source>
+        <translation>{n} 次运行的中位数：{totals}</translation>
+    </message>
+    <message>
+        <source>{totals}, decode kernels {first} and {second}</source>
+        <translation>{totals}，解码内核 {first} 与 {second}</translation>
+    </message>
+    <message>
+        <source>{totals}, decode kernel {kernel}</source>
+        <translation>{totals}，解码内核 {kernel}</translation>
+    </message>
+    <message>
+        <source>{engine} {low}–{high} (±{pct}%)</source>
+        <translation>{engine} {low}–{high}（±{pct}%）</translation>
+    </message>
+    <message>
+        <source>Spread of the {n} runs (lowest–highest total; the table gives the median): {parts}.</source>
+        <translation>{n} 次运行的离散程度（最低–最高总时间；表中为中位数）：{parts}。</translation>
+    </message>
+    <message>
+        <source>Work saved: naive computed &lt;b&gt;{naive}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
+        <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
+    </message>
+    <message>
+        <source>{engine} {speedup}× (odd steps {odd}×, even {even}×)</source>
+        <translation>{engine} {speedup}×（奇数步 {odd}×，偶数步 {even}×）</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>、</translation>
+    </message>
+    <message>
+        <source>{engine} {ms}</source>
+        <translation>{engine} {ms}</translation>
+    </message>
+    <message>
+        <source>Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd and the even steps cover the same positions: where they part, the machine&apos;s noise moved the figure that much. Prefill (step 0, apart): {prefill}.</source>
+        <translation>仅看解码步，每个内核在同一缓存上与 {kernel} 相比：{parts}。奇数步和偶数步覆盖相同的位置：两者相差多少，就是机器噪声让这个数字变动了多少。预填充（第 0 步，单独列出）：{prefill}。</translation>
+    </message>
+    <message>
+        <source>Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine&apos;s noise moved the figure that much. Prefill (step 0, apart): {prefill}.</source>
+        <translation>只看解码步，相对 naive：{parts}。奇数步与偶数步覆盖同样的位置：两者相差多少，机器的噪声就让这个数字变动了多少。预填充（第 0 步，单列）：{prefill}。</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
+    </message>
+    <message>
+        <source>Decode step: {parts}. Their times differ by kernel as well as by cache.</source>
+        <translation>解码步：{parts}。它们的耗时差异既来自缓存，也来自内核。</translation>
+    </message>
+    <message>
         <source>K/V computed</source>
         <translation>K/V 计算次数</translation>
     </message>
@@ -3368,14 +3424,14 @@
         <translation>写入</translation>
     </message>
     <message>
+        <source>{name} ({unit})</source>
+        <translation>{name}（{unit}）</translation>
+    </message>
+    <message>
         <source>{name}
 ({unit})</source>
         <translation>{name}
 （{unit}）</translation>
-    </message>
-    <message>
-        <source>{name} ({unit})</source>
-        <translation>{name}（{unit}）</translation>
     </message>
     <message>
         <source>Sum of step latencies (forward, cache update and sampling)</source>
@@ -3438,26 +3494,6 @@
         <translation>截至所选步的累计值。在很小的模型上，每步耗时主要是 Python 开销，只看时间容易误判；工作量各列显示缓存省下了什么：K/V 投影次数（朴素引擎为 O(n²)，有缓存时每个 token 一次）和复制字节数（本章的 torch.cat 缓存为 O(n²)，static 和 paged 为零）。内存墙：各步必须读取的字节数（每个权重，以及每步所关注的 K/V）、这些字节除以耗时得到的速率，以及该速率与本机读取上限之比；面板太矮时这几行会让出位置（叙述栏仍会给出这些数字）。</translation>
     </message>
     <message>
-        <source>Totals over steps 0–{step} ({n} new tokens)</source>
-        <translation>第 0–{step} 步累计（{n} 个新 token）</translation>
-    </message>
-    <message>
-        <source>Medians of {n} runs: {totals}</source>
-        <translation>{n} 次运行的中位数：{totals}</translation>
-    </message>
-    <message>
-        <source>{totals}, decode kernels {first} and {second}</source>
-        <translation>{totals}，解码内核 {first} 与 {second}</translation>
-    </message>
-    <message>
-        <source>, </source>
-        <translation>、</translation>
-    </message>
-    <message>
-        <source>{totals}, decode kernel {kernel}</source>
-        <translation>{totals}，解码内核 {kernel}</translation>
-    </message>
-    <message>
         <source>Speedup vs {kernel}: the same engine&apos;s total time under {kernel} divided by this lane&apos;s</source>
         <translation>相对 {kernel} 的加速比：同一引擎在 {kernel} 下的总时间除以本通道的总时间</translation>
     </message>
@@ -3468,42 +3504,6 @@
     <message>
         <source> (+{n} in the narration)</source>
         <translation>（另 {n} 行见解说）</translation>
-    </message>
-    <message>
-        <source>Work saved: naive computed &lt;b&gt;{naive}&lt;/b&gt; K/V projections so far, a cache &lt;b&gt;{cached}&lt;/b&gt; ({ratio:.1f}× fewer). Each one it skips is a K or V that never changed.</source>
-        <translation>省下的工作：到目前为止，朴素引擎计算了 &lt;b&gt;{naive}&lt;/b&gt; 次 K/V 投影，带缓存的引擎只算了 &lt;b&gt;{cached}&lt;/b&gt; 次（少 {ratio:.1f}×）。每省掉一次，都是一个从未改变过的 K 或 V。</translation>
-    </message>
-    <message>
-        <source>{engine} {speedup}× (odd steps {odd}×, even {even}×)</source>
-        <translation>{engine} {speedup}×（奇数步 {odd}×，偶数步 {even}×）</translation>
-    </message>
-    <message>
-        <source>{engine} {ms}</source>
-        <translation>{engine} {ms}</translation>
-    </message>
-    <message>
-        <source>Decode steps alone, each kernel against {kernel} on the same cache: {parts}. The odd and the even steps cover the same positions: where they part, the machine&apos;s noise moved the figure that much. Prefill (step 0, apart): {prefill}.</source>
-        <translation>仅看解码步，每个内核在同一缓存上与 {kernel} 相比：{parts}。奇数步和偶数步覆盖相同的位置：两者相差多少，就是机器噪声让这个数字变动了多少。预填充（第 0 步，单独列出）：{prefill}。</translation>
-    </message>
-    <message>
-        <source>; </source>
-        <translation>；</translation>
-    </message>
-    <message>
-        <source>Decode steps alone, against naive: {parts}. The odd and the even steps cover the same positions: where they part, the machine&apos;s noise moved the figure that much. Prefill (step 0, apart): {prefill}.</source>
-        <translation>只看解码步，相对 naive：{parts}。奇数步与偶数步覆盖同样的位置：两者相差多少，机器的噪声就让这个数字变动了多少。预填充（第 0 步，单列）：{prefill}。</translation>
-    </message>
-    <message>
-        <source>{engine} {low}–{high} (±{pct}%)</source>
-        <translation>{engine} {low}–{high}（±{pct}%）</translation>
-    </message>
-    <message>
-        <source>Spread of the {n} runs (lowest–highest total; the table gives the median): {parts}.</source>
-        <translation>{n} 次运行的离散程度（最低–最高总时间；表中为中位数）：{parts}。</translation>
-    </message>
-    <message>
-        <source>Decode step: {parts}. Their times differ by kernel as well as by cache.</source>
-        <translation>解码步：{parts}。它们的耗时差异既来自缓存，也来自内核。</translation>
     </message>
 </context>
 <context>

@@ -31,14 +31,17 @@ def counter_rows(tr_panel: Translate = str) -> list[tuple[str, str]]:
 
 def panel_words(tr_of: Callable[[str], Translate] = lambda _context: str) -> dict:
     """The panels' titles, the plots' axis labels and the text panel's note, as the Serve view's panels say them
-    (`tr_of(context)`: the translation of that panel's context)."""
+    (`tr_of(context)`: the translation of that panel's context); "latency" the latency axes with their unit, as the
+    serve page writes them, "latency_axes" without it (TTFT, TPOT, request)."""
     timeline, pool, usage = tr_of("TimelinePanel"), tr_of("PoolPanel"), tr_of("UsagePanel")
     counters, latency, text = tr_of("CountersPanel"), tr_of("LatencyPanel"), tr_of("TextPanel")
+    axes = [latency("TTFT"), latency("TPOT"), latency("request")]  # the window's axes add their unit, ms, themselves
     return {"titles": {"timeline": timeline("Request timeline"), "pool": pool("Block pool"),
                        "usage": usage("Pool use and batch size"), "counters": counters("Counters"),
                        "latency": latency("Latency per request")},
             "usage": [usage("blocks used"), usage("batch"), usage("step")],
-            "latency": [latency("TTFT") + " (ms)", latency("TPOT") + " (ms)", latency("request")],
+            "latency": [axes[0] + " (ms)", axes[1] + " (ms)", axes[2]],
+            "latency_axes": axes,
             "differ": text("the schedulers generated different text")}
 
 

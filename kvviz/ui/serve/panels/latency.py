@@ -11,7 +11,9 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QWidget
 
 from kvviz.serving.history import ServeHistory
+from kvviz.serving.words import panel_words
 from kvviz.ui import style
+from kvviz.ui.qtutil import translator
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels._plots import TwoPlotPanel
 
@@ -35,9 +37,10 @@ class LatencyPanel(TwoPlotPanel):
                        "token) and time per output token after it, per request and scheduler, as of this step.")
 
     def retranslate(self) -> None:
-        self.ttft_plot.setLabel("left", self.tr("TTFT"), units="ms", **style.LABEL_STYLE)
-        self.tpot_plot.setLabel("left", self.tr("TPOT"), units="ms", **style.LABEL_STYLE)
-        self.tpot_plot.setLabel("bottom", self.tr("request"), **style.LABEL_STYLE)
+        ttft, tpot, request = panel_words(translator)["latency_axes"]
+        self.ttft_plot.setLabel("left", ttft, units="ms", **style.LABEL_STYLE)
+        self.tpot_plot.setLabel("left", tpot, units="ms", **style.LABEL_STYLE)
+        self.tpot_plot.setLabel("bottom", request, **style.LABEL_STYLE)
         for plot in (self.ttft_plot, self.tpot_plot):
             plot.getAxis("left").enableAutoSIPrefix(False)
 
