@@ -175,8 +175,6 @@ class CountView(ShellWindow):
         self.form.setRange(1, 100)
         self.form.setValue(12)
         self.history: list[int] = []
-        self.step = 0
-        self._follow = True
         self.panel = SquarePanel()
         self.label = QLabel()
         self.build_shell(self.label, self.panel, area="count_area", error="count_error")
@@ -207,25 +205,10 @@ class CountView(ShellWindow):
     def shown_steps(self) -> int:
         return len(self.history)
 
-    @property
-    def selected_step(self) -> int:
-        return self.step
-
-    def following(self) -> bool:
-        return self._follow
-
-    def set_following(self, on: bool) -> None:
-        self._follow = on
-
     def select_step(self, step: int) -> None:
         self.step = max(0, min(step, len(self.history) - 1))
         self.panel.show_step(self.history, self.step)
         self.label.setText(f"step {self.step}")
-
-    def scrub(self, delta: int) -> None:
-        self.select_step(self.step + delta)
-        if delta < 0:
-            self._follow = False
 
     def follow_live(self) -> None:
         self._follow = True
