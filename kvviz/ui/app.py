@@ -69,8 +69,9 @@ def run(args) -> int:
     window = create_window(settings, defer_panels=True)  # at View > Zoom's saved choice
     if zoom is not None:
         window.presentation.set_zoom(zoom, save=False)  # this launch only: the saved choice stays
-    from kvviz.ui.export_actions import install_error_hook, install_export_actions
+    from kvviz.ui.export_actions import install_export_actions
     from kvviz.ui.i18n import install_language_menu
+    from kvviz.ui.shell.exports import install_error_hook
 
     install_language_menu(window)  # View > Language: the saved choice, else the system's
     install_export_actions(window)  # File > Export, File > Open trace, the Export button

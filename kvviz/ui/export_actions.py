@@ -42,7 +42,6 @@ from kvviz.ui.exporters import Cancelled
 from kvviz.ui.shell.exports import (
     ExportKind,
     ShellExports,
-    install_error_hook,  # noqa: F401 (kvviz.ui.app installs it from here)
     report_error,
 )
 
