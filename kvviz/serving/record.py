@@ -20,6 +20,7 @@ from typing import Any
 
 from kvviz import catalog
 from kvviz.peers.vllm import VllmRequest, VllmRun, VllmSettings, VllmStep
+from kvviz.records.history import count_steps
 from kvviz.serving.workload import Workload, workload_from_dict
 from kvviz.serving.workload import is_whole as _is_int
 
@@ -429,7 +430,7 @@ class ServeRun:
     @property
     def n_steps(self) -> int:
         """Scheduler steps, idle stretches counted step by step."""
-        return step_count(self.steps)
+        return count_steps(self.steps)
 
     def summary(self) -> ServeSummary:
         return summarize(self)
@@ -470,11 +471,6 @@ class ServeBatch:
 
 
 # -- figures ------------------------------------------------------------------------------------
-def step_count(steps: Sequence[ServeStep]) -> int:
-    """Scheduler steps the records stand for: one past the last one's last step (0 for none)."""
-    return steps[-1].step + steps[-1].span if steps else 0
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile (q in 0..100) of a non-empty list, as numpy's default."""
     xs = sorted(values)
@@ -498,7 +494,7 @@ def summarize(run: ServeRun) -> ServeSummary:
     cached = sum(r.cached_tokens for r in results)
     computed = sum(r.computed_tokens for r in results)
     return ServeSummary(
-        steps=step_count(steps), wall_ms=wall_ms, tokens=tokens,
+        steps=count_steps(steps), wall_ms=wall_ms, tokens=tokens,
         tokens_per_s=tokens / (wall_ms / 1000.0) if wall_ms > 0 else float("nan"),
         ttft_ms_median=statistics.median(ttft), ttft_ms_p90=percentile(ttft, 90),
         tpot_ms_median=statistics.median(tpot) if tpot else None, tpot_ms_p90=percentile(tpot, 90) if tpot else None,
@@ -735,8 +731,8 @@ def run_from_dict(doc: Any, where: str) -> ServeRun:
     steps: list[ServeStep] = []
     for i, s in enumerate(_get(doc, "steps", *_LIST, where)):
         step = _step(s, f"{where}: steps[{i}]", n)
-        if step.step != step_count(steps):
-            raise ValueError(f"{where}: steps[{i}] is step {step.step}, where step {step_count(steps)} follows")
+        if step.step != count_steps(steps):
+            raise ValueError(f"{where}: steps[{i}] is step {step.step}, where step {count_steps(steps)} follows")
         if step.pool.block_size != settings.block_size or step.pool.n_blocks != settings.blocks:
             raise ValueError(f"{where}: steps[{i}]: its pool is not the settings' {settings.blocks} blocks of "
                              f"{settings.block_size}")

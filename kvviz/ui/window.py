@@ -202,9 +202,8 @@ class MainWindow(ShellWindow):
 
     @Slot(object)
     def _on_step_traced(self, trace) -> None:
-        if trace.run_id != self.history.info.run_id:
+        if not self.history.add(trace):
             return  # a late record of an earlier run
-        self.history.add(trace)
         self.frames.step_arrived()
         self.step_traced.emit(trace)
 

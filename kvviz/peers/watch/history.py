@@ -353,10 +353,6 @@ class WatchHistory(History[Point]):
                         for i, (url, ranks) in enumerate(zip(header.servers, header.ranks))]
         self.version += 1
 
-    @property
-    def records(self) -> int:
-        return self.version
-
     def apply(self, record: Record) -> None:
         """The next record of this session's stream."""
         self.add(record)

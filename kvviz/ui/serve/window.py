@@ -145,9 +145,8 @@ class ServeWindow(FramedView):
         self.run_started.emit(run_id)
 
     def _on_steps_traced(self, run_id: str, records) -> None:
-        if run_id != self.run_id or self.run.run_id != run_id:
-            return
-        self.run.add(records)
+        if run_id != self.run_id or not self.run.add(records, run_id):
+            return  # a late batch of an earlier run
         self._show_vllm_status()
         self.request_frame()
 

@@ -104,7 +104,7 @@ def snapshot(history: WatchHistory, lock: threading.Lock, t: float, samples: int
     """The history as a frame: copied under `lock`, the blocks' texts (the tokenizer) filled in after it."""
     header = history.header
     with lock:
-        version = history.records
+        version = history.version
         servers = [_server_view(s, header.started, server_label(s.url, s.index, header.servers),
                                 SERVER_COLORS[s.index % len(SERVER_COLORS)]) for s in history.servers]
     if text_of is not None:

@@ -244,13 +244,13 @@ class WatchWindow(FramedView):
                                                          "replayed up to there").format(source.path), 10_000)
         if self.state is RunState.PAUSED and source.live:
             return  # paused: the picture stays while the session goes on recording
-        if (self.frame is None or source.history.records != self.frame.version) and now >= self._next_frame:
+        if (self.frame is None or source.history.version != self.frame.version) and now >= self._next_frame:
             self.redraw(snapshot=True)
             done = time.perf_counter()
             # The snapshot and the drawing (the paint aside, unlike the Serve view's frame_rest_s): a burst of
             # records replayed as fast as possible is drawn at a steady rate and never takes the whole thread.
             self._next_frame = done + PAINT_REST * (done - now)
-        if source.done and (self.frame is None or source.history.records == self.frame.version):
+        if source.done and (self.frame is None or source.history.version == self.frame.version):
             self._timer.stop()
 
     def redraw(self, snapshot: bool = False) -> None:
