@@ -38,12 +38,13 @@ def request_color(request: int) -> QColor:
 
 
 VLLM_COLOR = "#e377c2"  # vLLM beside the schedulers: a colour none of them has
+LANE_COLORS: dict[str, str] = {}  # other lanes the serve panels draw (watched servers, by label): added, not fixed
 
 
 def scheduler_color(key: str) -> str:
     if key == "vllm":
         return VLLM_COLOR
-    return SCHEDULER_COLORS.get(key, "#7f7f7f")
+    return SCHEDULER_COLORS.get(key) or LANE_COLORS.get(key, "#7f7f7f")
 
 
 def legend_html(schedulers) -> str:

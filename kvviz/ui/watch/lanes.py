@@ -21,9 +21,10 @@ class _Pool:
 
 
 def register_colors(frame: WatchFrame) -> None:
-    """Each server's colour in the serve palette under its label (the serve panels colour a lane by its name)."""
+    """Each server's colour under its label among the serve panels' lane colours (they colour a lane by its name);
+    the schedulers' own palette stays as it is."""
     for v in frame.servers:
-        colors.SCHEDULER_COLORS.setdefault(v.label, v.color)
+        colors.LANE_COLORS.setdefault(v.label, v.color)
 
 
 def used_blocks(v: ServerView) -> np.ndarray:
