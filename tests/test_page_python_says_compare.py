@@ -172,6 +172,19 @@ def test_page_js_formats_no_number_and_says_no_sentence_of_the_panels():
         assert sentence not in script, sentence
 
 
+def test_the_page_carries_only_the_string_tables_page_js_looks_words_up_in(data):
+    """Python says the sentences, so the page's own string table holds only the contexts page.js names (panel
+    titles, axes, the step bar): not the narration's, the status bar's or the summary notes' words."""
+    from kvviz.page.strings import page_strings
+
+    script = (ROOT / "kvviz" / "page" / "page.js").read_text(encoding="utf-8")
+    carried = data["strings"]
+    assert carried and all(f'"{context}"' in script for context in carried)
+    assert {"TransportBar", "SummaryPanel", "WorkMatrixPanel"} <= set(carried)
+    assert {"Narration", "StatusFields", "kernels"}.isdisjoint(carried)
+    assert all(carried[c] == page_strings()[c] for c in carried)
+
+
 def test_the_work_matrix_lines_and_attention_captions_are_the_windows_in_both_languages(run, data, qapp):
     """At every step, in English and in Chinese: the line under each engine's work matrix and the attention
     panel's title line and caption, for every engine with weights, are the window panels' own."""

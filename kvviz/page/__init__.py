@@ -7,6 +7,7 @@ same page from the same records. What the page draws is in page.js; what it is g
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import re
@@ -238,12 +239,20 @@ def page_data(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], *, first
         "narration": _narration(info, traces, first, last), "status": _status(info, [e["name"] for e in engines]),
         "bar": _bar(traces, last),
         "said": said,  # the panels' sentences and figures (kvviz.page.said_compare), the window's Python
-        "strings": page_strings(),
+        "strings": js_strings(),
     }
 
 
 def _asset(name: str) -> str:
     return (HERE / name).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def js_strings() -> dict[str, dict[str, str]]:
+    """The string table's contexts page.js names (its `tr("Context", ...)` calls and panel rows: titles, axes, the
+    step bar), not the whole table: every other word comes said by Python."""
+    js = _asset("page.js")
+    return {context: table for context, table in page_strings().items() if f'"{context}"' in js}
 
 
 _UNSAFE = re.compile("[<\u2028\u2029\ud800-\udfff]")  # what _script_json writes as \\uXXXX
