@@ -239,7 +239,11 @@ class SeriesPanel(TwoPlotPanel):
                         pen = pg.mkPen(colors.scheduler_color(v.label), width=2,
                                        style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
                         self.curves[key] = self.plots[which].plot([], [], pen=pen)
-                    self.curves[key].setData(x[finite], y[finite])
+                    # A lone sample (one interval's TTFT when every request finished in it) is no line: a dot.
+                    lone = int(finite.sum()) == 1
+                    self.curves[key].setData(x[finite], y[finite], symbol="o" if lone else None,
+                                             symbolSize=style.px(10), symbolPen=None,
+                                             symbolBrush=colors.scheduler_color(v.label))
                     self.values[key] = (x[finite], y[finite])
         for key in [k for k in self.curves if k not in wanted]:
             self.plots[key[1]].removeItem(self.curves.pop(key))
