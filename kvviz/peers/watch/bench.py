@@ -200,17 +200,22 @@ def delay_summary(n: int, delays: list[float]) -> dict:
             "min_ms": min(delays) if delays else None, "max_ms": max(delays) if delays else None}
 
 
+def server_options(p: argparse.ArgumentParser, delay: str) -> None:
+    """The options that name a vLLM server to time `delay` on (--url) and what to send it."""
+    p.add_argument("--url", help=f"a vLLM server to time the {delay} delay on")
+    p.add_argument("--events-port", type=int, default=5557)
+    p.add_argument("--replay-port", type=int, default=5558)
+    p.add_argument("--model", default="", help="the server's model name (as its /v1/models says)")
+    p.add_argument("--requests", type=int, default=20)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kvviz.peers.watch.bench", description=__doc__)
     p.add_argument("--recording", type=Path, help="a recording of a burst of requests (kvviz watch --record)")
     p.add_argument("--repeats", type=int, default=20, help="the recording's frames sent this many times")
     p.add_argument("--hour", type=float, default=3600.0, help="seconds of traffic for the memory figure")
     p.add_argument("--window", type=float, default=600.0, help="the history's window in seconds")
-    p.add_argument("--url", help="a vLLM server to time the completion-to-mirror delay on")
-    p.add_argument("--events-port", type=int, default=5557)
-    p.add_argument("--replay-port", type=int, default=5558)
-    p.add_argument("--model", default="", help="the server's model name (as its /v1/models says)")
-    p.add_argument("--requests", type=int, default=20)
+    server_options(p, "completion-to-mirror")
     args = p.parse_args(argv)
     out = {}
     if args.recording:

@@ -135,16 +135,14 @@ def completion_delay(url: str, events_port: int, replay_port: int, model: str, n
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kvviz.peers.watch.bench import server_options
+
     p = argparse.ArgumentParser(prog="python -m kvviz.ui.watch.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--recording", type=Path, help="a recording of a burst of requests (kvviz watch --record)")
     p.add_argument("--hour", type=float, default=3600.0, help="seconds of traffic to tile the recording to")
     p.add_argument("--size", default="1920x1080", help="the window's size, WxH")
     p.add_argument("--repeats", type=int, default=20, help="frames drawn at the hour's end")
-    p.add_argument("--url", help="a vLLM server to time the completion-to-screen delay on")
-    p.add_argument("--events-port", type=int, default=5557)
-    p.add_argument("--replay-port", type=int, default=5558)
-    p.add_argument("--model", default="", help="the server's model name (as its /v1/models says)")
-    p.add_argument("--requests", type=int, default=20)
+    server_options(p, "completion-to-screen")
     args = p.parse_args(argv)
     w, _, h = args.size.partition("x")
     size = (int(w), int(h))
