@@ -9,6 +9,7 @@
   const DATA = JSON.parse(document.getElementById("kvviz-data").textContent);
   const SERVERS = DATA.servers, FRAMES = DATA.frames, LAST = FRAMES.length - 1;
   const TRUNK = "#1f77b4", BRANCH = "#9ecae1", PICKED = "#ffb000", FG = "#303030", MUTED = "#8a8a8a";
+  const LONE_DOT = 10;  // CSS px across: a series' only value, as the Watch view's marker (style.px(10))
   let frame = LAST, picked = null, playing = null, frames = 0, lang = DATA.lang || "en";
   const say = v => (v !== null && typeof v === "object") ? (v[lang] ?? v.en) : v;  // a text in the page's language
   const word = name => say(DATA.words[name]);  // one of the page's fixed words (Python's)
@@ -23,10 +24,12 @@
   for (const [key, col, row, canvas] of PANELS) {
     const s = document.createElement("section");
     s.className = "panel"; s.id = "panel-" + key; s.style.gridColumn = col; s.style.gridRow = row;
-    s.innerHTML = `<h2></h2><div class="legend"></div>` + (canvas ? "<canvas></canvas>" : `<div class="body"></div>`);
+    s.innerHTML = `<h2></h2><div class="legend"></div>` + (canvas ? "<canvas></canvas>" : `<div class="body"></div>`) +
+      (canvas && key !== "tree" ? `<div class="caption empty" style="display:none;flex:1;align-items:center;` +
+        `justify-content:center"></div>` : "");
     grid.appendChild(s);
     el[key] = { title: s.querySelector("h2"), legend: s.querySelector(".legend"), canvas: s.querySelector("canvas"),
-      body: s.querySelector(".body") };
+      body: s.querySelector(".body"), empty: s.querySelector(".empty") };
   }
   document.getElementById("badge").style.display = "none";
   for (const b of document.querySelectorAll("#langs button")) b.addEventListener("click", () => { lang = b.dataset.lang; b.blur(); draw(); });
@@ -112,10 +115,15 @@
         on = true;
       });
       ctx.stroke(); ctx.setLineDash([]);
-      if (!dash) {  // a dot per sample: a lone sample between gaps is seen too
-        ctx.fillStyle = color;
-        ys.forEach((v, i) => { if (v !== null) ctx.fillRect(X(xs[i]) - 1.5, Y(v) - 1.5, 3, 3); });
-      }
+      ctx.fillStyle = color;
+      const only = ys.filter(v => v !== null).length === 1;  // one value is no line: a dot
+      ys.forEach((v, i) => {  // a mark per sample of a solid line, and on any line where a sample has no neighbour
+        if (v === null) return;
+        if (only) { ctx.beginPath(); ctx.arc(X(xs[i]), Y(v), LONE_DOT / 2, 0, 2 * Math.PI); ctx.fill(); }
+        else if (!dash || ((i === 0 || ys[i - 1] === null) && (i === ys.length - 1 || ys[i + 1] === null))) {
+          ctx.fillRect(X(xs[i]) - 1.5, Y(v) - 1.5, 3, 3);
+        }
+      });
     }
     ctx.strokeStyle = "#555555"; ctx.beginPath(); ctx.moveTo(X(t), top); ctx.lineTo(X(t), bottom); ctx.stroke();
   }
@@ -123,7 +131,10 @@
     for (const key of ["usage", "hits", "latency"]) {
       const p = DATA.plots[key];
       el[key].legend.innerHTML = SERVERS.map((s, i) => `<div><span style="color:${s.color}">&#9632;</span> ${esc(say(p.legend[i]))}</div>`).join("");
-      lines(el[key].canvas, p);
+      el[key].canvas.style.display = p.empty ? "none" : "";  // no value on any line: Python's words, no axes
+      el[key].empty.style.display = p.empty ? "flex" : "none";
+      el[key].empty.textContent = p.empty ? say(p.empty) : "";
+      if (!p.empty) lines(el[key].canvas, p);
     }
   }
   function narrate(k) {

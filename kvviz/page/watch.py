@@ -147,7 +147,8 @@ def _values(xs, scale: float = 1.0) -> list[float | None]:
 def _plots(series: list[dict], servers) -> dict:
     """The three plots' lines ([server, dash or None, values] over the server's "t"), their y range and ticks
     ([value, label]) and each server's legend: usage in %, running and waiting scaled so that 100 is the most
-    requests any server had, the prefix hit rate in %, TTFT and ITL in ms."""
+    requests any server had, the prefix hit rate in %, TTFT and ITL in ms. A plot none of whose lines holds a value
+    has no ticks and "empty": the words the page shows in its place (WORDS["nothing"]); else "empty" is None."""
     def top(key: str) -> float:  # the largest value of `key` on any server (1e-9 when none)
         return max([1e-9] + [float(np.nanmax(s[key])) for s in series if np.isfinite(s[key]).any()])
 
@@ -160,11 +161,14 @@ def _plots(series: list[dict], servers) -> dict:
              "latency": (max(top("ttft_ms"), top("itl_ms")), " ms",
                          [[(None, s["ttft_ms"], 1), ([4, 3], s["itl_ms"], 1)] for s in series],
                          lambda url: _word("latency_legend", url=url))}
-    return {key: {"ymax": ymax, "ticks": [[ymax * i / 4, _tick(ymax * i / 4) + unit] for i in range(5)],
-                  "lines": [[i, dash, _values(ys, scale)] for i, lines in enumerate(per_server)
-                            for dash, ys, scale in lines],
-                  "legend": [legend(server.url) for server in servers]}
-            for key, (ymax, unit, per_server, legend) in plots.items()}
+    out = {}
+    for key, (ymax, unit, per_server, legend) in plots.items():
+        lines = [[i, dash, _values(ys, scale)] for i, curves in enumerate(per_server) for dash, ys, scale in curves]
+        empty = all(v is None for _server, _dash, values in lines for v in values)
+        ticks = [] if empty else [[ymax * i / 4, _tick(ymax * i / 4) + unit] for i in range(5)]
+        out[key] = {"ymax": ymax, "ticks": ticks, "lines": lines, "legend": [legend(server.url) for server in servers],
+                    "empty": _word("nothing") if empty else None}
+    return out
 
 
 def watch_data(path: str | Path, *, text_of: Callable[[tuple[int, ...]], str] | None = None) -> dict:
