@@ -223,3 +223,68 @@ def test_the_work_matrix_lines_and_attention_captions_are_the_windows_in_both_la
                     panel.deleteLater()
     finally:
         i18n.set_language("en")
+
+
+
+@pytest.fixture(scope="module")
+def paged_runs():
+    """A run of static beside paged (blocks of 4) on tiny, and the same run saved without the number of tokens it
+    asked for (a saved run may leave max_new_tokens out: its pool is then as large as its table's highest block)
+    and loaded back."""
+    pytest.importorskip("torch")
+    import json
+
+    import kvviz
+    from kvviz.notebook import as_run
+    from kvviz.records import traceio
+
+    run = kvviz.compare("The cache keeps the keys and the values of every token", engines=("static", "paged"),
+                        tokens=24, model="tiny", threads=1, block_size=4, layer=None)
+    doc = json.loads(traceio.dumps_run(run.info, run.traces))
+    del doc["info"]["max_new_tokens"]
+    return {"length said": run, "length not said": as_run(traceio.loads_run(json.dumps(doc)))}
+
+
+@pytest.mark.parametrize("length", ["length said", "length not said"])
+def test_the_pool_legend_is_the_windows_and_counts_the_tiles_it_draws(paged_runs, qapp, length):
+    """At every step of a paged run, in English and in Chinese, the page's block pool legend (the pool's size and
+    block table, the slots holding K/V, the reserved and empty ones) is the window's cache memory panel's, and its
+    figures are the tiles the panel draws of each kind: the pool's blocks, the slots written this step or before
+    (the tokens the trace holds), the slots reserved and empty (the rest of the table's blocks)."""
+    from kvviz.page import ENGINE_MARK, page_data
+    from kvviz.ui import i18n
+    from kvviz.ui.history import RunHistory
+    from kvviz.ui.panels import cache_memory as cm
+
+    run = paged_runs[length]
+    data = page_data(run.info, run.traces)
+    said = data["said"]
+    names = {chr(ENGINE_MARK + e["order"]): e["name"] for e in data["engines"]}
+    history = RunHistory(info=run.info, traces=run.traces)
+    per_slot = (cm._TILE - 1) ** 2  # image pixels of one slot's tile (a hairline apart)
+    try:
+        for lang in ("en", "zh_CN"):
+            i18n.set_language(lang)
+            panel = cm.CacheMemoryPanel()
+            try:
+                for step in range(run.n_steps):
+                    t = run.traces["paged"][step]
+                    panel.show_step(history, step)
+                    pool = _at(said["pool"], step)
+                    page = [_said(pool[key], said, lang, names) for key in ("title", "used", "wasted")]
+                    entries = [entry[1] for entry in panel._block_legend._entries]
+                    assert [entries[0], entries[1], entries[3]] == page, (length, lang, step)
+                    image = panel._image.image
+                    drawn = {kind: int((image == kind).sum()) for kind in (cm.FREE, cm.USED, cm.NEW, cm.WASTED)}
+                    assert all(n % per_slot == 0 for n in drawn.values()), drawn
+                    used, wasted = (int(re.search(r"\((\d+)\)$", text).group(1)) for text in page[1:])
+                    assert used * per_slot == drawn[cm.USED] + drawn[cm.NEW] and used == t.cache_len, (lang, step)
+                    assert wasted * per_slot == drawn[cm.WASTED] == (len(t.block_table) * 4 - t.cache_len) * per_slot
+                    assert pool["n_pool"] * 4 * per_slot == sum(drawn.values()), (length, step)
+                    assert f" {pool['n_pool']} " in page[0] and str(t.block_table[0]) in page[0]
+                assert {len(run.traces["paged"][k].block_table) for k in range(run.n_steps)} != {1}  # it grew
+            finally:
+                panel.close()
+                panel.deleteLater()
+    finally:
+        i18n.set_language("en")

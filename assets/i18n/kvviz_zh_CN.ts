@@ -164,6 +164,22 @@
         <translation>{engine}：{bytes}，{cap} 个 token</translation>
     </message>
     <message>
+        <source>slot holding K/V</source>
+        <translation>存有 K/V 的槽位</translation>
+    </message>
+    <message>
+        <source>reserved, empty</source>
+        <translation>已预留，空闲</translation>
+    </message>
+    <message>
+        <source>pool {n} × {size} slots</source>
+        <translation>块池 {n} × {size} 个槽位</translation>
+    </message>
+    <message>
+        <source>block table [{table}]</source>
+        <translation>块表 [{table}]</translation>
+    </message>
+    <message>
         <source>resident K/V</source>
         <translation>常驻 K/V</translation>
     </message>
@@ -192,16 +208,8 @@
         <translation>覆盖写入被拒绝的槽位</translation>
     </message>
     <message>
-        <source>slot holding K/V</source>
-        <translation>存有 K/V 的槽位</translation>
-    </message>
-    <message>
         <source>written this step</source>
         <translation>本步写入</translation>
-    </message>
-    <message>
-        <source>reserved, empty</source>
-        <translation>已预留，空闲</translation>
     </message>
     <message>
         <source>free block</source>
@@ -238,14 +246,6 @@
     <message>
         <source>steps 0 to {step}: wrote {written}, undid {undone}, wrote over {over}</source>
         <translation>第 0 至 {step} 步：写入 {written}，撤销 {undone}，覆盖写入 {over}</translation>
-    </message>
-    <message>
-        <source>pool {n} × {size} slots</source>
-        <translation>块池 {n} × {size} 个槽位</translation>
-    </message>
-    <message>
-        <source>block table [{table}]</source>
-        <translation>块表 [{table}]</translation>
     </message>
 </context>
 <context>

@@ -1,6 +1,7 @@
 """What the compare window's panels say at each step (kvviz/ui/panels: legends, titles, captions, the summary's
 figures, row names and notes), as kvviz.page.said sentences, and the series the page draws that the window derives
-(running totals, the quality panel's KL, the byte axes' units). Stdlib, numpy and the records: no Qt, no torch.
+(running totals, the quality panel's KL, the byte axes' units, the paged pool's slots its legend counts). Stdlib,
+numpy and the records: no Qt, no torch.
 """
 from __future__ import annotations
 
@@ -134,21 +135,48 @@ def attention_said(t: StepTrace, step: int, earlier: int) -> tuple[Said, Said]:
     return title, said("AttentionPanel", "Outlined: the {rows} row(s) computed at this step.", rows=rows)
 
 
-def pool_said(engine: Engine, t: StepTrace, info: RunInfo) -> dict:
-    """The block pool's legend at a step of the paged engine: its pool and table, slots holding K/V and reserved
-    empty ones (the window's CacheMemoryPanel._draw_pool), and the pool's size in blocks."""
+# The paged pool's slot kinds, as the cache memory panel draws them (kvviz/ui/panels/cache_memory.py, its colours in
+# this order)
+FREE, USED, NEW, WASTED = range(4)
+
+
+def pool_kinds(t: StepTrace, info: RunInfo) -> np.ndarray:
+    """uint8 [n_pool, block_size]: what each slot of each pool block holds after a step of the paged engine, the
+    cache memory panel's tiles: the pool as the run's length sizes it (prompt + new tokens, in whole blocks; the
+    table's highest block where that is more, or where the run does not say its length)."""
     size = t.block_size or 1
-    table = list(t.block_table or ())
+    table = np.asarray(t.block_table or (), dtype=np.int64)
     planned = -(-(len(info.prompt_ids) + info.max_new_tokens) // size) if info.max_new_tokens else 0
-    n_pool = max(planned, max(table, default=-1) + 1)
-    used = min(t.cache_len, len(table) * size)
+    kinds = np.full((max(planned, int(table.max(initial=-1)) + 1), size), FREE, dtype=np.uint8)
+    pos = np.arange(len(table) * size).reshape(len(table), size)  # position held by each slot
+    kinds[table] = np.where(pos >= t.cache_len, np.uint8(WASTED),
+                            np.where(pos >= t.pos_start, np.uint8(NEW), np.uint8(USED)))
+    return kinds
+
+
+def slots_said(used: int | None, wasted: int | None) -> tuple:
+    """The legend entries of a cache's slots drawn holding K/V and drawn reserved and empty, each with its count of
+    tiles (None: nothing drawn to count)."""
+    words = "CacheMemoryPanel"
+    held, empty = said(words, "slot holding K/V"), said(words, "reserved, empty")
+    return (held if used is None else joined("", [held, f" ({used})"]),
+            empty if wasted is None else joined("", [empty, f" ({wasted})"]))
+
+
+def pool_said(engine: Engine, t: StepTrace, kinds: np.ndarray) -> dict:
+    """The block pool's legend at a step of the paged engine, counted on the slots drawn (`kinds`, pool_kinds): the
+    pool's size in blocks ("n_pool") and its "title" (the pool, the block table), the slots holding K/V ("used":
+    written this step or before) and the reserved, empty ones ("wasted")."""
+    table = list(t.block_table or ())
+    n_pool, size = kinds.shape
+    drawn = np.bincount(kinds.ravel(), minlength=4)  # slots of each kind
+    used, wasted = slots_said(int(drawn[USED] + drawn[NEW]), int(drawn[WASTED]))
     shown = ", ".join(str(b) for b in table[:6]) + (", \u2026" if len(table) > 6 else "")
     words = "CacheMemoryPanel"
     return {"n_pool": n_pool,
             "title": joined("", [engine, " ", said(words, "pool {n} \u00d7 {size} slots", n=n_pool, size=size), ", ",
                                  said(words, "block table [{table}]", table=shown)]),
-            "used": joined("", [said(words, "slot holding K/V"), f" ({used})"]),
-            "wasted": joined("", [said(words, "reserved, empty"), f" ({len(table) * size - used})"])}
+            "used": used, "wasted": wasted}
 
 
 # -- the summary ----------------------------------------------------------------------------------------
@@ -459,8 +487,9 @@ def compare_said(info: RunInfo, traces: Mapping[str, Sequence[StepTrace]], first
     paged = next((n for n in engines if runs[n][0].block_table is not None), None)
     pool = None
     if paged is not None:
+        shown = [runs[paged][min(k, len(runs[paged]) - 1)] for k in steps_range]
         pool = changes([{key: node(v) if key != "n_pool" else v for key, v in pool_said(
-            engines[paged], runs[paged][min(k, len(runs[paged]) - 1)], info).items()} for k in steps_range], first)
+            engines[paged], t, pool_kinds(t, info)).items()} for t in shown], first)
     summary = Summary(info, runs, engines)
     at = [summary.at(k) for k in steps_range]
     sized = next((runs[n] for n in engines if runs[n][-1].cache_capacity), None)

@@ -1,11 +1,7 @@
-"""Cache memory: resident K/V bytes and capacity per engine over the steps, and beside it the slots of one cache
-at the selected step: a speculative engine's (its round's drafted slots, accepted, rejected and left in place or
-freed, written over, in the work matrix's colours, and the bytes its rollback rule wrote and undid), else the
-paged engine's block pool (which blocks its block table holds, the slots used and wasted).
-
-Reads cache_bytes, cache_capacity, cache_len, block_table, block_size and the spec_* and bytes_* fields from the
-traces; the pool's size comes from the run's length (prompt + new tokens), as the paged cache sizes it.
-"""
+"""Cache memory: resident K/V bytes and capacity per engine over the steps, and beside it the slots of one cache at
+the selected step: a speculative engine's (a round's drafted slots by verdict, the bytes its rollback wrote and undid)
+or the paged engine's block pool (its tiles and their legend from kvviz.page.said_compare's pool_kinds and pool_said,
+the page's own). Draws the traces' fields only: no torch, no engine."""
 from __future__ import annotations
 
 import math
@@ -17,7 +13,7 @@ from PySide6.QtCore import QEvent
 from kvviz import catalog
 from kvviz.format import fmt_bytes
 from kvviz.page.said import Engine
-from kvviz.page.said_compare import cache_legend
+from kvviz.page.said_compare import FREE, NEW, USED, WASTED, cache_legend, pool_kinds, pool_said, slots_said
 from kvviz.records.tentative import SPEC_CELL_COLORS
 from kvviz.records.trace import StepTrace
 from kvviz.ui import style
@@ -26,8 +22,8 @@ from kvviz.ui.panels._plots import engine_step, legend_row, positions, set_legen
 from kvviz.ui.panels._series import PlotSpec, SeriesPanel, SeriesSpec
 from kvviz.ui.panels.base import said_text
 
-# Slot kinds in the block pool.
-FREE, USED, NEW, WASTED = range(4)
+# Slot kinds: the block pool's FREE, USED, NEW, WASTED (kvviz.page.said_compare.pool_kinds, whose tiles its legend
+# counts), then the background between tiles, then a speculative round's.
 _GAP = 4  # display only: the space between blocks
 # A speculative round's tentative slots, as the work matrix names them: a drafted slot the target accepted, a
 # rejected one left in place (advance-and-overwrite) or freed (crop), a slot written over a rejected one.
@@ -41,17 +37,6 @@ _LUT = style.lookup_table([style.BLOCK_COLORS[k] for k in ("free", "used", "new"
 _TILE = 8  # pixels per slot; the last pixel row/column is a hairline between slots
 _MAX_LABELS = 64  # blocks labelled with their logical index (one TextItem each, reused)
 TILED_MAX = 4096  # blocks drawn slot by slot; a larger pool (a million positions) a pixel per block
-
-
-def pool_kinds(trace: StepTrace, n_pool: int) -> np.ndarray:
-    """uint8 [n_pool, block_size]: what each slot of each pool block holds after this step."""
-    size = trace.block_size or 1
-    table = np.asarray(trace.block_table or (), dtype=np.int64)
-    kinds = np.full((max(n_pool, int(table.max(initial=-1)) + 1), size), FREE, dtype=np.uint8)
-    pos = np.arange(len(table) * size).reshape(len(table), size)  # position held by each slot
-    kinds[table] = np.where(pos >= trace.cache_len, np.uint8(WASTED),
-                            np.where(pos >= trace.pos_start, np.uint8(NEW), np.uint8(USED)))
-    return kinds
 
 
 def spec_slot_kinds(traces: list[StepTrace], index: int) -> np.ndarray:
@@ -199,7 +184,9 @@ class CacheMemoryPanel(SeriesPanel):
         self._canvas.installEventFilter(self)
         # The block legend's first entry says whose pool the grid is, its size and the block table
         # (or that no engine has one): as the grid's title it had run over the plot's title beside it.
+        # Its texts are said_compare's sentences (said in the window's language when shown) or the panel's own.
         self._pool_entry: tuple = ()
+        self._slots_said = slots_said(None, None)  # the slots holding K/V and the reserved, empty ones, counted
         self._block_legend = legend_row()
         self.layout().addWidget(self._block_legend)
         self._pool = np.zeros((0, 0), dtype=np.uint8)
@@ -209,7 +196,6 @@ class CacheMemoryPanel(SeriesPanel):
         self._held_base = None
         self._pool_key: tuple = ()
         self._pool_trace: StepTrace | None = None
-        self._block_counts: tuple[int | None, int | None] = (None, None)
         self._spec_slots = np.zeros(0, dtype=np.uint8)  # a speculative engine's slot kinds, as drawn
         self._spec_bytes: dict[str, int] = {}
         self.retranslate()
@@ -218,16 +204,18 @@ class CacheMemoryPanel(SeriesPanel):
         if not hasattr(self, "_block_legend"):
             return  # SeriesPanel.__init__ calls it before this panel's own items exist
         self._tokens_axis.setLabel(self.tr("capacity (tokens)"), **style.LABEL_STYLE)
-        self._set_block_legend(*self._block_counts)
+        self._set_block_legend()
         self._pool_key = ()
         super().retranslate()
 
-    def _set_block_legend(self, used: int | None, wasted: int | None) -> None:
-        self._block_counts = (used, wasted)
-
-        def count(n: int | None) -> str:
-            return "" if n is None else f" ({n})"
-
+    def _set_block_legend(self, slots: tuple | None = None) -> None:
+        """The grid's legend: whose pool or cache it is (_pool_entry), the slots holding K/V and the reserved, empty
+        ones (`slots`: said_compare's sentences with their counts of drawn tiles, kept for a retranslation), the
+        other kinds."""
+        if slots is not None:
+            self._slots_said = slots
+        head = [(color, said_text(words), *mark) for color, words, *mark in self._pool_entry]
+        held, empty = (said_text(words) for words in self._slots_said)
         if len(self._spec_slots):
             shown = set(np.unique(self._spec_slots).tolist())
             spec = [(SPEC_CELL_COLORS["accepted"], self.tr("drafted, accepted")),
@@ -235,18 +223,18 @@ class CacheMemoryPanel(SeriesPanel):
                     (SPEC_CELL_COLORS["freed"], self.tr("drafted, rejected: freed")),
                     (SPEC_CELL_COLORS["overwritten"], self.tr("written over a rejected slot"))]
             set_legend(self._block_legend, [
-                *self._pool_entry,
-                (style.BLOCK_COLORS["used"], self.tr("slot holding K/V") + count(used)),
+                *head,
+                (style.BLOCK_COLORS["used"], held),
                 (style.BLOCK_COLORS["new"], self.tr("written this step")),
                 *[entry for kind, entry in zip(SPEC_KINDS, spec) if kind in shown],
-                *([(style.BLOCK_COLORS["wasted"], self.tr("reserved, empty") + count(wasted))] if wasted else []),
+                *([(style.BLOCK_COLORS["wasted"], empty)] if WASTED in shown else []),
             ])
             return
         set_legend(self._block_legend, [
-            *self._pool_entry,
-            (style.BLOCK_COLORS["used"], self.tr("slot holding K/V") + count(used)),
+            *head,
+            (style.BLOCK_COLORS["used"], held),
             (style.BLOCK_COLORS["new"], self.tr("written this step")),
-            (style.BLOCK_COLORS["wasted"], self.tr("reserved, empty") + count(wasted)),
+            (style.BLOCK_COLORS["wasted"], empty),
             (style.BLOCK_COLORS["free"], self.tr("free block")),
         ])
 
@@ -344,7 +332,7 @@ class CacheMemoryPanel(SeriesPanel):
             self._pool_entry = ()
             self._spec_slots = np.zeros(0, dtype=np.uint8)
             self._spec_bytes = {}
-            self._set_block_legend(None, None)
+            self._set_block_legend(slots_said(None, None))
             self._pool = np.zeros((0, 0), dtype=np.uint8)
             self._table = ()
 
@@ -389,7 +377,7 @@ class CacheMemoryPanel(SeriesPanel):
                 text.hide()
             self._n_labelled = 0
             self._pool_entry = ((style.MUTED_TEXT, self.tr("no paged engine: no block table"), "square"),)
-            self._set_block_legend(None, None)
+            self._set_block_legend(slots_said(None, None))
             return
         engine = paged[0]
         trace = history.traces[engine][engine_step(history, engine, step)]
@@ -424,27 +412,20 @@ class CacheMemoryPanel(SeriesPanel):
             (style.MUTED_TEXT, self.tr("steps 0 to {step}: wrote {written}, undid {undone}, wrote over {over}").format(
                 step=index, written=fmt_bytes(totals["written"]), undone=fmt_bytes(totals["undone"]),
                 over=fmt_bytes(totals["overwritten"])), "square"))
-        self._set_block_legend(int(np.isin(kinds, (USED, NEW, ACCEPTED, OVERWRITTEN)).sum()),
-                               int((kinds == WASTED).sum()))
+        self._set_block_legend(slots_said(int(np.isin(kinds, (USED, NEW, ACCEPTED, OVERWRITTEN)).sum()),
+                                          int((kinds == WASTED).sum())))
 
     def _draw_pool(self, history: RunHistory, engine: str, trace: StepTrace) -> None:
-        size = trace.block_size or 1
-        info = history.info
-        n_pool = -(-(len(info.prompt_ids) + info.max_new_tokens) // size) if info.max_new_tokens else 0
-        kinds = pool_kinds(trace, n_pool)
+        """The paged engine's pool at the step of `trace`, its legend counted on the tiles drawn (as the page's)."""
+        kinds = pool_kinds(trace, history.info)
         self._pool = kinds
         self._table = tuple(trace.block_table or ())
-        self._draw_tiles(kinds, {b: f"#{i}" for i, b in enumerate(self._table)}, size)
-        used = int(np.isin(kinds, (USED, NEW)).sum())
-        wasted = int((kinds == WASTED).sum())
+        self._draw_tiles(kinds, {b: f"#{i}" for i, b in enumerate(self._table)}, kinds.shape[1])
         order = list(history.engines).index(engine)
-        shown = self._table[:6]
-        table = ", ".join(str(b) for b in shown) + (", \u2026" if len(self._table) > len(shown) else "")
-        self._pool_entry = ((style.engine_color(engine, order),
-                             f"{engine} " + self.tr("pool {n} \u00d7 {size} slots").format(n=n_pool, size=size)
-                             + ", " + self.tr("block table [{table}]").format(table=table),
+        said = pool_said(Engine(engine, order), trace, kinds)
+        self._pool_entry = ((style.engine_color(engine, order), said["title"],
                              "dashed" if catalog.engine_dash(engine) else "line"),)
-        self._set_block_legend(used, wasted)
+        self._set_block_legend((said["used"], said["wasted"]))
 
     def _draw_tiles(self, kinds: np.ndarray, labels, size: int) -> None:
         """Draw `kinds` ([tiles, size] slot kinds) as the grid of tiles, labelled where `labels` says: a list
