@@ -32,6 +32,16 @@ BATCH_S = 0.25
 
 
 # -- the Qt side ----------------------------------------------------------------------------------
+def refused(worker: QObject, request: object, kind: type, run: str) -> bool:
+    """True when `request` is not a `kind`, once `worker` (the compare or the serve worker) has said so: run_failed
+    with no run id, then run_finished."""
+    if isinstance(request, kind):
+        return False
+    worker.run_failed.emit("", f"{run} starts from a {kind.__name__}, not a {type(request).__name__}")
+    worker.run_finished.emit("")
+    return True
+
+
 class RunWorker(QObject):
     """Typed slots in, past-tense signals out. Every slot runs in the worker's own thread."""
 
@@ -93,9 +103,7 @@ class RunWorker(QObject):
     def start_run(self, request: RunRequest) -> None:
         """Start the run the RunRequest describes; anything else is refused with run_failed (no run id) and
         run_finished, and a run in progress goes on."""
-        if not isinstance(request, RunRequest):
-            self.run_failed.emit("", f"a run starts from a RunRequest, not a {type(request).__name__}")
-            self.run_finished.emit("")
+        if refused(self, request, RunRequest, "a run"):
             return
         if self._run is not None:
             self._end(self._run.run_id)

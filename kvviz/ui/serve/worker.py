@@ -24,6 +24,7 @@ from kvviz.serving.record import RequestResult
 from kvviz.serving.session import ServeProcess, ServeSession
 from kvviz.serving.solo import with_solo
 from kvviz.serving.spec import ServeSpec
+from kvviz.ui.worker import refused
 
 BATCH_S = 0.02  # as fast as possible: rounds back to back for this long, then one signal with them all
 # In this thread (isolate=False), then this long with nothing to do, so the GUI thread (sharing the
@@ -71,9 +72,7 @@ class ServeWorker(QObject):
     def start_run(self, spec: ServeSpec) -> None:
         """Start the run the ServeSpec describes; anything else is refused with run_failed (no run id) and
         run_finished, and a run in progress goes on."""
-        if not isinstance(spec, ServeSpec):
-            self.run_failed.emit("", f"a serve run starts from a ServeSpec, not a {type(spec).__name__}")
-            self.run_finished.emit("")
+        if refused(self, spec, ServeSpec, "a serve run"):
             return
         if self._run_id:
             self._end()
