@@ -33,6 +33,7 @@ from kvviz.ui.panels._plots import (
     step_line,
     view_point,
 )
+from kvviz.ui.panels._shown import shown_engines
 from kvviz.ui.panels.base import Panel
 
 
@@ -119,12 +120,14 @@ class SeriesPanel(Panel):
         raise NotImplementedError
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
+        """The engine's legend at its own `step`, 0 or more (legend_entries names one with no step by its label)."""
         return style.engine_label(engine)
 
     def legend_entries(self, engines: list[str], history: RunHistory, step: int) -> list[tuple]:
-        """(colour, text, mark) per legend entry: one per engine, with legend_text."""
-        return [(style.engine_color(e, i), self.legend_text(e, history, engine_step(history, e, step)),
-                 "dashed" if catalog.engine_dash(e) else "line") for i, e in enumerate(engines)]
+        """(colour, text, mark) per legend entry: one per engine, with legend_text from its first step on."""
+        ks = [engine_step(history, e, step) for e in engines]
+        return [(style.engine_color(e, i), self.legend_text(e, history, k) if k >= 0 else style.engine_label(e),
+                 "dashed" if catalog.engine_dash(e) else "line") for i, (e, k) in enumerate(zip(engines, ks))]
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -318,12 +321,9 @@ class SeriesPanel(Panel):
                 plot.setRange(xRange=x_range, yRange=y_range, padding=0.02)
 
     def show_step(self, history: RunHistory, step: int) -> None:
-        engines = [e for e in history.engines if history.traces.get(e)]
+        engines = shown_engines(self, history, step, self._ensure_curves)
         if not engines:
-            self.clear()
             return
-        self._ensure_curves(engines)
-        self._shown = (history, step)
         data_key = (id(history), history.version)
         if data_key != self._data_key:  # new steps recorded: read them, and only them
             self._data_key = data_key

@@ -43,8 +43,6 @@ class BytesPanel(SeriesPanel):
             "into one contiguous tensor; a fused paged-attention kernel would read them in place).")
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
-        if step < 0:
-            return style.engine_label(engine)
         copied = int(self.columns.totals(history, engine, "bytes_copied")[step])
         gathered = int(self.columns.totals(history, engine, "bytes_gathered")[step])
         return said_text(bytes_legend(Engine(style.engine_label(engine), 0), copied, gathered))

@@ -62,8 +62,6 @@ class QualityPanel(SeriesPanel):
             "output first differs.")
 
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
-        if step < 0:
-            return engine
         kl = self.columns.values(history, engine, "kl")[: step + 1]
         seen = int(self.columns.totals(history, engine, "top1_measured")[step])
         misses = int(self.columns.totals(history, engine, "misses")[step])

@@ -28,6 +28,7 @@ from kvviz.ui.panels._plots import (
     view_point,
 )
 from kvviz.ui.panels._series import WholeAxis
+from kvviz.ui.panels._shown import shown_engines
 from kvviz.ui.panels.base import Panel, said_text
 
 
@@ -149,12 +150,9 @@ class RecomputePanel(Panel):
             self._curves[engine] = curve
 
     def show_step(self, history: RunHistory, step: int) -> None:
-        engines = [e for e in history.engines if history.traces.get(e)]
+        engines = shown_engines(self, history, step, self._ensure_curves)
         if not engines:
-            self.clear()
             return
-        self._ensure_curves(engines)
-        self._shown = (history, step)
         n_max = 0
         for engine in engines:
             k = engine_step(history, engine, step)

@@ -46,6 +46,7 @@ from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.narration import kernel_label, kernels_ran
 from kvviz.ui.panels._plots import engine_step
+from kvviz.ui.panels._shown import shown_engines
 from kvviz.ui.panels.base import Panel, said_text
 
 # The rows, COLUMNS (kvviz.page.said_compare, which the page says them with): keys (stable, used by table_values)
@@ -275,11 +276,9 @@ class SummaryPanel(Panel):
                 self._table.setRowHidden(row, True)
 
     def show_step(self, history: RunHistory, step: int) -> None:
-        engines = [e for e in history.engines if history.traces.get(e)]
+        engines = shown_engines(self, history, step)
         if not engines:
-            self.clear()
             return
-        self._shown = (history, step)
         summaries = {e: RunSummary.from_traces(history.upto(e, engine_step(history, e, step))) for e in engines}
         spreads = {}
         if history.repeat > 1:  # a repeated comparison: each engine's median total of the runs, as the bench gives

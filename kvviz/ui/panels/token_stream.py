@@ -21,6 +21,7 @@ from kvviz.textshow import TextGroup, group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import engine_step
+from kvviz.ui.panels._shown import shown_engines
 from kvviz.ui.panels.base import Panel, said_text
 
 _ZEBRA = ("#eaf2fb", "#fdf3e1")  # alternate backgrounds: one token per step, boundaries visible
@@ -325,11 +326,9 @@ class TokenStreamPanel(Panel):
         self._token_ends = []
 
     def show_step(self, history: RunHistory, step: int) -> None:
-        engines = [e for e in history.engines if history.traces.get(e)]
+        engines = shown_engines(self, history, step)
         if not engines:
-            self.clear()
             return
-        self._shown = (history, step)
         prompt_labels = self._prompt_grouped(history).shown
         prompt_html = "".join(_token_html(t, prompt=True) for t in prompt_labels)
         reference = history.token_ids(engines[0])
