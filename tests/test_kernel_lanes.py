@@ -206,7 +206,9 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
 
     if not html_page_cdp.missing():  # the page gives the same medians, spread and decode note
         from kvviz.page import write_page
+        from kvviz.page.said_compare import spread_note
         from tests.test_html_page import text_of
+        from tests.test_kernel_ui import decode_note_text, named, note_text
 
         browser = html_page_cdp.Browser(1280, 720)
         try:
@@ -217,9 +219,11 @@ def test_repeat_n_runs_the_comparison_n_times_and_the_summary_gives_medians_and_
                 panel._heading.text()
             note = "document.querySelector('#panel-summary .note.{0}').textContent"
             spreads = {e: spread(shown_run.totals(e, 4)) for e in saved.info.engines}
-            assert browser.eval(note.format("spread")) == text_of(panel._spread_note(spreads))
+            window = text_of(panel._note.text())
+            spread_text = note_text(spread_note(spreads, named(list(spreads))))
+            assert browser.eval(note.format("spread")) == spread_text and spread_text in window
             decode = browser.eval(note.format("decode"))
-            assert decode == text_of(panel._decode_note(shown_run, list(saved.info.engines), 4))
+            assert decode == decode_note_text(saved.traces, list(saved.info.engines), 4) and decode in window
             assert decode.startswith("Decode steps alone, each kernel against PyTorch on the same cache: concat")
         finally:
             browser.close()

@@ -124,6 +124,33 @@ def test_the_forms_kernel_reaches_every_engine_and_is_named_where_the_run_is_sho
     assert "kernel" not in describe(window.history, 0, lambda e, i: "#000").lower()  # prefill: no decode kernel
 
 
+def note_text(note) -> str:
+    """A note of kvviz.page.said_compare as the summary panel's note label shows it, less its markup: each engine
+    by its label (a kernel comparison's lane as "static · C step")."""
+    from kvviz.page.said import text
+    from kvviz.ui import style
+
+    return text(note, name=lambda e: style.engine_label(e.name))
+
+
+def named(engines: list[str]) -> dict:
+    from kvviz.page.said import Engine
+
+    return {e: Engine(e, order) for order, e in enumerate(engines)}
+
+
+def decode_note_text(traces, engines: list[str], step: int) -> str:
+    """kvviz.page.said_compare.decode_note over decode times summed here from the traces (steps 1..`step`: all of
+    them, the odd ones, the even ones; step 0 is the prefill), as the summary panel's note label shows it."""
+    from kvviz.kernels import compared_kernels
+    from kvviz.page.said_compare import decode_note
+
+    decode = {e: [sum(t.latency_ms for t in traces[e][1:step + 1] if parity is None or t.step % 2 == parity)
+                  for parity in (None, 1, 0)] for e in engines}
+    return note_text(decode_note(decode, {e: traces[e][0].latency_ms for e in engines}, named(engines),
+                                 compared_kernels(engines)))
+
+
 @pytest.fixture(scope="module")
 def mixed():
     """A run as an older trace holds it: the exact caches on the C step, naive on PyTorch's ops."""
@@ -193,8 +220,9 @@ def test_the_page_names_the_kernel_and_an_older_traces_mix(mixed, tmp_path, qapp
             history = RunHistory(info=info, traces=mixed.traces)
             panel = SummaryPanel()
             panel.show_step(history, 3)
-            window_note = text_of(panel._decode_note(history, list(info.engines), 3))
+            window_note = decode_note_text(mixed.traces, list(info.engines), 3)
             assert window_note.startswith("Decode steps alone, against naive: concat ")
+            assert window_note in text_of(panel._note.text())
             assert browser.eval("document.querySelector('#panel-summary .note.decode').textContent") == window_note
     finally:
         browser.close()

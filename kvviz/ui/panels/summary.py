@@ -329,9 +329,12 @@ class SummaryPanel(Panel):
         self._table.verticalHeaderItem(row).setToolTip(self.tr(
             "Speedup vs {kernel}: the same engine's total time under {kernel} divided by this lane's").format(
             kernel=kernel_label(compared[0])) if compared else self._header_tips()[row])
-        notes = (self._spread_note(spreads), _rich(work_note({e: s.kv_projections for e, s in summaries.items()})),
-                 self._decode_note(history, engines, step), _rich(kernel_note(kernels, compared)))
-        self._note.setText("<br>".join(n for n in notes if n))
+        named = _named(engines)
+        decode = {e: _decode_ms(history, e, step) for e in engines}
+        notes = (spread_note(spreads, named), work_note({e: s.kv_projections for e, s in summaries.items()}),
+                 decode_note(decode, {e: history.traces[e][0].latency_ms for e in engines}, named, compared),
+                 kernel_note(kernels, compared))
+        self._note.setText("<br>".join(n for n in map(_rich, notes) if n))
         self._fill(engines)
 
     def _fill(self, engines: list[str]) -> None:
@@ -571,18 +574,6 @@ class SummaryPanel(Panel):
                 and event.size().width() != event.oldSize().width()):
             self._fit()
         return super().eventFilter(watched, event)
-
-    def _spread_note(self, spreads: dict) -> str:
-        """How far a repeated comparison's runs lay apart (kvviz.page.said_compare.spread_note), as rich text."""
-        return _rich(spread_note(spreads, _named(list(spreads))))
-
-    def _decode_note(self, history: RunHistory, engines: list[str], step: int) -> str:
-        """The decode steps' speedup, the prefill apart (kvviz.page.said_compare.decode_note), as rich text."""
-        if len(engines) < 2:
-            return ""
-        decode = {e: _decode_ms(history, e, step) for e in engines}
-        return _rich(decode_note(decode, {e: history.traces[e][0].latency_ms for e in engines}, _named(engines),
-                                 compared_kernels(engines)))
 
 
 def _named(engines: list[str]) -> dict[str, Engine]:
