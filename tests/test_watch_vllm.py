@@ -247,7 +247,7 @@ def test_prefix_hits_inferred_from_the_events_equal_the_servers_counter(shared):
     hits = s.last.prefix_hits - shared["before"].prefix_hits
     assert hits == (len(QUESTIONS) - 1) * 3 * BLOCK
     assert branched_tokens == hits
-    assert any("blocks of a cached prefix reused" in str(sentence) for _t, sentence in s.narration)
+    assert any("of a cached prefix reused" in str(sentence) for _t, sentence in s.narration)
 
 
 def test_a_recording_replays_to_the_same_mirror(shared):
@@ -341,7 +341,7 @@ def test_a_replayed_recording_prints_a_json_object_per_interval(shared, capsys):
     assert rows and {r["url"] for r in rows} == {shared["history"].servers[0].url}
     assert rows[-1]["blocks"] == shared["history"].servers[0].blocks()
     assert "a trunk of 3 blocks with 4 branches" in rows[-1]["tree"]
-    assert any("blocks of a cached prefix reused" in s for r in rows for s in r["narration"])
+    assert any("of a cached prefix reused" in s for r in rows for s in r["narration"])
 
 
 def test_the_page_of_a_recording_draws_the_trunk(shared, tmp_path):

@@ -1732,6 +1732,10 @@
         <translation>服务器清空了前缀缓存（{n} 个块）</translation>
     </message>
     <message>
+        <source>1 block of a cached prefix reused ({tokens:.0f} prompt tokens not computed again)</source>
+        <translation>复用了已缓存前缀的 1 个块（{tokens:.0f} 个提示 token 无需再算）</translation>
+    </message>
+    <message>
         <source>{blocks:g} blocks of a cached prefix reused ({tokens:.0f} prompt tokens not computed again)</source>
         <translation>复用了已缓存前缀的 {blocks:g} 个块（{tokens:.0f} 个提示 token 无需再算）</translation>
     </message>

@@ -311,8 +311,11 @@ class ServerHistory:
         said = []
         bs = m.block_size or 0
         if point.hits > 0 and bs:
-            said.append(Said.of(_tr("{blocks:g} blocks of a cached prefix reused ({tokens:.0f} prompt tokens not "
-                                    "computed again)"), blocks=point.hits / bs, tokens=point.hits))
+            blocks = point.hits / bs
+            said.append(Said.of(_plural(blocks, _tr("1 block of a cached prefix reused ({tokens:.0f} prompt tokens not "
+                                                    "computed again)"),
+                                        _tr("{blocks:g} blocks of a cached prefix reused ({tokens:.0f} prompt tokens "
+                                            "not computed again)")), blocks=blocks, tokens=point.hits))
         p = self._pending
         if p.branches:
             said.append(Said.of(_plural(p.branches, _tr("1 new branch off cached prefixes ({shared} blocks shared)"),
