@@ -60,6 +60,17 @@ def view_pixels(plot: pg.PlotItem, name: str, item=None) -> np.ndarray:
     return pixels[top: top + round(rect.height() * ratio), left: left + round(rect.width() * ratio)]
 
 
+def canvas_grab(panel, name: str) -> tuple[pg.GraphicsView, QImage]:
+    """The panel's whole canvas (every engine's plot) and a grab of it once its layouts have settled."""
+    for _ in range(3):
+        QApplication.processEvents()
+    view = panel.findChild(pg.GraphicsView)
+    image = view.grab().toImage()
+    GRAB_DIR.mkdir(parents=True, exist_ok=True)
+    image.save(str(GRAB_DIR / f"{name}.png"))
+    return view, image
+
+
 def matrix_extent(pixels: np.ndarray) -> tuple[float, float]:
     """(width, height) of the box holding every pixel of the matrix, as fractions of the view's."""
     cell = np.zeros(pixels.shape[:2], dtype=bool)
@@ -160,13 +171,7 @@ def test_a_grid_of_matrices_fills_a_panel_that_grew(qtbot):
     panel.resize(940, 600)
     qtbot.waitUntil(lambda: panel._cols == 2)
     panel.show_step(hist, 19)
-    for _ in range(3):
-        QApplication.processEvents()
-    view = panel.findChild(pg.GraphicsView)
-    image = view.grab().toImage()
-    GRAB_DIR.mkdir(parents=True, exist_ok=True)
-    image.save(str(GRAB_DIR / "grown-grid.png"))
-    pixels = to_array(image)
+    pixels = to_array(canvas_grab(panel, "grown-grid")[1])
     cell = np.zeros(pixels.shape[:2], dtype=bool)
     for rgb in CELL_RGB:
         cell |= near(pixels, rgb, 6)
@@ -308,3 +313,67 @@ def test_a_200_token_run_fills_the_views_when_scrubbed_alone_and_exported(qtbot,
     exported = to_array(QImage(str(path)))
     red = near(exported, style.CELL_COLORS["recomputed"]).sum()
     assert red >= 0.3 * area, f"export: {red} recomputed pixels, the naive view holds {area:.0f}"
+
+
+# -- the title above each matrix and the frame of the step's rows --------------------------------------------
+@pytest.fixture
+def zoomed():
+    """Sets the panels' zoom (as View > Zoom does before the panels are built); back to what it was after."""
+    before = round(style.ZOOM * 100)
+    yield style.set_zoom
+    style.set_zoom(before)
+
+
+@pytest.mark.parametrize("zoom", [100, 150, 200])
+def test_the_step_frame_never_touches_the_title_text_above_the_matrix(qtbot, zoomed, zoom):
+    """Each engine's two-line title (its name, then "97 rows, 96 again") sits wholly above the frame drawn
+    around the step's rows, with the frame's pen width clear between them: in the geometry the panel lays
+    out and in the pixels drawn (no pixel of the frame's colour inside the title's text). naive's frame
+    runs along the matrix's top edge; at 150% the title's lines are taller than pyqtgraph's 30 px title row."""
+    from kvviz.ui.panels._plots import scenes_in, zoom_items
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    zoomed(zoom)
+    panel = shown(qtbot, WorkMatrixPanel(), 1100, 760)
+    hist = synthetic_history(58, 40, ENGINES)
+    panel.show_step(hist, 39)
+    zoom_items(scenes_in(panel))  # the pens at the zoom, as the window's grid sets them after a draw
+    panel.show_step(hist, 39)
+    assert_title_clear_of_frame(panel, f"title-frame-{zoom}")
+    naive_frame = panel._views["naive"].outline.rect()
+    assert naive_frame.top() == 0 and naive_frame.height() == 58 + 39  # naive's frame: every row, top edge up
+    if zoom == 100:
+        return  # the titles fit a 1x4 grid's narrow plots at 100%
+    # A panel too short for two rows of plots and too narrow for the titles in one row of four scales them
+    # down (style.fit_title); widened again, without a step drawn, they grow back, and their rows with them.
+    label = panel._views["naive"].plot.titleLabel
+    panel.resize(520, 300)
+    qtbot.waitUntil(lambda: panel._cols == 4 and label.item.scale() < 0.9)
+    assert_title_clear_of_frame(panel, f"title-frame-{zoom}-narrow")
+    panel.resize(1100, 760)
+    qtbot.waitUntil(lambda: label.item.scale() == 1.0)
+    assert_title_clear_of_frame(panel, f"title-frame-{zoom}-widened")
+
+
+def assert_title_clear_of_frame(panel, name: str) -> None:
+    """Each engine's title text ends at least the frame's pen width above the matrix, and no more than a pen
+    width and a pixel above it (the matrix keeps the rest of the height); no frame pixel inside the text."""
+    view, image = canvas_grab(panel, name)
+    pixels, ratio = to_array(image), image.devicePixelRatio()
+    for engine in ENGINES:
+        engine_view = panel._views[engine]
+        label, outline = engine_view.plot.titleLabel, engine_view.outline
+        text = label.mapRectToScene(label.itemRect())
+        pen = outline.pen().widthF()
+        assert pen >= 2 * style.ZOOM - 1e-6, f"{engine}: the frame's pen is {pen} px ({name})"
+        frame = outline.mapRectToScene(outline.rect()).adjusted(-pen, -pen, pen, pen)
+        assert not text.intersects(frame), f"{engine}: the title's text {text} meets the frame {frame} ({name})"
+        vb_top = engine_view.plot.getViewBox().sceneBoundingRect().top()
+        assert pen <= vb_top - text.bottom() <= pen + 1 + 1e-6, \
+            f"{engine}: the text ends at {text.bottom()}, the matrix starts at {vb_top} ({name})"
+        box = view.mapFromScene(text).boundingRect()
+        top, left = round(box.top() * ratio), round(box.left() * ratio)  # a text above the scene: negative
+        bottom, right = top + round(box.height() * ratio), left + round(box.width() * ratio)
+        inside = pixels[max(top, 0): bottom, max(left, 0): right]
+        assert inside.size and near(inside, style.STEP_OUTLINE, 24).sum() == 0, \
+            f"{engine}: the frame's colour inside the title's text ({name})"
