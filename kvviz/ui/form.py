@@ -52,6 +52,7 @@ from kvviz.options import (
 )
 from kvviz.records.trace import RunInfo
 from kvviz.runtime.messages import Environment, ModelChoice
+from kvviz.ui.model_words import preset_text
 from kvviz.ui.qtutil import blocked
 
 DTYPES = ("auto", "fp32", "bf16", "fp16")
@@ -283,6 +284,8 @@ class RunForm(QWidget):
         self.prompt_label.setText(self.tr("Prompt"))
         self.prompt_edit.setPlaceholderText(self.tr("Type a prompt, then Run (Ctrl+R)"))
         self.model_label.setText(self.tr("Model"))
+        for index in range(self.model_combo.count()):
+            self._show_model_tip(index)
         self.device_label.setText(self.tr("Device"))
         self.dtype_label.setText(self.tr("Dtype"))
         self.dtype_combo.setItemText(0, self.tr("auto"))
@@ -405,9 +408,14 @@ class RunForm(QWidget):
 
     def _add_model_item(self, choice: ModelChoice) -> None:
         self.model_combo.addItem(choice.name, choice.name)
-        index = self.model_combo.count() - 1
-        tip = "\n".join(t for t in (choice.description, choice.warning, choice.reason) if t)
-        self.model_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
+        self._show_model_tip(self.model_combo.count() - 1)
+
+    def _show_model_tip(self, index: int) -> None:
+        """The picker's item `index` explained in the current language: its description, warning, reason."""
+        choice = self.models.get(self.model_combo.itemData(index))
+        if choice is not None:
+            tip = "\n".join(preset_text(t) for t in (choice.description, choice.warning, choice.reason) if t)
+            self.model_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
 
     def model_loaded(self, choice: ModelChoice) -> None:
         """The worker read a model's config (a checkpoint folder's, first known when it loads)."""

@@ -50,6 +50,7 @@ from kvviz.format import fmt_bytes, fmt_count, fmt_figure, fmt_ms
 from kvviz.measure import bandwidth
 from kvviz.options import BOUNDS
 from kvviz.ui.history import RunHistory
+from kvviz.ui.model_words import preset_text
 from kvviz.ui.qtutil import translator
 
 DTYPES = (("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"))
@@ -360,7 +361,8 @@ class MemoryDialog(QDialog):
         super().changeEvent(event)
 
     def _description(self, name: str) -> str:
-        """A preset's one line in the current language (kvviz.costs.memory's English where none is known)."""
+        """A model's one line in the current language: kvviz.costs.memory's presets and the window's
+        (kvviz.ui.model_words); any other text (a checkpoint's) as given."""
         text = self._descriptions.get(name, "")
         known = {
             "the chapter's tiny model: 2 layers, 4 heads of 32, fp32":
@@ -377,7 +379,7 @@ class MemoryDialog(QDialog):
             "a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16":
                 self.tr("a Llama-3-70B-class model: 80 layers, 64 Q / 8 KV heads, head_dim 128, bf16"),
         }
-        return known.get(text, text)
+        return known.get(text) or preset_text(text)
 
     def _note(self, note: str) -> str:
         """One of kvviz.costs.memory's notes in the current language."""
