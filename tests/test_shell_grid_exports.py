@@ -199,7 +199,7 @@ def test_the_serve_and_watch_views_are_the_shells_grid_and_exports(qtbot, tmp_pa
     qtbot.addWidget(serve)
     watch = WatchWindow(QSettings(str(tmp_path / "watch.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(watch)
-    for view, name, kinds in ((serve, "serve", ["png", "svg", "json", "csv", "gif"]),
+    for view, name, kinds in ((serve, "serve", ["png", "svg", "page", "json", "csv", "gif"]),
                               (watch, "watch", ["png", "svg", "page", "gif"])):
         assert type(view.grid) is ShellGrid and view.grid.objectName() == f"{name}_grid"
         assert isinstance(view.exports, ShellExports) and list(view.exports.actions) == kinds

@@ -1,4 +1,5 @@
-"""The Serve window's File > Export and File > Open serve record: the view as PNG or SVG, the serve record
+"""The Serve window's File > Export and File > Open serve record: the view as PNG or SVG, the run as one
+offline HTML page (kvviz.page.serve, as `kvviz export --from SERVE.json --html` writes it), the serve record
 as JSON (the library's kvviz-serve file, what `kvviz serve --json` writes) and CSV (a row per scheduler
 step), the steps as a GIF or MP4; a saved record replayed without any model.
 
@@ -60,6 +61,16 @@ def save_csv(run: ServeHistory, path: str | Path) -> Path:
     return exporters.write_bytes(path, steps_csv(run).encode("utf-8"))
 
 
+def save_page(run: ServeHistory, path: str | Path, step: int | None = None) -> Path:
+    """The run as the page `kvviz export --from SERVE.json --html` writes, opening at `step` (default: the last)
+    in the interface's language."""
+    from kvviz.page.serve import write_serve_page
+    from kvviz.ui import i18n
+
+    check_steps(run)
+    return write_serve_page(path, run.runs(), step=step, lang=i18n.current_language())
+
+
 def load(path: str | Path) -> ServeHistory:
     """A saved serve record as a history to replay (ValueError, one line, for anything else)."""
     return ServeHistory.from_runs(record.load_runs(path), run_id=f"replay:{Path(path).name}")
@@ -67,19 +78,22 @@ def load(path: str | Path) -> ServeHistory:
 
 def texts() -> dict[str, str]:
     """File > Export's texts in the current language (ShellExports' texts)."""
-    return {"png": _tr("View as PNG..."), "svg": _tr("View as SVG..."), "json": _tr("Serve record (JSON)..."),
+    return {"png": _tr("View as PNG..."), "svg": _tr("View as SVG..."),
+            "page": _tr("Run as a page (HTML)..."), "json": _tr("Serve record (JSON)..."),
             "csv": _tr("Steps (CSV)..."), "gif": _tr("Steps as GIF or MP4..."), "title": _tr("Export"),
             "saved": _tr("saved {0}")}
 
 
 class ServeExports(ShellExports):
-    """File > Export's actions for a Serve window (the shell's, with the serve record, its steps and their
-    animation), and File > Open serve record."""
+    """File > Export's actions for a Serve window (the shell's, with the run's page, the serve record, its steps
+    and their animation), and File > Open serve record."""
 
     def __init__(self, window) -> None:
         super().__init__(window, {
             "png": ExportKind("PNG (*.png)", "kvviz-serve.png"),
             "svg": ExportKind("SVG (*.svg)", "kvviz-serve.svg"),
+            "page": ExportKind("HTML (*.html)", "kvviz-serve.html",
+                               lambda path: save_page(window.run, path, window.step), lambda: check_steps(window.run)),
             "json": ExportKind("JSON (*.json)", "kvviz-serve.json", lambda path: save_json(window.run, path)),
             "csv": ExportKind("CSV (*.csv)", "kvviz-serve-steps.csv", lambda path: save_csv(window.run, path)),
             "gif": ExportKind("GIF (*.gif);;MP4 (*.mp4)", "kvviz-serve.gif", self.steps_animation),
