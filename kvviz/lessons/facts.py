@@ -11,7 +11,7 @@ from kvviz import catalog
 from kvviz.format import fmt_bytes, fmt_count, fmt_figure
 
 ENGINE_FIGURES = ("kv_projections", "bytes_copied", "bytes_written", "peak_cache", "ms_per_token", "tokens_per_s",
-                  "speedup", "new_tokens")
+                  "speedup", "decode_speedup", "new_tokens")
 RUN_FIGURES = ("prompt_tokens", "new_tokens", "steps", "kv_per_token", "model", "positions", "block_size")
 SCHEDULER_FIGURES = ("steps", "padding", "prefill_slots", "padding_share", "idle", "generation_slots", "idle_share",
                      "preemptions", "hit_rate", "cached_tokens", "prefill_computed", "prompt_tokens", "peak_running",
@@ -42,19 +42,26 @@ def _percent(share: float) -> str:
 
 
 def compare_facts(info, traces) -> dict[str, Any]:
+    """Per engine its totals (the Summary table's rows) and its decode steps alone, the prefill apart: the mean
+    decode step as the Latency legend gives it (ms_per_token: a decode step makes one token) and the speedup of the
+    decode steps over naive's as the Summary's note gives it (decode_speedup); `speedup` is the table's row
+    (total over total, the prefill in)."""
     from kvviz.records.trace import RunSummary
 
     sums = {k: RunSummary.from_traces(v) for k, v in traces.items() if v}
+    decode = {k: [t.latency_ms for t in v if t.phase == "decode"] for k, v in traces.items() if v}
     naive = sums.get("naive")
     out: dict[str, Any] = {}
     for k, s in sums.items():
-        per_token = s.total_ms / max(s.new_tokens, 1)
         speedup = naive.total_ms / s.total_ms if naive is not None and s.total_ms > 0 else float("nan")
+        mine, slow = sum(decode[k]), sum(decode.get("naive", ()))
+        faster = slow / mine if naive is not None and mine > 0 and slow > 0 else float("nan")
         out[k] = SimpleNamespace(
             kv_projections=fmt_count(s.kv_projections), bytes_copied=fmt_bytes(s.bytes_copied),
             bytes_written=fmt_bytes(s.bytes_written), peak_cache=fmt_bytes(s.peak_cache_bytes),
-            ms_per_token=f"{fmt_figure(per_token)} ms", tokens_per_s=fmt_figure(s.tokens_per_s),
-            speedup=f"{speedup:.2f}\u00d7" if speedup == speedup else "-", new_tokens=fmt_count(s.new_tokens))
+            ms_per_token=f"{mine / len(decode[k]):.2f} ms" if decode[k] else "-",
+            tokens_per_s=fmt_figure(s.tokens_per_s), speedup=f"{speedup:.2f}\u00d7" if speedup == speedup else "-",
+            decode_speedup=f"{faster:.1f}\u00d7" if faster == faster else "-", new_tokens=fmt_count(s.new_tokens))
     n_steps = max((len(v) for v in traces.values()), default=0)
     positions = max((v[-1].pos_stop for v in traces.values() if v), default=0)
     out["run"] = SimpleNamespace(prompt_tokens=fmt_count(len(info.prompt_ids)), new_tokens=fmt_count(n_steps),
@@ -103,11 +110,17 @@ def memory_facts(figures) -> dict[str, Any]:
     chap = SimpleNamespace(kv_per_token=fmt_bytes(chapter.bytes_per_token),
                            kv_per_token_bytes=f"{chapter.bytes_per_token:,} B", head_dim=str(chapter.config.head_dim),
                            copy_at_longest=fmt_bytes(ch_longest.total_copy_bytes))
-    one, many = roof.points[-1]
+    one, many = weights_row(roof)
     line = SimpleNamespace(batch=str(roof.batch), bandwidth=f"{fmt_figure(roof.ceiling_gbps)} GB/s",
                            tokens_per_s_1=fmt_figure(one.tokens_per_s),
                            tokens_per_s_batch=fmt_figure(many.tokens_per_s), step_ms_1=f"{fmt_figure(one.step_ms)} ms")
     return {"model": model, "chapter": chap, "roofline": line}
+
+
+def weights_row(roof) -> tuple:
+    """The roofline's (batch 1, batch B) at its shortest length: a step at one position reads the weights and one
+    token's K/V, the least any decode step reads (kvviz.lessons.runs.memory_figures puts that row first)."""
+    return min(roof.points, key=lambda pair: pair[0].kv_len)
 
 
 def fill(text: str, facts: dict[str, Any]) -> str:

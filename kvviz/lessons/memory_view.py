@@ -23,7 +23,9 @@ WORDS = {
     "total_copy": ("copied in all", "累计复制"), "copy_time": ("its time", "耗时"),
     "blocks": ("paged blocks", "分页块数"),
     "wasted": ("empty slots", "空槽位"),
-    "kv_len": ("attended length", "注意力长度"), "read_1": ("read, batch 1", "读取，批大小 1"),
+    "kv_len": ("attended length", "注意力长度"),
+    "weights_row": ("1 (the weights, one token's K/V)", "1（权重加一个 token 的 K/V）"),
+    "read_1": ("read, batch 1", "读取，批大小 1"),
     "tps_1": ("tokens/s, batch 1", "tokens/s，批大小 1"), "read_b": ("read, batch {b}", "读取，批大小 {b}"),
     "tps_b": ("tokens/s, batch {b}", "tokens/s，批大小 {b}"),
     "bandwidth": ("at {bw} GB/s; a decode step reads {w} of weights; from {x} tokens on, one sequence's K/V "
@@ -73,7 +75,8 @@ def panel_html(key: str, figures, lang: str) -> str:
         return (f"<p>{html.escape(note)}</p>"
                 + _table([word(k, lang) for k in ("tokens", "cache", "step_copy", "total_copy", "copy_time", "blocks",
                                                   "wasted")], rows))
-    rows = [[fmt_count(one.kv_len), fmt_bytes(one.bytes_per_step), fmt_figure(one.tokens_per_s),
+    rows = [[word("weights_row", lang) if one.kv_len == 1 else fmt_count(one.kv_len), fmt_bytes(one.bytes_per_step),
+             fmt_figure(one.tokens_per_s),
              fmt_bytes(many.bytes_per_step), fmt_figure(many.tokens_per_s)] for one, many in roof.points]
     note = word("bandwidth", lang, bw=fmt_figure(roof.ceiling_gbps), w=fmt_bytes(r.decode_weights_bytes),
                 x=fmt_count(r.crossover_tokens))

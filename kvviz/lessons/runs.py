@@ -24,7 +24,8 @@ RUNS_FORMAT = 1  # bumped when what a cached run holds changes: older files are 
 @dataclass(frozen=True)
 class MemoryFigures:
     """A memory scene's figures: its model's report, the chapter's shape of it (head_dim = d_model / heads),
-    and the roofline of a decode step."""
+    and the roofline of a decode step (its first row at one position, the weights and one token's K/V; then the
+    source's lengths)."""
 
     report: Any  # kvviz.costs.memory.MemoryReport
     chapter: Any  # MemoryReport of the chapter's shape
@@ -185,7 +186,9 @@ def memory_figures(s: dict) -> MemoryFigures:
     chapter_cfg = cfg.replace(name=f"{cfg.name} (head_dim {cfg.d_model // cfg.n_head})",
                               head_dim=cfg.d_model // cfg.n_head)
     chapter = compute(chapter_cfg, s["tokens"], **kwargs)
-    roof = roofline(cfg, s["tokens"], ceiling_gbps=s["bandwidth_gbps"], batch=s["batch"], dtype=s["dtype"])
+    # a row at one position first: the weights and one token's K/V, what "a step reads all the weights" allows
+    lengths = (1, *(n for n in s["tokens"] if n != 1))
+    roof = roofline(cfg, lengths, ceiling_gbps=s["bandwidth_gbps"], batch=s["batch"], dtype=s["dtype"])
     return MemoryFigures(report=report, chapter=chapter, roofline=roof)
 
 
