@@ -20,8 +20,8 @@ from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
 __all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fit_matrix", "legend_row",
-           "matrix_plot", "on_left_click", "positions", "sequence_labels", "series", "set_legend", "set_token_ticks",
-           "step_line", "step_of_position", "token_label", "view_point"]
+           "matrix_plot", "on_left_click", "positions", "repaint_area", "sequence_labels", "series", "set_legend",
+           "set_token_ticks", "step_line", "step_of_position", "token_label", "view_point"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 _LABEL_PITCH_PX = 16  # a byte axis gives each tick label at least this many pixels of its length
@@ -356,10 +356,27 @@ def step_of_position(history: RunHistory, engine: str, position: int) -> int | N
     return step if position >= 0 and step < len(traces) else None
 
 
+def repaint_area(item) -> None:
+    """Have every view repaint the scene area the item covers now: call it before moving the item.
+    Qt repaints a moved item's old area from where each view last painted it, and a view rendered
+    offscreen (QWidget.render, an export's frames) records the places it painted there too, so the
+    screen would never repaint the places it had painted the item before the export."""
+    scene = item.scene()
+    if scene is not None and item.isVisible():
+        scene.update(item.sceneBoundingRect())
+
+
+class StepLine(pg.InfiniteLine):
+    """A vertical marker whose move repaints the place it leaves on screen (see repaint_area)."""
+
+    def setPos(self, pos) -> None:  # noqa: N802 (pyqtgraph override)
+        repaint_area(self)
+        super().setPos(pos)
+
+
 def step_line(plot: pg.PlotItem) -> pg.InfiniteLine:
     """The vertical marker at the selected step."""
-    line = pg.InfiniteLine(angle=90, movable=False,
-                           pen=pg.mkPen(style.STEP_LINE, width=1, style=Qt.PenStyle.DashLine))
+    line = StepLine(angle=90, movable=False, pen=pg.mkPen(style.STEP_LINE, width=1, style=Qt.PenStyle.DashLine))
     line.setZValue(50)
     line.hide()
     plot.addItem(line, ignoreBounds=True)

@@ -29,6 +29,7 @@ from kvviz.ui.panels._plots import (
     legend_row,
     on_left_click,
     positions,
+    repaint_area,
     set_legend,
     step_line,
     view_point,
@@ -355,6 +356,7 @@ class SeriesPanel(Panel):
                     xs.append(k)
                     ys.append(np.log10(y[k]) if log else y[k])
                     brushes.append(_brush(style.engine_color(engine, order)))
+            repaint_area(self._markers[spec.key])  # as the step lines do (StepLine)
             self._markers[spec.key].setData(x=xs, y=ys, brush=brushes)
 
     def _fit_left_names(self, *_args) -> None:
