@@ -16,6 +16,8 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QStyle, QWidget
 
 from kvviz import catalog
+from kvviz.checkpoint_files import check_model_folder
+from kvviz.errors import one_line
 from kvviz.format import fmt_ms
 from kvviz.records.trace import RunInfo
 from kvviz.runtime.messages import Environment, ModelChoice, RunRequest
@@ -64,6 +66,7 @@ class MainWindow(ShellWindow):
         self._own_info: RunInfo | None = None  # the RunInfo of the last run this window ran
         self.torch_threads: int | None = None  # None: the worker's default (every core but one)
         self.shortcuts_dialog = None  # Help > Keyboard shortcuts, made when first asked for
+        self._folder_refusal = ""  # the last folder Model > Open checkpoint refused, as the error strip says it
 
         self.presentation = Presentation(self)  # F11 and View > Zoom: the app on a projector
         self.act_narration.setChecked(True)
@@ -501,7 +504,21 @@ class MainWindow(ShellWindow):
     def open_checkpoint(self) -> None:
         path = QFileDialog.getExistingDirectory(self, self.tr("Open checkpoint folder"))
         if path:
-            self.form.set_model(path)
+            self.open_checkpoint_folder(path)
+
+    def open_checkpoint_folder(self, path: str) -> bool:
+        """A model folder into the picker, chosen; one that is not a checkpoint is refused at once, in the
+        error strip with the line a run would give, and the picker keeps what it had."""
+        try:
+            check_model_folder(path)
+        except ValueError as exc:
+            self._folder_refusal = one_line(str(exc))
+            self.show_error(self._folder_refusal)
+            return False
+        if self._folder_refusal and self.error_text() == self._folder_refusal:
+            self.clear_error()  # the folder opened answers the last one refused
+        self.form.set_model(path)
+        return True
 
     # ------------------------------------------------------------------ settings
     def _save_form(self) -> None:
