@@ -358,17 +358,50 @@ def test_the_step_frame_never_touches_the_title_text_above_the_matrix(qtbot, zoo
 def assert_title_clear_of_frame(panel, name: str) -> None:
     """Each engine's title text ends at least the frame's pen width above the matrix, and no more than a pen
     width and a pixel above it (the matrix keeps the rest of the height); no frame pixel inside the text."""
+    assert_titles_clear(panel, [(engine, v.plot, v.outline) for engine, v in panel._views.items()], name)
+
+
+@pytest.mark.parametrize("zoom", [100, 150, 200])
+def test_the_attention_maps_step_frame_never_touches_its_title_text(qtbot, zoomed, zoom):
+    """The attention map's two-line title ("naive", then "layer 0, head 0, step 39") sits wholly above the frame
+    of the step's rows, as the work matrix's titles do: naive's frame runs along the map's top edge, and a panel
+    wider than tall gives the aspect-locked map the view's full height. Also with the title scaled to a narrow
+    panel (style.fit_title), and widened back."""
+    from kvviz.ui.panels._plots import scenes_in, zoom_items
+    from kvviz.ui.panels.attention import AttentionPanel
+
+    zoomed(zoom)
+    panel = shown(qtbot, AttentionPanel(), 1100, 600)
+    hist = synthetic_history(58, 40, ("naive", "concat"), weights=True)
+    panel.show_step(hist, 39)
+    zoom_items(scenes_in(panel))  # the pens at the zoom, as the window's grid sets them after a draw
+    panel.show_step(hist, 39)
+    plot, outline = panel._plot, panel._outline
+    assert outline.rect().top() == 0 and outline.rect().height() == 58 + 39  # naive's frame: every row
+    vb = plot.getViewBox()
+    assert abs(vb.mapViewToScene(pg.Point(0, 0)).y() - vb.sceneBoundingRect().top()) < 1  # the map's top: the view's
+    assert_titles_clear(panel, [("naive", plot, outline)], f"attention-title-{zoom}")
+    label = plot.titleLabel
+    panel.resize(240, 220)
+    qtbot.waitUntil(lambda: label.item.scale() < 0.9)
+    assert_titles_clear(panel, [("naive", plot, outline)], f"attention-title-{zoom}-narrow")
+    panel.resize(1100, 600)
+    qtbot.waitUntil(lambda: label.item.scale() == 1.0)
+    assert_titles_clear(panel, [("naive", plot, outline)], f"attention-title-{zoom}-widened")
+
+
+def assert_titles_clear(panel, plots: list, name: str) -> None:
+    """assert_title_clear_of_frame for (what, plot, frame) triples of the panel's canvas."""
     view, image = canvas_grab(panel, name)
     pixels, ratio = to_array(image), image.devicePixelRatio()
-    for engine in ENGINES:
-        engine_view = panel._views[engine]
-        label, outline = engine_view.plot.titleLabel, engine_view.outline
+    for engine, plot, outline in plots:
+        label = plot.titleLabel
         text = label.mapRectToScene(label.itemRect())
         pen = outline.pen().widthF()
         assert pen >= 2 * style.ZOOM - 1e-6, f"{engine}: the frame's pen is {pen} px ({name})"
         frame = outline.mapRectToScene(outline.rect()).adjusted(-pen, -pen, pen, pen)
         assert not text.intersects(frame), f"{engine}: the title's text {text} meets the frame {frame} ({name})"
-        vb_top = engine_view.plot.getViewBox().sceneBoundingRect().top()
+        vb_top = plot.getViewBox().sceneBoundingRect().top()
         assert pen <= vb_top - text.bottom() <= pen + 1 + 1e-6, \
             f"{engine}: the text ends at {text.bottom()}, the matrix starts at {vb_top} ({name})"
         box = view.mapFromScene(text).boundingRect()

@@ -19,12 +19,14 @@ from kvviz.textshow import group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fit_matrix", "legend_row",
-           "matrix_plot", "on_left_click", "positions", "repaint_area", "sequence_labels", "series", "set_legend",
-           "set_token_ticks", "step_line", "step_of_position", "token_label", "view_point"]
+__all__ = ["OUTLINE_PX", "BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fit_matrix",
+           "fit_title_row", "frame_gap", "legend_row", "matrix_plot", "on_left_click", "positions", "repaint_area",
+           "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line", "step_of_position",
+           "title_row_fits", "token_label", "view_point"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 _LABEL_PITCH_PX = 16  # a byte axis gives each tick label at least this many pixels of its length
+OUTLINE_PX = 2  # a matrix's step frame's pen at 100% (zoom_items zooms it): centred on the rows' edge
 
 
 def canvas() -> pg.GraphicsLayoutWidget:
@@ -308,6 +310,38 @@ def align_left_axes(plots: list[pg.PlotItem]) -> None:
         axis._updateWidth = wrap(axis, axis._updateWidth)
     for axis in axes:
         axis._updateWidth()
+
+
+def frame_gap(outline: QGraphicsRectItem) -> int:
+    """Pixels kept clear between a plot's title text and its matrix, whose step frame may run along the
+    matrix's top edge: the frame's pen width at the zoom (its outer half lies above that edge), so the
+    frame never touches a descender."""
+    return math.ceil(max(outline.pen().widthF(), OUTLINE_PX * style.ZOOM))
+
+
+def fit_title_row(plot: pg.PlotItem, gap: int) -> None:
+    """Size the plot's title row to its text, with `gap` pixels below it. pyqtgraph's setTitle fixes the
+    row at 30 px, which a two-line title outgrows from 125% on: left there, the second line would run
+    over the plot's top, under a frame drawn along it."""
+    label = plot.titleLabel
+    if not label.isVisibleTo(plot):
+        return  # no title set yet: pyqtgraph keeps its row at 0
+    text = math.ceil(label.itemRect().height())  # the text's lines, as style.fit_title scaled them
+    # Set at each call, as setTitle's own fixed row is: the plot's layout is asked again when its title
+    # moves, in the same pass as its parent's (left to a later pass, a shrunk axis's width would go to
+    # its own plot first, and a grid of plots be unequal for a frame).
+    label.setMaximumHeight(text)
+    plot.layout.setRowFixedHeight(0, text)
+    plot.layout.setRowSpacing(0, gap)  # the gap, below the title only
+
+
+def title_row_fits(plot: pg.PlotItem, outline: QGraphicsRectItem) -> None:
+    """Keep the plot's title row fitted to its text with frame_gap(outline) below it: the title's text box
+    gets no blank margin, and the row is sized again when the title is (style.fit_title scales a title to a
+    narrow plot). Call fit_title_row after each setTitle, which sets pyqtgraph's 30 px row again."""
+    style.fit_title(plot)  # its scaling first, then the row fitted to the scaled text
+    plot.titleLabel.item.document().setDocumentMargin(0)
+    plot.titleLabel.geometryChanged.connect(lambda: fit_title_row(plot, frame_gap(outline)))
 
 
 def matrix_plot(plot: pg.PlotItem) -> None:

@@ -19,15 +19,19 @@ from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
+    OUTLINE_PX,
     canvas,
     engine_step,
     fit_matrix,
+    fit_title_row,
+    frame_gap,
     matrix_plot,
     on_left_click,
     pool_blocks,
     sequence_labels,
     set_token_ticks,
     step_of_position,
+    title_row_fits,
     upper_mask,
     view_point,
 )
@@ -299,9 +303,10 @@ class AttentionPanel(Panel):
         self._image = pg.ImageItem(axisOrder="row-major")
         self._plot.addItem(self._image)
         self._outline = QGraphicsRectItem()
-        self._outline.setPen(pg.mkPen(style.STEP_OUTLINE, width=2, cosmetic=True))
+        self._outline.setPen(pg.mkPen(style.STEP_OUTLINE, width=OUTLINE_PX, cosmetic=True))
         self._outline.setZValue(20)
         self._plot.addItem(self._outline, ignoreBounds=True)
+        title_row_fits(self._plot, self._outline)  # the title's lines, then the frame's pen, then the matrix
         self._colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=_CMAP, interactive=False, width=14,
                                          label=self.tr("weight"))
         self._colorbar.axis.setTickFont(style.tick_font())
@@ -454,6 +459,7 @@ class AttentionPanel(Panel):
         title, caption = attention_said(current, k, int(filled[: current.pos_start].sum()))
         # Two lines, as the work matrix's views are titled: one line was too wide for a narrow panel.
         style.engine_title(self._plot, engine, order, said_text(title), detail_points=style.points("tick"))
+        fit_title_row(self._plot, frame_gap(self._outline))
         self._caption.setText(said_text(caption))
         self._labels = sequence_labels(history, engine, n)
         self._refresh_ticks()

@@ -19,10 +19,13 @@ from kvviz.records.trace import StepTrace
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 from kvviz.ui.panels._plots import (
+    OUTLINE_PX,
     TraceColumns,
     canvas,
     engine_step,
     fit_matrix,
+    fit_title_row,
+    frame_gap,
     legend_row,
     matrix_plot,
     on_left_click,
@@ -33,6 +36,7 @@ from kvviz.ui.panels._plots import (
     set_token_ticks,
     settle,
     step_of_position,
+    title_row_fits,
     view_point,
 )
 from kvviz.ui.panels.base import Panel, said_text
@@ -52,7 +56,6 @@ _LUT = style.lookup_table([style.CELL_COLORS.get(k) or SPEC_CELL_COLORS[k] for k
 _GRID_MAX = 64  # up to this many positions each cell is drawn as a tile with a gap around it
 LABELLED_MAX = 4096  # longer sequences are numbered, never labelled with tokens (no cell is 8 px wide)
 STEP_ROW_PX = style.STEP_ROW_PX  # the step's rows are drawn at least this tall on screen (at 100%), framed
-OUTLINE_PX = 2  # the frame's pen at 100% (the grid zooms it): centred on the matrix's edge, half of it outside
 _TILE = 8
 
 
@@ -405,9 +408,7 @@ class WorkMatrixPanel(Panel):
         plot.showGrid(x=False, y=False)
         view = _EngineView(plot)
         view.row_label.setText(self.tr("this step \u25be"))
-        # The title's text box is its lines, no blank margin: the room the title row takes from the matrix.
-        plot.titleLabel.item.document().setDocumentMargin(0)
-        plot.titleLabel.geometryChanged.connect(lambda v=view: self._fit_title_row(v))  # a title scaled to fit
+        title_row_fits(plot, view.outline)  # the title's lines, then the frame's pen, then the matrix
         plot.getViewBox().sigResized.connect(lambda *_a, v=view: self._on_resized(v))
         plot.getViewBox().sigRangeChanged.connect(lambda *_a, v=view: self._update_ticks(v))
         return view
@@ -587,29 +588,7 @@ class WorkMatrixPanel(Panel):
     @classmethod
     def _title(cls, view: _EngineView, engine: str, order: int, detail: str) -> None:
         style.engine_title(view.plot, engine, order, detail)
-        cls._fit_title_row(view)
-
-    @staticmethod
-    def title_gap(view: _EngineView) -> int:
-        """Pixels kept clear between the title's text and the matrix: the frame's pen width at the zoom
-        (its outer half lies above the matrix's top edge), so the frame never touches a descender."""
-        return math.ceil(max(view.outline.pen().widthF(), OUTLINE_PX * style.ZOOM))
-
-    @classmethod
-    def _fit_title_row(cls, view: _EngineView) -> None:
-        """Size the plot's title row to its text, with title_gap below it. pyqtgraph's setTitle fixes
-        the row at 30 px, which the two lines outgrow from 125% on: left there, the detail line would
-        run over the matrix's top, under the frame of the step's rows."""
-        plot = view.plot
-        if not plot.titleLabel.isVisibleTo(plot):
-            return  # no title set yet: pyqtgraph keeps its row at 0
-        text = math.ceil(plot.titleLabel.itemRect().height())  # the text's lines, as fit_title scaled them
-        # Set at each call, as setTitle's own fixed row is: the plot's layout is asked again when its title
-        # moves, in the same pass as the grid of engines (left to a later pass, a shrunk axis's width would
-        # go to its own matrix first, and the matrices be unequal for a frame).
-        plot.titleLabel.setMaximumHeight(text)
-        plot.layout.setRowFixedHeight(0, text)
-        plot.layout.setRowSpacing(0, cls.title_gap(view))  # the gap, below the title only
+        fit_title_row(view.plot, frame_gap(view.outline))
 
     @staticmethod
     def _update_ticks(view: _EngineView) -> None:
