@@ -92,6 +92,17 @@ class DownloadDialog(QDialog):
     def busy(self) -> bool:
         return self._thread is not None
 
+    def reset(self) -> None:
+        """As opened fresh: no status line and an empty bar (a download in flight keeps its own); the last id
+        stays, selected, so typing replaces it and Return fetches it again."""
+        if self.busy():
+            return
+        self.status_label.setText(" ")
+        self.bar.setValue(0)
+        self.bar.setFormat("")
+        self.id_edit.selectAll()
+        self.id_edit.setFocus()
+
     @Slot()
     def start(self) -> None:
         model_id = self.id_edit.text().strip()
@@ -177,6 +188,8 @@ def show_download_dialog(window) -> DownloadDialog:
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(dialog.wait)  # a download in flight is cancelled before the thread is destroyed
+    elif not dialog.isVisible():
+        dialog.reset()  # the last use's error or "Done" line belongs to that use
     dialog.show()
     dialog.raise_()
     dialog.activateWindow()
