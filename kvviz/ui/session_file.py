@@ -166,8 +166,9 @@ def _form(doc: Any, name: str) -> dict[str, Any]:
 # -- reopening ------------------------------------------------------------------------------------------
 def apply_session(window, session: Session) -> None:
     """The window set to the session: its run replayed (when it has one), then the form, the panels (the one
-    alone), the zoom, the step and the narration as they were saved. ValueError (one line) while a run is going
-    or for a form this machine cannot fill (a device it lacks)."""
+    alone), the zoom, the step and the narration as they were saved; the transport's Speed as the user set it (a
+    session file keeps none). ValueError (one line) while a run is going or for a form this machine cannot fill
+    (a device it lacks)."""
     from kvviz.ui.export_actions import replay_run
     from kvviz.ui.lessons.capture import apply_scene
     from kvviz.ui.shell.state import RunState
@@ -176,7 +177,11 @@ def apply_session(window, session: Session) -> None:
         raise ValueError(_tr("a run is going: stop it before opening a session"))
     if session.run is not None:
         replay_run(window, session.run, str(session.run_path))
-    apply_scene(window, session.scene)
+    speed = window.toolbar.speed_spin.value()
+    try:
+        apply_scene(window, session.scene)
+    finally:  # a session holds no speed: the transport's Speed stays the user's (the scene's form sets the fastest)
+        window.toolbar.speed_spin.setValue(speed)
     form, kept = window.form, session.form
     if "compare_kernel" in kept:
         form.compare_combo.setCurrentIndex(max(0, form.compare_combo.findData(kept["compare_kernel"])))
