@@ -13,7 +13,7 @@ from kvviz.lessons.lesson import Scene, toml_key, toml_value
 
 def capture_view(window, title: str, caption: str = "") -> dict[str, Any]:
     """The window as a scene's table: a compare source of the form's settings, the step shown (when a run is
-    drawn), the panels shown (the one alone, if one is), the zoom."""
+    drawn), the panels laid out in the grid with the largest of them large (the one alone, if one is), the zoom."""
     request = window.build_request()
     run = request.run
     source: dict[str, Any] = {
@@ -27,12 +27,29 @@ def capture_view(window, title: str, caption: str = "") -> dict[str, Any]:
                        ("threads", request.threads)):
         if value is not None:
             source[key] = value
-    panels = window.grid.shown_panels()
+    panels, large = seen_panels(window.grid)
     doc: dict[str, Any] = {"title": {"en": title}, "caption": {"en": caption or title}, "source": source,
-                           "panels": panels, "large": panels[0], "zoom": window.presentation.zoom}
+                           "panels": panels, "large": large, "zoom": window.presentation.zoom}
     if window.history.n_steps():
         doc["step"] = selected_step(window)
     return doc
+
+
+def seen_panels(grid) -> tuple[list[str], str]:
+    """The panels the grid lays out now, in View's order, and the one shown largest (the one alone, where one is):
+    those behind tabs or hidden in View are not what the user saw. A grid not laid out yet: the panels checked in
+    View, the first the large one."""
+    laid = grid.laid_out()
+    panels = [k for k in grid.shown_panels() if k in laid] or grid.shown_panels()
+    if not panels:
+        raise ValueError("no panel is shown (View > Panels)")
+    frames = getattr(grid, "frames", {})
+
+    def area(key: str) -> int:
+        frame = frames.get(key)
+        return frame.width() * frame.height() if frame is not None and key in laid else 0
+
+    return panels, max(panels, key=lambda k: (area(k), -panels.index(k)))
 
 
 def selected_step(window) -> int:

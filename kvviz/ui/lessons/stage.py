@@ -11,10 +11,11 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import (
     QFrame,
     QGraphicsRectItem,
-    QGridLayout,
+    QHBoxLayout,
     QLabel,
     QSizePolicy,
     QStackedWidget,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -91,12 +92,37 @@ def make_panel(view: str, key: str) -> QWidget:
         panel.key = key
     if key == "pool":
         panel.block_mark = BlockMark(panel)
+    if hasattr(panel, "narration_shown"):
+        panel.narration_shown = False  # a slide has no narration to point to (the summary's rows set aside)
     return panel
 
 
+def box_need(box: Box, width: int) -> int:
+    """The height at which a box's panel reads at the present zoom, its title and margins with it: the panel's
+    readable size where it has one (a table, the serve panels), else its plots' readable height, the axes and the
+    legends at `width` (as the window's grid estimates it), else a label's height for its text at `width`."""
+    panel, layout = box.panel, box.layout()
+    m = layout.contentsMargins()
+    frame = box.header.sizeHint().height() + layout.spacing() + m.top() + m.bottom() + 2 * box.frameWidth()
+    fixed = panel.readable_size() if hasattr(panel, "readable_size") else None
+    if fixed is not None:
+        return frame + fixed[1]
+    if hasattr(panel, "readable_plot"):
+        from kvviz.ui import style
+        from kvviz.ui.panels._plots import LegendLabel
+
+        _across, down = panel.plot_grid()
+        legends = sum(max(0, label.heightForWidth(max(40, width - 12))) for label in panel.findChildren(LegendLabel)
+                      if label.text() and not label.isHidden())
+        return frame + style.px(24) * down + style.px(30) + legends + down * panel.readable_plot()[1]
+    return frame + (panel.heightForWidth(width) if panel.hasHeightForWidth() else panel.sizeHint().height())
+
+
 class ScenePage(QWidget):
-    """One scene's panels, built for it at its zoom and kept: the large one over every row on the left, the
-    others in a column beside it. It draws again only when its step or language changes."""
+    """One scene's panels, built for it at its zoom and kept: the large one on the left over the page's height, the
+    others in a column beside it, each at least its readable height (or half the column); those the column has no
+    height for are behind tabs at the column's foot (`tabbed`), never squeezed. It draws again only when its step
+    or language changes."""
 
     def __init__(self, scene: Scene, run: SceneRun, base_font: QFont) -> None:
         super().__init__()
@@ -104,27 +130,82 @@ class ScenePage(QWidget):
 
         self.scene, self.run = scene, run
         self.setFont(zoomed_font(base_font, scene.zoom))  # the serve panels and tables measure their text from it
-        grid = QGridLayout(self)
-        grid.setContentsMargins(6, 6, 6, 6)
-        grid.setSpacing(6)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 6, 6, 6)
+        row.setSpacing(6)
         keys = (scene.large, *[p for p in scene.panels if p != scene.large])
         self.boxes = [Box(k, make_panel(run.kind, k)) for k in keys]
-        rows = max(len(self.boxes) - 1, 1)
-        grid.addWidget(self.boxes[0], 0, 0, rows, 1)
-        for i, box in enumerate(self.boxes[1:]):
-            grid.addWidget(box, i, 1)
-        grid.setColumnStretch(0, 2)
-        grid.setColumnStretch(1, 1 if len(self.boxes) > 1 else 0)
-        for r in range(rows):
-            grid.setRowStretch(r, 1)
+        row.addWidget(self.boxes[0], 2)
+        self.side = QWidget()
+        self.column = QVBoxLayout(self.side)
+        self.column.setContentsMargins(0, 0, 0, 0)
+        self.column.setSpacing(6)
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("lesson_tabs")
+        self.tabs.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+        self.tabs.hide()
+        if len(self.boxes) > 1:
+            row.addWidget(self.side, 1)
+        self.tabbed: list[Box] = []  # the side panels behind tabs
+        self._arranged_for: tuple | None = None  # (width, height, needs) the column was last laid out for
+        self._placed: tuple | None = None  # (how many stacked, their needs) as placed
+        self._place(self.boxes[1:], [], [1] * (len(self.boxes) - 1))
+        self._marked = False  # the work-matrix region outlined (once: its items stay)
         self.drawn: tuple | None = None  # (step, language) last drawn
         self.drawn_sizes: list[tuple[int, int]] = []  # the panels' sizes then
         self._zoomed = False
 
+    def arrange(self) -> bool:
+        """The side panels stacked in the column, as many as it has the height for at their readable heights, the
+        rest behind tabs at its foot; True where the arrangement changed."""
+        side = self.boxes[1:]
+        if not side:
+            return False
+        m = self.layout().contentsMargins()
+        height = self.height() - m.top() - m.bottom()
+        width = (self.width() - m.left() - m.right() - self.layout().spacing()) // 3
+        gap, bar = self.column.spacing(), self.tabs.tabBar().sizeHint().height()
+        # No panel asks for more than half the column: two beside the large one always share it.
+        needs = [min(box_need(box, width), (height - gap) // 2) for box in side]
+        key = (width, height, tuple(needs))
+        if key == self._arranged_for:
+            return False
+        self._arranged_for = key
+        stacked = len(side)
+        while stacked > 0:
+            rest = needs[stacked:]
+            used = sum(needs[:stacked]) + gap * (stacked - 1) + (gap + bar + max(rest) if rest else 0)
+            if used <= height:
+                break
+            stacked -= 1
+        placed = (stacked, tuple(needs))
+        if placed == self._placed:
+            return False
+        self._placed = placed
+        self._place(side[:stacked], side[stacked:], needs)
+        return True
+
+    def _place(self, stacked: list[Box], tabbed: list[Box], needs: list[int]) -> None:
+        """`stacked` in the column, each a share of its height as its need; `tabbed` behind tabs under them."""
+        while self.column.count():
+            self.column.takeAt(0)
+        while self.tabs.count():
+            self.tabs.removeTab(0)
+        for box, need in zip(stacked, needs):
+            self.column.addWidget(box, need)
+            box.show()
+        for box in tabbed:
+            self.tabs.addTab(box, box.header.text() or box.key)
+        if tabbed:
+            self.column.addWidget(self.tabs, max(needs[len(stacked):]))
+        self.tabs.setVisible(bool(tabbed))
+        self.tabbed = list(tabbed)
+
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        """A page resized after it drew (the window went full screen) draws again at its new sizes, once the
-        resizes of this turn of the event loop are done."""
+        """A page resized after it drew (the window went full screen) lays its column out again and draws again at
+        its new sizes, once the resizes of this turn of the event loop are done."""
         super().resizeEvent(event)
+        self.arrange()
         if self.drawn is not None and self.isVisible():
             QTimer.singleShot(0, self._redraw_if_resized)
 
@@ -144,9 +225,20 @@ class ScenePage(QWidget):
     def draw(self, step: int, lang: str) -> None:
         if self.drawn == (step, lang):
             return
+        self.arrange()
+        self._draw_boxes(step, lang)
+        if self.arrange():  # the legends drawn took more lines than measured: drawn again where they are now
+            self.layout().activate()
+            self._draw_boxes(step, lang)
+        self.drawn = (step, lang)
+        self.drawn_sizes = self.sizes()
+
+    def _draw_boxes(self, step: int, lang: str) -> None:
         run, scene = self.run, self.scene
         for box in self.boxes:
             box.header.setText(memory_view.title(box.key, lang) if run.kind == "memory" else box.panel.title())
+            if box in self.tabbed:
+                self.tabs.setTabText(self.tabs.indexOf(box), box.header.text())
             if run.kind == "memory":
                 font = QFont(self.font())
                 font.setPointSizeF(font.pointSizeF() * (1.5 if box is self.boxes[0] else 1.15))
@@ -168,10 +260,9 @@ class ScenePage(QWidget):
                     mark.raise_()
                     mark.update()
         self._zoomed = True
-        if not self.drawn:
+        if not self.drawn and not self._marked:
             self._mark_region()
-        self.drawn = (step, lang)
-        self.drawn_sizes = self.sizes()
+            self._marked = True
 
     def retranslate(self) -> None:
         for box in self.boxes:

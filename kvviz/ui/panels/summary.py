@@ -104,6 +104,7 @@ def _sizes() -> list[tuple[bool, float]]:
 class SummaryPanel(Panel):
     key = "summary"
     _ceiling: str | None = None  # RunInfo.ceiling_kind() of the run shown: names the share's row
+    narration_shown = True  # a narration beside the panel tells the rows set aside (False: a lesson's slide)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -516,8 +517,9 @@ class SummaryPanel(Panel):
             if self._heading.text() and self._heading.text() != self._heading_text + self._aside_text():
                 self._heading.setText(self._heading_text + self._aside_text())
                 names = dict(zip((key for key, _higher in COLUMNS), self._plain_names()))
-                self._heading.setToolTip(self.tr("Set aside for want of room (the narration tells them): {rows}")
-                                         .format(rows=", ".join(names[k] for k in self.set_aside()))
+                tip = (self.tr("Set aside for want of room (the narration tells them): {rows}") if self.narration_shown
+                       else self.tr("Set aside for want of room: {rows}"))
+                self._heading.setToolTip(tip.format(rows=", ".join(names[k] for k in self.set_aside()))
                                          if self.set_aside() else "")
             if not aside or height <= self._table_room():
                 break
@@ -535,6 +537,8 @@ class SummaryPanel(Panel):
         if not aside:
             return ""
         # Short: a narrow panel's heading must not take the rows' room (the rows' names are its tooltip).
+        if not self.narration_shown:
+            return self.tr(" (+{n} rows without room)").format(n=len(aside))
         return self.tr(" (+{n} in the narration)").format(n=len(aside))
 
     def _rows_height(self, scrolls: bool | None = None) -> int:
