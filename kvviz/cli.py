@@ -37,6 +37,8 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: dict[str, argparse.ArgumentParser] = {}  # the top parser's: each command's parser by name
+
     def error(self, message: str) -> None:  # argparse's own errors: one line, exit 2
         self.exit(2, f"{self.prog}: error: {message}\n")
 
@@ -50,7 +52,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if name == command:
             importlib.import_module(module).configure(p)
         p.set_defaults(_module=module)
+    parser.commands = sub.choices
     return parser
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments of `kvviz COMMAND ...`; words the command does not know are refused by that command's parser
+    (`kvviz memory: error: unrecognized arguments: ...`), as its other errors are."""
+    parser = build_parser(argv[0])
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _is_trace_path(word: str) -> bool:
@@ -89,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(argv: list[str]) -> int:
     """Parse, import the command's module and run it; its refusals and out-of-memory as one line."""
     try:
-        args = build_parser(argv[0]).parse_args(argv)
+        args = parse(argv)
     except SystemExit as exc:  # argparse's one-line refusal (2) or --help (0), as a return code
         return exc.code if isinstance(exc.code, int) else 2
     module = importlib.import_module(args._module)

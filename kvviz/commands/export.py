@@ -23,7 +23,8 @@ DEFAULT_ENGINES = ",".join(catalog.DEFAULT_ENGINES)
 def configure(parser) -> None:
     add_run_options(parser)  # shared with export and shot: kvviz.options, one set of bounds
     parser.set_defaults(model=None)  # the app's default: tiny when its weights are trained, else tiny-random
-    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files (made if missing)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="folder for the files (made if missing, in a folder that exists)")
     add_tokens(parser, 20)
     parser.add_argument("--engines", default=DEFAULT_ENGINES, help=f"comma list (default: {DEFAULT_ENGINES})")
     parser.add_argument("--panels", default="window",
@@ -68,14 +69,17 @@ def parse_steps(text: str | None) -> tuple[int | None, int | None]:
 
 
 def prepare_out(folder: str) -> Path:
-    """Make --out if needed and prove a file of one block can be written there (a full disk shows)."""
+    """Make --out if needed (in a folder that exists, as every command's output) and prove a file of one block can
+    be written there (a full disk shows)."""
     from kvviz.fileio import check_writable
 
     out = Path(folder).expanduser()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
+    if not out.exists():
+        check_writable(out, "--out")  # its parent: missing, not a folder or refused, in one line
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
     except OSError as exc:
         raise ValueError(f"cannot write in --out {out}: {exc.strerror or exc}") from None
     check_writable(out / "decode", "--out")
@@ -111,6 +115,9 @@ def build_job(args):
         raise ValueError(f"--fps must be between 0.1 and {top_fps}, got {args.fps}")
     if args.step is not None and args.step < 0:
         raise ValueError(f"--step must be 0 or more, got {args.step}")
+    if args.step is not None and args.step >= args.tokens:  # a step makes one token or more: at most --tokens
+        raise ValueError(f"--step {args.step} is outside the run's steps 0..{args.tokens - 1} "
+                         f"(a run of --tokens {args.tokens} has at most {args.tokens} steps)")
     if "mp4" in animations:
         from kvviz.ui.exporters import ffmpeg_exe
 
@@ -160,13 +167,28 @@ def write_html(job, saved, progress, interrupts) -> None:
     progress.say(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 
-def check_page(saved, first: int | None, last: int | None) -> None:
-    """The refusals a page makes (a range outside the run, a run too large for one page) before any file is
-    written: exit 2 with nothing left behind."""
+def check_step(step: int | None, n_steps: int) -> None:
+    """--step within the run's steps 0..n_steps-1 (ValueError, one line, outside them)."""
+    if step is not None and not 0 <= step < n_steps:
+        raise ValueError(f"--step {step} is outside the run's steps 0..{n_steps - 1}")
+
+
+def check_page_step(step: int | None, first: int, last: int | None) -> None:
+    """--step within the page's steps FROM..TO (--steps; TO None: to the run's end)."""
+    if step is not None and (step < first or (last is not None and step > last)):
+        steps = f"{first} on" if last is None else f"{first}..{last}"
+        raise ValueError(f"--step {step} is outside the page's steps {steps} (--steps)")
+
+
+def check_page(saved, first: int | None, last: int | None, step: int | None = None) -> None:
+    """The refusals a page makes (a range outside the run, a --step outside that range, a run too large for one
+    page) before any file is written: exit 2 with nothing left behind."""
     from kvviz.page import MAX_PAGE_BYTES, check_steps_range, estimate_bytes, too_large
 
     n_steps = max((len(v) for v in saved.traces.values()), default=0)
-    _first, last = check_steps_range(n_steps, first, last)
+    check_step(step, n_steps)
+    first, last = check_steps_range(n_steps, first, last)
+    check_page_step(step, first, last)
     size = estimate_bytes(saved.info, saved.traces, last)
     if size > MAX_PAGE_BYTES:
         raise too_large(size)
@@ -178,6 +200,7 @@ def check_page_run(args) -> None:
     from kvviz.page import MAX_PAGE_BYTES, attention_bytes, too_large
 
     first, last = parse_steps(args.steps)
+    check_page_step(args.step, first or 0, last)
     tokens = args.tokens if last is None else min(args.tokens, last + 1)
     n = len(args.prompt.encode("utf-8")) + tokens
     engines = [e for e in args.engines.split(",") if e.strip()]
@@ -199,8 +222,9 @@ def export_saved(args, interrupts) -> int:
     saved = traceio.load_run(args.from_trace)  # ValueError naming the file: exit 2
     args.prompt, args.tokens = saved.info.prompt or "?", max(1, saved.info.max_new_tokens)
     args.engines = ",".join(saved.traces) or args.engines
+    check_step(args.step, max((len(v) for v in saved.traces.values()), default=0))  # before any window
     if args.html:
-        check_page(saved, *parse_steps(args.steps))
+        check_page(saved, *parse_steps(args.steps), args.step)
     job = build_job(args)  # makes --out last, once everything is checked
     interrupts.check()
     from kvviz.ui.headless import ProgressLine
@@ -238,9 +262,12 @@ def export_serve(args, interrupts) -> int:
                          "the Serve view (python -m kvviz.ui.serve --replay FILE) exports its images and data")
     if args.steps:
         raise ValueError("--steps is for a compare run's page; a serve record's page shows every step")
+    from kvviz.serving.history import ServeHistory
     from kvviz.ui.i18n import normalize
 
-    text = build_serve_page(load_runs(args.from_trace), step=args.step, lang=normalize(args.lang))
+    runs = load_runs(args.from_trace)
+    check_step(args.step, ServeHistory.from_runs(runs).n_steps())
+    text = build_serve_page(runs, step=args.step, lang=normalize(args.lang))
     out = prepare_out(args.out)  # last: a refused command makes no folder
     path = interrupts.keep(write_text(out / PAGE_NAME, text))
     print(f"kvviz export: wrote {path} ({path.stat().st_size:,} bytes)", file=sys.stderr)
@@ -308,6 +335,6 @@ def export(args, interrupts) -> int:
             if not kept:
                 trace.unlink(missing_ok=True)
                 print(f"kvviz export: removed {trace} (the page's source; --json keeps it)", file=sys.stderr)
-        check_page(saved, job.first, job.last)
+        check_page(saved, job.first, job.last, job.step)
         write_html(job, saved, ProgressLine(sys.stderr), interrupts)
     return code

@@ -136,6 +136,12 @@ def run(args) -> int:
         raise ValueError(f"--batch must be at least 1, got {args.batch}")
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    if args.sinks >= args.window:
+        raise ValueError(f"--sinks ({args.sinks}) must be fewer than --window ({args.window})")
+    if args.json_path:  # before the report: a refused path prints nothing
+        from kvviz.fileio import check_writable
+
+        check_writable(args.json_path, "--json")
     measured = measured_from_bench(_read_json(args.measured)) if args.measured else None  # before any probe
     cfg = resolve_config(args.model)
     ceiling_gbps, ceiling_name, probe = _ceiling(args)
@@ -154,8 +160,6 @@ def run(args) -> int:
     if measured is not None:
         lines, doc["measured"] = measured_lines(*measured)
         print("\n".join(lines))
-    if args.sinks >= args.window:
-        raise ValueError(f"--sinks ({args.sinks}) must be fewer than --window ({args.window})")
     lines, doc["strategies"] = strategy_lines(cfg, args.tokens, report.dtype, args.window, args.sinks, args.residual,
                                                args.prompt_tokens)
     print()

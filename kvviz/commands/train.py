@@ -207,9 +207,13 @@ def run(args) -> int:
 
     # float32 weights, their gradients and AdamW's two moments: 16 B a parameter before any activation
     check_memory(16 * cfg.param_count(), f"training {cfg.name} ({cfg.param_count():,} parameters)")
-    out = Path(args.out) if args.out else DEFAULT_OUT
+    out = Path(args.out).expanduser() if args.out else DEFAULT_OUT
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: --out must be a folder")
+    from kvviz.fileio import check_writable
+
+    # before the training: the folder is made if missing, its parent must exist and take files
+    check_writable(out / RECORD_NAME if out.is_dir() else out, "--out")
     if args.context > cfg.max_seq_len:
         raise ValueError(f"--context {args.context} exceeds the model's maximum of {cfg.max_seq_len}")
     load_before = os.getloadavg()[0]
