@@ -170,7 +170,8 @@ class ScenesDialog(QDialog):
                 text += "   " + _tr("(was {0})").format(number)
             self.list.addItem(text)
         self.list.setCurrentRow(max(0, min(row, len(self.plan) - 1)))
-        self.heading.setText(_tr("{0}: {1} scenes in {2}{3}").format(
+        heading = _tr("{0}: {1} scene in {2}{3}") if len(self.plan) == 1 else _tr("{0}: {1} scenes in {2}{3}")
+        self.heading.setText(heading.format(
             self.lesson.text(_lang()), len(self.plan), self.path, _tr(" (not saved)") if self.changed else ""))
         self._update_buttons()
 
