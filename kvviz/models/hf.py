@@ -8,32 +8,35 @@ The writer at the bottom makes such folders from a kvviz model, for tests and de
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from kvviz.checkpoint_files import (  # noqa: F401 (the folder checks are this module's API too)
+    CONFIG_NAME,
+    INDEX_NAME,
+    TOKENIZER_NAME,
+    WEIGHTS_NAME,
+    check_folder,
+    inside,
+    missing_files,
+    read_weight_map,
+)
 from kvviz.config import DTYPE_ALIASES, ModelConfig
-from kvviz.fileio import check_regular, read_json
+from kvviz.fileio import read_json
 from kvviz.models import build_decoder
 from kvviz.models.io import (
     check_dtypes,
     checkpoint_name,
-    inside,
     load_into,
     load_state,
     plan_load,
     read_safetensors_header,
 )
 
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
-INDEX_NAME = "model.safetensors.index.json"
-TOKENIZER_NAME = "tokenizer.json"
 CONFIG_DEPTH = 8  # config.json: rope_parameters, text_config and the like nest 2-3 levels
-INDEX_DEPTH = 3  # {"metadata": {...}, "weight_map": {name: file}}
 
 # model_type -> kvviz arch, and the class names that mark the same thing in `architectures`.
 SUPPORTED: dict[str, str] = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
@@ -45,70 +48,12 @@ DEFAULT_MAX_POSITIONS = {"llama": 2048, "qwen2": 32768, "qwen3": 32768, "gpt2": 
 GPT2_ACTIVATIONS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
 # GPT-2 stores these as Conv1D, (in, out): transposed to nn.Linear's (out, in) on load, back on save.
 GPT2_CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
-# Files that say which other tokenizer format a folder holds, for the error message.
-OTHER_TOKENIZERS = {
-    "tokenizer.model": "a SentencePiece model",
-    "spiece.model": "a SentencePiece model",
-    "vocab.json": "a slow BPE vocabulary (vocab.json + merges.txt)",
-    "vocab.txt": "a WordPiece vocabulary",
-}
-OTHER_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "tf_model.h5", "flax_model.msgpack")
 
-
-def missing_files(folder: Path, *, tokenizer: bool = True) -> list[str]:
-    """The files a checkpoint folder needs and lacks (shards named in an index count too). A file that is
-    there but is no regular file (a FIFO, a device, a loop of links) is refused in one line by the reader."""
-    for name in (CONFIG_NAME, WEIGHTS_NAME, INDEX_NAME, TOKENIZER_NAME):
-        if os.path.lexists(folder / name):
-            inside(folder, name, str(folder))  # a link out of the folder is refused, not followed
-            check_regular(folder / name, name)
-    missing = [] if (folder / CONFIG_NAME).is_file() else [CONFIG_NAME]
-    if (folder / INDEX_NAME).is_file():
-        shards = sorted(set(read_weight_map(folder).values()))
-        for shard in shards:
-            if os.path.lexists(folder / shard):
-                check_regular(folder / shard, "weights file")
-        missing += [s for s in shards if not (folder / s).is_file()]
-    elif not (folder / WEIGHTS_NAME).is_file():
-        other = [name for name in OTHER_WEIGHTS if (folder / name).is_file()]
-        missing.append(WEIGHTS_NAME + (f" (found {other[0]}; kvviz reads only safetensors)" if other else ""))
-    if tokenizer and not (folder / TOKENIZER_NAME).is_file():
-        other = [f"{name}, {what}" for name, what in OTHER_TOKENIZERS.items() if (folder / name).is_file()]
-        missing.append(TOKENIZER_NAME + (f" (found {other[0]}; kvviz reads only tokenizer.json)" if other else ""))
-    return missing
-
-
-def check_folder(folder: str | Path, *, tokenizer: bool = True) -> Path:
-    """Raise one ValueError naming every missing file; return the folder as a Path."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ValueError(f"{folder}: no such checkpoint folder")
-    missing = missing_files(folder, tokenizer=tokenizer)
-    if missing:
-        raise ValueError(f"{folder}: not a complete checkpoint folder: missing {'; '.join(missing)}")
-    return folder
 
 
 def _read_json(path: Path, max_depth: int = CONFIG_DEPTH) -> Any:
     """config.json or the index, bounded in size and nesting (fileio.read_json)."""
     return read_json(path, max_depth, max_bytes=64 << 20)
-
-
-def read_weight_map(folder: Path) -> dict[str, str]:
-    """The index's weight_map, every entry a tensor name -> a shard file inside `folder` (an index is
-    untrusted: `../`, absolute paths and links out of the folder are refused)."""
-    path = folder / INDEX_NAME
-    doc = _read_json(path, INDEX_DEPTH)
-    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(weight_map, dict) or not weight_map:
-        raise ValueError(f"{path}: no weight_map in the index (an object of tensor name -> shard file)")
-    for name, shard in weight_map.items():
-        if not isinstance(shard, str):
-            raise ValueError(f"{path}: weight_map[{name!r}] is {shard!r}, not a file name")
-        inside(folder, shard, str(path))
-        if not shard.endswith(".safetensors"):
-            raise ValueError(f"{path}: weight_map[{name!r}] names {shard!r}, not a .safetensors file")
-    return weight_map
 
 
 # The schema of every config.json field kvviz reads: name -> (accepted kinds, low, high). Anything else in

@@ -8,12 +8,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from kvviz.checkpoint_files import CONFIG_NAME, WEIGHTS_NAME, inside  # noqa: F401 (inside: this module's API too)
 from kvviz.config import ModelConfig
 from kvviz.fileio import atomic_write, check_regular, open_regular, resolve
 from kvviz.models import build_decoder
-
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
 
 
 def save_model(model: nn.Module, folder: str | Path) -> Path:
@@ -91,24 +89,6 @@ WEIGHT_DTYPES = ("F32", "F16", "BF16")  # what kvviz's models compute in; anythi
 SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                       "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit on the JSON header
-
-
-def inside(folder: Path, name: str, what: str) -> Path:
-    """`folder / name` if `name` is a plain relative path that stays inside `folder` once links are
-    followed; ValueError otherwise. Every path a checkpoint's own files name goes through here."""
-    if not isinstance(name, str) or not name or "\0" in name:
-        raise ValueError(f"{what}: {name!r} is not a file name")
-    rel = Path(name)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise ValueError(f"{what}: {name!r} points outside the checkpoint folder")
-    path = folder / rel
-    root = resolve(folder, "checkpoint folder")
-    # A Hugging Face cache snapshot (.../snapshots/<commit>/) is links into its repo's blobs/ folder.
-    roots = (root, root.parent.parent / "blobs") if root.parent.name == "snapshots" else (root,)
-    target = resolve(path)
-    if not any(target.is_relative_to(r) for r in roots):
-        raise ValueError(f"{what}: {name!r} is a link to {target}, outside the checkpoint folder")
-    return path
 
 
 def checkpoint_name(folder: str | Path) -> str:
