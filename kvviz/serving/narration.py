@@ -2,11 +2,11 @@
 cached blocks), who was preempted, how much of the pool is free. From the ServeStep records only.
 
     paged, step 12: request 3 finished and left; request 5 joined and reused 6 blocks of a cached
-    prefix; 14 of 32 blocks free
+    prefix; 14 of 32 blocks free (3 more cached)
 
 and in a short form for a narrow box (the transport shows the longest that fits):
 
-    paged 12: r3 left; r5 joined, 6 blocks cached; 14/32 free
+    paged 12: r3 left; r5 joined, 6 blocks cached; 14/32 free (3 more cached)
 
 Where vLLM ran beside them, a sentence of what it reported at the step, and where its counts differ from the
 scheduler its settings follow, that scheduler's counts beside them:
@@ -61,7 +61,8 @@ def describe_step(record: ServeStep, _tr: Translate = str) -> list[str]:
 
 
 def describe_short(record: ServeStep, _tr: Translate = str) -> list[str]:
-    """The step's events as short clauses: requests as r3, several in one clause, the pool as free/all."""
+    """The step's events as short clauses: requests as r3, several in one clause, the pool as free/all and the
+    cached blocks beyond them as the long form says them."""
     def names(requests) -> str:
         return ", ".join(f"r{r}" for r in requests)
 
@@ -83,7 +84,10 @@ def describe_short(record: ServeStep, _tr: Translate = str) -> list[str]:
     if idle:
         clauses.append(_tr("{0} idle").format(idle))
     pool = record.pool
-    clauses.append(_tr("{0}/{1} free").format(pool.n_blocks - pool.used_blocks - pool.cached_blocks, pool.n_blocks))
+    tail = _tr("{0}/{1} free").format(pool.n_blocks - pool.used_blocks - pool.cached_blocks, pool.n_blocks)
+    if pool.cached_blocks:
+        tail += _tr(" ({0} more cached)").format(pool.cached_blocks)  # the long form's words for them
+    clauses.append(tail)
     return clauses
 
 
@@ -166,11 +170,12 @@ def narrate(run: ServeHistory, step: int, form: str = "full", _tr: Translate = s
 
 # The panels' lines the serve page shows as the Serve view's panels word them. `tr_panel` translates in the
 # panel's own context (PoolPanel, TimelinePanel, TextPanel), where the window's panels keep these strings.
-def pool_heading(scheduler: str, record: ServeStep, tr_panel: Translate = str) -> str:
-    """The block pool's line above a scheduler's blocks: "paged: 14 of 32 blocks free, 3 cached"."""
+def pool_heading(scheduler: str, record: ServeStep, tr_panel: Translate = str, form: str = "full") -> str:
+    """The block pool's line above a scheduler's blocks: "paged: 14 of 32 blocks free, 3 cached"; `form` "short"
+    for a narrow pool: "paged: 14/32 free, 3 cached"."""
     pool = record.pool
-    head = tr_panel("{0}: {1} of {2} blocks free").format(
-        scheduler, pool.n_blocks - pool.used_blocks - pool.cached_blocks, pool.n_blocks)
+    words = tr_panel("{0}: {1} of {2} blocks free") if form == "full" else tr_panel("{0}: {1}/{2} free")
+    head = words.format(scheduler, pool.n_blocks - pool.used_blocks - pool.cached_blocks, pool.n_blocks)
     if pool.cached_blocks:
         head += tr_panel(", {0} cached").format(pool.cached_blocks)
     return head

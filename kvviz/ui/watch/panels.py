@@ -161,7 +161,7 @@ class WatchUsagePanel(UsagePanel):
         super().show_step(lanes, t, None)
         self.pool_plot.setXRange(*time_range(frame), padding=0)
         running = [v.series["running"] for v in frame.servers]
-        self.batch_plot.setYRange(*value_range(running), padding=0)
+        self.batch_plot.setYRange(*value_range(running, whole=True), padding=0)
 
 
 class WatchCountersPanel(CountersPanel):
@@ -183,13 +183,16 @@ def time_range(frame: WatchFrame) -> tuple[float, float]:
     return min(0.0, last), max(1.0, last * 1.02)
 
 
-def value_range(arrays) -> tuple[float, float]:
-    """A plot's y: zero and every finite value, with a twentieth to spare (at least 0..1)."""
+def value_range(arrays, whole: bool = False) -> tuple[float, float]:
+    """A plot's y: zero and every finite value, with a twentieth to spare (at least 0..1); `whole` (a count, its
+    ticks whole numbers) at least half a unit to spare below and above, so that its 0 and 1 are numbered inside."""
     values = np.concatenate([np.asarray(a, dtype=float) for a in arrays]) if arrays else np.zeros(0)
     values = values[np.isfinite(values)]
     lo = min(0.0, float(values.min())) if values.size else 0.0
     hi = max(lo + 1.0, float(values.max())) if values.size else 1.0
     spare = (hi - lo) * 0.05
+    if whole:
+        return lo - max(0.5, spare), hi + max(0.5, spare)
     return lo - (spare if lo < 0 else 0.0), hi + spare
 
 
@@ -210,9 +213,7 @@ class SeriesPanel(TwoPlotPanel):
             plot.setDownsampling(auto=True, mode="peak")
             plot.setClipToView(True)
         self.curves: dict[tuple[str, int, int], pg.PlotDataItem] = {}
-        self.lines = [pg.InfiniteLine(angle=90, pen=pg.mkPen(style.STEP_LINE, width=1)) for _ in self.plots]
-        for plot, line in zip(self.plots, self.lines):
-            plot.addItem(line)
+        self.add_step_lines()
         self.values: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}  # what is drawn (tests)
         self.retranslate()
 
@@ -249,18 +250,18 @@ class SeriesPanel(TwoPlotPanel):
             self.plots[key[1]].removeItem(self.curves.pop(key))
             self.values.pop(key, None)
         self.show_values(bool(shown))
-        for line in self.lines:
-            line.setValue(t)
+        self.set_step(t)
         # The ranges from the data alone, so a frame is the same picture whatever was drawn before it.
         self.plots[0].setXRange(*time_range(frame), padding=0)
-        for plot, curves in zip(self.plots, (self.UPPER, self.LOWER)):
-            plot.setYRange(*value_range([v.series[name] * times for v in frame.servers for name, times, _d in curves]),
-                           padding=0)
+        for plot, curves, whole in zip(self.plots, (self.UPPER, self.LOWER), self.counts):
+            values = [v.series[name] * times for v in frame.servers for name, times, _d in curves]
+            plot.setYRange(*value_range(values, whole), padding=0)
 
 
 class PrefixPanel(SeriesPanel):
     UPPER = (("hit_rate", 100.0, False),)
     LOWER = (("stored", 1.0, False), ("removed", -1.0, True))
+    counts = (False, True)  # blocks
 
     def title(self) -> str:
         return self.tr("Prefix hit rate and blocks stored/removed")
@@ -281,6 +282,7 @@ class PrefixPanel(SeriesPanel):
 class RequestsPanel(SeriesPanel):
     UPPER = (("waiting", 1.0, False),)
     LOWER = (("preempted", 1.0, False),)
+    counts = (True, True)  # requests
 
     def title(self) -> str:
         return self.tr("Waiting requests and preemptions")

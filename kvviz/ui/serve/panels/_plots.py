@@ -1,7 +1,7 @@
 """What the serve view's plot panels share: a legend row of the schedulers above two x-linked plots, no
-numbers on their axes before a run (an empty plot's "-0.2 0 0.2" says nothing), and the size at which they
-read: each plot as tall as its axis name is long (two names never drawn over each other) and its tick
-labels apart."""
+numbers on their axes and no step line before a run (an empty plot's "-0.2 0 0.2" and a line at no step say
+nothing), and the size at which they read: each plot as tall as its axis name is long (two names never drawn
+over each other) and its tick labels apart."""
 from __future__ import annotations
 
 import pyqtgraph as pg
@@ -13,10 +13,22 @@ from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
 
+class CountAxis(pg.AxisItem):
+    """An axis of things counted whole (requests in a batch): its ticks at whole numbers only, 1 apart at the
+    closest, so a plot whose values stay within 0..1 reads "0 1", never "0 0.5 1"."""
+
+    def tickSpacing(self, minVal: float, maxVal: float, size: float):  # noqa: N802, N803 (pyqtgraph's override)
+        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size)
+                  if spacing >= 1 and float(spacing).is_integer() and float(offset).is_integer()]
+        return levels or ([(1.0, 0.0)] if maxVal != minVal else [])
+
+
 class TwoPlotPanel(ServePanel):
-    """`self.plots`: the upper and the lower plot (x linked); `show_legend(schedulers)` above them."""
+    """`self.plots`: the upper and the lower plot (x linked); `show_legend(schedulers)` above them. `counts`: for
+    each plot, whether its values are counted whole (its left axis a CountAxis)."""
 
     x_grid = True
+    counts = (False, False)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -30,7 +42,8 @@ class TwoPlotPanel(ServePanel):
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(style.PLOT_BACKGROUND)
         layout.addWidget(self.view)
-        self.plots = (self.view.addPlot(row=0, col=0), self.view.addPlot(row=1, col=0))
+        self.plots = tuple(self.view.addPlot(row=row, col=0, axisItems={"left": CountAxis("left")} if whole else None)
+                           for row, whole in enumerate(self.counts))
         self.plots[1].setXLink(self.plots[0])
         for plot in self.plots:
             plot.showGrid(x=self.x_grid, y=True, alpha=style.GRID_ALPHA)
@@ -38,16 +51,29 @@ class TwoPlotPanel(ServePanel):
             plot.hideButtons()
             for name in ("left", "bottom"):
                 plot.getAxis(name).enableAutoSIPrefix(False)  # "step", never "step (x0.001)"
-
+        self.lines: list[pg.InfiniteLine] = []  # the selected step's (or time's) line in each plot, if any
         self.show_values(False)
 
+    def add_step_lines(self) -> None:
+        """A vertical line in each plot at the selected step (`set_step`), drawn only while the plots show data."""
+        self.lines = [pg.InfiniteLine(angle=90, pen=pg.mkPen(style.STEP_LINE, width=1)) for _ in self.plots]
+        for plot, line in zip(self.plots, self.lines):
+            line.setVisible(self.plots[0].getAxis("bottom").style["showValues"])
+            plot.addItem(line)
+
+    def set_step(self, x: float) -> None:
+        for line in self.lines:
+            line.setValue(x)
+
     def show_values(self, shown: bool) -> None:
-        """The axes' numbers: none on an empty plot."""
+        """The axes' numbers and the step lines: none on an empty plot."""
         for plot in self.plots:
             for name in ("left", "bottom"):
                 axis = plot.getAxis(name)
                 if axis.style["showValues"] != shown:
                     axis.setStyle(showValues=shown)
+        for line in self.lines:
+            line.setVisible(shown)
 
     def readable_size(self) -> tuple[int, int]:
         """Each plot at least a readable plot's height and its axis name's length (rotated beside it), the

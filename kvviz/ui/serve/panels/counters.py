@@ -7,7 +7,7 @@ Reads ServeHistory.counters and ServeHistory.vllm_counters only.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
@@ -34,6 +34,28 @@ def lane_text(run: ServeHistory) -> str:
     return _tr("starting {0:.0f} s").format(lane.waited_s)
 
 
+def even_widths(needs: list[int], room: int) -> list[int]:
+    """Column widths (px) for columns needing `needs` in `room` px: equal shares of the room, except that a column
+    needing more than its share keeps its need and the others share what is left; all of the room is used (the
+    first columns take the odd pixels). Where the needs pass the room, each column its need."""
+    if not needs or sum(needs) >= room:
+        return list(needs)
+    fixed: set[int] = set()
+    while True:
+        others = [i for i in range(len(needs)) if i not in fixed]
+        share = (room - sum(needs[i] for i in fixed)) / len(others)
+        wider = {i for i in others if needs[i] > share}
+        if not wider:
+            break
+        fixed |= wider
+    left = room - sum(needs[i] for i in fixed)
+    base, odd = divmod(left, len(others))
+    widths = list(needs)
+    for n, i in enumerate(others):
+        widths[i] = base + (1 if n < odd else 0)
+    return widths
+
+
 class CountersPanel(ServePanel):
     key = "counters"
 
@@ -52,10 +74,11 @@ class CountersPanel(ServePanel):
         self.table.horizontalHeader().setFont(font)
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 3)
         self.table.horizontalHeader().setMinimumSectionSize(20)
-        # each column as wide as its figures (stretched equally, four schedulers' "1,234" read "1,..." in
-        # the panel's width at 1280x720); the last takes what is left, a scroll bar where they cannot fit
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        # the columns share the table's width evenly, none narrower than its figures (stretched equally
+        # regardless, four schedulers' "1,234" read "1,..." in the panel's width at 1280x720): fit_columns
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.table.viewport().installEventFilter(self)  # its width changed: the columns shared again
         layout.addWidget(self.table)
         self.shown: dict[str, dict[str, float]] = {}
 
@@ -68,6 +91,20 @@ class CountersPanel(ServePanel):
         width = names + max(1, table.columnCount()) * column + table.verticalScrollBar().sizeHint().width() + 8
         height = table.horizontalHeader().sizeHint().height() + 6 * (fm.height() + 3) + 8
         return width, height
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()
+        return super().eventFilter(watched, event)
+
+    def fit_columns(self) -> None:
+        """Every column as wide as its heading and figures need, the viewport's width shared evenly
+        (even_widths); wider than the viewport, the table scrolls."""
+        table, header = self.table, self.table.horizontalHeader()
+        needs = [max(header.sectionSizeHint(col), table.sizeHintForColumn(col)) for col in range(table.columnCount())]
+        for col, width in enumerate(even_widths(needs, table.viewport().width())):
+            if header.sectionSize(col) != width:
+                header.resizeSection(col, width)
 
     def help_text(self) -> str:
         return self.tr("Per scheduler, up to this step: padding and idle slots (computed and thrown away) and "
@@ -110,6 +147,7 @@ class CountersPanel(ServePanel):
                     if k == VLLM else ""
                 if item.toolTip() != tip:
                     item.setToolTip(tip)
+        self.fit_columns()
 
     def vllm_tip(self, run: ServeHistory) -> str:
         """The vLLM column's heading's tooltip: its version and the scheduler its settings follow."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QPoint, QRect, Qt
-from PySide6.QtGui import QBrush, QColor, QPainter, QPen
+from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from kvviz.serving.history import ServeHistory
@@ -20,8 +20,24 @@ from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
 GAP = 2
+HEAD_LINES = 3  # the most lines a pool's heading takes
 
 _tr = translator("PoolPanel")
+
+
+def wrapped(text: str, fm: QFontMetrics, width: int) -> list[str]:
+    """`text` in lines of at most `width` px, broken at spaces (dropped) and after a full-width colon (kept: the
+    Chinese "paged：27" has no space), a piece wider than `width` a line of its own."""
+    pieces = [(" " if i and not j else "", part) for i, word in enumerate(text.split(" "))
+              for j, part in enumerate(word.replace("：", "：\n").split("\n")) if part or not j]
+    lines: list[str] = []
+    for glue, part in pieces:
+        joined = lines[-1] + glue + part if lines else part
+        if lines and fm.horizontalAdvance(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(part)
+    return lines
 
 
 def table_text(request: int, table: tuple[int, ...]) -> str:
@@ -42,6 +58,8 @@ class PoolPanel(ServePanel):
         self.request: int | None = None
         self.hovered: tuple[str, int] | None = None  # (scheduler, request) under the mouse
         self.cells: dict[str, list[QRect]] = {}  # each scheduler's block rectangles as last painted
+        self.heads: dict[str, list[str]] = {}  # each scheduler's heading's lines as last painted
+        self.head_width = 0  # the px those lines may take
 
     def help_text(self) -> str:
         return self.tr("Every physical KV block of each scheduler's pool at this step, coloured by the request "
@@ -75,7 +93,7 @@ class PoolPanel(ServePanel):
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
         painter = QPainter(self)
         painter.fillRect(self.rect(), QColor("#ffffff"))
-        self.cells = {}
+        self.cells, self.heads = {}, {}
         run = self.run
         schedulers = [k for k in run.schedulers if run.n_steps(k)] if run is not None else []
         if not schedulers:
@@ -88,22 +106,37 @@ class PoolPanel(ServePanel):
         across = max(1, min(n, round(math.sqrt(n * self.width() / max(1, self.height())))))
         down = math.ceil(n / across)
         w, h = self.width() // across, self.height() // down
+        self.head_width = w - 6
+        self.heads = {k: self.heading_lines(k, self.head_width) for k in schedulers}
         for i, k in enumerate(schedulers):
-            self._draw_pool(painter, k, QRect((i % across) * w, (i // across) * h, w, h), line)
+            row = schedulers[i - i % across:i - i % across + across]
+            head = line * max(len(self.heads[j]) for j in row)  # the blocks of a row's pools level
+            self._draw_pool(painter, k, QRect((i % across) * w, (i // across) * h, w, h), line, head)
 
-    def _draw_pool(self, painter: QPainter, k: str, area: QRect, line: int) -> None:
+    def heading_lines(self, k: str, width: int) -> list[str]:
+        """The scheduler's heading (kvviz.serving.narration.pool_heading) in lines of `width` px at most: the
+        full form, or the short one where it takes fewer lines, wrapped at spaces (so its figures are never cut);
+        cut short ("...") only past HEAD_LINES lines or where one word is wider than the pool."""
+        record = self.run.at(k, self.step)
+        fm = self.fontMetrics()
+        forms = [wrapped(pool_heading(k, record, self.tr, form), fm, width) for form in ("full", "short")]
+        lines = min(forms, key=len)  # the full form on a tie
+        if len(lines) > HEAD_LINES:
+            lines = lines[:HEAD_LINES - 1] + [" ".join(lines[HEAD_LINES - 1:])]
+        return [fm.elidedText(text, Qt.TextElideMode.ElideRight, width) for text in lines]
+
+    def _draw_pool(self, painter: QPainter, k: str, area: QRect, line: int, head: int) -> None:
         record = self.run.at(k, self.step)
         pool = record.pool
         n = pool.n_blocks
         painter.setPen(QColor(colors.scheduler_color(k)))
-        head = painter.fontMetrics().elidedText(pool_heading(k, record, self.tr), Qt.TextElideMode.ElideRight,
-                                                area.width() - 6)
-        painter.drawText(QRect(area.left() + 2, area.top(), area.width() - 4, line),
-                         Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, head)
+        for i, text in enumerate(self.heads[k]):
+            painter.drawText(QRect(area.left() + 2, area.top() + i * line, area.width() - 4, line),
+                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
         shown = self.shown_request(k)
         table = next((r.block_table for r in record.requests if r.request == shown), ()) if shown is not None else ()
         foot = line if shown is not None else 0
-        room = QRect(area.left() + 2, area.top() + line, area.width() - 4, area.height() - line - foot - 2)
+        room = QRect(area.left() + 2, area.top() + head, area.width() - 4, area.height() - head - foot - 2)
         cols = max(1, math.ceil(math.sqrt(n * room.width() / max(1, room.height()))))
         rows = math.ceil(n / cols)
         size = max(3, min((room.width() - GAP * cols) // cols, (room.height() - GAP * rows) // max(1, rows), 40))

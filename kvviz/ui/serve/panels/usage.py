@@ -20,14 +20,13 @@ from kvviz.ui.serve.panels._plots import TwoPlotPanel
 
 class UsagePanel(TwoPlotPanel):
     key = "usage"
+    counts = (False, True)  # the batch: requests
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.pool_plot, self.batch_plot = self.plots
         self.curves: dict[str, tuple] = {}
-        self.lines = [pg.InfiniteLine(angle=90, pen=pg.mkPen(style.STEP_LINE, width=1)) for _ in range(2)]
-        self.pool_plot.addItem(self.lines[0])
-        self.batch_plot.addItem(self.lines[1])
+        self.add_step_lines()
         self.retranslate()
 
     def help_text(self) -> str:
@@ -80,5 +79,4 @@ class UsagePanel(TwoPlotPanel):
             batch.setData(x, s["batch"])
             top = max(top, float(run.vllm.run.settings.blocks if k == VLLM else run.settings[k].blocks))
         self.pool_plot.setYRange(0, top * 1.05, padding=0)
-        for line in self.lines:
-            line.setValue(step)
+        self.set_step(step)
