@@ -11,7 +11,7 @@ import functools
 import html
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -150,12 +150,31 @@ def _status(info: RunInfo, engines: Sequence[str]) -> dict:
             said = kernels_text(groups, False, translator("Narration", lang, strings),
                                 translator("kernels", lang, strings))
             fields.insert(1, (tr("kernel {0}") if len(groups) == 1 else tr("kernels {0}")).format(said))
-        ceiling = info.bandwidth_gbps()
+        ceiling = ceiling_field(info, tr)
         if ceiling is not None:
-            words = tr("read {0} GB/s ({1})") if info.ceiling_kind() == "read" else tr("copy {0} GB/s ({1})")
-            fields.append(words.format(fmt_figure(ceiling), info.device))
+            fields.append(ceiling)
         out[lang] = "   ".join(fields)
     return out
+
+
+def ceiling_field(info: RunInfo, tr: Callable[[str], str] = str) -> str | None:
+    """The status bar's read ceiling of a run as kvviz/ui/status.py StatusFields says it, in words `tr` gives (the
+    StatusFields context): the figure and device, the CPU threads it was read at ("1 thread", "4 threads"; none on
+    a GPU or where unrecorded), or the device's nominal peak beside it where it reports one (CUDA); an older trace's
+    copy bandwidth as "copy". None where the run has no ceiling."""
+    gbps = info.bandwidth_gbps()
+    if gbps is None:
+        return None
+    device, read = info.device or "-", info.ceiling_kind() == "read"
+    peak = info.peak_gbps if 0 < info.peak_gbps < float("inf") else 0.0
+    if peak > 0:
+        words = tr("read {0} GB/s of {1} GB/s peak ({2})") if read else tr("copy {0} GB/s of {1} GB/s peak ({2})")
+        return words.format(fmt_figure(gbps), fmt_figure(peak), device)
+    threads = 0 if device.startswith("cuda") else info.read_threads
+    if read and threads:
+        words = tr("read {0} GB/s ({1}, 1 thread)") if threads == 1 else tr("read {0} GB/s ({1}, {2} threads)")
+        return words.format(fmt_figure(gbps), device, threads)
+    return (tr("read {0} GB/s ({1})") if read else tr("copy {0} GB/s ({1})")).format(fmt_figure(gbps), device)
 
 
 def _bar(traces: Mapping[str, Sequence[StepTrace]], last: int) -> dict:
@@ -348,4 +367,4 @@ def iframe_html(page: str, height: int = 980) -> str:
 
 
 __all__ = ["MAX_PAGE_BYTES", "build_page", "write_page", "iframe_html", "page_data", "estimate_bytes",
-           "check_steps_range", "attention_bytes", "too_large"]
+           "check_steps_range", "attention_bytes", "too_large", "ceiling_field"]

@@ -95,6 +95,7 @@ function fitCanvas(canvas) {
   const w = Math.max(1, Math.round(r.width * dpr)), h = Math.max(1, Math.round(r.height * dpr));
   if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
   const ctx = canvas.getContext("2d");
+  canvas._ceiling = null;  // what the last drawing placed (plot's horizontal line) is drawn again or gone
   ctx.setTransform(dpr * ZOOM, 0, 0, dpr * ZOOM, 0, 0);
   ctx.clearRect(0, 0, r.width / ZOOM, r.height / ZOOM);
   return [ctx, r.width / ZOOM, r.height / ZOOM];
@@ -111,17 +112,26 @@ function byteTicks(lo, hi, want, [unit, size]) {  // ticks at round values of th
   return niceTicks(lo / size, hi / size, want).map(v => [v * size, `${+v.toPrecision(6)} ${unit}`]);
 }
 function dashOf(e) { return e.dash ? e.dash : []; }
+const HLINE_GAP = 4;  // px between a horizontal line's label and the line, and the plot's left edge
 function plot(ctx, x0, y0, w, h, o) {
   // o: {title, left, bottom, xMax, yMax, bytes: the byte axis's [unit, size], series: [{color, dash, xs, ys, width, fill, stepMode}], vline, dots, hline}
   ctx.font = "11px sans-serif";
-  const yt = o.bytes ? byteTicks(0, o.yMax, Math.max(2, Math.floor(h / 40)), o.bytes) :
-    niceTicks(o.yMin || 0, o.yMax, Math.max(2, Math.floor(h / 40))).map(v => [v, String(v)]);
-  const labelW = Math.max(...yt.map(t => ctx.measureText(t[1]).width), 10);
-  const top = y0 + (o.title ? 18 : 6), left = x0 + labelW + (o.left ? 22 : 8), right = x0 + w - 8;
-  const bottom = y0 + h - (o.bottom ? 30 : 18);
-  const pw = right - left, ph = bottom - top;
-  if (pw < 10 || ph < 10) return null;
+  const top = y0 + (o.title ? 18 : 6), bottom = y0 + h - (o.bottom ? 30 : 18), ph = bottom - top;
   const yMin = o.yMin || 0;
+  // A horizontal line's label sits above the line inside the plot: the y range reaches high enough to leave it
+  // room (the line at least the label's height below the top), where the plot is tall enough to give it.
+  ctx.textBaseline = "alphabetic";  // what the metrics below are measured from: the baseline the label is drawn at
+  const hm = o.hline && o.hline.text ? ctx.measureText(o.hline.text) : null;
+  const hRoom = hm ? HLINE_GAP + hm.fontBoundingBoxAscent + hm.fontBoundingBoxDescent + 2 : 0;
+  const hLabel = hm && ph >= 2 * hRoom;
+  if (hLabel) o = Object.assign({}, o, { yMax: Math.max(o.yMax, yMin + (o.hline.y - yMin) / (1 - hRoom / ph)) });
+  const yTicks = want => o.bytes ? byteTicks(0, o.yMax, want, o.bytes) : niceTicks(yMin, o.yMax, want).map(v => [v, String(v)]);
+  let yt = yTicks(Math.max(2, Math.floor(h / 40)));
+  if (yt.length < 2) yt = yTicks(Math.max(2, Math.floor(h / 40)) + 1);  // a round step past the top: a finer one
+  const labelW = Math.max(...yt.map(t => ctx.measureText(t[1]).width), 10);
+  const left = x0 + labelW + (o.left ? 22 : 8), right = x0 + w - 8;
+  const pw = right - left;
+  if (pw < 10 || ph < 10) return null;
   const X = v => left + (v - (o.xMin || 0)) / ((o.xMax - (o.xMin || 0)) || 1) * pw;
   const Y = v => bottom - (v - yMin) / ((o.yMax - yMin) || 1) * ph;
   ctx.fillStyle = "#fff"; ctx.fillRect(left, top, pw, ph);
@@ -164,9 +174,19 @@ function plot(ctx, x0, y0, w, h, o) {
     ctx.stroke(); ctx.setLineDash([]);
   }
   if (o.hline) {
+    const y = Y(o.hline.y);
     ctx.setLineDash([6, 4]); ctx.strokeStyle = o.hline.color; ctx.lineWidth = 1.5; ctx.beginPath();
-    ctx.moveTo(left, Y(o.hline.y)); ctx.lineTo(right, Y(o.hline.y)); ctx.stroke(); ctx.setLineDash([]);
-    ctx.fillStyle = o.hline.color; ctx.textAlign = "left"; ctx.textBaseline = "bottom"; ctx.fillText(o.hline.text, left + 4, Y(o.hline.y) - 2);
+    ctx.moveTo(left, y); ctx.lineTo(right, y); ctx.stroke(); ctx.setLineDash([]);
+    // The label where it fits whole (the plot tall and wide enough for it), else none rather than a cut one; where
+    // it went is kept on the canvas (CSS units) for the page's tests.
+    const fits = hLabel && HLINE_GAP + hm.width <= pw - HLINE_GAP;
+    const box = fits ? [left + HLINE_GAP, y - HLINE_GAP - hm.fontBoundingBoxDescent - hm.fontBoundingBoxAscent, hm.width,
+      hm.fontBoundingBoxAscent + hm.fontBoundingBoxDescent] : null;
+    if (box) {
+      ctx.fillStyle = o.hline.color; ctx.textAlign = "left"; ctx.textBaseline = "alphabetic";
+      ctx.fillText(o.hline.text, box[0], box[1] + hm.fontBoundingBoxAscent);
+    }
+    ctx.canvas._ceiling = { label: box, line: y, plot: [left, top, pw, ph] };
   }
   if (o.vline !== undefined) {
     ctx.setLineDash(o.vlineDash || [4, 3]); ctx.strokeStyle = o.vlineColor || STEP_LINE; ctx.lineWidth = 1; ctx.beginPath();
@@ -184,10 +204,29 @@ function plot(ctx, x0, y0, w, h, o) {
   ctx.restore();
   return { left, top, pw, ph, X, Y };
 }
+function columns(legend) {  // a legend in two columns where that is shorter than one (its entries wrap in a column)
+  legend.classList.add("cols");
+  const two = legend.offsetHeight;
+  legend.classList.remove("cols");
+  if (two < legend.offsetHeight) legend.classList.add("cols");
+}
+// A panel's legends wrap their entries where they take at most 60% of the panel below its title (the cache memory's
+// two take 51% at 1280x900); where they would take more (1280x720: 66%), each entry keeps to one line, cut with "..."
+// (its tooltip says it whole), in two columns where `twoColumns`. Called before the canvas is measured.
+const LEGEND_SHARE = 0.6;
+function fitLegends(key, twoColumns) {
+  const section = el[key].section, legends = [...section.querySelectorAll(".legend")];
+  for (const legend of legends) legend.classList.remove("tight");
+  if (twoColumns) legends.forEach(columns);
+  const room = section.clientHeight - el[key].title.offsetHeight;
+  if (legends.reduce((sum, legend) => sum + legend.offsetHeight, 0) <= LEGEND_SHARE * room) return;
+  for (const legend of legends) legend.classList.add("tight", ...(twoColumns ? ["cols"] : []));
+}
 function swatch(color, text, mark) {
   const glyph = mark === "line" ? "&#9473;&#9473;" : mark === "dashed" ? "&#9477;&#9477;" : "&#9632;";
   const pale = mark === "square" && lightness(color) > 0.9;
-  return `<div><span class="mark" style="color:${pale ? "#9e9e9e" : color}">${pale ? "&#9633;" : glyph}</span>${text}</div>`;
+  return `<div class="sw"><span class="mark" style="color:${pale ? "#9e9e9e" : color}">${pale ? "&#9633;" : glyph}</span>` +
+    `<span class="text" title="${esc(String(text).replace(/<[^>]*>/g, ""))}">${text}</span></div>`;
 }
 function lightness(hex) {
   const r = parseInt(hex.slice(1, 3), 16) / 255, g = parseInt(hex.slice(3, 5), 16) / 255, b = parseInt(hex.slice(5, 7), 16) / 255;
@@ -359,7 +398,6 @@ function drawWorkMatrix(k) {
   const Wm = s => tr("WorkMatrixPanel", s);
   const evicting = ENGINES.some(e => e.steps.window.some(v => v !== null));
   const speculating = ENGINES.some(e => e.steps.spec_index);  // a speculative engine (kvviz/page page_data's columns)
-  el.work_matrix.legend.className = "legend cols";
   el.work_matrix.legend.innerHTML = [[CELL.computed, Wm("computed this step (new)")], [CELL.cached, Wm("read from the cache")],
     [CELL.recomputed, Wm("recomputed though unchanged")], [CELL.masked, Wm("masked (future)")],
     ...(evicting ? [[CELL.evicted, Wm("evicted, never read again")]] : []),
@@ -367,6 +405,7 @@ function drawWorkMatrix(k) {
       [DATA.spec_colors.freed, Wm("drafted, rejected: freed")], [DATA.spec_colors.overwritten, Wm("written over a rejected slot")]] : []),
     [CELL.empty, Wm("not computed this step")]]
     .map(([c, t]) => swatch(c, t, "square")).join("");
+  fitLegends("work_matrix", true);
   const [ctx, w, h] = fitCanvas(el.work_matrix.canvas);
   const cols = ENGINES.length > 1 ? 2 : 1, rows = Math.ceil(ENGINES.length / cols);
   const cw = w / cols, ch = (h - 16) / rows;
@@ -439,6 +478,7 @@ function drawRecompute(k) {
     legend.push(swatch(e.color, spoken(at(e.said.recompute, k), true), e.dash ? "dashed" : "line"));
   });
   el.recompute.legend.innerHTML = legend.join("");
+  fitLegends("recompute", false);
   const [ctx, w, h] = fitCanvas(el.recompute.canvas);
   const xTop = Math.max(nMax, INFO.n_prompt + INFO.max_new_tokens, 1);
   const yTop = top < 4 ? top + 0.5 : headroom(top + 0.5);
@@ -545,6 +585,7 @@ function pickStep(canvas, ev) {  // a click in a per-step plot shows the step un
 function drawLatency(k) {
   const L = s => tr("LatencyPanel", s);
   el.latency.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.latency, k), true), e.dash ? "dashed" : "line")).join("");
+  fitLegends("latency", false);
   const dots = key => ENGINES.map(e => ({ x: stepOf(e, k), y: key(e)[stepOf(e, k)], color: e.color }));
   const specs = [
     { title: L("per step"), left: L("latency") + " (ms)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.latency_ms })), dots: dots(e => e.steps.latency_ms) },
@@ -558,6 +599,7 @@ function drawLatency(k) {
 function drawBytes(k) {
   const B = s => tr("BytesPanel", s);
   el.bytes.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.bytes, k), true), e.dash ? "dashed" : "line")).join("");
+  fitLegends("bytes", false);
   const lines = cumulative => ENGINES.flatMap(e => [{ color: e.color, dash: dashOf(e), ys: seriesOf(e, "bytes_copied", cumulative) },
     ...(e.steps.bytes_gathered.some(v => v) ? [{ color: e.color, dash: [6, 3], ys: seriesOf(e, "bytes_gathered", cumulative) }] : [])]);
   const dots = cumulative => ENGINES.map(e => ({ x: stepOf(e, k), y: seriesOf(e, "bytes_copied", cumulative)[stepOf(e, k)], color: e.color }));
@@ -570,20 +612,25 @@ function drawCacheMemory(k) {
   const C = s => tr("CacheMemoryPanel", s);
   el.cache_memory.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.cache_memory, k), true), e.dash ? "dashed" : "line"))
     .join("") + swatch(HELD, C("tokens held"), "line");
-  el.cache_memory.legend.className = "legend cols";
+  const paged = ENGINES.find(e => e.block_table);
+  const pool = el.cache_memory.pool, said = paged ? at(SAID.pool, k) : null;  // the pool's blocks and legend: Python's
+  if (paged) {  // the pool's legend first: its height and the series legend's set the canvas's
+    pool.innerHTML = swatch(paged.color, spoken(said.title, true), paged.dash ? "dashed" : "line") +
+      swatch(BLOCK.used, spoken(said.used, true), "square") + swatch(BLOCK.new, C("written this step"), "square") +
+      swatch(BLOCK.wasted, spoken(said.wasted, true), "square") + swatch(BLOCK.free, C("free block"), "square");
+  } else pool.innerHTML = swatch(MUTED, C("no paged engine: no block table"), "square");
+  fitLegends("cache_memory", true);
   const [ctx, w, h] = fitCanvas(el.cache_memory.canvas);
   const series = ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: e.steps.cache_bytes }));
   if (SAID.held_bytes) series.unshift({ color: HELD, width: 6, ys: SAID.held_bytes });  // the tokens held (Python's)
   let yMax = 1; for (const s of series) for (const v of s.ys) if (v > yMax) yMax = v;
-  const paged = ENGINES.find(e => e.block_table);
   const plotW = paged ? w * 0.58 : w;
   const area = plot(ctx, 0, 0, plotW, h, { title: C("resident K/V"), left: C("memory"), bottom: tr("SeriesPanel", "step"), bytes: SAID.axes.cache_memory, xMax: Math.max(1, LAST), yMax: yMax * 1.05,
     series, vline: k, dots: ENGINES.map(e => ({ x: stepOf(e, k), y: e.steps.cache_bytes[stepOf(e, k)], color: e.color })) });
   el.cache_memory.canvas._steps = area ? { left: area.left, width: area.pw } : null;
-  const pool = el.cache_memory.pool;
-  if (!paged) { pool.innerHTML = swatch(MUTED, C("no paged engine: no block table"), "square"); return; }
+  if (!paged) return;
   const kk = stepOf(paged, k), size = paged.steps.block_size[kk] || 1, table = paged.block_table[kk] || [];
-  const said = at(SAID.pool, k), nPool = said.n_pool;  // the pool's blocks and its legend: Python's
+  const nPool = said.n_pool;
   const cacheLen = paged.steps.cache_len[kk], start = paged.steps.pos_start[kk];
   const kinds = []; for (let b = 0; b < nPool; b++) kinds.push(new Array(size).fill("free"));
   table.forEach((b, i) => { for (let s = 0; s < size; s++) { const pos = i * size + s; kinds[b][s] = pos >= cacheLen ? "wasted" : pos >= start ? "new" : "used"; } });
@@ -607,16 +654,13 @@ function drawCacheMemory(k) {
       ctx.fillStyle = "rgba(255,255,255,0.84)"; ctx.fillRect(cx - 12, cy - 7, 24, 14); ctx.fillStyle = FG; ctx.fillText("#" + i, cx, cy);
     });
   }
-  pool.innerHTML = swatch(paged.color, spoken(said.title, true), paged.dash ? "dashed" : "line") +
-    swatch(BLOCK.used, spoken(said.used, true), "square") + swatch(BLOCK.new, C("written this step"), "square") +
-    swatch(BLOCK.wasted, spoken(said.wasted, true), "square") + swatch(BLOCK.free, C("free block"), "square");
-  pool.className = "legend pool cols";
 }
 
 // Quality: KL(exact || engine) per step and the top-1 disagreements so far (kvviz/ui/panels/quality.py).
 function drawQuality(k) {
   const Q = s => tr("QualityPanel", s);
   el.quality.legend.innerHTML = ENGINES.map(e => swatch(e.color, spoken(at(e.said.quality, k), true), e.dash ? "dashed" : "line")).join("");
+  fitLegends("quality", false);
   const klOf = e => nulls(e, "kl"), missed = e => e.steps.misses_total;  // Python's series (the window's QualityPanel)
   stacked(k, [
     { title: Q("KL(exact || engine) per step"), left: Q("KL") + " (nats)", series: ENGINES.map(e => ({ color: e.color, dash: dashOf(e), ys: klOf(e) })),
@@ -630,14 +674,16 @@ function drawQuality(k) {
 function drawSummary(k) {
   const said = SAID.summary, cells = at(said.cells, k), best = at(said.best, k), labels = at(said.labels, k);
   let out = `<div class="heading">${spoken(at(said.heading, k), true)}</div>`;
-  out += `<table class="summary"><thead><tr><th></th>${ENGINES.map(e => `<th style="color:${e.color}">${esc(label(e))}</th>`).join("")}</tr></thead><tbody>`;
+  out += `<div class="table-scroll"><table class="summary"><thead><tr><th></th>${ENGINES.map(e => `<th style="color:${e.color}">${esc(label(e))}</th>`).join("")}</tr></thead><tbody>`;
   said.rows.forEach((key, r) => {
     out += `<tr data-key="${key}"><th class="row">${spoken(labels[r], true)}</th>` + ENGINES.map((e, i) =>
       `<td class="${best[r].includes(e.order) ? "best" : ""}" data-engine="${esc(e.name)}">${esc(cells[i][r])}</td>`).join("") + "</tr>";
   });
-  out += "</tbody></table>";
+  out += "</tbody></table></div>";
   for (const [kind, note] of at(said.notes, k)) out += `<div class="note ${kind}">${spoken(note, true)}</div>`;
+  const scrolled = el.summary.body.querySelector(".table-scroll"), left = scrolled ? scrolled.scrollLeft : 0;
   el.summary.body.innerHTML = out;
+  el.summary.body.querySelector(".table-scroll").scrollLeft = left;  // the figures the reader scrolled to stay in view
 }
 
 // -- the page: bar, slider, keys, language ------------------------------------------------------------
@@ -651,14 +697,37 @@ function drawBar(k) {
   document.getElementById("step-label").textContent = atStep(bar.label[k === 0 ? 0 : 1], k);
   badge.title = T("Whether the engines' tokens so far are the same");
   badge.textContent = bar.badge; badge.className = DATA.bar.badge_kind;
-  // Python's narration (the window's words); an engine's name where Python marked it (kvviz/page ENGINE_MARK)
-  document.getElementById("narration").innerHTML = say(DATA.narration)[k - FIRST].replace(/[\ue000-\uf8ff]/g, c => {
-    const e = ENGINES.find(x => x.order === c.charCodeAt(0) - 0xe000);
-    return `<b style="color:${e.color}">${esc(label(e))}</b>`;
-  });
+  const box = document.getElementById("narration");
+  fitNarration(box);
+  box.innerHTML = narrationHtml(k);
   document.getElementById("status").textContent = say(DATA.status);  // the window's status bar fields (Python's)
   for (const b of document.querySelectorAll("#langs button")) b.classList.toggle("on", b.dataset.lang === lang);
   document.getElementById("play").innerHTML = playing ? "&#10074;&#10074;" : "&#9654;";
+}
+function narrationHtml(k) {  // Python's narration (the window's words); an engine's name where Python marked it (ENGINE_MARK)
+  return say(DATA.narration)[k - FIRST].replace(/[\ue000-\uf8ff]/g, c => {
+    const e = ENGINES.find(x => x.order === c.charCodeAt(0) - 0xe000);
+    return `<b style="color:${e.color}">${esc(label(e))}</b>`;
+  });
+}
+// The narration box holds whole lines: as many as the longest narration takes at the box's width, where the page has
+// room for them (at least 4 lines, at most 12% of its height: 4 at 720 px, 6 at 900), else that many and a scroll bar.
+// One height for every step, so the panels keep their place; measured again when the size, the zoom or the language
+// changes.
+const NARRATION_SHARE = 0.12, NARRATION_MIN_LINES = 4, NARRATION_MEASURED = 6;
+let narrationFit = "";
+function fitNarration(box) {
+  const key = `${box.offsetWidth} ${document.body.clientHeight} ${ZOOM} ${lang}`;
+  if (key === narrationFit) return;
+  narrationFit = key;
+  const texts = say(DATA.narration), lineH = parseFloat(getComputedStyle(box).lineHeight);
+  // The longest narrations by their text (the lines follow the length); each laid out in the box, without a scroll bar
+  const longest = texts.map((t, i) => [t.length, i]).sort((a, b) => b[0] - a[0]).slice(0, NARRATION_MEASURED);
+  box.style.overflowY = "hidden"; box.style.height = "auto";
+  let lines = 1;
+  for (const [, i] of longest) { box.innerHTML = narrationHtml(FIRST + i); lines = Math.max(lines, Math.round(box.scrollHeight / lineH)); }
+  const room = Math.max(NARRATION_MIN_LINES, Math.floor(document.body.clientHeight * NARRATION_SHARE / lineH));
+  box.style.overflowY = ""; box.style.height = `${Math.min(lines, room) * lineH}px`;
 }
 const DRAW = { token_stream: drawTokens, work_matrix: drawWorkMatrix, recompute: drawRecompute, attention: drawAttention,
   latency: drawLatency, bytes: drawBytes, cache_memory: drawCacheMemory, quality: drawQuality, summary: drawSummary };
