@@ -138,6 +138,9 @@ class SeriesPanel(Panel):
         self._plot_of = {s.key: s.plot for s in self._specs}
         self._canvas = canvas()
         self._log = QCheckBox()
+        # Focus by Tab only: the window gives the keys back to the transport after a press in its panels,
+        # and a box focused by the press lost its pressed state with the focus before the release came.
+        self._log.setFocusPolicy(Qt.FocusPolicy.TabFocus)
         self._log.toggled.connect(self._on_log_toggled)
         self._legend = legend_row()
         layout = QVBoxLayout(self)
@@ -179,8 +182,9 @@ class SeriesPanel(Panel):
         on_left_click(self._canvas.scene(), self._on_clicked)
         self._left_names: dict[str, tuple[str, str | None, float]] = {}  # plot -> (name, units, full width)
         self._short_names: set[str] = set()  # plots whose y axis shows only its unit
-        for plot in self._plots.values():
+        for key, plot in self._plots.items():
             plot.getViewBox().sigResized.connect(self._fit_left_names)
+            plot.getViewBox().sigResized.connect(lambda *_a, k=key: self._keep_room(k))
         for series_spec in self._specs:
             marker = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=1))
             marker.setZValue(60)
@@ -288,6 +292,33 @@ class SeriesPanel(Panel):
         """Every array drawn in the plot (for its y range); subclasses add the items they draw."""
         return [y for (key, _e), y in self._data.items() if self._plot_of[key] == plot_key]
 
+    def kept_room(self, plot_key: str) -> tuple[float, float] | None:
+        """(y, pixels): keep that many pixels of the plot free above the value y (in the axis's own units:
+        log10 in log scale), for a label drawn above a line there; None: nothing to keep."""
+        return None
+
+    def _least_top(self, key: str, bottom: float) -> float | None:
+        """The lowest range top (before setRange's padding) that keeps kept_room's pixels above its value."""
+        room = self.kept_room(key)
+        height = self._plots[key].getViewBox().height()
+        if room is None or height <= 1:
+            return None
+        value, pixels = room
+        # The value lies (top + pad - value) / (span + 2 pad) of the height below the top, pad = span x
+        # _PADDING; at most _ROOM_SHARE of the height is given to the room (a plot too short keeps its curves).
+        share = min(_ROOM_SHARE, pixels / height * (1 + 2 * _PADDING) - _PADDING)
+        return (value - share * bottom) / (1 - share)
+
+    def _keep_room(self, key: str) -> None:
+        """A resized plot whose range leaves too little room above kept_room's value gets its y range again."""
+        old = self._ranges.get(key)
+        if old is None or self._shown is None or old[1] is None:
+            return
+        least = self._least_top(key, old[1][0])
+        if least is not None and old[1][1] < least - 1e-9:
+            self._ranges[key] = (old[0], None)
+            self.set_ranges(*self._shown)
+
     def set_ranges(self, history: RunHistory, step: int) -> None:
         """x from 0 to the run's planned length (the curves race across a still axis), y from 0 to
         the highest value with headroom: each moves only when the data outgrows it."""
@@ -310,16 +341,22 @@ class SeriesPanel(Panel):
                 y_range = old_y
                 if old_y is None or lo < old_y[0] or hi > old_y[1]:
                     y_range = (math.floor(lo * 2) / 2 - 0.1, hi + max(0.3, 0.15 * (hi - lo)))
+                least = self._least_top(key, y_range[0])
+                if least is not None and y_range[1] < least:
+                    y_range = (y_range[0], least)
             else:
                 top = max((float(y.max()) for y in values), default=0.0)
                 bottom = min(0.0, min((float(y.min()) for y in values), default=0.0))
                 y_range = old_y
                 if old_y is None or top > old_y[1] or bottom < old_y[0] or (top > 0 and old_y[1] > 8 * top):
                     y_range = (bottom, _headroom(top, 1.25) if top > 0 else 1.0)
+                least = self._least_top(key, y_range[0])
+                if least is not None and y_range[1] < least:
+                    y_range = (y_range[0], _headroom(least, 1.0))
             x_range = (0, x_top)
             if (x_range, y_range) != (old_x, old_y):
                 self._ranges[key] = (x_range, y_range)
-                plot.setRange(xRange=x_range, yRange=y_range, padding=0.02)
+                plot.setRange(xRange=x_range, yRange=y_range, padding=_PADDING)
 
     def show_step(self, history: RunHistory, step: int) -> None:
         engines = shown_engines(self, history, step, self._ensure_curves)
@@ -390,6 +427,10 @@ class SeriesPanel(Panel):
 
     def export_items(self) -> list:
         return list(self._plots.values())
+
+
+_PADDING = 0.02  # setRange's padding, a share of each range on both sides
+_ROOM_SHARE = 0.6  # the most of a plot's height kept_room may take
 
 
 def _headroom(value: float, factor: float) -> float:

@@ -108,15 +108,18 @@ class LatencyPanel(SeriesPanel):
             values.append(np.array([self._copy_gbps]))
         return values
 
+    def kept_room(self, plot_key: str) -> tuple[float, float] | None:
+        """Room above the read ceiling's line for its label (drawn above the line), and the line's pen."""
+        if plot_key != "bandwidth" or self._copy_gbps is None:
+            return None
+        value = math.log10(self._copy_gbps) if self._log.isChecked() else self._copy_gbps
+        return value, self._copy_line.label.textItem.boundingRect().height() + self._copy_line.pen.widthF()
+
     def legend_text(self, engine: str, history: RunHistory, step: int) -> str:
         name = style.engine_label(engine)
-        if step < 0:
-            return name
         n_decode = self.columns.totals(history, engine, "decode_steps")[step]
         decode_ms = self.columns.totals(history, engine, "decode_ms")[step]
         return said_text(latency_legend(Engine(name, 0), decode_ms, n_decode))
-
-
 
 
 class _BandwidthReader:
