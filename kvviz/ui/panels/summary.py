@@ -165,6 +165,8 @@ class SummaryPanel(Panel):
         self.setToolTip(self.help_text())
         if self._shown is not None:
             self.show_step(*self._shown)  # the heading, figures with units and the note
+        elif not self._table.columnCount():
+            self._fit_empty()
 
     def _plain_names(self) -> list[str]:
         """The rows' names, in COLUMNS' order, without units (kvviz.page.said_compare's ROW_NAMES: the page's too)."""
@@ -268,6 +270,7 @@ class SummaryPanel(Panel):
         self._heading_text = ""
         self._note.setText("")
         self._shown = None
+        self._fit_empty()
 
     def _hide_run_rows(self) -> None:
         """No run, no figures: the rows a run may or may not bring (the wall's, the quality ones) wait for
@@ -570,6 +573,22 @@ class SummaryPanel(Panel):
         super().resizeEvent(event)
         if self._table.columnCount():
             self._fit()
+        else:
+            self._fit_empty()
+
+    def _fit_empty(self) -> None:
+        """No run: the table as tall as its rows' names, whole rows only (as many as the panel has the height for).
+        Left to the layout, it took its own size hint and cut its last row in half (the Chinese names are taller
+        than the table's type measures)."""
+        table = self._table
+        table.verticalHeader().resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+        height, room = self._rows_height(scrolls=False), self._table_room() - 2
+        for row in reversed(range(table.rowCount())):  # the last rows out of sight rather than cut
+            if height <= room or room <= 0:
+                break
+            if not table.isRowHidden(row):
+                height -= table.rowHeight(row)
+        table.setFixedHeight(height + 2)
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
         # The table's own width decides the columns: it settles after the panel's resize (the
