@@ -59,8 +59,8 @@ def test_shot_refuses_a_missing_folder(tmp_path):
 
 
 def test_shot_in_presentation_mode_with_panels_hidden(tmp_path):
-    """A 1080p projector at 150%: the window laid out at 1280 x 720 and drawn at 1.5x, in
-    presentation mode, two panels hidden: the other six are shown."""
+    """A 1080p projector at View > Zoom 150%: the window laid out at 1920 x 1080 with the app's text and plots
+    at 1.5x, in presentation mode, two panels hidden: the other six are shown."""
     from PySide6.QtGui import QImage
 
     out = tmp_path / "present.png"

@@ -26,8 +26,8 @@ def configure(parser) -> None:
                         help="the step to show (default: the last; negative counts from the end)")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size in pixels")
     parser.add_argument("--zoom", type=bounded("zoom"), default=100, metavar="PERCENT",
-                        help="text and plots at this size (View > Zoom), e.g. --size 1920x1080 --zoom 150 for a "
-                             "1080p projector: the window is laid out at 1280x720 and drawn at 1.5x (default 100)")
+                        help="text and plots at this size, as View > Zoom shows them in the app, e.g. --size "
+                             "1920x1080 --zoom 150 for a 1080p projector (default 100)")
     parser.add_argument("--presentation", action="store_true",
                         help="presentation mode (F11) at --size: the Inputs dock and the status bar hidden")
     parser.add_argument("--hide", default="", metavar="PANELS",
@@ -69,13 +69,12 @@ def run(args) -> int:
 
 
 def _run_window(args, engines, width, height, out: Path, interrupts) -> int:
-    from kvviz.ui.zoom import apply_zoom, check_zoom
+    from kvviz.ui.zoom import check_zoom
 
     zoom = check_zoom(args.zoom)
     if "QT_SCALE_FACTOR" in os.environ and zoom != 100:
         raise ValueError("--zoom and QT_SCALE_FACTOR both set: use one")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    apply_zoom(zoom)
 
     import tempfile
 
@@ -91,6 +90,9 @@ def _run_window(args, engines, width, height, out: Path, interrupts) -> int:
     with tempfile.TemporaryDirectory(prefix="kvviz-shot-") as tmp:
         settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
         window = app.create_window(settings)
+        # View > Zoom, as `kvviz --zoom` sets it: the app's font and the panels' plots at the zoom, laid out in
+        # --size as the app lays them out on a screen of that size
+        window.presentation.set_zoom(zoom, save=False)
         try:
             return _shoot(window, qt_app, args, engines, width, height, out, interrupts)
         finally:
@@ -104,7 +106,7 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path, interrupts) 
 
     failures: list[str] = []
     window.run_failed.connect(lambda _rid, message: failures.append(message))
-    ratio = window.devicePixelRatioF()  # the zoom: a window of W x H pixels is W/ratio x H/ratio to Qt
+    ratio = window.devicePixelRatioF()  # QT_SCALE_FACTOR: a window of W x H pixels is W/ratio x H/ratio to Qt
     window.resize(round(width / ratio), round(height / ratio))
     window.show()
     if not wait_for(window.environment_ready, args.timeout, interrupts):
@@ -138,7 +140,8 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path, interrupts) 
         interrupts.keep(atomic_write_bytes(out, data, sync=True))
     except OSError as exc:
         raise ValueError(describe_os_error(out, exc)) from None
-    mode = f", zoom {round(ratio * 100)}%" if ratio != 1 else ""
+    zoom = round(ratio * window.presentation.zoom)
+    mode = f", zoom {zoom}%" if zoom != 100 else ""
     mode += ", presentation mode" if window.presentation.active() else ""
     print(f"kvviz shot: wrote {out} ({size[0]}x{size[1]}{mode}, step {step} of {n}, engines {','.join(engines)}: "
           f"{window.transport.badge.text()}; panels {','.join(window.grid.shown_panels())})")
