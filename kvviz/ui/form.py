@@ -52,6 +52,7 @@ from kvviz.options import (
 )
 from kvviz.records.trace import RunInfo
 from kvviz.runtime.messages import Environment, ModelChoice
+from kvviz.ui.dock_title import zooming_title_bar
 from kvviz.ui.model_words import preset_text
 from kvviz.ui.qtutil import blocked
 
@@ -781,4 +782,5 @@ def inputs_dock(form: RunForm, window: QWidget) -> QDockWidget:
     scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     scroll.setWidget(form)
     dock.setWidget(scroll)
+    zooming_title_bar(dock)  # the title and its buttons grow with View > Zoom as the form does
     return dock
