@@ -212,15 +212,24 @@ function columns(legend) {  // a legend in two columns where that is shorter tha
 }
 // A panel's legends wrap their entries where they take at most 60% of the panel below its title (the cache memory's
 // two take 51% at 1280x900); where they would take more (1280x720: 66%), each entry keeps to one line, cut with "..."
-// (its tooltip says it whole), in two columns where `twoColumns`. Called before the canvas is measured.
-const LEGEND_SHARE = 0.6;
+// (its tooltip says it whole), in two columns where `twoColumns`. Called before the canvas is measured. Measured
+// again when the page's size, zoom or language or a legend's number of entries changes, not at every step (each
+// measure lays the page out).
+const LEGEND_SHARE = 0.6, legendFits = new Map();
 function fitLegends(key, twoColumns) {
   const section = el[key].section, legends = [...section.querySelectorAll(".legend")];
+  const shape = `${innerWidth}x${innerHeight} ${ZOOM} ${lang} ${legends.map(l => l.children.length).join(",")}`;
+  const known = legendFits.get(key);
+  if (known && known.shape === shape) {
+    legends.forEach((legend, i) => { legend.classList.toggle("cols", known.cols[i]); legend.classList.toggle("tight", known.tight); });
+    return;
+  }
   for (const legend of legends) legend.classList.remove("tight");
   if (twoColumns) legends.forEach(columns);
   const room = section.clientHeight - el[key].title.offsetHeight;
-  if (legends.reduce((sum, legend) => sum + legend.offsetHeight, 0) <= LEGEND_SHARE * room) return;
-  for (const legend of legends) legend.classList.add("tight", ...(twoColumns ? ["cols"] : []));
+  const tight = legends.reduce((sum, legend) => sum + legend.offsetHeight, 0) > LEGEND_SHARE * room;
+  if (tight) for (const legend of legends) legend.classList.add("tight", ...(twoColumns ? ["cols"] : []));
+  legendFits.set(key, { shape, tight, cols: legends.map(legend => legend.classList.contains("cols")) });
 }
 function swatch(color, text, mark) {
   const glyph = mark === "line" ? "&#9473;&#9473;" : mark === "dashed" ? "&#9477;&#9477;" : "&#9632;";
