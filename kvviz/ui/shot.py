@@ -130,9 +130,7 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path, interrupts) 
         qt_app.processEvents()
         window.refresh()
     pixmap = window.grab()
-    size = (pixmap.width(), pixmap.height())  # device pixels
-    if abs(size[0] - width) > ratio or abs(size[1] - height) > ratio:  # a zoom may round by a pixel
-        raise ValueError(f"the window could not be {width}x{height} (it is {size[0]}x{size[1]})")
+    size = _check_size(pixmap, width, height, ratio, args.zoom)
 
     data = png_bytes(pixmap.toImage())  # encoded in memory: a full disk is then an OSError that names itself
     interrupts.check()
@@ -146,6 +144,20 @@ def _shoot(window, qt_app, args, engines, width, height, out: Path, interrupts) 
     print(f"kvviz shot: wrote {out} ({size[0]}x{size[1]}{mode}, step {step} of {n}, engines {','.join(engines)}: "
           f"{window.transport.badge.text()}; panels {','.join(window.grid.shown_panels())})")
     return 0
+
+
+def _check_size(pixmap, width: int, height: int, ratio: float, zoom: int) -> tuple[int, int]:
+    """The grabbed window's size in device pixels; ValueError, in words, where it is not --size (a zoom may round
+    by a pixel): a window smaller than its menus, Inputs dock and panels need at that zoom cannot be made."""
+    size = (pixmap.width(), pixmap.height())
+    if abs(size[0] - width) <= ratio and abs(size[1] - height) <= ratio:
+        return size
+    need = [f"{n} pixels {word}" for n, asked, word in ((size[0], width, "wide"), (size[1], height, "tall"))
+            if n > asked + ratio]
+    if need:
+        raise ValueError(f"the window cannot be {width}x{height} at zoom {zoom}%: its menus, Inputs dock and panels "
+                         f"need at least {' and '.join(need)}; give a larger --size or a smaller --zoom")
+    raise ValueError(f"the window could not be {width}x{height} (it is {size[0]}x{size[1]})")
 
 
 def _fill_form(window, args, engines) -> None:
