@@ -206,6 +206,37 @@ def test_the_this_step_label_is_drawn_only_where_it_leaves_the_matrix_visible(qt
     assert_fills(panel, ENGINES, "label-short")
 
 
+def numbered(plot: pg.PlotItem, side: str) -> list[str]:
+    """The position numbers the plot's axis on `side` draws (none where it draws no labels)."""
+    axis = plot.getAxis(side)
+    return [text for _value, text in axis._tickLevels[0]] if axis.style["showValues"] else []
+
+
+@pytest.mark.parametrize("size", [(290, 490), (280, 480), (300, 500)])
+def test_matrices_of_one_size_are_numbered_alike(qtbot, size):
+    """In a 2x2 grid the two columns may differ by a pixel in width; the two matrices along the bottom, and
+    the two down the left, number the same positions at every step of a live run (not every 20 positions on
+    one and every 50 on the other)."""
+    from kvviz.ui.panels.work_matrix import WorkMatrixPanel
+
+    panel = shown(qtbot, WorkMatrixPanel(), *size)
+    full = synthetic_history(58, 40, ENGINES)
+    hist = RunHistory()
+    hist.reset(full.info)
+    for step in range(40):
+        for engine in ENGINES:
+            hist.add(full.traces[engine][step])
+        panel.show_step(hist, step)
+        for _ in range(3):
+            QApplication.processEvents()
+        views = panel._views
+        assert panel._cols == 2
+        bottom = [numbered(views[e].plot, "bottom") for e in ("static", "paged")]
+        left = [numbered(views[e].plot, "left") for e in ("naive", "static")]
+        assert bottom[0] and bottom[0] == bottom[1], f"step {step}: bottom axes {bottom}"
+        assert left[0] and left[0] == left[1], f"step {step}: left axes {left}"
+
+
 def attention_extent(plot: pg.PlotItem, name: str) -> tuple[float, float]:
     """(width, height) of the box holding the attention map's drawn pixels, as fractions of the
     square side its aspect-locked view gives it."""

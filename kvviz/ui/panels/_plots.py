@@ -19,10 +19,10 @@ from kvviz.textshow import group_labels
 from kvviz.ui import style
 from kvviz.ui.history import RunHistory
 
-__all__ = ["OUTLINE_PX", "BytesAxis", "TraceColumns", "align_left_axes", "canvas", "engine_step", "fit_matrix",
-           "fit_title_row", "frame_gap", "legend_row", "matrix_plot", "on_left_click", "positions", "repaint_area",
-           "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line", "step_of_position",
-           "title_row_fits", "token_label", "view_point"]
+__all__ = ["OUTLINE_PX", "BytesAxis", "TraceColumns", "align_left_axes", "canvas", "cell_px", "engine_step",
+           "fit_matrix", "fit_title_row", "frame_gap", "legend_row", "matrix_plot", "on_left_click", "positions",
+           "repaint_area", "sequence_labels", "series", "set_legend", "set_token_ticks", "step_line",
+           "step_of_position", "title_row_fits", "token_label", "view_point"]
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 _LABEL_PITCH_PX = 16  # a byte axis gives each tick label at least this many pixels of its length
@@ -425,16 +425,22 @@ def token_label(text: str, limit: int = 6) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "\u2026"
 
 
-def set_token_ticks(plot: pg.PlotItem, labels: list[str] | int, numbers: tuple[bool, bool] = (True, True)) -> None:
+def cell_px(plot: pg.PlotItem) -> tuple[float, float]:
+    """The on-screen width and height of one cell (one data unit) of a matrix plot."""
+    vb = plot.getViewBox()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    return vb.width() / max(x1 - x0, 1e-9), vb.height() / max(y1 - y0, 1e-9)
+
+
+def set_token_ticks(plot: pg.PlotItem, labels: list[str] | int, numbers: tuple[bool, bool] = (True, True),
+                    cell: tuple[float, float] | None = None) -> None:
     """Token labels on the bottom and left axes of a matrix plot (cell i spans [i, i+1)) where a
     cell is wide enough on screen to hold one; position numbers otherwise, drawn on the bottom / left
     axis only where `numbers` says (an inner plot of a grid whose outer plots number the same
-    positions leaves them to those, and its matrix has the room)."""
+    positions leaves them to those, and its matrix has the room). `cell`: the cell size in pixels
+    to choose them by (default: this plot's, cell_px); plots of one size given one size get the same ticks."""
     n = labels if isinstance(labels, int) else len(labels)  # a count: numbers only
-    vb = plot.getViewBox()
-    (x0, x1), (y0, y1) = vb.viewRange()
-    cell_w = vb.width() / max(x1 - x0, 1e-9)
-    cell_h = vb.height() / max(y1 - y0, 1e-9)
+    cell_w, cell_h = cell or cell_px(plot)
     metrics = QFontMetrics(style.tick_font())
     if max(cell_w, cell_h) >= 8.0 and not isinstance(labels, int):  # a label might fit: measure them
         short = [token_label(t, 4) for t in labels]

@@ -22,6 +22,7 @@ from kvviz.ui.panels._plots import (
     OUTLINE_PX,
     TraceColumns,
     canvas,
+    cell_px,
     engine_step,
     fit_matrix,
     fit_title_row,
@@ -590,9 +591,18 @@ class WorkMatrixPanel(Panel):
         style.engine_title(view.plot, engine, order, detail)
         fit_title_row(view.plot, frame_gap(view.outline))
 
-    @staticmethod
-    def _update_ticks(view: _EngineView) -> None:
-        set_token_ticks(view.plot, view.labels, view.outer)
+    def _update_ticks(self, view: _EngineView) -> None:
+        """Ticks on the view and on each view of the grid that shows the same range, all chosen by the
+        smallest cell among them: matrices of one size get the same ticks (columns of a grid may differ by a
+        pixel, which at a spacing's threshold numbers one matrix every 20 positions and the next every 50)."""
+        group = [view]
+        if any(v is view for v in self._views.values()):
+            shown = view.plot.getViewBox().viewRange()
+            group = [v for v in self._views.values() if v.plot.getViewBox().viewRange() == shown]
+        cells = [cell_px(v.plot) for v in group if v.plot.getViewBox().width() > 1]
+        cell = (min(w for w, _h in cells), min(h for _w, h in cells)) if cells else None
+        for v in group:
+            set_token_ticks(v.plot, v.labels, v.outer, cell)
 
     def _on_resized(self, view: _EngineView) -> None:
         self._update_ticks(view)
