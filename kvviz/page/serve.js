@@ -129,11 +129,13 @@ window.kvvizServe = function (lib) {
     el.counters.title.textContent = W().titles.counters;
     el.counters.legend.innerHTML = "";
     const names = W().counters;
-    let out = `<table class="summary"><thead><tr><th></th>${BANDS.map(r => `<th style="color:${r.color}">${esc(r.name)}</th>`).join("")}</tr></thead><tbody>`;
+    let out = `<div class="table-scroll"><table class="summary"><thead><tr><th></th>${BANDS.map(r => `<th style="color:${r.color}">${esc(r.name)}</th>`).join("")}</tr></thead><tbody>`;
     const cells = BANDS.map(r => countersAt(r, k));
     DATA.counter_keys.forEach((key, i) => { out += `<tr data-key="${key}"><th class="row">${esc(names[i])}</th>` +
       BANDS.map((r, j) => `<td data-scheduler="${esc(r.name)}">${cells[j][i]}</td>`).join("") + "</tr>"; });
-    el.counters.body.innerHTML = out + "</tbody></table>";
+    const scrolled = el.counters.body.querySelector(".table-scroll"), left = scrolled ? scrolled.scrollLeft : 0;
+    el.counters.body.innerHTML = out + "</tbody></table></div>";
+    el.counters.body.querySelector(".table-scroll").scrollLeft = left;  // the columns scrolled to stay in view
   }
 
   // Pool use and batch size (kvviz/ui/serve/panels/usage.py): a line per scheduler, a cross per preemption.
