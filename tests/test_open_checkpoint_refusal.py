@@ -1,6 +1,7 @@
 """Model > Open checkpoint refuses a folder that is not a model at once: the error strip says the line a run of it
 would say (kvviz.models.presets.load_tokenizer's), and neither the picker nor the saved list gains it; a complete
-folder (Hugging Face's files, or kvviz's own model folder) is taken, chosen, and clears that refusal."""
+folder (Hugging Face's files, or kvviz's own model folder) is taken, chosen, and clears that refusal. A folder kept
+from an earlier Open checkpoint that holds no model is offered unavailable, with that line as the form's problem."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,3 +60,30 @@ def test_the_check_takes_kvvizs_own_folder_and_names_what_a_hugging_face_one_lac
         check_model_folder(partial)
     assert str(info.value) == run_refusal(partial)
     assert "model.safetensors (found pytorch_model.bin" in str(info.value)
+
+
+def test_a_kept_folder_that_holds_no_model_is_offered_unavailable_with_the_runs_line(qtbot, tmp_path):
+    from kvviz.config import ModelConfig
+    from kvviz.runtime.messages import Environment, ModelChoice
+    from kvviz.ui.form import RunForm
+    from tests.conftest import settings_at
+
+    empty, complete, gone = tmp_path / "emptied", tmp_path / "hf", tmp_path / "gone"
+    empty.mkdir()
+    complete.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (complete / name).write_text("{}")
+    settings = settings_at(tmp_path / "form.ini")
+    settings.setValue("models/checkpoints", "\n".join(map(str, (empty, complete, gone))))
+    form = RunForm(settings)
+    qtbot.addWidget(form)
+    form.set_environment(Environment(models=(ModelChoice(name="tiny-random", config=ModelConfig(name="tiny-random")),),
+                                     default_model="tiny-random", devices=("auto", "cpu"), auto_device="cpu",
+                                     engines=(("naive", ""),)))
+    assert form.models[str(complete)].available and form.models[str(gone)].available  # gone: a run says why
+    assert not form.models[str(empty)].available
+    form.prompt_edit.setPlainText("A cache is a promise")
+    form.set_model(str(empty))
+    assert form.problem() == run_refusal(empty)
+    form.set_model(str(complete))
+    assert form.problem() == ""

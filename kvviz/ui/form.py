@@ -7,6 +7,9 @@ Environment.
 """
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
 from PySide6.QtCore import QCoreApplication, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
@@ -29,7 +32,9 @@ from PySide6.QtWidgets import (
 )
 
 from kvviz import catalog
+from kvviz.checkpoint_files import check_model_folder
 from kvviz.config import RunConfig, SamplingConfig, TraceOptions, canonical_dtype
+from kvviz.errors import one_line
 from kvviz.format import DEFAULT_PROMPT
 from kvviz.kernels import (
     DEFAULT_KERNEL,
@@ -353,7 +358,8 @@ class RunForm(QWidget):
         self._engine_help = dict(env.engines)
         self.models = {m.name: m for m in (*env.models, *env.cached_models)}
         for path in self._saved_list("models/checkpoints"):
-            self.models.setdefault(path, ModelChoice(name=path, description=self.tr("checkpoint folder")))
+            if path not in self.models:
+                self.models[path] = self._saved_folder(path)
         cached = {m.name for m in env.cached_models}
         with blocked(self.model_combo):
             self.model_combo.clear()
@@ -384,6 +390,17 @@ class RunForm(QWidget):
             self.engine_checks[key] = box
         self.retranslate()
         self._on_model_changed()
+
+    def _saved_folder(self, path: str) -> ModelChoice:
+        """A checkpoint folder kept from an earlier Open checkpoint. One that is there but holds no model (emptied,
+        or kept before the window checked folders) is offered unavailable, with the line a run of it would give."""
+        choice = ModelChoice(name=path, description=self.tr("checkpoint folder"))
+        if os.path.isdir(path):
+            try:
+                check_model_folder(path)
+            except ValueError as exc:
+                return replace(choice, available=False, reason=one_line(str(exc)))
+        return choice
 
     def kernel_unavailable(self, kernel: str) -> str | None:
         """Why `kernel` does not run on the chosen device (kvviz.kernels.unavailable), or None; None too
