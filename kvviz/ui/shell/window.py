@@ -172,11 +172,13 @@ class ShellWindow(QMainWindow):
             QTimer.singleShot(0, self._reactivate)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.MouseButtonPress:
+        if event.type() == QEvent.Type.MouseButtonRelease:
             if (isinstance(obj, QWidget) and obj.window() is self and self.panel_area.isAncestorOf(obj)
                     and not edits_text(obj)):
                 # After the click is handled (a point picked, a check box toggled): Qt gives the focus
-                # before any filter sees the press, and a plot or a label would keep a field's.
+                # before any filter sees the press, and a plot or a label would keep a field's. On the
+                # release, not the press: a button that loses the focus between its press and its release
+                # drops the click.
                 QTimer.singleShot(0, self.give_keys_to_transport)
             return False
         if (event.type() == QEvent.Type.Hide and isinstance(obj, QDialog) and obj.isWindow()
