@@ -73,7 +73,9 @@ def test_the_counters_cells_and_step_labels_are_pythons(served, qapp):
             i = int(np.searchsorted(starts[:-1], step, side="right")) - 1
             shown = [at_step(text, step) for text in lane["counters"][i]]
             assert shown == [cell_text(key, history.counters(k, step)) for key in COUNTERS], (k, step)
-    assert at_step(data["label"]["en"], 3) == f"3 / {history.n_steps() - 1} steps"
+    # the step label is the Serve window's (kvviz/ui/serve/transport.py), in both languages
+    assert at_step(data["label"]["en"], 3) == f"step 3 / {history.n_steps() - 1}"
+    assert at_step(data["label"]["zh_CN"], 3) == f"第 3 / {history.n_steps() - 1} 步"
 
 
 def test_the_latency_marks_give_the_latency_at_every_step(served):

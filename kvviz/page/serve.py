@@ -278,7 +278,7 @@ def serve_data(runs: Sequence[ServeRun]) -> dict:
             "text_titles": {lang: [_tr("TextPanel", lang)("Request {0}: its text").format(q)
                                    for q in range(history.n_requests())] for lang in LANGUAGES},
             "status": {lang: f"{model.name}, {model.device}, {model.dtype} · {workload[lang]}" for lang in LANGUAGES},
-            "label": {lang: _tr("TransportBar", lang)("{0} / {1} steps").format(STEP_MARK, n_steps - 1)
+            "label": {lang: _tr("ServeTransport", lang)("step {0} / {1}").format(STEP_MARK, n_steps - 1)
                       for lang in LANGUAGES},
             "cell_kinds": list(CELL_KINDS),
             "cell_colors": CELL_COLORS, "palette": list(REQUEST_PALETTE),

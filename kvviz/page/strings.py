@@ -15,8 +15,8 @@ TS_FILE = Path(__file__).resolve().parent.parent.parent / "assets" / "i18n" / "k
 # The window's contexts whose strings the page shows.
 CONTEXTS = ("Narration", "TransportBar", "SummaryPanel", "WorkMatrixPanel", "RecomputePanel", "AttentionPanel",
             "LatencyPanel", "BytesPanel", "CacheMemoryPanel", "TokenStreamPanel", "SeriesPanel", "QualityPanel",
-            "ServeNarration", "TimelinePanel", "PoolPanel", "CountersPanel", "UsagePanel", "TextPanel", "StatusFields",
-            "kernels")
+            "ServeNarration", "ServeTransport", "TimelinePanel", "PoolPanel", "CountersPanel", "UsagePanel",
+            "TextPanel", "StatusFields", "kernels")
 
 
 @functools.lru_cache(maxsize=1)
