@@ -96,6 +96,11 @@ def _run_window(args, engines, width, height, out: Path, interrupts) -> int:
         try:
             return _shoot(window, qt_app, args, engines, width, height, out, interrupts)
         finally:
+            # The app's font back at 100% while Python runs: the panels hidden or behind tabs (kept without a
+            # parent) are destroyed at the interpreter's exit, where under a zoomed font a plot's layout calls
+            # back into Python after it is gone (a segfault after the PNG is written).
+            window.presentation.set_zoom(100, save=False)
+            qt_app.processEvents()
             dispose(window)
 
 
