@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from kvviz.ui import style
+from kvviz.ui.panels._plots import StepLine
 from kvviz.ui.serve import colors
 from kvviz.ui.serve.panels.base import ServePanel
 
@@ -56,7 +57,8 @@ class TwoPlotPanel(ServePanel):
 
     def add_step_lines(self) -> None:
         """A vertical line in each plot at the selected step (`set_step`), drawn only while the plots show data."""
-        self.lines = [pg.InfiniteLine(angle=90, pen=pg.mkPen(style.STEP_LINE, width=1)) for _ in self.plots]
+        # StepLine: a move repaints the place the line leaves, also after an export rendered the plots offscreen
+        self.lines = [StepLine(angle=90, pen=pg.mkPen(style.STEP_LINE, width=1)) for _ in self.plots]
         for plot, line in zip(self.plots, self.lines):
             line.setVisible(self.plots[0].getAxis("bottom").style["showValues"])
             plot.addItem(line)
