@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QFrame, QScrollArea, QWi
 from kvviz.serving.history import ServeHistory
 from kvviz.serving.narration import vllm_status
 from kvviz.serving.spec import ServeSpec
+from kvviz.ui.dock_title import zooming_title_bar
 from kvviz.ui.placement import first_size
 from kvviz.ui.serve.form import ServeForm
 from kvviz.ui.serve.grid import SERVE_GRID
@@ -106,6 +107,7 @@ class ServeWindow(FramedView):
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(self.form)
         self.form_dock.setWidget(scroll)
+        zooming_title_bar(self.form_dock)  # the title and its buttons grow with View > Zoom as the form does
         self.form_dock.setMinimumWidth(300)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.form_dock)
 
