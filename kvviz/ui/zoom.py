@@ -20,12 +20,3 @@ def next_zoom(percent: int, direction: int) -> int:
         return next((z for z in ZOOMS if z > percent), max(percent, ZOOMS[-1]))
     return next((z for z in reversed(ZOOMS) if z < percent), min(percent, ZOOMS[0]))
 
-
-def apply_zoom(percent: int) -> None:
-    """`kvviz shot --zoom` only: a picture of the window at percent through Qt's scale factor (set
-    before the QApplication exists; the desktop app zooms live instead). A QT_SCALE_FACTOR the user
-    set wins."""
-    import os
-
-    if percent != 100 and "QT_SCALE_FACTOR" not in os.environ:
-        os.environ["QT_SCALE_FACTOR"] = f"{percent / 100:g}"
