@@ -324,6 +324,17 @@
     </message>
 </context>
 <context>
+    <name>DockTitleBar</name>
+    <message>
+        <source>Float</source>
+        <translation>浮动</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+</context>
+<context>
     <name>DownloadDialog</name>
     <message>
         <source>Download model</source>
@@ -351,11 +362,11 @@
     </message>
     <message>
         <source>Asking the server what {0} holds...</source>
-        <translation>正在向服务器查询 {0} 包含的文件…</translation>
+        <translation>正在向服务器查询 {0} 包含的文件...</translation>
     </message>
     <message>
         <source>Cancelling...</source>
-        <translation>正在取消…</translation>
+        <translation>正在取消...</translation>
     </message>
     <message>
         <source>{done} of {total} ({share:.0f}%), {rate}/s, {left} left</source>
@@ -823,7 +834,7 @@
     </message>
     <message>
         <source>Download model...</source>
-        <translation>下载模型…</translation>
+        <translation>下载模型...</translation>
     </message>
     <message>
         <source>Fetch a checkpoint from the Hugging Face Hub (or HF_ENDPOINT&apos;s mirror) by its id</source>
@@ -895,7 +906,7 @@
     </message>
     <message>
         <source>Edit scenes...</source>
-        <translation>编辑场景……</translation>
+        <translation>编辑场景...</translation>
     </message>
     <message>
         <source>A lesson&apos;s scenes reordered, retitled in English and Chinese, or removed</source>
@@ -903,7 +914,7 @@
     </message>
     <message>
         <source>Open session...</source>
-        <translation>打开会话……</translation>
+        <translation>打开会话...</translation>
     </message>
     <message>
         <source>A saved session: the form, panels, zoom and step set again, its run replayed</source>
@@ -911,7 +922,7 @@
     </message>
     <message>
         <source>Save session...</source>
-        <translation>保存会话……</translation>
+        <translation>保存会话...</translation>
     </message>
     <message>
         <source>The form, panels, zoom and step in a session file, the run as a trace beside it</source>
@@ -1403,6 +1414,29 @@
     <message>
         <source>{0} tokens is more than {1:,}, the most `kvviz memory --tokens` takes</source>
         <translation>{0} 个词元超过了 {1:,}，即 `kvviz memory --tokens` 接受的上限</translation>
+    </message>
+</context>
+<context>
+    <name>ModelPresets</name>
+    <message>
+        <source>the chapter&apos;s shape (2 layers, 4 heads of 32), trained on Python&apos;s docs</source>
+        <translation>本章的形状（2 层，4 个 32 维的头），在 Python 文档上训练</translation>
+    </message>
+    <message>
+        <source>the chapter&apos;s exact shape with seeded random weights</source>
+        <translation>与本章完全相同的形状，权重为固定种子的随机值</translation>
+    </message>
+    <message>
+        <source>random; 8 layers, hidden 512, 8 heads of 64: big enough for the cat copy to show</source>
+        <translation>随机权重；8 层，隐藏维 512，8 个 64 维的头：大到足以看出 cat 复制的开销</translation>
+    </message>
+    <message>
+        <source>random weights in Qwen3-0.6B&apos;s published shape (28 layers, 16 Q / 8 KV heads of 128)</source>
+        <translation>Qwen3-0.6B 公布形状的随机权重（28 层，16 个 Q 头 / 8 个 KV 头，每头 128 维）</translation>
+    </message>
+    <message>
+        <source>slow on a CPU: building it and each prefill take seconds; meant for memory figures</source>
+        <translation>在 CPU 上很慢：构建模型和每次预填充都要数秒；用于查看内存数字</translation>
     </message>
 </context>
 <context>
@@ -1992,6 +2026,10 @@
         <translation>{0}：{2} 块中 {1} 块空闲</translation>
     </message>
     <message>
+        <source>{0}: {1}/{2} free</source>
+        <translation>{0}：{1}/{2} 块空闲</translation>
+    </message>
+    <message>
         <source>, {0} cached</source>
         <translation>，{0} 块已缓存</translation>
     </message>
@@ -2331,12 +2369,12 @@
         <translation>为新的运行修改设置（已保存的运行仍然显示）</translation>
     </message>
     <message>
-        <source>checkpoint folder</source>
-        <translation>检查点文件夹</translation>
-    </message>
-    <message>
         <source>auto ({0})</source>
         <translation>自动（{0}）</translation>
+    </message>
+    <message>
+        <source>checkpoint folder</source>
+        <translation>检查点文件夹</translation>
     </message>
     <message>
         <source>Starting: loading PyTorch and the model list...</source>
@@ -2522,7 +2560,7 @@
     </message>
     <message>
         <source>Rename...</source>
-        <translation>重命名……</translation>
+        <translation>重命名...</translation>
     </message>
     <message>
         <source>The selected scene&apos;s title in English and Chinese</source>
@@ -2555,6 +2593,10 @@
     <message>
         <source>(was {0})</source>
         <translation>（原第 {0} 个）</translation>
+    </message>
+    <message>
+        <source>{0}: {1} scene in {2}{3}</source>
+        <translation>{0}：{2} 中的 {1} 个场景{3}</translation>
     </message>
     <message>
         <source>{0}: {1} scenes in {2}{3}</source>
@@ -2605,6 +2647,10 @@
     <message>
         <source>View as SVG...</source>
         <translation>视图导出为 SVG...</translation>
+    </message>
+    <message>
+        <source>Run as a page (HTML)...</source>
+        <translation>运行导出为网页（HTML）...</translation>
     </message>
     <message>
         <source>Serve record (JSON)...</source>
@@ -3506,6 +3552,14 @@
         <translation>因空间不足而省略（解说中有）：{rows}</translation>
     </message>
     <message>
+        <source>Set aside for want of room: {rows}</source>
+        <translation>因空间不足而省去：{rows}</translation>
+    </message>
+    <message>
+        <source> (+{n} rows without room)</source>
+        <translation>（另有 {n} 行无处显示）</translation>
+    </message>
+    <message>
         <source> (+{n} in the narration)</source>
         <translation>（另 {n} 行见解说）</translation>
     </message>
@@ -3734,7 +3788,7 @@
     </message>
     <message>
         <source>loading {0}...</source>
-        <translation>正在加载 {0}……</translation>
+        <translation>正在加载 {0}...</translation>
     </message>
     <message>
         <source>Loading the model (PyTorch reads its weights)</source>
