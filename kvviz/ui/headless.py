@@ -273,6 +273,7 @@ def run_export(job: ExportJob, interrupts: Interrupts | None = None) -> int:
             if not wait_for(window.environment_ready, 300, interrupts):
                 raise RunError("the worker did not list the environment within 5 minutes")
             fill_form(window, job)
+            window.toolbar.speed_spin.setValue(0)  # an export runs as fast as possible
             got = (window.width(), window.height())
             if got != job.size:
                 progress.say(f"the window cannot be {job.size[0]}x{job.size[1]} (its smallest size is "

@@ -82,7 +82,6 @@ def fill_form(window, job: ExportJob) -> None:
         window.form.top_k_spin.setValue(job.top_k or 0)
         window.form.top_p_spin.setValue(1.0 if job.top_p is None else job.top_p)
     window.form.seed_spin.setValue(job.seed)
-    window.toolbar.speed_spin.setValue(0)  # as fast as possible
     window.torch_threads = job.threads
     reason = window.validation_text()
     if reason:

@@ -177,11 +177,7 @@ def apply_session(window, session: Session) -> None:
         raise ValueError(_tr("a run is going: stop it before opening a session"))
     if session.run is not None:
         replay_run(window, session.run, str(session.run_path))
-    speed = window.toolbar.speed_spin.value()
-    try:
-        apply_scene(window, session.scene)
-    finally:  # a session holds no speed: the transport's Speed stays the user's (the scene's form sets the fastest)
-        window.toolbar.speed_spin.setValue(speed)
+    apply_scene(window, session.scene)
     form, kept = window.form, session.form
     if "compare_kernel" in kept:
         form.compare_combo.setCurrentIndex(max(0, form.compare_combo.findData(kept["compare_kernel"])))
