@@ -184,7 +184,8 @@ def test_greedy_tokens_match_generate(checkpoint, engine):
 def test_sharded_checkpoint_loads_the_same(transformers, tokenizer_json, tmp_path):
     import torch
 
-    from kvviz.models.hf import INDEX_NAME, load_hf_model
+    from kvviz.checkpoint_files import INDEX_NAME
+    from kvviz.models.hf import load_hf_model
 
     hf_model = build_hf_checkpoint(transformers, "llama", tmp_path, tokenizer_json, max_shard_size="50KB")
     index = json.loads((tmp_path / INDEX_NAME).read_text())

@@ -83,7 +83,8 @@ def build_random_llama(folder: Path, seed: int) -> Path:
     """A seeded random Llama saved by transformers itself, with a byte-level BPE tokenizer.json."""
     import torch
 
-    from kvviz.models.hf import TOKENIZER_NAME, train_tokenizer_json
+    from kvviz.checkpoint_files import TOKENIZER_NAME
+    from kvviz.models.hf import train_tokenizer_json
 
     transformers = _import_transformers()
     config = transformers.LlamaConfig(**RANDOM_LLAMA, bos_token_id=None, eos_token_id=None, pad_token_id=None,
@@ -217,8 +218,9 @@ def run_lockstep(model, hf_model, prompt_ids: list[int], n: int, device, key: st
 def run(args) -> int:
     import torch
 
+    from kvviz.checkpoint_files import check_folder
     from kvviz.fileio import check_writable
-    from kvviz.models.hf import check_folder, load_hf_model, load_hf_tokenizer, read_hf_config
+    from kvviz.models.hf import load_hf_model, load_hf_tokenizer, read_hf_config
     from kvviz.models.presets import resolve_name
     from kvviz.runtime.devices import resolve_device, resolve_dtype
 

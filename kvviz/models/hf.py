@@ -14,14 +14,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from kvviz.checkpoint_files import (  # noqa: F401 (the folder checks are this module's API too)
+from kvviz.checkpoint_files import (
     CONFIG_NAME,
     INDEX_NAME,
     TOKENIZER_NAME,
     WEIGHTS_NAME,
     check_folder,
     inside,
-    missing_files,
     read_weight_map,
 )
 from kvviz.config import DTYPE_ALIASES, ModelConfig

@@ -165,7 +165,7 @@ def resolve_hub_id(text: str) -> Path:
         raise ValueError(f"{hub_id}: no such folder, and not in any cache (searched {where}); "
                          f"fetch it with `kvviz download {hub_id}`")
     folder, source = found
-    from kvviz.models.hf import missing_files
+    from kvviz.checkpoint_files import missing_files
 
     missing = missing_files(folder)
     if missing:
@@ -192,7 +192,8 @@ class CachedModel:
 
 
 def _describe(model_id: str, source: str, folder: Path, size: int) -> CachedModel:
-    from kvviz.models.hf import CONFIG_NAME, missing_files, read_hf_config
+    from kvviz.checkpoint_files import CONFIG_NAME, missing_files
+    from kvviz.models.hf import read_hf_config
 
     config, problem = None, ""
     try:

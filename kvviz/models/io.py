@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from kvviz.checkpoint_files import CONFIG_NAME, WEIGHTS_NAME, inside  # noqa: F401 (inside: this module's API too)
+from kvviz.checkpoint_files import CONFIG_NAME, WEIGHTS_NAME, inside
 from kvviz.config import ModelConfig
 from kvviz.fileio import atomic_write, check_regular, open_regular, resolve
 from kvviz.models import build_decoder
