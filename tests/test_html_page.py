@@ -388,10 +388,17 @@ def test_the_summary_is_the_windows_cell_for_cell(browser, page, run, qapp):
         assert not browser.eval("document.querySelector('#panel-summary .note.kernels')")
 
 
+def drawn(browser) -> None:
+    """Wait for the page's redraw of the step just shown (two animation frames), so that a place measured next is
+    where the click will land."""
+    browser.eval("new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(0))))")
+
+
 def test_a_click_on_a_plot_or_a_token_shows_its_step(browser, page, run):
     """As in the window: a click in a per-step plot shows the step under it, on a generated token the step that
     sampled it, on the prompt the prefill."""
     browser.open(page)
+    drawn(browser)
     x, y, w, h = browser.rect("#panel-latency canvas")
     left, width = browser.eval("(() => { const a = document.querySelector('#panel-latency canvas')._steps;"
                                " return [a.left, a.width]; })()")
@@ -399,9 +406,11 @@ def test_a_click_on_a_plot_or_a_token_shows_its_step(browser, page, run):
     for target in (3, 17):
         browser.click(x + left + width * target / last, y + h / 6)
         assert browser.eval("document.body.dataset.step") == str(target)
+    drawn(browser)
     token = browser.rect("#panel-token_stream .engine[data-engine=concat] span[data-step='5']")
     browser.click(token[0] + token[2] / 2, token[1] + token[3] / 2)
     assert browser.eval("document.body.dataset.step") == "5"
+    drawn(browser)
     prompt = browser.rect("#panel-token_stream .engine[data-engine=paged] .prompt")
     browser.click(prompt[0] + 5, prompt[1] + 5)
     assert browser.eval("document.body.dataset.step") == "0"
@@ -409,6 +418,7 @@ def test_a_click_on_a_plot_or_a_token_shows_its_step(browser, page, run):
     n_prompt = len(run.info.prompt_ids)
     for row in (n_prompt - 1, n_prompt + 8):
         browser.press("End")  # the matrix of the last step holds every row
+        drawn(browser)
         cx, cy = browser.rect("#panel-work_matrix canvas")[:2]
         at = browser.eval("document.querySelector('#panel-work_matrix canvas')._rows.naive")
         browser.click(cx + at["x"] + at["side"] / 2, cy + at["y"] + at["side"] * (row + 0.5) / at["n"])
